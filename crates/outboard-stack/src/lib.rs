@@ -1,0 +1,2 @@
+//! SKELETON
+#![forbid(unsafe_code)]

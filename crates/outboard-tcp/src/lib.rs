@@ -1,0 +1,34 @@
+//! Outboard's TCP, sans-IO.
+//!
+//! Nothing here reads a clock, a socket or a random source: every input
+//! carries `now`, every output is pulled (`poll_transmit`, `poll_timeout`,
+//! `poll_event`). See `conn` for the call order.
+//!
+//! Module map:
+//! - `conn`: the RFC 9293 connection state machine (one `Connection` per 4-tuple);
+//! - `table`: the TCP layer of one shard: demultiplexing, listeners with SYN
+//!   queue and SYN cookies, accept queues, port allocation, RSTs for strays;
+//! - `rtt`: RFC 6298 RTO estimation; `cc`: NewReno (RFC 5681/6582) and CUBIC (RFC 9438);
+//! - `sack`: the sender's SACK scoreboard (RFC 2018, RFC 6675);
+//! - `assembler`: the receiver's out-of-order range tracking;
+//! - `ring`: byte ring buffers for the send and receive queues;
+//! - `isn`: RFC 6528 initial sequence numbers; `syncookie`: SYN cookies.
+
+#![forbid(unsafe_code)]
+
+pub mod assembler;
+pub mod cc;
+pub mod config;
+pub mod conn;
+pub mod isn;
+pub mod reset;
+pub mod ring;
+pub mod rtt;
+pub mod sack;
+mod siphash;
+pub mod syncookie;
+pub mod table;
+
+pub use cc::CcKind;
+pub use config::Config;
+pub use conn::{ConnStats, Connection, Error, Event, FourTuple, IcmpError, State, Transmit};

@@ -1,0 +1,148 @@
+//! TCP header (RFC 9293 §3.1) and options (RFC 9293 §3.2, RFC 7323, RFC 2018).
+//!
+//! SKELETON: the repr types below are the contract other crates code against.
+//! The packet view, parse and emit are filled in by the wire work.
+
+use crate::seq::SeqNumber;
+
+/// The TCP control bits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: TcpFlags = TcpFlags(0x01);
+    pub const SYN: TcpFlags = TcpFlags(0x02);
+    pub const RST: TcpFlags = TcpFlags(0x04);
+    pub const PSH: TcpFlags = TcpFlags(0x08);
+    pub const ACK: TcpFlags = TcpFlags(0x10);
+    pub const URG: TcpFlags = TcpFlags(0x20);
+    pub const ECE: TcpFlags = TcpFlags(0x40);
+    pub const CWR: TcpFlags = TcpFlags(0x80);
+    pub const NONE: TcpFlags = TcpFlags(0);
+
+    pub const fn contains(self, other: TcpFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub const fn intersects(self, other: TcpFlags) -> bool {
+        self.0 & other.0 != 0
+    }
+    pub fn fin(self) -> bool { self.contains(Self::FIN) }
+    pub fn syn(self) -> bool { self.contains(Self::SYN) }
+    pub fn rst(self) -> bool { self.contains(Self::RST) }
+    pub fn psh(self) -> bool { self.contains(Self::PSH) }
+    pub fn ack(self) -> bool { self.contains(Self::ACK) }
+    pub fn urg(self) -> bool { self.contains(Self::URG) }
+}
+
+impl core::ops::BitOr for TcpFlags {
+    type Output = TcpFlags;
+    fn bitor(self, rhs: TcpFlags) -> TcpFlags {
+        TcpFlags(self.0 | rhs.0)
+    }
+}
+
+impl core::ops::BitOrAssign for TcpFlags {
+    fn bitor_assign(&mut self, rhs: TcpFlags) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl core::fmt::Debug for TcpFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        const NAMES: [&str; 8] = ["FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR"];
+        let mut first = true;
+        for (i, n) in NAMES.iter().enumerate() {
+            if self.0 & (1 << i) != 0 {
+                if !first {
+                    f.write_str("|")?;
+                }
+                f.write_str(n)?;
+                first = false;
+            }
+        }
+        if first {
+            f.write_str("-")?;
+        }
+        Ok(())
+    }
+}
+
+/// Up to four SACK blocks `[left, right)` (RFC 2018 §3); fixed size, no allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub struct SackBlocks {
+    blocks: [(SeqNumber, SeqNumber); 4],
+    len: u8,
+}
+
+impl SackBlocks {
+    pub const MAX: usize = 4;
+
+    pub const fn new() -> SackBlocks {
+        SackBlocks { blocks: [(SeqNumber(0), SeqNumber(0)); 4], len: 0 }
+    }
+    /// Appends a block; returns false (and ignores it) when four are held.
+    pub fn push(&mut self, left: SeqNumber, right: SeqNumber) -> bool {
+        if (self.len as usize) < Self::MAX {
+            self.blocks[self.len as usize] = (left, right);
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn as_slice(&self) -> &[(SeqNumber, SeqNumber)] {
+        &self.blocks[..self.len as usize]
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (SeqNumber, SeqNumber)> + '_ {
+        self.as_slice().iter().copied()
+    }
+    /// Keeps at most `n` blocks (option space is shared with timestamps).
+    pub fn truncate(&mut self, n: usize) {
+        self.len = self.len.min(n as u8);
+    }
+}
+
+/// The TCP options Outboard understands. Unknown options are skipped by
+/// length when parsing and never emitted.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub struct TcpOptions {
+    /// Maximum segment size (kind 2), SYN only.
+    pub mss: Option<u16>,
+    /// Window scale shift (kind 3, RFC 7323 §2), SYN only. Values above 14 are kept as
+    /// received; the receiver clamps them to 14 (RFC 7323 §2.3).
+    pub window_scale: Option<u8>,
+    /// SACK-permitted (kind 4), SYN only.
+    pub sack_permitted: bool,
+    /// SACK blocks (kind 5).
+    pub sack: SackBlocks,
+    /// Timestamps (kind 8, RFC 7323 §3): (TSval, TSecr).
+    pub timestamps: Option<(u32, u32)>,
+}
+
+/// A parsed TCP header, independent of any buffer. The payload travels separately.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TcpRepr {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: SeqNumber,
+    /// Meaningful only when `flags.ack()`.
+    pub ack: SeqNumber,
+    pub flags: TcpFlags,
+    /// The window field as sent (unscaled).
+    pub window: u16,
+    pub urgent: u16,
+    pub options: TcpOptions,
+}
+
+impl TcpRepr {
+    /// Sequence space the segment occupies: payload plus one each for SYN and FIN.
+    pub fn segment_len(&self, payload_len: usize) -> usize {
+        payload_len + self.flags.syn() as usize + self.flags.fin() as usize
+    }
+}
