@@ -6,8 +6,7 @@
 //!
 //! Module map:
 //! - `conn`: the RFC 9293 connection state machine (one `Connection` per 4-tuple);
-//! - `table`: the TCP layer of one shard: demultiplexing, listeners with SYN
-//!   queue and SYN cookies, accept queues, port allocation, RSTs for strays;
+//! (The per-shard connection table, listeners, SYN queue and cookies live in outboard-stack.)
 //! - `rtt`: RFC 6298 RTO estimation; `cc`: NewReno (RFC 5681/6582) and CUBIC (RFC 9438);
 //! - `sack`: the sender's SACK scoreboard (RFC 2018, RFC 6675);
 //! - `assembler`: the receiver's out-of-order range tracking;
@@ -27,7 +26,6 @@ pub mod rtt;
 pub mod sack;
 mod siphash;
 pub mod syncookie;
-pub mod table;
 
 pub use cc::CcKind;
 pub use config::Config;
