@@ -6,12 +6,33 @@
 //! Call order: `receive_frame` for each received frame and the socket calls
 //! as the application makes them; then drain `poll_transmit` until `None`,
 //! and call `handle_timeout` at or after `poll_timeout`.
-//! STUB: signatures are the contract; bodies are being written.
+//!
+//! Module map: `input` (Ethernet/ARP/IPv4 receive path), `output` (framing,
+//! next-hop resolution, the transmit queue, fragmentation), `arp` (cache),
+//! `reassembly`, `icmp`, `udp`, `tcp_table` + `listener` + `tcp_input`
+//! (connections, listeners, demux), `route`, `ratelimit`, `stats`.
 
 #![forbid(unsafe_code)]
 
+mod arp;
+mod icmp;
+mod input;
+mod listener;
+mod output;
+mod ratelimit;
+mod reassembly;
+mod route;
+mod stats;
+mod tcp_input;
+mod tcp_table;
+mod udp;
+
+pub use stats::StackStats;
+pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
+
 use outboard_tcp::{Connection, ConnStats, FourTuple, State};
 use outboard_time::{Duration, Instant};
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// Settings of one stack instance.
@@ -77,96 +98,209 @@ pub enum StackError {
     NoSuchSocket,
     /// UDP datagram larger than the stack will send.
     MessageTooLong,
-    /// UDP receive: nothing queued.
+    /// UDP receive: nothing queued. UDP send: the transmit queue is full.
     WouldBlock,
     /// UDP: an ICMP port unreachable came back for this socket (ECONNREFUSED).
     Refused,
 }
 
-/// Counters, one per event and one per drop reason. (Fields are added as the stack grows.)
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StackStats {
-    pub frames_in: u64,
-    pub frames_out: u64,
-    pub drops_malformed: u64,
-    pub drops_checksum: u64,
-    pub drops_not_for_us: u64,
-}
-
+/// One shard's IPv4 stack.
 #[derive(Debug)]
 pub struct Stack {
-    _todo: (),
+    cfg: StackConfig,
+    route: route::Route,
+    stats: StackStats,
+    arp: arp::ArpCache,
+    reasm: reassembly::Reassembler,
+    udp: udp::UdpTable,
+    tcp: tcp_table::TcpTable,
+    icmp_limit: ratelimit::RateLimiter,
+    /// Frames ready to send (ARP, ICMP, TCP control, UDP, flushed ARP waits), bounded.
+    txq: VecDeque<Vec<u8>>,
+    txq_bytes: usize,
+    /// IPv4 identification for the next datagram we originate.
+    ip_ident: u16,
+    /// UDP ephemeral port cursor.
+    udp_port_cursor: u16,
 }
 
-#[allow(unused_variables)]
 impl Stack {
     pub fn new(cfg: StackConfig, now: Instant) -> Stack {
-        todo!()
+        let route = route::Route::new(cfg.addr, cfg.prefix_len, cfg.gateway);
+        let mut tcp_cfg = cfg.tcp.clone();
+        // Our MSS must fit the link (RFC 9293 §3.7.1: MTU minus 40).
+        tcp_cfg.mss = tcp_cfg.mss.min(cfg.mtu.saturating_sub(40).clamp(64, 65535 - 40) as u16);
+        Stack {
+            route,
+            stats: StackStats::default(),
+            arp: arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now),
+            reasm: reassembly::Reassembler::new(cfg.reassembly_mem_cap, cfg.reassembly_timeout),
+            udp: udp::UdpTable::default(),
+            tcp: tcp_table::TcpTable::new(tcp_cfg, cfg.secret, cfg.ephemeral_ports.0),
+            icmp_limit: ratelimit::RateLimiter::new(icmp::ERROR_RATE_PER_SEC, icmp::ERROR_BURST, now),
+            txq: VecDeque::new(),
+            txq_bytes: 0,
+            // Start identifications from the secret so restarts don't repeat them.
+            ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
+            udp_port_cursor: cfg.ephemeral_ports.0,
+            cfg,
+        }
     }
+
     pub fn config(&self) -> &StackConfig {
-        todo!()
+        &self.cfg
     }
+
     /// One received Ethernet frame. Anything malformed is dropped and counted.
     pub fn receive_frame(&mut self, now: Instant, frame: &[u8]) {
-        todo!()
+        self.stats.frames_in += 1;
+        self.ethernet_input(now, frame);
     }
+
     /// Writes the next frame to send into `buf` (at least mtu + 14 bytes) and returns its length.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        todo!()
+        let n = self.next_frame(now, buf)?;
+        self.stats.frames_out += 1;
+        Some(n)
     }
+
     pub fn poll_timeout(&self) -> Option<Instant> {
-        todo!()
+        [self.arp.poll_timeout(), self.reasm.poll_timeout(), self.tcp.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
     }
+
     pub fn handle_timeout(&mut self, now: Instant) {
-        todo!()
+        let expired = self.arp.handle_timeout(now);
+        self.stats.arp_resolution_failures += expired.failures;
+        self.stats.drops_arp_unresolved += expired.frames_dropped;
+        for (key, quote) in self.reasm.handle_timeout(now, &mut self.stats) {
+            // RFC 1122 §3.3.2: Time Exceeded (reassembly) when fragment zero arrived.
+            self.send_icmp_error(now, key.src, icmp::ErrorKind::ReassemblyTimeExceeded, &quote);
+        }
+        for id in self.tcp.expired(now) {
+            if let Some(e) = self.tcp.conns.get_mut(&id) {
+                e.conn.handle_timeout(now);
+            }
+            self.tcp.mark_ready(id);
+            if self.tcp.settle(id).is_some() {
+                self.stats.tcp_connections_freed += 1;
+            }
+        }
     }
 
     // --- TCP ---
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
-        todo!()
+        self.tcp.listen(port, backlog)
     }
+
     /// Takes the next established connection off the listener's accept queue.
     pub fn tcp_accept(&mut self, listener: ListenerId) -> Option<ConnId> {
-        todo!()
+        self.tcp.accept(listener)
     }
+
     pub fn tcp_connect(&mut self, now: Instant, remote: SocketAddrV4) -> Result<ConnId, StackError> {
-        todo!()
+        let port = self
+            .tcp
+            .ephemeral_port(self.cfg.addr, remote, self.cfg.ephemeral_ports)
+            .ok_or(StackError::NoEphemeralPorts)?;
+        self.tcp_connect_from(now, port, remote)
     }
+
+    /// `tcp_connect` from a chosen local port (the engine picks one whose
+    /// 4-tuple hash steers to this shard). AddrInUse if the 4-tuple exists.
+    pub fn tcp_connect_from(&mut self, now: Instant, local_port: u16, remote: SocketAddrV4) -> Result<ConnId, StackError> {
+        let tuple = FourTuple { local: SocketAddrV4::new(self.cfg.addr, local_port), remote };
+        if local_port == 0 || self.tcp.by_tuple.contains_key(&tuple) {
+            return Err(StackError::AddrInUse);
+        }
+        let iss = self.tcp.isn.isn(now, tuple.local, tuple.remote);
+        let conn = Connection::connect(&self.tcp.cfg, tuple, iss, now);
+        self.stats.tcp_connections_opened += 1;
+        Ok(self.tcp.insert(conn, tcp_table::Owner::App))
+    }
+
     /// The connection, for send/recv/close/poll_event. None once released and gone.
     pub fn tcp(&mut self, id: ConnId) -> Option<&mut Connection> {
-        todo!()
+        // The caller may queue data or close: serve it at the next poll_transmit.
+        self.tcp.mark_ready(id);
+        self.tcp.conns.get_mut(&id).map(|e| &mut e.conn)
     }
+
     /// The application is done with the handle: the stack frees the connection
     /// when it finishes (after TIME-WAIT). Call `close`/`abort` on it first.
     pub fn tcp_release(&mut self, id: ConnId) {
-        todo!()
+        if let Some(e) = self.tcp.conns.get_mut(&id) {
+            e.owner = tcp_table::Owner::Released;
+            self.tcp.mark_ready(id);
+        }
     }
+
     /// Every connection: id, 4-tuple, state, counters.
     pub fn tcp_connections(&self) -> Vec<(ConnId, FourTuple, State, ConnStats)> {
-        todo!()
+        let mut v: Vec<_> =
+            self.tcp.conns.iter().map(|(id, e)| (*id, e.conn.tuple(), e.conn.state(), e.conn.stats())).collect();
+        v.sort_by_key(|c| c.0);
+        v
     }
 
     // --- UDP ---
+    /// Binds `port`, or an ephemeral port when `port` is 0.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {
-        todo!()
+        if port != 0 {
+            return self.udp.bind(port);
+        }
+        let (lo, hi) = self.cfg.ephemeral_ports;
+        let (lo, hi) = (lo.min(hi).max(1), lo.max(hi).max(1));
+        for _ in 0..=u32::from(hi - lo) {
+            let p = if (lo..=hi).contains(&self.udp_port_cursor) { self.udp_port_cursor } else { lo };
+            self.udp_port_cursor = if p == hi { lo } else { p + 1 };
+            if !self.udp.port_in_use(p) {
+                return self.udp.bind(p);
+            }
+        }
+        Err(StackError::NoEphemeralPorts)
     }
+
+    /// The local port of a UDP socket.
+    pub fn udp_local_port(&self, id: UdpId) -> Option<u16> {
+        self.udp.local_port(id)
+    }
+
+    /// Sends one datagram, fragmenting it when it exceeds the MTU. Err(WouldBlock)
+    /// when the transmit queue is full.
     pub fn udp_send_to(&mut self, now: Instant, id: UdpId, dst: SocketAddrV4, data: &[u8]) -> Result<(), StackError> {
-        todo!()
+        let port = self.udp.local_port(id).ok_or(StackError::NoSuchSocket)?;
+        self.udp_output(now, port, dst, data)
     }
+
     /// Next datagram: (length copied, source). Err(Refused) reports a port unreachable once.
     pub fn udp_recv_from(&mut self, id: UdpId, buf: &mut [u8]) -> Result<(usize, SocketAddrV4), StackError> {
-        todo!()
+        self.udp.recv(id, buf)
     }
+
     pub fn udp_close(&mut self, id: UdpId) {
-        todo!()
+        self.udp.close(id)
     }
 
     // --- observability ---
     pub fn stats(&self) -> &StackStats {
-        todo!()
+        &self.stats
     }
+
     /// Bytes held by buffers of this stack (connections, queues, reassembly, ARP).
     pub fn memory_in_use(&self) -> usize {
-        todo!()
+        self.tcp.memory() + self.udp.memory() + self.reasm.memory() + self.arp.memory() + self.txq_bytes
+    }
+
+    /// ARP entries held (resolved, resolving or failed).
+    pub fn arp_entries(&self) -> usize {
+        self.arp.len()
+    }
+
+    /// Datagrams being reassembled.
+    pub fn reassembly_in_progress(&self) -> usize {
+        self.reasm.datagrams_held()
     }
 }

@@ -1,9 +1,25 @@
 //! TCP header (RFC 9293 §3.1) and options (RFC 9293 §3.2, RFC 7323, RFC 2018).
 //!
-//! SKELETON: the repr types below are the contract other crates code against.
-//! The packet view, parse and emit are filled in by the wire work.
+//! [`TcpPacket`] is the view; [`TcpRepr`] the parsed header. Option parsing
+//! and the emitted option layout (and which options are dropped when they
+//! don't fit: SACK blocks, from the last) are in [`options`].
+//!
+//! One-copy transmit: `let hl = repr.header_len();` copy the payload to
+//! `seg[hl..]` with [`checksum::copy_and_checksum`](crate::checksum::copy_and_checksum),
+//! then `repr.emit(seg, src, dst, payload_len, TxChecksum::Payload(sum))`.
 
+use std::net::Ipv4Addr;
+
+use crate::checksum::{self, Accumulator, RxChecksum, TxChecksum};
 use crate::seq::SeqNumber;
+use crate::{Error, Result};
+
+pub mod options;
+mod packet;
+
+pub use options::MAX_OPTIONS_LEN;
+pub use packet::{TcpPacket, HEADER_LEN};
+use packet::{field, PROTO_TCP};
 
 /// The TCP control bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -146,3 +162,81 @@ impl TcpRepr {
         payload_len + self.flags.syn() as usize + self.flags.fin() as usize
     }
 }
+
+impl TcpRepr {
+    /// Parses a checked segment. Port 0 on either side is [`Error::Malformed`]
+    /// (reserved); a bad option length is [`Error::BadOption`]; with
+    /// [`RxChecksum::Verify`] a wrong checksum is [`Error::Checksum`].
+    pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr, checksum: RxChecksum) -> Result<TcpRepr> {
+        p.check_len()?;
+        if p.src_port() == 0 || p.dst_port() == 0 {
+            return Err(Error::Malformed);
+        }
+        let options = TcpOptions::parse(p.options())?;
+        if checksum == RxChecksum::Verify && !p.verify_checksum(src, dst) {
+            return Err(Error::Checksum);
+        }
+        Ok(TcpRepr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+            seq: p.seq_number(),
+            ack: p.ack_number(),
+            flags: p.flags(),
+            window: p.window_len(),
+            urgent: p.urgent_at(),
+            options,
+        })
+    }
+
+    /// Header bytes `emit` writes: 20 plus the options (see [`options`]).
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN + self.options.buffer_len()
+    }
+
+    /// Header plus payload.
+    pub fn buffer_len(&self, payload_len: usize) -> usize {
+        self.header_len() + payload_len
+    }
+
+    /// Writes the header into the start of `buf` for a payload of
+    /// `payload_len` bytes at `buf[self.header_len()..]`; returns the header length.
+    ///
+    /// Checksum: with [`TxChecksum::Compute`] the payload must already be in
+    /// `buf` and is summed here; with `Payload(sum)` it is not read (the data
+    /// path summed it while copying it there); `Omit` leaves zero. SACK blocks
+    /// that don't fit are dropped from the end ([`TcpOptions::fitted`]).
+    /// [`Error::Truncated`] if `buf` is too short, [`Error::Malformed`] if the
+    /// segment would exceed 65535 bytes.
+    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize, checksum: TxChecksum) -> Result<usize> {
+        let hl = self.header_len();
+        let total = hl + payload_len;
+        let len = u16::try_from(total).map_err(|_| Error::Malformed)?;
+        let need = if checksum == TxChecksum::Compute { total } else { hl };
+        if buf.len() < need {
+            return Err(Error::Truncated);
+        }
+        buf[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
+        buf[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
+        buf[field::SEQ].copy_from_slice(&self.seq.0.to_be_bytes());
+        buf[field::ACK].copy_from_slice(&self.ack.0.to_be_bytes());
+        // hl <= 60, so the word count fits the 4-bit field.
+        buf[field::DATA_OFFSET] = ((hl / 4) as u8) << 4;
+        buf[field::FLAGS] = self.flags.0;
+        buf[field::WINDOW].copy_from_slice(&self.window.to_be_bytes());
+        buf[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        buf[field::URGENT].copy_from_slice(&self.urgent.to_be_bytes());
+        self.options.emit(&mut buf[HEADER_LEN..hl])?;
+        let payload_sum = match checksum {
+            TxChecksum::Omit => return Ok(hl),
+            TxChecksum::Compute => checksum::sum(&buf[hl..total]),
+            TxChecksum::Payload(s) => s,
+        };
+        let mut acc = Accumulator::new();
+        acc.add_ipv4_pseudo_header(src, dst, PROTO_TCP, len).add(&buf[..hl]).add_partial(payload_sum);
+        buf[field::CHECKSUM].copy_from_slice(&acc.finish().to_be_bytes());
+        Ok(hl)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,10 @@
 //! Congestion control behind one trait (FreeBSD-style event hooks), selectable
 //! per connection. Recovery bookkeeping (pipe, dup-ACK counting, partial ACKs)
 //! lives in the connection; a controller only decides cwnd and ssthresh.
-//! STUB: signatures are the contract; bodies are being written.
+//!
+//! Both controllers count bytes, not segments: slow start uses Appropriate
+//! Byte Counting with L = 2*SMSS (RFC 3465 §2.2), and cwnd never drops below
+//! one SMSS.
 
 use outboard_time::{Duration, Instant};
 
@@ -29,7 +32,10 @@ pub trait CongestionControl: core::fmt::Debug {
     fn cwnd(&self) -> usize;
     fn ssthresh(&self) -> usize;
     /// New data cumulatively acknowledged while not in loss recovery
-    /// (slow start / congestion avoidance, RFC 5681 §3.1).
+    /// (slow start / congestion avoidance, RFC 5681 §3.1). `rtt` is this ACK's
+    /// RTT sample if it gave one; `bytes_in_flight` is the flight size (before
+    /// or after this ACK): a flow using under half its cwnd is application-limited
+    /// and does not grow it (RFC 7661 §4 spirit).
     fn on_ack(&mut self, now: Instant, bytes_acked: usize, rtt: Option<Duration>, bytes_in_flight: usize);
     /// Loss detected by duplicate ACKs or SACK: entering recovery
     /// (RFC 5681 §3.2 step 2, RFC 6675 §5, RFC 9438 §4.6).
@@ -99,6 +105,27 @@ impl CongestionControl for Controller {
     fn set_mss(&mut self, mss: usize) {
         self.inner_mut().set_mss(mss)
     }
+}
+
+/// RFC 6928 §2 initial window: `min(10*MSS, max(2*MSS, 14600))`.
+///
+/// We take RFC 6928's ten-segment IW (what Linux and the other stacks we
+/// interoperate with use) rather than RFC 5681's 2-4 segments; the 14600-byte
+/// cap keeps it at about 10 full Ethernet segments when the MSS is large.
+pub fn initial_window(mss: usize) -> usize {
+    let mss = mss.max(1);
+    (10 * mss).min((2 * mss).max(14_600))
+}
+
+/// RFC 3465 §2.2: the slow-start increase per ACK is capped at L = 2*SMSS.
+pub(crate) const ABC_LIMIT_SEGMENTS: usize = 2;
+
+/// RFC 7661 spirit / Linux `tcp_is_cwnd_limited`: grow cwnd only when the
+/// sender is actually using it. `bytes_in_flight` may be taken before or
+/// after this ACK; we add `bytes_acked` back so either reading works, and call
+/// the flow application-limited only when it used less than half the window.
+pub(crate) fn is_cwnd_limited(cwnd: usize, bytes_acked: usize, bytes_in_flight: usize) -> bool {
+    bytes_in_flight.saturating_add(bytes_acked).saturating_mul(2) >= cwnd
 }
 
 pub mod cubic;

@@ -4,12 +4,38 @@
 //! `handle_icmp`, `send`/`recv`/`shutdown_write`/`close`/`abort`; then drain
 //! `poll_transmit` until `None`, read `poll_event` until `None`, and arm a
 //! timer for `poll_timeout`.
-//! STUB: signatures are the contract; bodies are being written.
+//!
+//! The work is split by concern: `input` (segment arrival, RFC 9293 §3.10.7),
+//! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
+//! fast retransmit, RFC 6582 NewReno, RFC 6675 SACK recovery), `output` (what
+//! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
+//! `timers` (the timer table and what each expiry does).
 
+mod ack;
+mod input;
+mod options;
+mod output;
+mod recovery;
+mod timers;
+#[cfg(test)]
+mod tests;
+
+use crate::assembler::Assembler;
+use crate::cc::{CongestionControl, Controller};
 use crate::config::Config;
+use crate::ring::RingBuffer;
+use crate::rtt::RttEstimator;
 use outboard_time::Instant;
 use outboard_wire::{SeqNumber, TcpRepr};
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
+use timers::{Timer, TimerTable};
+
+/// RFC 9293 §3.7.1: the send MSS when the peer sends no MSS option.
+const DEFAULT_MSS: usize = 536;
+/// Segments acknowledged at once at the start of a connection (quick-ACK) so
+/// the peer's slow start is not slowed by delayed ACKs.
+const QUICKACK_SEGMENTS: u32 = 16;
 
 /// The connection's addresses, from our side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,9 +131,101 @@ pub struct ConnStats {
     pub challenge_acks: u64,
 }
 
+/// One TCP connection: the RFC 9293 transmission control block plus the
+/// RFC 7323 / 2018 / 6675 / 6298 state, buffers and timers. See the module
+/// docs for the call order.
 #[derive(Debug)]
 pub struct Connection {
-    _todo: (),
+    cfg: Config,
+    tuple: FourTuple,
+    state: State,
+
+    // Send sequence space (RFC 9293 §3.3.1). `snd_max` is the highest
+    // sequence number ever sent: `snd_nxt` falls back below it after an RTO
+    // (go-back-N) and ACKs are validated against `snd_max`.
+    iss: SeqNumber,
+    snd_una: SeqNumber,
+    snd_nxt: SeqNumber,
+    snd_max: SeqNumber,
+    /// Peer's window in bytes (already scaled).
+    snd_wnd: usize,
+    /// Largest window the peer ever offered (RFC 5961 §5.2 MAX.SND.WND, SWS §3.8.6.2.1).
+    max_snd_wnd: usize,
+    snd_wl1: SeqNumber,
+    snd_wl2: SeqNumber,
+    /// Sequence number of the first byte in `send_buf`.
+    snd_buf_seq: SeqNumber,
+    send_buf: RingBuffer,
+    /// The application closed its sending side: a FIN follows the queued data.
+    fin_queued: bool,
+
+    // Receive sequence space.
+    irs: SeqNumber,
+    rcv_nxt: SeqNumber,
+    /// Right edge of the window we advertised; never moves left (RFC 7323 §2.4).
+    rcv_adv: SeqNumber,
+    /// In-order unread bytes, followed by out-of-order bytes at their offsets.
+    recv_buf: RingBuffer,
+    assembler: Assembler,
+    /// Sequence number of the peer's FIN once seen (possibly still out of order).
+    peer_fin: Option<SeqNumber>,
+    /// The peer's FIN has been consumed (RCV.NXT is past it).
+    fin_received: bool,
+    /// Sequence numbers of the latest out-of-order arrivals, newest first: the
+    /// SACK blocks containing them go first (RFC 2018 §4).
+    sack_recent: [Option<SeqNumber>; 4],
+
+    // Options.
+    /// Sender MSS from the peer's MSS option (payload + options excluded).
+    send_mss: usize,
+    /// Largest segment seen from the peer (delayed-ACK accounting).
+    rcv_mss: usize,
+    /// Both SYNs carried window scale (RFC 7323 §2.2).
+    wscale_ok: bool,
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    sack_ok: bool,
+    ts_ok: bool,
+    ts_recent: u32,
+    ts_recent_at: Instant,
+    last_ack_sent: SeqNumber,
+
+    rtt: RttEstimator,
+    /// Karn-timed segment: (end sequence number, time sent); cleared on retransmission.
+    rtt_timing: Option<(SeqNumber, Instant)>,
+    cc: Controller,
+    rec: recovery::Recovery,
+
+    timers: TimerTable,
+    /// Consecutive retransmission timeouts without progress.
+    rto_count: u32,
+    persist_backoff: u32,
+    probe_pending: bool,
+    /// The persist timer fired with a nonzero window: send what fits even if
+    /// small (RFC 9293 §3.8.6.2.1 override timeout).
+    persist_override: bool,
+    keepalive_pending: bool,
+    keepalive_sent: u32,
+    last_rx: Instant,
+
+    /// An ACK must go out on the next `poll_transmit`.
+    ack_now: bool,
+    /// Bytes received since the last ACK we sent (delayed-ACK accounting).
+    unacked_rx_bytes: usize,
+    /// Segments still to be acknowledged at once (quick-ACK at connection start).
+    quickacks: u32,
+    /// Challenge-ACK rate limit (RFC 5961 §7): window start and count in it.
+    challenge_window: (Instant, u32),
+
+    pending_rst: Option<TcpRepr>,
+    events: VecDeque<Event>,
+    error: Option<Error>,
+    soft_error: Option<IcmpError>,
+    /// `close()` was called: the application reads no more (RFC 9293 §3.10.4).
+    app_closed: bool,
+    /// A `send` came up short: report `Writable` once space opens.
+    want_writable: bool,
+    stats: ConnStats,
 }
 
 /// Errors from the application-side calls.
@@ -124,80 +242,292 @@ pub enum Error {
     NotConnected,
 }
 
-#[allow(unused_variables)]
 impl Connection {
+    fn new(cfg: &Config, tuple: FourTuple, state: State, iss: SeqNumber, now: Instant) -> Connection {
+        let mss = usize::from(cfg.mss.max(64));
+        let cfg = cfg.clone();
+        Connection {
+            tuple,
+            state,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            max_snd_wnd: 0,
+            snd_wl1: SeqNumber(0),
+            snd_wl2: iss,
+            snd_buf_seq: iss + 1,
+            send_buf: RingBuffer::new(cfg.send_buffer.max(1)),
+            fin_queued: false,
+            irs: SeqNumber(0),
+            rcv_nxt: SeqNumber(0),
+            rcv_adv: SeqNumber(0),
+            recv_buf: RingBuffer::new(cfg.recv_buffer.max(1)),
+            assembler: Assembler::new(cfg.max_ooo_ranges.max(1)),
+            peer_fin: None,
+            fin_received: false,
+            sack_recent: [None; 4],
+            send_mss: DEFAULT_MSS.min(mss),
+            rcv_mss: DEFAULT_MSS.min(mss),
+            wscale_ok: false,
+            snd_wscale: 0,
+            rcv_wscale: 0,
+            sack_ok: false,
+            ts_ok: false,
+            ts_recent: 0,
+            ts_recent_at: now,
+            last_ack_sent: SeqNumber(0),
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rtt_timing: None,
+            cc: Controller::new(cfg.cc, DEFAULT_MSS.min(mss)),
+            rec: recovery::Recovery::new(iss),
+            timers: TimerTable::default(),
+            rto_count: 0,
+            persist_backoff: 0,
+            probe_pending: false,
+            persist_override: false,
+            keepalive_pending: false,
+            keepalive_sent: 0,
+            last_rx: now,
+            ack_now: false,
+            unacked_rx_bytes: 0,
+            quickacks: QUICKACK_SEGMENTS,
+            challenge_window: (now, 0),
+            pending_rst: None,
+            events: VecDeque::new(),
+            error: None,
+            soft_error: None,
+            app_closed: false,
+            want_writable: false,
+            stats: ConnStats::default(),
+            cfg,
+        }
+    }
+
     /// Active open: SYN-SENT; the first `poll_transmit` yields the SYN.
     pub fn connect(cfg: &Config, tuple: FourTuple, iss: SeqNumber, now: Instant) -> Connection {
-        todo!()
+        let mut c = Connection::new(cfg, tuple, State::SynSent, iss, now);
+        // Our shift goes in the SYN; it only takes effect if the peer's SYN-ACK carries one too.
+        c.rcv_wscale = if cfg.window_scaling { options::wscale_for(cfg.recv_buffer) } else { 0 };
+        c
     }
+
     /// Passive open from a listener that accepted `syn`: SYN-RECEIVED; the first `poll_transmit` yields the SYN-ACK.
     pub fn accept(cfg: &Config, tuple: FourTuple, syn: &TcpRepr, iss: SeqNumber, now: Instant) -> Connection {
-        todo!()
+        let mut c = Connection::new(cfg, tuple, State::SynReceived, iss, now);
+        c.rcv_wscale = if cfg.window_scaling { options::wscale_for(cfg.recv_buffer) } else { 0 };
+        c.on_peer_syn(now, syn);
+        c
     }
+
     /// A connection rebuilt from a valid SYN-cookie ACK: ESTABLISHED at once.
     /// `iss` is our cookie ISN, `irs` the peer's ISN, `mss` the MSS the cookie carried.
     /// The ACK itself (which may carry data) must then be fed with `handle_segment`.
-    pub fn from_cookie(cfg: &Config, tuple: FourTuple, iss: SeqNumber, irs: SeqNumber, mss: u16, ack: &TcpRepr, now: Instant) -> Connection {
-        todo!()
+    ///
+    /// A cookie cannot remember window scaling or SACK-permitted, so both are
+    /// off (the cookie SYN-ACK must not offer them); timestamps are on when the ACK carries them.
+    pub fn from_cookie(
+        cfg: &Config,
+        tuple: FourTuple,
+        iss: SeqNumber,
+        irs: SeqNumber,
+        mss: u16,
+        ack: &TcpRepr,
+        now: Instant,
+    ) -> Connection {
+        let mut c = Connection::new(cfg, tuple, State::Established, iss, now);
+        c.irs = irs;
+        c.rcv_nxt = irs + 1;
+        c.rcv_adv = c.rcv_nxt;
+        c.snd_una = iss + 1;
+        c.snd_nxt = iss + 1;
+        c.snd_max = iss + 1;
+        c.snd_buf_seq = iss + 1;
+        c.snd_wl1 = irs;
+        c.snd_wl2 = iss + 1;
+        c.set_send_mss(usize::from(mss.clamp(64, cfg.mss.max(64))));
+        if cfg.timestamps {
+            if let Some((tsval, _)) = ack.options.timestamps {
+                c.ts_ok = true;
+                c.ts_recent = tsval;
+                c.ts_recent_at = now;
+                c.set_send_mss(c.send_mss);
+            }
+        }
+        c.events.push_back(Event::Connected);
+        c.arm_keepalive(now);
+        c
     }
+
     pub fn handle_segment(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
-        todo!()
+        self.stats.segments_in += 1;
+        self.stats.bytes_in += payload.len() as u64;
+        self.on_segment(now, repr, payload);
     }
+
     pub fn handle_icmp(&mut self, now: Instant, err: IcmpError) {
-        todo!()
+        self.on_icmp(now, err);
     }
+
     pub fn handle_timeout(&mut self, now: Instant) {
-        todo!()
+        self.on_timeout(now);
     }
+
     /// The earliest instant at which `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        todo!()
+        self.timers.next()
     }
+
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
-        todo!()
+        self.transmit(now)
     }
+
     pub fn poll_event(&mut self) -> Option<Event> {
-        todo!()
+        self.events.pop_front()
     }
+
     /// Queues bytes for sending; returns how many fit.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, Error> {
-        todo!()
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.fin_queued || self.app_closed {
+            return Err(Error::Closed);
+        }
+        match self.state {
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait => {}
+            State::Closed => return Err(Error::NotConnected),
+            _ => return Err(Error::Closed),
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let n = self.send_buf.push(data);
+        if n < data.len() {
+            self.want_writable = true;
+        }
+        if n == 0 {
+            return Err(Error::WouldBlock);
+        }
+        Ok(n)
     }
+
     /// Reads in-order bytes. `Ok(0)` only at end of stream (peer FIN, all read).
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        todo!()
+        if !self.recv_buf.is_empty() {
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            let n = self.recv_buf.pop(buf);
+            self.on_app_read();
+            return Ok(n);
+        }
+        if self.fin_received {
+            return Ok(0);
+        }
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        match self.state {
+            State::Closed => Err(Error::NotConnected),
+            _ => Err(Error::WouldBlock),
+        }
     }
+
     /// Bytes ready to read.
     pub fn recv_available(&self) -> usize {
-        todo!()
+        self.recv_buf.len()
     }
+
     /// Free space in the send queue.
     pub fn send_capacity(&self) -> usize {
-        todo!()
+        if self.fin_queued || self.error.is_some() {
+            0
+        } else {
+            self.send_buf.free()
+        }
     }
+
     /// Half close: send FIN after the queued data.
     pub fn shutdown_write(&mut self) {
-        todo!()
+        if self.fin_queued {
+            return;
+        }
+        match self.state {
+            State::SynSent | State::SynReceived => self.fin_queued = true,
+            State::Established => {
+                self.fin_queued = true;
+                self.state = State::FinWait1;
+            }
+            State::CloseWait => {
+                self.fin_queued = true;
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
     }
+
     /// Full close (RFC 9293 §3.10.4); data arriving afterwards is answered with RST.
     pub fn close(&mut self) {
-        todo!()
+        match self.state {
+            // Nothing was sent to the peer that it must hear about (§3.10.4 SYN-SENT).
+            State::SynSent => {
+                self.app_closed = true;
+                self.enter_closed();
+            }
+            _ if !self.recv_buf.is_empty() => {
+                // Unread data is lost: tell the peer with RST rather than a FIN
+                // that would pretend a clean close (RFC 2525 §2.17).
+                self.abort();
+            }
+            _ => {
+                self.app_closed = true;
+                self.shutdown_write();
+            }
+        }
     }
+
     /// Abort: send RST and go to CLOSED (RFC 9293 §3.10.5).
     pub fn abort(&mut self) {
-        todo!()
+        match self.state {
+            State::SynReceived | State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
+                self.pending_rst = Some(self.make_rst(self.snd_nxt.max(self.snd_una)));
+            }
+            _ => {}
+        }
+        self.app_closed = true;
+        self.enter_closed();
     }
+
     pub fn state(&self) -> State {
-        todo!()
+        self.state
     }
+
     pub fn tuple(&self) -> FourTuple {
-        todo!()
+        self.tuple
     }
+
     pub fn stats(&self) -> ConnStats {
-        todo!()
+        let mut s = self.stats;
+        s.srtt_us = self.rtt.srtt().map_or(0, |d| d.as_micros() as u64);
+        s.rttvar_us = self.rtt.rttvar().as_micros() as u64;
+        s.rto_us = self.rtt.rto().as_micros() as u64;
+        s.cwnd = self.cc.cwnd();
+        s.ssthresh = self.cc.ssthresh();
+        s.sacked_bytes = if self.sack_ok { self.rec.scoreboard.sacked_bytes() } else { 0 };
+        s.bytes_in_flight = self.bytes_in_flight();
+        s.send_mss = self.send_mss;
+        s.snd_wscale = self.snd_wscale;
+        s.rcv_wscale = self.rcv_wscale;
+        s.send_queue = self.send_buf.len();
+        s.recv_queue = self.recv_buf.len();
+        s.ooo_ranges = self.assembler.range_count();
+        s
     }
+
     /// True once the connection is CLOSED and holds nothing: the table may free it.
     pub fn is_finished(&self) -> bool {
-        todo!()
+        self.state == State::Closed && self.pending_rst.is_none()
     }
 }

@@ -1,0 +1,3 @@
+//! `outboard bench …`: programs that measure ours beside the alternative in one run.
+
+pub mod checksum;

@@ -1,0 +1,56 @@
+//! Same seed, same run, bit for bit; a different seed, a different run.
+
+use outboard_sim::{run_transfer, Direction, TransferConfig};
+use outboard_tcp::CcKind;
+
+fn faulty(seed: u64, cc: CcKind) -> TransferConfig {
+    TransferConfig {
+        bytes: 2 << 20,
+        seed,
+        cc,
+        direction: Direction::Both,
+        loss: 0.02,
+        duplicate: 0.01,
+        reorder: 0.05,
+        jitter_ms: 0.3,
+        corrupt: 0.002,
+        ..TransferConfig::default()
+    }
+}
+
+#[test]
+fn same_seed_gives_an_identical_report() {
+    for cc in [CcKind::NewReno, CcKind::Cubic] {
+        let a = run_transfer(&faulty(7, cc));
+        let b = run_transfer(&faulty(7, cc));
+        assert!(a.ok, "{}", a.summary());
+        assert_eq!(a, b);
+        assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    }
+}
+
+#[test]
+fn different_seed_gives_a_different_run() {
+    let a = run_transfer(&faulty(7, CcKind::NewReno));
+    let b = run_transfer(&faulty(8, CcKind::NewReno));
+    assert!(a.ok && b.ok, "{}\n{}", a.summary(), b.summary());
+    assert_ne!(a.faults, b.faults);
+    assert_eq!(a.seed, 7);
+    assert_eq!(b.seed, 8);
+}
+
+#[test]
+fn report_serialises_with_the_fields_the_cli_prints() {
+    let r = run_transfer(&TransferConfig { bytes: 100_000, ..TransferConfig::default() });
+    let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+    for key in ["ok", "bytes", "sha256_match", "virtual_seconds", "goodput_mbit", "retransmits", "seed", "first_bad_offset", "faults", "directions"] {
+        assert!(v.get(key).is_some(), "report lacks {key}");
+    }
+    let d = &v["directions"][0];
+    for key in ["sender", "receiver", "link", "sent_sha256", "received_sha256"] {
+        assert!(d.get(key).is_some(), "direction lacks {key}");
+    }
+    for key in ["cwnd", "srtt_us", "rto_events", "fast_retransmits", "max_sacked_bytes"] {
+        assert!(d["sender"].get(key).is_some(), "sender stats lack {key}");
+    }
+}

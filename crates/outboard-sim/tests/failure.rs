@@ -1,0 +1,55 @@
+//! A run that cannot succeed says so, with the seed and the reason.
+
+use outboard_sim::{run_transfer, Direction, Progress, TransferConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[test]
+fn impossible_time_limit_reports_failure_with_seed_and_reason() {
+    // 8 MiB at 100 Mbit/s needs about 0.7 s; allow 50 ms.
+    let cfg = TransferConfig { bytes: 8 << 20, time_limit_s: 0.05, seed: 4242, ..TransferConfig::default() };
+    let r = run_transfer(&cfg);
+    assert!(!r.ok);
+    assert_eq!(r.seed, 4242);
+    assert!(r.reason.as_deref().unwrap_or("").contains("time limit"), "{:?}", r.reason);
+    assert!(r.bytes_delivered < r.bytes);
+    assert!(!r.sha256_match);
+    // Nothing arrived wrong; it just did not all arrive.
+    assert_eq!(r.first_bad_offset, None);
+    assert!((r.virtual_seconds - 0.05).abs() < 1e-9, "stopped at {}", r.virtual_seconds);
+}
+
+#[test]
+fn total_loss_fails_without_delivering_anything() {
+    let cfg = TransferConfig { bytes: 10_000, loss: 1.0, time_limit_s: 30.0, seed: 9, ..TransferConfig::default() };
+    let r = run_transfer(&cfg);
+    assert!(!r.ok);
+    assert_eq!(r.bytes_delivered, 0);
+    assert!(r.reason.is_some());
+    assert_eq!(r.faults.dropped, r.faults.frames_seen);
+}
+
+#[test]
+fn zero_bytes_is_a_successful_empty_stream() {
+    let r = run_transfer(&TransferConfig { bytes: 0, direction: Direction::Both, ..TransferConfig::default() });
+    assert!(r.ok, "{}", r.summary());
+    assert!(r.sha256_match);
+    assert_eq!(r.bytes_delivered, 0);
+}
+
+static LAST_RECEIVED: AtomicU64 = AtomicU64::new(0);
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn record(p: &Progress) {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    LAST_RECEIVED.store(p.received[0], Ordering::Relaxed);
+}
+
+#[test]
+fn progress_hook_sees_the_transfer_advance() {
+    let cfg = TransferConfig { bytes: 4 << 20, progress: Some(record), progress_interval_ms: 50, ..TransferConfig::default() };
+    let r = run_transfer(&cfg);
+    assert!(r.ok, "{}", r.summary());
+    // ~0.35 s of virtual time at 50 ms per tick.
+    assert!(CALLS.load(Ordering::Relaxed) >= 4);
+    assert!(LAST_RECEIVED.load(Ordering::Relaxed) > 0);
+}

@@ -1,0 +1,151 @@
+//! The receive path: Ethernet, ARP and IPv4 checks, fragment reassembly, then
+//! demultiplexing by protocol. Every drop increments a named counter.
+
+use crate::reassembly::{FragKey, Fragment};
+use crate::Stack;
+use outboard_time::Instant;
+use outboard_wire::arp::{ArpOperation, ArpPacket, ArpRepr};
+use outboard_wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
+use outboard_wire::ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
+use outboard_wire::{Error, RxChecksum};
+
+/// The bits of an IPv4 header the upper layers need, with the raw header
+/// kept for quoting in ICMP errors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IpMeta<'a> {
+    pub repr: Ipv4Repr,
+    /// Sent to a broadcast address: never answered with an error (RFC 1122 §3.2.2).
+    pub broadcast: bool,
+    /// The header as received (of the first fragment, for a reassembled datagram).
+    pub header: &'a [u8],
+}
+
+impl Stack {
+    pub(crate) fn ethernet_input(&mut self, now: Instant, frame: &[u8]) {
+        let Ok(eth) = EthernetFrame::new_checked(frame) else {
+            self.stats.drops_malformed += 1;
+            return;
+        };
+        let dst = eth.dst_addr();
+        // We join no multicast groups: unicast to us or broadcast only.
+        if dst != EthernetAddress(self.cfg.mac) && !dst.is_broadcast() {
+            self.stats.drops_not_for_us += 1;
+            return;
+        }
+        match eth.ethertype() {
+            EtherType::Arp => self.arp_input(now, eth.payload()),
+            EtherType::Ipv4 => self.ipv4_input(now, eth.payload()),
+            _ => self.stats.drops_unknown_ethertype += 1,
+        }
+    }
+
+    fn arp_input(&mut self, now: Instant, bytes: &[u8]) {
+        let Ok(arp) = ArpPacket::new_checked(bytes).and_then(|p| ArpRepr::parse(&p)) else {
+            self.stats.drops_malformed += 1;
+            return;
+        };
+        match arp.operation {
+            ArpOperation::Request => self.stats.arp_requests_in += 1,
+            ArpOperation::Reply => self.stats.arp_replies_in += 1,
+            ArpOperation::Unknown(_) => {
+                self.stats.drops_malformed += 1;
+                return;
+            }
+        }
+        let sha = arp.source_hardware_addr;
+        let spa = arp.source_protocol_addr;
+        let for_us = arp.target_protocol_addr == self.cfg.addr;
+        // A group MAC can't own an address; an off-link or martian sender
+        // can't be a neighbour. (A probe from 0.0.0.0, RFC 5227, teaches
+        // nothing but is still answered.)
+        let learnable = sha.is_unicast() && self.route.valid_source(spa) && self.route.on_link(spa);
+        if !learnable && !(spa.is_unspecified() && for_us) {
+            self.stats.drops_bad_source += 1;
+            return;
+        }
+        if learnable {
+            // RFC 826 merge: update an existing entry; add one if we are the target.
+            let flushed = self.arp.learn(now, spa, sha.0, for_us, &mut self.stats);
+            for frame in flushed {
+                self.push_frame(frame);
+            }
+        }
+        if arp.operation == ArpOperation::Request && for_us {
+            self.send_arp(ArpOperation::Reply, sha, spa);
+        }
+    }
+
+    fn ipv4_input(&mut self, now: Instant, bytes: &[u8]) {
+        let pkt = match Ipv4Packet::new_checked(bytes) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.drops_malformed += 1;
+                return;
+            }
+        };
+        let repr = match Ipv4Repr::parse(&pkt, RxChecksum::Verify) {
+            Ok(r) => r,
+            Err(Error::Checksum) => {
+                self.stats.drops_checksum += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.drops_malformed += 1;
+                return;
+            }
+        };
+        self.stats.ip_packets_in += 1;
+        if !pkt.options().is_empty() {
+            // RFC 1122 §3.2.1.8: options we don't act on are ignored.
+            self.stats.ip_options_seen += 1;
+        }
+        if !self.route.accepts(repr.dst_addr) {
+            self.stats.drops_not_for_us += 1;
+            return;
+        }
+        if !self.route.valid_source(repr.src_addr) {
+            self.stats.drops_bad_source += 1;
+            return;
+        }
+        let header = &bytes[..pkt.header_len()];
+        let broadcast = self.route.is_broadcast(repr.dst_addr);
+        if !repr.is_fragment() {
+            self.ip_deliver(now, IpMeta { repr, broadcast, header }, pkt.payload());
+            return;
+        }
+        self.stats.fragments_in += 1;
+        let key = FragKey {
+            src: repr.src_addr,
+            dst: repr.dst_addr,
+            protocol: u8::from(repr.protocol),
+            ident: repr.ident,
+        };
+        let frag = Fragment {
+            offset: usize::from(repr.frag_offset),
+            more_fragments: repr.more_frags,
+            data: pkt.payload(),
+            header,
+        };
+        if let Some(done) = self.reasm.add(now, key, frag, &mut self.stats) {
+            let mut repr = repr;
+            repr.payload_len = done.payload.len();
+            repr.more_frags = false;
+            repr.frag_offset = 0;
+            self.ip_deliver(now, IpMeta { repr, broadcast, header: &done.header }, &done.payload);
+        }
+    }
+
+    /// One whole datagram for us: hand it to its protocol.
+    fn ip_deliver(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
+        match ip.repr.protocol {
+            IpProtocol::Icmp => self.icmp_input(now, ip, payload),
+            IpProtocol::Udp => self.udp_input(now, ip, payload),
+            IpProtocol::Tcp => self.tcp_segment_input(now, ip, payload),
+            IpProtocol::Unknown(_) => {
+                self.stats.drops_unknown_protocol += 1;
+                // RFC 1122 §3.2.2.1: protocol unreachable.
+                self.send_unreachable(now, ip, payload, outboard_wire::icmpv4::UnreachableCode::PROTOCOL);
+            }
+        }
+    }
+}

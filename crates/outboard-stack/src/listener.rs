@@ -1,0 +1,166 @@
+//! Listeners (RFC 9293 §3.10.7.2, LISTEN): a bounded SYN queue of embryonic
+//! connections, SYN cookies once it is full (RFC 4987 §3.6), and an accept
+//! queue bounded by the backlog.
+
+use crate::stats::StackStats;
+use crate::tcp_table::{Owner, TcpTable};
+use crate::ConnId;
+use outboard_tcp::{Connection, FourTuple};
+use outboard_time::{Duration, Instant};
+use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
+use std::collections::VecDeque;
+
+/// How long after the last cookie we sent an ACK is still checked as a
+/// cookie. Outside it a bare ACK to a listener is just answered with RST, so
+/// an attacker can't probe cookies while the listener isn't under a flood.
+const COOKIE_WINDOW: Duration = Duration::from_secs(180);
+/// RFC 9293 §3.7.1: the MSS assumed when a SYN carries none.
+const DEFAULT_MSS: u16 = 536;
+
+#[derive(Debug)]
+pub(crate) struct Listener {
+    pub port: u16,
+    pub backlog: usize,
+    /// Embryonic (SYN-RECEIVED) connections of this listener.
+    pub syn_queue_len: usize,
+    /// Established connections waiting for `tcp_accept`.
+    pub accept_queue: VecDeque<ConnId>,
+    pub cookies_sent_at: Option<Instant>,
+}
+
+impl Listener {
+    pub(crate) fn new(port: u16, backlog: usize) -> Listener {
+        Listener { port, backlog: backlog.max(1), syn_queue_len: 0, accept_queue: VecDeque::new(), cookies_sent_at: None }
+    }
+
+    pub(crate) fn accept_queue_full(&self) -> bool {
+        self.accept_queue.len() >= self.backlog
+    }
+
+    pub(crate) fn memory(&self) -> usize {
+        64 + self.accept_queue.len() * core::mem::size_of::<ConnId>()
+    }
+}
+
+impl TcpTable {
+    /// A segment for a listening port that matched no connection. Returns a
+    /// control segment to send (RST, or a SYN-ACK carrying a cookie).
+    pub(crate) fn listener_input(
+        &mut self,
+        now: Instant,
+        lid: crate::ListenerId,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+        syn_queue_cap: usize,
+        stats: &mut StackStats,
+    ) -> Option<TcpRepr> {
+        let flags = repr.flags;
+        // RFC 9293 §3.10.7.2: first check for an RST (ignore it), then an ACK
+        // (reset, unless it returns a cookie), then a SYN.
+        if flags.rst() {
+            stats.drops_tcp_listener += 1;
+            return None;
+        }
+        if flags.ack() {
+            if flags.syn() {
+                return crate::tcp_input::reset_for(repr, payload.len());
+            }
+            return self.cookie_ack(now, lid, tuple, repr, payload, stats);
+        }
+        if !flags.syn() {
+            stats.drops_tcp_listener += 1;
+            return None;
+        }
+        // Invariant: the caller looked the listener up by port just before.
+        let l = self.listeners.get_mut(&lid).expect("listener exists");
+        if l.accept_queue_full() {
+            // As Linux does: no point starting handshakes nobody will accept;
+            // the client retransmits its SYN.
+            stats.drops_tcp_accept_queue_full += 1;
+            return None;
+        }
+        if l.syn_queue_len < syn_queue_cap {
+            l.syn_queue_len += 1;
+            let iss = self.isn.isn(now, tuple.local, tuple.remote);
+            let conn = Connection::accept(&self.cfg, tuple, repr, iss, now);
+            self.insert(conn, Owner::Embryonic(lid));
+            stats.tcp_syn_queue_adds += 1;
+            return None;
+        }
+        // SYN queue full: answer statelessly (RFC 4987 §3.6).
+        l.cookies_sent_at = Some(now);
+        let mss = repr.options.mss.unwrap_or(DEFAULT_MSS);
+        let cookie = self.cookies.encode(now, tuple.local, tuple.remote, repr.seq, mss);
+        stats.tcp_syncookies_sent += 1;
+        Some(TcpRepr {
+            src_port: tuple.local.port(),
+            dst_port: tuple.remote.port(),
+            seq: cookie,
+            ack: repr.seq + 1,
+            flags: TcpFlags::SYN | TcpFlags::ACK,
+            window: self.cfg.recv_buffer.min(usize::from(u16::MAX)) as u16,
+            urgent: 0,
+            // The cookie can't remember window scale, SACK or timestamps, so
+            // none are offered (RFC 4987 §3.6).
+            options: TcpOptions { mss: Some(self.cfg.mss), ..TcpOptions::default() },
+        })
+    }
+
+    /// A bare ACK at a listener: the third step of a cookie handshake, or junk.
+    fn cookie_ack(
+        &mut self,
+        now: Instant,
+        lid: crate::ListenerId,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+        stats: &mut StackStats,
+    ) -> Option<TcpRepr> {
+        // Invariant: the caller looked the listener up by port just before.
+        let l = self.listeners.get(&lid).expect("listener exists");
+        let recent = l.cookies_sent_at.is_some_and(|t| now.saturating_duration_since(t) <= COOKIE_WINDOW);
+        if !recent {
+            return crate::tcp_input::reset_for(repr, payload.len());
+        }
+        let irs = repr.seq - 1;
+        let iss: SeqNumber = repr.ack - 1;
+        let Some(params) = self.cookies.decode(now, tuple.local, tuple.remote, irs, iss) else {
+            stats.tcp_syncookies_failed += 1;
+            return crate::tcp_input::reset_for(repr, payload.len());
+        };
+        if l.accept_queue_full() {
+            // Dropped silently: the client retransmits and may find room later.
+            stats.drops_tcp_accept_queue_full += 1;
+            return None;
+        }
+        let mut conn = Connection::from_cookie(&self.cfg, tuple, iss, irs, params.mss, repr, now);
+        conn.handle_segment(now, repr, payload);
+        let id = self.insert(conn, Owner::Queued(lid));
+        if let Some(l) = self.listeners.get_mut(&lid) {
+            l.accept_queue.push_back(id);
+        }
+        stats.tcp_syncookies_accepted += 1;
+        None
+    }
+
+    /// Moves an embryonic connection whose handshake completed to the accept queue.
+    pub(crate) fn promote(&mut self, id: ConnId) {
+        let Some(e) = self.conns.get_mut(&id) else { return };
+        let Owner::Embryonic(lid) = e.owner else { return };
+        e.owner = Owner::Queued(lid);
+        if let Some(l) = self.listeners.get_mut(&lid) {
+            l.syn_queue_len = l.syn_queue_len.saturating_sub(1);
+            l.accept_queue.push_back(id);
+        }
+    }
+
+    /// Takes the next connection off the accept queue.
+    pub(crate) fn accept(&mut self, lid: crate::ListenerId) -> Option<ConnId> {
+        let id = self.listeners.get_mut(&lid)?.accept_queue.pop_front()?;
+        if let Some(e) = self.conns.get_mut(&id) {
+            e.owner = Owner::App;
+        }
+        Some(id)
+    }
+}

@@ -1,0 +1,109 @@
+//! TCP segment demultiplexing: to the connection owning the 4-tuple, else to
+//! a listener on the port, else an RST (RFC 9293 §3.10.7.1).
+
+use crate::stats::StackStats;
+use crate::tcp_table::{Owner, TcpTable};
+use outboard_tcp::{FourTuple, IcmpError, State};
+use outboard_time::Instant;
+use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
+
+/// RFC 9293 §3.10.7.1: the reset for a segment that belongs to no
+/// connection. An RST is never answered; otherwise, if the segment has an
+/// ACK the reset takes its sequence number from it, else it acknowledges the
+/// segment's whole sequence space.
+pub(crate) fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
+    if seg.flags.rst() {
+        return None;
+    }
+    let (seq, ack, flags) = if seg.flags.ack() {
+        (seg.ack, SeqNumber(0), TcpFlags::RST)
+    } else {
+        (SeqNumber(0), seg.seq + seg.segment_len(payload_len), TcpFlags::RST | TcpFlags::ACK)
+    };
+    Some(TcpRepr {
+        src_port: seg.dst_port,
+        dst_port: seg.src_port,
+        seq,
+        ack,
+        flags,
+        window: 0,
+        urgent: 0,
+        options: TcpOptions::default(),
+    })
+}
+
+impl TcpTable {
+    /// One received segment for `tuple` (from our side). Returns a control
+    /// segment to send in reply when no connection owns the segment.
+    pub(crate) fn segment_input(
+        &mut self,
+        now: Instant,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+        syn_queue_cap: usize,
+        stats: &mut StackStats,
+    ) -> Option<TcpRepr> {
+        if let Some(&id) = self.by_tuple.get(&tuple) {
+            // Invariant: by_tuple and conns change together.
+            let e = self.conns.get_mut(&id).expect("tuple map points at a connection");
+            let state = e.conn.state();
+            let new_syn = repr.flags.syn() && !repr.flags.ack();
+            if state == State::TimeWait && new_syn && matches!(e.owner, Owner::Released) && self.listener_by_port.contains_key(&tuple.local.port()) {
+                // RFC 9293 §3.10.7.4 / RFC 6191: a new SYN may reopen a
+                // connection in TIME-WAIT; the old one is done with.
+                self.evict(id);
+                stats.tcp_connections_freed += 1;
+            } else {
+                if let Owner::Embryonic(lid) = e.owner {
+                    let full = self.listeners.get(&lid).is_some_and(|l| l.accept_queue_full());
+                    if full && state == State::SynReceived && repr.flags.ack() && !repr.flags.rst() && !repr.flags.syn() {
+                        // The ACK would complete a handshake nobody has room to
+                        // accept: drop it, our SYN-ACK retransmission asks again.
+                        stats.drops_tcp_accept_queue_full += 1;
+                        return None;
+                    }
+                }
+                let e = self.conns.get_mut(&id).expect("looked up above");
+                e.conn.handle_segment(now, repr, payload);
+                let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
+                    && !matches!(e.conn.state(), State::SynReceived | State::Closed);
+                if embryonic_done {
+                    self.promote(id);
+                    stats.tcp_connections_accepted += 1;
+                }
+                self.mark_ready(id);
+                if self.settle(id).is_some() {
+                    stats.tcp_connections_freed += 1;
+                }
+                return None;
+            }
+        }
+        if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()) {
+            let reply = self.listener_input(now, lid, tuple, repr, payload, syn_queue_cap, stats);
+            if let Some(id) = self.by_tuple.get(&tuple).copied() {
+                if self.conns.get(&id).is_some_and(|e| matches!(e.owner, Owner::Queued(_))) {
+                    // A cookie handshake completed: the connection is established.
+                    stats.tcp_connections_accepted += 1;
+                }
+            }
+            return reply;
+        }
+        let reply = reset_for(repr, payload.len());
+        if reply.is_none() {
+            stats.tcp_no_match += 1;
+        }
+        reply
+    }
+
+    /// An ICMP error quoting a segment we sent on `tuple` (RFC 1122 §4.2.3.9,
+    /// RFC 5927). True if a connection took it.
+    pub(crate) fn icmp_input(&mut self, now: Instant, tuple: FourTuple, err: IcmpError) -> bool {
+        let Some(&id) = self.by_tuple.get(&tuple) else { return false };
+        let Some(e) = self.conns.get_mut(&id) else { return false };
+        e.conn.handle_icmp(now, err);
+        self.mark_ready(id);
+        self.settle(id);
+        true
+    }
+}

@@ -1,0 +1,230 @@
+//! The TCP connection table: connections by 4-tuple, who owns each one,
+//! which have output pending (the ready queue) and when each next needs
+//! `handle_timeout` (the timer index). Listener behaviour (SYN queue, SYN
+//! cookies, accept queue) is in `listener`; segment demultiplexing in `tcp_input`.
+
+use crate::listener::Listener;
+use crate::{ConnId, ListenerId, StackError};
+use outboard_tcp::isn::IsnGenerator;
+use outboard_tcp::syncookie::SynCookies;
+use outboard_tcp::{Config, Connection, FourTuple};
+use outboard_time::Instant;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::net::SocketAddrV4;
+
+/// Bytes charged per connection besides its send and receive buffers.
+pub(crate) const CONN_OVERHEAD: usize = 1024;
+
+/// Who holds a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// In a listener's SYN queue: the handshake is not complete.
+    Embryonic(ListenerId),
+    /// Established, waiting in a listener's accept queue.
+    Queued(ListenerId),
+    /// Handed to the application (accepted or connected).
+    App,
+    /// The application let go: freed once `is_finished`.
+    Released,
+}
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub conn: Connection,
+    pub owner: Owner,
+    /// In the ready queue (may have output).
+    ready: bool,
+    /// The deadline currently in the timer index.
+    deadline: Option<Instant>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TcpTable {
+    pub conns: HashMap<ConnId, Entry>,
+    pub by_tuple: HashMap<FourTuple, ConnId>,
+    pub listeners: HashMap<ListenerId, Listener>,
+    pub listener_by_port: HashMap<u16, ListenerId>,
+    /// Connections that may have something to send, served round-robin.
+    ready: VecDeque<ConnId>,
+    timers: BTreeSet<(Instant, ConnId)>,
+    next_conn: u32,
+    next_listener: u32,
+    port_cursor: u16,
+    pub cfg: Config,
+    pub isn: IsnGenerator,
+    pub cookies: SynCookies,
+}
+
+impl TcpTable {
+    pub(crate) fn new(cfg: Config, secret: [u8; 16], ephemeral_start: u16) -> TcpTable {
+        TcpTable {
+            conns: HashMap::new(),
+            by_tuple: HashMap::new(),
+            listeners: HashMap::new(),
+            listener_by_port: HashMap::new(),
+            ready: VecDeque::new(),
+            timers: BTreeSet::new(),
+            next_conn: 0,
+            next_listener: 0,
+            port_cursor: ephemeral_start,
+            cfg,
+            isn: IsnGenerator::new(secret),
+            cookies: SynCookies::new(secret),
+        }
+    }
+
+    pub(crate) fn listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
+        if self.listener_by_port.contains_key(&port) {
+            return Err(StackError::AddrInUse);
+        }
+        self.next_listener = self.next_listener.wrapping_add(1);
+        let id = ListenerId(self.next_listener);
+        self.listeners.insert(id, Listener::new(port, backlog));
+        self.listener_by_port.insert(port, id);
+        Ok(id)
+    }
+
+    /// Adds a connection and queues its first output (SYN or SYN-ACK).
+    pub(crate) fn insert(&mut self, conn: Connection, owner: Owner) -> ConnId {
+        let id = loop {
+            self.next_conn = self.next_conn.wrapping_add(1);
+            let id = ConnId(self.next_conn);
+            if !self.conns.contains_key(&id) {
+                break id;
+            }
+        };
+        self.by_tuple.insert(conn.tuple(), id);
+        self.conns.insert(id, Entry { conn, owner, ready: false, deadline: None });
+        self.mark_ready(id);
+        id
+    }
+
+    /// Picks a local port for a connection to `remote`: the 4-tuple must be
+    /// unused and the port no listener's. Scans the range from a moving cursor.
+    pub(crate) fn ephemeral_port(&mut self, local_ip: std::net::Ipv4Addr, remote: SocketAddrV4, range: (u16, u16)) -> Option<u16> {
+        let (lo, hi) = (range.0.min(range.1), range.0.max(range.1));
+        if lo == 0 {
+            return None;
+        }
+        let span = u32::from(hi - lo) + 1;
+        for _ in 0..span {
+            let port = if (lo..=hi).contains(&self.port_cursor) { self.port_cursor } else { lo };
+            self.port_cursor = if port == hi { lo } else { port + 1 };
+            let tuple = FourTuple { local: SocketAddrV4::new(local_ip, port), remote };
+            if !self.by_tuple.contains_key(&tuple) && !self.listener_by_port.contains_key(&port) {
+                return Some(port);
+            }
+        }
+        None
+    }
+
+    /// The connection may have output or a new deadline: serve it in `poll_transmit`.
+    pub(crate) fn mark_ready(&mut self, id: ConnId) {
+        if let Some(e) = self.conns.get_mut(&id) {
+            if !e.ready {
+                e.ready = true;
+                self.ready.push_back(id);
+            }
+        }
+    }
+
+    /// The next connection to poll for output, if any.
+    pub(crate) fn next_ready(&mut self) -> Option<ConnId> {
+        while let Some(&id) = self.ready.front() {
+            if self.conns.get(&id).is_some_and(|e| e.ready) {
+                return Some(id);
+            }
+            self.ready.pop_front();
+        }
+        None
+    }
+
+    /// After a connection produced a segment: give the others a turn.
+    pub(crate) fn rotate_ready(&mut self) {
+        if let Some(id) = self.ready.pop_front() {
+            self.ready.push_back(id);
+        }
+    }
+
+    /// The connection at the front had nothing more to send.
+    pub(crate) fn done_ready(&mut self, id: ConnId) {
+        if self.ready.front() == Some(&id) {
+            self.ready.pop_front();
+        }
+        if let Some(e) = self.conns.get_mut(&id) {
+            e.ready = false;
+        }
+        self.settle(id);
+    }
+
+    /// Re-indexes the connection's deadline and frees it if it is finished and
+    /// nobody holds it. Call after anything that may change a connection.
+    /// Returns the owner if the connection was freed.
+    pub(crate) fn settle(&mut self, id: ConnId) -> Option<Owner> {
+        let e = self.conns.get_mut(&id)?;
+        let deadline = e.conn.poll_timeout();
+        if deadline != e.deadline {
+            if let Some(old) = e.deadline {
+                self.timers.remove(&(old, id));
+            }
+            if let Some(new) = deadline {
+                self.timers.insert((new, id));
+            }
+            e.deadline = deadline;
+        }
+        let free = e.conn.is_finished() && matches!(e.owner, Owner::Embryonic(_) | Owner::Released);
+        free.then(|| self.remove(id)).flatten()
+    }
+
+    fn remove(&mut self, id: ConnId) -> Option<Owner> {
+        let e = self.conns.remove(&id)?;
+        if let Some(d) = e.deadline {
+            self.timers.remove(&(d, id));
+        }
+        let tuple = e.conn.tuple();
+        if self.by_tuple.get(&tuple) == Some(&id) {
+            self.by_tuple.remove(&tuple);
+        }
+        match e.owner {
+            Owner::Embryonic(l) => {
+                if let Some(l) = self.listeners.get_mut(&l) {
+                    l.syn_queue_len = l.syn_queue_len.saturating_sub(1);
+                }
+            }
+            Owner::Queued(l) => {
+                if let Some(l) = self.listeners.get_mut(&l) {
+                    l.accept_queue.retain(|c| *c != id);
+                }
+            }
+            Owner::App | Owner::Released => {}
+        }
+        Some(e.owner)
+    }
+
+    /// Frees a connection now, whatever its state (TIME-WAIT reuse).
+    pub(crate) fn evict(&mut self, id: ConnId) {
+        self.remove(id);
+    }
+
+    /// Connections whose deadline is at or before `now`.
+    pub(crate) fn expired(&self, now: Instant) -> Vec<ConnId> {
+        self.timers.range(..=(now, ConnId(u32::MAX))).map(|(_, id)| *id).collect()
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.timers.first().map(|(t, _)| *t);
+        // Connections the application touched since their last settle may
+        // have a deadline the index does not know yet.
+        for id in &self.ready {
+            if let Some(d) = self.conns.get(id).and_then(|e| e.conn.poll_timeout()) {
+                t = Some(t.map_or(d, |t| t.min(d)));
+            }
+        }
+        t
+    }
+
+    pub(crate) fn memory(&self) -> usize {
+        self.conns.len() * (CONN_OVERHEAD + self.cfg.send_buffer + self.cfg.recv_buffer)
+            + self.listeners.values().map(Listener::memory).sum::<usize>()
+    }
+}

@@ -1,0 +1,148 @@
+//! The ACK field of an arriving segment (RFC 9293 §3.10.7.4 "fifth"): RFC 5961
+//! §5 ACK validation, SND.UNA advance, RTT samples (RFC 6298 with Karn's rule,
+//! RFC 7323 §4 RTTM), the send window update (SND.WL1/WL2), and hand-off to recovery.
+
+use super::options::ts_clock;
+use super::recovery::seq_sub;
+use super::{Connection, Event, Timer};
+use outboard_time::{Duration, Instant};
+use outboard_wire::{SeqNumber, TcpRepr};
+
+impl Connection {
+    /// Processes the ACK of a segment that passed the acceptability test.
+    /// Returns false when the segment must be dropped.
+    pub(super) fn process_ack(&mut self, now: Instant, repr: &TcpRepr, payload_len: usize) -> bool {
+        let ack = repr.ack;
+        // RFC 5961 §5.2: acceptable only within [SND.UNA - MAX.SND.WND, SND.NXT].
+        if ack > self.snd_max {
+            self.stats.dropped_segments += 1;
+            self.ack_now = true;
+            return false;
+        }
+        if ack < self.snd_una - self.max_snd_wnd {
+            self.stats.dropped_segments += 1;
+            self.challenge_ack(now);
+            return false;
+        }
+        let wnd = usize::from(repr.window) << self.snd_wscale;
+        let newly_sacked = if self.sack_ok {
+            let blocks = repr.options.sack;
+            self.rec.scoreboard.on_ack(self.snd_una.max(ack), self.snd_max, blocks.as_slice())
+        } else {
+            0
+        };
+        if ack > self.snd_una {
+            self.on_new_ack(now, repr);
+        } else if ack == self.snd_una
+            && self.snd_nxt > self.snd_una
+            && payload_len == 0
+            && !repr.flags.syn()
+            && !repr.flags.fin()
+        {
+            // RFC 5681 §2 duplicate ACK; with SACK, RFC 6675 counts ACKs that SACK new data.
+            let dup = if self.sack_ok && !repr.options.sack.is_empty() { newly_sacked > 0 } else { wnd == self.snd_wnd };
+            if dup {
+                self.recovery_on_dup_ack(now);
+            }
+        }
+        // RFC 9293 §3.10.7.4: take the window only from a newer segment (SND.WL1/WL2).
+        if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
+            let opened = self.snd_wnd == 0 && wnd > 0;
+            self.snd_wnd = wnd;
+            self.snd_wl1 = repr.seq;
+            self.snd_wl2 = ack;
+            self.max_snd_wnd = self.max_snd_wnd.max(wnd);
+            if opened {
+                self.timers.stop(Timer::Persist);
+                self.persist_backoff = 0;
+                self.probe_pending = false;
+            }
+        }
+        true
+    }
+
+    /// SEG.ACK > SND.UNA: new data (or our SYN / FIN) acknowledged.
+    fn on_new_ack(&mut self, now: Instant, repr: &TcpRepr) {
+        let ack = repr.ack;
+        let flight = self.bytes_in_flight();
+        let acked = seq_sub(ack, self.snd_una);
+        let data_end = self.snd_buf_seq + self.send_buf.len();
+        let data_acked = seq_sub(ack.min(data_end), self.snd_buf_seq);
+        if data_acked > 0 {
+            self.send_buf.consume(data_acked);
+            self.snd_buf_seq += data_acked;
+        }
+        self.snd_una = ack;
+        if self.snd_nxt < ack {
+            self.snd_nxt = ack;
+        }
+        self.rto_count = 0;
+        let rtt = self.rtt_sample(now, repr);
+        if let Some(d) = rtt {
+            self.rtt.on_sample(d);
+        }
+        self.recovery_on_new_ack(now, acked, rtt, flight);
+        // RFC 6298 §5.2-5.3: stop when all is acknowledged, else restart.
+        if self.snd_una == self.snd_max {
+            self.timers.stop(Timer::Retransmit);
+        } else {
+            self.timers.set(Timer::Retransmit, now + self.rtt.rto());
+        }
+        if data_acked > 0 && self.want_writable && self.send_buf.free() > 0 {
+            self.want_writable = false;
+            self.events.push_back(Event::Writable);
+        }
+    }
+
+    /// An RTT sample for this ACK: the Karn-timed segment (RFC 6298 §3: never
+    /// one that was retransmitted), else RFC 7323 §4 TSecr.
+    fn rtt_sample(&mut self, now: Instant, repr: &TcpRepr) -> Option<Duration> {
+        if let Some((end, sent)) = self.rtt_timing {
+            if repr.ack >= end {
+                self.rtt_timing = None;
+                return Some(now.saturating_duration_since(sent));
+            }
+        }
+        if self.ts_ok {
+            if let Some((_, tsecr)) = repr.options.timestamps {
+                if tsecr != 0 {
+                    let ms = ts_clock(now).wrapping_sub(tsecr);
+                    // A TSecr from the future or absurdly old is no sample.
+                    if (ms as i32) >= 0 && ms < 3_600_000 {
+                        return Some(Duration::from_millis(u64::from(ms)));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// RFC 5961 §7: challenge ACKs, at most `CHALLENGE_ACK_LIMIT` per second per
+    /// connection so that an attacker cannot turn us into an ACK amplifier.
+    pub(super) fn challenge_ack(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.challenge_window.0) >= Duration::from_secs(1) {
+            self.challenge_window = (now, 0);
+        }
+        if self.challenge_window.1 < CHALLENGE_ACK_LIMIT {
+            self.challenge_window.1 += 1;
+            self.stats.challenge_acks += 1;
+            self.ack_now = true;
+        } else {
+            self.stats.dropped_segments += 1;
+        }
+    }
+
+    /// Sequence number of our FIN when the application closed the send side.
+    pub(super) fn fin_seq(&self) -> Option<SeqNumber> {
+        self.fin_queued.then(|| self.snd_buf_seq + self.send_buf.len())
+    }
+
+    /// Our FIN was sent and acknowledged.
+    pub(super) fn fin_acked(&self) -> bool {
+        self.fin_seq().is_some_and(|f| self.snd_una > f)
+    }
+}
+
+/// Challenge ACKs allowed per connection per second (RFC 5961 §7 leaves the
+/// number to the implementation; Linux uses a similar per-socket budget).
+pub(super) const CHALLENGE_ACK_LIMIT: u32 = 10;

@@ -1,0 +1,383 @@
+//! Segment arrival, RFC 9293 §3.10.7.3 (SYN-SENT) and §3.10.7.4 (the other
+//! states), with RFC 5961 RST/SYN handling, RFC 7323 PAWS, receive-side data
+//! placement (in order and out of order) and FIN processing.
+
+use super::recovery::seq_sub;
+use super::{Connection, Error, Event, IcmpError, State, Timer};
+use crate::reset::reset_for;
+use outboard_time::Instant;
+use outboard_wire::{SeqNumber, TcpFlags, TcpRepr};
+
+impl Connection {
+    pub(super) fn on_segment(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
+        match self.state {
+            // The table answers segments for a closed connection (reset.rs).
+            State::Closed => self.stats.dropped_segments += 1,
+            State::SynSent => self.on_segment_syn_sent(now, repr, payload),
+            _ => self.on_segment_synchronized(now, repr, payload),
+        }
+    }
+
+    /// RFC 9293 §3.10.7.3.
+    fn on_segment_syn_sent(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
+        let f = repr.flags;
+        let mut ack_ok = false;
+        if f.ack() {
+            // First: an ACK that does not cover exactly our SYN is answered with RST.
+            if repr.ack <= self.iss || repr.ack > self.snd_max {
+                self.stats.dropped_segments += 1;
+                self.pending_rst = reset_for(repr, payload.len());
+                return;
+            }
+            ack_ok = true;
+        }
+        if f.rst() {
+            // Second: RST is acceptable only if it acknowledges our SYN (RFC 5961 §3.2).
+            if ack_ok {
+                self.fail(Error::Reset);
+            } else {
+                self.stats.dropped_segments += 1;
+            }
+            return;
+        }
+        if !f.syn() {
+            self.stats.dropped_segments += 1;
+            return;
+        }
+        // Fourth: SYN.
+        self.on_peer_syn(now, repr);
+        if ack_ok {
+            let rest = TcpRepr { seq: repr.seq + 1, flags: TcpFlags(f.0 & !TcpFlags::SYN.0), ..*repr };
+            // The SYN-ACK's window is unscaled (RFC 7323 §2.2): on_peer_syn took it.
+            self.snd_wl2 = repr.ack;
+            self.on_new_ack_syn(now, repr);
+            self.establish(now);
+            self.ack_now = true;
+            if !payload.is_empty() || f.fin() {
+                self.process_text(now, &rest, payload);
+            }
+        } else {
+            // Simultaneous open: SYN-RECEIVED, resend our SYN as a SYN-ACK.
+            self.state = State::SynReceived;
+            self.snd_nxt = self.iss;
+        }
+    }
+
+    /// SYN-SENT: the SYN-ACK acknowledged our SYN.
+    fn on_new_ack_syn(&mut self, now: Instant, repr: &TcpRepr) {
+        if let Some((end, sent)) = self.rtt_timing.take() {
+            if repr.ack >= end {
+                self.rtt.on_sample(now.saturating_duration_since(sent));
+            }
+        }
+        self.snd_una = repr.ack;
+        if self.snd_nxt < self.snd_una {
+            self.snd_nxt = self.snd_una;
+        }
+        self.rto_count = 0;
+        self.timers.stop(Timer::Retransmit);
+    }
+
+    /// The handshake completed (from SYN-SENT or SYN-RECEIVED).
+    fn establish(&mut self, now: Instant) {
+        self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
+        self.events.push_back(Event::Connected);
+        self.arm_keepalive(now);
+    }
+
+    /// RFC 9293 §3.10.7.4, all states from SYN-RECEIVED on.
+    fn on_segment_synchronized(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
+        if self.state == State::SynReceived
+            && repr.flags.syn()
+            && repr.flags.ack()
+            && repr.seq + 1 == self.rcv_nxt
+            && repr.ack > self.snd_una
+            && repr.ack <= self.snd_max
+        {
+            // Simultaneous open (RFC 9293 §3.5 figure 8): the peer's SYN-ACK
+            // repeats its SYN; what is new in it is the ACK of ours.
+            let rest = TcpRepr { seq: repr.seq + 1, flags: TcpFlags(repr.flags.0 & !TcpFlags::SYN.0), ..*repr };
+            return self.on_segment_synchronized(now, &rest, payload);
+        }
+        let f = repr.flags;
+        let seg_len = repr.segment_len(payload.len());
+        // RFC 7323 §5.3: PAWS before anything else.
+        if self.paws_rejects(now, repr) {
+            self.stats.dropped_segments += 1;
+            self.stats.dup_segments_in += 1;
+            self.ack_now = true;
+            return;
+        }
+        // First: sequence number acceptability (the §3.10.7.4 table).
+        if !self.seq_acceptable(repr.seq, seg_len) {
+            self.stats.dropped_segments += 1;
+            if f.rst() {
+                return;
+            }
+            if repr.seq + seg_len <= self.rcv_nxt {
+                self.stats.dup_segments_in += 1;
+            }
+            if self.state == State::TimeWait && f.fin() {
+                // §3.10.7.4 eighth: a retransmitted FIN restarts the 2·MSL wait.
+                self.timers.set(Timer::TimeWait, now + self.cfg.time_wait);
+            }
+            self.ack_now = true;
+            return;
+        }
+        self.last_rx = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
+        // Second: RST (RFC 5961 §3.2: exact match resets, in-window gets a challenge ACK).
+        if f.rst() {
+            if repr.seq == self.rcv_nxt {
+                match self.state {
+                    State::Closing | State::LastAck | State::TimeWait => self.enter_closed(),
+                    _ => self.fail(Error::Reset),
+                }
+            } else {
+                self.challenge_ack(now);
+            }
+            return;
+        }
+        // Fourth: any SYN in a synchronized state gets a challenge ACK (RFC 5961 §4).
+        if f.syn() {
+            self.stats.dropped_segments += 1;
+            self.challenge_ack(now);
+            return;
+        }
+        // Fifth: ACK.
+        if !f.ack() {
+            self.stats.dropped_segments += 1;
+            return;
+        }
+        if self.state == State::SynReceived {
+            if repr.ack > self.snd_una && repr.ack <= self.snd_max {
+                self.establish(now);
+            } else {
+                // §3.10.7.4 fifth, SYN-RECEIVED: <SEQ=SEG.ACK><CTL=RST>.
+                self.stats.dropped_segments += 1;
+                self.pending_rst = reset_for(repr, payload.len());
+                return;
+            }
+        }
+        self.update_ts_recent(now, repr);
+        if !self.process_ack(now, repr, payload.len()) {
+            return;
+        }
+        if self.fin_acked() {
+            match self.state {
+                State::FinWait1 => {
+                    self.state = State::FinWait2;
+                    if self.app_closed {
+                        // Nobody will read: do not wait forever for the peer's FIN
+                        // (RFC 9293 §3.10.7.4 leaves this to the implementation).
+                        self.timers.set(Timer::TimeWait, now + self.cfg.time_wait);
+                    }
+                }
+                State::Closing => {
+                    self.enter_time_wait(now);
+                    return;
+                }
+                State::LastAck => {
+                    self.events.push_back(Event::Closed);
+                    self.enter_closed();
+                    return;
+                }
+                _ => {}
+            }
+        }
+        // Sixth (URG) is ignored; seventh and eighth: text and FIN.
+        self.process_text(now, repr, payload);
+    }
+
+    /// The §3.10.7.4 acceptability test against the window we advertised.
+    /// A zero window still admits a segment at RCV.NXT so its ACK and RST
+    /// are processed ("special allowance"); its data is trimmed away later.
+    fn seq_acceptable(&self, seq: SeqNumber, seg_len: usize) -> bool {
+        let wnd = seq_sub(self.rcv_adv, self.rcv_nxt);
+        let end = self.rcv_nxt + wnd;
+        match (seg_len, wnd) {
+            (0, 0) => seq == self.rcv_nxt,
+            (0, _) => seq.in_range(self.rcv_nxt, end),
+            (_, 0) => seq == self.rcv_nxt,
+            _ => seq.in_range(self.rcv_nxt, end) || (seq + (seg_len - 1)).in_range(self.rcv_nxt, end),
+        }
+    }
+
+    /// Seventh and eighth steps: place payload bytes and process FIN.
+    pub(super) fn process_text(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
+        let receiving = matches!(self.state, State::Established | State::FinWait1 | State::FinWait2);
+        if !receiving {
+            return;
+        }
+        let fin_seq = repr.seq + payload.len();
+        if !payload.is_empty() && self.app_closed && fin_seq > self.rcv_nxt {
+            // RFC 9293 §3.10.4 / RFC 1122 §4.2.2.13: nobody will read new data.
+            self.pending_rst = Some(self.rst_with(self.snd_nxt.max(self.snd_una), Some(self.rcv_nxt)));
+            self.enter_closed();
+            return;
+        }
+        // Trim to [RCV.NXT, right edge).
+        let edge = self.rcv_adv.max(self.rcv_nxt);
+        let mut seq = repr.seq;
+        let mut data = payload;
+        if seq < self.rcv_nxt {
+            let skip = seq_sub(self.rcv_nxt, seq).min(data.len());
+            data = &data[skip..];
+            seq += skip;
+        }
+        let room = seq_sub(edge, seq);
+        if data.len() > room {
+            data = &data[..room];
+        }
+        if repr.flags.fin() && fin_seq >= self.rcv_nxt && (fin_seq <= edge || fin_seq == self.rcv_nxt) {
+            self.peer_fin = Some(fin_seq);
+        }
+        if !data.is_empty() && seq >= self.rcv_nxt {
+            self.place_data(now, seq, data);
+        } else if !payload.is_empty() {
+            // Nothing new (duplicate or beyond the window): tell the peer where we are.
+            self.stats.dup_segments_in += u64::from(data.is_empty() && seq_sub(self.rcv_nxt, repr.seq) > 0);
+            self.ack_now = true;
+        }
+        if self.peer_fin == Some(self.rcv_nxt) && !self.fin_received {
+            self.on_peer_fin(now);
+        }
+    }
+
+    /// Writes payload at its offset in the receive ring and advances RCV.NXT
+    /// over whatever became contiguous.
+    fn place_data(&mut self, now: Instant, seq: SeqNumber, data: &[u8]) {
+        let offset = seq_sub(seq, self.rcv_nxt);
+        let written = self.recv_buf.write_unqueued(offset, data);
+        if written == 0 {
+            self.stats.dropped_segments += 1;
+            self.ack_now = true;
+            return;
+        }
+        self.rcv_mss = self.rcv_mss.max(data.len()).min(usize::from(self.cfg.mss).max(536));
+        let had_holes = !self.assembler.is_empty();
+        if self.assembler.add(offset, written).is_err() {
+            if offset > 0 {
+                // Out-of-order state is full: drop; the sender will resend.
+                self.stats.dropped_segments += 1;
+                self.ack_now = true;
+                return;
+            }
+            // In-order data must always be taken: forget the out-of-order
+            // ranges instead (reneging, which RFC 2018 §8 permits).
+            self.assembler.clear();
+            self.sack_recent = [None; 4];
+            if self.assembler.add(0, written).is_err() {
+                return;
+            }
+        }
+        let advanced = self.assembler.pop_front();
+        if advanced > 0 {
+            self.recv_buf.enqueue_unqueued(advanced);
+            self.rcv_nxt += advanced;
+            self.unacked_rx_bytes += advanced;
+            self.events.push_back(Event::Readable);
+        }
+        if offset > 0 {
+            // RFC 5681 §4.2: out-of-order data is acknowledged at once (dup ACK + SACK).
+            self.note_sack_arrival(seq);
+            self.ack_now = true;
+        } else if had_holes {
+            // RFC 5681 §4.2: so is data that fills a gap.
+            self.ack_now = true;
+        } else if self.quickacks > 0 {
+            self.quickacks -= 1;
+            self.ack_now = true;
+        } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
+            // RFC 9293 §3.8.6.3: at least every second full-sized segment.
+            self.ack_now = true;
+        } else {
+            self.timers.set_if_idle(Timer::DelayedAck, now + self.cfg.delayed_ack);
+        }
+    }
+
+    /// Eighth step: the peer's FIN is next in sequence.
+    fn on_peer_fin(&mut self, now: Instant) {
+        self.rcv_nxt += 1;
+        self.fin_received = true;
+        self.ack_now = true;
+        self.events.push_back(Event::PeerClosed);
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => self.state = State::Closing,
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    pub(super) fn enter_time_wait(&mut self, now: Instant) {
+        self.state = State::TimeWait;
+        self.timers.stop_all();
+        self.timers.set(Timer::TimeWait, now + self.cfg.time_wait);
+        self.events.push_back(Event::Closed);
+    }
+
+    pub(super) fn enter_closed(&mut self) {
+        self.state = State::Closed;
+        self.timers.stop_all();
+        self.ack_now = false;
+        self.probe_pending = false;
+        self.keepalive_pending = false;
+    }
+
+    /// A RST from us: `<SEQ=seq><CTL=RST>`, with ACK when `ack` is given.
+    pub(super) fn rst_with(&self, seq: SeqNumber, ack: Option<SeqNumber>) -> TcpRepr {
+        TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq,
+            ack: ack.unwrap_or(SeqNumber(0)),
+            flags: if ack.is_some() { TcpFlags::RST | TcpFlags::ACK } else { TcpFlags::RST },
+            window: 0,
+            urgent: 0,
+            options: Default::default(),
+        }
+    }
+
+    /// The RST of `abort` (RFC 9293 §3.10.5).
+    pub(super) fn make_rst(&self, seq: SeqNumber) -> TcpRepr {
+        self.rst_with(seq, Some(self.rcv_nxt))
+    }
+
+    /// RFC 1122 §4.2.3.9 and RFC 1191.
+    pub(super) fn on_icmp(&mut self, _now: Instant, err: IcmpError) {
+        match err {
+            IcmpError::FragmentationNeeded { mtu } => {
+                // IPv4 and TCP headers without options: 40 bytes.
+                let mss = usize::from(mtu).saturating_sub(40);
+                if mss >= MIN_PMTU_MSS && mss < self.send_mss {
+                    self.set_send_mss(mss);
+                    if self.snd_max > self.snd_una && self.state != State::SynSent {
+                        // The segment that hit the small link is gone: resend now.
+                        self.rec.rexmit_una = true;
+                    }
+                }
+            }
+            // Hard errors abort a connection attempt (RFC 1122 §4.2.3.9: protocol
+            // and port unreachable; also administratively prohibited, RFC 1812).
+            IcmpError::Unreachable { code } if self.state == State::SynSent && HARD_UNREACH.contains(&code) => {
+                self.soft_error = Some(err);
+                self.fail(Error::Reset);
+            }
+            _ => self.soft_error = Some(err),
+        }
+    }
+
+    /// The last ICMP soft error seen (RFC 1122 §4.2.3.9): worth reporting when
+    /// the connection then times out.
+    pub fn soft_error(&self) -> Option<IcmpError> {
+        self.soft_error
+    }
+}
+
+/// RFC 1191 §3 allows 68-byte MTUs; below this MSS the header overhead makes
+/// the connection useless, and a forged ICMP could otherwise shrink it to nothing.
+const MIN_PMTU_MSS: usize = 64;
+/// Unreachable codes that refuse a connection in SYN-SENT.
+const HARD_UNREACH: [u8; 5] = [2, 3, 9, 10, 13];

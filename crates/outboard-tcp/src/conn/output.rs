@@ -1,0 +1,352 @@
+//! What to send next. One segment per `poll_transmit`, in this order:
+//! a pending RST; SYN / SYN-ACK; retransmissions (fast retransmit, NewReno
+//! partial ACK, RFC 6675 NextSeg rule 1); data from SND.NXT (go-back-N after an
+//! RTO, then new data under cwnd, the peer's window, Nagle and SWS avoidance)
+//! with FIN; RFC 6675 rescue retransmissions; a zero-window probe; a keepalive;
+//! a pure ACK or window update.
+
+use super::recovery::seq_sub;
+use super::{Connection, State, Timer, Transmit};
+use outboard_time::{Duration, Instant};
+use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SegKind {
+    /// Data and/or FIN, new or retransmitted: runs the retransmission timer.
+    Data,
+    /// A zero-window probe: one byte beyond the window, no retransmission timer (RFC 9293 §3.8.6.1).
+    Probe,
+    /// A pure ACK, window update or keepalive.
+    Ack,
+}
+
+impl Connection {
+    pub(super) fn transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
+        if let Some(rst) = self.pending_rst.take() {
+            self.stats.segments_out += 1;
+            return Some(Transmit { repr: rst, payload: [&[], &[]] });
+        }
+        match self.state {
+            State::Closed => return None,
+            State::SynSent => return (self.snd_nxt == self.iss).then(|| self.emit_syn(now)),
+            State::SynReceived => {
+                return (self.snd_nxt == self.iss || self.ack_now).then(|| self.emit_syn(now));
+            }
+            State::FinWait2 | State::TimeWait => {
+                return self.ack_now.then(|| self.emit(now, self.snd_nxt, 0, false, SegKind::Ack));
+            }
+            _ => {}
+        }
+        if let Some((seq, len, fin)) = self.next_retransmission() {
+            return Some(self.emit(now, seq, len, fin, SegKind::Data));
+        }
+        if let Some((seq, len, fin)) = self.next_from_nxt(now) {
+            self.snd_nxt = seq + len + usize::from(fin);
+            return Some(self.emit(now, seq, len, fin, SegKind::Data));
+        }
+        if let Some((seq, len, fin)) = self.next_rescue() {
+            return Some(self.emit(now, seq, len, fin, SegKind::Data));
+        }
+        if self.probe_pending {
+            self.probe_pending = false;
+            let unsent = seq_sub(self.snd_buf_seq + self.send_buf.len(), self.snd_nxt);
+            if unsent > 0 {
+                return Some(self.emit(now, self.snd_nxt, 1, false, SegKind::Probe));
+            }
+        }
+        if self.keepalive_pending {
+            self.keepalive_pending = false;
+            // RFC 1122 §4.2.3.6: an old sequence number makes the peer answer with an ACK.
+            return Some(self.emit(now, self.snd_una - 1, 0, false, SegKind::Ack));
+        }
+        if self.ack_now {
+            return Some(self.emit(now, self.snd_nxt, 0, false, SegKind::Ack));
+        }
+        None
+    }
+
+    /// Payload bytes that fit in one segment with the options it will carry.
+    pub(super) fn payload_cap(&self) -> usize {
+        let mut cap = self.data_mss();
+        if self.sack_ok && !self.assembler.is_empty() {
+            let n = self.assembler.range_count().min(if self.ts_ok { 3 } else { 4 });
+            cap = cap.saturating_sub(4 + 8 * n);
+        }
+        cap.max(1)
+    }
+
+    /// Our FIN's sequence number once it may be sent (the handshake is over).
+    fn fin_due(&self) -> Option<SeqNumber> {
+        match self.state {
+            State::FinWait1 | State::Closing | State::LastAck => self.fin_seq(),
+            _ => None,
+        }
+    }
+
+    /// The segment starting at `seq`, no longer than one MSS and within what was sent.
+    fn sent_segment_at(&self, seq: SeqNumber) -> (usize, bool) {
+        let data_end = self.snd_buf_seq + self.send_buf.len();
+        let len = seq_sub(self.snd_max.min(data_end), seq).min(self.payload_cap());
+        let fin = self.fin_due().is_some_and(|f| seq + len == f && self.snd_max > f);
+        (len, fin)
+    }
+
+    /// Fast retransmit / partial ACK, then RFC 6675 NextSeg rule (1).
+    fn next_retransmission(&mut self) -> Option<(SeqNumber, usize, bool)> {
+        if self.rec.rexmit_una {
+            self.rec.rexmit_una = false;
+            if self.snd_una < self.snd_max {
+                let seq = self.snd_una;
+                let (len, fin) = self.sent_segment_at(seq);
+                if len > 0 || fin {
+                    let end = seq + len + usize::from(fin);
+                    self.rec.high_rxt = self.rec.high_rxt.max(end);
+                    return Some((seq, len, fin));
+                }
+            }
+        }
+        if self.rec.in_recovery && self.sack_ok && self.cwnd_allowance() >= self.payload_cap() {
+            let mss = self.payload_cap();
+            if let Some((seq, _)) = self.rec.scoreboard.next_lost(self.snd_una, self.rec.high_rxt, mss) {
+                let seq = seq.max(self.snd_una);
+                let (full, fin) = self.sent_segment_at(seq);
+                let len = full.min(self.unsacked_run(seq));
+                let fin = fin && len == full;
+                if len > 0 || fin {
+                    self.rec.high_rxt = self.rec.high_rxt.max(seq + len + usize::from(fin));
+                    return Some((seq, len, fin));
+                }
+            }
+        }
+        None
+    }
+
+    /// RFC 6675 NextSeg rule (3): resend unSACKed, not-yet-lost data when nothing new can go.
+    fn next_rescue(&mut self) -> Option<(SeqNumber, usize, bool)> {
+        if !(self.rec.in_recovery && self.sack_ok) || self.cwnd_allowance() < self.payload_cap() {
+            return None;
+        }
+        let mss = self.payload_cap();
+        let (seq, _) = self.rec.scoreboard.next_rescue(self.snd_una, self.snd_max, self.rec.high_rxt, mss)?;
+        let seq = seq.max(self.snd_una);
+        let (full, fin) = self.sent_segment_at(seq);
+        let len = full.min(self.unsacked_run(seq));
+        let fin = fin && len == full;
+        if len == 0 && !fin {
+            return None;
+        }
+        self.rec.high_rxt = self.rec.high_rxt.max(seq + len + usize::from(fin));
+        Some((seq, len, fin))
+    }
+
+    /// Bytes from `seq` up to the next SACKed range (or unbounded).
+    fn unsacked_run(&self, seq: SeqNumber) -> usize {
+        self.rec
+            .scoreboard
+            .ranges()
+            .find(|&(l, _)| l > seq)
+            .map_or(usize::MAX, |(l, _)| seq_sub(l, seq))
+    }
+
+    /// Data (and FIN) from SND.NXT: go-back-N after an RTO, then new data.
+    fn next_from_nxt(&mut self, now: Instant) -> Option<(SeqNumber, usize, bool)> {
+        if !matches!(
+            self.state,
+            State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck
+        ) {
+            return None;
+        }
+        if self.sack_ok {
+            // After an RTO, skip what the receiver already holds.
+            while self.snd_nxt < self.snd_max {
+                let at = self.snd_nxt;
+                match self.rec.scoreboard.ranges().find(|&(l, r)| at >= l && at < r) {
+                    Some((_, r)) => self.snd_nxt = r.min(self.snd_max),
+                    None => break,
+                }
+            }
+        }
+        let data_end = self.snd_buf_seq + self.send_buf.len();
+        let fin_pending = self.fin_due().filter(|&f| self.snd_nxt <= f);
+        let unsent = seq_sub(data_end, self.snd_nxt);
+        if unsent == 0 {
+            // A FIN needs neither window nor cwnd room.
+            return fin_pending.filter(|&f| f == self.snd_nxt).map(|f| (f, 0, true));
+        }
+        let retransmitting = self.snd_nxt < self.snd_max;
+        let cap = self.payload_cap();
+        let mut limit = unsent.min(cap);
+        if retransmitting && self.sack_ok {
+            limit = limit.min(self.unsacked_run(self.snd_nxt));
+        }
+        let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
+        let len = limit.min(wnd_avail).min(self.cwnd_allowance());
+        let idle = self.snd_nxt == self.snd_una;
+        if len == 0 {
+            if wnd_avail == 0 && self.snd_una == self.snd_max.min(self.snd_nxt) {
+                // RFC 9293 §3.8.6.1: a zero window with data waiting arms the persist timer.
+                self.timers.set_if_idle(Timer::Persist, now + self.persist_interval());
+            }
+            return None;
+        }
+        // Sender SWS avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 1122 §4.2.3.4).
+        let ok = len == cap
+            || (retransmitting && len == limit)
+            || (len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some()))
+            || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2)
+            || self.persist_override;
+        if !ok {
+            if idle {
+                // The override timeout: send what fits if nothing changes.
+                self.timers.set_if_idle(Timer::Persist, now + self.persist_interval());
+            }
+            return None;
+        }
+        self.persist_override = false;
+        let seq = self.snd_nxt;
+        let fin = fin_pending.is_some_and(|f| seq + len == f);
+        Some((seq, len, fin))
+    }
+
+    /// Persist timer: the RTO with its own exponential backoff, capped at max RTO.
+    pub(super) fn persist_interval(&self) -> Duration {
+        let base = self.rtt.rto();
+        let shift = self.persist_backoff.min(16);
+        base.saturating_mul(1 << shift).min(self.cfg.max_rto).max(self.cfg.min_rto)
+    }
+
+    /// The SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED).
+    fn emit_syn(&mut self, now: Instant) -> Transmit<'_> {
+        let synack = self.state == State::SynReceived;
+        if self.snd_max != self.iss {
+            self.stats.retransmits += 1;
+            self.rtt_timing = None;
+        } else {
+            self.rtt_timing = Some((self.iss + 1, now));
+        }
+        self.snd_nxt = self.iss + 1;
+        self.snd_max = self.snd_max.max(self.iss + 1);
+        self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+        // RFC 7323 §2.2: the window in a SYN is never scaled.
+        let window = self.recv_buf.free().min(usize::from(u16::MAX));
+        if synack {
+            self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + window);
+            self.on_ack_sent();
+        }
+        let flags = if synack { TcpFlags::SYN | TcpFlags::ACK } else { TcpFlags::SYN };
+        let repr = TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: self.iss,
+            ack: if synack { self.rcv_nxt } else { SeqNumber(0) },
+            flags,
+            window: window as u16,
+            urgent: 0,
+            options: self.syn_options(now),
+        };
+        self.stats.segments_out += 1;
+        Transmit { repr, payload: [&[], &[]] }
+    }
+
+    /// Builds a segment from the send queue and does the bookkeeping of sending it.
+    fn emit(&mut self, now: Instant, seq: SeqNumber, len: usize, fin: bool, kind: SegKind) -> Transmit<'_> {
+        let end = seq + len + usize::from(fin);
+        match kind {
+            SegKind::Data => {
+                if seq < self.snd_max {
+                    self.stats.retransmits += 1;
+                    self.stats.retransmitted_bytes += len as u64;
+                    // Karn: a timed segment that is resent gives no sample.
+                    if self.rtt_timing.is_some_and(|(e, _)| e > seq) {
+                        self.rtt_timing = None;
+                    }
+                } else if self.rtt_timing.is_none() {
+                    self.rtt_timing = Some((end, now));
+                }
+                if end > self.snd_max {
+                    self.snd_max = end;
+                }
+                self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+            }
+            SegKind::Probe => {
+                if end > self.snd_max {
+                    self.snd_max = end;
+                }
+            }
+            SegKind::Ack => {}
+        }
+        let window = self.window_field();
+        let options: TcpOptions = self.segment_options(now);
+        self.on_ack_sent();
+        self.stats.segments_out += 1;
+        self.stats.bytes_out += len as u64;
+        let mut flags = TcpFlags::ACK;
+        if fin {
+            flags |= TcpFlags::FIN;
+        }
+        let data_end = self.snd_buf_seq + self.send_buf.len();
+        if len > 0 && seq + len == data_end {
+            flags |= TcpFlags::PSH;
+        }
+        let repr = TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq,
+            ack: self.rcv_nxt,
+            flags,
+            window,
+            urgent: 0,
+            options,
+        };
+        let payload = if len > 0 {
+            let (a, b) = self.send_buf.peek(seq_sub(seq, self.snd_buf_seq), len);
+            [a, b]
+        } else {
+            [&[][..], &[][..]]
+        };
+        Transmit { repr, payload }
+    }
+
+    /// An ACK goes out: the delayed-ACK state is cleared.
+    fn on_ack_sent(&mut self) {
+        self.ack_now = false;
+        self.unacked_rx_bytes = 0;
+        self.timers.stop(Timer::DelayedAck);
+        self.last_ack_sent = self.rcv_nxt;
+    }
+
+    /// The window field for a non-SYN segment. The right edge moves right only
+    /// by a worthwhile amount (receiver SWS avoidance, RFC 9293 §3.8.6.2.2) and
+    /// never moves left (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4): the scaled value
+    /// is rounded up, and a shrinking buffer only shrinks the window from the left.
+    fn window_field(&mut self) -> u16 {
+        let shift = self.rcv_wscale;
+        let max = usize::from(u16::MAX) << shift;
+        let cand = self.rcv_nxt + self.recv_buf.free().min(max);
+        let cur = self.rcv_adv.max(self.rcv_nxt);
+        let threshold = (self.recv_buf.capacity() / 2).min(self.rcv_mss).max(1);
+        self.rcv_adv = if cand > cur && seq_sub(cand, cur) >= threshold { cand } else { cur };
+        let wnd = seq_sub(self.rcv_adv, self.rcv_nxt).min(max);
+        let unit = 1usize << shift;
+        let field = wnd.div_ceil(unit).min(usize::from(u16::MAX));
+        self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + (field << shift));
+        field as u16
+    }
+
+    /// After the application read: is a window update worth sending now?
+    /// (When the right edge can move by two segments or half the buffer.)
+    pub(super) fn on_app_read(&mut self) {
+        if !matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {
+            return;
+        }
+        let max = usize::from(u16::MAX) << self.rcv_wscale;
+        let cand = self.rcv_nxt + self.recv_buf.free().min(max);
+        let cur = self.rcv_adv.max(self.rcv_nxt);
+        if cand > cur {
+            let grow = seq_sub(cand, cur);
+            if grow >= 2 * self.rcv_mss || grow >= self.recv_buf.capacity() / 2 {
+                self.ack_now = true;
+            }
+        }
+    }
+}

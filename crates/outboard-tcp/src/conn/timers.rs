@@ -1,0 +1,152 @@
+//! The connection's timers: one small table indexed by an enum (quinn's
+//! `connection/timer.rs` pattern), so `poll_timeout` is a minimum over five slots.
+
+use super::{Connection, Error, State};
+use outboard_time::Instant;
+
+/// Every timer a connection can arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// RFC 6298 retransmission timer (also retransmits SYN and SYN-ACK).
+    Retransmit = 0,
+    /// RFC 9293 §3.8.6.3 delayed ACK.
+    DelayedAck = 1,
+    /// RFC 9293 §3.8.6.1 zero-window probes, and the sender SWS override timeout.
+    Persist = 2,
+    /// RFC 1122 §4.2.3.6 keepalive.
+    Keepalive = 3,
+    /// RFC 9293 §3.10.8: 2·MSL in TIME-WAIT.
+    TimeWait = 4,
+}
+
+impl Timer {
+    pub(crate) const ALL: [Timer; 5] =
+        [Timer::Retransmit, Timer::DelayedAck, Timer::Persist, Timer::Keepalive, Timer::TimeWait];
+}
+
+/// Deadlines, one slot per `Timer`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TimerTable {
+    slots: [Option<Instant>; 5],
+}
+
+impl TimerTable {
+    pub(crate) fn set(&mut self, timer: Timer, at: Instant) {
+        self.slots[timer as usize] = Some(at);
+    }
+    /// Arms the timer only if it is not running already.
+    pub(crate) fn set_if_idle(&mut self, timer: Timer, at: Instant) {
+        if self.slots[timer as usize].is_none() {
+            self.slots[timer as usize] = Some(at);
+        }
+    }
+    pub(crate) fn stop(&mut self, timer: Timer) {
+        self.slots[timer as usize] = None;
+    }
+    pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
+        self.slots[timer as usize]
+    }
+    pub(crate) fn is_set(&self, timer: Timer) -> bool {
+        self.slots[timer as usize].is_some()
+    }
+    pub(crate) fn stop_all(&mut self) {
+        self.slots = [None; 5];
+    }
+    /// The earliest deadline of all armed timers.
+    pub(crate) fn next(&self) -> Option<Instant> {
+        self.slots.iter().flatten().copied().min()
+    }
+    /// Timers whose deadline is at or before `now`.
+    pub(crate) fn expired(&self, now: Instant) -> impl Iterator<Item = Timer> + '_ {
+        Timer::ALL.into_iter().filter(move |t| self.get(*t).is_some_and(|at| at <= now))
+    }
+}
+
+impl Connection {
+    pub(super) fn on_timeout(&mut self, now: Instant) {
+        let due: Vec<Timer> = self.timers.expired(now).collect();
+        for t in due {
+            self.timers.stop(t);
+            match t {
+                Timer::Retransmit => self.on_rto(now),
+                Timer::DelayedAck => self.ack_now = true,
+                Timer::Persist => self.on_persist(now),
+                Timer::Keepalive => self.on_keepalive(now),
+                Timer::TimeWait => {
+                    if matches!(self.state, State::TimeWait | State::FinWait2) {
+                        self.enter_closed();
+                    }
+                }
+            }
+            if self.state == State::Closed {
+                break;
+            }
+        }
+    }
+
+    /// RFC 9293 §3.8.6.1: probe a zero window with backoff; with an open window
+    /// this is the SWS override timeout (§3.8.6.2.1).
+    fn on_persist(&mut self, now: Instant) {
+        if self.snd_wnd == 0 {
+            self.probe_pending = true;
+            self.persist_backoff = self.persist_backoff.saturating_add(1);
+            self.timers.set(Timer::Persist, now + self.persist_interval());
+        } else {
+            self.persist_override = true;
+        }
+    }
+
+    /// (Re)arms the keepalive timer from the last segment received.
+    pub(super) fn arm_keepalive(&mut self, _now: Instant) {
+        let Some((idle, interval, _)) = self.cfg.keepalive else { return };
+        if !matches!(self.state, State::Established | State::CloseWait | State::FinWait1 | State::FinWait2) {
+            return;
+        }
+        let at = self.last_rx + idle + interval.saturating_mul(self.keepalive_sent);
+        self.timers.set(Timer::Keepalive, at);
+    }
+
+    /// RFC 1122 §4.2.3.6: after `idle` without a segment, probe every `interval`;
+    /// `probes` unanswered probes time the connection out.
+    fn on_keepalive(&mut self, now: Instant) {
+        let Some((_, _, probes)) = self.cfg.keepalive else { return };
+        if self.keepalive_sent >= probes {
+            self.fail(Error::TimedOut);
+            return;
+        }
+        if self.snd_max == self.snd_una {
+            // With data outstanding the retransmission timer watches the peer.
+            self.keepalive_pending = true;
+            self.keepalive_sent += 1;
+        }
+        self.arm_keepalive(now);
+        if !self.timers.is_set(Timer::Keepalive) {
+            return;
+        }
+        if self.timers.get(Timer::Keepalive).is_some_and(|at| at <= now) {
+            // Data outstanding and nothing sent: look again after an interval.
+            let interval = self.cfg.keepalive.map(|k| k.1).unwrap_or_default();
+            self.timers.set(Timer::Keepalive, now + interval);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_is_earliest_armed_deadline() {
+        let mut t = TimerTable::default();
+        assert_eq!(t.next(), None);
+        t.set(Timer::Keepalive, Instant::from_millis(50));
+        t.set(Timer::DelayedAck, Instant::from_millis(10));
+        assert_eq!(t.next(), Some(Instant::from_millis(10)));
+        t.stop(Timer::DelayedAck);
+        assert_eq!(t.next(), Some(Instant::from_millis(50)));
+        t.set_if_idle(Timer::Keepalive, Instant::from_millis(5));
+        assert_eq!(t.get(Timer::Keepalive), Some(Instant::from_millis(50)));
+        let e: Vec<_> = t.expired(Instant::from_millis(50)).collect();
+        assert_eq!(e, vec![Timer::Keepalive]);
+    }
+}

@@ -1,0 +1,101 @@
+use super::{SynCookies, MSS_TABLE};
+use outboard_time::{Duration, Instant};
+use outboard_wire::SeqNumber;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+const KEY: [u8; 16] = *b"cookie-secret-16";
+
+fn local() -> SocketAddrV4 {
+    SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 80)
+}
+fn remote() -> SocketAddrV4 {
+    SocketAddrV4::new(Ipv4Addr::new(198, 51, 100, 7), 51_000)
+}
+
+const ISN: SeqNumber = SeqNumber(0xdead_beef);
+
+fn t(secs: u64) -> Instant {
+    Instant::from_millis(secs * 1000)
+}
+
+#[test]
+fn rfc4987_cookie_round_trips_with_mss() {
+    let c = SynCookies::new(KEY);
+    let now = t(1_000);
+    let cookie = c.encode(now, local(), remote(), ISN, 1460);
+    let p = c.decode(now, local(), remote(), ISN, cookie).expect("valid cookie");
+    assert_eq!(p.mss, 1460);
+    // Still valid a little later, and across the period boundary.
+    assert!(c.decode(now + Duration::from_secs(50), local(), remote(), ISN, cookie).is_some());
+}
+
+#[test]
+fn rfc4987_cookie_valid_in_the_first_period_too() {
+    let c = SynCookies::new(KEY);
+    let cookie = c.encode(Instant::ZERO, local(), remote(), ISN, 536);
+    assert_eq!(c.decode(t(10), local(), remote(), ISN, cookie).map(|p| p.mss), Some(536));
+}
+
+#[test]
+fn mss_is_rounded_down_to_the_table() {
+    let c = SynCookies::new(KEY);
+    let now = t(77);
+    let cases = [(1459, 1452), (1460, 1460), (9000, 8960), (1300, 1300), (600, 536), (100, 536), (u16::MAX, 8960)];
+    for (offered, want) in cases {
+        let cookie = c.encode(now, local(), remote(), ISN, offered);
+        assert_eq!(c.decode(now, local(), remote(), ISN, cookie).map(|p| p.mss), Some(want), "offered {offered}");
+    }
+    for &m in &MSS_TABLE {
+        let cookie = c.encode(now, local(), remote(), ISN, m);
+        assert_eq!(c.decode(now, local(), remote(), ISN, cookie).map(|p| p.mss), Some(m));
+    }
+}
+
+#[test]
+fn rfc4987_stale_cookie_is_rejected() {
+    let c = SynCookies::new(KEY);
+    let now = t(6_400); // the start of a period
+    let cookie = c.encode(now, local(), remote(), ISN, 1460);
+    assert!(c.decode(now + Duration::from_secs(127), local(), remote(), ISN, cookie).is_some());
+    assert!(c.decode(now + Duration::from_secs(128), local(), remote(), ISN, cookie).is_none());
+    // Issued at the end of a period: only the next period is left.
+    let late = c.encode(now + Duration::from_secs(63), local(), remote(), ISN, 1460);
+    assert!(c.decode(now + Duration::from_secs(127), local(), remote(), ISN, late).is_some());
+    assert!(c.decode(now + Duration::from_secs(128), local(), remote(), ISN, late).is_none());
+    // The 5-bit counter wraps every 32 periods: a cookie 32 periods old is still stale.
+    assert!(c.decode(now + Duration::from_secs(64 * 32), local(), remote(), ISN, cookie).is_none());
+}
+
+#[test]
+fn rfc4987_cookie_from_the_future_is_rejected() {
+    let c = SynCookies::new(KEY);
+    let cookie = c.encode(t(6_400 + 64), local(), remote(), ISN, 1460);
+    assert!(c.decode(t(6_400), local(), remote(), ISN, cookie).is_none());
+}
+
+#[test]
+fn rfc4987_forged_cookie_is_rejected() {
+    let c = SynCookies::new(KEY);
+    let now = t(5_000);
+    let cookie = c.encode(now, local(), remote(), ISN, 1460);
+    for bit in 0..32 {
+        let forged = SeqNumber(cookie.0 ^ (1 << bit));
+        assert!(c.decode(now, local(), remote(), ISN, forged).is_none(), "bit {bit} flip accepted");
+    }
+    // Another secret's cookie is not ours.
+    let other = SynCookies::new(*b"another-secret!!").encode(now, local(), remote(), ISN, 1460);
+    assert!(c.decode(now, local(), remote(), ISN, other).is_none());
+}
+
+#[test]
+fn rfc4987_cookie_for_another_tuple_or_isn_is_rejected() {
+    let c = SynCookies::new(KEY);
+    let now = t(5_000);
+    let cookie = c.encode(now, local(), remote(), ISN, 1460);
+    let other_port = SocketAddrV4::new(*remote().ip(), 51_001);
+    let other_ip = SocketAddrV4::new(Ipv4Addr::new(198, 51, 100, 8), 51_000);
+    assert!(c.decode(now, local(), other_port, ISN, cookie).is_none());
+    assert!(c.decode(now, local(), other_ip, ISN, cookie).is_none());
+    assert!(c.decode(now, remote(), local(), ISN, cookie).is_none());
+    assert!(c.decode(now, local(), remote(), ISN + 1, cookie).is_none());
+}

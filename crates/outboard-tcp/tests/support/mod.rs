@@ -1,0 +1,2 @@
+//! Helpers shared by the integration tests (and, by path, the fuzz targets).
+pub mod segment_driver;

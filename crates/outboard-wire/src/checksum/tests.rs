@@ -1,0 +1,148 @@
+use super::*;
+use proptest::prelude::*;
+
+/// RFC 1071 §4.1's algorithm, one big-endian 16-bit word at a time: the
+/// reference the fast paths are checked against.
+fn reference_sum(data: &[u8]) -> u16 {
+    let mut sum: u64 = 0;
+    let mut i = 0;
+    while i + 1 < data.len() {
+        sum += u64::from(u16::from_be_bytes([data[i], data[i + 1]]));
+        i += 2;
+    }
+    if i < data.len() {
+        sum += u64::from(data[i]) << 8;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// 0x0000 and 0xFFFF are both ones-complement zero.
+fn same_ones_complement(a: u16, b: u16) -> bool {
+    a == b || (a == 0 || a == 0xffff) && (b == 0 || b == 0xffff)
+}
+
+#[test]
+fn rfc1071_section_3_example_sum() {
+    // RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2.
+    let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+    assert_eq!(sum(&data).sum(), 0xddf2);
+    assert_eq!(checksum(&data), !0xddf2);
+}
+
+#[test]
+fn odd_length_pads_last_byte_as_high_byte() {
+    assert_eq!(sum(&[0xab]).sum(), 0xab00);
+    assert!(sum(&[0xab]).is_odd());
+    assert_eq!(sum(&[0x12, 0x34, 0xab]).sum(), 0x12 * 256 + 0x34 + 0xab00);
+}
+
+#[test]
+fn empty_sums_to_zero_and_checksums_to_ffff() {
+    assert_eq!(sum(&[]), PartialSum::ZERO);
+    assert_eq!(checksum(&[]), 0xffff);
+}
+
+#[test]
+fn region_with_its_checksum_verifies_to_zero() {
+    // A real IPv4 header (from testdata's ICMP echo capture) with its checksum in place.
+    let hdr = [
+        0x45, 0x00, 0x00, 0x54, 0xa6, 0xf2, 0x40, 0x00, 0x40, 0x01, 0x95, 0xb4, 0x7f, 0x00, 0x00, 0x01, 0x7f, 0x00,
+        0x00, 0x01,
+    ];
+    let mut zeroed = hdr;
+    zeroed[10] = 0;
+    zeroed[11] = 0;
+    let c = checksum(&zeroed);
+    assert_eq!(c.to_be_bytes(), [hdr[10], hdr[11]]);
+    assert_eq!(checksum(&hdr), 0);
+}
+
+#[test]
+fn long_buffer_of_ff_folds_correctly() {
+    // 0xFFFF words are ones-complement zero; many of them must not overflow anything.
+    let data = vec![0xffu8; 1 << 20];
+    assert!(same_ones_complement(sum(&data).sum(), reference_sum(&data)));
+}
+
+#[test]
+fn rfc1624_update_matches_recompute_for_ttl_decrement() {
+    let mut hdr = [
+        0x45, 0x00, 0x00, 0x54, 0xa6, 0xf2, 0x40, 0x00, 0x40, 0x01, 0x00, 0x00, 0x7f, 0x00, 0x00, 0x01, 0x7f, 0x00,
+        0x00, 0x01,
+    ];
+    let hc = checksum(&hdr);
+    let old = u16::from_be_bytes([hdr[8], hdr[9]]);
+    hdr[8] -= 1;
+    let new = u16::from_be_bytes([hdr[8], hdr[9]]);
+    assert_eq!(update(hc, old, new), checksum(&hdr));
+}
+
+#[test]
+fn rfc1624_section_4_example_avoids_minus_zero() {
+    // RFC 1624 §4: HC = 0xDD2F, m = 0x5555 -> m' = 0x3285 gives HC' = 0x0000 (eqn. 3),
+    // where eqn. 2 would give the wrong 0xFFFF.
+    assert_eq!(update(0xdd2f, 0x5555, 0x3285), 0x0000);
+}
+
+proptest! {
+    #[test]
+    fn fast_sum_matches_rfc1071_reference(data in prop::collection::vec(any::<u8>(), 0..3000), start in 0usize..64) {
+        // Slicing at `start` exercises every alignment of the chunked loop.
+        let start = start.min(data.len());
+        let d = &data[start..];
+        prop_assert_eq!(sum(d).sum(), reference_sum(d));
+        prop_assert_eq!(checksum(d), !reference_sum(d));
+    }
+
+    #[test]
+    fn copy_and_checksum_copies_and_matches_reference(data in prop::collection::vec(any::<u8>(), 0..5000), start in 0usize..64, dst_off in 0usize..64) {
+        let start = start.min(data.len());
+        let src = &data[start..];
+        let mut dst_buf = vec![0u8; src.len() + dst_off];
+        let dst = &mut dst_buf[dst_off..];
+        let s = copy_and_checksum(dst, src);
+        prop_assert_eq!(&*dst, src);
+        prop_assert_eq!(s.sum(), reference_sum(src));
+        prop_assert_eq!(s.is_odd(), src.len() % 2 == 1);
+    }
+
+    #[test]
+    fn accumulator_over_odd_pieces_matches_whole(data in prop::collection::vec(any::<u8>(), 0..600), cuts in prop::collection::vec(0usize..600, 0..6)) {
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+        cuts.push(0);
+        cuts.push(data.len());
+        cuts.sort_unstable();
+        let mut by_slice = Accumulator::new();
+        let mut by_partial = Accumulator::new();
+        for w in cuts.windows(2) {
+            by_slice.add(&data[w[0]..w[1]]);
+            let mut copy = vec![0u8; w[1] - w[0]];
+            by_partial.add_partial(copy_and_checksum(&mut copy, &data[w[0]..w[1]]));
+        }
+        prop_assert!(same_ones_complement(by_slice.partial().sum(), reference_sum(&data)));
+        prop_assert!(same_ones_complement(by_partial.partial().sum(), reference_sum(&data)));
+        prop_assert!(same_ones_complement(by_slice.finish(), checksum(&data)));
+    }
+
+    #[test]
+    fn rfc1624_update_matches_recompute(mut data in prop::collection::vec(any::<u8>(), 2..200), idx in any::<prop::sample::Index>(), new in any::<u16>()) {
+        let words = data.len() / 2;
+        let i = idx.index(words) * 2;
+        let hc = checksum(&data);
+        let old = u16::from_be_bytes([data[i], data[i + 1]]);
+        data[i..i + 2].copy_from_slice(&new.to_be_bytes());
+        prop_assert!(same_ones_complement(update(hc, old, new), checksum(&data)));
+    }
+
+    #[test]
+    fn rfc1624_update_u32_matches_recompute(mut data in prop::collection::vec(any::<u8>(), 4..200), idx in any::<prop::sample::Index>(), new in any::<u32>()) {
+        let i = idx.index(data.len() / 4) * 4;
+        let hc = checksum(&data);
+        let old = u32::from_be_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+        data[i..i + 4].copy_from_slice(&new.to_be_bytes());
+        prop_assert!(same_ones_complement(update_u32(hc, old, new), checksum(&data)));
+    }
+}

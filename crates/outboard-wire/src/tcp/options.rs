@@ -1,0 +1,186 @@
+//! TCP options: parsing (RFC 9293 §3.2, RFC 7323, RFC 2018) and emission.
+//!
+//! # Emitted layout
+//!
+//! `emit` writes options in Linux's order, each group padded with leading
+//! NOPs to a 4-byte boundary, so no trailing padding is ever needed:
+//!
+//! | option                    | bytes | layout                          |
+//! |---------------------------|-------|---------------------------------|
+//! | MSS                       | 4     | `2 4 mss`                       |
+//! | SACK-permitted+timestamps | 12    | `4 2 8 10 TSval TSecr`          |
+//! | timestamps alone          | 12    | `1 1 8 10 TSval TSecr`          |
+//! | SACK-permitted alone      | 4     | `1 1 4 2`                       |
+//! | window scale              | 4     | `1 3 3 shift`                   |
+//! | SACK blocks               | 4+8n  | `1 1 5 2+8n blocks…`            |
+//!
+//! Everything but SACK blocks totals at most 20 bytes, so only SACK blocks
+//! can fail to fit in the 40-byte option space (RFC 9293 §3.1). When they
+//! don't, the **last SACK blocks are dropped first**: RFC 2018 §4 puts the most
+//! recently changed block first, and it is the one the sender needs. With
+//! timestamps that leaves 3 blocks on a data segment (RFC 2018 §3), without
+//! them 4. [`TcpOptions::fitted`] tells what `emit` will send.
+
+use crate::seq::SeqNumber;
+use crate::tcp::{SackBlocks, TcpOptions};
+use crate::{Error, Result};
+
+/// Option kinds (IANA "TCP Option Kind Numbers").
+pub mod kind {
+    pub const END: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+}
+
+/// The TCP option space: data offset 15 words minus the 5-word header.
+pub const MAX_OPTIONS_LEN: usize = 40;
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl TcpOptions {
+    /// Parses the option bytes of a TCP header (after the 20 fixed bytes).
+    ///
+    /// End-of-list stops parsing; NOP is skipped; unknown kinds are skipped by
+    /// their length (RFC 9293 §3.2: "must be prepared to handle an illegal
+    /// option length"), and a known kind with the wrong length, a missing
+    /// length byte, a length below 2 or running past the header is
+    /// [`Error::BadOption`]. A repeated option replaces the earlier one.
+    pub fn parse(bytes: &[u8]) -> Result<TcpOptions> {
+        let mut opts = TcpOptions::default();
+        let mut i = 0;
+        while let Some(&k) = bytes.get(i) {
+            match k {
+                kind::END => break,
+                kind::NOP => {
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let len = usize::from(*bytes.get(i + 1).ok_or(Error::BadOption)?);
+            if len < 2 || i + len > bytes.len() {
+                return Err(Error::BadOption);
+            }
+            let data = &bytes[i + 2..i + len];
+            match k {
+                kind::MSS if len == 4 => opts.mss = Some(be16(data)),
+                kind::WINDOW_SCALE if len == 3 => opts.window_scale = Some(data[0]),
+                kind::SACK_PERMITTED if len == 2 => opts.sack_permitted = true,
+                // RFC 2018 §3: 2 + 8n bytes, n >= 1; the option space bounds n at 4.
+                kind::SACK if len >= 10 && (len - 2) % 8 == 0 => {
+                    let mut blocks = SackBlocks::new();
+                    for b in data.chunks_exact(8) {
+                        blocks.push(SeqNumber(be32(&b[..4])), SeqNumber(be32(&b[4..])));
+                    }
+                    opts.sack = blocks;
+                }
+                kind::TIMESTAMPS if len == 10 => opts.timestamps = Some((be32(&data[..4]), be32(&data[4..]))),
+                kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::SACK | kind::TIMESTAMPS => {
+                    return Err(Error::BadOption)
+                }
+                _ => {} // Unknown: skipped by length.
+            }
+            i += len;
+        }
+        Ok(opts)
+    }
+
+    /// Bytes of everything but SACK blocks, as emitted.
+    fn fixed_len(&self) -> usize {
+        let mut n = 0;
+        if self.mss.is_some() {
+            n += 4;
+        }
+        if self.timestamps.is_some() {
+            n += 12; // carries SACK-permitted too when both are set
+        } else if self.sack_permitted {
+            n += 4;
+        }
+        if self.window_scale.is_some() {
+            n += 4;
+        }
+        n
+    }
+
+    /// SACK blocks that fit after the fixed options.
+    fn sack_fit(&self) -> usize {
+        let room = MAX_OPTIONS_LEN - self.fixed_len();
+        let fit = room.saturating_sub(4) / 8;
+        self.sack.len().min(fit)
+    }
+
+    /// The options `emit` actually sends: these, with the SACK blocks that do
+    /// not fit in 40 bytes dropped from the end.
+    pub fn fitted(&self) -> TcpOptions {
+        let mut o = *self;
+        o.sack.truncate(self.sack_fit());
+        o
+    }
+
+    /// Bytes `emit` writes: a multiple of 4, at most 40.
+    pub fn buffer_len(&self) -> usize {
+        let n = self.sack_fit();
+        self.fixed_len() + if n > 0 { 4 + 8 * n } else { 0 }
+    }
+
+    /// Writes the options into `buf`, which must hold [`buffer_len`](Self::buffer_len) bytes.
+    pub(crate) fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        let len = self.buffer_len();
+        let b = buf.get_mut(..len).ok_or(Error::Truncated)?;
+        let mut w = Writer { b, at: 0 };
+        if let Some(mss) = self.mss {
+            w.put(&[kind::MSS, 4]);
+            w.put(&mss.to_be_bytes());
+        }
+        match (self.timestamps, self.sack_permitted) {
+            (Some((val, ecr)), sack_perm) => {
+                if sack_perm {
+                    w.put(&[kind::SACK_PERMITTED, 2]);
+                } else {
+                    w.put(&[kind::NOP, kind::NOP]);
+                }
+                w.put(&[kind::TIMESTAMPS, 10]);
+                w.put(&val.to_be_bytes());
+                w.put(&ecr.to_be_bytes());
+            }
+            (None, true) => w.put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]),
+            (None, false) => {}
+        }
+        if let Some(shift) = self.window_scale {
+            w.put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
+        }
+        let n = self.sack_fit();
+        if n > 0 {
+            // n <= 4, so the length fits a byte.
+            w.put(&[kind::NOP, kind::NOP, kind::SACK, (2 + 8 * n) as u8]);
+            for (l, r) in self.sack.iter().take(n) {
+                w.put(&l.0.to_be_bytes());
+                w.put(&r.0.to_be_bytes());
+            }
+        }
+        Ok(w.at)
+    }
+}
+
+/// Appends to a buffer sized by `buffer_len`, so indexing cannot go past it.
+struct Writer<'a> {
+    b: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.b[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+}
