@@ -1,6 +1,10 @@
 //! One transfer from the command line, for timing and for replaying a seed:
 //! `cargo run --release -p outboard-sim --example transfer -- [MiB] [seed] [loss] [both] [cubic]`
 //! Prints the JSON report and the wall-clock time (kept out of the report).
+//! Environment: DELAY_MS (one-way delay), BUF (socket buffers), REVERSE_CLEAN (no faults on b->a).
+
+// Measuring the simulator's own speed is the one place a wall clock belongs.
+#![allow(clippy::disallowed_methods)]
 
 use outboard_sim::{run_transfer, Direction, TransferConfig};
 use outboard_tcp::CcKind;
@@ -16,6 +20,16 @@ fn main() {
         cc: if arg(4) == Some("cubic") { CcKind::Cubic } else { CcKind::NewReno },
         ..TransferConfig::default()
     };
+    let mut cfg = cfg;
+    if let Ok(v) = std::env::var("DELAY_MS") {
+        cfg.delay_ms = v.parse().unwrap_or(cfg.delay_ms);
+    }
+    cfg.reverse_faults = std::env::var("REVERSE_CLEAN").is_err();
+    if let Ok(v) = std::env::var("BUF") {
+        let b: usize = v.parse().unwrap_or(cfg.send_buffer);
+        cfg.send_buffer = b;
+        cfg.recv_buffer = b;
+    }
     let wall = std::time::Instant::now();
     let report = run_transfer(&cfg);
     let elapsed = wall.elapsed();

@@ -21,7 +21,11 @@ fn case(name: &str, faults: impl Fn(&mut TransferConfig) + Sync) {
     assert_all_ok(name, &reports);
     for r in &reports {
         match name {
-            "clean" => assert_eq!(r.faults.dropped + r.faults.duplicated + r.faults.corrupted + r.faults.reordered, 0),
+            "clean" => {
+                assert_eq!(r.faults.dropped + r.faults.duplicated + r.faults.corrupted + r.faults.reordered + r.faults.queue_drops, 0);
+                // Nothing was lost, so nothing may be resent (no spurious RTO or fast retransmit).
+                assert_eq!(r.retransmits, 0, "{}", r.summary());
+            }
             "corrupt 0.1%" => {
                 // Every flipped bit outside the source MAC must have been caught by a check.
                 let caught: u64 = r.hosts.iter().map(|h| h.drops_checksum + h.drops_malformed + h.drops_not_for_us).sum();

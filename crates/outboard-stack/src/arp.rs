@@ -202,7 +202,9 @@ impl ArpCache {
                 if *requests_sent < MAX_REQUESTS {
                     *requests_sent += 1;
                     *next_request = now + REQUEST_INTERVAL;
-                    self.requests.push_back(*ip);
+                    if !self.requests.contains(ip) {
+                        self.requests.push_back(*ip);
+                    }
                 } else {
                     // RFC 1122 §2.3.2.2: give up and drop what was waiting.
                     out.failures += 1;

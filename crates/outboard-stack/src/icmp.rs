@@ -19,9 +19,11 @@ pub(crate) const ERROR_BURST: u32 = 50;
 const MAX_QUOTE: usize = 576 - 20 - 8;
 /// Echo replies kept for `poll_echo_reply`.
 const ECHO_REPLIES_KEPT: usize = 64;
-/// RFC 1191 §5: a router that predates it sends a next-hop MTU of zero; fall
-/// back to the smallest MTU every IPv4 link must carry (RFC 791).
-const MIN_MTU: u16 = 576;
+/// Lowest path MTU we believe. RFC 1191 allows 68, but an unauthenticated
+/// ICMP message could then shrink a connection to 28-byte segments (RFC 5927
+/// §7.3), so like Linux (min_pmtu) we take nothing below 552. A router that
+/// predates RFC 1191 sends 0, which lands here too.
+const MIN_PMTU: u16 = 552;
 
 /// An echo reply that came back (see `Stack::icmp_echo_request`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +84,7 @@ impl Stack {
             Icmpv4Repr::DstUnreachable { code, next_hop_mtu, .. } => {
                 self.stats.icmp_dest_unreachable_in += 1;
                 let err = if code == UnreachableCode::FRAG_NEEDED {
-                    IcmpError::FragmentationNeeded { mtu: if next_hop_mtu == 0 { MIN_MTU } else { next_hop_mtu } }
+                    IcmpError::FragmentationNeeded { mtu: next_hop_mtu.max(MIN_PMTU) }
                 } else {
                     IcmpError::Unreachable { code: code.0 }
                 };

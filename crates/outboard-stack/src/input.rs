@@ -59,13 +59,17 @@ impl Stack {
         // can't be a neighbour. (A probe from 0.0.0.0, RFC 5227, teaches
         // nothing but is still answered.)
         let learnable = sha.is_unicast() && self.route.valid_source(spa) && self.route.on_link(spa);
-        if !learnable && !(spa.is_unspecified() && for_us) {
+        if !(learnable || spa.is_unspecified() && for_us) {
             self.stats.drops_bad_source += 1;
             return;
         }
         if learnable {
             // RFC 826 merge: update an existing entry; add one if we are the target.
             let flushed = self.arp.learn(now, spa, sha.0, for_us, &mut self.stats);
+            if !flushed.is_empty() {
+                // Connections behind this next hop may have stopped sending while it resolved.
+                self.tcp.mark_ready_via(|remote| self.route.next_hop(remote) == Some(spa));
+            }
             for frame in flushed {
                 self.push_frame(frame);
             }

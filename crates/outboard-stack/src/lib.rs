@@ -9,8 +9,14 @@
 //!
 //! Module map: `input` (Ethernet/ARP/IPv4 receive path), `output` (framing,
 //! next-hop resolution, the transmit queue, fragmentation), `arp` (cache),
-//! `reassembly`, `icmp`, `udp`, `tcp_table` + `listener` + `tcp_input`
-//! (connections, listeners, demux), `route`, `ratelimit`, `stats`.
+//! `reassembly`, `icmp`, `transport` (UDP/TCP receive), `udp` (sockets),
+//! `tcp_table` + `listener` + `tcp_input` (connections, listeners, demux),
+//! `route`, `ratelimit`, `stats`.
+//!
+//! Memory: every queue is bounded — ARP entries and their pending frames,
+//! reassembly bytes, UDP receive queues, the transmit queue, SYN queues (SYN
+//! cookies beyond them) and accept queues — so `memory_in_use` stays bounded
+//! whatever arrives.
 
 #![forbid(unsafe_code)]
 
@@ -25,8 +31,11 @@ mod route;
 mod stats;
 mod tcp_input;
 mod tcp_table;
+mod transport;
 mod udp;
 
+pub use icmp::EchoReply;
+pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
 pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
 
@@ -122,6 +131,8 @@ pub struct Stack {
     ip_ident: u16,
     /// UDP ephemeral port cursor.
     udp_port_cursor: u16,
+    /// Echo replies received, for `poll_echo_reply`.
+    echo_replies: VecDeque<icmp::EchoReply>,
 }
 
 impl Stack {
@@ -129,20 +140,21 @@ impl Stack {
         let route = route::Route::new(cfg.addr, cfg.prefix_len, cfg.gateway);
         let mut tcp_cfg = cfg.tcp.clone();
         // Our MSS must fit the link (RFC 9293 §3.7.1: MTU minus 40).
-        tcp_cfg.mss = tcp_cfg.mss.min(cfg.mtu.saturating_sub(40).clamp(64, 65535 - 40) as u16);
+        tcp_cfg.mss = tcp_cfg.mss.min(cfg.mtu.saturating_sub(40).clamp(8, 65535 - 40) as u16);
         Stack {
             route,
             stats: StackStats::default(),
             arp: arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now),
             reasm: reassembly::Reassembler::new(cfg.reassembly_mem_cap, cfg.reassembly_timeout),
             udp: udp::UdpTable::default(),
-            tcp: tcp_table::TcpTable::new(tcp_cfg, cfg.secret, cfg.ephemeral_ports.0),
+            tcp: tcp_table::TcpTable::new(tcp_cfg, cfg.secret, cfg.ephemeral_ports.0, cfg.syn_queue_cap),
             icmp_limit: ratelimit::RateLimiter::new(icmp::ERROR_RATE_PER_SEC, icmp::ERROR_BURST, now),
             txq: VecDeque::new(),
             txq_bytes: 0,
             // Start identifications from the secret so restarts don't repeat them.
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
             udp_port_cursor: cfg.ephemeral_ports.0,
+            echo_replies: VecDeque::new(),
             cfg,
         }
     }
@@ -193,6 +205,11 @@ impl Stack {
     // --- TCP ---
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
         self.tcp.listen(port, backlog)
+    }
+
+    /// Stops listening; connections not yet accepted are reset.
+    pub fn tcp_unlisten(&mut self, listener: ListenerId) {
+        self.tcp.unlisten(listener)
     }
 
     /// Takes the next established connection off the listener's accept queue.

@@ -19,7 +19,6 @@ const DEFAULT_MSS: u16 = 536;
 
 #[derive(Debug)]
 pub(crate) struct Listener {
-    pub port: u16,
     pub backlog: usize,
     /// Embryonic (SYN-RECEIVED) connections of this listener.
     pub syn_queue_len: usize,
@@ -29,8 +28,8 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    pub(crate) fn new(port: u16, backlog: usize) -> Listener {
-        Listener { port, backlog: backlog.max(1), syn_queue_len: 0, accept_queue: VecDeque::new(), cookies_sent_at: None }
+    pub(crate) fn new(backlog: usize) -> Listener {
+        Listener { backlog: backlog.max(1), syn_queue_len: 0, accept_queue: VecDeque::new(), cookies_sent_at: None }
     }
 
     pub(crate) fn accept_queue_full(&self) -> bool {
@@ -52,7 +51,6 @@ impl TcpTable {
         tuple: FourTuple,
         repr: &TcpRepr,
         payload: &[u8],
-        syn_queue_cap: usize,
         stats: &mut StackStats,
     ) -> Option<TcpRepr> {
         let flags = repr.flags;
@@ -80,7 +78,7 @@ impl TcpTable {
             stats.drops_tcp_accept_queue_full += 1;
             return None;
         }
-        if l.syn_queue_len < syn_queue_cap {
+        if l.syn_queue_len < self.syn_queue_cap {
             l.syn_queue_len += 1;
             let iss = self.isn.isn(now, tuple.local, tuple.remote);
             let conn = Connection::accept(&self.cfg, tuple, repr, iss, now);
@@ -152,6 +150,26 @@ impl TcpTable {
         if let Some(l) = self.listeners.get_mut(&lid) {
             l.syn_queue_len = l.syn_queue_len.saturating_sub(1);
             l.accept_queue.push_back(id);
+        }
+    }
+
+    /// Closes a listener: connections it had not handed out yet are reset
+    /// (as a kernel does when a listening socket closes) and freed once done.
+    pub(crate) fn unlisten(&mut self, lid: crate::ListenerId) {
+        let Some(_) = self.listeners.remove(&lid) else { return };
+        self.listener_by_port.retain(|_, l| *l != lid);
+        let orphans: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, e)| matches!(e.owner, Owner::Embryonic(l) | Owner::Queued(l) if l == lid))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in orphans {
+            if let Some(e) = self.conns.get_mut(&id) {
+                e.conn.abort();
+                e.owner = Owner::Released;
+            }
+            self.mark_ready(id);
         }
     }
 

@@ -111,7 +111,7 @@ impl Reassembler {
         let len = frag.data.len();
         let end = frag.offset + len;
         // RFC 791: every fragment but the last carries a multiple of 8 bytes.
-        let bad_alone = end > MAX_PAYLOAD || (frag.more_fragments && (len == 0 || len % 8 != 0));
+        let bad_alone = end > MAX_PAYLOAD || (frag.more_fragments && (len == 0 || len & 7 != 0));
         if bad_alone {
             stats.reassembly_bad_fragments += 1;
             return None;

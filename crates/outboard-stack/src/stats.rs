@@ -1,110 +1,144 @@
 //! The stack's counters: one per event of interest and one per drop reason
 //! (FreeBSD style), so `outboard stat` can say why every dropped frame died.
 
-/// Counters, one per event and one per drop reason.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StackStats {
+/// Defines the counters struct and a name/value iterator over it from one list,
+/// so a new counter can't be forgotten by `outboard stat`.
+macro_rules! counters {
+    ($( $(#[$doc:meta])* $name:ident, )*) => {
+        /// Counters, one per event and one per drop reason.
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct StackStats {
+            $( $(#[$doc])* pub $name: u64, )*
+        }
+
+        impl StackStats {
+            /// Every counter as (name, value), in declaration order.
+            pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> {
+                [$( (stringify!($name), self.$name), )*].into_iter()
+            }
+        }
+    };
+}
+
+counters! {
     // --- link ---
-    pub frames_in: u64,
-    pub frames_out: u64,
+    frames_in,
+    frames_out,
     /// Any frame or packet whose headers did not parse or were inconsistent.
-    pub drops_malformed: u64,
+    drops_malformed,
     /// IPv4 header, ICMP, UDP or TCP checksum mismatch.
-    pub drops_checksum: u64,
+    drops_checksum,
     /// Frame or packet addressed to another host (MAC or IP).
-    pub drops_not_for_us: u64,
+    drops_not_for_us,
     /// Ethertype other than IPv4 and ARP.
-    pub drops_unknown_ethertype: u64,
+    drops_unknown_ethertype,
     /// A frame the caller's buffer could not hold (poll_transmit with a short buffer).
-    pub drops_tx_buffer_too_small: u64,
+    drops_tx_buffer_too_small,
     /// Control/UDP frames dropped because the transmit queue was full.
-    pub drops_tx_queue_full: u64,
+    drops_tx_queue_full,
 
     // --- ARP ---
-    pub arp_requests_in: u64,
-    pub arp_replies_in: u64,
-    pub arp_requests_out: u64,
-    pub arp_replies_out: u64,
+    arp_requests_in,
+    arp_replies_in,
+    arp_requests_out,
+    arp_replies_out,
     /// Entries dropped to make room (cache at its cap).
-    pub arp_evictions: u64,
+    arp_evictions,
     /// Next hops given up on after the last request went unanswered.
-    pub arp_resolution_failures: u64,
+    arp_resolution_failures,
     /// Frames dropped because their next hop did not resolve.
-    pub drops_arp_unresolved: u64,
+    drops_arp_unresolved,
     /// Frames dropped because the per-next-hop pending queue was full.
-    pub drops_arp_pending_full: u64,
+    drops_arp_pending_full,
 
     // --- IPv4 ---
-    pub ip_packets_in: u64,
-    pub ip_packets_out: u64,
+    ip_packets_in,
+    ip_packets_out,
     /// IP options are accepted and skipped; counted for visibility.
-    pub ip_options_seen: u64,
+    ip_options_seen,
     /// Protocol other than ICMP, UDP and TCP (answered with protocol unreachable).
-    pub drops_unknown_protocol: u64,
+    drops_unknown_protocol,
     /// Source address that can't be a host (broadcast, multicast, ours, zero).
-    pub drops_bad_source: u64,
+    drops_bad_source,
     /// No route: off-link destination and no gateway.
-    pub drops_no_route: u64,
-    pub fragments_in: u64,
-    pub fragments_out: u64,
-    pub reassembled: u64,
+    drops_no_route,
+    fragments_in,
+    fragments_out,
+    reassembled,
     /// Datagrams dropped because two fragments overlapped (RFC 5722-style policy).
-    pub reassembly_overlaps: u64,
+    reassembly_overlaps,
     /// Exact duplicate fragments ignored.
-    pub reassembly_duplicates: u64,
+    reassembly_duplicates,
     /// Datagrams dropped incomplete when their timer ran out (RFC 791).
-    pub reassembly_timeouts: u64,
+    reassembly_timeouts,
     /// Datagrams evicted to keep reassembly under its memory cap.
-    pub reassembly_evictions: u64,
+    reassembly_evictions,
     /// Fragments with inconsistent lengths (beyond 64 KiB, beyond the known end, odd sizes).
-    pub reassembly_bad_fragments: u64,
+    reassembly_bad_fragments,
 
     // --- ICMP ---
-    pub icmp_in: u64,
-    pub icmp_out: u64,
-    pub icmp_echo_requests_in: u64,
-    pub icmp_echo_replies_out: u64,
-    pub icmp_echo_replies_in: u64,
-    pub icmp_dest_unreachable_in: u64,
-    pub icmp_dest_unreachable_out: u64,
-    pub icmp_time_exceeded_in: u64,
-    pub icmp_time_exceeded_out: u64,
+    icmp_in,
+    icmp_out,
+    icmp_echo_requests_in,
+    icmp_echo_replies_out,
+    icmp_echo_replies_in,
+    icmp_dest_unreachable_in,
+    icmp_dest_unreachable_out,
+    icmp_time_exceeded_in,
+    icmp_time_exceeded_out,
     /// ICMP errors whose quoted packet matched a connection or socket.
-    pub icmp_errors_delivered: u64,
+    icmp_errors_delivered,
     /// ICMP errors quoting a packet we can't attribute (or with a bad TCP sequence).
-    pub icmp_errors_unmatched: u64,
+    icmp_errors_unmatched,
     /// ICMP errors not sent because of the rate limit (RFC 1812 §4.3.2.8).
-    pub icmp_rate_limited: u64,
+    icmp_rate_limited,
     /// ICMP types we do not handle.
-    pub icmp_ignored: u64,
+    icmp_ignored,
 
     // --- UDP ---
-    pub udp_datagrams_in: u64,
-    pub udp_datagrams_out: u64,
+    udp_datagrams_in,
+    udp_datagrams_out,
     /// Datagrams to a port with no socket (answered with port unreachable).
-    pub udp_no_port: u64,
+    udp_no_port,
     /// Datagrams dropped because the socket's receive queue was full.
-    pub drops_udp_queue_full: u64,
+    drops_udp_queue_full,
 
     // --- TCP ---
-    pub tcp_segments_in: u64,
-    pub tcp_segments_out: u64,
+    tcp_segments_in,
+    tcp_segments_out,
     /// RSTs sent for segments matching no connection or listener (RFC 9293 §3.10.7.1).
-    pub tcp_resets_out: u64,
+    tcp_resets_out,
     /// Segments that matched nothing and got no answer (they were RSTs themselves).
-    pub tcp_no_match: u64,
-    pub tcp_connections_opened: u64,
-    pub tcp_connections_accepted: u64,
-    pub tcp_connections_freed: u64,
+    tcp_no_match,
+    tcp_connections_opened,
+    tcp_connections_accepted,
+    tcp_connections_freed,
     /// Embryonic connections created from SYNs while the SYN queue had room.
-    pub tcp_syn_queue_adds: u64,
-    pub tcp_syncookies_sent: u64,
-    pub tcp_syncookies_accepted: u64,
+    tcp_syn_queue_adds,
+    tcp_syncookies_sent,
+    tcp_syncookies_accepted,
     /// ACKs to a listener carrying a cookie that did not verify.
-    pub tcp_syncookies_failed: u64,
+    tcp_syncookies_failed,
     /// Handshake-completing segments dropped because the accept queue was full.
-    pub drops_tcp_accept_queue_full: u64,
+    drops_tcp_accept_queue_full,
     /// Segments dropped at the listener (e.g. a bare ACK while no cookies were out,
     /// a SYN with ACK, a SYN for a broadcast address).
-    pub drops_tcp_listener: u64,
+    drops_tcp_listener,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iter_names_every_counter_once() {
+        let s = StackStats { drops_checksum: 7, ..StackStats::default() };
+        let all: Vec<_> = s.iter().collect();
+        assert!(all.len() > 50, "{} counters", all.len());
+        assert!(all.contains(&("drops_checksum", 7)));
+        let mut names: Vec<_> = all.iter().map(|(n, _)| *n).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+    }
 }

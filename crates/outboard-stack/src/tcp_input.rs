@@ -5,32 +5,9 @@ use crate::stats::StackStats;
 use crate::tcp_table::{Owner, TcpTable};
 use outboard_tcp::{FourTuple, IcmpError, State};
 use outboard_time::Instant;
-use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
+use outboard_wire::TcpRepr;
 
-/// RFC 9293 §3.10.7.1: the reset for a segment that belongs to no
-/// connection. An RST is never answered; otherwise, if the segment has an
-/// ACK the reset takes its sequence number from it, else it acknowledges the
-/// segment's whole sequence space.
-pub(crate) fn reset_for(seg: &TcpRepr, payload_len: usize) -> Option<TcpRepr> {
-    if seg.flags.rst() {
-        return None;
-    }
-    let (seq, ack, flags) = if seg.flags.ack() {
-        (seg.ack, SeqNumber(0), TcpFlags::RST)
-    } else {
-        (SeqNumber(0), seg.seq + seg.segment_len(payload_len), TcpFlags::RST | TcpFlags::ACK)
-    };
-    Some(TcpRepr {
-        src_port: seg.dst_port,
-        dst_port: seg.src_port,
-        seq,
-        ack,
-        flags,
-        window: 0,
-        urgent: 0,
-        options: TcpOptions::default(),
-    })
-}
+pub(crate) use outboard_tcp::reset::reset_for;
 
 impl TcpTable {
     /// One received segment for `tuple` (from our side). Returns a control
@@ -41,7 +18,6 @@ impl TcpTable {
         tuple: FourTuple,
         repr: &TcpRepr,
         payload: &[u8],
-        syn_queue_cap: usize,
         stats: &mut StackStats,
     ) -> Option<TcpRepr> {
         if let Some(&id) = self.by_tuple.get(&tuple) {
@@ -80,7 +56,7 @@ impl TcpTable {
             }
         }
         if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()) {
-            let reply = self.listener_input(now, lid, tuple, repr, payload, syn_queue_cap, stats);
+            let reply = self.listener_input(now, lid, tuple, repr, payload, stats);
             if let Some(id) = self.by_tuple.get(&tuple).copied() {
                 if self.conns.get(&id).is_some_and(|e| matches!(e.owner, Owner::Queued(_))) {
                     // A cookie handshake completed: the connection is established.

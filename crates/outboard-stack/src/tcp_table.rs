@@ -50,13 +50,15 @@ pub(crate) struct TcpTable {
     next_conn: u32,
     next_listener: u32,
     port_cursor: u16,
+    /// Embryonic connections per listener before SYN cookies take over.
+    pub syn_queue_cap: usize,
     pub cfg: Config,
     pub isn: IsnGenerator,
     pub cookies: SynCookies,
 }
 
 impl TcpTable {
-    pub(crate) fn new(cfg: Config, secret: [u8; 16], ephemeral_start: u16) -> TcpTable {
+    pub(crate) fn new(cfg: Config, secret: [u8; 16], ephemeral_start: u16, syn_queue_cap: usize) -> TcpTable {
         TcpTable {
             conns: HashMap::new(),
             by_tuple: HashMap::new(),
@@ -67,6 +69,7 @@ impl TcpTable {
             next_conn: 0,
             next_listener: 0,
             port_cursor: ephemeral_start,
+            syn_queue_cap,
             cfg,
             isn: IsnGenerator::new(secret),
             cookies: SynCookies::new(secret),
@@ -79,7 +82,7 @@ impl TcpTable {
         }
         self.next_listener = self.next_listener.wrapping_add(1);
         let id = ListenerId(self.next_listener);
-        self.listeners.insert(id, Listener::new(port, backlog));
+        self.listeners.insert(id, Listener::new(backlog));
         self.listener_by_port.insert(port, id);
         Ok(id)
     }
@@ -128,6 +131,15 @@ impl TcpTable {
         }
     }
 
+    /// Marks ready every connection whose remote address satisfies `via`.
+    pub(crate) fn mark_ready_via(&mut self, via: impl Fn(std::net::Ipv4Addr) -> bool) {
+        let ids: Vec<ConnId> =
+            self.conns.iter().filter(|(_, e)| via(*e.conn.tuple().remote.ip())).map(|(id, _)| *id).collect();
+        for id in ids {
+            self.mark_ready(id);
+        }
+    }
+
     /// The next connection to poll for output, if any.
     pub(crate) fn next_ready(&mut self) -> Option<ConnId> {
         while let Some(&id) = self.ready.front() {
@@ -147,14 +159,15 @@ impl TcpTable {
     }
 
     /// The connection at the front had nothing more to send.
-    pub(crate) fn done_ready(&mut self, id: ConnId) {
+    /// Returns the owner if that freed it.
+    pub(crate) fn done_ready(&mut self, id: ConnId) -> Option<Owner> {
         if self.ready.front() == Some(&id) {
             self.ready.pop_front();
         }
         if let Some(e) = self.conns.get_mut(&id) {
             e.ready = false;
         }
-        self.settle(id);
+        self.settle(id)
     }
 
     /// Re-indexes the connection's deadline and frees it if it is finished and

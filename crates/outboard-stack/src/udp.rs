@@ -56,10 +56,6 @@ impl UdpTable {
         self.sockets.get(&id).map(|s| s.port)
     }
 
-    pub(crate) fn socket_for_port(&self, port: u16) -> Option<UdpId> {
-        self.by_port.get(&port).copied()
-    }
-
     /// Queues a received datagram; false if no socket has the port.
     pub(crate) fn deliver(&mut self, dst_port: u16, src: SocketAddrV4, payload: &[u8], stats: &mut StackStats) -> bool {
         let Some(id) = self.by_port.get(&dst_port) else { return false };

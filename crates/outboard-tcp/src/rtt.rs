@@ -55,7 +55,9 @@ impl RttEstimator {
         let clamp = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
         self.smoothed = Some((clamp(srtt), clamp(rttvar)));
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        // §5.7 (and the Linux practice): a fresh measurement ends the backoff.
+        // §2.3 recomputes RTO from the new estimate, discarding the backed-off
+        // value (Karn's algorithm, §3: keep the backoff until a sample from a
+        // segment that was not retransmitted arrives, which this is).
         self.backoff = 0;
     }
     /// The RTO without backoff: RFC 6298 §2.2/2.3 `SRTT + max(G, K*RTTVAR)`,
@@ -185,7 +187,7 @@ mod tests {
     }
 
     #[test]
-    fn rfc6298_5_7_new_sample_clears_backoff() {
+    fn rfc6298_3_karn_new_sample_clears_backoff() {
         let mut e = est();
         e.on_sample(ms(100));
         e.backoff();
@@ -202,6 +204,32 @@ mod tests {
         e.on_sample(ms(20));
         e.on_sample(ms(90));
         assert_eq!(e.min_rtt(), Some(ms(20)));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rto_always_within_bounds_and_srtt_within_samples(
+            samples in proptest::collection::vec((0u64..10_000_000, 0u32..4), 1..100),
+        ) {
+            let (lo, hi) = (ms(200), ms(60_000));
+            let mut e = RttEstimator::new(ms(1000), lo, hi);
+            let (mut min_s, mut max_s) = (Duration::MAX, Duration::ZERO);
+            for (us, backoffs) in samples {
+                let r = Duration::from_micros(us);
+                e.on_sample(r);
+                min_s = min_s.min(r);
+                max_s = max_s.max(r);
+                for _ in 0..backoffs {
+                    e.backoff();
+                }
+                let rto = e.rto();
+                proptest::prop_assert!(lo <= rto && rto <= hi);
+                let srtt = e.srtt().unwrap();
+                // Integer division may round one nanosecond below the smallest sample.
+                proptest::prop_assert!(srtt + Duration::from_nanos(8) >= min_s && srtt <= max_s);
+                proptest::prop_assert_eq!(e.min_rtt(), Some(min_s));
+            }
+        }
     }
 
     #[test]

@@ -37,8 +37,8 @@ impl Scoreboard {
     /// (snd_una, snd_nxt] are ignored (RFC 2018 §4, D-SACK below snd_una).
     /// Returns the number of bytes newly SACKed.
     pub fn on_ack(&mut self, snd_una: SeqNumber, snd_nxt: SeqNumber, blocks: &[(SeqNumber, SeqNumber)]) -> usize {
-        // The cumulative ACK covers everything below snd_una (RFC 2018 §5:
-        // SACKed data is only released by it).
+        // Only the cumulative ACK releases data (RFC 2018 §8: the receiver may
+        // renege on SACKed data), so ranges below it are simply forgotten.
         self.ranges.retain(|&(_, e)| e > snd_una);
         if let Some(first) = self.ranges.first_mut() {
             first.0 = first.0.max(snd_una);

@@ -1,11 +1,14 @@
 //! Arbitrary segments into a live connection (see `support/segment_driver.rs`,
 //! shared with the `tcp_connection` fuzz target): whatever arrives, a
 //! connection never panics, never spins, and its output stays well-formed.
+//! And a transfer over a network the input controls (`support/transfer_driver.rs`):
+//! every byte read is the byte sent, and once faults stop both streams complete.
 
 mod support;
 
 use proptest::prelude::*;
 use support::segment_driver::run;
+use support::transfer_driver::run_transfer;
 
 #[test]
 fn empty_program_establishes_and_settles() {
@@ -45,4 +48,42 @@ proptest! {
         let s = run(&data);
         prop_assert!(s.steps <= data.len());
     }
+}
+
+#[test]
+fn transfer_over_a_perfect_network_completes_both_ways() {
+    // Config 0 (NewReno, all options), 4*0x4000 bytes one way and 0x2000 the other, no faults.
+    let s = run_transfer(&[0, 0x00, 0x40, 0x00, 0x20]);
+    assert!(!s.timed_out);
+    assert_eq!(s.streams[0].read, 0x10000);
+    assert_eq!(s.streams[1].read, 0x2000);
+}
+
+#[test]
+fn transfer_with_cubic_and_no_options_completes() {
+    // Config: CUBIC, no SACK, no timestamps, no window scaling, 536-byte MSS.
+    let s = run_transfer(&[1 | 2 | 4 | 8 | 32, 0xff, 0x3f, 0x34, 0x12]);
+    assert!(!s.timed_out);
+    assert_eq!(s.streams[0].read, 0x3fff * 4);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn transfer_under_arbitrary_faults_is_exact_and_completes(data in proptest::collection::vec(any::<u8>(), 0..1500)) {
+        let s = run_transfer(&data);
+        if !s.timed_out {
+            for st in &s.streams {
+                prop_assert_eq!(st.read, st.total);
+                prop_assert!(st.eof);
+            }
+        }
+    }
+}
+
+#[test]
+fn tmp_regress() {
+    let s = run_transfer(&[20, 0, 13, 0, 6, 44, 48, 2, 88, 188, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 16, 2, 2, 20, 44, 2, 2, 42, 5, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 30, 89, 144, 0, 20, 6, 0, 20, 48, 20, 0, 34, 0, 10, 127, 90, 48, 6, 0, 148, 50, 10, 19, 193]);
+    eprintln!("{s:?}");
 }

@@ -84,7 +84,15 @@ impl Pair {
 
     fn put_on_wire(&mut self, to_b: bool, repr: TcpRepr, payload: Vec<u8>) {
         let f = self.faults;
-        if self.rng.chance(f.loss) {
+        let lost = self.rng.chance(f.loss);
+        if let Ok(w) = std::env::var("PAIR_WIRE") {
+            let (lo, hi) = w.split_once('-').unwrap();
+            let t = self.now.as_millis();
+            if t >= lo.parse().unwrap() && t <= hi.parse().unwrap() {
+                eprintln!("WIRE {:?} {} {:?} seq={} ack={} len={} win={} ts={:?}{}", self.now, if to_b {"A>B"} else {"B>A"}, repr.flags, repr.seq, repr.ack, payload.len(), repr.window, repr.options.timestamps, if lost {" LOST"} else {""});
+            }
+        }
+        if lost {
             return;
         }
         let copies = if self.rng.chance(f.dup) { 2 } else { 1 };
@@ -187,6 +195,7 @@ fn transfer(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8]
     let mut buf = vec![0u8; 64 * 1024];
     let deadline = p.now + Duration::from_secs(3_600);
     let mut steps = 0u64;
+    let mut last_rto = 0;
     loop {
         steps += 1;
         assert!(p.now < deadline, "seed {seed} {faults:?}: virtual deadline; a={:?} b={:?} a_got={} b_got={} stats a={:?} b={:?}",
@@ -244,6 +253,13 @@ fn transfer(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8]
         let a_done = matches!(p.a.state(), State::TimeWait | State::Closed);
         if a_eof && b_eof && a_done && b_done {
             break;
+        }
+        if std::env::var("PAIR_TRACE").is_ok() {
+            let st = p.a.stats();
+            if st.rto_events != last_rto {
+                eprintln!("t={:?} rto#{} rto_us={} srtt={} una_sent?={} cwnd={} flight={}", p.now, st.rto_events, st.rto_us, st.srtt_us, b_got.len(), st.cwnd, st.bytes_in_flight);
+                last_rto = st.rto_events;
+            }
         }
         if !p.step() {
             panic!("seed {seed}: stalled with nothing scheduled; a={:?} b={:?}", p.a.state(), p.b.as_ref().map(|b| b.state()));
@@ -317,6 +333,9 @@ fn pair_loss_reorder_dup_both_ways() {
 fn pair_loss_5pct_without_sack_newreno_recovery() {
     let f = Faults { loss: 0.05, reorder: 0.02, reorder_ms: 3, ..CLEAN };
     for seed in 40..44 {
+        if std::env::var("PAIR_SEED").is_ok_and(|s| s != seed.to_string()) {
+            continue;
+        }
         let c = Config { sack: false, ..cfg(CcKind::NewReno) };
         transfer(c, f, seed, &pattern(seed, 2 * MIB), &[]);
     }
@@ -337,5 +356,45 @@ fn pair_small_buffers_exercise_zero_window_and_persist() {
     for seed in 60..63 {
         let c = Config { send_buffer: 8 * 1024, recv_buffer: 4 * 1024, ..cfg(CcKind::NewReno) };
         transfer(c, f, seed, &pattern(seed, MIB / 2), &pattern(seed + 3, MIB / 4));
+    }
+}
+
+#[test]
+fn pair_sweep_random_configs_and_faults() {
+    // Many short transfers over random option sets, buffer sizes and faults:
+    // catches stalls (nothing scheduled, data left) and corrupted streams.
+    let n: u64 = std::env::var("PAIR_SWEEP_N").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    let only: Option<u64> = std::env::var("PAIR_SWEEP_SEED").ok().and_then(|v| v.parse().ok());
+    for seed in 100..100 + n {
+        if only.is_some_and(|o| o != seed) {
+            continue;
+        }
+        let mut r = Rng::new(seed);
+        let cc = if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno };
+        let small = r.chance(0.3);
+        let c = Config {
+            sack: r.chance(0.7),
+            timestamps: r.chance(0.7),
+            window_scaling: r.chance(0.7),
+            nodelay: r.chance(0.3),
+            send_buffer: if small { 3_000 + r.below(20_000) as usize } else { 256 * 1024 },
+            recv_buffer: if small { 2_000 + r.below(20_000) as usize } else { 256 * 1024 },
+            mss: 500 + r.below(1000) as u16,
+            max_ooo_ranges: 1 + r.below(8) as usize,
+            ..cfg(cc)
+        };
+        let f = Faults {
+            loss: r.below(60) as f64 / 1000.0,
+            dup: r.below(30) as f64 / 1000.0,
+            reorder: r.below(100) as f64 / 1000.0,
+            reorder_ms: r.below(10),
+            delay_ms: 1 + r.below(20),
+        };
+        let a = pattern(seed, 64 * 1024 + r.below(200_000) as usize);
+        let b = if r.chance(0.5) { pattern(seed + 1, r.below(100_000) as usize) } else { Vec::new() };
+        if only.is_some() {
+            eprintln!("{c:?}\n{f:?} a={} b={}", a.len(), b.len());
+        }
+        transfer(c, f, seed, &a, &b);
     }
 }

@@ -222,8 +222,8 @@ impl Ipv4Repr {
         Ok(Self::from_header(p, usize::from(p.total_len()) - p.header_len()))
     }
 
-    /// Parses the datagram quoted in an ICMP error (RFC 792: "Internet Header
-    /// + 64 bits of Original Data Datagram"): its total length usually exceeds
+    /// Parses the datagram quoted in an ICMP error (RFC 792 quotes the
+    /// "Internet Header plus 64 bits of Original Data Datagram"): its total length usually exceeds
     /// the bytes present, and its checksum is not verified (a router may have
     /// changed the TTL). Returns the header and the quoted payload bytes, at
     /// most `payload_len` of them.
@@ -278,7 +278,7 @@ impl Ipv4Repr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
         let b = buf.get_mut(..HEADER_LEN).ok_or(Error::Truncated)?;
         let total = u16::try_from(HEADER_LEN + self.payload_len).map_err(|_| Error::Malformed)?;
-        if self.frag_offset % 8 != 0 {
+        if self.frag_offset & 7 != 0 {
             return Err(Error::Malformed);
         }
         let flags_frag = (self.frag_offset / 8)

@@ -120,7 +120,12 @@ impl SackBlocks {
     }
     /// Keeps at most `n` blocks (option space is shared with timestamps).
     pub fn truncate(&mut self, n: usize) {
-        self.len = self.len.min(n as u8);
+        let keep = (self.len as usize).min(n);
+        // Slots past `len` stay zero, so the derived `PartialEq` compares only held blocks.
+        for b in &mut self.blocks[keep..] {
+            *b = (SeqNumber(0), SeqNumber(0));
+        }
+        self.len = keep as u8;
     }
 }
 
@@ -169,13 +174,14 @@ impl TcpRepr {
     /// [`RxChecksum::Verify`] a wrong checksum is [`Error::Checksum`].
     pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr, checksum: RxChecksum) -> Result<TcpRepr> {
         p.check_len()?;
+        // Checksum first: a corrupted segment counts as corrupted, not as a bad option.
+        if checksum == RxChecksum::Verify && !p.verify_checksum(src, dst) {
+            return Err(Error::Checksum);
+        }
         if p.src_port() == 0 || p.dst_port() == 0 {
             return Err(Error::Malformed);
         }
         let options = TcpOptions::parse(p.options())?;
-        if checksum == RxChecksum::Verify && !p.verify_checksum(src, dst) {
-            return Err(Error::Checksum);
-        }
         Ok(TcpRepr {
             src_port: p.src_port(),
             dst_port: p.dst_port(),

@@ -44,6 +44,8 @@ pub struct Cubic {
     after_rto: bool,
     /// Stands in for the RTT on ACKs that carry no sample.
     min_rtt: Option<Duration>,
+    /// When the last ACK arrived, to freeze the curve while application-limited.
+    last_ack: Option<Instant>,
 }
 
 impl Cubic {
@@ -58,6 +60,7 @@ impl Cubic {
             epoch: None,
             after_rto: false,
             min_rtt: None,
+            last_ack: None,
         }
     }
 
@@ -133,7 +136,17 @@ impl CongestionControl for Cubic {
         if let Some(r) = rtt {
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         }
-        if bytes_acked == 0 || !is_cwnd_limited(self.cwnd(), bytes_acked, in_flight) {
+        if bytes_acked == 0 {
+            return;
+        }
+        let prev_ack = self.last_ack.replace(now);
+        if !is_cwnd_limited(self.cwnd(), bytes_acked, in_flight) {
+            // RFC 9438 §5.8: no growth while application-limited, and the
+            // curve's clock stops too (Linux shifts the epoch the same way), so
+            // cwnd does not leap to W_cubic(t) once the flow is busy again.
+            if let (Some(e), Some(p)) = (self.epoch.as_mut(), prev_ack) {
+                e.start = (e.start + now.saturating_duration_since(p)).min(now);
+            }
             return;
         }
         if self.cwnd() < self.ssthresh {

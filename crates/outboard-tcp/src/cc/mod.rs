@@ -110,8 +110,9 @@ impl CongestionControl for Controller {
 /// RFC 6928 §2 initial window: `min(10*MSS, max(2*MSS, 14600))`.
 ///
 /// We take RFC 6928's ten-segment IW (what Linux and the other stacks we
-/// interoperate with use) rather than RFC 5681's 2-4 segments; the 14600-byte
-/// cap keeps it at about 10 full Ethernet segments when the MSS is large.
+/// interoperate with use) rather than RFC 5681's 2-4 segments. The 14600-byte
+/// cap (ten Ethernet segments) keeps a jumbo MSS from meaning a huge first
+/// burst, but never below two segments.
 pub fn initial_window(mss: usize) -> usize {
     let mss = mss.max(1);
     (10 * mss).min((2 * mss).max(14_600))
@@ -130,3 +131,6 @@ pub(crate) fn is_cwnd_limited(cwnd: usize, bytes_acked: usize, bytes_in_flight: 
 
 pub mod cubic;
 pub mod newreno;
+
+#[cfg(test)]
+mod tests;

@@ -105,7 +105,12 @@ impl Connection {
         }
         if self.ts_ok {
             if let Some((_, tsecr)) = repr.options.timestamps {
-                if tsecr != 0 {
+                // Karn's rule for timestamps: an echo of a TSval from before
+                // our last retransmission may answer the original or the copy
+                // (a receiver's duplicate ACKs echo an old TS.Recent, RFC 7323
+                // §4.3), and would inflate SRTT by the whole backoff.
+                let stale = self.rexmit_ts.is_some_and(|r| (tsecr.wrapping_sub(r) as i32) < 0);
+                if tsecr != 0 && !stale {
                     let ms = ts_clock(now).wrapping_sub(tsecr);
                     // A TSecr from the future or absurdly old is no sample.
                     if (ms as i32) >= 0 && ms < 3_600_000 {

@@ -5,7 +5,7 @@
 use super::recovery::seq_sub;
 use super::{Connection, Error, Event, IcmpError, State, Timer};
 use crate::reset::reset_for;
-use outboard_time::Instant;
+use outboard_time::{Duration, Instant};
 use outboard_wire::{SeqNumber, TcpFlags, TcpRepr};
 
 impl Connection {
@@ -121,6 +121,9 @@ impl Connection {
                 // §3.10.7.4 eighth: a retransmitted FIN restarts the 2·MSL wait.
                 self.timers.set(Timer::TimeWait, now + self.cfg.time_wait);
             }
+            if seg_len == 0 && self.oow_ack_limited(now) {
+                return;
+            }
             self.ack_now = true;
             return;
         }
@@ -190,6 +193,17 @@ impl Connection {
         self.process_text(now, repr, payload);
     }
 
+    /// Pure ACKs outside the window are answered at most once per
+    /// `OOW_ACK_INTERVAL`: two confused ends must not trade ACKs forever
+    /// (Linux's `tcp_invalid_ratelimit`). Data and FIN are always answered.
+    fn oow_ack_limited(&mut self, now: Instant) -> bool {
+        if self.last_oow_ack.is_some_and(|t| now.saturating_duration_since(t) < OOW_ACK_INTERVAL) {
+            return true;
+        }
+        self.last_oow_ack = Some(now);
+        false
+    }
+
     /// The §3.10.7.4 acceptability test against the window we advertised.
     /// A zero window still admits a segment at RCV.NXT so its ACK and RST
     /// are processed ("special allowance"); its data is trimmed away later.
@@ -257,22 +271,19 @@ impl Connection {
         }
         self.rcv_mss = self.rcv_mss.max(data.len()).min(usize::from(self.cfg.mss).max(536));
         let had_holes = !self.assembler.is_empty();
-        if self.assembler.add(offset, written).is_err() {
-            if offset > 0 {
-                // Out-of-order state is full: drop; the sender will resend.
-                self.stats.dropped_segments += 1;
-                self.ack_now = true;
-                return;
-            }
-            // In-order data must always be taken: forget the out-of-order
-            // ranges instead (reneging, which RFC 2018 §8 permits).
-            self.assembler.clear();
-            self.sack_recent = [None; 4];
-            if self.assembler.add(0, written).is_err() {
-                return;
-            }
+        let mut advanced = 0;
+        if offset == 0 {
+            // In order: needs no range of its own, so it is always taken and
+            // nothing SACKed is ever reneged on.
+            self.assembler.advance(written);
+            advanced = written;
+        } else if self.assembler.add(offset, written).is_err() {
+            // Out-of-order state is full: drop; the sender will resend.
+            self.stats.dropped_segments += 1;
+            self.ack_now = true;
+            return;
         }
-        let advanced = self.assembler.pop_front();
+        advanced += self.assembler.pop_front();
         if advanced > 0 {
             self.recv_buf.enqueue_unqueued(advanced);
             self.rcv_nxt += advanced;
@@ -379,5 +390,7 @@ impl Connection {
 /// RFC 1191 §3 allows 68-byte MTUs; below this MSS the header overhead makes
 /// the connection useless, and a forged ICMP could otherwise shrink it to nothing.
 const MIN_PMTU_MSS: usize = 64;
+/// Minimum spacing of ACKs answering out-of-window pure ACKs.
+const OOW_ACK_INTERVAL: Duration = Duration::from_millis(500);
 /// Unreachable codes that refuse a connection in SYN-SENT.
 const HARD_UNREACH: [u8; 5] = [2, 3, 9, 10, 13];

@@ -193,6 +193,8 @@ pub struct Connection {
     rtt: RttEstimator,
     /// Karn-timed segment: (end sequence number, time sent); cleared on retransmission.
     rtt_timing: Option<(SeqNumber, Instant)>,
+    /// Our timestamp clock at the latest retransmission: older echoes give no RTT sample.
+    rexmit_ts: Option<u32>,
     cc: Controller,
     rec: recovery::Recovery,
 
@@ -216,6 +218,8 @@ pub struct Connection {
     quickacks: u32,
     /// Challenge-ACK rate limit (RFC 5961 §7): window start and count in it.
     challenge_window: (Instant, u32),
+    /// When we last answered an out-of-window pure ACK.
+    last_oow_ack: Option<Instant>,
 
     pending_rst: Option<TcpRepr>,
     events: VecDeque<Event>,
@@ -280,6 +284,7 @@ impl Connection {
             last_ack_sent: SeqNumber(0),
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             rtt_timing: None,
+            rexmit_ts: None,
             cc: Controller::new(cfg.cc, DEFAULT_MSS.min(mss)),
             rec: recovery::Recovery::new(iss),
             timers: TimerTable::default(),
@@ -294,6 +299,7 @@ impl Connection {
             unacked_rx_bytes: 0,
             quickacks: QUICKACK_SEGMENTS,
             challenge_window: (now, 0),
+            last_oow_ack: None,
             pending_rst: None,
             events: VecDeque::new(),
             error: None,
@@ -339,7 +345,9 @@ impl Connection {
         let mut c = Connection::new(cfg, tuple, State::Established, iss, now);
         c.irs = irs;
         c.rcv_nxt = irs + 1;
-        c.rcv_adv = c.rcv_nxt;
+        // The cookie SYN-ACK offered an unscaled window of the free buffer.
+        c.rcv_adv = c.rcv_nxt + c.recv_buf.free().min(usize::from(u16::MAX));
+        c.last_ack_sent = c.rcv_nxt;
         c.snd_una = iss + 1;
         c.snd_nxt = iss + 1;
         c.snd_max = iss + 1;
@@ -352,9 +360,9 @@ impl Connection {
                 c.ts_ok = true;
                 c.ts_recent = tsval;
                 c.ts_recent_at = now;
-                c.set_send_mss(c.send_mss);
             }
         }
+        c.cc = Controller::new(cfg.cc, c.data_mss());
         c.events.push_back(Event::Connected);
         c.arm_keepalive(now);
         c

@@ -2,7 +2,7 @@
 //! RFC 2018 SACK-permitted), per-segment timestamps, and the SACK blocks we send.
 
 use super::{Connection, DEFAULT_MSS};
-use crate::cc::CongestionControl;
+use crate::cc::{CongestionControl, Controller};
 use outboard_time::Instant;
 use outboard_wire::{SackBlocks, SeqNumber, TcpOptions, TcpRepr};
 
@@ -66,6 +66,9 @@ impl Connection {
         // RFC 9293 §3.7.1: 536 when the peer sends no MSS option.
         let peer_mss = o.mss.map_or(DEFAULT_MSS, usize::from);
         self.set_send_mss(peer_mss.min(usize::from(self.cfg.mss)).max(64));
+        // Nothing was sent yet: start the controller with the real MSS so the
+        // initial window (RFC 6928) is sized in full segments.
+        self.cc = Controller::new(self.cfg.cc, self.data_mss());
     }
 
     /// Sets the sender MSS and tells the congestion controller the payload size

@@ -33,7 +33,7 @@ impl Connection {
                 return (self.snd_nxt == self.iss || self.ack_now).then(|| self.emit_syn(now));
             }
             State::FinWait2 | State::TimeWait => {
-                return self.ack_now.then(|| self.emit(now, self.snd_nxt, 0, false, SegKind::Ack));
+                return self.ack_now.then(|| self.emit(now, self.ack_seq(), 0, false, SegKind::Ack));
             }
             _ => {}
         }
@@ -60,9 +60,19 @@ impl Connection {
             return Some(self.emit(now, self.snd_una - 1, 0, false, SegKind::Ack));
         }
         if self.ack_now {
-            return Some(self.emit(now, self.snd_nxt, 0, false, SegKind::Ack));
+            return Some(self.emit(now, self.ack_seq(), 0, false, SegKind::Ack));
         }
         None
+    }
+
+    /// The sequence number of a pure ACK. After an RTO, SND.NXT falls back to
+    /// SND.UNA while the peer may hold everything up to SND.MAX: an ACK at
+    /// SND.NXT would be unacceptable there and its ACK field lost (two sides
+    /// both in go-back-N then trade unacceptable ACKs forever). Like BSD, use
+    /// SND.MAX, but never beyond the peer's window (a zero-window probe byte
+    /// is not in it; Linux's `tcp_acceptable_seq`).
+    fn ack_seq(&self) -> SeqNumber {
+        self.snd_max.min(self.snd_una + self.snd_wnd).max(self.snd_nxt)
     }
 
     /// Payload bytes that fit in one segment with the options it will carry.
@@ -254,6 +264,7 @@ impl Connection {
         match kind {
             SegKind::Data => {
                 if seq < self.snd_max {
+                    self.rexmit_ts = Some(super::options::ts_clock(now));
                     self.stats.retransmits += 1;
                     self.stats.retransmitted_bytes += len as u64;
                     // Karn: a timed segment that is resent gives no sample.

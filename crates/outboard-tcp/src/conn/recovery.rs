@@ -52,7 +52,19 @@ impl Connection {
     /// everything between SND.UNA and SND.NXT.
     pub(super) fn bytes_in_flight(&self) -> usize {
         if self.rec.in_recovery && self.sack_ok {
-            self.rec.scoreboard.pipe(self.snd_una, self.snd_max, self.rec.high_rxt, self.data_mss())
+            // Bytes between SND.NXT and SND.MAX were given up by an RTO: not in the network.
+            self.rec.scoreboard.pipe(self.snd_una, self.snd_nxt, self.rec.high_rxt, self.data_mss())
+        } else if self.sack_ok {
+            // SACKed bytes below SND.NXT have left the network (after an RTO,
+            // go-back-N skips them).
+            let sacked: usize = self
+                .rec
+                .scoreboard
+                .ranges()
+                .filter(|&(l, _)| l < self.snd_nxt)
+                .map(|(l, r)| seq_sub(r.min(self.snd_nxt), l))
+                .sum();
+            seq_sub(self.snd_nxt, self.snd_una).saturating_sub(sacked)
         } else {
             seq_sub(self.snd_nxt, self.snd_una)
         }
@@ -63,6 +75,10 @@ impl Connection {
         let mut cwnd = self.cc.cwnd().max(self.data_mss());
         if self.rec.in_recovery && !self.sack_ok {
             cwnd += self.rec.inflate;
+        } else if !self.rec.in_recovery {
+            // RFC 3042 limited transmit: each of the first two duplicate ACKs
+            // lets one new segment out, so a small window still gets three.
+            cwnd += self.rec.dupacks.min(DUP_THRESH - 1) as usize * self.data_mss();
         }
         cwnd.saturating_sub(self.bytes_in_flight())
     }
@@ -114,9 +130,12 @@ impl Connection {
         if self.rec.dupacks < DUP_THRESH && !lost {
             return;
         }
-        // RFC 6582 §4: no new recovery for dup ACKs of data sent before an RTO.
+        // RFC 6582 §4: no new recovery for dup ACKs of data sent before an
+        // RTO: go-back-N resends data the receiver holds, and those duplicates
+        // make dup ACKs. With SACK such duplicates SACK nothing new and do not
+        // count as dup ACKs (RFC 6675 §5), so the guard is only for NewReno.
         if let Some(r) = self.rec.rto_recover {
-            if self.snd_una < r {
+            if self.snd_una < r && !self.sack_ok {
                 return;
             }
         }
@@ -124,7 +143,13 @@ impl Connection {
     }
 
     fn enter_recovery(&mut self, now: Instant) {
-        let flight = seq_sub(self.snd_max, self.snd_una);
+        // RFC 5681 eq. 4 FlightSize; while go-back-N after an RTO is still
+        // under way only what was resent since is outstanding.
+        let flight = if self.rec.rto_recover.is_some() {
+            self.bytes_in_flight()
+        } else {
+            seq_sub(self.snd_max, self.snd_una)
+        };
         self.rec.in_recovery = true;
         self.rec.point = self.snd_max;
         self.rec.high_rxt = self.snd_una;

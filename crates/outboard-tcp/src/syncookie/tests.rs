@@ -99,3 +99,24 @@ fn rfc4987_cookie_for_another_tuple_or_isn_is_rejected() {
     assert!(c.decode(now, remote(), local(), ISN, cookie).is_none());
     assert!(c.decode(now, local(), remote(), ISN + 1, cookie).is_none());
 }
+
+proptest::proptest! {
+    #[test]
+    fn rfc4987_any_cookie_round_trips_within_a_period_and_expires_after_two(
+        key in proptest::array::uniform16(proptest::num::u8::ANY),
+        l in proptest::num::u32::ANY, lp in proptest::num::u16::ANY,
+        r in proptest::num::u32::ANY, rp in proptest::num::u16::ANY,
+        isn in proptest::num::u32::ANY, mss in proptest::num::u16::ANY,
+        issued_ms in 0u64..10_000_000_000, age_ms in 0u64..64_000,
+    ) {
+        let c = SynCookies::new(key);
+        let (l, r) = (SocketAddrV4::new(l.into(), lp), SocketAddrV4::new(r.into(), rp));
+        let at = Instant::from_millis(issued_ms);
+        let cookie = c.encode(at, l, r, SeqNumber(isn), mss);
+        let got = c.decode(at + Duration::from_millis(age_ms), l, r, SeqNumber(isn), cookie);
+        proptest::prop_assert_eq!(got.map(|p| p.mss), Some(MSS_TABLE[super::mss_index(mss)]));
+        proptest::prop_assert!(got.unwrap().mss <= mss.max(536));
+        let stale = c.decode(at + Duration::from_millis(128_000 + age_ms), l, r, SeqNumber(isn), cookie);
+        proptest::prop_assert_eq!(stale, None);
+    }
+}

@@ -11,7 +11,7 @@
 //! few invariants any output must satisfy. Input bytes past the end read as
 //! zero, so every byte string is a valid program.
 
-use outboard_tcp::{Config, Connection, FourTuple, IcmpError, State};
+use outboard_tcp::{Config, Connection, Event, FourTuple, IcmpError, State};
 use outboard_time::{Duration, Instant};
 use outboard_wire::{SackBlocks, SeqNumber, TcpFlags, TcpOptions, TcpRepr};
 use std::collections::VecDeque;
@@ -53,13 +53,23 @@ impl<'a> Input<'a> {
     }
 }
 
-type Segment = (TcpRepr, Vec<u8>);
+pub type Segment = (TcpRepr, Vec<u8>);
+
+/// The events that end or half-end a connection, as seen so far.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Seen {
+    pub reset: bool,
+    pub timed_out: bool,
+    pub peer_closed: bool,
+    pub closed: bool,
+}
 
 /// One end and what the driver has learnt about its sequence space from its output.
-struct Peer {
-    conn: Connection,
+pub struct Peer {
+    pub conn: Connection,
     /// Segments it sent, in flight towards the other end.
-    outbox: VecDeque<Segment>,
+    pub outbox: VecDeque<Segment>,
+    pub seen: Seen,
     /// The highest SEQ + LEN it has sent: about its SND.NXT.
     snd_hint: SeqNumber,
     /// The last ACK it sent: about its RCV.NXT.
@@ -71,11 +81,11 @@ struct Peer {
 
 impl Peer {
     fn new(conn: Connection, cfg: Config, iss: SeqNumber) -> Peer {
-        Peer { conn, outbox: VecDeque::new(), snd_hint: iss, rcv_hint: SeqNumber(0), ts_hint: 0, cfg }
+        Peer { conn, outbox: VecDeque::new(), seen: Seen::default(), snd_hint: iss, rcv_hint: SeqNumber(0), ts_hint: 0, cfg }
     }
 
     /// Pulls every pending segment and event, checking what must hold for any output.
-    fn drain(&mut self, now: Instant) {
+    pub fn drain(&mut self, now: Instant) {
         let tuple = self.conn.tuple();
         let mut n = 0;
         while let Some(t) = self.conn.poll_transmit(now) {
@@ -103,7 +113,14 @@ impl Peer {
             self.outbox.push_back((repr, payload));
         }
         let mut n = 0;
-        while self.conn.poll_event().is_some() {
+        while let Some(ev) = self.conn.poll_event() {
+            match ev {
+                Event::Reset => self.seen.reset = true,
+                Event::TimedOut => self.seen.timed_out = true,
+                Event::PeerClosed => self.seen.peer_closed = true,
+                Event::Closed => self.seen.closed = true,
+                _ => {}
+            }
             n += 1;
             assert!(n <= MAX_DRAIN, "poll_event never returned None");
         }
@@ -116,12 +133,12 @@ impl Peer {
     }
 
     /// Calls `handle_timeout` as an event loop would: again while a deadline is due.
-    fn timeout_if_due(&mut self, now: Instant) {
+    pub fn timeout_if_due(&mut self, now: Instant) {
         for _ in 0..64 {
-            if !self.conn.poll_timeout().is_some_and(|t| t <= now) {
-                return;
+            match self.conn.poll_timeout() {
+                Some(t) if t <= now => self.conn.handle_timeout(now),
+                _ => return,
             }
-            self.conn.handle_timeout(now);
         }
         panic!("handle_timeout leaves a due deadline behind: {:?} at {now:?}", self.conn.poll_timeout());
     }
@@ -134,7 +151,7 @@ fn tuples() -> (FourTuple, FourTuple) {
 }
 
 /// Config from one byte: which features are on, and small buffers so windows fill.
-fn config(input: &mut Input) -> Config {
+pub fn config(input: &mut Input) -> Config {
     let b = input.u8();
     Config {
         cc: if b & 1 == 0 { outboard_tcp::CcKind::NewReno } else { outboard_tcp::CcKind::Cubic },
@@ -152,7 +169,7 @@ fn config(input: &mut Input) -> Config {
 }
 
 /// Opens a connection pair and relays the handshake until both are ESTABLISHED.
-fn establish(cfg: &Config, now: Instant) -> (Peer, Peer) {
+pub fn establish(cfg: &Config, now: Instant) -> (Peer, Peer) {
     let (ct, st) = tuples();
     let (c_iss, s_iss) = (SeqNumber(0xffff_f000), SeqNumber(77_000));
     let mut client = Peer::new(Connection::connect(cfg, ct, c_iss, now), cfg.clone(), c_iss);
@@ -172,7 +189,7 @@ fn establish(cfg: &Config, now: Instant) -> (Peer, Peer) {
 }
 
 /// Delivers everything `from` has sent to `to`.
-fn relay_all(from: &mut Peer, to: &mut Peer, now: Instant) {
+pub fn relay_all(from: &mut Peer, to: &mut Peer, now: Instant) {
     while let Some((repr, payload)) = from.outbox.pop_front() {
         to.conn.handle_segment(now, &repr, &payload);
         to.drain(now);
@@ -195,7 +212,7 @@ fn made_up_segment(input: &mut Input, target: &Peer, sender: &Peer) -> Segment {
     let seq = near(input, target.rcv_hint);
     let ack = near(input, target.snd_hint);
     let mut flags = TcpFlags(input.u8());
-    if input.u8() % 16 != 0 {
+    if input.u8() & 15 != 0 {
         // Mostly plausible: ACK set, no SYN/RST, so the segment gets past the first checks.
         flags = TcpFlags((flags.0 | TcpFlags::ACK.0) & !(TcpFlags::SYN.0 | TcpFlags::RST.0));
     }

@@ -199,3 +199,28 @@ fn controller_dispatches_to_cubic() {
     c.on_congestion_event(Instant::ZERO, 100 * MSS);
     assert_eq!(c.cwnd(), 70 * MSS);
 }
+
+#[test]
+fn rfc9438_5_8_application_limited_period_freezes_the_curve() {
+    let rtt = Duration::from_millis(100);
+    // A: busy throughout. B: busy, then 5 s application-limited, then busy again.
+    let mut now_a = Instant::ZERO;
+    let mut a = after_loss_at(1000, now_a);
+    let mut now_b = Instant::ZERO;
+    let mut b = after_loss_at(1000, now_b);
+    for _ in 0..20 {
+        one_rtt(&mut a, &mut now_a, rtt, 10 * MSS);
+        one_rtt(&mut b, &mut now_b, rtt, 10 * MSS);
+    }
+    let before = b.cwnd();
+    for _ in 0..50 {
+        b.on_ack(now_b, MSS, Some(rtt), 0); // a trickle: far from cwnd-limited
+        now_b += rtt;
+    }
+    assert_eq!(b.cwnd(), before, "no growth while application-limited");
+    one_rtt(&mut a, &mut now_a, rtt, 10 * MSS);
+    one_rtt(&mut b, &mut now_b, rtt, 10 * MSS);
+    // B picks up the curve where it left it, like A did 5 s earlier.
+    let (wa, wb) = (segs(&a), segs(&b));
+    assert!((wa - wb).abs() / wa < 0.01, "busy {wa} vs resumed {wb} segments");
+}

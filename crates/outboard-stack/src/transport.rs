@@ -1,0 +1,68 @@
+//! UDP and TCP receive: checksum, demultiplexing to a socket or the
+//! connection table, and the errors or resets owed when nothing matches.
+
+use crate::input::IpMeta;
+use crate::Stack;
+use outboard_tcp::FourTuple;
+use outboard_time::Instant;
+use outboard_wire::icmpv4::UnreachableCode;
+use outboard_wire::tcp::TcpPacket;
+use outboard_wire::udp::{UdpPacket, UdpRepr};
+use outboard_wire::{Error, RxChecksum, TcpRepr};
+use std::net::SocketAddrV4;
+
+impl Stack {
+    pub(crate) fn udp_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
+        let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
+        let parsed = UdpPacket::new_checked(payload)
+            .and_then(|p| UdpRepr::parse(&p, src, dst, RxChecksum::Verify).map(|r| (r, p)));
+        let (repr, pkt) = match parsed {
+            Ok(x) => x,
+            Err(Error::Checksum) => {
+                self.stats.drops_checksum += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.drops_malformed += 1;
+                return;
+            }
+        };
+        self.stats.udp_datagrams_in += 1;
+        let from = SocketAddrV4::new(src, repr.src_port);
+        if !self.udp.deliver(repr.dst_port, from, pkt.payload(), &mut self.stats) {
+            self.stats.udp_no_port += 1;
+            // RFC 1122 §4.1.3.1: port unreachable (not for broadcasts, checked there).
+            self.send_unreachable(now, ip, payload, UnreachableCode::PORT);
+        }
+    }
+
+    pub(crate) fn tcp_segment_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
+        let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
+        if ip.broadcast {
+            // RFC 9293 §3.10.7.2 / RFC 1122 §4.2.3.10: TCP is unicast only.
+            self.stats.drops_not_for_us += 1;
+            return;
+        }
+        let parsed = TcpPacket::new_checked(payload)
+            .and_then(|p| TcpRepr::parse(&p, src, dst, RxChecksum::Verify).map(|r| (r, p)));
+        let (repr, pkt) = match parsed {
+            Ok(x) => x,
+            Err(Error::Checksum) => {
+                self.stats.drops_checksum += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.drops_malformed += 1;
+                return;
+            }
+        };
+        self.stats.tcp_segments_in += 1;
+        let tuple = FourTuple {
+            local: SocketAddrV4::new(dst, repr.dst_port),
+            remote: SocketAddrV4::new(src, repr.src_port),
+        };
+        if let Some(reply) = self.tcp.segment_input(now, tuple, &repr, pkt.payload(), &mut self.stats) {
+            self.send_tcp_control(now, src, &reply);
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The connection table through the public API: port allocation, listener
+//! and accept-queue bounds, freeing released connections.
+mod common;
+
+use common::*;
+use outboard_stack::{Stack, StackError};
+use outboard_tcp::State;
+use outboard_time::Duration;
+use std::net::SocketAddrV4;
+
+#[test]
+fn ephemeral_ports_come_from_the_range_and_run_out() {
+    let mut c = cfg(MAC_A, IP_A, 1);
+    c.ephemeral_ports = (40000, 40003);
+    let mut s = Stack::new(c, t(0));
+    let remote = SocketAddrV4::new(IP_B, 80);
+    let mut ports = Vec::new();
+    for _ in 0..4 {
+        let id = s.tcp_connect(t(0), remote).unwrap();
+        ports.push(s.tcp(id).unwrap().tuple().local.port());
+    }
+    ports.sort();
+    assert_eq!(ports, vec![40000, 40001, 40002, 40003]);
+    assert_eq!(s.tcp_connect(t(0), remote), Err(StackError::NoEphemeralPorts));
+    // Another remote may reuse the same local ports (the 4-tuple differs).
+    assert!(s.tcp_connect(t(0), SocketAddrV4::new(IP_B, 81)).is_ok());
+}
+
+#[test]
+fn ephemeral_port_skips_listening_ports_and_connect_from_checks_the_tuple() {
+    let mut c = cfg(MAC_A, IP_A, 1);
+    c.ephemeral_ports = (40000, 40001);
+    let mut s = Stack::new(c, t(0));
+    s.tcp_listen(40000, 1).unwrap();
+    let id = s.tcp_connect(t(0), SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert_eq!(s.tcp(id).unwrap().tuple().local.port(), 40001);
+    assert_eq!(s.tcp_connect_from(t(0), 40001, SocketAddrV4::new(IP_B, 80)), Err(StackError::AddrInUse));
+    assert!(s.tcp_connect_from(t(0), 5555, SocketAddrV4::new(IP_B, 80)).is_ok());
+}
+
+#[test]
+fn listening_twice_on_a_port_is_addr_in_use() {
+    let mut s = Stack::new(cfg(MAC_A, IP_A, 1), t(0));
+    s.tcp_listen(80, 4).unwrap();
+    assert_eq!(s.tcp_listen(80, 4), Err(StackError::AddrInUse));
+}
+
+#[test]
+fn accept_queue_is_bounded_by_the_backlog() {
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 2).unwrap();
+    let clients: Vec<_> = (0..4).map(|_| p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap()).collect();
+    p.run_until(Duration::from_millis(500), |_| false);
+    let established = clients.iter().filter(|c| p.a.tcp(**c).unwrap().state() == State::Established).count();
+    // Two complete; the others' SYNs (or final ACKs) wait for room.
+    assert_eq!(p.b.stats().tcp_connections_accepted, 2);
+    assert!(p.b.stats().drops_tcp_accept_queue_full > 0);
+    assert!(established >= 2);
+    // Accepting makes room, and the rest get in on their retransmissions.
+    let mut accepted = Vec::new();
+    assert!(p.run_until(Duration::from_secs(30), |p| {
+        while let Some(c) = p.b.tcp_accept(l) {
+            accepted.push(c);
+        }
+        accepted.len() == 4
+    }));
+}
+
+#[test]
+fn released_connections_are_freed_once_finished() {
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 2).unwrap();
+    let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
+    let mut cb = None;
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        cb = cb.or_else(|| p.b.tcp_accept(l));
+        cb.is_some()
+    }));
+    let cb = cb.unwrap();
+    // B aborts and releases: freed at once (CLOSED, nothing held).
+    p.b.tcp(cb).unwrap().abort();
+    p.b.tcp_release(cb);
+    assert!(p.run_until(Duration::from_secs(2), |p| p.b.tcp(cb).is_none()));
+    assert!(p.b.tcp_connections().is_empty());
+    // A hears the reset; its handle stays valid until released.
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Closed));
+    p.a.tcp_release(ca);
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).is_none()));
+    assert!(p.a.memory_in_use() < 4096, "{}", p.a.memory_in_use());
+}
+
+#[test]
+fn connection_to_an_unresolvable_host_times_out() {
+    let mut c = cfg(MAC_A, IP_A, 1);
+    c.tcp.max_syn_retransmits = 2;
+    let mut s = Stack::new(c, t(0));
+    let id = s.tcp_connect(t(0), SocketAddrV4::new(IP_PEER, 80)).unwrap();
+    let mut now = t(0);
+    for _ in 0..1000 {
+        drain(&mut s, now);
+        if s.tcp(id).unwrap().state() == State::Closed {
+            break;
+        }
+        now = s.poll_timeout().expect("a timer runs");
+        s.handle_timeout(now);
+    }
+    assert_eq!(s.tcp(id).unwrap().state(), State::Closed);
+    assert!(s.stats().arp_requests_out >= 3);
+    assert!(s.stats().drops_arp_unresolved >= 1);
+}
+
+#[test]
+fn unlisten_resets_connections_not_yet_accepted_and_frees_the_port() {
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 4).unwrap();
+    let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Established));
+    p.b.tcp_unlisten(l);
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Closed));
+    assert!(p.b.tcp_connections().is_empty());
+    assert_eq!(p.b.tcp_accept(l), None);
+    assert!(p.b.tcp_listen(80, 4).is_ok(), "port free again");
+}
+
+#[test]
+fn rfc6191_new_syn_reopens_a_released_connection_in_time_wait() {
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 4).unwrap();
+    let remote = SocketAddrV4::new(IP_B, 80);
+    let ca = p.a.tcp_connect_from(p.now, 45000, remote).unwrap();
+    let mut cb = None;
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        cb = cb.or_else(|| p.b.tcp_accept(l));
+        cb.is_some()
+    }));
+    let cb = cb.unwrap();
+    // B closes first, so B ends in TIME-WAIT; A's side finishes and is freed.
+    p.b.tcp(cb).unwrap().close();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::CloseWait));
+    p.a.tcp(ca).unwrap().close();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.b.tcp(cb).unwrap().state() == State::TimeWait));
+    p.a.tcp_release(ca);
+    p.b.tcp_release(cb);
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).is_none()));
+    // Same 4-tuple again, well inside B's TIME-WAIT.
+    let ca2 = p.a.tcp_connect_from(p.now, 45000, remote).unwrap();
+    let mut cb2 = None;
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        cb2 = cb2.or_else(|| p.b.tcp_accept(l));
+        cb2.is_some() && p.a.tcp(ca2).unwrap().state() == State::Established
+    }));
+    assert!(p.b.tcp(cb).is_none(), "the TIME-WAIT connection gave way");
+}

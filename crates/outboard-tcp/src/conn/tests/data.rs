@@ -1,0 +1,295 @@
+//! The data path: delayed ACK, Nagle, SWS avoidance on both sides, the
+//! receive window's right edge, send window updates (SND.WL1/WL2), the
+//! application calls and their events.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Uses up the quick-ACK budget so delayed ACKs apply. Returns RCV.NXT.
+fn exhaust_quickacks(h: &mut Harness) -> u32 {
+    let mut seq = PEER_ISS + 1;
+    for _ in 0..QUICKACK_SEGMENTS {
+        h.send(&seg(ACK, seq, ISS + 1), &[0; 10]);
+        seq += 10;
+        h.recv();
+    }
+    let mut sink = [0u8; 1024];
+    while h.c.recv(&mut sink).is_ok_and(|n| n > 0) {}
+    h.recv();
+    seq
+}
+
+#[test]
+fn delayed_ack_quick_acks_first_segments() {
+    let mut h = Harness::established(&plain_cfg());
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"hi");
+    assert_eq!(h.recv_one().ack(), PEER_ISS + 3);
+}
+
+#[test]
+fn delayed_ack_timer_fires_after_the_cap() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq, ISS + 1), b"x");
+    h.recv_nothing();
+    h.advance(Duration::from_millis(199));
+    h.recv_nothing();
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.recv_one().ack(), seq + 1);
+}
+
+#[test]
+fn delayed_ack_at_least_every_second_full_sized_segment() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq, ISS + 1), &[1; 536]);
+    h.recv_nothing();
+    h.send(&seg(ACK, seq + 536, ISS + 1), &[1; 536]);
+    assert_eq!(h.recv_one().ack(), seq + 1072);
+}
+
+#[test]
+fn delayed_ack_immediate_on_out_of_order_data() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq + 100, ISS + 1), &[1; 50]);
+    assert_eq!(h.recv_one().ack(), seq, "duplicate ACK at once");
+}
+
+#[test]
+fn delayed_ack_immediate_on_gap_filling_data() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq + 100, ISS + 1), &[1; 50]);
+    h.recv();
+    h.send(&seg(ACK, seq, ISS + 1), &[1; 100]);
+    assert_eq!(h.recv_one().ack(), seq + 150);
+    assert_eq!(h.c.recv_available(), 150);
+}
+
+#[test]
+fn delayed_ack_piggybacks_on_outgoing_data() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq, ISS + 1), b"req");
+    h.recv_nothing();
+    h.c.send(b"resp").unwrap();
+    let d = h.recv_one();
+    assert_eq!((d.ack(), d.payload.as_slice()), (seq + 3, &b"resp"[..]));
+    assert!(h.c.timers.get(Timer::DelayedAck).is_none(), "the data carried the ACK");
+}
+
+#[test]
+fn nagle_holds_small_segment_while_data_is_unacked() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(b"a").unwrap();
+    assert_eq!(h.recv_one().payload, b"a");
+    h.c.send(b"b").unwrap();
+    h.recv_nothing();
+    h.c.send(b"c").unwrap();
+    h.recv_nothing();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 2), b"");
+    assert_eq!(h.recv_one().payload, b"bc");
+}
+
+#[test]
+fn nagle_full_sized_segment_goes_despite_unacked_data() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(b"a").unwrap();
+    h.recv_one();
+    h.c.send(&[2; 1461]).unwrap();
+    let segs = h.recv();
+    assert_eq!(segs.len(), 1);
+    assert_eq!(segs[0].len(), 1460);
+}
+
+#[test]
+fn nagle_off_with_nodelay_sends_small_segments_at_once() {
+    let cfg = Config { nodelay: true, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(b"a").unwrap();
+    h.recv_one();
+    h.c.send(b"b").unwrap();
+    assert_eq!(h.recv_one().payload, b"b");
+}
+
+#[test]
+fn send_respects_the_peer_window() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 3000;
+    h.send(&a, b"");
+    h.c.send(&[0; 10_000]).unwrap();
+    let segs = h.recv();
+    assert_eq!(segs.iter().map(Out::len).collect::<Vec<_>>(), vec![1460, 1460], "the 80-byte rest waits (SWS)");
+}
+
+#[test]
+fn sender_sws_avoidance_waits_for_a_worthwhile_window() {
+    // The peer never offers more than 2000 bytes: RFC 9293 §3.8.6.2.1 sends
+    // only full segments or at least half the largest window seen.
+    let mut h = Harness::connect(&plain_cfg());
+    h.recv_one();
+    let mut sa = seg(SYN | ACK, PEER_ISS, ISS + 1);
+    sa.window = 2000;
+    sa.options.mss = Some(1460);
+    h.send(&sa, b"");
+    h.recv();
+    h.c.send(&[0; 10_000]).unwrap();
+    assert_eq!(h.recv().iter().map(Out::len).collect::<Vec<_>>(), vec![1460], "540 < 1000: held");
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1 + 1460);
+    a.window = 2000;
+    h.send(&a, b"");
+    assert_eq!(h.recv().iter().map(Out::len).collect::<Vec<_>>(), vec![1460]);
+    // With a usable window of at least half the maximum, a short segment goes.
+    a = seg(ACK, PEER_ISS + 1, ISS + 1 + 2920);
+    a.window = 1200;
+    h.send(&a, b"");
+    assert_eq!(h.recv().iter().map(Out::len).collect::<Vec<_>>(), vec![1200]);
+}
+
+#[test]
+fn rfc9293_snd_wl1_older_segment_does_not_update_window() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut b = seg(ACK, PEER_ISS + 3, ISS + 1);
+    b.window = 2000;
+    h.send(&b, b"cd");
+    assert_eq!(h.c.snd_wnd, 2000);
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 9000;
+    h.send(&a, b"ab");
+    assert_eq!(h.c.snd_wnd, 2000, "SEG.SEQ < SND.WL1: window not taken");
+    assert_eq!(h.c.recv_available(), 4);
+}
+
+#[test]
+fn receiver_sws_small_read_does_not_open_the_window() {
+    let cfg = Config { recv_buffer: 4096, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), &[1; 4096]);
+    assert_eq!(h.recv_one().repr.window, 0);
+    let mut buf = [0u8; 10];
+    h.c.recv(&mut buf).unwrap();
+    h.recv_nothing();
+    let mut big = [0u8; 2048];
+    h.c.recv(&mut big).unwrap();
+    let upd = h.recv_one();
+    assert_eq!((upd.ack(), upd.repr.window), (PEER_ISS + 4097, 2058));
+}
+
+#[test]
+fn rcv_window_right_edge_never_shrinks_under_reads_and_arrivals() {
+    let cfg = Config { recv_buffer: 200_000, window_scaling: true, ..plain_cfg() };
+    let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), window_scale: Some(2), ..Default::default() });
+    let mut edge = 0u64;
+    let mut buf = vec![0u8; 3000];
+    assert_eq!(h.c.rcv_wscale, 2);
+    for i in 0..200u32 {
+        let len = (i * 37 % 1500) as usize;
+        // Every other segment lands 500 bytes ahead (out of order).
+        let at = h.c.rcv_nxt + if i % 2 == 0 { 0 } else { 500 };
+        h.send(&seg(ACK, at.0, ISS + 1), &vec![9; len]);
+        if i % 3 == 0 {
+            h.c.recv(&mut buf[..(i as usize * 53) % 3000]).ok();
+        }
+        h.c.ack_now = true;
+        let a = h.recv().pop().unwrap();
+        let right = u64::from(a.ack().wrapping_sub(PEER_ISS)) + (u64::from(a.repr.window) << h.c.rcv_wscale);
+        assert!(right >= edge, "right edge moved left at step {i}: {right} < {edge}");
+        edge = right;
+    }
+}
+
+proptest! {
+    #[test]
+    fn rcv_window_right_edge_never_shrinks(ops in proptest::collection::vec((0usize..3000, 0usize..4000, any::<bool>()), 1..60)) {
+        let cfg = Config { recv_buffer: 150_000, window_scaling: true, ..plain_cfg() };
+        let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), window_scale: Some(1), ..Default::default() });
+        let mut edge = 0u64;
+        let mut buf = vec![0u8; 4000];
+        for (len, read, ooo) in ops {
+            let base = h.c.rcv_nxt;
+            let at = if ooo { base + 700 } else { base };
+            h.send(&seg(ACK, at.0, ISS + 1), &vec![3; len]);
+            h.c.recv(&mut buf[..read]).ok();
+            h.c.ack_now = true;
+            let a = h.recv().pop().unwrap();
+            let right = u64::from(a.ack().wrapping_sub(PEER_ISS)) + (u64::from(a.repr.window) << h.c.rcv_wscale);
+            prop_assert!(right >= edge);
+            edge = right;
+        }
+    }
+}
+
+#[test]
+fn window_update_after_reading_a_full_buffer() {
+    let cfg = Config { recv_buffer: 4096, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), &[1; 4096]);
+    h.recv_one();
+    let mut buf = [0u8; 8192];
+    assert_eq!(h.c.recv(&mut buf), Ok(4096));
+    assert_eq!(h.recv_one().repr.window, 4096);
+}
+
+#[test]
+fn recv_would_block_when_empty_and_send_when_full() {
+    let cfg = Config { send_buffer: 100, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    assert_eq!(h.c.recv(&mut [0; 8]), Err(Error::WouldBlock));
+    assert_eq!(h.c.send(&[0; 150]), Ok(100));
+    assert_eq!(h.c.send_capacity(), 0);
+    assert_eq!(h.c.send(b"x"), Err(Error::WouldBlock));
+}
+
+#[test]
+fn writable_event_when_acked_data_frees_send_space() {
+    let cfg = Config { send_buffer: 100, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(&[0; 150]).unwrap();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 51), b"");
+    assert_eq!(h.events(), vec![Event::Writable]);
+    assert_eq!(h.c.send_capacity(), 50);
+}
+
+#[test]
+fn readable_event_on_in_order_data() {
+    let mut h = Harness::established(&plain_cfg());
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"abc");
+    assert_eq!(h.events(), vec![Event::Readable]);
+}
+
+#[test]
+fn out_of_order_data_is_delivered_once_the_hole_fills() {
+    let mut h = Harness::established(&plain_cfg());
+    h.send(&seg(ACK, PEER_ISS + 4, ISS + 1), b"def");
+    h.send(&seg(ACK, PEER_ISS + 7, ISS + 1), b"ghi");
+    assert_eq!(h.c.recv_available(), 0);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"abc");
+    let mut buf = [0u8; 16];
+    assert_eq!(h.c.recv(&mut buf), Ok(9));
+    assert_eq!(&buf[..9], b"abcdefghi");
+}
+
+#[test]
+fn ooo_ranges_are_bounded_by_config() {
+    let cfg = Config { max_ooo_ranges: 2, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    for i in 0..5u32 {
+        h.send(&seg(ACK, PEER_ISS + 1 + 100 * (i + 1), ISS + 1), &[1; 10]);
+    }
+    assert_eq!(h.c.stats().ooo_ranges, 2);
+}
+
+#[test]
+fn fin_out_of_order_is_processed_when_data_arrives() {
+    let mut h = Harness::established(&plain_cfg());
+    h.send(&seg(FIN | ACK, PEER_ISS + 4, ISS + 1), b"def");
+    assert_eq!(h.c.state(), State::Established);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"abc");
+    assert_eq!(h.c.state(), State::CloseWait);
+    let mut buf = [0u8; 16];
+    assert_eq!(h.c.recv(&mut buf), Ok(6));
+    assert_eq!(h.c.recv(&mut buf), Ok(0));
+}

@@ -1,0 +1,226 @@
+//! MSS, RFC 7323 (window scale, timestamps, PAWS, RTTM) and RFC 2018 SACK.
+
+use super::*;
+
+fn full_cfg() -> Config {
+    Config { window_scaling: true, sack: true, timestamps: true, recv_buffer: 256 * 1024, ..plain_cfg() }
+}
+
+fn synack_opts(wscale: Option<u8>, sack: bool, ts: Option<(u32, u32)>) -> TcpOptions {
+    TcpOptions { mss: Some(1460), window_scale: wscale, sack_permitted: sack, timestamps: ts, ..TcpOptions::default() }
+}
+
+#[test]
+fn rfc7323_syn_offers_all_enabled_options() {
+    let mut h = Harness::connect(&full_cfg());
+    let syn = h.recv_one();
+    let o = syn.repr.options;
+    assert_eq!(o.mss, Some(1460));
+    assert_eq!(o.window_scale, Some(3), "256 KiB needs a shift of 3");
+    assert!(o.sack_permitted);
+    assert_eq!(o.timestamps, Some((10_001, 0)));
+    assert_eq!(syn.repr.window, 65535, "RFC 7323 §2.2: SYN window unscaled");
+}
+
+#[test]
+fn rfc7323_window_scale_negotiated_when_both_syns_carry_it() {
+    let mut h = Harness::connect(&full_cfg());
+    h.recv_one();
+    let mut sa = seg(SYN | ACK, PEER_ISS, ISS + 1);
+    sa.options = synack_opts(Some(7), false, None);
+    sa.window = 1000;
+    h.send(&sa, b"");
+    assert_eq!(h.c.snd_wnd, 1000, "the SYN-ACK's window is not scaled");
+    let ack = h.recv_one();
+    assert_eq!(ack.repr.window, 32768, "256 KiB >> 3");
+    assert_eq!((h.c.stats().snd_wscale, h.c.stats().rcv_wscale), (7, 3));
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 100;
+    h.send(&a, b"");
+    assert_eq!(h.c.snd_wnd, 100 << 7);
+}
+
+#[test]
+fn rfc7323_window_scale_off_when_peer_omits_it() {
+    let h = Harness::established_with(&full_cfg(), synack_opts(None, false, None));
+    assert_eq!((h.c.stats().snd_wscale, h.c.stats().rcv_wscale), (0, 0));
+    let mut h = h;
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), &[0; 1000]);
+    assert_eq!(h.recv_one().repr.window, 65535, "unscaled window is capped at 65535");
+}
+
+#[test]
+fn rfc7323_window_scale_shift_clamped_to_14() {
+    let h = Harness::established_with(&full_cfg(), synack_opts(Some(20), false, None));
+    assert_eq!(h.c.stats().snd_wscale, 14);
+}
+
+#[test]
+fn rfc7323_syn_ack_echoes_only_options_the_syn_offered() {
+    let mut syn = seg(SYN, PEER_ISS, 0);
+    syn.options.mss = Some(1000);
+    let mut h = Harness::accept(&full_cfg(), &syn);
+    let sa = h.recv_one();
+    assert_eq!(sa.repr.options.mss, Some(1460));
+    assert_eq!(sa.repr.options.window_scale, None);
+    assert!(!sa.repr.options.sack_permitted);
+    assert_eq!(sa.repr.options.timestamps, None);
+}
+
+#[test]
+fn rfc7323_syn_ack_echoes_peer_tsval() {
+    let mut syn = seg(SYN, PEER_ISS, 0);
+    syn.options = synack_opts(Some(2), true, Some((777, 0)));
+    let mut h = Harness::accept(&full_cfg(), &syn);
+    let sa = h.recv_one();
+    assert_eq!(sa.repr.options.timestamps, Some((10_001, 777)));
+    assert_eq!(sa.repr.options.window_scale, Some(3));
+    assert!(sa.repr.options.sack_permitted);
+}
+
+#[test]
+fn mss_option_sets_send_mss() {
+    let h = Harness::established_with(&plain_cfg(), TcpOptions { mss: Some(1000), ..TcpOptions::default() });
+    assert_eq!(h.c.stats().send_mss, 1000);
+}
+
+#[test]
+fn mss_defaults_to_536_without_option() {
+    let mut h = Harness::established_with(&plain_cfg(), TcpOptions::default());
+    assert_eq!(h.c.stats().send_mss, 536);
+    h.c.send(&[1u8; 2000]).unwrap();
+    let segs = h.recv();
+    assert!(segs.iter().all(|s| s.len() <= 536));
+    assert_eq!(segs[0].len(), 536);
+}
+
+fn ts_established() -> Harness {
+    Harness::established_with(&full_cfg(), synack_opts(Some(3), true, Some((500, 10_001))))
+}
+
+fn ts_seg(flags: TcpFlags, seq: u32, ack: u32, tsval: u32) -> TcpRepr {
+    let mut s = seg(flags, seq, ack);
+    s.options.timestamps = Some((tsval, 10_001));
+    s
+}
+
+#[test]
+fn rfc7323_timestamps_echo_ts_recent() {
+    let mut h = ts_established();
+    h.c.send(b"x").unwrap();
+    let d = h.recv_one();
+    assert_eq!(d.repr.options.timestamps, Some((10_001, 500)));
+}
+
+#[test]
+fn rfc7323_timestamps_option_reduces_payload_per_segment() {
+    let mut h = ts_established();
+    h.c.send(&[0u8; 3000]).unwrap();
+    let segs = h.recv();
+    assert_eq!(segs[0].len(), 1460 - 12);
+}
+
+#[test]
+fn rfc7323_ts_recent_only_from_segment_covering_last_ack_sent() {
+    let mut h = ts_established();
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 1, 600), b"abc");
+    assert_eq!(h.recv_one().repr.options.timestamps.map(|t| t.1), Some(600));
+    // Out of order: SEG.SEQ > Last.ACK.sent, TS.Recent stays.
+    h.send(&ts_seg(ACK, PEER_ISS + 104, ISS + 1, 700), b"zzz");
+    assert_eq!(h.recv_one().repr.options.timestamps.map(|t| t.1), Some(600));
+}
+
+#[test]
+fn rfc7323_paws_drops_segment_with_old_timestamp_and_acks() {
+    let mut h = ts_established();
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 1, 600), b"abc");
+    h.recv();
+    h.send(&ts_seg(ACK, PEER_ISS + 4, ISS + 1, 599), b"old");
+    let a = h.recv_one();
+    assert_eq!(a.ack(), PEER_ISS + 4);
+    assert_eq!(h.c.recv_available(), 3, "the old segment's data was dropped");
+    h.send(&ts_seg(ACK, PEER_ISS + 4, ISS + 1, 601), b"new");
+    assert_eq!(h.c.recv_available(), 6);
+}
+
+#[test]
+fn rfc7323_paws_does_not_apply_to_rst() {
+    let mut h = ts_established();
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 1, 600), b"abc");
+    h.send(&ts_seg(RST, PEER_ISS + 4, 0, 1), b"");
+    assert_eq!(h.c.state(), State::Closed);
+}
+
+#[test]
+fn rfc7323_rttm_sample_from_tsecr_even_after_retransmission() {
+    let mut h = ts_established();
+    h.c.send(b"x").unwrap();
+    h.recv_one();
+    h.fire_next_timer();
+    let r = h.recv_one();
+    let (tsval, _) = r.repr.options.timestamps.unwrap();
+    assert_eq!(tsval, 10_201, "retransmitted one RTO (200 ms: the SYN gave a tiny RTT sample) later");
+    h.advance(Duration::from_millis(30));
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 2);
+    a.options.timestamps = Some((600, tsval));
+    h.send(&a, b"");
+    // RFC 6298 §2.3 with the SYN's 0 ms sample first: 7/8·0 + 1/8·30 ms.
+    assert_eq!(h.c.stats().srtt_us, 3_750);
+}
+
+#[test]
+fn rfc2018_sack_permitted_requires_both_syns() {
+    let h = Harness::established_with(&full_cfg(), synack_opts(None, false, None));
+    assert!(!h.c.sack_ok);
+    let h = Harness::established_with(&full_cfg(), synack_opts(None, true, None));
+    assert!(h.c.sack_ok);
+}
+
+fn sack_established(ts: bool) -> Harness {
+    let tso = if ts { Some((500, 10_001)) } else { None };
+    Harness::established_with(&full_cfg(), synack_opts(None, true, tso))
+}
+
+#[test]
+fn rfc2018_receiver_first_block_is_most_recent_arrival() {
+    let mut h = sack_established(false);
+    let base = PEER_ISS + 1;
+    h.send(&seg(ACK, base + 100, ISS + 1), &[1; 100]);
+    let a = h.recv_one();
+    assert_eq!(a.ack(), base);
+    assert_eq!(a.repr.options.sack, sack(&[(base + 100, base + 200)]));
+    h.send(&seg(ACK, base + 300, ISS + 1), &[1; 100]);
+    assert_eq!(h.recv_one().repr.options.sack, sack(&[(base + 300, base + 400), (base + 100, base + 200)]));
+    h.send(&seg(ACK, base + 150, ISS + 1), &[1; 100]);
+    assert_eq!(h.recv_one().repr.options.sack, sack(&[(base + 100, base + 250), (base + 300, base + 400)]));
+}
+
+#[test]
+fn rfc2018_blocks_vanish_when_the_hole_fills() {
+    let mut h = sack_established(false);
+    let base = PEER_ISS + 1;
+    h.send(&seg(ACK, base + 100, ISS + 1), &[1; 100]);
+    h.recv();
+    h.send(&seg(ACK, base, ISS + 1), &[1; 100]);
+    let a = h.recv_one();
+    assert_eq!(a.ack(), base + 200, "gap filled: immediate ACK of everything");
+    assert!(a.repr.options.sack.is_empty());
+}
+
+#[test]
+fn rfc2018_up_to_four_blocks_without_timestamps_three_with() {
+    for (ts, n) in [(false, 4), (true, 3)] {
+        let mut h = sack_established(ts);
+        let base = PEER_ISS + 1;
+        for i in 0..6u32 {
+            let mut s = seg(ACK, base + 100 + 200 * i, ISS + 1);
+            if ts {
+                s.options.timestamps = Some((600, 10_001));
+            }
+            h.send(&s, &[1; 100]);
+        }
+        let last = h.recv().pop().unwrap();
+        assert_eq!(last.repr.options.sack.len(), n);
+        assert_eq!(last.repr.options.sack.as_slice()[0], (SeqNumber(base + 1100), SeqNumber(base + 1200)));
+    }
+}

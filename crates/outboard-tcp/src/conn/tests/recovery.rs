@@ -1,0 +1,245 @@
+//! Loss recovery: RFC 5681 fast retransmit, RFC 6582 NewReno, RFC 6675 SACK
+//! recovery, RFC 6298 RTO (backoff, Karn's rule) and go-back-N.
+
+use super::*;
+
+const MSS: u32 = 1460;
+
+/// Queues and sends `n` full segments; returns them.
+fn send_segments(h: &mut Harness, n: usize) -> Vec<Out> {
+    h.c.send(&vec![7u8; n * MSS as usize]).unwrap();
+    let out = h.recv();
+    assert_eq!(out.len(), n.min(10), "initial window is ten segments");
+    out
+}
+
+fn seg_start(i: u32) -> u32 {
+    ISS + 1 + i * MSS
+}
+
+fn sack_cfg() -> Config {
+    Config { sack: true, ..plain_cfg() }
+}
+
+fn sack_established() -> Harness {
+    Harness::established_with(&sack_cfg(), TcpOptions { mss: Some(1460), sack_permitted: true, ..TcpOptions::default() })
+}
+
+fn ack_with_sack(ack: u32, blocks: &[(u32, u32)]) -> TcpRepr {
+    let mut a = seg(ACK, PEER_ISS + 1, ack);
+    a.options.sack = sack(blocks);
+    a
+}
+
+#[test]
+fn rfc5681_three_dup_acks_trigger_fast_retransmit() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    for _ in 0..2 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+        h.recv_nothing();
+    }
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    let r = h.recv_one();
+    assert_eq!((r.seq(), r.len()), (ISS + 1, MSS as usize));
+    let st = h.c.stats();
+    assert_eq!((st.fast_retransmits, st.retransmits), (1, 1));
+    assert_eq!(st.ssthresh, 5 * MSS as usize, "RFC 5681 eq. 4: FlightSize / 2");
+}
+
+#[test]
+fn rfc5681_dup_ack_with_window_change_is_not_a_dup_ack() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    for w in [60_000, 50_000, 40_000] {
+        let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+        a.window = w;
+        h.send(&a, b"");
+    }
+    h.recv_nothing();
+    assert_eq!(h.c.stats().fast_retransmits, 0);
+}
+
+#[test]
+fn rfc5681_further_dup_acks_inflate_the_window_for_new_data() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    for _ in 0..3 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    }
+    assert_eq!(h.recv().len(), 1, "the fast retransmission only");
+    let mut new = Vec::new();
+    for _ in 0..6 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+        new.extend(h.recv());
+    }
+    assert!(!new.is_empty() && new.iter().all(|s| s.seq() >= seg_start(10)), "new data beyond the old flight: {new:?}");
+}
+
+#[test]
+fn rfc6582_partial_ack_retransmits_the_next_hole() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    for _ in 0..3 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    }
+    h.recv_one();
+    // Segments 0-1 arrive, 2 was lost too: a partial ACK.
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(2)), b"");
+    let r = h.recv();
+    assert_eq!(r[0].seq(), seg_start(2));
+    assert!(h.c.rec.in_recovery, "still in recovery until the recovery point");
+    assert_eq!(h.c.stats().fast_retransmits, 1, "one recovery episode");
+}
+
+#[test]
+fn rfc6582_full_ack_ends_recovery_with_cwnd_at_ssthresh() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    for _ in 0..3 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    }
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(10)), b"");
+    assert!(!h.c.rec.in_recovery);
+    let st = h.c.stats();
+    assert_eq!(st.cwnd, st.ssthresh);
+    assert_eq!(st.bytes_in_flight, 0);
+}
+
+#[test]
+fn rfc6675_sack_loss_detection_retransmits_the_hole() {
+    let mut h = sack_established();
+    send_segments(&mut h, 10);
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(2))]), b"");
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(3))]), b"");
+    h.recv_nothing();
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(4))]), b"");
+    let r = h.recv();
+    assert_eq!(r[0].seq(), ISS + 1);
+    assert_eq!(r.len(), 1);
+    assert_eq!(h.c.stats().sacked_bytes, 3 * MSS as usize);
+}
+
+#[test]
+fn rfc6675_retransmits_only_unsacked_lost_segments() {
+    let mut h = sack_established();
+    send_segments(&mut h, 10);
+    // Segments 0 and 3 lost; 1-2 and 4-9 SACKed.
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(3))]), b"");
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(4), seg_start(6)), (seg_start(1), seg_start(3))]), b"");
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(4), seg_start(10)), (seg_start(1), seg_start(3))]), b"");
+    let r = h.recv();
+    let seqs: Vec<u32> = r.iter().map(Out::seq).collect();
+    assert_eq!(seqs, vec![seg_start(0), seg_start(3)]);
+    assert!(r.iter().all(|s| s.len() == MSS as usize));
+}
+
+#[test]
+fn rfc6675_recovery_ends_at_the_recovery_point() {
+    let mut h = sack_established();
+    send_segments(&mut h, 10);
+    for k in 2..5 {
+        h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(k))]), b"");
+    }
+    h.recv();
+    assert!(h.c.rec.in_recovery);
+    h.send(&ack_with_sack(seg_start(5), &[]), b"");
+    assert!(h.c.rec.in_recovery, "partial ACK");
+    h.send(&ack_with_sack(seg_start(10), &[]), b"");
+    assert!(!h.c.rec.in_recovery);
+}
+
+#[test]
+fn rfc6298_rto_retransmits_first_unacked_segment() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 3);
+    assert_eq!(h.fire_next_timer(), Duration::from_millis(200));
+    let r = h.recv();
+    assert_eq!(r.len(), 1, "cwnd is one segment after an RTO");
+    assert_eq!(r[0].seq(), ISS + 1);
+    assert_eq!(h.c.stats().rto_events, 1);
+    assert_eq!(h.c.stats().cwnd, MSS as usize);
+}
+
+#[test]
+fn rfc6298_backoff_doubles_rto_up_to_max() {
+    let cfg = Config { max_rto: Duration::from_millis(1000), ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    send_segments(&mut h, 1);
+    let mut gaps = Vec::new();
+    for _ in 0..5 {
+        gaps.push(h.fire_next_timer().as_millis());
+        h.recv();
+    }
+    assert_eq!(gaps, vec![200, 400, 800, 1000, 1000]);
+}
+
+#[test]
+fn rfc6298_karn_no_rtt_sample_from_retransmitted_segment() {
+    let mut h = Harness::established(&plain_cfg());
+    assert_eq!(h.c.stats().srtt_us, 0, "the SYN was answered at once");
+    h.c.send(b"x").unwrap();
+    h.recv_one();
+    h.fire_next_timer();
+    h.recv_one();
+    h.advance(Duration::from_millis(300));
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 2), b"");
+    assert_eq!(h.c.stats().srtt_us, 0, "ambiguous ACK: no sample");
+    assert_eq!(h.c.stats().rto_us, 400_000, "RFC 6298 §5.7: backed-off RTO kept");
+    h.c.send(b"y").unwrap();
+    h.recv_one();
+    h.advance(Duration::from_millis(100));
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 3), b"");
+    assert_eq!(h.c.stats().srtt_us, 12_500, "1/8 of a clean 100 ms sample");
+}
+
+#[test]
+fn rto_go_back_n_resends_everything_from_snd_una() {
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 3);
+    h.fire_next_timer();
+    assert_eq!(h.recv_one().seq(), seg_start(0));
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(1)), b"");
+    let r: Vec<u32> = h.recv().iter().map(Out::seq).collect();
+    assert_eq!(r, vec![seg_start(1), seg_start(2)], "slow start: two segments");
+    assert_eq!(h.c.stats().retransmits, 3);
+}
+
+#[test]
+fn rto_after_sack_skips_sacked_data() {
+    let mut h = sack_established();
+    send_segments(&mut h, 4);
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(2))]), b"");
+    h.fire_next_timer();
+    assert_eq!(h.recv_one().seq(), seg_start(0));
+    h.send(&ack_with_sack(seg_start(1), &[(seg_start(1), seg_start(2))]), b"");
+    let r: Vec<u32> = h.recv().iter().map(Out::seq).collect();
+    assert_eq!(r, vec![seg_start(2), seg_start(3)]);
+}
+
+#[test]
+fn max_retransmits_exhausted_times_out() {
+    let cfg = Config { max_retransmits: 3, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    send_segments(&mut h, 1);
+    for _ in 0..3 {
+        h.fire_next_timer();
+        assert_eq!(h.recv().len(), 1);
+    }
+    h.fire_next_timer();
+    assert_eq!(h.c.state(), State::Closed);
+    assert_eq!(h.events(), vec![Event::TimedOut]);
+    assert_eq!(h.c.send(b"x"), Err(Error::TimedOut));
+}
+
+#[test]
+fn retransmitted_fin_after_rto() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.close();
+    assert_eq!(h.recv_one().flags(), FIN | ACK);
+    h.fire_next_timer();
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq()), (FIN | ACK, ISS + 1));
+}

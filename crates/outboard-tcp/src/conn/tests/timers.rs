@@ -1,0 +1,175 @@
+//! Persist timer and zero-window probes, keepalive, ICMP errors, and timer hygiene.
+
+use super::*;
+
+fn zero_window(h: &mut Harness) {
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 0;
+    h.send(&a, b"");
+}
+
+#[test]
+fn persist_probes_zero_window_with_exponential_backoff() {
+    let mut h = Harness::established(&plain_cfg());
+    zero_window(&mut h);
+    h.c.send(b"waiting").unwrap();
+    h.recv_nothing();
+    assert_eq!(h.fire_next_timer(), Duration::from_millis(200));
+    let p = h.recv_one();
+    assert_eq!((p.seq(), p.payload.as_slice()), (ISS + 1, &b"w"[..]), "one byte beyond the window");
+    zero_window(&mut h);
+    assert_eq!(h.fire_next_timer(), Duration::from_millis(400));
+    assert_eq!(h.recv_one().len(), 1);
+    zero_window(&mut h);
+    assert_eq!(h.fire_next_timer(), Duration::from_millis(800));
+    assert_eq!(h.c.state(), State::Established, "probes answered: no timeout");
+}
+
+#[test]
+fn persist_stops_and_data_flows_when_the_window_opens() {
+    let mut h = Harness::established(&plain_cfg());
+    zero_window(&mut h);
+    h.c.send(b"waiting").unwrap();
+    h.recv_nothing();
+    h.fire_next_timer();
+    h.recv_one();
+    // The probe byte was accepted and the window opened.
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 2), b"");
+    let d = h.recv_one();
+    assert_eq!((d.seq(), d.payload.as_slice()), (ISS + 2, &b"aiting"[..]));
+    assert!(h.c.timers.get(Timer::Persist).is_none());
+}
+
+#[test]
+fn persist_probe_not_counted_as_dup_ack_trigger() {
+    let mut h = Harness::established(&plain_cfg());
+    zero_window(&mut h);
+    h.c.send(b"waiting").unwrap();
+    h.recv_nothing();
+    for _ in 0..5 {
+        h.fire_next_timer();
+        h.recv();
+        zero_window(&mut h);
+    }
+    assert_eq!(h.c.stats().fast_retransmits, 0);
+}
+
+#[test]
+fn keepalive_probes_after_idle_then_times_out() {
+    let cfg = Config { keepalive: Some((Duration::from_secs(10), Duration::from_secs(1), 3)), ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.advance(Duration::from_millis(9_999));
+    h.recv_nothing();
+    for i in 0..3 {
+        h.advance(Duration::from_millis(if i == 0 { 1 } else { 1_000 }));
+        let k = h.recv_one();
+        assert_eq!((k.seq(), k.len(), k.ack()), (ISS, 0, PEER_ISS + 1), "SEG.SEQ = SND.NXT - 1");
+    }
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.c.state(), State::Closed);
+    assert_eq!(h.events(), vec![Event::TimedOut]);
+}
+
+#[test]
+fn keepalive_answered_keeps_the_connection() {
+    let cfg = Config { keepalive: Some((Duration::from_secs(10), Duration::from_secs(1), 2)), ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(10));
+        assert_eq!(h.recv_one().seq(), ISS);
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    }
+    assert_eq!(h.c.state(), State::Established);
+}
+
+#[test]
+fn keepalive_off_by_default_arms_no_timer() {
+    let h = Harness::established(&plain_cfg());
+    assert_eq!(h.c.poll_timeout(), None);
+}
+
+#[test]
+fn icmp_fragmentation_needed_lowers_mss_and_resends() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&[5u8; 3000]).unwrap();
+    h.recv();
+    h.c.handle_icmp(h.now, IcmpError::FragmentationNeeded { mtu: 1000 });
+    assert_eq!(h.c.stats().send_mss, 960);
+    let r = h.recv();
+    assert_eq!((r[0].seq(), r[0].len()), (ISS + 1, 960));
+}
+
+#[test]
+fn icmp_fragmentation_needed_never_raises_mss_or_goes_absurdly_low() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.handle_icmp(h.now, IcmpError::FragmentationNeeded { mtu: 9000 });
+    assert_eq!(h.c.stats().send_mss, 1460);
+    h.c.handle_icmp(h.now, IcmpError::FragmentationNeeded { mtu: 50 });
+    assert_eq!(h.c.stats().send_mss, 1460);
+}
+
+#[test]
+fn icmp_hard_unreachable_in_syn_sent_refuses() {
+    let mut h = Harness::connect(&plain_cfg());
+    h.recv_one();
+    h.c.handle_icmp(h.now, IcmpError::Unreachable { code: 3 });
+    assert_eq!(h.c.state(), State::Closed);
+    assert_eq!(h.events(), vec![Event::Reset]);
+}
+
+#[test]
+fn icmp_soft_error_reported_only_with_timeout() {
+    let cfg = Config { max_retransmits: 1, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(b"x").unwrap();
+    h.recv();
+    h.c.handle_icmp(h.now, IcmpError::Unreachable { code: 1 });
+    assert_eq!(h.c.state(), State::Established, "host unreachable is soft");
+    assert!(h.events().is_empty());
+    h.fire_next_timer();
+    h.recv();
+    h.fire_next_timer();
+    assert_eq!(h.events(), vec![Event::TimedOut]);
+    assert_eq!(h.c.soft_error(), Some(IcmpError::Unreachable { code: 1 }));
+}
+
+#[test]
+fn icmp_unreachable_in_syn_sent_soft_code_keeps_trying() {
+    let mut h = Harness::connect(&plain_cfg());
+    h.recv_one();
+    h.c.handle_icmp(h.now, IcmpError::Unreachable { code: 1 });
+    assert_eq!(h.c.state(), State::SynSent);
+}
+
+#[test]
+fn no_timer_left_when_idle_and_everything_acked() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(b"abc").unwrap();
+    h.recv();
+    assert!(h.c.poll_timeout().is_some());
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 4), b"");
+    assert_eq!(h.c.poll_timeout(), None);
+}
+
+#[test]
+fn from_cookie_is_established_and_takes_the_acks_data() {
+    let cfg = plain_cfg();
+    let now = Instant::from_millis(1);
+    let ack = seg(ACK, PEER_ISS + 1, ISS + 1);
+    let mut c = Connection::from_cookie(&cfg, tuple(), SeqNumber(ISS), SeqNumber(PEER_ISS), 1200, &ack, now);
+    assert_eq!(c.state(), State::Established);
+    c.handle_segment(now, &ack, b"GET /");
+    assert_eq!(c.recv_available(), 5);
+    assert_eq!(c.stats().send_mss, 1200);
+    assert_eq!(c.poll_event(), Some(Event::Connected));
+}
+
+#[test]
+fn segments_for_a_closed_connection_are_ignored() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.abort();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"data");
+    h.recv_nothing();
+    assert!(h.c.is_finished());
+}
