@@ -4,7 +4,7 @@ use crate::args::{parse_non_negative, parse_probability, parse_size};
 use clap::Args;
 use outboard_sim::{run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig, TransferReport};
 use outboard_tcp::CcKind;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -123,14 +123,23 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
 pub fn transfer(a: &TransferArgs) -> ExitCode {
     let cfg = a.config();
     let show_progress = !a.json;
+    // On a terminal one line is rewritten in place; in a log, a line every two virtual seconds.
+    let tty = std::io::stderr().is_terminal();
     let mut last_line = 0usize;
+    let mut next_logged = 0.0f64;
     let mut progress = |p: &Progress| {
-        if show_progress {
-            let line = progress_line(p);
-            let mut err = std::io::stderr().lock();
+        if !show_progress {
+            return;
+        }
+        let line = progress_line(p);
+        let mut err = std::io::stderr().lock();
+        if tty {
             let _ = write!(err, "\r{line:<last_line$}");
             let _ = err.flush();
             last_line = line.len();
+        } else if p.virtual_seconds >= next_logged {
+            let _ = writeln!(err, "{line}");
+            next_logged = p.virtual_seconds + 2.0;
         }
     };
     let report = match &a.pcap {

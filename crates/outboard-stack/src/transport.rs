@@ -8,31 +8,48 @@ use outboard_time::Instant;
 use outboard_wire::icmpv4::UnreachableCode;
 use outboard_wire::tcp::TcpPacket;
 use outboard_wire::udp::{UdpPacket, UdpRepr};
+use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::{Error, RxChecksum, TcpRepr};
 use std::net::SocketAddrV4;
 
 impl Stack {
     pub(crate) fn udp_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
         let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
+        // The checksum is verified during the copy into the socket queue
+        // (one pass over the payload), or on its own when there is no copy.
         let parsed = UdpPacket::new_checked(payload)
-            .and_then(|p| UdpRepr::parse(&p, src, dst, RxChecksum::Verify).map(|r| (r, p)));
-        let (repr, pkt) = match parsed {
-            Ok(x) => x,
-            Err(Error::Checksum) => {
-                self.stats.drops_checksum += 1;
-                return;
-            }
-            Err(_) => {
-                self.stats.drops_malformed += 1;
-                return;
-            }
+            .and_then(|p| UdpRepr::parse(&p, src, dst, RxChecksum::Skip).map(|r| (r, p)));
+        let Ok((repr, pkt)) = parsed else {
+            self.stats.drops_malformed += 1;
+            return;
         };
-        self.stats.udp_datagrams_in += 1;
-        let from = SocketAddrV4::new(src, repr.src_port);
-        if !self.udp.deliver(repr.dst_port, from, pkt.payload(), &mut self.stats) {
-            self.stats.udp_no_port += 1;
-            // RFC 1122 §4.1.3.1: port unreachable (not for broadcasts, checked there).
-            self.send_unreachable(now, ip, payload, UnreachableCode::PORT);
+        let data = pkt.payload();
+        match self.udp.has_room(repr.dst_port, data.len()) {
+            Some(true) => {
+                let mut copy = vec![0u8; data.len()];
+                let sum = copy_and_checksum(&mut copy, data);
+                if !pkt.verify_checksum_with(src, dst, sum) {
+                    self.stats.drops_checksum += 1;
+                    return;
+                }
+                self.stats.udp_datagrams_in += 1;
+                let from = SocketAddrV4::new(src, repr.src_port);
+                self.udp.deliver(repr.dst_port, from, copy, &mut self.stats);
+            }
+            room => {
+                if !pkt.verify_checksum(src, dst) {
+                    self.stats.drops_checksum += 1;
+                    return;
+                }
+                self.stats.udp_datagrams_in += 1;
+                if room == Some(false) {
+                    self.stats.drops_udp_queue_full += 1;
+                } else {
+                    self.stats.udp_no_port += 1;
+                    // RFC 1122 §4.1.3.1: port unreachable (not for broadcasts, checked there).
+                    self.send_unreachable(now, ip, payload, UnreachableCode::PORT);
+                }
+            }
         }
     }
 

@@ -56,18 +56,27 @@ impl UdpTable {
         self.sockets.get(&id).map(|s| s.port)
     }
 
+    /// Whether the socket on `port` can queue `len` more bytes. None if no socket has the port.
+    pub(crate) fn has_room(&self, port: u16, len: usize) -> Option<bool> {
+        let sock = self.by_port.get(&port).and_then(|id| self.sockets.get(id))?;
+        Some(sock.queued_bytes + len <= UDP_RECV_QUEUE_BYTES && sock.queue.len() < UDP_RECV_QUEUE_DATAGRAMS)
+    }
+
     /// Queues a received datagram; false if no socket has the port.
-    pub(crate) fn deliver(&mut self, dst_port: u16, src: SocketAddrV4, payload: &[u8], stats: &mut StackStats) -> bool {
-        let Some(id) = self.by_port.get(&dst_port) else { return false };
-        // Invariant: by_port and sockets are updated together.
-        let sock = self.sockets.get_mut(id).expect("port map points at a socket");
-        if sock.queued_bytes + payload.len() > UDP_RECV_QUEUE_BYTES || sock.queue.len() >= UDP_RECV_QUEUE_DATAGRAMS {
-            stats.drops_udp_queue_full += 1;
-            return true;
+    pub(crate) fn deliver(&mut self, dst_port: u16, src: SocketAddrV4, payload: Vec<u8>, stats: &mut StackStats) -> bool {
+        match self.has_room(dst_port, payload.len()) {
+            None => return false,
+            Some(false) => {
+                stats.drops_udp_queue_full += 1;
+                return true;
+            }
+            Some(true) => {}
         }
+        // Invariant: has_room found the socket just above.
+        let sock = self.by_port.get(&dst_port).and_then(|id| self.sockets.get_mut(id)).expect("socket exists");
         sock.queued_bytes += payload.len();
         self.memory += payload.len() + DATAGRAM_OVERHEAD;
-        sock.queue.push_back((src, payload.to_vec()));
+        sock.queue.push_back((src, payload));
         true
     }
 
@@ -130,7 +139,7 @@ mod tests {
         let id = t.bind(7).unwrap();
         let big = vec![1u8; 60_000];
         for _ in 0..10 {
-            assert!(t.deliver(7, peer(), &big, &mut stats));
+            assert!(t.deliver(7, peer(), big.clone(), &mut stats));
         }
         assert_eq!(stats.drops_udp_queue_full, 10 - UDP_RECV_QUEUE_BYTES as u64 / 60_000);
         assert!(t.memory() <= UDP_RECV_QUEUE_BYTES + UDP_RECV_QUEUE_DATAGRAMS * DATAGRAM_OVERHEAD);
@@ -143,7 +152,7 @@ mod tests {
         let mut t = UdpTable::default();
         let mut stats = StackStats::default();
         let id = t.bind(7).unwrap();
-        t.deliver(7, peer(), b"hi", &mut stats);
+        t.deliver(7, peer(), b"hi".to_vec(), &mut stats);
         assert!(t.set_error(7, StackError::Refused));
         let mut buf = [0u8; 10];
         assert_eq!(t.recv(id, &mut buf), Err(StackError::Refused));
@@ -156,10 +165,10 @@ mod tests {
         let mut t = UdpTable::default();
         let mut stats = StackStats::default();
         let id = t.bind(7).unwrap();
-        t.deliver(7, peer(), b"hello", &mut stats);
+        t.deliver(7, peer(), b"hello".to_vec(), &mut stats);
         t.close(id);
         assert_eq!(t.memory(), 0);
-        assert!(!t.deliver(7, peer(), b"x", &mut stats), "no socket after close");
+        assert!(!t.deliver(7, peer(), b"x".to_vec(), &mut stats), "no socket after close");
         assert!(t.bind(7).is_ok());
         let mut buf = [0u8; 4];
         assert_eq!(t.recv(id, &mut buf), Err(StackError::NoSuchSocket));

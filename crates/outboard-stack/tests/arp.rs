@@ -128,3 +128,26 @@ fn arp_from_off_link_or_group_senders_is_ignored() {
     assert_eq!(s.arp_entries(), 0);
     assert_eq!(s.stats().drops_bad_source, 2);
 }
+
+#[test]
+fn off_link_destinations_go_to_the_gateways_mac() {
+    let mut c = cfg(MAC_A, IP_A, 1);
+    c.gateway = Some(IP_PEER);
+    let mut s = Stack::new(c, t(0));
+    let u = s.udp_bind(5000).unwrap();
+    let far = std::net::Ipv4Addr::new(8, 8, 8, 8);
+    s.udp_send_to(t(0), u, SocketAddrV4::new(far, 53), b"q").unwrap();
+    let out = drain(&mut s, t(0));
+    assert_eq!(parse_arp(&out[0]).target_protocol_addr, IP_PEER, "resolves the gateway, not the destination");
+    s.receive_frame(t(1), &arp_frame(ArpOperation::Reply, MAC_PEER, IP_PEER, MAC_A, IP_A, MAC_A));
+    let out = drain(&mut s, t(1));
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0][..6], &MAC_PEER);
+    assert_eq!(ip_of(&out[0]).unwrap().0.dst_addr, far);
+    // Without a gateway there is no route.
+    let mut s = Stack::new(cfg(MAC_A, IP_A, 1), t(0));
+    let u = s.udp_bind(5000).unwrap();
+    s.udp_send_to(t(0), u, SocketAddrV4::new(far, 53), b"q").unwrap();
+    assert!(drain(&mut s, t(0)).is_empty());
+    assert_eq!(s.stats().drops_no_route, 1);
+}

@@ -266,3 +266,23 @@ fn rfc5927_frag_needed_cannot_shrink_the_mss_below_the_floor() {
     let mss = s.tcp(id).unwrap().stats().send_mss;
     assert!((500..=512).contains(&mss), "MSS {mss} for a claimed MTU of 68");
 }
+
+#[test]
+fn fragment_flood_keeps_stack_memory_under_the_reassembly_cap() {
+    let mut c = cfg(MAC_A, IP_A, 1);
+    c.reassembly_mem_cap = 32 * 1024;
+    let mut s = Stack::new(c, t(0));
+    teach_arp(&mut s, t(0), MAC_PEER, IP_PEER);
+    let base = s.memory_in_use();
+    let junk = [0x11u8; 1024];
+    for i in 0..5000u16 {
+        let mut ip = ip_repr(IP_PEER, IP_A, IpProtocol::Udp, 1024);
+        ip.ident = i;
+        ip.more_frags = true;
+        ip.frag_offset = (i % 60) * 1024;
+        s.receive_frame(t(1), &ip_frame(MAC_A, MAC_PEER, &ip, &junk));
+        assert!(s.memory_in_use() <= base + 32 * 1024, "{}", s.memory_in_use());
+    }
+    assert!(s.stats().reassembly_evictions > 4000);
+    assert!(drain(&mut s, t(1)).is_empty(), "nothing to answer");
+}

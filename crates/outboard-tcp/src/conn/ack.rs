@@ -45,6 +45,9 @@ impl Connection {
                 self.recovery_on_dup_ack(now);
             }
         }
+        if self.sack_ok {
+            self.detect_lost_retransmission();
+        }
         // RFC 9293 §3.10.7.4: take the window only from a newer segment (SND.WL1/WL2).
         if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
             let opened = self.snd_wnd == 0 && wnd > 0;

@@ -264,6 +264,9 @@ impl Connection {
         match kind {
             SegKind::Data => {
                 if seq < self.snd_max {
+                    if seq == self.snd_una && self.rec.in_recovery && self.sack_ok {
+                        self.rec.una_rexmit = Some((seq, self.snd_max));
+                    }
                     self.rexmit_ts = Some(super::options::ts_clock(now));
                     self.stats.retransmits += 1;
                     self.stats.retransmitted_bytes += len as u64;

@@ -30,6 +30,9 @@ pub(super) struct Recovery {
     /// Resend the segment at SND.UNA on the next `poll_transmit`, ignoring cwnd
     /// (fast retransmit, NewReno partial ACK, path MTU drop).
     pub(super) rexmit_una: bool,
+    /// The last retransmission of the segment at SND.UNA in SACK recovery:
+    /// (its sequence number, SND.MAX when it was sent).
+    pub(super) una_rexmit: Option<(SeqNumber, SeqNumber)>,
 }
 
 impl Recovery {
@@ -43,6 +46,7 @@ impl Recovery {
             inflate: 0,
             rto_recover: None,
             rexmit_una: false,
+            una_rexmit: None,
         }
     }
 }
@@ -142,6 +146,24 @@ impl Connection {
         self.enter_recovery(now);
     }
 
+    /// Lost-retransmission detection in SACK recovery: once the receiver
+    /// SACKs data we sent `DUP_THRESH` segments after resending the first
+    /// hole, and that hole is still open, the retransmission itself was lost.
+    /// Resend it now instead of waiting for the RTO (RFC 6675 has no rule for
+    /// this; Linux's pre-RACK lost-retransmit detection does the same).
+    pub(super) fn detect_lost_retransmission(&mut self) {
+        let Some((seq, marker)) = self.rec.una_rexmit else { return };
+        if !self.rec.in_recovery || self.snd_una != seq {
+            self.rec.una_rexmit = None;
+            return;
+        }
+        let beyond = marker + DUP_THRESH as usize * self.data_mss();
+        if self.rec.scoreboard.high_sacked().is_some_and(|h| h > beyond) {
+            self.rec.una_rexmit = None;
+            self.rec.rexmit_una = true;
+        }
+    }
+
     fn enter_recovery(&mut self, now: Instant) {
         // RFC 5681 eq. 4 FlightSize; while go-back-N after an RTO is still
         // under way only what was resent since is outstanding.
@@ -176,6 +198,7 @@ impl Connection {
             return;
         }
         self.stats.rto_events += 1;
+        if std::env::var("RTO_DBG").is_ok() { eprintln!("RTODBG rec={} dupacks={} flight={} sacked={} cwnd={} una={:?} nxt={:?} max={:?} hr={:?} rto_count={}", self.rec.in_recovery, self.rec.dupacks, seq_sub(self.snd_max, self.snd_una), self.rec.scoreboard.sacked_bytes(), self.cc.cwnd(), self.snd_una, self.snd_nxt, self.snd_max, self.rec.high_rxt, self.rto_count); }
         let flight = seq_sub(self.snd_max, self.snd_una);
         if !syn_phase {
             self.cc.on_rto(now, flight);
@@ -185,6 +208,7 @@ impl Connection {
         self.rec.inflate = 0;
         self.rec.dupacks = 0;
         self.rec.rexmit_una = false;
+        self.rec.una_rexmit = None;
         self.rec.rto_recover = Some(self.snd_max);
         self.rec.high_rxt = self.snd_una;
         if self.rto_count > 1 {

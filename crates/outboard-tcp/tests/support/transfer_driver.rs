@@ -36,6 +36,7 @@ pub struct TransferSummary {
     /// Client to server, server to client.
     pub streams: [Stream; 2],
     pub timed_out: bool,
+    /// Perfect-network rounds it took to finish after the faults stopped.
     pub settle_rounds: usize,
 }
 

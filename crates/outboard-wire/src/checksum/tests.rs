@@ -47,17 +47,37 @@ fn empty_sums_to_zero_and_checksums_to_ffff() {
 
 #[test]
 fn region_with_its_checksum_verifies_to_zero() {
-    // A real IPv4 header (from testdata's ICMP echo capture) with its checksum in place.
-    let hdr = [
-        0x45, 0x00, 0x00, 0x54, 0xa6, 0xf2, 0x40, 0x00, 0x40, 0x01, 0x95, 0xb4, 0x7f, 0x00, 0x00, 0x01, 0x7f, 0x00,
-        0x00, 0x01,
-    ];
+    // The IPv4 header of testdata's captured ICMP echo request, checksum in place.
+    let hdr: [u8; 20] = crate::testdata::ICMP_ECHO_REQUEST[14..34].try_into().unwrap();
     let mut zeroed = hdr;
     zeroed[10] = 0;
     zeroed[11] = 0;
     let c = checksum(&zeroed);
     assert_eq!(c.to_be_bytes(), [hdr[10], hdr[11]]);
     assert_eq!(checksum(&hdr), 0);
+}
+
+#[test]
+fn all_ff_and_all_80_buffers_exercise_lane_extremes() {
+    // 0xFFFF and 0x8000 words are the extremes of the biased `vpmaddwd` lanes.
+    for b in [0xffu8, 0x80, 0x7f, 0x00] {
+        for len in [31usize, 32, 127, 128, 129, 4096, 65536 + 3] {
+            let data = vec![b; len];
+            assert!(same_ones_complement(sum(&data).sum(), reference_sum(&data)), "{b:#x} x {len}");
+            let mut dst = vec![0u8; len];
+            assert!(same_ones_complement(copy_and_checksum(&mut dst, &data).sum(), reference_sum(&data)));
+        }
+    }
+}
+
+#[test]
+fn multi_block_buffer_matches_reference() {
+    // Longer than one fold block (1 MiB), odd length.
+    let data: Vec<u8> = (0..(3 << 20) + 7).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let mut dst = vec![0u8; data.len()];
+    assert_eq!(copy_and_checksum(&mut dst, &data).sum(), reference_sum(&data));
+    assert_eq!(dst, data);
+    assert_eq!(sum(&data).sum(), reference_sum(&data));
 }
 
 #[test]
@@ -107,6 +127,26 @@ proptest! {
         prop_assert_eq!(&*dst, src);
         prop_assert_eq!(s.sum(), reference_sum(src));
         prop_assert_eq!(s.is_odd(), src.len() % 2 == 1);
+    }
+
+    #[test]
+    fn every_kernel_matches_rfc1071_reference(data in prop::collection::vec(any::<u8>(), 0..2000), start in 0usize..64) {
+        // The public functions take the AVX2 path on CPUs that have it; check the
+        // portable kernel, and the AVX2 one wherever it can run, directly.
+        let d = &data[start.min(data.len())..];
+        let want = reference_sum(d);
+        let mut dst = vec![0u8; d.len()];
+        prop_assert_eq!(native_to_be(fold(portable_sum(d))), want);
+        prop_assert_eq!(native_to_be(fold(portable_copy_sum(&mut dst, d))), want);
+        prop_assert_eq!(&dst[..], d);
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            #[allow(unsafe_code)]
+            // SAFETY: AVX2 was detected just above.
+            let (s, c) = unsafe { (avx2::sum(d), avx2::copy_sum(&mut dst, d)) };
+            prop_assert_eq!(native_to_be(fold(s)), want);
+            prop_assert_eq!(native_to_be(fold(c)), want);
+        }
     }
 
     #[test]
