@@ -6,12 +6,15 @@
 //!
 //! Module map:
 //! - `conn`: the RFC 9293 connection state machine (one `Connection` per 4-tuple);
-//! (The per-shard connection table, listeners, SYN queue and cookies live in outboard-stack.)
 //! - `rtt`: RFC 6298 RTO estimation; `cc`: NewReno (RFC 5681/6582) and CUBIC (RFC 9438);
 //! - `sack`: the sender's SACK scoreboard (RFC 2018, RFC 6675);
 //! - `assembler`: the receiver's out-of-order range tracking;
 //! - `ring`: byte ring buffers for the send and receive queues;
-//! - `isn`: RFC 6528 initial sequence numbers; `syncookie`: SYN cookies.
+//! - `isn`: RFC 6528 initial sequence numbers; `syncookie`: SYN cookies;
+//! - `reset`: the RST for a segment that matches no connection.
+//!
+//! The per-shard connection table, listeners, SYN queue and accept queues live
+//! in `outboard-stack`, which uses these pieces.
 
 #![forbid(unsafe_code)]
 

@@ -221,6 +221,7 @@ fn sum_be(data: &[u8]) -> u16 {
 
 /// Sum of `data` (at most [`BLOCK`] bytes) as native-endian 16-bit words,
 /// unfolded, the odd last byte zero-padded. Uses AVX2 where the CPU has it.
+#[inline]
 fn sum_native(data: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
@@ -233,6 +234,7 @@ fn sum_native(data: &[u8]) -> u64 {
 }
 
 /// [`sum_native`] while copying `src` into `dst` (same length, at most [`BLOCK`]).
+#[inline]
 fn copy_sum_native(dst: &mut [u8], src: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
@@ -246,8 +248,9 @@ fn copy_sum_native(dst: &mut [u8], src: &[u8]) -> u64 {
 /// The portable kernel: adds each 16-bit word of a 64-byte chunk into its own
 /// `u32` lane (32 independent lanes, no carries to track), which LLVM turns
 /// into zero-extending vector loads and vector adds with whatever SIMD the
-/// target has by default (SSE2 on x86-64).
-#[inline(always)]
+/// target has by default (SSE2 on x86-64). Kept out of line so that the
+/// dispatchers above stay small enough to inline.
+#[inline(never)]
 fn portable_sum(data: &[u8]) -> u64 {
     let mut lanes = [0u32; 32];
     let mut chunks = data.chunks_exact(64);
@@ -257,7 +260,7 @@ fn portable_sum(data: &[u8]) -> u64 {
     lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + sum_tail(chunks.remainder())
 }
 
-#[inline(always)]
+#[inline(never)]
 fn portable_copy_sum(dst: &mut [u8], src: &[u8]) -> u64 {
     let mut lanes = [0u32; 32];
     let n = src.len();
