@@ -11,6 +11,12 @@
 //!    the payload; a flip in the Ethernet header is caught only by an address
 //!    mismatch (destination MAC, EtherType) or, for the source MAC, not at all
 //!    (harmless), since simulated frames carry no FCS;
+//!    A separate knob, `undetectable_corrupt`, models the Internet checksum's
+//!    blind spot: it sets a bit in one 16-bit word of the payload and clears
+//!    the same bit in another, which leaves the ones'-complement sum (RFC 1071)
+//!    unchanged, so the stack accepts wrong data. It exists to prove that the
+//!    end-to-end checks above the stack (byte compare, SHA-256) catch what
+//!    checksums cannot;
 //! 4. **bandwidth** — serialisation at `bandwidth_bps` through a FIFO queue
 //!    bounded at `queue_bytes`; a frame that does not fit is tail-dropped.
 //!    Each frame costs its length plus `wire_overhead` bytes (preamble, FCS,
@@ -29,6 +35,11 @@ use outboard_time::{Duration, Instant};
 use serde::Serialize;
 use std::collections::VecDeque;
 
+/// First frame offset `undetectable_corrupt` touches: past Ethernet (14),
+/// IPv4 (20) and the largest TCP header (60), so only payload changes. Even,
+/// so words line up with the checksum's 16-bit words.
+pub const UNDETECTABLE_FROM: usize = 96;
+
 /// The knobs of one link direction. Probabilities are per frame, in [0, 1].
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultConfig {
@@ -38,6 +49,8 @@ pub struct FaultConfig {
     /// Largest extra delay of a reordered frame.
     pub reorder_delay: Duration,
     pub corrupt: f64,
+    /// Checksum-preserving two-bit corruption past the first `UNDETECTABLE_FROM` bytes.
+    pub undetectable_corrupt: f64,
     /// One-way propagation delay.
     pub delay: Duration,
     /// Largest extra random delay per frame.
@@ -59,6 +72,7 @@ impl Default for FaultConfig {
             reorder: 0.0,
             reorder_delay: Duration::from_millis(1),
             corrupt: 0.0,
+            undetectable_corrupt: 0.0,
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             bandwidth_bps: 0,
@@ -81,6 +95,8 @@ pub struct FaultStats {
     pub duplicated: u64,
     pub reordered: u64,
     pub corrupted: u64,
+    /// Frames given a checksum-preserving corruption.
+    pub corrupted_undetectable: u64,
     /// Frames tail-dropped because the bandwidth queue was full.
     pub queue_drops: u64,
 }
@@ -95,6 +111,7 @@ impl FaultStats {
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
         self.corrupted += o.corrupted;
+        self.corrupted_undetectable += o.corrupted_undetectable;
         self.queue_drops += o.queue_drops;
     }
 }
@@ -168,6 +185,9 @@ impl FaultInjector {
             let bit = self.rng.below(8) as u32;
             frame[byte] ^= 1u8 << bit;
         }
+        if frame.len() >= UNDETECTABLE_FROM + 4 && self.rng.chance(self.cfg.undetectable_corrupt) && self.swap_bit(&mut frame) {
+            self.stats.corrupted_undetectable += 1;
+        }
         let Some(departs) = self.serialise(now, frame.len()) else {
             self.stats.queue_drops += 1;
             return;
@@ -182,6 +202,26 @@ impl FaultInjector {
         }
         self.stats.frames_delivered += 1;
         deliver(arrives, frame);
+    }
+
+    /// Sets bit `b` of one 16-bit word and clears it in another (both at even
+    /// frame offsets, so both are words of the IPv4 checksum's sum): the
+    /// ones'-complement sum stays the same. False when the two words picked
+    /// have no bit set in one and clear in the other.
+    fn swap_bit(&mut self, frame: &mut [u8]) -> bool {
+        let words = (frame.len() - UNDETECTABLE_FROM) / 2;
+        let i = UNDETECTABLE_FROM + 2 * self.rng.below(words as u64) as usize;
+        let j = UNDETECTABLE_FROM + 2 * self.rng.below(words as u64) as usize;
+        let wi = u16::from_be_bytes([frame[i], frame[i + 1]]);
+        let wj = u16::from_be_bytes([frame[j], frame[j + 1]]);
+        let candidates = !wi & wj;
+        if i == j || candidates == 0 {
+            return false;
+        }
+        let bit = 1u16 << candidates.trailing_zeros();
+        frame[i..i + 2].copy_from_slice(&(wi | bit).to_be_bytes());
+        frame[j..j + 2].copy_from_slice(&(wj & !bit).to_be_bytes());
+        true
     }
 
     /// Puts `len` bytes through the bandwidth queue: the time the last bit

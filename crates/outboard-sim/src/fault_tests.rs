@@ -135,3 +135,79 @@ fn same_seed_makes_the_same_decisions() {
     assert_eq!(trace(77), trace(77));
     assert_ne!(trace(77).0, trace(78).0);
 }
+
+#[test]
+fn undetectable_corruption_changes_payload_but_not_the_ones_complement_sum() {
+    let cfg = FaultConfig { undetectable_corrupt: 1.0, ..FaultConfig::default() };
+    let mut inj = FaultInjector::new(cfg, 8);
+    let sum = |f: &[u8]| -> u32 {
+        let mut s: u32 = f.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s
+    };
+    let mut changed = 0;
+    for k in 0..200u32 {
+        let original: Vec<u8> = (0..400u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(k) >> 13) as u8).collect();
+        let out = run(&mut inj, Instant::ZERO, original.clone());
+        let got = &out[0].1;
+        assert_eq!(got[..UNDETECTABLE_FROM], original[..UNDETECTABLE_FROM], "headers must stay intact");
+        assert_eq!(sum(got), sum(&original));
+        if *got != original {
+            changed += 1;
+            let flipped: u32 = got.iter().zip(&original).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert_eq!(flipped, 2);
+        }
+    }
+    assert!(changed > 150, "only {changed} of 200 frames were changed");
+    assert_eq!(inj.stats().corrupted_undetectable, changed);
+    // Too short to have payload past the largest headers: untouched.
+    assert_eq!(run(&mut inj, Instant::ZERO, frame(80, 3))[0].1, frame(80, 3));
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_config() -> impl Strategy<Value = FaultConfig> {
+        (0.0..=1.0f64, 0.0..=1.0f64, 0.0..=1.0f64, 0.0..=1.0f64, 0u64..5_000, 0u64..2_000, prop_oneof![Just(0u64), 1_000_000u64..1_000_000_000], 0usize..20_000)
+            .prop_map(|(loss, duplicate, reorder, corrupt, delay_us, jitter_us, bandwidth_bps, queue_bytes)| FaultConfig {
+                loss,
+                duplicate,
+                reorder,
+                corrupt,
+                delay: Duration::from_micros(delay_us),
+                jitter: Duration::from_micros(jitter_us),
+                bandwidth_bps,
+                queue_bytes,
+                ..FaultConfig::default()
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn counters_account_for_every_frame_and_nothing_arrives_early(
+            cfg in any_config(),
+            seed in any::<u64>(),
+            frames in proptest::collection::vec((0u64..10_000, 1usize..1600), 1..60),
+        ) {
+            let mut inj = FaultInjector::new(cfg.clone(), seed);
+            let mut now = Instant::ZERO;
+            let mut delivered = 0u64;
+            for (gap_us, len) in frames {
+                now += Duration::from_micros(gap_us);
+                let sent = now;
+                inj.send(now, vec![0xa5; len], &mut |at, f| {
+                    delivered += 1;
+                    assert!(at >= sent + cfg.delay, "arrived before the propagation delay");
+                    assert_eq!(f.len(), len, "faults never change a frame's length");
+                });
+            }
+            let s = *inj.stats();
+            prop_assert_eq!(s.frames_delivered, delivered);
+            prop_assert_eq!(s.frames_seen + s.duplicated, s.dropped + s.queue_drops + s.frames_delivered);
+            prop_assert!(inj.queued_bytes() <= cfg.queue_bytes);
+        }
+    }
+}

@@ -53,3 +53,20 @@ fn progress_hook_sees_the_transfer_advance() {
     assert!(CALLS.load(Ordering::Relaxed) >= 4);
     assert!(LAST_RECEIVED.load(Ordering::Relaxed) > 0);
 }
+
+#[test]
+fn corruption_the_checksum_cannot_see_is_caught_with_its_offset() {
+    // Two-bit flips that keep the TCP checksum valid: the stack delivers wrong
+    // bytes, and the transfer's own byte compare must name the first one.
+    let cfg = TransferConfig { bytes: 1 << 20, undetectable_corrupt: 0.01, seed: 77, ..TransferConfig::default() };
+    let r = run_transfer(&cfg);
+    assert!(!r.ok);
+    assert_eq!(r.seed, 77);
+    assert!(r.faults.corrupted_undetectable > 0);
+    let off = r.first_bad_offset.expect("a wrong byte must be reported");
+    assert!(off < r.bytes);
+    assert!(!r.sha256_match);
+    assert!(r.reason.as_deref().unwrap_or("").contains(&format!("offset {off}")), "{:?}", r.reason);
+    // Replaying the seed finds the same byte.
+    assert_eq!(run_transfer(&cfg).first_bad_offset, Some(off));
+}

@@ -92,7 +92,11 @@ impl ArpCache {
     /// does not stall every `ttl`.
     pub(crate) fn lookup(&mut self, now: Instant, ip: Ipv4Addr) -> Option<[u8; 6]> {
         match self.entries.get_mut(&ip)? {
-            Entry::Resolved { mac, expires, refreshing } => {
+            Entry::Resolved {
+                mac,
+                expires,
+                refreshing,
+            } => {
                 if now < *expires {
                     return Some(*mac);
                 }
@@ -110,7 +114,13 @@ impl ArpCache {
     }
 
     /// Holds `frame` until `ip` resolves, starting resolution if needed.
-    pub(crate) fn queue(&mut self, now: Instant, ip: Ipv4Addr, frame: Vec<u8>, stats: &mut StackStats) -> QueueOutcome {
+    pub(crate) fn queue(
+        &mut self,
+        now: Instant,
+        ip: Ipv4Addr,
+        frame: Vec<u8>,
+        stats: &mut StackStats,
+    ) -> QueueOutcome {
         let existing = self.entries.get(&ip);
         match existing {
             Some(Entry::Failed { until }) if now < *until => return QueueOutcome::Unreachable,
@@ -165,7 +175,14 @@ impl ArpCache {
             None if create => self.make_room(now, stats),
             None => return flushed,
         }
-        self.entries.insert(ip, Entry::Resolved { mac, expires: now + self.ttl, refreshing: false });
+        self.entries.insert(
+            ip,
+            Entry::Resolved {
+                mac,
+                expires: now + self.ttl,
+                refreshing: false,
+            },
+        );
         for frame in flushed.iter_mut() {
             // Invariant: frames are queued with a full Ethernet header by the stack.
             frame[..6].copy_from_slice(&mac);
@@ -179,7 +196,11 @@ impl ArpCache {
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = if self.entries.is_empty() { None } else { Some(self.next_purge) };
+        let mut t = if self.entries.is_empty() {
+            None
+        } else {
+            Some(self.next_purge)
+        };
         if self.incomplete > 0 {
             for e in self.entries.values() {
                 if let Entry::Incomplete { next_request, .. } = e {
@@ -195,7 +216,14 @@ impl ArpCache {
         let mut out = Expired::default();
         if self.incomplete > 0 {
             for (ip, e) in self.entries.iter_mut() {
-                let Entry::Incomplete { pending, requests_sent, next_request } = e else { continue };
+                let Entry::Incomplete {
+                    pending,
+                    requests_sent,
+                    next_request,
+                } = e
+                else {
+                    continue;
+                };
                 if now < *next_request {
                     continue;
                 }
@@ -211,7 +239,9 @@ impl ArpCache {
                     out.frames_dropped += pending.len() as u64;
                     self.pending_bytes -= pending.iter().map(Vec::len).sum::<usize>();
                     self.incomplete -= 1;
-                    *e = Entry::Failed { until: now + FAILED_HOLD };
+                    *e = Entry::Failed {
+                        until: now + FAILED_HOLD,
+                    };
                 }
             }
         }

@@ -44,7 +44,9 @@ pub(crate) enum ErrorKind {
 impl Stack {
     pub(crate) fn icmp_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
         self.stats.icmp_in += 1;
-        let repr = match Icmpv4Packet::new_checked(payload).and_then(|p| Icmpv4Repr::parse(&p, RxChecksum::Verify)) {
+        let repr = match Icmpv4Packet::new_checked(payload)
+            .and_then(|p| Icmpv4Repr::parse(&p, RxChecksum::Verify))
+        {
             Ok(r) => r,
             Err(Error::Checksum) => {
                 self.stats.drops_checksum += 1;
@@ -61,7 +63,11 @@ impl Stack {
         };
         let src = ip.repr.src_addr;
         match repr {
-            Icmpv4Repr::EchoRequest { ident, seq_no, data } => {
+            Icmpv4Repr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => {
                 self.stats.icmp_echo_requests_in += 1;
                 if ip.broadcast {
                     // RFC 1122 §3.2.2.6 allows ignoring broadcast echo; doing
@@ -69,22 +75,39 @@ impl Stack {
                     self.stats.icmp_ignored += 1;
                     return;
                 }
-                let reply = Icmpv4Repr::EchoReply { ident, seq_no, data };
+                let reply = Icmpv4Repr::EchoReply {
+                    ident,
+                    seq_no,
+                    data,
+                };
                 if self.send_icmp(now, src, &reply) {
                     self.stats.icmp_echo_replies_out += 1;
                 }
             }
-            Icmpv4Repr::EchoReply { ident, seq_no, data } => {
+            Icmpv4Repr::EchoReply {
+                ident,
+                seq_no,
+                data,
+            } => {
                 self.stats.icmp_echo_replies_in += 1;
                 if self.echo_replies.len() >= ECHO_REPLIES_KEPT {
                     self.echo_replies.pop_front();
                 }
-                self.echo_replies.push_back(EchoReply { from: src, ident, seq_no, data_len: data.len() });
+                self.echo_replies.push_back(EchoReply {
+                    from: src,
+                    ident,
+                    seq_no,
+                    data_len: data.len(),
+                });
             }
-            Icmpv4Repr::DstUnreachable { code, next_hop_mtu, .. } => {
+            Icmpv4Repr::DstUnreachable {
+                code, next_hop_mtu, ..
+            } => {
                 self.stats.icmp_dest_unreachable_in += 1;
                 let err = if code == UnreachableCode::FRAG_NEEDED {
-                    IcmpError::FragmentationNeeded { mtu: next_hop_mtu.max(MIN_PMTU) }
+                    IcmpError::FragmentationNeeded {
+                        mtu: next_hop_mtu.max(MIN_PMTU),
+                    }
                 } else {
                     IcmpError::Unreachable { code: code.0 }
                 };
@@ -136,10 +159,18 @@ impl Stack {
 
     /// Destination unreachable for a datagram we received, unless RFC 1122
     /// §3.2.2 forbids it or the rate limit says no.
-    pub(crate) fn send_unreachable(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8], code: UnreachableCode) {
+    pub(crate) fn send_unreachable(
+        &mut self,
+        now: Instant,
+        ip: IpMeta<'_>,
+        payload: &[u8],
+        code: UnreachableCode,
+    ) {
         // Never about an ICMP error (RFC 1122 §3.2.2): only echo types may be answered.
         if ip.repr.protocol == IpProtocol::Icmp {
-            let is_query = payload.first().is_some_and(|t| matches!(*t, 0 | 8 | 13 | 14 | 15 | 16 | 17 | 18));
+            let is_query = payload
+                .first()
+                .is_some_and(|t| matches!(*t, 0 | 8 | 13 | 14 | 15 | 16 | 17 | 18));
             if !is_query {
                 return;
             }
@@ -155,7 +186,13 @@ impl Stack {
     }
 
     /// Sends an error quoting `quote` (the offending header and payload start).
-    pub(crate) fn send_icmp_error(&mut self, now: Instant, dst: Ipv4Addr, kind: ErrorKind, quote: &[u8]) {
+    pub(crate) fn send_icmp_error(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        kind: ErrorKind,
+        quote: &[u8],
+    ) {
         if !self.route.valid_source(dst) {
             return;
         }
@@ -164,10 +201,15 @@ impl Stack {
             return;
         }
         let repr = match kind {
-            ErrorKind::Unreachable(code) => Icmpv4Repr::DstUnreachable { code, next_hop_mtu: 0, invoking: quote },
-            ErrorKind::ReassemblyTimeExceeded => {
-                Icmpv4Repr::TimeExceeded { code: TimeExceededCode::REASSEMBLY, invoking: quote }
-            }
+            ErrorKind::Unreachable(code) => Icmpv4Repr::DstUnreachable {
+                code,
+                next_hop_mtu: 0,
+                invoking: quote,
+            },
+            ErrorKind::ReassemblyTimeExceeded => Icmpv4Repr::TimeExceeded {
+                code: TimeExceededCode::REASSEMBLY,
+                invoking: quote,
+            },
         };
         if self.send_icmp(now, dst, &repr) {
             match kind {
@@ -201,7 +243,11 @@ impl Stack {
         if data.len() + 8 + 20 > self.cfg.mtu {
             return Err(StackError::MessageTooLong);
         }
-        let repr = Icmpv4Repr::EchoRequest { ident, seq_no, data };
+        let repr = Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no,
+            data,
+        };
         if self.send_icmp(now, dst, &repr) {
             Ok(())
         } else {

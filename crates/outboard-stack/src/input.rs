@@ -68,7 +68,8 @@ impl Stack {
             let flushed = self.arp.learn(now, spa, sha.0, for_us, &mut self.stats);
             if !flushed.is_empty() {
                 // Connections behind this next hop may have stopped sending while it resolved.
-                self.tcp.mark_ready_via(|remote| self.route.next_hop(remote) == Some(spa));
+                self.tcp
+                    .mark_ready_via(|remote| self.route.next_hop(remote) == Some(spa));
             }
             for frame in flushed {
                 self.push_frame(frame);
@@ -114,7 +115,15 @@ impl Stack {
         let header = &bytes[..pkt.header_len()];
         let broadcast = self.route.is_broadcast(repr.dst_addr);
         if !repr.is_fragment() {
-            self.ip_deliver(now, IpMeta { repr, broadcast, header }, pkt.payload());
+            self.ip_deliver(
+                now,
+                IpMeta {
+                    repr,
+                    broadcast,
+                    header,
+                },
+                pkt.payload(),
+            );
             return;
         }
         self.stats.fragments_in += 1;
@@ -135,7 +144,15 @@ impl Stack {
             repr.payload_len = done.payload.len();
             repr.more_frags = false;
             repr.frag_offset = 0;
-            self.ip_deliver(now, IpMeta { repr, broadcast, header: &done.header }, &done.payload);
+            self.ip_deliver(
+                now,
+                IpMeta {
+                    repr,
+                    broadcast,
+                    header: &done.header,
+                },
+                &done.payload,
+            );
         }
     }
 
@@ -148,7 +165,12 @@ impl Stack {
             IpProtocol::Unknown(_) => {
                 self.stats.drops_unknown_protocol += 1;
                 // RFC 1122 §3.2.2.1: protocol unreachable.
-                self.send_unreachable(now, ip, payload, outboard_wire::icmpv4::UnreachableCode::PROTOCOL);
+                self.send_unreachable(
+                    now,
+                    ip,
+                    payload,
+                    outboard_wire::icmpv4::UnreachableCode::PROTOCOL,
+                );
             }
         }
     }

@@ -39,7 +39,7 @@ pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
 pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
 
-use outboard_tcp::{Connection, ConnStats, FourTuple, State};
+use outboard_tcp::{ConnStats, Connection, FourTuple, State};
 use outboard_time::{Duration, Instant};
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -140,15 +140,31 @@ impl Stack {
         let route = route::Route::new(cfg.addr, cfg.prefix_len, cfg.gateway);
         let mut tcp_cfg = cfg.tcp.clone();
         // Our MSS must fit the link (RFC 9293 §3.7.1: MTU minus 40).
-        tcp_cfg.mss = tcp_cfg.mss.min(cfg.mtu.saturating_sub(40).clamp(8, 65535 - 40) as u16);
+        tcp_cfg.mss = tcp_cfg
+            .mss
+            .min(cfg.mtu.saturating_sub(40).clamp(8, 65535 - 40) as u16);
         Stack {
             route,
             stats: StackStats::default(),
-            arp: arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now),
+            arp: arp::ArpCache::new(
+                cfg.arp_cache_cap,
+                cfg.arp_entry_ttl,
+                cfg.arp_pending_cap,
+                now,
+            ),
             reasm: reassembly::Reassembler::new(cfg.reassembly_mem_cap, cfg.reassembly_timeout),
             udp: udp::UdpTable::default(),
-            tcp: tcp_table::TcpTable::new(tcp_cfg, cfg.secret, cfg.ephemeral_ports.0, cfg.syn_queue_cap),
-            icmp_limit: ratelimit::RateLimiter::new(icmp::ERROR_RATE_PER_SEC, icmp::ERROR_BURST, now),
+            tcp: tcp_table::TcpTable::new(
+                tcp_cfg,
+                cfg.secret,
+                cfg.ephemeral_ports.0,
+                cfg.syn_queue_cap,
+            ),
+            icmp_limit: ratelimit::RateLimiter::new(
+                icmp::ERROR_RATE_PER_SEC,
+                icmp::ERROR_BURST,
+                now,
+            ),
             txq: VecDeque::new(),
             txq_bytes: 0,
             // Start identifications from the secret so restarts don't repeat them.
@@ -177,10 +193,14 @@ impl Stack {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.arp.poll_timeout(), self.reasm.poll_timeout(), self.tcp.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.arp.poll_timeout(),
+            self.reasm.poll_timeout(),
+            self.tcp.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -189,7 +209,12 @@ impl Stack {
         self.stats.drops_arp_unresolved += expired.frames_dropped;
         for (key, quote) in self.reasm.handle_timeout(now, &mut self.stats) {
             // RFC 1122 §3.3.2: Time Exceeded (reassembly) when fragment zero arrived.
-            self.send_icmp_error(now, key.src, icmp::ErrorKind::ReassemblyTimeExceeded, &quote);
+            self.send_icmp_error(
+                now,
+                key.src,
+                icmp::ErrorKind::ReassemblyTimeExceeded,
+                &quote,
+            );
         }
         for id in self.tcp.expired(now) {
             if let Some(e) = self.tcp.conns.get_mut(&id) {
@@ -217,7 +242,11 @@ impl Stack {
         self.tcp.accept(listener)
     }
 
-    pub fn tcp_connect(&mut self, now: Instant, remote: SocketAddrV4) -> Result<ConnId, StackError> {
+    pub fn tcp_connect(
+        &mut self,
+        now: Instant,
+        remote: SocketAddrV4,
+    ) -> Result<ConnId, StackError> {
         let port = self
             .tcp
             .ephemeral_port(self.cfg.addr, remote, self.cfg.ephemeral_ports)
@@ -227,8 +256,16 @@ impl Stack {
 
     /// `tcp_connect` from a chosen local port (the engine picks one whose
     /// 4-tuple hash steers to this shard). AddrInUse if the 4-tuple exists.
-    pub fn tcp_connect_from(&mut self, now: Instant, local_port: u16, remote: SocketAddrV4) -> Result<ConnId, StackError> {
-        let tuple = FourTuple { local: SocketAddrV4::new(self.cfg.addr, local_port), remote };
+    pub fn tcp_connect_from(
+        &mut self,
+        now: Instant,
+        local_port: u16,
+        remote: SocketAddrV4,
+    ) -> Result<ConnId, StackError> {
+        let tuple = FourTuple {
+            local: SocketAddrV4::new(self.cfg.addr, local_port),
+            remote,
+        };
         if local_port == 0 || self.tcp.by_tuple.contains_key(&tuple) {
             return Err(StackError::AddrInUse);
         }
@@ -256,8 +293,12 @@ impl Stack {
 
     /// Every connection: id, 4-tuple, state, counters.
     pub fn tcp_connections(&self) -> Vec<(ConnId, FourTuple, State, ConnStats)> {
-        let mut v: Vec<_> =
-            self.tcp.conns.iter().map(|(id, e)| (*id, e.conn.tuple(), e.conn.state(), e.conn.stats())).collect();
+        let mut v: Vec<_> = self
+            .tcp
+            .conns
+            .iter()
+            .map(|(id, e)| (*id, e.conn.tuple(), e.conn.state(), e.conn.stats()))
+            .collect();
         v.sort_by_key(|c| c.0);
         v
     }
@@ -271,7 +312,11 @@ impl Stack {
         let (lo, hi) = self.cfg.ephemeral_ports;
         let (lo, hi) = (lo.min(hi).max(1), lo.max(hi).max(1));
         for _ in 0..=u32::from(hi - lo) {
-            let p = if (lo..=hi).contains(&self.udp_port_cursor) { self.udp_port_cursor } else { lo };
+            let p = if (lo..=hi).contains(&self.udp_port_cursor) {
+                self.udp_port_cursor
+            } else {
+                lo
+            };
             self.udp_port_cursor = if p == hi { lo } else { p + 1 };
             if !self.udp.port_in_use(p) {
                 return self.udp.bind(p);
@@ -287,13 +332,23 @@ impl Stack {
 
     /// Sends one datagram, fragmenting it when it exceeds the MTU. Err(WouldBlock)
     /// when the transmit queue is full.
-    pub fn udp_send_to(&mut self, now: Instant, id: UdpId, dst: SocketAddrV4, data: &[u8]) -> Result<(), StackError> {
+    pub fn udp_send_to(
+        &mut self,
+        now: Instant,
+        id: UdpId,
+        dst: SocketAddrV4,
+        data: &[u8],
+    ) -> Result<(), StackError> {
         let port = self.udp.local_port(id).ok_or(StackError::NoSuchSocket)?;
         self.udp_output(now, port, dst, data)
     }
 
     /// Next datagram: (length copied, source). Err(Refused) reports a port unreachable once.
-    pub fn udp_recv_from(&mut self, id: UdpId, buf: &mut [u8]) -> Result<(usize, SocketAddrV4), StackError> {
+    pub fn udp_recv_from(
+        &mut self,
+        id: UdpId,
+        buf: &mut [u8],
+    ) -> Result<(usize, SocketAddrV4), StackError> {
         self.udp.recv(id, buf)
     }
 
@@ -308,7 +363,11 @@ impl Stack {
 
     /// Bytes held by buffers of this stack (connections, queues, reassembly, ARP).
     pub fn memory_in_use(&self) -> usize {
-        self.tcp.memory() + self.udp.memory() + self.reasm.memory() + self.arp.memory() + self.txq_bytes
+        self.tcp.memory()
+            + self.udp.memory()
+            + self.reasm.memory()
+            + self.arp.memory()
+            + self.txq_bytes
     }
 
     /// ARP entries held (resolved, resolving or failed).

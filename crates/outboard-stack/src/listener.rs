@@ -29,7 +29,12 @@ pub(crate) struct Listener {
 
 impl Listener {
     pub(crate) fn new(backlog: usize) -> Listener {
-        Listener { backlog: backlog.max(1), syn_queue_len: 0, accept_queue: VecDeque::new(), cookies_sent_at: None }
+        Listener {
+            backlog: backlog.max(1),
+            syn_queue_len: 0,
+            accept_queue: VecDeque::new(),
+            cookies_sent_at: None,
+        }
     }
 
     pub(crate) fn accept_queue_full(&self) -> bool {
@@ -89,7 +94,9 @@ impl TcpTable {
         // SYN queue full: answer statelessly (RFC 4987 §3.6).
         l.cookies_sent_at = Some(now);
         let mss = repr.options.mss.unwrap_or(DEFAULT_MSS);
-        let cookie = self.cookies.encode(now, tuple.local, tuple.remote, repr.seq, mss);
+        let cookie = self
+            .cookies
+            .encode(now, tuple.local, tuple.remote, repr.seq, mss);
         stats.tcp_syncookies_sent += 1;
         Some(TcpRepr {
             src_port: tuple.local.port(),
@@ -101,7 +108,10 @@ impl TcpTable {
             urgent: 0,
             // The cookie can't remember window scale, SACK or timestamps, so
             // none are offered (RFC 4987 §3.6).
-            options: TcpOptions { mss: Some(self.cfg.mss), ..TcpOptions::default() },
+            options: TcpOptions {
+                mss: Some(self.cfg.mss),
+                ..TcpOptions::default()
+            },
         })
     }
 
@@ -117,13 +127,18 @@ impl TcpTable {
     ) -> Option<TcpRepr> {
         // Invariant: the caller looked the listener up by port just before.
         let l = self.listeners.get(&lid).expect("listener exists");
-        let recent = l.cookies_sent_at.is_some_and(|t| now.saturating_duration_since(t) <= COOKIE_WINDOW);
+        let recent = l
+            .cookies_sent_at
+            .is_some_and(|t| now.saturating_duration_since(t) <= COOKIE_WINDOW);
         if !recent {
             return crate::tcp_input::reset_for(repr, payload.len());
         }
         let irs = repr.seq - 1;
         let iss: SeqNumber = repr.ack - 1;
-        let Some(params) = self.cookies.decode(now, tuple.local, tuple.remote, irs, iss) else {
+        let Some(params) = self
+            .cookies
+            .decode(now, tuple.local, tuple.remote, irs, iss)
+        else {
             stats.tcp_syncookies_failed += 1;
             return crate::tcp_input::reset_for(repr, payload.len());
         };
@@ -144,8 +159,12 @@ impl TcpTable {
 
     /// Moves an embryonic connection whose handshake completed to the accept queue.
     pub(crate) fn promote(&mut self, id: ConnId) {
-        let Some(e) = self.conns.get_mut(&id) else { return };
-        let Owner::Embryonic(lid) = e.owner else { return };
+        let Some(e) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let Owner::Embryonic(lid) = e.owner else {
+            return;
+        };
         e.owner = Owner::Queued(lid);
         if let Some(l) = self.listeners.get_mut(&lid) {
             l.syn_queue_len = l.syn_queue_len.saturating_sub(1);
@@ -156,7 +175,9 @@ impl TcpTable {
     /// Closes a listener: connections it had not handed out yet are reset
     /// (as a kernel does when a listening socket closes) and freed once done.
     pub(crate) fn unlisten(&mut self, lid: crate::ListenerId) {
-        let Some(_) = self.listeners.remove(&lid) else { return };
+        let Some(_) = self.listeners.remove(&lid) else {
+            return;
+        };
         self.listener_by_port.retain(|_, l| *l != lid);
         let orphans: Vec<ConnId> = self
             .conns

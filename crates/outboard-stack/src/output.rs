@@ -78,7 +78,13 @@ impl Stack {
     }
 
     /// Emits an ARP packet in a frame into `buf`.
-    fn emit_arp(&self, buf: &mut [u8], op: ArpOperation, to_mac: EthernetAddress, to_ip: Ipv4Addr) -> Option<usize> {
+    fn emit_arp(
+        &self,
+        buf: &mut [u8],
+        op: ArpOperation,
+        to_mac: EthernetAddress,
+        to_ip: Ipv4Addr,
+    ) -> Option<usize> {
         let eth = EthernetRepr {
             src_addr: EthernetAddress(self.cfg.mac),
             dst_addr: to_mac,
@@ -88,7 +94,11 @@ impl Stack {
             operation: op,
             source_hardware_addr: EthernetAddress(self.cfg.mac),
             source_protocol_addr: self.cfg.addr,
-            target_hardware_addr: if op == ArpOperation::Request { EthernetAddress::ZERO } else { to_mac },
+            target_hardware_addr: if op == ArpOperation::Request {
+                EthernetAddress::ZERO
+            } else {
+                to_mac
+            },
             target_protocol_addr: to_ip,
         };
         let n = eth.emit(buf).ok()?;
@@ -98,7 +108,10 @@ impl Stack {
 
     pub(crate) fn send_arp(&mut self, op: ArpOperation, to_mac: EthernetAddress, to_ip: Ipv4Addr) {
         let mut frame = vec![0u8; ETH_LEN + outboard_wire::arp::PACKET_LEN];
-        if self.emit_arp(&mut frame, op, to_mac, to_ip).is_some() && self.push_frame(frame) && op == ArpOperation::Reply {
+        if self.emit_arp(&mut frame, op, to_mac, to_ip).is_some()
+            && self.push_frame(frame)
+            && op == ArpOperation::Reply
+        {
             self.stats.arp_replies_out += 1;
         }
     }
@@ -106,7 +119,13 @@ impl Stack {
     /// A frame with Ethernet and IPv4 headers for an IP payload of `len`
     /// bytes, which the caller writes at the end. The destination MAC is
     /// filled in by `route_frame`.
-    pub(crate) fn ip_frame(&mut self, dst: Ipv4Addr, protocol: IpProtocol, len: usize, dont_frag: bool) -> Vec<u8> {
+    pub(crate) fn ip_frame(
+        &mut self,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+        len: usize,
+        dont_frag: bool,
+    ) -> Vec<u8> {
         let mut frame = vec![0u8; ETH_LEN + IP_LEN + len];
         let ip = Ipv4Repr {
             src_addr: self.cfg.addr,
@@ -175,27 +194,46 @@ impl Stack {
     }
 
     /// One UDP datagram, fragmented to the MTU if needed (RFC 791 §3.2).
-    pub(crate) fn udp_output(&mut self, now: Instant, src_port: u16, dst: SocketAddrV4, data: &[u8]) -> Result<(), StackError> {
+    pub(crate) fn udp_output(
+        &mut self,
+        now: Instant,
+        src_port: u16,
+        dst: SocketAddrV4,
+        data: &[u8],
+    ) -> Result<(), StackError> {
         if data.len() > UDP_MAX_PAYLOAD {
             return Err(StackError::MessageTooLong);
         }
         let udp_len = UDP_LEN + data.len();
         let max_frag = (self.cfg.mtu.saturating_sub(IP_LEN)) & !7;
-        let frags = if IP_LEN + udp_len <= self.cfg.mtu { 1 } else { udp_len.div_ceil(max_frag.max(8)) };
+        let frags = if IP_LEN + udp_len <= self.cfg.mtu {
+            1
+        } else {
+            udp_len.div_ceil(max_frag.max(8))
+        };
         if max_frag < 8 && frags > 1 {
             return Err(StackError::MessageTooLong);
         }
         if frags > self.txq_room() {
             return Err(StackError::WouldBlock);
         }
-        let repr = UdpRepr { src_port, dst_port: dst.port() };
+        let repr = UdpRepr {
+            src_port,
+            dst_port: dst.port(),
+        };
         let dst_ip = *dst.ip();
         if frags == 1 {
             let mut frame = self.ip_frame(dst_ip, IpProtocol::Udp, udp_len, false);
             let at = ETH_LEN + IP_LEN;
             // The payload's one copy, summed as it moves.
             let sum = copy_and_checksum(&mut frame[at + UDP_LEN..], data);
-            let _ = repr.emit(&mut frame[at..], self.cfg.addr, dst_ip, data.len(), TxChecksum::Payload(sum));
+            let _ = repr.emit(
+                &mut frame[at..],
+                self.cfg.addr,
+                dst_ip,
+                data.len(),
+                TxChecksum::Payload(sum),
+            );
             self.stats.udp_datagrams_out += 1;
             self.route_frame(now, dst_ip, frame);
             return Ok(());
@@ -203,7 +241,13 @@ impl Stack {
         // Fragmented: build the whole UDP datagram once, then cut it.
         let mut dgram = vec![0u8; udp_len];
         let sum = copy_and_checksum(&mut dgram[UDP_LEN..], data);
-        let _ = repr.emit(&mut dgram, self.cfg.addr, dst_ip, data.len(), TxChecksum::Payload(sum));
+        let _ = repr.emit(
+            &mut dgram,
+            self.cfg.addr,
+            dst_ip,
+            data.len(),
+            TxChecksum::Payload(sum),
+        );
         let ident = self.next_ident();
         for (i, piece) in dgram.chunks(max_frag).enumerate() {
             let offset = i * max_frag;
@@ -236,7 +280,16 @@ impl Stack {
         let len = repr.header_len();
         let mut frame = self.ip_frame(remote, IpProtocol::Tcp, len, true);
         let at = ETH_LEN + IP_LEN;
-        if repr.emit(&mut frame[at..], self.cfg.addr, remote, 0, TxChecksum::Compute).is_err() {
+        if repr
+            .emit(
+                &mut frame[at..],
+                self.cfg.addr,
+                remote,
+                0,
+                TxChecksum::Compute,
+            )
+            .is_err()
+        {
             return;
         }
         if repr.flags.rst() {
@@ -250,7 +303,11 @@ impl Stack {
     fn tcp_next_frame(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         while let Some(id) = self.tcp.next_ready() {
             // Invariant: next_ready only returns ids present in the table.
-            let entry = self.tcp.conns.get_mut(&id).expect("ready connection exists");
+            let entry = self
+                .tcp
+                .conns
+                .get_mut(&id)
+                .expect("ready connection exists");
             let remote = *entry.conn.tuple().remote.ip();
             let hop = self.route.next_hop(remote);
             let mac = hop.and_then(|h| self.arp.lookup(now, h));
@@ -264,7 +321,12 @@ impl Stack {
             self.stats.ip_packets_out += 1;
             let ident = self.ip_ident.wrapping_add(1);
             self.ip_ident = ident;
-            let hdr = FrameHeader { src_mac: self.cfg.mac, src_ip: self.cfg.addr, dst_ip: remote, ident };
+            let hdr = FrameHeader {
+                src_mac: self.cfg.mac,
+                src_ip: self.cfg.addr,
+                dst_ip: remote,
+                ident,
+            };
             let Some(hop) = hop else {
                 self.stats.drops_no_route += 1;
                 continue;
@@ -278,8 +340,10 @@ impl Stack {
                     None => self.stats.drops_tx_buffer_too_small += 1,
                 },
                 None => {
-                    let mut frame = vec![0u8; ETH_LEN + IP_LEN + tx.repr.buffer_len(tx.payload_len())];
-                    let queued = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx).is_some() && self.arp_wait(now, hop, frame);
+                    let mut frame =
+                        vec![0u8; ETH_LEN + IP_LEN + tx.repr.buffer_len(tx.payload_len())];
+                    let queued = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx).is_some()
+                        && self.arp_wait(now, hop, frame);
                     if !queued {
                         // No room to wait: stop draining this connection (its
                         // retransmissions recover the rest); resolution marks it
@@ -306,7 +370,12 @@ struct FrameHeader {
 /// Writes Ethernet, IPv4 (DF set: RFC 1191 path MTU discovery) and TCP
 /// headers and the payload into `buf`, copying the payload once with its
 /// checksum. None if `buf` is too small.
-fn emit_tcp_frame(buf: &mut [u8], h: &FrameHeader, dst_mac: [u8; 6], tx: &Transmit<'_>) -> Option<usize> {
+fn emit_tcp_frame(
+    buf: &mut [u8],
+    h: &FrameHeader,
+    dst_mac: [u8; 6],
+    tx: &Transmit<'_>,
+) -> Option<usize> {
     let plen = tx.payload_len();
     let tcp_len = tx.repr.buffer_len(plen);
     let total = ETH_LEN + IP_LEN + tcp_len;
@@ -336,6 +405,14 @@ fn emit_tcp_frame(buf: &mut [u8], h: &FrameHeader, dst_mac: [u8; 6], tx: &Transm
     let mut acc = Accumulator::new();
     acc.add_partial(copy_and_checksum(&mut seg[hl..hl + a.len()], a));
     acc.add_partial(copy_and_checksum(&mut seg[hl + a.len()..hl + plen], b));
-    tx.repr.emit(seg, h.src_ip, h.dst_ip, plen, TxChecksum::Payload(acc.partial())).ok()?;
+    tx.repr
+        .emit(
+            seg,
+            h.src_ip,
+            h.dst_ip,
+            plen,
+            TxChecksum::Payload(acc.partial()),
+        )
+        .ok()?;
     Some(total)
 }

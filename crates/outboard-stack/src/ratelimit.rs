@@ -20,7 +20,12 @@ impl RateLimiter {
     pub(crate) fn new(per_sec: u32, burst: u32, now: Instant) -> RateLimiter {
         let cost = 1_000_000_000 / u64::from(per_sec.max(1));
         let cap = cost * u64::from(burst.max(1));
-        RateLimiter { credit: cap, cost, cap, last: now }
+        RateLimiter {
+            credit: cap,
+            cost,
+            cap,
+            last: now,
+        }
     }
 
     /// Takes a token if one is available.

@@ -107,7 +107,13 @@ impl Reassembler {
     }
 
     /// Adds one fragment; returns the datagram when it is complete.
-    pub(crate) fn add(&mut self, now: Instant, key: FragKey, frag: Fragment<'_>, stats: &mut StackStats) -> Option<Reassembled> {
+    pub(crate) fn add(
+        &mut self,
+        now: Instant,
+        key: FragKey,
+        frag: Fragment<'_>,
+        stats: &mut StackStats,
+    ) -> Option<Reassembled> {
         let len = frag.data.len();
         let end = frag.offset + len;
         // RFC 791: every fragment but the last carries a multiple of 8 bytes.
@@ -121,7 +127,11 @@ impl Reassembler {
         let need = FRAGMENT_OVERHEAD
             + len
             + if is_new { DATAGRAM_OVERHEAD } else { 0 }
-            + if frag.offset == 0 { frag.header.len() } else { 0 };
+            + if frag.offset == 0 {
+                frag.header.len()
+            } else {
+                0
+            };
         if need > self.cap {
             stats.reassembly_evictions += 1;
             return None;
@@ -149,7 +159,14 @@ impl Reassembler {
             self.memory += DATAGRAM_OVERHEAD;
             self.datagrams.insert(
                 key,
-                Datagram { pieces: Vec::new(), received: 0, total: None, first_header: None, expiry, memory: DATAGRAM_OVERHEAD },
+                Datagram {
+                    pieces: Vec::new(),
+                    received: 0,
+                    total: None,
+                    first_header: None,
+                    expiry,
+                    memory: DATAGRAM_OVERHEAD,
+                },
             );
         }
         // Invariant: inserted just above if it was absent.
@@ -187,7 +204,10 @@ impl Reassembler {
             payload.extend_from_slice(&p.data);
         }
         stats.reassembled += 1;
-        Some(Reassembled { header: dg.first_header.unwrap_or_default(), payload })
+        Some(Reassembled {
+            header: dg.first_header.unwrap_or_default(),
+            payload,
+        })
     }
 
     /// The next deadline.
@@ -197,14 +217,20 @@ impl Reassembler {
 
     /// Drops expired datagrams. Returns, for each that had its first fragment,
     /// the quote for an ICMP Time Exceeded: header plus the first 8 payload bytes.
-    pub(crate) fn handle_timeout(&mut self, now: Instant, stats: &mut StackStats) -> Vec<(FragKey, Vec<u8>)> {
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        stats: &mut StackStats,
+    ) -> Vec<(FragKey, Vec<u8>)> {
         let mut quotes = Vec::new();
         while let Some((&(deadline, serial), &key)) = self.expiry.iter().next() {
             if deadline > now {
                 break;
             }
             self.expiry.remove(&(deadline, serial));
-            let Some(dg) = self.datagrams.remove(&key) else { continue };
+            let Some(dg) = self.datagrams.remove(&key) else {
+                continue;
+            };
             self.memory -= dg.memory;
             stats.reassembly_timeouts += 1;
             if let (Some(mut quote), Some(first)) = (dg.first_header, dg.pieces.first()) {
@@ -281,7 +307,13 @@ fn insert_piece(dg: &mut Datagram, frag: Fragment<'_>) -> Insert {
         charged += frag.header.len();
     }
     if !frag.data.is_empty() {
-        dg.pieces.insert(idx, Piece { offset: frag.offset, data: frag.data.to_vec() });
+        dg.pieces.insert(
+            idx,
+            Piece {
+                offset: frag.offset,
+                data: frag.data.to_vec(),
+            },
+        );
         dg.received += frag.data.len();
         charged += FRAGMENT_OVERHEAD + frag.data.len();
     }

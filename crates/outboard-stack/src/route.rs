@@ -15,7 +15,11 @@ impl Route {
     pub(crate) fn new(addr: Ipv4Addr, prefix_len: u8, gateway: Option<Ipv4Addr>) -> Route {
         let p = u32::from(prefix_len.min(32));
         let mask = if p == 0 { 0 } else { u32::MAX << (32 - p) };
-        Route { addr, mask, gateway }
+        Route {
+            addr,
+            mask,
+            gateway,
+        }
     }
 
     pub(crate) fn on_link(&self, ip: Ipv4Addr) -> bool {
@@ -65,13 +69,23 @@ mod tests {
     use super::*;
 
     fn r() -> Route {
-        Route::new(Ipv4Addr::new(10, 0, 0, 1), 24, Some(Ipv4Addr::new(10, 0, 0, 254)))
+        Route::new(
+            Ipv4Addr::new(10, 0, 0, 1),
+            24,
+            Some(Ipv4Addr::new(10, 0, 0, 254)),
+        )
     }
 
     #[test]
     fn next_hop_is_direct_on_link_and_gateway_off_link() {
-        assert_eq!(r().next_hop(Ipv4Addr::new(10, 0, 0, 7)), Some(Ipv4Addr::new(10, 0, 0, 7)));
-        assert_eq!(r().next_hop(Ipv4Addr::new(8, 8, 8, 8)), Some(Ipv4Addr::new(10, 0, 0, 254)));
+        assert_eq!(
+            r().next_hop(Ipv4Addr::new(10, 0, 0, 7)),
+            Some(Ipv4Addr::new(10, 0, 0, 7))
+        );
+        assert_eq!(
+            r().next_hop(Ipv4Addr::new(8, 8, 8, 8)),
+            Some(Ipv4Addr::new(10, 0, 0, 254))
+        );
         let no_gw = Route::new(Ipv4Addr::new(10, 0, 0, 1), 24, None);
         assert_eq!(no_gw.next_hop(Ipv4Addr::new(8, 8, 8, 8)), None);
     }
@@ -79,7 +93,15 @@ mod tests {
     #[test]
     fn rfc1122_invalid_sources_are_refused() {
         let r = r();
-        for bad in [[0, 0, 0, 0], [255, 255, 255, 255], [10, 0, 0, 255], [224, 0, 0, 1], [127, 0, 0, 1], [240, 0, 0, 1], [10, 0, 0, 1]] {
+        for bad in [
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+            [10, 0, 0, 255],
+            [224, 0, 0, 1],
+            [127, 0, 0, 1],
+            [240, 0, 0, 1],
+            [10, 0, 0, 1],
+        ] {
             assert!(!r.valid_source(Ipv4Addr::from(bad)), "{bad:?}");
         }
         assert!(r.valid_source(Ipv4Addr::new(10, 0, 0, 2)));
@@ -93,6 +115,9 @@ mod tests {
         assert!(r.accepts(Ipv4Addr::BROADCAST));
         assert!(!r.accepts(Ipv4Addr::new(10, 0, 0, 2)));
         let p2p = Route::new(Ipv4Addr::new(10, 0, 0, 1), 31, None);
-        assert!(!p2p.is_broadcast(Ipv4Addr::new(10, 0, 0, 1)), "RFC 3021: no broadcast on /31");
+        assert!(
+            !p2p.is_broadcast(Ipv4Addr::new(10, 0, 0, 1)),
+            "RFC 3021: no broadcast on /31"
+        );
     }
 }

@@ -132,7 +132,10 @@ mod tests {
 
     #[test]
     fn iter_names_every_counter_once() {
-        let s = StackStats { drops_checksum: 7, ..StackStats::default() };
+        let s = StackStats {
+            drops_checksum: 7,
+            ..StackStats::default()
+        };
         let all: Vec<_> = s.iter().collect();
         assert!(all.len() > 50, "{} counters", all.len());
         assert!(all.contains(&("drops_checksum", 7)));

@@ -22,18 +22,33 @@ impl TcpTable {
     ) -> Option<TcpRepr> {
         if let Some(&id) = self.by_tuple.get(&tuple) {
             // Invariant: by_tuple and conns change together.
-            let e = self.conns.get_mut(&id).expect("tuple map points at a connection");
+            let e = self
+                .conns
+                .get_mut(&id)
+                .expect("tuple map points at a connection");
             let state = e.conn.state();
             let new_syn = repr.flags.syn() && !repr.flags.ack();
-            if state == State::TimeWait && new_syn && matches!(e.owner, Owner::Released) && self.listener_by_port.contains_key(&tuple.local.port()) {
+            if state == State::TimeWait
+                && new_syn
+                && matches!(e.owner, Owner::Released)
+                && self.listener_by_port.contains_key(&tuple.local.port())
+            {
                 // RFC 9293 §3.10.7.4 / RFC 6191: a new SYN may reopen a
                 // connection in TIME-WAIT; the old one is done with.
                 self.evict(id);
                 stats.tcp_connections_freed += 1;
             } else {
                 if let Owner::Embryonic(lid) = e.owner {
-                    let full = self.listeners.get(&lid).is_some_and(|l| l.accept_queue_full());
-                    if full && state == State::SynReceived && repr.flags.ack() && !repr.flags.rst() && !repr.flags.syn() {
+                    let full = self
+                        .listeners
+                        .get(&lid)
+                        .is_some_and(|l| l.accept_queue_full());
+                    if full
+                        && state == State::SynReceived
+                        && repr.flags.ack()
+                        && !repr.flags.rst()
+                        && !repr.flags.syn()
+                    {
                         // The ACK would complete a handshake nobody has room to
                         // accept: drop it, our SYN-ACK retransmission asks again.
                         stats.drops_tcp_accept_queue_full += 1;
@@ -58,7 +73,11 @@ impl TcpTable {
         if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()) {
             let reply = self.listener_input(now, lid, tuple, repr, payload, stats);
             if let Some(id) = self.by_tuple.get(&tuple).copied() {
-                if self.conns.get(&id).is_some_and(|e| matches!(e.owner, Owner::Queued(_))) {
+                if self
+                    .conns
+                    .get(&id)
+                    .is_some_and(|e| matches!(e.owner, Owner::Queued(_)))
+                {
                     // A cookie handshake completed: the connection is established.
                     stats.tcp_connections_accepted += 1;
                 }
@@ -75,8 +94,12 @@ impl TcpTable {
     /// An ICMP error quoting a segment we sent on `tuple` (RFC 1122 §4.2.3.9,
     /// RFC 5927). True if a connection took it.
     pub(crate) fn icmp_input(&mut self, now: Instant, tuple: FourTuple, err: IcmpError) -> bool {
-        let Some(&id) = self.by_tuple.get(&tuple) else { return false };
-        let Some(e) = self.conns.get_mut(&id) else { return false };
+        let Some(&id) = self.by_tuple.get(&tuple) else {
+            return false;
+        };
+        let Some(e) = self.conns.get_mut(&id) else {
+            return false;
+        };
         e.conn.handle_icmp(now, err);
         self.mark_ready(id);
         self.settle(id);

@@ -58,7 +58,12 @@ pub(crate) struct TcpTable {
 }
 
 impl TcpTable {
-    pub(crate) fn new(cfg: Config, secret: [u8; 16], ephemeral_start: u16, syn_queue_cap: usize) -> TcpTable {
+    pub(crate) fn new(
+        cfg: Config,
+        secret: [u8; 16],
+        ephemeral_start: u16,
+        syn_queue_cap: usize,
+    ) -> TcpTable {
         TcpTable {
             conns: HashMap::new(),
             by_tuple: HashMap::new(),
@@ -97,23 +102,43 @@ impl TcpTable {
             }
         };
         self.by_tuple.insert(conn.tuple(), id);
-        self.conns.insert(id, Entry { conn, owner, ready: false, deadline: None });
+        self.conns.insert(
+            id,
+            Entry {
+                conn,
+                owner,
+                ready: false,
+                deadline: None,
+            },
+        );
         self.mark_ready(id);
         id
     }
 
     /// Picks a local port for a connection to `remote`: the 4-tuple must be
     /// unused and the port no listener's. Scans the range from a moving cursor.
-    pub(crate) fn ephemeral_port(&mut self, local_ip: std::net::Ipv4Addr, remote: SocketAddrV4, range: (u16, u16)) -> Option<u16> {
+    pub(crate) fn ephemeral_port(
+        &mut self,
+        local_ip: std::net::Ipv4Addr,
+        remote: SocketAddrV4,
+        range: (u16, u16),
+    ) -> Option<u16> {
         let (lo, hi) = (range.0.min(range.1), range.0.max(range.1));
         if lo == 0 {
             return None;
         }
         let span = u32::from(hi - lo) + 1;
         for _ in 0..span {
-            let port = if (lo..=hi).contains(&self.port_cursor) { self.port_cursor } else { lo };
+            let port = if (lo..=hi).contains(&self.port_cursor) {
+                self.port_cursor
+            } else {
+                lo
+            };
             self.port_cursor = if port == hi { lo } else { port + 1 };
-            let tuple = FourTuple { local: SocketAddrV4::new(local_ip, port), remote };
+            let tuple = FourTuple {
+                local: SocketAddrV4::new(local_ip, port),
+                remote,
+            };
             if !self.by_tuple.contains_key(&tuple) && !self.listener_by_port.contains_key(&port) {
                 return Some(port);
             }
@@ -133,8 +158,12 @@ impl TcpTable {
 
     /// Marks ready every connection whose remote address satisfies `via`.
     pub(crate) fn mark_ready_via(&mut self, via: impl Fn(std::net::Ipv4Addr) -> bool) {
-        let ids: Vec<ConnId> =
-            self.conns.iter().filter(|(_, e)| via(*e.conn.tuple().remote.ip())).map(|(id, _)| *id).collect();
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, e)| via(*e.conn.tuple().remote.ip()))
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
             self.mark_ready(id);
         }
@@ -221,7 +250,10 @@ impl TcpTable {
 
     /// Connections whose deadline is at or before `now`.
     pub(crate) fn expired(&self, now: Instant) -> Vec<ConnId> {
-        self.timers.range(..=(now, ConnId(u32::MAX))).map(|(_, id)| *id).collect()
+        self.timers
+            .range(..=(now, ConnId(u32::MAX)))
+            .map(|(_, id)| *id)
+            .collect()
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {

@@ -5,10 +5,10 @@ use crate::input::IpMeta;
 use crate::Stack;
 use outboard_tcp::FourTuple;
 use outboard_time::Instant;
+use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::icmpv4::UnreachableCode;
 use outboard_wire::tcp::TcpPacket;
 use outboard_wire::udp::{UdpPacket, UdpRepr};
-use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::{Error, RxChecksum, TcpRepr};
 use std::net::SocketAddrV4;
 
@@ -78,7 +78,10 @@ impl Stack {
             local: SocketAddrV4::new(dst, repr.dst_port),
             remote: SocketAddrV4::new(src, repr.src_port),
         };
-        if let Some(reply) = self.tcp.segment_input(now, tuple, &repr, pkt.payload(), &mut self.stats) {
+        if let Some(reply) =
+            self.tcp
+                .segment_input(now, tuple, &repr, pkt.payload(), &mut self.stats)
+        {
             self.send_tcp_control(now, src, &reply);
         }
     }

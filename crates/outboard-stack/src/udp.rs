@@ -43,7 +43,15 @@ impl UdpTable {
                 break id;
             }
         };
-        self.sockets.insert(id, Socket { port, queue: VecDeque::new(), queued_bytes: 0, pending_error: None });
+        self.sockets.insert(
+            id,
+            Socket {
+                port,
+                queue: VecDeque::new(),
+                queued_bytes: 0,
+                pending_error: None,
+            },
+        );
         self.by_port.insert(port, id);
         Ok(id)
     }
@@ -58,12 +66,24 @@ impl UdpTable {
 
     /// Whether the socket on `port` can queue `len` more bytes. None if no socket has the port.
     pub(crate) fn has_room(&self, port: u16, len: usize) -> Option<bool> {
-        let sock = self.by_port.get(&port).and_then(|id| self.sockets.get(id))?;
-        Some(sock.queued_bytes + len <= UDP_RECV_QUEUE_BYTES && sock.queue.len() < UDP_RECV_QUEUE_DATAGRAMS)
+        let sock = self
+            .by_port
+            .get(&port)
+            .and_then(|id| self.sockets.get(id))?;
+        Some(
+            sock.queued_bytes + len <= UDP_RECV_QUEUE_BYTES
+                && sock.queue.len() < UDP_RECV_QUEUE_DATAGRAMS,
+        )
     }
 
     /// Queues a received datagram; false if no socket has the port.
-    pub(crate) fn deliver(&mut self, dst_port: u16, src: SocketAddrV4, payload: Vec<u8>, stats: &mut StackStats) -> bool {
+    pub(crate) fn deliver(
+        &mut self,
+        dst_port: u16,
+        src: SocketAddrV4,
+        payload: Vec<u8>,
+        stats: &mut StackStats,
+    ) -> bool {
         match self.has_room(dst_port, payload.len()) {
             None => return false,
             Some(false) => {
@@ -73,7 +93,11 @@ impl UdpTable {
             Some(true) => {}
         }
         // Invariant: has_room found the socket just above.
-        let sock = self.by_port.get(&dst_port).and_then(|id| self.sockets.get_mut(id)).expect("socket exists");
+        let sock = self
+            .by_port
+            .get(&dst_port)
+            .and_then(|id| self.sockets.get_mut(id))
+            .expect("socket exists");
         sock.queued_bytes += payload.len();
         self.memory += payload.len() + DATAGRAM_OVERHEAD;
         sock.queue.push_back((src, payload));
@@ -82,7 +106,9 @@ impl UdpTable {
 
     /// Records an ICMP port unreachable (or other hard error) for the socket on `port`.
     pub(crate) fn set_error(&mut self, port: u16, err: StackError) -> bool {
-        let Some(id) = self.by_port.get(&port) else { return false };
+        let Some(id) = self.by_port.get(&port) else {
+            return false;
+        };
         if let Some(sock) = self.sockets.get_mut(id) {
             sock.pending_error = Some(err);
         }
@@ -91,7 +117,11 @@ impl UdpTable {
 
     /// Next datagram, truncated to `buf` (the rest is discarded, as recvfrom does).
     /// A pending error is reported first, once.
-    pub(crate) fn recv(&mut self, id: UdpId, buf: &mut [u8]) -> Result<(usize, SocketAddrV4), StackError> {
+    pub(crate) fn recv(
+        &mut self,
+        id: UdpId,
+        buf: &mut [u8],
+    ) -> Result<(usize, SocketAddrV4), StackError> {
         let sock = self.sockets.get_mut(&id).ok_or(StackError::NoSuchSocket)?;
         if let Some(err) = sock.pending_error.take() {
             return Err(err);
@@ -141,10 +171,17 @@ mod tests {
         for _ in 0..10 {
             assert!(t.deliver(7, peer(), big.clone(), &mut stats));
         }
-        assert_eq!(stats.drops_udp_queue_full, 10 - UDP_RECV_QUEUE_BYTES as u64 / 60_000);
+        assert_eq!(
+            stats.drops_udp_queue_full,
+            10 - UDP_RECV_QUEUE_BYTES as u64 / 60_000
+        );
         assert!(t.memory() <= UDP_RECV_QUEUE_BYTES + UDP_RECV_QUEUE_DATAGRAMS * DATAGRAM_OVERHEAD);
         let mut buf = [0u8; 10];
-        assert_eq!(t.recv(id, &mut buf), Ok((10, peer())), "truncated to the buffer");
+        assert_eq!(
+            t.recv(id, &mut buf),
+            Ok((10, peer())),
+            "truncated to the buffer"
+        );
     }
 
     #[test]
@@ -168,7 +205,10 @@ mod tests {
         t.deliver(7, peer(), b"hello".to_vec(), &mut stats);
         t.close(id);
         assert_eq!(t.memory(), 0);
-        assert!(!t.deliver(7, peer(), b"x".to_vec(), &mut stats), "no socket after close");
+        assert!(
+            !t.deliver(7, peer(), b"x".to_vec(), &mut stats),
+            "no socket after close"
+        );
         assert!(t.bind(7).is_ok());
         let mut buf = [0u8; 4];
         assert_eq!(t.recv(id, &mut buf), Err(StackError::NoSuchSocket));

@@ -26,14 +26,30 @@ fn icmp_of(frame: &[u8]) -> (outboard_wire::ipv4::Ipv4Repr, Vec<u8>) {
 fn rfc792_echo_request_gets_a_byte_exact_echo_reply() {
     let mut s = stack();
     let data: Vec<u8> = (0..56u8).collect();
-    let req = icmp_bytes(&Icmpv4Repr::EchoRequest { ident: 0xbeef, seq_no: 7, data: &data });
-    s.receive_frame(t(1), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, req.len()), &req));
+    let req = icmp_bytes(&Icmpv4Repr::EchoRequest {
+        ident: 0xbeef,
+        seq_no: 7,
+        data: &data,
+    });
+    s.receive_frame(
+        t(1),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, req.len()),
+            &req,
+        ),
+    );
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 1);
     assert_eq!(&out[0][..6], &MAC_PEER);
     let (ip, icmp) = icmp_of(&out[0]);
     assert_eq!((ip.src_addr, ip.dst_addr, ip.ttl), (IP_A, IP_PEER, 64));
-    let expected = icmp_bytes(&Icmpv4Repr::EchoReply { ident: 0xbeef, seq_no: 7, data: &data });
+    let expected = icmp_bytes(&Icmpv4Repr::EchoReply {
+        ident: 0xbeef,
+        seq_no: 7,
+        data: &data,
+    });
     assert_eq!(icmp, expected);
     assert_eq!(s.stats().icmp_echo_replies_out, 1);
 }
@@ -41,9 +57,21 @@ fn rfc792_echo_request_gets_a_byte_exact_echo_reply() {
 #[test]
 fn rfc1122_broadcast_echo_is_not_answered() {
     let mut s = stack();
-    let req = icmp_bytes(&Icmpv4Repr::EchoRequest { ident: 1, seq_no: 1, data: b"x" });
+    let req = icmp_bytes(&Icmpv4Repr::EchoRequest {
+        ident: 1,
+        seq_no: 1,
+        data: b"x",
+    });
     let bcast = std::net::Ipv4Addr::new(10, 0, 0, 255);
-    s.receive_frame(t(1), &ip_frame([0xff; 6], MAC_PEER, &ip_repr(IP_PEER, bcast, IpProtocol::Icmp, req.len()), &req));
+    s.receive_frame(
+        t(1),
+        &ip_frame(
+            [0xff; 6],
+            MAC_PEER,
+            &ip_repr(IP_PEER, bcast, IpProtocol::Icmp, req.len()),
+            &req,
+        ),
+    );
     assert!(drain(&mut s, t(1)).is_empty());
 }
 
@@ -58,7 +86,9 @@ fn rfc1122_udp_to_closed_port_yields_port_unreachable_quoting_the_datagram() {
     assert_eq!(ip.dst_addr, IP_PEER);
     let p = Icmpv4Packet::new_checked(&icmp[..]).unwrap();
     let repr = Icmpv4Repr::parse(&p, RxChecksum::Verify).unwrap();
-    let Icmpv4Repr::DstUnreachable { code, invoking, .. } = repr else { panic!("{repr:?}") };
+    let Icmpv4Repr::DstUnreachable { code, invoking, .. } = repr else {
+        panic!("{repr:?}")
+    };
     assert_eq!(code, UnreachableCode::PORT);
     assert_eq!(invoking, &f[14..], "the whole small datagram is quoted");
     assert_eq!(s.stats().udp_no_port, 1);
@@ -68,7 +98,10 @@ fn rfc1122_udp_to_closed_port_yields_port_unreachable_quoting_the_datagram() {
 fn port_unreachable_is_not_sent_for_broadcast_datagrams() {
     let mut s = stack();
     let bcast = std::net::Ipv4Addr::new(10, 0, 0, 255);
-    s.receive_frame(t(1), &udp_frame(IP_PEER, bcast, 4000, 9, b"hello", [0xff; 6]));
+    s.receive_frame(
+        t(1),
+        &udp_frame(IP_PEER, bcast, 4000, 9, b"hello", [0xff; 6]),
+    );
     assert!(drain(&mut s, t(1)).is_empty());
     assert_eq!(s.stats().udp_no_port, 1);
 }
@@ -93,7 +126,10 @@ fn udp_datagram_is_delivered_with_its_source() {
     let u = s.udp_bind(53).unwrap();
     s.receive_frame(t(1), &udp_frame(IP_PEER, IP_A, 4000, 53, b"query", MAC_A));
     let mut buf = [0u8; 64];
-    assert_eq!(s.udp_recv_from(u, &mut buf), Ok((5, SocketAddrV4::new(IP_PEER, 4000))));
+    assert_eq!(
+        s.udp_recv_from(u, &mut buf),
+        Ok((5, SocketAddrV4::new(IP_PEER, 4000)))
+    );
     assert_eq!(&buf[..5], b"query");
     assert_eq!(s.udp_recv_from(u, &mut buf), Err(StackError::WouldBlock));
 }
@@ -107,23 +143,46 @@ fn corrupted_udp_checksum_is_dropped_and_counted() {
     f[last] ^= 0x40;
     s.receive_frame(t(1), &f);
     assert_eq!(s.stats().drops_checksum, 1);
-    assert_eq!(s.udp_recv_from(u, &mut [0u8; 8]), Err(StackError::WouldBlock));
-    assert!(drain(&mut s, t(1)).is_empty(), "no port unreachable for a corrupt datagram");
+    assert_eq!(
+        s.udp_recv_from(u, &mut [0u8; 8]),
+        Err(StackError::WouldBlock)
+    );
+    assert!(
+        drain(&mut s, t(1)).is_empty(),
+        "no port unreachable for a corrupt datagram"
+    );
 }
 
 #[test]
 fn rfc1122_icmp_port_unreachable_makes_udp_recv_return_refused() {
     let mut s = stack();
     let u = s.udp_bind(5000).unwrap();
-    s.udp_send_to(t(1), u, SocketAddrV4::new(IP_PEER, 9), b"ping").unwrap();
+    s.udp_send_to(t(1), u, SocketAddrV4::new(IP_PEER, 9), b"ping")
+        .unwrap();
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 1);
     let sent_ip = &out[0][14..];
-    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable { code: UnreachableCode::PORT, next_hop_mtu: 0, invoking: sent_ip });
-    s.receive_frame(t(2), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()), &err));
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code: UnreachableCode::PORT,
+        next_hop_mtu: 0,
+        invoking: sent_ip,
+    });
+    s.receive_frame(
+        t(2),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
     let mut buf = [0u8; 16];
     assert_eq!(s.udp_recv_from(u, &mut buf), Err(StackError::Refused));
-    assert_eq!(s.udp_recv_from(u, &mut buf), Err(StackError::WouldBlock), "reported once");
+    assert_eq!(
+        s.udp_recv_from(u, &mut buf),
+        Err(StackError::WouldBlock),
+        "reported once"
+    );
     assert_eq!(s.stats().icmp_errors_delivered, 1);
 }
 
@@ -132,7 +191,8 @@ fn large_udp_datagram_is_fragmented_and_fragments_reassemble() {
     let mut s = stack();
     let u = s.udp_bind(5000).unwrap();
     let data: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
-    s.udp_send_to(t(1), u, SocketAddrV4::new(IP_PEER, 9), &data).unwrap();
+    s.udp_send_to(t(1), u, SocketAddrV4::new(IP_PEER, 9), &data)
+        .unwrap();
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 3, "4008 bytes at 1480 per fragment");
     for f in &out {
@@ -147,11 +207,17 @@ fn large_udp_datagram_is_fragmented_and_fragments_reassemble() {
         r.receive_frame(t(2), &f);
     }
     let mut buf = vec![0u8; 5000];
-    assert_eq!(r.udp_recv_from(ru, &mut buf), Ok((4000, SocketAddrV4::new(IP_A, 5000))));
+    assert_eq!(
+        r.udp_recv_from(ru, &mut buf),
+        Ok((4000, SocketAddrV4::new(IP_A, 5000)))
+    );
     assert_eq!(&buf[..4000], &data[..]);
     assert_eq!(r.stats().reassembled, 1);
     assert_eq!(r.reassembly_in_progress(), 0);
-    assert_eq!(s.udp_send_to(t(3), u, SocketAddrV4::new(IP_PEER, 9), &vec![0; 70_000]), Err(StackError::MessageTooLong));
+    assert_eq!(
+        s.udp_send_to(t(3), u, SocketAddrV4::new(IP_PEER, 9), &vec![0; 70_000]),
+        Err(StackError::MessageTooLong)
+    );
 }
 
 #[test]
@@ -171,14 +237,31 @@ fn rfc1122_reassembly_timeout_sends_time_exceeded_when_fragment_zero_arrived() {
     let (_, icmp) = icmp_of(&out[0]);
     let p = Icmpv4Packet::new_checked(&icmp[..]).unwrap();
     let repr = Icmpv4Repr::parse(&p, RxChecksum::Verify).unwrap();
-    assert!(matches!(repr, Icmpv4Repr::TimeExceeded { code: TimeExceededCode::REASSEMBLY, .. }), "{repr:?}");
+    assert!(
+        matches!(
+            repr,
+            Icmpv4Repr::TimeExceeded {
+                code: TimeExceededCode::REASSEMBLY,
+                ..
+            }
+        ),
+        "{repr:?}"
+    );
     assert_eq!(s.stats().reassembly_timeouts, 1);
 }
 
 #[test]
 fn unknown_protocol_gets_protocol_unreachable() {
     let mut s = stack();
-    s.receive_frame(t(1), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Unknown(132), 8), &[0; 8]));
+    s.receive_frame(
+        t(1),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Unknown(132), 8),
+            &[0; 8],
+        ),
+    );
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 1);
     let (_, icmp) = icmp_of(&out[0]);
@@ -192,7 +275,13 @@ fn handshake(s: &mut Stack) -> (outboard_stack::ConnId, Vec<u8>) {
     let out = drain(s, t(1));
     assert_eq!(out.len(), 1);
     let (_, seg) = ip_of(&out[0]).unwrap();
-    let syn = TcpRepr::parse(&outboard_wire::TcpPacket::new_checked(&seg[..]).unwrap(), IP_A, IP_PEER, RxChecksum::Verify).unwrap();
+    let syn = TcpRepr::parse(
+        &outboard_wire::TcpPacket::new_checked(&seg[..]).unwrap(),
+        IP_A,
+        IP_PEER,
+        RxChecksum::Verify,
+    )
+    .unwrap();
     assert!(syn.flags.syn() && !syn.flags.ack());
     let synack = TcpRepr {
         src_port: 80,
@@ -202,9 +291,15 @@ fn handshake(s: &mut Stack) -> (outboard_stack::ConnId, Vec<u8>) {
         flags: TcpFlags::SYN | TcpFlags::ACK,
         window: 65535,
         urgent: 0,
-        options: TcpOptions { mss: Some(1460), ..TcpOptions::default() },
+        options: TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        },
     };
-    s.receive_frame(t(2), &tcp_frame(IP_PEER, IP_A, &synack, &[], MAC_A, MAC_PEER));
+    s.receive_frame(
+        t(2),
+        &tcp_frame(IP_PEER, IP_A, &synack, &[], MAC_A, MAC_PEER),
+    );
     let out = drain(s, t(2));
     assert_eq!(out.len(), 1, "the handshake's ACK");
     (id, out[0].clone())
@@ -216,8 +311,20 @@ fn rfc1191_frag_needed_lowers_the_connections_mss() {
     let (id, ack) = handshake(&mut s);
     let before = s.tcp(id).unwrap().stats().send_mss;
     assert!(before >= 1400, "{before}");
-    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable { code: UnreachableCode::FRAG_NEEDED, next_hop_mtu: 1000, invoking: &ack[14..] });
-    s.receive_frame(t(3), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()), &err));
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code: UnreachableCode::FRAG_NEEDED,
+        next_hop_mtu: 1000,
+        invoking: &ack[14..],
+    });
+    s.receive_frame(
+        t(3),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
     assert_eq!(s.stats().icmp_errors_delivered, 1);
     let after = s.tcp(id).unwrap().stats().send_mss;
     assert!(after <= 1000 - 40, "MSS {before} -> {after}");
@@ -229,8 +336,20 @@ fn icmp_error_for_an_unknown_connection_is_counted_unmatched() {
     let (_, ack) = handshake(&mut s);
     let mut quoted = ack[14..].to_vec();
     quoted[20] ^= 0xff; // another source port
-    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable { code: UnreachableCode::HOST, next_hop_mtu: 0, invoking: &quoted });
-    s.receive_frame(t(3), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()), &err));
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code: UnreachableCode::HOST,
+        next_hop_mtu: 0,
+        invoking: &quoted,
+    });
+    s.receive_frame(
+        t(3),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
     assert_eq!(s.stats().icmp_errors_unmatched, 1);
 }
 
@@ -251,7 +370,13 @@ fn rfc9293_segment_to_closed_port_is_answered_with_rst() {
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 1);
     let (_, seg) = ip_of(&out[0]).unwrap();
-    let rst = TcpRepr::parse(&outboard_wire::TcpPacket::new_checked(&seg[..]).unwrap(), IP_A, IP_PEER, RxChecksum::Verify).unwrap();
+    let rst = TcpRepr::parse(
+        &outboard_wire::TcpPacket::new_checked(&seg[..]).unwrap(),
+        IP_A,
+        IP_PEER,
+        RxChecksum::Verify,
+    )
+    .unwrap();
     assert_eq!(rst.flags, TcpFlags::RST | TcpFlags::ACK);
     assert_eq!(rst.ack, SeqNumber(101));
     assert_eq!(s.stats().tcp_resets_out, 1);
@@ -261,10 +386,25 @@ fn rfc9293_segment_to_closed_port_is_answered_with_rst() {
 fn rfc5927_frag_needed_cannot_shrink_the_mss_below_the_floor() {
     let mut s = stack();
     let (id, ack) = handshake(&mut s);
-    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable { code: UnreachableCode::FRAG_NEEDED, next_hop_mtu: 68, invoking: &ack[14..] });
-    s.receive_frame(t(3), &ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()), &err));
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code: UnreachableCode::FRAG_NEEDED,
+        next_hop_mtu: 68,
+        invoking: &ack[14..],
+    });
+    s.receive_frame(
+        t(3),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
     let mss = s.tcp(id).unwrap().stats().send_mss;
-    assert!((500..=512).contains(&mss), "MSS {mss} for a claimed MTU of 68");
+    assert!(
+        (500..=512).contains(&mss),
+        "MSS {mss} for a claimed MTU of 68"
+    );
 }
 
 #[test]
@@ -281,7 +421,11 @@ fn fragment_flood_keeps_stack_memory_under_the_reassembly_cap() {
         ip.more_frags = true;
         ip.frag_offset = (i % 60) * 1024;
         s.receive_frame(t(1), &ip_frame(MAC_A, MAC_PEER, &ip, &junk));
-        assert!(s.memory_in_use() <= base + 32 * 1024, "{}", s.memory_in_use());
+        assert!(
+            s.memory_in_use() <= base + 32 * 1024,
+            "{}",
+            s.memory_in_use()
+        );
     }
     assert!(s.stats().reassembly_evictions > 4000);
     assert!(drain(&mut s, t(1)).is_empty(), "nothing to answer");

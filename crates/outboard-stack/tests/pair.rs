@@ -23,13 +23,21 @@ fn read_all(s: &mut Stack, id: ConnId, out: &mut Vec<u8>) -> bool {
 #[test]
 fn arp_then_ping_between_two_stacks() {
     let mut p = Pair::new();
-    p.a.icmp_echo_request(p.now, IP_B, 42, 1, b"are you there").unwrap();
-    assert!(p.run_until(Duration::from_secs(1), |p| p.a.stats().icmp_echo_replies_in == 1));
+    p.a.icmp_echo_request(p.now, IP_B, 42, 1, b"are you there")
+        .unwrap();
+    assert!(
+        p.run_until(Duration::from_secs(1), |p| p.a.stats().icmp_echo_replies_in
+            == 1)
+    );
     let r = p.a.poll_echo_reply().unwrap();
     assert_eq!((r.from, r.ident, r.seq_no, r.data_len), (IP_B, 42, 1, 13));
     assert_eq!(p.a.stats().arp_requests_out, 1);
     assert_eq!(p.b.stats().arp_replies_out, 1);
-    assert_eq!(p.b.stats().arp_requests_out, 0, "B learned A from its request");
+    assert_eq!(
+        p.b.stats().arp_requests_out,
+        0,
+        "B learned A from its request"
+    );
     assert_eq!(p.b.stats().icmp_echo_replies_out, 1);
 }
 
@@ -41,8 +49,10 @@ fn udp_round_trip_between_two_stacks_including_a_fragmented_datagram() {
     let pa = p.a.udp_local_port(ua).unwrap();
     assert!((32768..=60999).contains(&pa), "ephemeral port {pa}");
     let big: Vec<u8> = (0..20_000u32).map(|i| (i * 13) as u8).collect();
-    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 7), b"small").unwrap();
-    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 7), &big).unwrap();
+    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 7), b"small")
+        .unwrap();
+    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 7), &big)
+        .unwrap();
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(1), |p| {
         let mut buf = vec![0u8; 65536];
@@ -55,9 +65,13 @@ fn udp_round_trip_between_two_stacks_including_a_fragmented_datagram() {
     assert_eq!(got[0], b"small");
     assert_eq!(got[1], big);
     // Echo back to the ephemeral port.
-    p.b.udp_send_to(p.now, ub, SocketAddrV4::new(IP_A, pa), b"reply").unwrap();
+    p.b.udp_send_to(p.now, ub, SocketAddrV4::new(IP_A, pa), b"reply")
+        .unwrap();
     let mut buf = [0u8; 16];
-    assert!(p.run_until(Duration::from_secs(1), |p| p.a.udp_recv_from(ua, &mut buf).is_ok()));
+    assert!(p.run_until(Duration::from_secs(1), |p| p
+        .a
+        .udp_recv_from(ua, &mut buf)
+        .is_ok()));
     assert_eq!(&buf[..5], b"reply");
 }
 
@@ -65,9 +79,13 @@ fn udp_round_trip_between_two_stacks_including_a_fragmented_datagram() {
 fn udp_to_a_closed_port_on_the_peer_reports_refused() {
     let mut p = Pair::new();
     let ua = p.a.udp_bind(5000).unwrap();
-    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 9), b"anyone?").unwrap();
+    p.a.udp_send_to(p.now, ua, SocketAddrV4::new(IP_B, 9), b"anyone?")
+        .unwrap();
     let mut buf = [0u8; 16];
-    assert!(p.run_until(Duration::from_secs(1), |p| p.a.udp_recv_from(ua, &mut buf) == Err(StackError::Refused)));
+    assert!(
+        p.run_until(Duration::from_secs(1), |p| p.a.udp_recv_from(ua, &mut buf)
+            == Err(StackError::Refused))
+    );
 }
 
 /// A connects to B, sends `len` bytes, B checks them; both close; returns the pair.
@@ -112,10 +130,18 @@ fn tcp_transfer_between_two_stacks_then_both_sides_free_their_connections() {
     assert!(p.a.stats().tcp_segments_out > 1000);
     assert_eq!(p.b.stats().tcp_connections_accepted, 1);
     // After close and TIME-WAIT, both tables are empty and memory is back.
-    assert!(p.run_until(Duration::from_secs(300), |p| p.a.tcp_connections().is_empty() && p.b.tcp_connections().is_empty()));
+    assert!(p.run_until(Duration::from_secs(300), |p| p
+        .a
+        .tcp_connections()
+        .is_empty()
+        && p.b.tcp_connections().is_empty()));
     assert_eq!(p.a.stats().tcp_connections_freed, 1);
     assert_eq!(p.b.stats().tcp_connections_freed, 1);
-    assert!(p.a.memory_in_use() < 4096, "A holds {} bytes", p.a.memory_in_use());
+    assert!(
+        p.a.memory_in_use() < 4096,
+        "A holds {} bytes",
+        p.a.memory_in_use()
+    );
 }
 
 #[test]
@@ -134,7 +160,11 @@ fn tcp_transfer_survives_loss_and_a_small_mtu() {
     }));
     let p = transfer(p, 300_000);
     assert!(p.a.tcp_connections().iter().all(|c| c.3.send_mss <= 536));
-    assert_eq!(p.a.stats().drops_tx_buffer_too_small, 0, "every segment fit the 576-byte MTU");
+    assert_eq!(
+        p.a.stats().drops_tx_buffer_too_small,
+        0,
+        "every segment fit the 576-byte MTU"
+    );
     assert_eq!(p.b.stats().drops_tx_buffer_too_small, 0);
 }
 
@@ -142,8 +172,17 @@ fn tcp_transfer_survives_loss_and_a_small_mtu() {
 fn connect_to_a_port_nobody_listens_on_is_reset() {
     let mut p = Pair::new();
     let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 81)).unwrap();
-    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Closed));
-    assert_eq!(p.b.stats().tcp_resets_out, 1, "{:#?} {:#?}", p.a.stats(), p.b.stats());
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state()
+            == State::Closed)
+    );
+    assert_eq!(
+        p.b.stats().tcp_resets_out,
+        1,
+        "{:#?} {:#?}",
+        p.a.stats(),
+        p.b.stats()
+    );
     assert!(p.a.tcp(ca).unwrap().poll_event_reset());
 }
 

@@ -27,19 +27,52 @@ fn seeds() -> Vec<Vec<u8>> {
         flags: TcpFlags::SYN,
         window: 1000,
         urgent: 0,
-        options: TcpOptions { mss: Some(1460), window_scale: Some(3), sack_permitted: true, timestamps: Some((1, 0)), ..TcpOptions::default() },
+        options: TcpOptions {
+            mss: Some(1460),
+            window_scale: Some(3),
+            sack_permitted: true,
+            timestamps: Some((1, 0)),
+            ..TcpOptions::default()
+        },
     };
     let mut frag = ip_repr(IP_PEER, IP_A, IpProtocol::Udp, 16);
     frag.more_frags = true;
-    let echo = icmp_bytes(&outboard_wire::icmpv4::Icmpv4Repr::EchoRequest { ident: 1, seq_no: 2, data: b"abcdefgh" });
+    let echo = icmp_bytes(&outboard_wire::icmpv4::Icmpv4Repr::EchoRequest {
+        ident: 1,
+        seq_no: 2,
+        data: b"abcdefgh",
+    });
     vec![
-        arp_frame(outboard_wire::arp::ArpOperation::Request, MAC_PEER, IP_PEER, [0; 6], IP_A, [0xff; 6]),
+        arp_frame(
+            outboard_wire::arp::ArpOperation::Request,
+            MAC_PEER,
+            IP_PEER,
+            [0; 6],
+            IP_A,
+            [0xff; 6],
+        ),
         udp_frame(IP_PEER, IP_A, 1000, 53, b"payload", MAC_A),
         udp_frame(IP_PEER, IP_A, 1000, 54, b"closed", MAC_A),
         tcp_frame(IP_PEER, IP_A, &syn, &[], MAC_A, MAC_PEER),
-        tcp_frame(IP_PEER, IP_A, &TcpRepr { flags: TcpFlags::ACK, ack: SeqNumber(9), ..syn }, b"data", MAC_A, MAC_PEER),
+        tcp_frame(
+            IP_PEER,
+            IP_A,
+            &TcpRepr {
+                flags: TcpFlags::ACK,
+                ack: SeqNumber(9),
+                ..syn
+            },
+            b"data",
+            MAC_A,
+            MAC_PEER,
+        ),
         ip_frame(MAC_A, MAC_PEER, &frag, &[0u8; 16]),
-        ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, echo.len()), &echo),
+        ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, echo.len()),
+            &echo,
+        ),
     ]
 }
 

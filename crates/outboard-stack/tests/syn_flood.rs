@@ -24,7 +24,12 @@ fn spoofed_syn(i: u32) -> Vec<u8> {
         flags: TcpFlags::SYN,
         window: 65535,
         urgent: 0,
-        options: TcpOptions { mss: Some(1460), window_scale: Some(7), sack_permitted: true, ..TcpOptions::default() },
+        options: TcpOptions {
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: true,
+            ..TcpOptions::default()
+        },
     };
     tcp_frame(src, IP_B, &syn, &[], MAC_B, MAC_PEER)
 }
@@ -56,10 +61,18 @@ fn syn_flood_is_bounded_by_syn_cookies_and_a_real_client_still_connects() {
     let st = p.b.stats().clone();
     assert_eq!(st.tcp_syn_queue_adds, SYN_QUEUE as u64);
     assert_eq!(st.tcp_syncookies_sent, 5000 - SYN_QUEUE as u64);
-    assert_eq!(p.b.tcp_connections().len(), SYN_QUEUE, "only the SYN queue holds state");
+    assert_eq!(
+        p.b.tcp_connections().len(),
+        SYN_QUEUE,
+        "only the SYN queue holds state"
+    );
     let per_conn = 1024 + 2 * BUFFERS;
     let bound = SYN_QUEUE * per_conn + 64 * 1024;
-    assert!(p.b.memory_in_use() <= bound, "{} bytes in use, bound {bound}", p.b.memory_in_use());
+    assert!(
+        p.b.memory_in_use() <= bound,
+        "{} bytes in use, bound {bound}",
+        p.b.memory_in_use()
+    );
 
     // A legitimate client connects while the flood goes on.
     let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
@@ -73,11 +86,17 @@ fn syn_flood_is_bounded_by_syn_cookies_and_a_real_client_still_connects() {
         assert!(p.b.memory_in_use() <= bound + per_conn);
         cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
     }));
-    assert!(p.b.stats().tcp_syncookies_accepted >= 1, "the client got in through a cookie");
+    assert!(
+        p.b.stats().tcp_syncookies_accepted >= 1,
+        "the client got in through a cookie"
+    );
     let cb = cb.unwrap();
 
     // And data flows both ways.
-    p.a.tcp(ca).unwrap().send(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    p.a.tcp(ca)
+        .unwrap()
+        .send(b"GET / HTTP/1.0\r\n\r\n")
+        .unwrap();
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(10), |p| {
         let mut buf = [0u8; 64];
@@ -89,11 +108,23 @@ fn syn_flood_is_bounded_by_syn_cookies_and_a_real_client_still_connects() {
     assert_eq!(&got, b"GET / HTTP/1.0\r\n\r\n");
     p.b.tcp(cb).unwrap().send(b"200 OK").unwrap();
     let mut reply = [0u8; 16];
-    assert!(p.run_until(Duration::from_secs(10), |p| p.a.tcp(ca).unwrap().recv(&mut reply) == Ok(6)));
+    assert!(p.run_until(Duration::from_secs(10), |p| p
+        .a
+        .tcp(ca)
+        .unwrap()
+        .recv(&mut reply)
+        == Ok(6)));
 
     // The embryonic connections time out and are freed; memory returns.
-    assert!(p.run_until(Duration::from_secs(600), |p| p.b.tcp_connections().len() == 1));
-    assert!(p.b.memory_in_use() <= per_conn + 16 * 1024, "{}", p.b.memory_in_use());
+    assert!(
+        p.run_until(Duration::from_secs(600), |p| p.b.tcp_connections().len()
+            == 1)
+    );
+    assert!(
+        p.b.memory_in_use() <= per_conn + 16 * 1024,
+        "{}",
+        p.b.memory_in_use()
+    );
 }
 
 #[test]
@@ -112,12 +143,24 @@ fn forged_cookie_ack_is_reset_not_accepted() {
         flags: TcpFlags::SYN,
         window: 65535,
         urgent: 0,
-        options: TcpOptions { mss: Some(1460), ..TcpOptions::default() },
+        options: TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        },
     };
     s.receive_frame(t(1), &tcp_frame(IP_PEER, IP_B, &syn, &[], MAC_B, MAC_PEER));
     assert_eq!(drain(&mut s, t(1)).len(), 1, "a cookie SYN-ACK");
-    let forged = TcpRepr { seq: SeqNumber(1001), ack: SeqNumber(0xdead_beef), flags: TcpFlags::ACK, options: TcpOptions::default(), ..syn };
-    s.receive_frame(t(2), &tcp_frame(IP_PEER, IP_B, &forged, &[], MAC_B, MAC_PEER));
+    let forged = TcpRepr {
+        seq: SeqNumber(1001),
+        ack: SeqNumber(0xdead_beef),
+        flags: TcpFlags::ACK,
+        options: TcpOptions::default(),
+        ..syn
+    };
+    s.receive_frame(
+        t(2),
+        &tcp_frame(IP_PEER, IP_B, &forged, &[], MAC_B, MAC_PEER),
+    );
     assert_eq!(s.stats().tcp_syncookies_failed, 1);
     assert_eq!(s.stats().tcp_resets_out, 1);
     assert_eq!(s.tcp_accept(l), None);

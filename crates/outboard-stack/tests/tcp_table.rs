@@ -21,7 +21,10 @@ fn ephemeral_ports_come_from_the_range_and_run_out() {
     }
     ports.sort();
     assert_eq!(ports, vec![40000, 40001, 40002, 40003]);
-    assert_eq!(s.tcp_connect(t(0), remote), Err(StackError::NoEphemeralPorts));
+    assert_eq!(
+        s.tcp_connect(t(0), remote),
+        Err(StackError::NoEphemeralPorts)
+    );
     // Another remote may reuse the same local ports (the 4-tuple differs).
     assert!(s.tcp_connect(t(0), SocketAddrV4::new(IP_B, 81)).is_ok());
 }
@@ -34,8 +37,13 @@ fn ephemeral_port_skips_listening_ports_and_connect_from_checks_the_tuple() {
     s.tcp_listen(40000, 1).unwrap();
     let id = s.tcp_connect(t(0), SocketAddrV4::new(IP_B, 80)).unwrap();
     assert_eq!(s.tcp(id).unwrap().tuple().local.port(), 40001);
-    assert_eq!(s.tcp_connect_from(t(0), 40001, SocketAddrV4::new(IP_B, 80)), Err(StackError::AddrInUse));
-    assert!(s.tcp_connect_from(t(0), 5555, SocketAddrV4::new(IP_B, 80)).is_ok());
+    assert_eq!(
+        s.tcp_connect_from(t(0), 40001, SocketAddrV4::new(IP_B, 80)),
+        Err(StackError::AddrInUse)
+    );
+    assert!(s
+        .tcp_connect_from(t(0), 5555, SocketAddrV4::new(IP_B, 80))
+        .is_ok());
 }
 
 #[test]
@@ -49,9 +57,14 @@ fn listening_twice_on_a_port_is_addr_in_use() {
 fn accept_queue_is_bounded_by_the_backlog() {
     let mut p = Pair::new();
     let l = p.b.tcp_listen(80, 2).unwrap();
-    let clients: Vec<_> = (0..4).map(|_| p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap()).collect();
+    let clients: Vec<_> = (0..4)
+        .map(|_| p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap())
+        .collect();
     p.run_until(Duration::from_millis(500), |_| false);
-    let established = clients.iter().filter(|c| p.a.tcp(**c).unwrap().state() == State::Established).count();
+    let established = clients
+        .iter()
+        .filter(|c| p.a.tcp(**c).unwrap().state() == State::Established)
+        .count();
     // Two complete; the others' SYNs (or final ACKs) wait for room.
     assert_eq!(p.b.stats().tcp_connections_accepted, 2);
     assert!(p.b.stats().drops_tcp_accept_queue_full > 0);
@@ -83,7 +96,10 @@ fn released_connections_are_freed_once_finished() {
     assert!(p.run_until(Duration::from_secs(2), |p| p.b.tcp(cb).is_none()));
     assert!(p.b.tcp_connections().is_empty());
     // A hears the reset; its handle stays valid until released.
-    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Closed));
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state()
+            == State::Closed)
+    );
     p.a.tcp_release(ca);
     assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).is_none()));
     assert!(p.a.memory_in_use() < 4096, "{}", p.a.memory_in_use());
@@ -114,9 +130,15 @@ fn unlisten_resets_connections_not_yet_accepted_and_frees_the_port() {
     let mut p = Pair::new();
     let l = p.b.tcp_listen(80, 4).unwrap();
     let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
-    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Established));
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state()
+            == State::Established)
+    );
     p.b.tcp_unlisten(l);
-    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::Closed));
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state()
+            == State::Closed)
+    );
     assert!(p.b.tcp_connections().is_empty());
     assert_eq!(p.b.tcp_accept(l), None);
     assert!(p.b.tcp_listen(80, 4).is_ok(), "port free again");
@@ -136,9 +158,15 @@ fn rfc6191_new_syn_reopens_a_released_connection_in_time_wait() {
     let cb = cb.unwrap();
     // B closes first, so B ends in TIME-WAIT; A's side finishes and is freed.
     p.b.tcp(cb).unwrap().close();
-    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state() == State::CloseWait));
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).unwrap().state()
+            == State::CloseWait)
+    );
     p.a.tcp(ca).unwrap().close();
-    assert!(p.run_until(Duration::from_secs(2), |p| p.b.tcp(cb).unwrap().state() == State::TimeWait));
+    assert!(
+        p.run_until(Duration::from_secs(2), |p| p.b.tcp(cb).unwrap().state()
+            == State::TimeWait)
+    );
     p.a.tcp_release(ca);
     p.b.tcp_release(cb);
     assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(ca).is_none()));

@@ -2,6 +2,11 @@
 //! (quinn's `Pair` harness idea): byte-exact transfers one way and both ways
 //! under loss, reordering and duplication, for several seeds and both
 //! congestion controllers. Virtual time jumps to the next timer or delivery.
+//!
+//! Debugging: `cargo test -p outboard-tcp --test pair -- --nocapture` prints a
+//! line of counters per transfer; `PAIR_SEED=n` runs one seed of the multi-seed
+//! tests, `PAIR_WIRE=lo-hi` traces the wire between two virtual milliseconds,
+//! `PAIR_SWEEP_N` / `PAIR_SWEEP_SEED` widen or narrow the random sweep.
 
 use outboard_tcp::{CcKind, Config, Connection, Event, FourTuple, State};
 use outboard_time::{Duration, Instant};
@@ -85,12 +90,14 @@ impl Pair {
     fn put_on_wire(&mut self, to_b: bool, repr: TcpRepr, payload: Vec<u8>) {
         let f = self.faults;
         let lost = self.rng.chance(f.loss);
-        if let Ok(w) = std::env::var("PAIR_WIRE") {
-            let (lo, hi) = w.split_once('-').unwrap();
-            let t = self.now.as_millis();
-            if t >= lo.parse().unwrap() && t <= hi.parse().unwrap() {
-                eprintln!("WIRE {:?} {} {:?} seq={} ack={} len={} win={} ts={:?}{}", self.now, if to_b {"A>B"} else {"B>A"}, repr.flags, repr.seq, repr.ack, payload.len(), repr.window, repr.options.timestamps, if lost {" LOST"} else {""});
-            }
+        if trace_window().is_some_and(|(lo, hi)| (lo..=hi).contains(&self.now.as_millis())) {
+            let dir = if to_b { "A>B" } else { "B>A" };
+            let fate = if lost { " LOST" } else { "" };
+            eprintln!(
+                "{:?} {dir} {:?} seq={} ack={} len={} win={} ts={:?} sack={:?}{fate}",
+                self.now, repr.flags, repr.seq, repr.ack, payload.len(), repr.window, repr.options.timestamps,
+                repr.options.sack.as_slice()
+            );
         }
         if lost {
             return;
@@ -182,6 +189,18 @@ impl Pair {
     }
 }
 
+/// `PAIR_WIRE=lo-hi` (virtual milliseconds) prints every segment put on the wire then.
+fn trace_window() -> Option<(u64, u64)> {
+    let w = std::env::var("PAIR_WIRE").ok()?;
+    let (lo, hi) = w.split_once('-')?;
+    Some((lo.parse().ok()?, hi.parse().ok()?))
+}
+
+/// `PAIR_SEED=n` restricts the multi-seed tests to one seed.
+fn seed_wanted(seed: u64) -> bool {
+    std::env::var("PAIR_SEED").map_or(true, |s| s == seed.to_string())
+}
+
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut r = Rng::new(seed ^ 0xABCD);
     (0..len).map(|_| r.next() as u8).collect()
@@ -198,7 +217,6 @@ fn transfer(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8]
     let mut buf = vec![0u8; 64 * 1024];
     let deadline = p.now + Duration::from_secs(3_600);
     let mut steps = 0u64;
-    let mut last_rto = 0;
     loop {
         steps += 1;
         assert!(p.now < deadline, "seed {seed} {faults:?}: virtual deadline; a={:?} b={:?} a_got={} b_got={} stats a={:?} b={:?}",
@@ -257,13 +275,6 @@ fn transfer(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8]
         if a_eof && b_eof && a_done && b_done {
             break;
         }
-        if std::env::var("PAIR_TRACE").is_ok() {
-            let st = p.a.stats();
-            if st.rto_events != last_rto {
-                eprintln!("t={:?} rto#{} rto_us={} srtt={} una_sent?={} cwnd={} flight={}", p.now, st.rto_events, st.rto_us, st.srtt_us, b_got.len(), st.cwnd, st.bytes_in_flight);
-                last_rto = st.rto_events;
-            }
-        }
         if !p.step() {
             panic!("seed {seed}: stalled with nothing scheduled; a={:?} b={:?}", p.a.state(), p.b.as_ref().map(|b| b.state()));
         }
@@ -306,6 +317,9 @@ fn pair_clean_both_ways_both_cc() {
 fn pair_loss_1pct_one_way() {
     let f = Faults { loss: 0.01, ..CLEAN };
     for seed in 10..14 {
+        if !seed_wanted(seed) {
+            continue;
+        }
         for cc in [CcKind::NewReno, CcKind::Cubic] {
             transfer(cfg(cc), f, seed, &pattern(seed, 4 * MIB), &[]);
         }
@@ -316,7 +330,7 @@ fn pair_loss_1pct_one_way() {
 fn pair_loss_5pct_one_way() {
     let f = Faults { loss: 0.05, ..CLEAN };
     for seed in 20..24 {
-        if std::env::var("PAIR_SEED").is_ok_and(|s| s != seed.to_string()) {
+        if !seed_wanted(seed) {
             continue;
         }
         for cc in [CcKind::NewReno, CcKind::Cubic] {
@@ -329,6 +343,9 @@ fn pair_loss_5pct_one_way() {
 fn pair_loss_reorder_dup_both_ways() {
     let f = Faults { loss: 0.02, dup: 0.02, reorder: 0.05, reorder_ms: 8, delay_ms: 5 };
     for seed in 30..34 {
+        if !seed_wanted(seed) {
+            continue;
+        }
         for cc in [CcKind::NewReno, CcKind::Cubic] {
             transfer(cfg(cc), f, seed, &pattern(seed, 2 * MIB), &pattern(seed + 100, 2 * MIB));
         }
@@ -339,7 +356,7 @@ fn pair_loss_reorder_dup_both_ways() {
 fn pair_loss_5pct_without_sack_newreno_recovery() {
     let f = Faults { loss: 0.05, reorder: 0.02, reorder_ms: 3, ..CLEAN };
     for seed in 40..44 {
-        if std::env::var("PAIR_SEED").is_ok_and(|s| s != seed.to_string()) {
+        if !seed_wanted(seed) {
             continue;
         }
         let c = Config { sack: false, ..cfg(CcKind::NewReno) };
@@ -351,6 +368,9 @@ fn pair_loss_5pct_without_sack_newreno_recovery() {
 fn pair_loss_without_timestamps_or_window_scaling() {
     let f = Faults { loss: 0.03, dup: 0.01, reorder: 0.03, reorder_ms: 4, ..CLEAN };
     for seed in 50..53 {
+        if !seed_wanted(seed) {
+            continue;
+        }
         let c = Config { timestamps: false, window_scaling: false, ..cfg(CcKind::Cubic) };
         transfer(c, f, seed, &pattern(seed, 2 * MIB), &pattern(seed + 7, MIB / 2));
     }
@@ -360,47 +380,71 @@ fn pair_loss_without_timestamps_or_window_scaling() {
 fn pair_small_buffers_exercise_zero_window_and_persist() {
     let f = Faults { loss: 0.01, ..CLEAN };
     for seed in 60..63 {
+        if !seed_wanted(seed) {
+            continue;
+        }
         let c = Config { send_buffer: 8 * 1024, recv_buffer: 4 * 1024, ..cfg(CcKind::NewReno) };
         transfer(c, f, seed, &pattern(seed, MIB / 2), &pattern(seed + 3, MIB / 4));
     }
 }
 
+/// One random case of the sweep: configuration, faults and both payloads, from `seed`.
+fn sweep_case(seed: u64) -> (Config, Faults, Vec<u8>, Vec<u8>) {
+    let mut r = Rng::new(seed);
+    let cc = if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno };
+    let small = r.chance(0.3);
+    let c = Config {
+        sack: r.chance(0.7),
+        timestamps: r.chance(0.7),
+        window_scaling: r.chance(0.7),
+        nodelay: r.chance(0.3),
+        send_buffer: if small { 3_000 + r.below(20_000) as usize } else { 256 * 1024 },
+        recv_buffer: if small { 2_000 + r.below(20_000) as usize } else { 256 * 1024 },
+        mss: 500 + r.below(1000) as u16,
+        max_ooo_ranges: 1 + r.below(8) as usize,
+        ..cfg(cc)
+    };
+    let f = Faults {
+        loss: r.below(60) as f64 / 1000.0,
+        dup: r.below(30) as f64 / 1000.0,
+        reorder: r.below(100) as f64 / 1000.0,
+        reorder_ms: r.below(10),
+        delay_ms: 1 + r.below(20),
+    };
+    let a = pattern(seed, 64 * 1024 + r.below(200_000) as usize);
+    let b = if r.chance(0.5) { pattern(seed + 1, r.below(100_000) as usize) } else { Vec::new() };
+    (c, f, a, b)
+}
+
+/// Many short transfers over random option sets, buffer sizes and faults:
+/// catches stalls (nothing scheduled, data left) and corrupted streams.
+/// `PAIR_SWEEP_N=30000` widens the sweep, `PAIR_SWEEP_SEED=n` runs one case.
 #[test]
 fn pair_sweep_random_configs_and_faults() {
-    // Many short transfers over random option sets, buffer sizes and faults:
-    // catches stalls (nothing scheduled, data left) and corrupted streams.
     let n: u64 = std::env::var("PAIR_SWEEP_N").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
     let only: Option<u64> = std::env::var("PAIR_SWEEP_SEED").ok().and_then(|v| v.parse().ok());
     for seed in 100..100 + n {
         if only.is_some_and(|o| o != seed) {
             continue;
         }
-        let mut r = Rng::new(seed);
-        let cc = if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno };
-        let small = r.chance(0.3);
-        let c = Config {
-            sack: r.chance(0.7),
-            timestamps: r.chance(0.7),
-            window_scaling: r.chance(0.7),
-            nodelay: r.chance(0.3),
-            send_buffer: if small { 3_000 + r.below(20_000) as usize } else { 256 * 1024 },
-            recv_buffer: if small { 2_000 + r.below(20_000) as usize } else { 256 * 1024 },
-            mss: 500 + r.below(1000) as u16,
-            max_ooo_ranges: 1 + r.below(8) as usize,
-            ..cfg(cc)
-        };
-        let f = Faults {
-            loss: r.below(60) as f64 / 1000.0,
-            dup: r.below(30) as f64 / 1000.0,
-            reorder: r.below(100) as f64 / 1000.0,
-            reorder_ms: r.below(10),
-            delay_ms: 1 + r.below(20),
-        };
-        let a = pattern(seed, 64 * 1024 + r.below(200_000) as usize);
-        let b = if r.chance(0.5) { pattern(seed + 1, r.below(100_000) as usize) } else { Vec::new() };
-        if only.is_some() {
-            eprintln!("{c:?}\n{f:?} a={} b={}", a.len(), b.len());
-        }
+        let (c, f, a, b) = sweep_case(seed);
         transfer(c, f, seed, &a, &b);
     }
+}
+
+/// Both ends in go-back-N after RTOs sent pure ACKs at SND.NXT, each below
+/// what the other had received: every ACK was unacceptable and answered by
+/// another, forever. Fixed by ACKing at SND.MAX and rate-limiting answers.
+#[test]
+fn pair_regression_seed_1133_ack_livelock_after_go_back_n() {
+    let (c, f, a, b) = sweep_case(1133);
+    transfer(c, f, 1133, &a, &b);
+}
+
+/// With one out-of-order range allowed, in-order data reneged on a SACKed
+/// range; the sender skipped it as SACKed after an RTO and stalled into a timeout.
+#[test]
+fn pair_regression_seed_4477_reneged_sack_range_stall() {
+    let (c, f, a, b) = sweep_case(4477);
+    transfer(c, f, 4477, &a, &b);
 }

@@ -26,10 +26,22 @@
 //!
 //! Ones-complement addition is commutative and byte-order independent
 //! (RFC 1071 §2(B)): summing native-endian words and swapping the bytes of the
-//! folded result gives the big-endian sum. So the loop adds the native-endian
-//! 16-bit words of each 64-byte chunk into 32 separate `u32` lanes (no carries
-//! lost, no data-dependent branches), and folds once per megabyte. The loop
-//! body is plain array arithmetic, which LLVM vectorises.
+//! folded result gives the big-endian sum. Both kernels add 16-bit words into
+//! many independent 32-bit lanes (no carries lost, no data-dependent
+//! branches) and fold once at the end:
+//!
+//! * on x86-64 with AVX2 (detected at run time), `vpmaddwd` over 32-byte
+//!   vectors with four accumulators; copy and sum share each load;
+//! * elsewhere, plain array arithmetic over 64-byte chunks that LLVM
+//!   vectorises for the default target.
+//!
+//! Measured on the development VM (Xeon with AVX-512, glibc memcpy, minimum
+//! cycles over many runs, buffers in cache): `copy_and_checksum` runs at about
+//! 0.3-0.4x of `copy_from_slice` at 1500 B, 0.75-0.95x at 64 KiB and 0.8x at
+//! 1 MiB; `checksum` alone at about 0.4x of memcpy at 1500 B and 1.4-1.9x at
+//! 64 KiB. At 1500 B glibc moves about 64 bytes per cycle from L1, which
+//! leaves no room for even one vector add per 32 bytes; an AVX-512/VNNI kernel
+//! was tried and was no faster fused.
 
 use std::net::Ipv4Addr;
 
@@ -189,14 +201,15 @@ pub fn update_u32(hc: u16, old: u32, new: u32) -> u16 {
 /// (4 MiB); 1 MiB blocks keep well clear whatever the slice length.
 const BLOCK: usize = 1 << 20;
 
-/// Ones-complement fold of a 64-bit sum to 16 bits (end-around carry).
-const fn fold(mut x: u64) -> u16 {
-    x = (x & 0xffff_ffff) + (x >> 32);
-    x = (x & 0xffff_ffff) + (x >> 32);
-    x = (x & 0xffff) + (x >> 16);
-    x = (x & 0xffff) + (x >> 16);
-    x = (x & 0xffff) + (x >> 16);
-    x as u16
+/// Ones-complement fold of a 64-bit sum to 16 bits: add the halves with
+/// end-around carry, 64 to 32 to 16 bits. When the carry comes round, the sum
+/// without it is at most 2^n - 2, so adding it back cannot overflow again.
+/// A nonzero multiple of 0xFFFF folds to 0xFFFF, as in RFC 1071's loop.
+const fn fold(x: u64) -> u16 {
+    let (s, c) = (x as u32).overflowing_add((x >> 32) as u32);
+    let s = s + c as u32;
+    let (r, c) = (s as u16).overflowing_add((s >> 16) as u16);
+    r + c as u16
 }
 
 /// A folded sum of native-endian 16-bit words, as the sum of big-endian words.

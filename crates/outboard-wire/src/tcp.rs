@@ -5,7 +5,7 @@
 //! don't fit: SACK blocks, from the last) are in [`options`].
 //!
 //! One-copy transmit: `let hl = repr.header_len();` copy the payload to
-//! `seg[hl..]` with [`checksum::copy_and_checksum`](crate::checksum::copy_and_checksum),
+//! `seg[hl..]` with [`checksum::copy_and_checksum`],
 //! then `repr.emit(seg, src, dst, payload_len, TxChecksum::Payload(sum))`.
 
 use std::net::Ipv4Addr;

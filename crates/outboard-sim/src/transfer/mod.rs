@@ -67,6 +67,9 @@ pub struct TransferConfig {
     pub duplicate: f64,
     pub reorder: f64,
     pub corrupt: f64,
+    /// Checksum-preserving payload corruption (see `FaultConfig`): the stack
+    /// cannot detect it, the transfer's own checks must.
+    pub undetectable_corrupt: f64,
     /// One-way delay; RTT is twice this.
     pub delay_ms: f64,
     pub jitter_ms: f64,
@@ -103,6 +106,7 @@ impl Default for TransferConfig {
             duplicate: 0.0,
             reorder: 0.0,
             corrupt: 0.0,
+            undetectable_corrupt: 0.0,
             delay_ms: 1.0,
             jitter_ms: 0.0,
             reorder_delay_ms: 1.0,
@@ -132,6 +136,7 @@ impl TransferConfig {
             reorder: self.reorder,
             reorder_delay: ms(self.reorder_delay_ms),
             corrupt: self.corrupt,
+            undetectable_corrupt: self.undetectable_corrupt,
             delay: ms(self.delay_ms),
             jitter: ms(self.jitter_ms),
             bandwidth_bps: (self.bandwidth_mbit.max(0.0) * 1e6) as u64,

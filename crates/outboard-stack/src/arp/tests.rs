@@ -26,8 +26,14 @@ fn miss_queues_frame_and_requests_once() {
     let mut c = cache();
     let mut st = StackStats::default();
     assert_eq!(c.lookup(t(0), ip(2)), None);
-    assert_eq!(c.queue(t(0), ip(2), frame(1), &mut st), QueueOutcome::Queued);
-    assert_eq!(c.queue(t(1), ip(2), frame(2), &mut st), QueueOutcome::Queued);
+    assert_eq!(
+        c.queue(t(0), ip(2), frame(1), &mut st),
+        QueueOutcome::Queued
+    );
+    assert_eq!(
+        c.queue(t(1), ip(2), frame(2), &mut st),
+        QueueOutcome::Queued
+    );
     assert_eq!(c.poll_request(), Some(ip(2)));
     assert_eq!(c.poll_request(), None, "one request for both frames");
 }
@@ -52,7 +58,10 @@ fn pending_queue_is_capped_per_next_hop() {
     let mut st = StackStats::default();
     c.queue(t(0), ip(2), frame(1), &mut st);
     c.queue(t(0), ip(2), frame(2), &mut st);
-    assert_eq!(c.queue(t(0), ip(2), frame(3), &mut st), QueueOutcome::PendingFull);
+    assert_eq!(
+        c.queue(t(0), ip(2), frame(3), &mut st),
+        QueueOutcome::PendingFull
+    );
 }
 
 #[test]
@@ -80,14 +89,26 @@ fn requests_retry_then_give_up_and_drop_pending() {
         assert_eq!(c.poll_request(), Some(ip(2)), "retry {i}");
     }
     let e = c.handle_timeout(t(1000 * MAX_REQUESTS as u64));
-    assert_eq!(e, Expired { failures: 1, frames_dropped: 1 });
+    assert_eq!(
+        e,
+        Expired {
+            failures: 1,
+            frames_dropped: 1
+        }
+    );
     assert_eq!(c.poll_request(), None);
     // During the hold-down new frames are refused at once.
     let now = t(1000 * MAX_REQUESTS as u64 + 10);
-    assert_eq!(c.queue(now, ip(2), frame(2), &mut st), QueueOutcome::Unreachable);
+    assert_eq!(
+        c.queue(now, ip(2), frame(2), &mut st),
+        QueueOutcome::Unreachable
+    );
     // Afterwards resolution starts again.
     let later = now + FAILED_HOLD;
-    assert_eq!(c.queue(later, ip(2), frame(3), &mut st), QueueOutcome::Queued);
+    assert_eq!(
+        c.queue(later, ip(2), frame(3), &mut st),
+        QueueOutcome::Queued
+    );
     assert_eq!(c.poll_request(), Some(ip(2)));
 }
 

@@ -3,7 +3,12 @@ use super::*;
 const HDR: [u8; 20] = [0x45; 20];
 
 fn key(ident: u16) -> FragKey {
-    FragKey { src: Ipv4Addr::new(10, 0, 0, 2), dst: Ipv4Addr::new(10, 0, 0, 1), protocol: 17, ident }
+    FragKey {
+        src: Ipv4Addr::new(10, 0, 0, 2),
+        dst: Ipv4Addr::new(10, 0, 0, 1),
+        protocol: 17,
+        ident,
+    }
 }
 
 fn t(ms: u64) -> Instant {
@@ -11,7 +16,12 @@ fn t(ms: u64) -> Instant {
 }
 
 fn frag(offset: usize, more: bool, data: &[u8]) -> Fragment<'_> {
-    Fragment { offset, more_fragments: more, data, header: &HDR }
+    Fragment {
+        offset,
+        more_fragments: more,
+        data,
+        header: &HDR,
+    }
 }
 
 fn payload(len: usize) -> Vec<u8> {
@@ -26,9 +36,17 @@ fn r() -> Reassembler {
 fn in_order_fragments_reassemble() {
     let (mut r, mut st) = (r(), StackStats::default());
     let p = payload(3000);
-    assert_eq!(r.add(t(0), key(1), frag(0, true, &p[..1480]), &mut st), None);
-    assert_eq!(r.add(t(0), key(1), frag(1480, true, &p[1480..2960]), &mut st), None);
-    let done = r.add(t(0), key(1), frag(2960, false, &p[2960..]), &mut st).expect("complete");
+    assert_eq!(
+        r.add(t(0), key(1), frag(0, true, &p[..1480]), &mut st),
+        None
+    );
+    assert_eq!(
+        r.add(t(0), key(1), frag(1480, true, &p[1480..2960]), &mut st),
+        None
+    );
+    let done = r
+        .add(t(0), key(1), frag(2960, false, &p[2960..]), &mut st)
+        .expect("complete");
     assert_eq!(done.payload, p);
     assert_eq!(done.header, HDR);
     assert_eq!(r.memory(), 0, "everything released");
@@ -40,9 +58,15 @@ fn in_order_fragments_reassemble() {
 fn out_of_order_fragments_reassemble() {
     let (mut r, mut st) = (r(), StackStats::default());
     let p = payload(2500);
-    assert!(r.add(t(0), key(1), frag(2000, false, &p[2000..]), &mut st).is_none());
-    assert!(r.add(t(0), key(1), frag(1000, true, &p[1000..2000]), &mut st).is_none());
-    let done = r.add(t(0), key(1), frag(0, true, &p[..1000]), &mut st).expect("complete");
+    assert!(r
+        .add(t(0), key(1), frag(2000, false, &p[2000..]), &mut st)
+        .is_none());
+    assert!(r
+        .add(t(0), key(1), frag(1000, true, &p[1000..2000]), &mut st)
+        .is_none());
+    let done = r
+        .add(t(0), key(1), frag(0, true, &p[..1000]), &mut st)
+        .expect("complete");
     assert_eq!(done.payload, p);
 }
 
@@ -51,10 +75,24 @@ fn interleaved_datagrams_are_kept_apart() {
     let (mut r, mut st) = (r(), StackStats::default());
     let a = payload(16);
     let b = vec![9u8; 16];
-    assert!(r.add(t(0), key(1), frag(0, true, &a[..8]), &mut st).is_none());
-    assert!(r.add(t(0), key(2), frag(0, true, &b[..8]), &mut st).is_none());
-    assert_eq!(r.add(t(0), key(2), frag(8, false, &b[8..]), &mut st).unwrap().payload, b);
-    assert_eq!(r.add(t(0), key(1), frag(8, false, &a[8..]), &mut st).unwrap().payload, a);
+    assert!(r
+        .add(t(0), key(1), frag(0, true, &a[..8]), &mut st)
+        .is_none());
+    assert!(r
+        .add(t(0), key(2), frag(0, true, &b[..8]), &mut st)
+        .is_none());
+    assert_eq!(
+        r.add(t(0), key(2), frag(8, false, &b[8..]), &mut st)
+            .unwrap()
+            .payload,
+        b
+    );
+    assert_eq!(
+        r.add(t(0), key(1), frag(8, false, &a[8..]), &mut st)
+            .unwrap()
+            .payload,
+        a
+    );
 }
 
 #[test]
@@ -64,7 +102,12 @@ fn exact_duplicate_fragment_is_ignored() {
     r.add(t(0), key(1), frag(0, true, &p[..8]), &mut st);
     r.add(t(0), key(1), frag(0, true, &p[..8]), &mut st);
     assert_eq!(st.reassembly_duplicates, 1);
-    assert_eq!(r.add(t(0), key(1), frag(8, false, &p[8..]), &mut st).unwrap().payload, p);
+    assert_eq!(
+        r.add(t(0), key(1), frag(8, false, &p[8..]), &mut st)
+            .unwrap()
+            .payload,
+        p
+    );
 }
 
 #[test]
@@ -73,7 +116,9 @@ fn rfc5722_style_overlap_drops_the_whole_datagram() {
     let p = payload(24);
     r.add(t(0), key(1), frag(0, true, &p[..16]), &mut st);
     // Starts inside the first fragment.
-    assert!(r.add(t(0), key(1), frag(8, false, &p[8..]), &mut st).is_none());
+    assert!(r
+        .add(t(0), key(1), frag(8, false, &p[8..]), &mut st)
+        .is_none());
     assert_eq!(st.reassembly_overlaps, 1);
     assert_eq!(r.datagrams_held(), 0);
     assert_eq!(r.memory(), 0);
@@ -135,21 +180,33 @@ fn reassembly_stays_under_cap_under_fragment_flood() {
     // 8-byte fragments that maximise per-fragment overhead.
     for i in 0..20_000u32 {
         let k = key(i as u16);
-        let k = FragKey { src: Ipv4Addr::from(0x0a00_0000 | (i >> 16)), ..k };
+        let k = FragKey {
+            src: Ipv4Addr::from(0x0a00_0000 | (i >> 16)),
+            ..k
+        };
         let f = match i % 3 {
             0 => frag(8 * (i as usize % 4000), true, &junk),
             1 => frag(8 * (i as usize % 8000), true, &junk[..8]),
             _ => frag(0, true, &junk[..1480]),
         };
         r.add(t(i as u64 / 100), k, f, &mut st);
-        assert!(r.memory() <= cap, "memory {} over cap after {i}", r.memory());
+        assert!(
+            r.memory() <= cap,
+            "memory {} over cap after {i}",
+            r.memory()
+        );
     }
     assert!(st.reassembly_evictions > 0);
     // A legitimate datagram still gets through afterwards.
     let p = payload(3000);
     r.add(t(300), key(7), frag(0, true, &p[..1480]), &mut st);
     r.add(t(300), key(7), frag(1480, true, &p[1480..2960]), &mut st);
-    assert_eq!(r.add(t(300), key(7), frag(2960, false, &p[2960..]), &mut st).unwrap().payload, p);
+    assert_eq!(
+        r.add(t(300), key(7), frag(2960, false, &p[2960..]), &mut st)
+            .unwrap()
+            .payload,
+        p
+    );
     assert!(r.memory() <= cap);
 }
 
@@ -162,7 +219,10 @@ fn accounting_matches_after_mixed_operations() {
     let expect = 2 * DATAGRAM_OVERHEAD + 2 * (FRAGMENT_OVERHEAD + 16) + HDR.len();
     assert_eq!(r.memory(), expect);
     r.add(t(0), key(2), frag(8, true, &p[8..24]), &mut st); // overlap drops key 2
-    assert_eq!(r.memory(), DATAGRAM_OVERHEAD + FRAGMENT_OVERHEAD + 16 + HDR.len());
+    assert_eq!(
+        r.memory(),
+        DATAGRAM_OVERHEAD + FRAGMENT_OVERHEAD + 16 + HDR.len()
+    );
 }
 
 mod props {

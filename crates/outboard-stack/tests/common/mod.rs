@@ -43,12 +43,25 @@ pub fn drain(s: &mut Stack, now: Instant) -> Vec<Vec<u8>> {
 
 pub fn eth(dst: [u8; 6], src: [u8; 6], ty: EtherType, payload: &[u8]) -> Vec<u8> {
     let mut f = vec![0u8; 14 + payload.len()];
-    EthernetRepr { src_addr: EthernetAddress(src), dst_addr: EthernetAddress(dst), ethertype: ty }.emit(&mut f).unwrap();
+    EthernetRepr {
+        src_addr: EthernetAddress(src),
+        dst_addr: EthernetAddress(dst),
+        ethertype: ty,
+    }
+    .emit(&mut f)
+    .unwrap();
     f[14..].copy_from_slice(payload);
     f
 }
 
-pub fn arp_frame(op: ArpOperation, sha: [u8; 6], spa: Ipv4Addr, tha: [u8; 6], tpa: Ipv4Addr, eth_dst: [u8; 6]) -> Vec<u8> {
+pub fn arp_frame(
+    op: ArpOperation,
+    sha: [u8; 6],
+    spa: Ipv4Addr,
+    tha: [u8; 6],
+    tpa: Ipv4Addr,
+    eth_dst: [u8; 6],
+) -> Vec<u8> {
     let repr = ArpRepr {
         operation: op,
         source_hardware_addr: EthernetAddress(sha),
@@ -87,13 +100,30 @@ pub fn ip_frame(dst_mac: [u8; 6], src_mac: [u8; 6], ip: &Ipv4Repr, payload: &[u8
 pub fn udp_bytes(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, data: &[u8]) -> Vec<u8> {
     let mut u = vec![0u8; 8 + data.len()];
     u[8..].copy_from_slice(data);
-    UdpRepr { src_port: sport, dst_port: dport }.emit(&mut u, src, dst, data.len(), TxChecksum::Compute).unwrap();
+    UdpRepr {
+        src_port: sport,
+        dst_port: dport,
+    }
+    .emit(&mut u, src, dst, data.len(), TxChecksum::Compute)
+    .unwrap();
     u
 }
 
-pub fn udp_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, data: &[u8], dst_mac: [u8; 6]) -> Vec<u8> {
+pub fn udp_frame(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    data: &[u8],
+    dst_mac: [u8; 6],
+) -> Vec<u8> {
     let u = udp_bytes(src, dst, sport, dport, data);
-    ip_frame(dst_mac, MAC_PEER, &ip_repr(src, dst, IpProtocol::Udp, u.len()), &u)
+    ip_frame(
+        dst_mac,
+        MAC_PEER,
+        &ip_repr(src, dst, IpProtocol::Udp, u.len()),
+        &u,
+    )
 }
 
 pub fn icmp_bytes(repr: &Icmpv4Repr<'_>) -> Vec<u8> {
@@ -106,13 +136,26 @@ pub fn tcp_bytes(src: Ipv4Addr, dst: Ipv4Addr, repr: &TcpRepr, data: &[u8]) -> V
     let hl = repr.header_len();
     let mut b = vec![0u8; hl + data.len()];
     b[hl..].copy_from_slice(data);
-    repr.emit(&mut b, src, dst, data.len(), TxChecksum::Compute).unwrap();
+    repr.emit(&mut b, src, dst, data.len(), TxChecksum::Compute)
+        .unwrap();
     b
 }
 
-pub fn tcp_frame(src: Ipv4Addr, dst: Ipv4Addr, repr: &TcpRepr, data: &[u8], dst_mac: [u8; 6], src_mac: [u8; 6]) -> Vec<u8> {
+pub fn tcp_frame(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    repr: &TcpRepr,
+    data: &[u8],
+    dst_mac: [u8; 6],
+    src_mac: [u8; 6],
+) -> Vec<u8> {
     let b = tcp_bytes(src, dst, repr, data);
-    ip_frame(dst_mac, src_mac, &ip_repr(src, dst, IpProtocol::Tcp, b.len()), &b)
+    ip_frame(
+        dst_mac,
+        src_mac,
+        &ip_repr(src, dst, IpProtocol::Tcp, b.len()),
+        &b,
+    )
 }
 
 /// The IPv4 packet inside an Ethernet frame.
@@ -129,7 +172,10 @@ pub fn ip_of(frame: &[u8]) -> Option<(Ipv4Repr, Vec<u8>)> {
 /// Teaches `s` that `ip` is at `mac` (an ARP request from it, for `s`).
 pub fn teach_arp(s: &mut Stack, now: Instant, mac: [u8; 6], ip: Ipv4Addr) {
     let me = s.config().addr;
-    s.receive_frame(now, &arp_frame(ArpOperation::Request, mac, ip, [0; 6], me, [0xff; 6]));
+    s.receive_frame(
+        now,
+        &arp_frame(ArpOperation::Request, mac, ip, [0; 6], me, [0xff; 6]),
+    );
     drain(s, now);
 }
 
@@ -163,7 +209,14 @@ impl Pair {
 
     pub fn with(a: StackConfig, b: StackConfig) -> Pair {
         let now = t(1000);
-        Pair { a: Stack::new(a, now), b: Stack::new(b, now), now, delay: Duration::from_micros(50), frames: 0, filter: None }
+        Pair {
+            a: Stack::new(a, now),
+            b: Stack::new(b, now),
+            now,
+            delay: Duration::from_micros(50),
+            frames: 0,
+            filter: None,
+        }
     }
 
     /// Moves what both sides have to send, then fires due timers; when nothing
@@ -189,7 +242,10 @@ impl Pair {
             }
         }
         if !moved {
-            let next = [self.a.poll_timeout(), self.b.poll_timeout()].into_iter().flatten().min();
+            let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
             match next {
                 Some(d) if d > self.now => self.now = d,
                 Some(_) => {}

@@ -38,7 +38,11 @@ struct Input<'a> {
 
 impl<'a> Input<'a> {
     fn u8(&mut self) -> u8 {
-        let (b, rest) = self.data.split_first().map(|(b, r)| (*b, r)).unwrap_or((0, &[]));
+        let (b, rest) = self
+            .data
+            .split_first()
+            .map(|(b, r)| (*b, r))
+            .unwrap_or((0, &[]));
         self.data = rest;
         b
     }
@@ -99,14 +103,26 @@ pub fn run(data: &[u8]) -> usize {
     let listener = s.tcp_listen(80, 4).expect("fresh stack");
     let udp = s.udp_bind(53).expect("fresh stack");
     let buf = vec![0u8; s.config().mtu + 14];
-    let mut d = Driver { s, now, seen: Seen::default(), conns: Vec::new(), listener, udp, buf };
+    let mut d = Driver {
+        s,
+        now,
+        seen: Seen::default(),
+        conns: Vec::new(),
+        listener,
+        udp,
+        buf,
+    };
     let mut sent = 0;
     let mut steps = 0;
     while !input.is_empty() && steps < 256 {
         steps += 1;
         d.step(&mut input);
         sent += d.drain();
-        assert!(d.s.memory_in_use() < MEMORY_BOUND, "memory {}", d.s.memory_in_use());
+        assert!(
+            d.s.memory_in_use() < MEMORY_BOUND,
+            "memory {}",
+            d.s.memory_in_use()
+        );
     }
     // Let every timer run out: the stack must go quiet.
     for _ in 0..10_000 {
@@ -132,7 +148,8 @@ impl Driver {
             4 | 5 => self.tcp_in(inp),
             6 => self.icmp_in(inp),
             7 => {
-                self.now += Duration::from_millis(u64::from(inp.u16()) * u64::from(inp.u8() % 4 + 1));
+                self.now +=
+                    Duration::from_millis(u64::from(inp.u16()) * u64::from(inp.u8() % 4 + 1));
                 if self.s.poll_timeout().is_some_and(|t| t <= self.now) {
                     self.s.handle_timeout(self.now);
                 }
@@ -142,8 +159,15 @@ impl Driver {
                 let dst = inp.pick(&ADDRS);
                 let n = usize::from(inp.u16()) % 70_000;
                 let payload = vec![0xa5u8; n];
-                let _ = self.s.udp_send_to(self.now, self.udp, SocketAddrV4::new(dst, inp.pick(&PORTS)), &payload);
-                let _ = self.s.icmp_echo_request(self.now, dst, 1, inp.u16(), &payload[..n.min(100)]);
+                let _ = self.s.udp_send_to(
+                    self.now,
+                    self.udp,
+                    SocketAddrV4::new(dst, inp.pick(&PORTS)),
+                    &payload,
+                );
+                let _ =
+                    self.s
+                        .icmp_echo_request(self.now, dst, 1, inp.u16(), &payload[..n.min(100)]);
             }
         }
     }
@@ -162,25 +186,41 @@ impl Driver {
 
     fn remember(&mut self, len: usize) {
         let frame = &self.buf[..len];
-        let Ok(eth) = EthernetFrame::new_checked(frame) else { return };
+        let Ok(eth) = EthernetFrame::new_checked(frame) else {
+            return;
+        };
         if eth.ethertype() != EtherType::Ipv4 {
             return;
         }
-        let Ok(p) = Ipv4Packet::new_checked(eth.payload()) else { return };
-        let Ok(ip) = Ipv4Repr::parse(&p, RxChecksum::Verify) else { return };
+        let Ok(p) = Ipv4Packet::new_checked(eth.payload()) else {
+            return;
+        };
+        let Ok(ip) = Ipv4Repr::parse(&p, RxChecksum::Verify) else {
+            return;
+        };
         self.seen.ip = eth.payload()[..p.total_len() as usize].to_vec();
         if ip.protocol == IpProtocol::Tcp && !ip.is_fragment() {
-            if let Ok(t) = TcpPacket::new_checked(p.payload()).and_then(|t| TcpRepr::parse(&t, ip.src_addr, ip.dst_addr, RxChecksum::Verify)) {
+            if let Ok(t) = TcpPacket::new_checked(p.payload())
+                .and_then(|t| TcpRepr::parse(&t, ip.src_addr, ip.dst_addr, RxChecksum::Verify))
+            {
                 self.seen.tcp = Some((ip.dst_addr, t));
             }
         }
     }
 
     fn arp(&mut self, inp: &mut Input<'_>) {
-        let op = [ArpOperation::Request, ArpOperation::Reply, ArpOperation::Unknown(7)][usize::from(inp.u8() % 3)];
+        let op = [
+            ArpOperation::Request,
+            ArpOperation::Reply,
+            ArpOperation::Unknown(7),
+        ][usize::from(inp.u8() % 3)];
         let repr = ArpRepr {
             operation: op,
-            source_hardware_addr: EthernetAddress(if inp.bool() { PEER_MAC } else { [inp.u8(), 0, 0, 0, 0, 9] }),
+            source_hardware_addr: EthernetAddress(if inp.bool() {
+                PEER_MAC
+            } else {
+                [inp.u8(), 0, 0, 0, 0, 9]
+            }),
             source_protocol_addr: inp.pick(&ADDRS),
             target_hardware_addr: EthernetAddress::ZERO,
             target_protocol_addr: if inp.bool() { ADDR } else { inp.pick(&ADDRS) },
@@ -193,8 +233,16 @@ impl Driver {
 
     fn ip_header(&self, inp: &mut Input<'_>, proto: IpProtocol, len: usize) -> Ipv4Repr {
         Ipv4Repr {
-            src_addr: if inp.u8() & 3 == 0 { inp.pick(&ADDRS) } else { ADDRS[0] },
-            dst_addr: if inp.u8() & 3 == 0 { inp.pick(&ADDRS) } else { ADDR },
+            src_addr: if inp.u8() & 3 == 0 {
+                inp.pick(&ADDRS)
+            } else {
+                ADDRS[0]
+            },
+            dst_addr: if inp.u8() & 3 == 0 {
+                inp.pick(&ADDRS)
+            } else {
+                ADDR
+            },
             protocol: proto,
             payload_len: len,
             ttl: 64,
@@ -223,11 +271,20 @@ impl Driver {
     fn udp_in(&mut self, inp: &mut Input<'_>) {
         let n = usize::from(inp.u16()) % 1472;
         let data = inp.bytes(n).to_vec();
-        let repr = UdpRepr { src_port: inp.pick(&PORTS), dst_port: inp.pick(&PORTS) };
+        let repr = UdpRepr {
+            src_port: inp.pick(&PORTS),
+            dst_port: inp.pick(&PORTS),
+        };
         let ip = self.ip_header(inp, IpProtocol::Udp, 8 + data.len());
         let mut u = vec![0u8; 8 + data.len()];
         u[8..].copy_from_slice(&data);
-        let _ = repr.emit(&mut u, ip.src_addr, ip.dst_addr, data.len(), TxChecksum::Compute);
+        let _ = repr.emit(
+            &mut u,
+            ip.src_addr,
+            ip.dst_addr,
+            data.len(),
+            TxChecksum::Compute,
+        );
         self.send_ip(&ip, &u);
     }
 
@@ -272,7 +329,16 @@ impl Driver {
         let mut b = vec![0u8; repr.header_len() + data.len()];
         let hl = repr.header_len();
         b[hl..].copy_from_slice(&data);
-        if repr.emit(&mut b, ip.src_addr, ip.dst_addr, data.len(), TxChecksum::Compute).is_ok() {
+        if repr
+            .emit(
+                &mut b,
+                ip.src_addr,
+                ip.dst_addr,
+                data.len(),
+                TxChecksum::Compute,
+            )
+            .is_ok()
+        {
             self.send_ip(&ip, &b);
         }
     }
@@ -286,10 +352,25 @@ impl Driver {
             inp.bytes(n).to_vec()
         };
         let repr = match inp.u8() % 4 {
-            0 => Icmpv4Repr::DstUnreachable { code: UnreachableCode(inp.u8() % 16), next_hop_mtu: inp.u16(), invoking: &quote },
-            1 => Icmpv4Repr::DstUnreachable { code: UnreachableCode::FRAG_NEEDED, next_hop_mtu: inp.u16(), invoking: &quote },
-            2 => Icmpv4Repr::TimeExceeded { code: TimeExceededCode(inp.u8() % 2), invoking: &quote },
-            _ => Icmpv4Repr::EchoRequest { ident: inp.u16(), seq_no: inp.u16(), data: &quote },
+            0 => Icmpv4Repr::DstUnreachable {
+                code: UnreachableCode(inp.u8() % 16),
+                next_hop_mtu: inp.u16(),
+                invoking: &quote,
+            },
+            1 => Icmpv4Repr::DstUnreachable {
+                code: UnreachableCode::FRAG_NEEDED,
+                next_hop_mtu: inp.u16(),
+                invoking: &quote,
+            },
+            2 => Icmpv4Repr::TimeExceeded {
+                code: TimeExceededCode(inp.u8() % 2),
+                invoking: &quote,
+            },
+            _ => Icmpv4Repr::EchoRequest {
+                ident: inp.u16(),
+                seq_no: inp.u16(),
+                data: &quote,
+            },
         };
         let mut b = vec![0u8; repr.buffer_len()];
         if repr.emit(&mut b).is_ok() {
@@ -351,7 +432,11 @@ impl Driver {
 
     fn send_frame(&mut self, dst: [u8; 6], ty: EtherType, payload: &[u8]) {
         let mut f = vec![0u8; 14 + payload.len()];
-        let eth = EthernetRepr { src_addr: EthernetAddress(PEER_MAC), dst_addr: EthernetAddress(dst), ethertype: ty };
+        let eth = EthernetRepr {
+            src_addr: EthernetAddress(PEER_MAC),
+            dst_addr: EthernetAddress(dst),
+            ethertype: ty,
+        };
         let _ = eth.emit(&mut f);
         f[14..].copy_from_slice(payload);
         self.s.receive_frame(self.now, &f);

@@ -93,7 +93,7 @@ impl Connection {
         }
         if data_acked > 0 && self.want_writable && self.send_buf.free() > 0 {
             self.want_writable = false;
-            self.events.push_back(Event::Writable);
+            self.push_event(Event::Writable);
         }
     }
 

@@ -81,7 +81,7 @@ impl Connection {
     /// The handshake completed (from SYN-SENT or SYN-RECEIVED).
     fn establish(&mut self, now: Instant) {
         self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
-        self.events.push_back(Event::Connected);
+        self.push_event(Event::Connected);
         self.arm_keepalive(now);
     }
 
@@ -182,7 +182,7 @@ impl Connection {
                     return;
                 }
                 State::LastAck => {
-                    self.events.push_back(Event::Closed);
+                    self.push_event(Event::Closed);
                     self.enter_closed();
                     return;
                 }
@@ -288,7 +288,7 @@ impl Connection {
             self.recv_buf.enqueue_unqueued(advanced);
             self.rcv_nxt += advanced;
             self.unacked_rx_bytes += advanced;
-            self.events.push_back(Event::Readable);
+            self.push_event(Event::Readable);
         }
         if offset > 0 {
             // RFC 5681 §4.2: out-of-order data is acknowledged at once (dup ACK + SACK).
@@ -313,7 +313,7 @@ impl Connection {
         self.rcv_nxt += 1;
         self.fin_received = true;
         self.ack_now = true;
-        self.events.push_back(Event::PeerClosed);
+        self.push_event(Event::PeerClosed);
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,
             State::FinWait1 => self.state = State::Closing,
@@ -326,7 +326,7 @@ impl Connection {
         self.state = State::TimeWait;
         self.timers.stop_all();
         self.timers.set(Timer::TimeWait, now + self.cfg.time_wait);
-        self.events.push_back(Event::Closed);
+        self.push_event(Event::Closed);
     }
 
     pub(super) fn enter_closed(&mut self) {

@@ -363,9 +363,17 @@ impl Connection {
             }
         }
         c.cc = Controller::new(cfg.cc, c.data_mss());
-        c.events.push_back(Event::Connected);
+        c.push_event(Event::Connected);
         c.arm_keepalive(now);
         c
+    }
+
+    /// Queues an event unless the same one is already waiting: the queue stays
+    /// bounded (at most one of each kind) however rarely the application polls.
+    fn push_event(&mut self, e: Event) {
+        if !self.events.contains(&e) {
+            self.events.push_back(e);
+        }
     }
 
     pub fn handle_segment(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {

@@ -198,7 +198,6 @@ impl Connection {
             return;
         }
         self.stats.rto_events += 1;
-        if std::env::var("RTO_DBG").is_ok() { eprintln!("RTODBG rec={} dupacks={} flight={} sacked={} cwnd={} una={:?} nxt={:?} max={:?} hr={:?} rto_count={}", self.rec.in_recovery, self.rec.dupacks, seq_sub(self.snd_max, self.snd_una), self.rec.scoreboard.sacked_bytes(), self.cc.cwnd(), self.snd_una, self.snd_nxt, self.snd_max, self.rec.high_rxt, self.rto_count); }
         let flight = seq_sub(self.snd_max, self.snd_una);
         if !syn_phase {
             self.cc.on_rto(now, flight);
@@ -224,7 +223,7 @@ impl Connection {
     /// Closes the connection with an error the application will see.
     pub(super) fn fail(&mut self, err: Error) {
         self.error = Some(err);
-        self.events.push_back(match err {
+        self.push_event(match err {
             Error::TimedOut => Event::TimedOut,
             _ => Event::Reset,
         });

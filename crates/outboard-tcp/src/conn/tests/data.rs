@@ -293,3 +293,29 @@ fn fin_out_of_order_is_processed_when_data_arrives() {
     assert_eq!(h.c.recv(&mut buf), Ok(6));
     assert_eq!(h.c.recv(&mut buf), Ok(0));
 }
+
+#[test]
+fn in_order_data_never_reneges_on_sacked_ranges() {
+    // With room for one out-of-order range, in-order data must neither be
+    // refused nor push the SACKed range out (seed 4477 stalled on that).
+    let cfg = Config { max_ooo_ranges: 1, sack: true, ..plain_cfg() };
+    let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), sack_permitted: true, ..Default::default() });
+    let base = PEER_ISS + 1;
+    h.send(&seg(ACK, base + 200, ISS + 1), &[1; 100]);
+    h.recv();
+    h.send(&seg(ACK, base, ISS + 1), &[1; 100]);
+    let a = h.recv_one();
+    assert_eq!(a.ack(), base + 100);
+    assert_eq!(a.repr.options.sack, sack(&[(base + 200, base + 300)]));
+    h.send(&seg(ACK, base + 100, ISS + 1), &[1; 100]);
+    assert_eq!(h.c.recv_available(), 300);
+}
+
+#[test]
+fn events_are_coalesced_so_the_queue_stays_bounded() {
+    let mut h = Harness::established(&plain_cfg());
+    for i in 0..100u32 {
+        h.send(&seg(ACK, PEER_ISS + 1 + i, ISS + 1), b"x");
+    }
+    assert_eq!(h.events(), vec![Event::Readable]);
+}

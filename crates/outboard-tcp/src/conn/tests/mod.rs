@@ -5,6 +5,7 @@
 mod data;
 mod options;
 mod recovery;
+mod robust;
 mod rst;
 mod states;
 mod timers;

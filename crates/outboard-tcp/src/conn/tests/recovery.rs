@@ -243,3 +243,65 @@ fn retransmitted_fin_after_rto() {
     let r = h.recv_one();
     assert_eq!((r.flags(), r.seq()), (FIN | ACK, ISS + 1));
 }
+
+#[test]
+fn rfc3042_limited_transmit_sends_new_data_on_first_two_dup_acks() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    assert_eq!(h.recv().iter().map(Out::seq).collect::<Vec<_>>(), vec![seg_start(10)]);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    assert_eq!(h.recv().iter().map(Out::seq).collect::<Vec<_>>(), vec![seg_start(11)]);
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"");
+    assert_eq!(h.recv()[0].seq(), seg_start(0), "third: fast retransmit");
+}
+
+#[test]
+fn rfc6675_lost_retransmission_is_resent_before_the_rto() {
+    let mut h = sack_established();
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    for k in 2..5 {
+        h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(k))]), b"");
+    }
+    assert_eq!(h.recv().iter().map(Out::seq).collect::<Vec<_>>(), vec![seg_start(0)]);
+    // Everything else arrives; new data goes out after the retransmission.
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(10))]), b"");
+    let new: Vec<u32> = h.recv().iter().map(Out::seq).collect();
+    assert_eq!(new.first(), Some(&seg_start(10)));
+    // Data sent well after the retransmission is SACKed, the hole is still there.
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(14))]), b"");
+    let r = h.recv();
+    assert_eq!(r[0].seq(), seg_start(0), "the lost retransmission is resent at once");
+    assert_eq!(h.c.stats().rto_events, 0);
+}
+
+#[test]
+fn rto_go_back_n_pure_ack_carries_snd_max() {
+    // After an RTO SND.NXT falls back; a pure ACK at SND.NXT could be below
+    // what the peer holds and be dropped there as unacceptable (the peer's
+    // ACK would be lost too: both ends in go-back-N livelocked, seed 1133).
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 3);
+    h.fire_next_timer();
+    assert_eq!(h.recv_one().seq(), seg_start(0));
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"data");
+    let a = h.recv_one();
+    assert_eq!((a.len(), a.seq(), a.ack()), (0, seg_start(3), PEER_ISS + 5));
+}
+
+#[test]
+fn out_of_window_pure_acks_are_answered_at_most_every_500ms() {
+    let mut h = Harness::established(&plain_cfg());
+    h.send(&seg(ACK, PEER_ISS - 100, ISS + 1), b"");
+    assert_eq!(h.recv().len(), 1);
+    h.send(&seg(ACK, PEER_ISS - 100, ISS + 1), b"");
+    h.recv_nothing();
+    h.advance(Duration::from_millis(500));
+    h.send(&seg(ACK, PEER_ISS - 100, ISS + 1), b"");
+    assert_eq!(h.recv().len(), 1);
+    // Data is always answered.
+    h.send(&seg(ACK, PEER_ISS - 100, ISS + 1), b"old");
+    assert_eq!(h.recv().len(), 1);
+}
