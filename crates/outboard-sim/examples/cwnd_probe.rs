@@ -3,7 +3,10 @@ use outboard_sim::{run_transfer_with, TransferConfig};
 use outboard_tcp::CcKind;
 
 fn main() {
-    let seed = std::env::args().nth(1).and_then(|v| v.parse().ok()).unwrap_or(1);
+    let seed = std::env::args()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let cfg = TransferConfig {
         bytes: 16 << 20,
         seed,
@@ -24,6 +27,9 @@ fn main() {
         hist[(p.cwnd[0] / 1448).min(39)] += 1;
     });
     println!("{}", r.summary());
-    println!("mean cwnd {:.2} segments over {n} samples", sum as f64 / n as f64 / 1448.0);
+    println!(
+        "mean cwnd {:.2} segments over {n} samples",
+        sum as f64 / n as f64 / 1448.0
+    );
     println!("{hist:?}");
 }

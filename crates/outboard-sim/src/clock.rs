@@ -65,13 +65,19 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), next_seq: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+        }
     }
 }
 
 impl<E> core::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("EventQueue").field("len", &self.heap.len()).field("next", &self.peek_time()).finish()
+        f.debug_struct("EventQueue")
+            .field("len", &self.heap.len())
+            .field("next", &self.peek_time())
+            .finish()
     }
 }
 
@@ -119,7 +125,10 @@ mod tests {
         q.push(Instant::from_millis(3), "mid");
         q.push(Instant::from_millis(1), "third-at-1");
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
-        assert_eq!(order, ["first-at-1", "second-at-1", "third-at-1", "mid", "late"]);
+        assert_eq!(
+            order,
+            ["first-at-1", "second-at-1", "third-at-1", "mid", "late"]
+        );
     }
 
     #[test]
@@ -128,7 +137,10 @@ mod tests {
         q.push(Instant::from_millis(2), 2);
         q.push(Instant::from_millis(9), 9);
         assert_eq!(q.pop_due(Instant::from_millis(1)), None);
-        assert_eq!(q.pop_due(Instant::from_millis(2)), Some((Instant::from_millis(2), 2)));
+        assert_eq!(
+            q.pop_due(Instant::from_millis(2)),
+            Some((Instant::from_millis(2), 2))
+        );
         assert_eq!(q.pop_due(Instant::from_millis(5)), None);
         assert_eq!(q.len(), 1);
     }

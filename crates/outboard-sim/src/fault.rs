@@ -3,6 +3,8 @@
 //! A `FaultInjector` takes each frame a sender puts on the link and decides,
 //! from its own seeded RNG, what the link does to it, in this order:
 //!
+//! 0. **outage** — during a configured time window the link is down and
+//!    every frame offered vanishes (a cable pull, a switch reboot);
 //! 1. **loss** — the frame vanishes;
 //! 2. **duplication** — a second copy follows it (each copy goes through the
 //!    rest of the pipeline on its own, so it takes its own queue space);
@@ -61,6 +63,8 @@ pub struct FaultConfig {
     pub queue_bytes: usize,
     /// Bytes of link time per frame beyond the frame itself (Ethernet: 8 preamble + 4 FCS + 12 gap).
     pub wire_overhead: usize,
+    /// Windows [start, end) during which the link is down.
+    pub outages: Vec<(Instant, Instant)>,
 }
 
 impl Default for FaultConfig {
@@ -78,6 +82,7 @@ impl Default for FaultConfig {
             bandwidth_bps: 0,
             queue_bytes: 256 * 1024,
             wire_overhead: 24,
+            outages: Vec::new(),
         }
     }
 }
@@ -99,6 +104,8 @@ pub struct FaultStats {
     pub corrupted_undetectable: u64,
     /// Frames tail-dropped because the bandwidth queue was full.
     pub queue_drops: u64,
+    /// Frames offered while the link was down.
+    pub outage_drops: u64,
 }
 
 impl FaultStats {
@@ -113,6 +120,7 @@ impl FaultStats {
         self.corrupted += o.corrupted;
         self.corrupted_undetectable += o.corrupted_undetectable;
         self.queue_drops += o.queue_drops;
+        self.outage_drops += o.outage_drops;
     }
 }
 
@@ -161,9 +169,23 @@ impl FaultInjector {
 
     /// Offers `frame`, sent at `now`, to the link. `deliver(at, frame)` is called
     /// zero, one or two times with the arrival time of each surviving copy.
-    pub fn send(&mut self, now: Instant, frame: Vec<u8>, deliver: &mut dyn FnMut(Instant, Vec<u8>)) {
+    pub fn send(
+        &mut self,
+        now: Instant,
+        frame: Vec<u8>,
+        deliver: &mut dyn FnMut(Instant, Vec<u8>),
+    ) {
         self.stats.frames_seen += 1;
         self.stats.bytes_seen += frame.len() as u64;
+        if self
+            .cfg
+            .outages
+            .iter()
+            .any(|&(start, end)| start <= now && now < end)
+        {
+            self.stats.outage_drops += 1;
+            return;
+        }
         if self.rng.chance(self.cfg.loss) {
             self.stats.dropped += 1;
             return;
@@ -178,14 +200,22 @@ impl FaultInjector {
         }
     }
 
-    fn one_copy(&mut self, now: Instant, mut frame: Vec<u8>, deliver: &mut dyn FnMut(Instant, Vec<u8>)) {
+    fn one_copy(
+        &mut self,
+        now: Instant,
+        mut frame: Vec<u8>,
+        deliver: &mut dyn FnMut(Instant, Vec<u8>),
+    ) {
         if !frame.is_empty() && self.rng.chance(self.cfg.corrupt) {
             self.stats.corrupted += 1;
             let byte = self.rng.below(frame.len() as u64) as usize;
             let bit = self.rng.below(8) as u32;
             frame[byte] ^= 1u8 << bit;
         }
-        if frame.len() >= UNDETECTABLE_FROM + 4 && self.rng.chance(self.cfg.undetectable_corrupt) && self.swap_bit(&mut frame) {
+        if frame.len() >= UNDETECTABLE_FROM + 4
+            && self.rng.chance(self.cfg.undetectable_corrupt)
+            && self.swap_bit(&mut frame)
+        {
             self.stats.corrupted_undetectable += 1;
         }
         let Some(departs) = self.serialise(now, frame.len()) else {
@@ -198,7 +228,10 @@ impl FaultInjector {
         }
         if self.rng.chance(self.cfg.reorder) {
             self.stats.reordered += 1;
-            arrives += Duration::from_nanos(self.rng.range_inclusive(1, nanos(self.cfg.reorder_delay).max(1)));
+            arrives += Duration::from_nanos(
+                self.rng
+                    .range_inclusive(1, nanos(self.cfg.reorder_delay).max(1)),
+            );
         }
         self.stats.frames_delivered += 1;
         deliver(arrives, frame);

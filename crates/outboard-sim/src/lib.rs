@@ -3,7 +3,8 @@
 //! N hosts, each running the real `outboard_stack::Stack`, exchange Ethernet
 //! frames over seeded faulty links on a virtual clock. Nothing reads the wall
 //! clock or an OS random source: one `u64` seed fixes every byte of a run, so
-//! a failure reported with its seed replays exactly.
+//! a failure reported with its seed replays exactly (`outboard sim transfer
+//! --seed N ...`, or `run_transfer` with the same `TransferConfig`).
 //!
 //! Module map:
 //! - `rng`: xoshiro256** seeded by splitmix64, and a cuttable byte stream for test data;
@@ -13,18 +14,25 @@
 //! - `network`: hosts joined by per-pair faulty links, stepped event by event;
 //! - `pcap`: an in-memory pcap encoder for a network tap (virtual timestamps);
 //! - `transfer`: the bulk-transfer scenario behind `outboard sim` and the test matrix.
+//!
+//! Tests (`tests/`): `matrix` (7 fault cases × 50 seeds × 2 congestion
+//! controllers, 64 MiB each way), `mathis`, `determinism`, `failure`,
+//! `nhost`, `slow_reader`, `variants`.
 
 #![forbid(unsafe_code)]
 
 pub mod clock;
 pub mod fault;
+pub mod network;
+pub mod pcap;
 pub mod rng;
+pub mod transfer;
 
 pub use clock::{EventQueue, VirtualClock};
 pub use fault::{FaultConfig, FaultInjector, FaultStats};
+pub use network::{Endpoint, NetStats, Network, StackNetConfig, Step};
 pub use rng::{ByteStream, Rng, SplitMix64};
-pub mod network;
-pub mod pcap;
-pub use network::{Endpoint, Network, NetStats, StackNetConfig, Step};
-pub mod transfer;
-pub use transfer::{run_transfer, run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig, TransferReport};
+pub use transfer::{
+    run_transfer, run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig,
+    TransferReport,
+};

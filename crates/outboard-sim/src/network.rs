@@ -56,7 +56,14 @@ pub fn host_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, (i + 1) as u8)
 }
 pub fn host_mac(i: usize) -> [u8; 6] {
-    [0x02, 0, 0, 0, (((i + 1) >> 8) & 0xff) as u8, ((i + 1) & 0xff) as u8]
+    [
+        0x02,
+        0,
+        0,
+        0,
+        (((i + 1) >> 8) & 0xff) as u8,
+        ((i + 1) & 0xff) as u8,
+    ]
 }
 /// Most hosts one /24 holds (.1 to .253, leaving .254 and the broadcast address).
 pub const MAX_HOSTS: usize = 253;
@@ -132,9 +139,17 @@ impl<H: Endpoint> core::fmt::Debug for Network<H> {
 impl<H: Endpoint> Network<H> {
     /// Joins `hosts` with links configured by `link`; each link draws from its
     /// own RNG derived from `seed`. `max_frame` bounds a frame (mtu + 14).
-    pub fn new(hosts: Vec<H>, link: &FaultConfig, seed: u64, max_frame: usize, start: Instant) -> Network<H> {
+    pub fn new(
+        hosts: Vec<H>,
+        link: &FaultConfig,
+        seed: u64,
+        max_frame: usize,
+        start: Instant,
+    ) -> Network<H> {
         let n = hosts.len();
-        let links = (0..n * n).map(|i| FaultInjector::new(link.clone(), Rng::derive(seed, 1 + i as u64).next_u64())).collect();
+        let links = (0..n * n)
+            .map(|i| FaultInjector::new(link.clone(), Rng::derive(seed, 1 + i as u64).next_u64()))
+            .collect();
         let macs = hosts.iter().map(|h| h.mac()).collect();
         Network {
             clock: VirtualClock::new(start),
@@ -244,18 +259,54 @@ impl<H: Endpoint> Network<H> {
             if dst[0] & 1 == 1 {
                 // Broadcast or multicast: every other host.
                 for to in (0..n).filter(|&to| to != from) {
-                    Self::offer(&mut self.links[from * n + to], &mut self.queue, now, (from, to), copy());
+                    Self::offer(
+                        &mut self.links[from * n + to],
+                        &mut self.queue,
+                        now,
+                        (from, to),
+                        copy(),
+                    );
                 }
-            } else if let Some(to) = self.macs.iter().position(|m| *m == dst).filter(|&to| to != from) {
-                Self::offer(&mut self.links[from * n + to], &mut self.queue, now, (from, to), copy());
+            } else if let Some(to) = self
+                .macs
+                .iter()
+                .position(|m| *m == dst)
+                .filter(|&to| to != from)
+            {
+                Self::offer(
+                    &mut self.links[from * n + to],
+                    &mut self.queue,
+                    now,
+                    (from, to),
+                    copy(),
+                );
             } else {
                 self.stats.unroutable += 1;
             }
         }
     }
 
-    fn offer(link: &mut FaultInjector, queue: &mut EventQueue<Delivery>, now: Instant, (from, to): (usize, usize), frame: Vec<u8>) {
-        link.send(now, frame, &mut |at, frame| queue.push(at, Delivery { from, to, frame }));
+    fn offer(
+        link: &mut FaultInjector,
+        queue: &mut EventQueue<Delivery>,
+        now: Instant,
+        (from, to): (usize, usize),
+        frame: Vec<u8>,
+    ) {
+        link.send(now, frame, &mut |at, frame| {
+            queue.push(at, Delivery { from, to, frame })
+        });
+    }
+
+    /// Moves the clock to `t` if nothing is scheduled before then (an
+    /// application waiting on its own timer); false, with the clock unmoved,
+    /// if an event is due earlier.
+    pub fn idle_until(&mut self, t: Instant) -> bool {
+        if self.next_event().is_some_and(|e| e < t) {
+            return false;
+        }
+        self.clock.advance_to(t);
+        true
     }
 
     /// Moves to the next event if it is at or before `limit` and processes

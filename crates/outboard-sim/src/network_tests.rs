@@ -46,7 +46,12 @@ impl Endpoint for Fake {
 }
 
 fn fakes(n: usize) -> Vec<Fake> {
-    (0..n).map(|i| Fake { mac: host_mac(i), ..Fake::default() }).collect()
+    (0..n)
+        .map(|i| Fake {
+            mac: host_mac(i),
+            ..Fake::default()
+        })
+        .collect()
 }
 
 fn frame_to(dst: [u8; 6], src: [u8; 6], tag: u8) -> Vec<u8> {
@@ -57,13 +62,18 @@ fn frame_to(dst: [u8; 6], src: [u8; 6], tag: u8) -> Vec<u8> {
 }
 
 fn delayed(ms: u64) -> FaultConfig {
-    FaultConfig { delay: Duration::from_millis(ms), ..FaultConfig::default() }
+    FaultConfig {
+        delay: Duration::from_millis(ms),
+        ..FaultConfig::default()
+    }
 }
 
 #[test]
 fn unicast_reaches_only_its_destination_after_the_link_delay() {
     let mut net = Network::new(fakes(3), &delayed(2), 1, 1514, Instant::ZERO);
-    net.host_mut(0).outbox.push(frame_to(host_mac(2), host_mac(0), 1));
+    net.host_mut(0)
+        .outbox
+        .push(frame_to(host_mac(2), host_mac(0), 1));
     net.flush();
     assert_eq!(net.advance(Instant::from_secs_test(1)), Step::Advanced);
     assert_eq!(net.now(), Instant::from_millis(2));
@@ -75,7 +85,9 @@ fn unicast_reaches_only_its_destination_after_the_link_delay() {
 #[test]
 fn broadcast_goes_to_every_other_host() {
     let mut net = Network::new(fakes(4), &FaultConfig::default(), 1, 1514, Instant::ZERO);
-    net.host_mut(1).outbox.push(frame_to([0xff; 6], host_mac(1), 1));
+    net.host_mut(1)
+        .outbox
+        .push(frame_to([0xff; 6], host_mac(1), 1));
     net.flush();
     net.advance(Instant::from_millis(1));
     let got: Vec<usize> = (0..4).map(|i| net.host(i).inbox.len()).collect();
@@ -85,7 +97,9 @@ fn broadcast_goes_to_every_other_host() {
 #[test]
 fn frame_to_unknown_mac_is_counted_unroutable() {
     let mut net = Network::new(fakes(2), &FaultConfig::default(), 1, 1514, Instant::ZERO);
-    net.host_mut(0).outbox.push(frame_to([2, 9, 9, 9, 9, 9], host_mac(0), 1));
+    net.host_mut(0)
+        .outbox
+        .push(frame_to([2, 9, 9, 9, 9, 9], host_mac(0), 1));
     net.host_mut(0).outbox.push(vec![1, 2, 3]);
     net.flush();
     assert_eq!(net.stats().unroutable, 2);
@@ -108,7 +122,9 @@ fn timers_fire_exactly_at_their_deadline() {
 fn frames_due_at_one_instant_arrive_in_send_order() {
     let mut net = Network::new(fakes(2), &delayed(1), 1, 1514, Instant::ZERO);
     for tag in 0..5 {
-        net.host_mut(0).outbox.push(frame_to(host_mac(1), host_mac(0), tag));
+        net.host_mut(0)
+            .outbox
+            .push(frame_to(host_mac(1), host_mac(0), tag));
     }
     net.flush();
     net.advance(Instant::from_millis(5));
@@ -121,7 +137,9 @@ fn echo_round_trip_takes_two_one_way_delays() {
     let mut hosts = fakes(2);
     hosts[1].echo = true;
     let mut net = Network::new(hosts, &delayed(3), 1, 1514, Instant::ZERO);
-    net.host_mut(0).outbox.push(frame_to(host_mac(1), host_mac(0), 7));
+    net.host_mut(0)
+        .outbox
+        .push(frame_to(host_mac(1), host_mac(0), 7));
     net.flush();
     while net.advance(Instant::from_millis(100)) == Step::Advanced {}
     assert_eq!(net.host(0).inbox.len(), 1);
@@ -162,11 +180,19 @@ fn same_seed_same_trace_under_faults() {
         hosts[2].echo = true;
         let mut net = Network::new(hosts, &link, seed, 1514, Instant::ZERO);
         for tag in 0..200u8 {
-            net.host_mut(tag as usize % 2).outbox.push(frame_to(host_mac(2), host_mac(tag as usize % 2), tag));
+            net.host_mut(tag as usize % 2).outbox.push(frame_to(
+                host_mac(2),
+                host_mac(tag as usize % 2),
+                tag,
+            ));
         }
         net.flush();
         while net.advance(Instant::from_millis(1000)) == Step::Advanced {}
-        (net.host(0).inbox.clone(), net.host(1).inbox.clone(), net.fault_totals())
+        (
+            net.host(0).inbox.clone(),
+            net.host(1).inbox.clone(),
+            net.fault_totals(),
+        )
     };
     let a = trace(5);
     assert_eq!(a, trace(5));
@@ -189,8 +215,12 @@ fn tap_sees_each_delivered_frame_with_its_endpoints() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut net = Network::new(fakes(3), &delayed(1), 1, 1514, Instant::ZERO);
     let log = seen.clone();
-    net.set_tap(Box::new(move |t, from, to, f| log.lock().unwrap().push((t, from, to, f.len()))));
-    net.host_mut(2).outbox.push(frame_to(host_mac(0), host_mac(2), 1));
+    net.set_tap(Box::new(move |t, from, to, f| {
+        log.lock().unwrap().push((t, from, to, f.len()))
+    }));
+    net.host_mut(2)
+        .outbox
+        .push(frame_to(host_mac(0), host_mac(2), 1));
     net.flush();
     net.advance(Instant::from_millis(5));
     assert_eq!(*seen.lock().unwrap(), [(Instant::from_millis(1), 2, 0, 60)]);

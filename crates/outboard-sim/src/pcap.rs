@@ -27,10 +27,13 @@ impl PcapBuf {
     pub fn record(&mut self, at: Instant, frame: &[u8]) {
         let ns = at.as_nanos();
         let caplen = frame.len().min(self.snaplen as usize);
-        self.bytes.extend_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
-        self.bytes.extend_from_slice(&((ns % 1_000_000_000) as u32).to_le_bytes());
+        self.bytes
+            .extend_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
+        self.bytes
+            .extend_from_slice(&((ns % 1_000_000_000) as u32).to_le_bytes());
         self.bytes.extend_from_slice(&(caplen as u32).to_le_bytes());
-        self.bytes.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        self.bytes
+            .extend_from_slice(&(frame.len() as u32).to_le_bytes());
         self.bytes.extend_from_slice(&frame[..caplen]);
     }
 

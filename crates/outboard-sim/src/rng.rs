@@ -35,7 +35,9 @@ impl Rng {
     /// (never all zero: splitmix64 outputs are a bijection of distinct states).
     pub fn new(seed: u64) -> Rng {
         let mut sm = SplitMix64::new(seed);
-        Rng { s: [sm.next_u64(), sm.next_u64(), sm.next_u64(), sm.next_u64()] }
+        Rng {
+            s: [sm.next_u64(), sm.next_u64(), sm.next_u64(), sm.next_u64()],
+        }
     }
 
     /// An independent generator for a named purpose, so adding draws in one
@@ -131,7 +133,12 @@ pub struct ByteStream {
 
 impl ByteStream {
     pub fn new(seed: u64) -> ByteStream {
-        ByteStream { rng: Rng::new(seed), word: [0; 8], used: 8, position: 0 }
+        ByteStream {
+            rng: Rng::new(seed),
+            word: [0; 8],
+            used: 8,
+            position: 0,
+        }
     }
 
     /// Offset of the next byte in the stream.
@@ -184,9 +191,24 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_different_seed_different_stream() {
-        let a: Vec<u64> = (0..8).map({ let mut r = Rng::new(7); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..8).map({ let mut r = Rng::new(7); move |_| r.next_u64() }).collect();
-        let c: Vec<u64> = (0..8).map({ let mut r = Rng::new(8); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..8)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..8)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let c: Vec<u64> = (0..8)
+            .map({
+                let mut r = Rng::new(8);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(Rng::derive(7, 1), Rng::derive(7, 2));
@@ -211,7 +233,10 @@ mod tests {
     fn chance_frequency_is_close_to_p() {
         let mut r = Rng::new(99);
         let hits = (0..100_000).filter(|_| r.chance(0.01)).count();
-        assert!((800..1200).contains(&hits), "1% of 100000 draws gave {hits}");
+        assert!(
+            (800..1200).contains(&hits),
+            "1% of 100000 draws gave {hits}"
+        );
         assert!(!r.chance(0.0));
         assert!(r.chance(1.0));
     }

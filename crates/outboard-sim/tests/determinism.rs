@@ -25,7 +25,10 @@ fn same_seed_gives_an_identical_report() {
         let b = run_transfer(&faulty(7, cc));
         assert!(a.ok, "{}", a.summary());
         assert_eq!(a, b);
-        assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
     }
 }
 
@@ -41,16 +44,73 @@ fn different_seed_gives_a_different_run() {
 
 #[test]
 fn report_serialises_with_the_fields_the_cli_prints() {
-    let r = run_transfer(&TransferConfig { bytes: 100_000, ..TransferConfig::default() });
+    let r = run_transfer(&TransferConfig {
+        bytes: 100_000,
+        ..TransferConfig::default()
+    });
+    assert!(r.ok, "{}", r.summary());
+    assert!(
+        r.closed_at_s.is_some_and(|c| c >= r.virtual_seconds),
+        "{:?}",
+        r.closed_at_s
+    );
     let v: serde_json::Value = serde_json::to_value(&r).unwrap();
-    for key in ["ok", "bytes", "sha256_match", "virtual_seconds", "goodput_mbit", "retransmits", "seed", "first_bad_offset", "faults", "directions"] {
+    for key in [
+        "ok",
+        "bytes",
+        "sha256_match",
+        "virtual_seconds",
+        "goodput_mbit",
+        "retransmits",
+        "seed",
+        "first_bad_offset",
+        "faults",
+        "directions",
+        "closed_at_s",
+    ] {
         assert!(v.get(key).is_some(), "report lacks {key}");
     }
     let d = &v["directions"][0];
-    for key in ["sender", "receiver", "link", "sent_sha256", "received_sha256"] {
+    for key in [
+        "sender",
+        "receiver",
+        "link",
+        "sent_sha256",
+        "received_sha256",
+    ] {
         assert!(d.get(key).is_some(), "direction lacks {key}");
     }
-    for key in ["cwnd", "srtt_us", "rto_events", "fast_retransmits", "max_sacked_bytes"] {
+    for key in [
+        "cwnd",
+        "srtt_us",
+        "rto_events",
+        "fast_retransmits",
+        "max_sacked_bytes",
+    ] {
         assert!(d["sender"].get(key).is_some(), "sender stats lack {key}");
     }
+}
+
+#[test]
+fn pcap_capture_holds_every_delivered_frame_in_time_order() {
+    let cfg = TransferConfig {
+        bytes: 200_000,
+        loss: 0.02,
+        ..TransferConfig::default()
+    };
+    let (r, pcap) = outboard_sim::run_transfer_pcap(&cfg, &mut |_| {});
+    assert!(r.ok, "{}", r.summary());
+    assert_eq!(r, run_transfer(&cfg), "capturing must not change the run");
+    let (mut at, mut records, mut last_ns) = (24usize, 0u64, 0u64);
+    while at < pcap.len() {
+        let word =
+            |o: usize| u32::from_le_bytes(pcap[at + o..at + o + 4].try_into().unwrap()) as u64;
+        let ns = word(0) * 1_000_000_000 + word(4);
+        assert!(ns >= last_ns, "records out of time order");
+        last_ns = ns;
+        at += 16 + word(8) as usize;
+        records += 1;
+    }
+    assert_eq!(at, pcap.len());
+    assert_eq!(records, r.net.frames_received);
 }

@@ -6,21 +6,40 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[test]
 fn impossible_time_limit_reports_failure_with_seed_and_reason() {
     // 8 MiB at 100 Mbit/s needs about 0.7 s; allow 50 ms.
-    let cfg = TransferConfig { bytes: 8 << 20, time_limit_s: 0.05, seed: 4242, ..TransferConfig::default() };
+    let cfg = TransferConfig {
+        bytes: 8 << 20,
+        time_limit_s: 0.05,
+        seed: 4242,
+        ..TransferConfig::default()
+    };
     let r = run_transfer(&cfg);
     assert!(!r.ok);
     assert_eq!(r.seed, 4242);
-    assert!(r.reason.as_deref().unwrap_or("").contains("time limit"), "{:?}", r.reason);
+    assert!(
+        r.reason.as_deref().unwrap_or("").contains("time limit"),
+        "{:?}",
+        r.reason
+    );
     assert!(r.bytes_delivered < r.bytes);
     assert!(!r.sha256_match);
     // Nothing arrived wrong; it just did not all arrive.
     assert_eq!(r.first_bad_offset, None);
-    assert!((r.virtual_seconds - 0.05).abs() < 1e-9, "stopped at {}", r.virtual_seconds);
+    assert!(
+        (r.virtual_seconds - 0.05).abs() < 1e-9,
+        "stopped at {}",
+        r.virtual_seconds
+    );
 }
 
 #[test]
 fn total_loss_fails_without_delivering_anything() {
-    let cfg = TransferConfig { bytes: 10_000, loss: 1.0, time_limit_s: 30.0, seed: 9, ..TransferConfig::default() };
+    let cfg = TransferConfig {
+        bytes: 10_000,
+        loss: 1.0,
+        time_limit_s: 30.0,
+        seed: 9,
+        ..TransferConfig::default()
+    };
     let r = run_transfer(&cfg);
     assert!(!r.ok);
     assert_eq!(r.bytes_delivered, 0);
@@ -30,7 +49,11 @@ fn total_loss_fails_without_delivering_anything() {
 
 #[test]
 fn zero_bytes_is_a_successful_empty_stream() {
-    let r = run_transfer(&TransferConfig { bytes: 0, direction: Direction::Both, ..TransferConfig::default() });
+    let r = run_transfer(&TransferConfig {
+        bytes: 0,
+        direction: Direction::Both,
+        ..TransferConfig::default()
+    });
     assert!(r.ok, "{}", r.summary());
     assert!(r.sha256_match);
     assert_eq!(r.bytes_delivered, 0);
@@ -46,7 +69,12 @@ fn record(p: &Progress) {
 
 #[test]
 fn progress_hook_sees_the_transfer_advance() {
-    let cfg = TransferConfig { bytes: 4 << 20, progress: Some(record), progress_interval_ms: 50, ..TransferConfig::default() };
+    let cfg = TransferConfig {
+        bytes: 4 << 20,
+        progress: Some(record),
+        progress_interval_ms: 50,
+        ..TransferConfig::default()
+    };
     let r = run_transfer(&cfg);
     assert!(r.ok, "{}", r.summary());
     // ~0.35 s of virtual time at 50 ms per tick.
@@ -58,7 +86,12 @@ fn progress_hook_sees_the_transfer_advance() {
 fn corruption_the_checksum_cannot_see_is_caught_with_its_offset() {
     // Two-bit flips that keep the TCP checksum valid: the stack delivers wrong
     // bytes, and the transfer's own byte compare must name the first one.
-    let cfg = TransferConfig { bytes: 1 << 20, undetectable_corrupt: 0.01, seed: 77, ..TransferConfig::default() };
+    let cfg = TransferConfig {
+        bytes: 1 << 20,
+        undetectable_corrupt: 0.01,
+        seed: 77,
+        ..TransferConfig::default()
+    };
     let r = run_transfer(&cfg);
     assert!(!r.ok);
     assert_eq!(r.seed, 77);
@@ -66,7 +99,14 @@ fn corruption_the_checksum_cannot_see_is_caught_with_its_offset() {
     let off = r.first_bad_offset.expect("a wrong byte must be reported");
     assert!(off < r.bytes);
     assert!(!r.sha256_match);
-    assert!(r.reason.as_deref().unwrap_or("").contains(&format!("offset {off}")), "{:?}", r.reason);
+    assert!(
+        r.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains(&format!("offset {off}")),
+        "{:?}",
+        r.reason
+    );
     // Replaying the seed finds the same byte.
     assert_eq!(run_transfer(&cfg).first_bad_offset, Some(off));
 }

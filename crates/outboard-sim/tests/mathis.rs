@@ -30,7 +30,10 @@ fn mathis_goodput_bound_holds_at_one_percent_loss() {
                 ..TransferConfig::default()
             };
             let r = run_transfer(&cfg);
-            eprintln!("mathis {cc:?} seed {seed}: goodput {:.2} Mbit/s, bound {bound_mbit:.2} Mbit/s", r.goodput_mbit);
+            eprintln!(
+                "mathis {cc:?} seed {seed}: goodput {:.2} Mbit/s, bound {bound_mbit:.2} Mbit/s",
+                r.goodput_mbit
+            );
             assert!(r.ok, "{}", r.summary());
             goodputs.push(r.goodput_mbit);
         }

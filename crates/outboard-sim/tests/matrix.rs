@@ -14,7 +14,15 @@ fn case(name: &str, faults: impl Fn(&mut TransferConfig) + Sync) {
     let seeds = env_u64("OUTBOARD_SIM_SEEDS", 50);
     let bytes = env_u64("OUTBOARD_SIM_MIB", 64) << 20;
     let reports = run_matrix(1..seeds + 1, |seed, cc| {
-        let mut cfg = TransferConfig { bytes, seed, cc, direction: Direction::Both, bandwidth_mbit: 100.0, delay_ms: 1.0, ..TransferConfig::default() };
+        let mut cfg = TransferConfig {
+            bytes,
+            seed,
+            cc,
+            direction: Direction::Both,
+            bandwidth_mbit: 100.0,
+            delay_ms: 1.0,
+            ..TransferConfig::default()
+        };
         faults(&mut cfg);
         cfg
     });
@@ -22,14 +30,30 @@ fn case(name: &str, faults: impl Fn(&mut TransferConfig) + Sync) {
     for r in &reports {
         match name {
             "clean" => {
-                assert_eq!(r.faults.dropped + r.faults.duplicated + r.faults.corrupted + r.faults.reordered + r.faults.queue_drops, 0);
+                assert_eq!(
+                    r.faults.dropped
+                        + r.faults.duplicated
+                        + r.faults.corrupted
+                        + r.faults.reordered
+                        + r.faults.queue_drops,
+                    0
+                );
                 // Nothing was lost, so nothing may be resent (no spurious RTO or fast retransmit).
                 assert_eq!(r.retransmits, 0, "{}", r.summary());
             }
             "corrupt 0.1%" => {
                 // Every flipped bit outside the source MAC must have been caught by a check.
-                let caught: u64 = r.hosts.iter().map(|h| h.drops_checksum + h.drops_malformed + h.drops_not_for_us).sum();
-                assert!(caught * 2 >= r.faults.corrupted, "{} corrupted, only {caught} caught: {}", r.faults.corrupted, r.summary());
+                let caught: u64 = r
+                    .hosts
+                    .iter()
+                    .map(|h| h.drops_checksum + h.drops_malformed + h.drops_not_for_us)
+                    .sum();
+                assert!(
+                    caught * 2 >= r.faults.corrupted,
+                    "{} corrupted, only {caught} caught: {}",
+                    r.faults.corrupted,
+                    r.summary()
+                );
             }
             _ => assert!(r.faults.frames_seen > 0),
         }

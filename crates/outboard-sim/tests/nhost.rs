@@ -46,15 +46,34 @@ fn all_pairs(seed: u64) -> Trace {
         bandwidth_bps: 100_000_000,
         ..FaultConfig::default()
     };
-    let mut net = Network::of_stacks(&StackNetConfig { hosts: HOSTS, mtu: 1500, tcp: Default::default(), link, seed });
-    let listeners: Vec<_> = (0..HOSTS).map(|h| net.host_mut(h).tcp_listen(PORT, 16).expect("listen")).collect();
+    let mut net = Network::of_stacks(&StackNetConfig {
+        hosts: HOSTS,
+        mtu: 1500,
+        tcp: Default::default(),
+        link,
+        seed,
+    });
+    let listeners: Vec<_> = (0..HOSTS)
+        .map(|h| net.host_mut(h).tcp_listen(PORT, 16).expect("listen"))
+        .collect();
     let mut flows = Vec::new();
     for from in 0..HOSTS {
         for to in (0..HOSTS).filter(|&t| t != from) {
             let now = net.now();
-            let client = net.host_mut(from).tcp_connect(now, SocketAddrV4::new(host_addr(to), PORT)).expect("connect");
+            let client = net
+                .host_mut(from)
+                .tcp_connect(now, SocketAddrV4::new(host_addr(to), PORT))
+                .expect("connect");
             let data = stream_seed(seed, from * HOSTS + to);
-            flows.push(Flow { from, to, client, server: None, source: Source::new(data, BYTES), sink: Sink::new(data, BYTES), done_at: None });
+            flows.push(Flow {
+                from,
+                to,
+                client,
+                server: None,
+                source: Source::new(data, BYTES),
+                sink: Sink::new(data, BYTES),
+                done_at: None,
+            });
         }
     }
     let limit = Instant::from_millis(60_000);
@@ -73,7 +92,10 @@ fn all_pairs(seed: u64) -> Trace {
         }
         let now = net.now();
         for f in &mut flows {
-            let c = net.host_mut(f.from).tcp(f.client).expect("client connection");
+            let c = net
+                .host_mut(f.from)
+                .tcp(f.client)
+                .expect("client connection");
             f.source.pump(|d| c.send(d).ok());
             if f.source.all_sent() && !f.source.finished {
                 f.source.finished = true;
@@ -88,7 +110,11 @@ fn all_pairs(seed: u64) -> Trace {
                         Err(_) => break,
                     }
                 }
-                assert_eq!(f.sink.first_bad, None, "flow {}->{} got a wrong byte", f.from, f.to);
+                assert_eq!(
+                    f.sink.first_bad, None,
+                    "flow {}->{} got a wrong byte",
+                    f.from, f.to
+                );
                 if f.sink.complete() && f.done_at.is_none() {
                     f.done_at = Some(now);
                 }
@@ -99,23 +125,50 @@ fn all_pairs(seed: u64) -> Trace {
             break;
         }
         let step = net.advance(limit);
-        assert_eq!(step, Step::Advanced, "at {:?}: {} of {} flows done", net.now(), flows.iter().filter(|f| f.sink.complete()).count(), flows.len());
+        assert_eq!(
+            step,
+            Step::Advanced,
+            "at {:?}: {} of {} flows done",
+            net.now(),
+            flows.iter().filter(|f| f.sink.complete()).count(),
+            flows.len()
+        );
     }
     for f in &flows {
-        assert_eq!(f.source.sha256_hex(), f.sink.sha256_hex(), "flow {}->{}", f.from, f.to);
+        assert_eq!(
+            f.source.sha256_hex(),
+            f.sink.sha256_hex(),
+            "flow {}->{}",
+            f.from,
+            f.to
+        );
     }
     let retransmits = flows
         .iter()
-        .map(|f| net.host_mut(f.from).tcp(f.client).map_or(0, |c| c.stats().retransmits))
+        .map(|f| {
+            net.host_mut(f.from)
+                .tcp(f.client)
+                .map_or(0, |c| c.stats().retransmits)
+        })
         .collect();
-    Trace { end: net.now(), done_at: flows.iter().map(|f| f.done_at).collect(), faults: net.fault_totals(), net: *net.stats(), retransmits }
+    Trace {
+        end: net.now(),
+        done_at: flows.iter().map(|f| f.done_at).collect(),
+        faults: net.fault_totals(),
+        net: *net.stats(),
+        retransmits,
+    }
 }
 
 #[test]
 fn four_hosts_all_pairs_transfer_concurrently_over_faulty_links() {
     let t = all_pairs(3);
     assert_eq!(t.done_at.len(), HOSTS * (HOSTS - 1));
-    assert!(t.faults.dropped > 0 && t.faults.duplicated > 0, "{:?}", t.faults);
+    assert!(
+        t.faults.dropped > 0 && t.faults.duplicated > 0,
+        "{:?}",
+        t.faults
+    );
 }
 
 #[test]

@@ -1,33 +1,53 @@
 //! Per-connection settings. Every knob has a documented default.
+//!
+//! Fixed policies that are not knobs (documented where they live in `conn`):
+//! quick-ACK for the first 16 data segments, at most 10 RFC 5961 challenge
+//! ACKs per second, out-of-window pure ACKs answered at most every 500 ms,
+//! RFC 6928 initial window of ten segments (in `cc`).
 use crate::cc::CcKind;
 use outboard_time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Our MSS (advertised in the SYN); the sender MSS is min(this, peer's).
+    /// Our MSS (advertised in the SYN); the sender MSS is min(this, peer's),
+    /// 536 when the peer sends none (RFC 9293 §3.7.1). Values below 64 act as 64.
     pub mss: u16,
+    /// Send queue bytes: unacknowledged plus not yet sent (256 KiB).
     pub send_buffer: usize,
+    /// Receive buffer bytes; bounds the advertised window and, with window
+    /// scaling, picks our shift (smallest that covers it, at most 14) (256 KiB).
     pub recv_buffer: usize,
+    /// Congestion controller (NewReno).
     pub cc: CcKind,
     /// Disable Nagle (TCP_NODELAY).
     pub nodelay: bool,
     /// Delayed-ACK cap (RFC 9293 §3.8.6.3; 200 ms default).
     pub delayed_ack: Duration,
-    /// TIME-WAIT length, 2·MSL.
+    /// TIME-WAIT length, 2·MSL (60 s). Also bounds FIN-WAIT-2 after `close()`.
     pub time_wait: Duration,
+    /// Offer RFC 7323 window scaling (on).
     pub window_scaling: bool,
+    /// Offer RFC 2018 SACK (on).
     pub sack: bool,
+    /// Offer RFC 7323 timestamps (on): RTTM and PAWS.
     pub timestamps: bool,
+    /// RTO before the first RTT sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: Duration,
+    /// RTO floor (200 ms, as Linux; RFC 6298 §2.4 says 1 s).
     pub min_rto: Duration,
+    /// RTO ceiling after backoff (60 s, RFC 6298 §2.5).
     pub max_rto: Duration,
-    /// Retransmissions of one segment before the connection is aborted.
+    /// Consecutive retransmission timeouts without progress before the
+    /// connection gives up with TimedOut (15); not counted while a live peer
+    /// holds a zero window.
     pub max_retransmits: u32,
-    /// SYN retransmissions before connect fails.
+    /// SYN (or SYN-ACK) retransmissions before the handshake fails (6).
     pub max_syn_retransmits: u32,
-    /// Keepalive: None = off; else (idle, interval, probes).
+    /// Keepalive (RFC 1122 §4.2.3.6): None = off (default); else (idle before
+    /// the first probe, interval between probes, unanswered probes before TimedOut).
     pub keepalive: Option<(Duration, Duration, u32)>,
-    /// Cap on distinct out-of-order ranges held by the receiver.
+    /// Cap on distinct out-of-order ranges held by the receiver (32); data
+    /// that would need more is dropped and resent by the peer.
     pub max_ooo_ranges: usize,
 }
 

@@ -32,9 +32,11 @@ impl UnreachableCode {
     pub const HOST_PROHIBITED: UnreachableCode = UnreachableCode(10);
     pub const ADMIN_PROHIBITED: UnreachableCode = UnreachableCode(13);
 
-    /// RFC 1122 §4.2.3.9: protocol, port and fragmentation-needed errors are
-    /// "hard" for TCP only in some states; net/host errors are soft. This
-    /// says whether the code means the destination is definitely unusable.
+    /// Whether the code means the destination will not take this transport
+    /// at all. RFC 1122 §4.2.3.9 calls codes 2-4 hard errors and 0, 1, 5 soft;
+    /// code 4 (fragmentation needed) is left out here because path MTU
+    /// discovery (RFC 1191) handles it. RFC 5461 lets TCP treat even hard
+    /// errors as soft once the connection is synchronized.
     pub fn is_hard(self) -> bool {
         matches!(self, Self::PROTOCOL | Self::PORT)
     }

@@ -10,6 +10,10 @@
 //! connection to a Python server in `obB` (request, response, close), and sent one UDP datagram
 //! to a bound port. IPv6 neighbour-discovery noise was dropped. Every frame is whole Ethernet II
 //! (no FCS); addresses are the veths' random MACs.
+//!
+//! `tools/capture_testdata.sh` reproduces the capture (as root); MACs, IP
+//! identifications, ports, sequence numbers and timestamps differ per run, and
+//! the order of the two FINs may too.
 
 /// ARP who-has 10.9.1.1 tell 10.9.1.2 (broadcast), sent by obA's kernel before the echo.
 pub static ARP_REQUEST: &[u8] = &[

@@ -6,10 +6,13 @@
 //! `bytes` to the other at the same time *on the one connection* (full
 //! duplex: data segments carry the reverse direction's ACKs). Each sender
 //! calls `shutdown_write` after its last byte; a direction is complete when its
-//! receiver has every byte, intact, followed by end of stream. The run stops
-//! when every direction is complete, or fails at the virtual time limit, on a
-//! reset or timeout, on a deadlock (nothing scheduled, transfer unfinished),
-//! or at the first wrong byte.
+//! receiver has every byte, intact, followed by end of stream. When every
+//! direction is complete both applications `close`, and the run waits (up to
+//! 120 virtual seconds) for both ends to reach TIME-WAIT or CLOSED. The run
+//! fails at the virtual time limit, on a reset or timeout, on a deadlock
+//! (nothing scheduled, transfer unfinished), at the first wrong byte, or when
+//! the close does not finish. `virtual_seconds` and goodput count up to the
+//! last end of stream, not the close.
 //!
 //! The two directions of the link are independent `FaultInjector`s with the
 //! same knobs; `delay_ms` is one way, so the base RTT is twice it.
@@ -43,7 +46,9 @@ impl core::str::FromStr for Direction {
         match s {
             "one" => Ok(Direction::One),
             "both" => Ok(Direction::Both),
-            other => Err(format!("unknown direction {other:?} (expected one or both)")),
+            other => Err(format!(
+                "unknown direction {other:?} (expected one or both)"
+            )),
         }
     }
 }
@@ -75,6 +80,9 @@ pub struct TransferConfig {
     pub jitter_ms: f64,
     /// Largest extra delay of a reordered frame.
     pub reorder_delay_ms: f64,
+    /// Both link directions go down at this virtual time for `outage_s` seconds (0 = never).
+    pub outage_at_s: f64,
+    pub outage_s: f64,
     /// Link rate; 0 = unlimited.
     pub bandwidth_mbit: f64,
     /// Bytes the link's transmit queue holds before tail drop.
@@ -86,6 +94,10 @@ pub struct TransferConfig {
     pub mtu: usize,
     pub send_buffer: usize,
     pub recv_buffer: usize,
+    /// The receiving application reads at most this fast (Mbit/s, 0 = as fast
+    /// as data arrives): a slow reader fills the receive buffer and makes the
+    /// sender meet zero windows, persist probes and window updates.
+    pub reader_mbit: f64,
     /// The run fails if not complete by this much virtual time.
     pub time_limit_s: f64,
     /// Apply the fault knobs to the b->a link as well as a->b (default true).
@@ -110,6 +122,8 @@ impl Default for TransferConfig {
             delay_ms: 1.0,
             jitter_ms: 0.0,
             reorder_delay_ms: 1.0,
+            outage_at_s: 0.0,
+            outage_s: 0.0,
             bandwidth_mbit: 100.0,
             queue_bytes: 256 * 1024,
             seed: 1,
@@ -119,6 +133,7 @@ impl Default for TransferConfig {
             mtu: 1500,
             send_buffer: 256 * 1024,
             recv_buffer: 256 * 1024,
+            reader_mbit: 0.0,
             time_limit_s: 600.0,
             reverse_faults: true,
             progress: None,
@@ -141,6 +156,12 @@ impl TransferConfig {
             jitter: ms(self.jitter_ms),
             bandwidth_bps: (self.bandwidth_mbit.max(0.0) * 1e6) as u64,
             queue_bytes: self.queue_bytes,
+            outages: if self.outage_s > 0.0 {
+                let start = outboard_time::Instant::ZERO + ms(self.outage_at_s * 1e3);
+                vec![(start, start + ms(self.outage_s * 1e3))]
+            } else {
+                Vec::new()
+            },
             ..FaultConfig::default()
         }
     }
@@ -159,19 +180,27 @@ pub fn run_transfer(cfg: &TransferConfig) -> TransferReport {
 }
 
 /// Runs the scenario with a capturing progress hook.
-pub fn run_transfer_with(cfg: &TransferConfig, progress: &mut dyn FnMut(&Progress)) -> TransferReport {
+pub fn run_transfer_with(
+    cfg: &TransferConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> TransferReport {
     run::run(cfg, progress, None)
 }
 
 /// Runs the scenario and also returns a pcap image of every frame delivered
 /// (after the links' faults), timestamped in virtual time.
-pub fn run_transfer_pcap(cfg: &TransferConfig, progress: &mut dyn FnMut(&Progress)) -> (TransferReport, Vec<u8>) {
+pub fn run_transfer_pcap(
+    cfg: &TransferConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> (TransferReport, Vec<u8>) {
     let pcap = Arc::new(Mutex::new(PcapBuf::new(65535)));
     let report = run::run(cfg, progress, Some(pcap.clone()));
-    let bytes = pcap.lock().map(|p| p.as_bytes().to_vec()).unwrap_or_default();
+    let bytes = pcap
+        .lock()
+        .map(|p| p.as_bytes().to_vec())
+        .unwrap_or_default();
     (report, bytes)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -187,14 +216,25 @@ mod tests {
 
     #[test]
     fn fault_config_converts_units() {
-        let cfg = TransferConfig { delay_ms: 5.0, jitter_ms: 0.25, bandwidth_mbit: 100.0, loss: 0.01, ..TransferConfig::default() };
+        let cfg = TransferConfig {
+            delay_ms: 5.0,
+            jitter_ms: 0.25,
+            bandwidth_mbit: 100.0,
+            loss: 0.01,
+            ..TransferConfig::default()
+        };
         let f = cfg.fault_config();
         assert_eq!(f.delay, Duration::from_millis(5));
         assert_eq!(f.jitter, Duration::from_micros(250));
         assert_eq!(f.bandwidth_bps, 100_000_000);
         assert_eq!(f.loss, 0.01);
         // Nonsense stays harmless.
-        let f = TransferConfig { delay_ms: -1.0, bandwidth_mbit: -5.0, ..TransferConfig::default() }.fault_config();
+        let f = TransferConfig {
+            delay_ms: -1.0,
+            bandwidth_mbit: -5.0,
+            ..TransferConfig::default()
+        }
+        .fault_config();
         assert_eq!(f.delay, Duration::ZERO);
         assert_eq!(f.bandwidth_bps, 0);
     }

@@ -10,7 +10,8 @@ use serde::Serialize;
 /// The outcome of `run_transfer`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TransferReport {
-    /// Every direction delivered all bytes, byte-exact, with end of stream, in time.
+    /// Every direction delivered all bytes, byte-exact, with end of stream, in
+    /// time, and then both ends closed cleanly.
     pub ok: bool,
     /// Why not, when `ok` is false.
     pub reason: Option<String>,
@@ -28,6 +29,9 @@ pub struct TransferReport {
     pub first_bad_offset: Option<u64>,
     /// Virtual time from the connect call to the last end of stream (or to the stop).
     pub virtual_seconds: f64,
+    /// When both ends had finished the close handshake (TIME-WAIT or CLOSED);
+    /// None if the run failed before or during the close.
+    pub closed_at_s: Option<f64>,
     /// Bytes delivered (all directions) · 8 / virtual_seconds, in Mbit/s.
     pub goodput_mbit: f64,
     /// Segments retransmitted, both connections' ends together.
@@ -91,7 +95,10 @@ pub struct ConnSummary {
 impl ConnSummary {
     /// Takes the latest counters and keeps the peaks.
     pub fn update(&mut self, s: &ConnStats) {
-        let (max_cwnd, max_sacked) = (self.max_cwnd.max(s.cwnd), self.max_sacked_bytes.max(s.sacked_bytes));
+        let (max_cwnd, max_sacked) = (
+            self.max_cwnd.max(s.cwnd),
+            self.max_sacked_bytes.max(s.sacked_bytes),
+        );
         *self = ConnSummary {
             segments_in: s.segments_in,
             segments_out: s.segments_out,

@@ -53,12 +53,15 @@ impl Source {
                 self.stream.fill(&mut self.staged);
                 self.staged_pos = 0;
             }
-            let Some(took) = send(&self.staged[self.staged_pos..]) else { return };
+            let Some(took) = send(&self.staged[self.staged_pos..]) else {
+                return;
+            };
             let took = took.min(self.staged.len() - self.staged_pos);
             if took == 0 {
                 return;
             }
-            self.sha.update(&self.staged[self.staged_pos..self.staged_pos + took]);
+            self.sha
+                .update(&self.staged[self.staged_pos..self.staged_pos + took]);
             self.staged_pos += took;
             self.sent += took as u64;
         }
@@ -93,6 +96,11 @@ impl Sink {
         }
     }
 
+    /// Bytes expected in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
     /// All bytes arrived intact and the stream ended.
     pub fn complete(&self) -> bool {
         self.end_of_stream && self.received == self.total && self.first_bad.is_none()
@@ -113,7 +121,11 @@ impl Sink {
             self.expected.fill(&mut self.scratch[..n]);
             let got = &data[done..done + n];
             if got != &self.scratch[..n] {
-                let i = got.iter().zip(&self.scratch[..n]).position(|(a, b)| a != b).unwrap_or(0);
+                let i = got
+                    .iter()
+                    .zip(&self.scratch[..n])
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
                 self.first_bad = Some(offset + (done + i) as u64);
                 return;
             }

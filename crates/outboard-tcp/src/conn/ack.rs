@@ -14,9 +14,10 @@ impl Connection {
     pub(super) fn process_ack(&mut self, now: Instant, repr: &TcpRepr, payload_len: usize) -> bool {
         let ack = repr.ack;
         // RFC 5961 §5.2: acceptable only within [SND.UNA - MAX.SND.WND, SND.NXT].
+        // Both answers are challenge ACKs, rate-limited by RFC 5961 §7.
         if ack > self.snd_max {
             self.stats.dropped_segments += 1;
-            self.ack_now = true;
+            self.challenge_ack(now);
             return false;
         }
         if ack < self.snd_una - self.max_snd_wnd {
@@ -48,8 +49,9 @@ impl Connection {
         if self.sack_ok {
             self.detect_lost_retransmission();
         }
-        // RFC 9293 §3.10.7.4: take the window only from a newer segment (SND.WL1/WL2).
-        if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
+        // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
+        // a newer segment (SND.WL1/WL2).
+        if ack >= self.snd_una && (self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack)) {
             let opened = self.snd_wnd == 0 && wnd > 0;
             self.snd_wnd = wnd;
             self.snd_wl1 = repr.seq;

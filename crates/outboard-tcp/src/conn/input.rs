@@ -105,7 +105,9 @@ impl Connection {
         if self.paws_rejects(now, repr) {
             self.stats.dropped_segments += 1;
             self.stats.dup_segments_in += 1;
-            self.ack_now = true;
+            if seg_len > 0 || !self.oow_ack_limited(now) {
+                self.ack_now = true;
+            }
             return;
         }
         // First: sequence number acceptability (the §3.10.7.4 table).
@@ -378,12 +380,6 @@ impl Connection {
             }
             _ => self.soft_error = Some(err),
         }
-    }
-
-    /// The last ICMP soft error seen (RFC 1122 §4.2.3.9): worth reporting when
-    /// the connection then times out.
-    pub fn soft_error(&self) -> Option<IcmpError> {
-        self.soft_error
     }
 }
 

@@ -193,7 +193,7 @@ impl Connection {
         let len = limit.min(wnd_avail).min(self.cwnd_allowance());
         let idle = self.snd_nxt == self.snd_una;
         if len == 0 {
-            if wnd_avail == 0 && self.snd_una == self.snd_max.min(self.snd_nxt) {
+            if wnd_avail == 0 && idle {
                 // RFC 9293 §3.8.6.1: a zero window with data waiting arms the persist timer.
                 self.timers.set_if_idle(Timer::Persist, now + self.persist_interval());
             }

@@ -33,6 +33,8 @@ pub(super) struct Recovery {
     /// The last retransmission of the segment at SND.UNA in SACK recovery:
     /// (its sequence number, SND.MAX when it was sent).
     pub(super) una_rexmit: Option<(SeqNumber, SeqNumber)>,
+    /// Bytes the latest cumulative ACK advanced SND.UNA by.
+    pub(super) last_advance: usize,
 }
 
 impl Recovery {
@@ -47,6 +49,7 @@ impl Recovery {
             rto_recover: None,
             rexmit_una: false,
             una_rexmit: None,
+            last_advance: 0,
         }
     }
 }
@@ -89,6 +92,7 @@ impl Connection {
 
     /// A cumulative ACK advanced SND.UNA by `acked` bytes.
     pub(super) fn recovery_on_new_ack(&mut self, now: Instant, acked: usize, rtt: Option<Duration>, flight: usize) {
+        self.rec.last_advance = acked;
         if self.rec.high_rxt < self.snd_una {
             self.rec.high_rxt = self.snd_una;
         }
@@ -138,8 +142,12 @@ impl Connection {
         // RTO: go-back-N resends data the receiver holds, and those duplicates
         // make dup ACKs. With SACK such duplicates SACK nothing new and do not
         // count as dup ACKs (RFC 6675 §5), so the guard is only for NewReno.
+        // RFC 6582 §4.2 ACK heuristic: when the last cumulative ACK advanced
+        // by little, the receiver held no large out-of-order block that
+        // go-back-N could duplicate, so these dup ACKs do signal a new loss.
         if let Some(r) = self.rec.rto_recover {
-            if self.snd_una < r && !self.sack_ok {
+            let small_advance = self.rec.last_advance <= 4 * self.data_mss();
+            if self.snd_una < r && !self.sack_ok && !small_advance {
                 return;
             }
         }
@@ -191,7 +199,13 @@ impl Connection {
         if self.snd_una == self.snd_max && !syn_phase {
             return;
         }
-        self.rto_count += 1;
+        // A peer that keeps answering with a zero window is alive: its window,
+        // not the network, holds our data back (Linux's "dastardly shrinks
+        // window" case). Time out only once it has been silent for max RTO.
+        let peer_alive = self.snd_wnd == 0 && now.saturating_duration_since(self.last_rx) < self.cfg.max_rto;
+        if !(peer_alive && !syn_phase) {
+            self.rto_count += 1;
+        }
         let limit = if syn_phase { self.cfg.max_syn_retransmits } else { self.cfg.max_retransmits };
         if self.rto_count > limit {
             self.fail(Error::TimedOut);

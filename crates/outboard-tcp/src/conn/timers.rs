@@ -46,9 +46,6 @@ impl TimerTable {
     pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
         self.slots[timer as usize]
     }
-    pub(crate) fn is_set(&self, timer: Timer) -> bool {
-        self.slots[timer as usize].is_some()
-    }
     pub(crate) fn stop_all(&mut self) {
         self.slots = [None; 5];
     }
@@ -109,23 +106,20 @@ impl Connection {
     /// RFC 1122 §4.2.3.6: after `idle` without a segment, probe every `interval`;
     /// `probes` unanswered probes time the connection out.
     fn on_keepalive(&mut self, now: Instant) {
-        let Some((_, _, probes)) = self.cfg.keepalive else { return };
+        let Some((_, interval, probes)) = self.cfg.keepalive else { return };
+        if self.snd_max != self.snd_una {
+            // With data outstanding the retransmission timer watches the peer.
+            self.timers.set(Timer::Keepalive, now + interval);
+            return;
+        }
         if self.keepalive_sent >= probes {
             self.fail(Error::TimedOut);
             return;
         }
-        if self.snd_max == self.snd_una {
-            // With data outstanding the retransmission timer watches the peer.
-            self.keepalive_pending = true;
-            self.keepalive_sent += 1;
-        }
+        self.keepalive_pending = true;
+        self.keepalive_sent += 1;
         self.arm_keepalive(now);
-        if !self.timers.is_set(Timer::Keepalive) {
-            return;
-        }
         if self.timers.get(Timer::Keepalive).is_some_and(|at| at <= now) {
-            // Data outstanding and nothing sent: look again after an interval.
-            let interval = self.cfg.keepalive.map(|k| k.1).unwrap_or_default();
             self.timers.set(Timer::Keepalive, now + interval);
         }
     }

@@ -33,6 +33,20 @@ fn rfc1071_section_3_example_sum() {
 }
 
 #[test]
+fn fold_carries_end_around_at_every_width() {
+    assert_eq!(fold(0), 0);
+    assert_eq!(fold(0xffff), 0xffff);
+    assert_eq!(fold(0x1_0000), 1);
+    assert_eq!(fold(0xffff_ffff), 0xffff);
+    assert_eq!(fold(0x1_ffff_fffe), 0xffff); // 0xFFFFFFFF + 0xFFFFFFFF
+    assert_eq!(fold(u64::MAX), 0xffff);
+    for x in [12_345_678_901u64, 0xdead_beef_cafe, 1 << 47, (1 << 48) - 3] {
+        let want = (x % 0xffff) as u16;
+        assert!(same_ones_complement(fold(x), want), "{x:#x}");
+    }
+}
+
+#[test]
 fn odd_length_pads_last_byte_as_high_byte() {
     assert_eq!(sum(&[0xab]).sum(), 0xab00);
     assert!(sum(&[0xab]).is_odd());

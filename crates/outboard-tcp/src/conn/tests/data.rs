@@ -319,3 +319,14 @@ fn events_are_coalesced_so_the_queue_stays_bounded() {
     }
     assert_eq!(h.events(), vec![Event::Readable]);
 }
+
+#[test]
+fn nagle_can_be_switched_off_at_run_time() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(b"a").unwrap();
+    h.recv_one();
+    h.c.send(b"b").unwrap();
+    h.recv_nothing();
+    h.c.set_nodelay(true);
+    assert_eq!(h.recv_one().payload, b"b");
+}

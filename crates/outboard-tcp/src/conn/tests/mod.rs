@@ -14,7 +14,7 @@ use super::*;
 use crate::cc::CcKind;
 use outboard_time::Duration;
 use outboard_wire::{SackBlocks, TcpFlags, TcpOptions};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 pub(super) const ISS: u32 = 1000;
 pub(super) const PEER_ISS: u32 = 5000;

@@ -305,3 +305,38 @@ fn out_of_window_pure_acks_are_answered_at_most_every_500ms() {
     h.send(&seg(ACK, PEER_ISS - 100, ISS + 1), b"old");
     assert_eq!(h.recv().len(), 1);
 }
+
+#[test]
+fn rfc6582_no_fast_retransmit_after_rto_when_ack_jumped() {
+    // After an RTO the receiver's cumulative ACK jumps over a block it held:
+    // go-back-N duplicates beyond may cause dup ACKs that signal no loss.
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    h.fire_next_timer();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(6)), b"");
+    h.recv();
+    for _ in 0..3 {
+        h.send(&seg(ACK, PEER_ISS + 1, seg_start(6)), b"");
+    }
+    h.recv();
+    assert_eq!(h.c.stats().fast_retransmits, 0);
+}
+
+#[test]
+fn rfc6582_ack_heuristic_allows_fast_retransmit_after_rto() {
+    // The ACK advanced by one segment only: the dup ACKs are a new loss.
+    let mut h = Harness::established(&plain_cfg());
+    send_segments(&mut h, 10);
+    h.fire_next_timer();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(1)), b"");
+    h.recv();
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        h.send(&seg(ACK, PEER_ISS + 1, seg_start(1)), b"");
+        out.extend(h.recv());
+    }
+    assert_eq!(h.c.stats().fast_retransmits, 1);
+    assert!(out.iter().any(|s| s.seq() == seg_start(1)), "the hole at SND.UNA is resent: {out:?}");
+}

@@ -173,3 +173,37 @@ fn segments_for_a_closed_connection_are_ignored() {
     h.recv_nothing();
     assert!(h.c.is_finished());
 }
+
+#[test]
+fn persist_zero_window_with_data_in_flight_does_not_time_out_while_peer_answers() {
+    let cfg = Config { max_retransmits: 3, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(&[1u8; 3000]).unwrap();
+    h.recv();
+    // The peer takes the first 1000 bytes and closes its window.
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1001);
+    a.window = 0;
+    h.send(&a, b"");
+    for _ in 0..20 {
+        h.fire_next_timer();
+        h.recv();
+        h.send(&a, b"");
+    }
+    assert_eq!(h.c.state(), State::Established);
+    // The window opens: sending resumes at SND.UNA (slow start after the RTOs).
+    let mut open = seg(ACK, PEER_ISS + 1, ISS + 1001);
+    open.window = 10_000;
+    h.send(&open, b"");
+    let r = h.recv();
+    assert_eq!((r[0].seq(), r[0].len()), (ISS + 1001, 1460));
+}
+
+#[test]
+fn keepalive_can_be_switched_on_at_run_time() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.set_keepalive(h.now, Some((Duration::from_secs(5), Duration::from_secs(1), 1)));
+    h.advance(Duration::from_secs(5));
+    assert_eq!(h.recv_one().seq(), ISS);
+    h.c.set_keepalive(h.now, None);
+    assert_eq!(h.c.poll_timeout(), None);
+}

@@ -1,0 +1,113 @@
+//! The connection's public value types: addresses, states, events, errors,
+//! what `poll_transmit` hands out, and the counters of `stats()`.
+
+use outboard_wire::TcpRepr;
+use std::net::SocketAddrV4;
+
+/// The connection's addresses, from our side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FourTuple {
+    pub local: SocketAddrV4,
+    pub remote: SocketAddrV4,
+}
+
+/// RFC 9293 §3.3.2 states (LISTEN lives in `table`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    Closed,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+/// What the application should hear about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed.
+    Connected,
+    /// New bytes can be read.
+    Readable,
+    /// Send buffer space opened up.
+    Writable,
+    /// The peer sent FIN: reads return end-of-stream once drained.
+    PeerClosed,
+    /// Both directions closed normally (the connection may still sit in TIME-WAIT).
+    Closed,
+    /// The peer reset the connection (ECONNRESET, or ECONNREFUSED in SYN-SENT).
+    Reset,
+    /// Retransmissions or keepalives exhausted (ETIMEDOUT).
+    TimedOut,
+}
+
+/// ICMP errors that concern a connection (RFC 1122 §4.2.3.9, RFC 1191).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IcmpError {
+    /// Fragmentation needed with the next-hop MTU: lowers the MSS.
+    FragmentationNeeded { mtu: u16 },
+    /// Destination unreachable (soft error unless in SYN-SENT with a hard code).
+    Unreachable { code: u8 },
+    TimeExceeded,
+}
+
+/// A segment to send: header plus payload borrowed from the send queue in at
+/// most two pieces, so the caller copies it once into the frame with the checksum.
+#[derive(Debug)]
+pub struct Transmit<'a> {
+    pub repr: TcpRepr,
+    pub payload: [&'a [u8]; 2],
+}
+
+impl Transmit<'_> {
+    pub fn payload_len(&self) -> usize {
+        self.payload[0].len() + self.payload[1].len()
+    }
+}
+
+/// Counters readable from outside (`outboard stat`, TCP_INFO).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ConnStats {
+    pub segments_in: u64,
+    pub segments_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub retransmits: u64,
+    pub retransmitted_bytes: u64,
+    pub rto_events: u64,
+    pub fast_retransmits: u64,
+    pub srtt_us: u64,
+    pub rttvar_us: u64,
+    pub rto_us: u64,
+    pub cwnd: usize,
+    pub ssthresh: usize,
+    pub sacked_bytes: usize,
+    pub bytes_in_flight: usize,
+    pub send_mss: usize,
+    pub snd_wscale: u8,
+    pub rcv_wscale: u8,
+    pub send_queue: usize,
+    pub recv_queue: usize,
+    pub ooo_ranges: usize,
+    pub dup_segments_in: u64,
+    pub dropped_segments: u64,
+    pub challenge_acks: u64,
+}
+
+/// Errors from the application-side calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// Nothing to read / no room to write right now.
+    WouldBlock,
+    /// Writing after shutdown_write/close (EPIPE).
+    Closed,
+    /// The connection was reset (ECONNRESET / ECONNREFUSED).
+    Reset,
+    TimedOut,
+    /// Not yet established.
+    NotConnected,
+}
