@@ -47,6 +47,19 @@ pub struct TransferArgs {
     /// Fail the run if it has not completed after this many virtual seconds.
     #[arg(long, default_value = "600", value_parser = parse_non_negative)]
     pub time_limit_s: f64,
+    /// Socket send buffer of each connection (e.g. 256KiB).
+    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    pub send_buffer: u64,
+    /// Socket receive buffer of each connection.
+    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    pub recv_buffer: u64,
+    /// Bytes the link's queue holds before it tail-drops (with --bandwidth-mbit).
+    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    pub queue_bytes: u64,
+    /// Apply loss/duplication/reordering/corruption only from a to b, leaving the
+    /// ACK path clean (the Mathis et al. model); delay and bandwidth still apply both ways.
+    #[arg(long)]
+    pub clean_reverse_path: bool,
     /// Write every delivered frame to this pcap file (virtual timestamps).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -70,6 +83,10 @@ impl TransferArgs {
             cc: self.cc,
             direction: self.direction,
             time_limit_s: self.time_limit_s,
+            send_buffer: usize::try_from(self.send_buffer).unwrap_or(usize::MAX),
+            recv_buffer: usize::try_from(self.recv_buffer).unwrap_or(usize::MAX),
+            queue_bytes: usize::try_from(self.queue_bytes).unwrap_or(usize::MAX),
+            reverse_faults: !self.clean_reverse_path,
             progress_interval_ms: 250,
             ..TransferConfig::default()
         }
@@ -105,6 +122,10 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
         cc: a.cc,
         direction: Direction::Both,
         time_limit_s: 600.0,
+        send_buffer: 256 << 10,
+        recv_buffer: 256 << 10,
+        queue_bytes: 256 << 10,
+        clean_reverse_path: false,
         pcap: None,
         json: false,
     };

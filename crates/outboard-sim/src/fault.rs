@@ -12,7 +12,11 @@
 //!    is flipped. The receiver must catch it: the IPv4/TCP/UDP checksums do for
 //!    the payload; a flip in the Ethernet header is caught only by an address
 //!    mismatch (destination MAC, EtherType) or, for the source MAC, not at all
-//!    (harmless), since simulated frames carry no FCS;
+//!    (harmless), since simulated frames carry no FCS. ARP has no checksum
+//!    at all: a flipped sender address in an ARP reply poisons the
+//!    receiver's cache until the entry expires, as it would on a link
+//!    without FCS.
+//!
 //!    A separate knob, `undetectable_corrupt`, models the Internet checksum's
 //!    blind spot: it sets a bit in one 16-bit word of the payload and clears
 //!    the same bit in another, which leaves the ones'-complement sum (RFC 1071)

@@ -110,3 +110,39 @@ fn corruption_the_checksum_cannot_see_is_caught_with_its_offset() {
     // Replaying the seed finds the same byte.
     assert_eq!(run_transfer(&cfg).first_bad_offset, Some(off));
 }
+
+/// Found by tests/random_faults.rs (proptest seed 1). The simulated link has
+/// no FCS and ARP no checksum: the corruption knob flips a bit in the sender
+/// MAC of the first ARP reply, host a caches 02:00:00:00:40:02 for 60 s and
+/// sends its SYNs there (the network counts them unroutable); the refresh at
+/// 63 s comes too late for the SYN retry budget. The run must fail loudly,
+/// naming the timeout, and never deliver wrong data.
+#[test]
+fn corrupted_arp_reply_poisons_the_cache_and_fails_loudly() {
+    let cfg = TransferConfig {
+        bytes: 1,
+        loss: 0.0778135342041222,
+        duplicate: 0.11868115803832122,
+        corrupt: 0.022939454871313703,
+        delay_ms: 0.0,
+        jitter_ms: 2.0380281973160588,
+        bandwidth_mbit: 0.0,
+        seed: 13772910234860221377,
+        mss: 536,
+        mtu: 576,
+        send_buffer: 4096,
+        recv_buffer: 4096,
+        time_limit_s: 3600.0,
+        ..TransferConfig::default()
+    };
+    let r = run_transfer(&cfg);
+    assert!(!r.ok);
+    assert_eq!(r.faults.corrupted, 1);
+    assert!(r.net.unroutable > 0, "{:?}", r.net);
+    assert!(
+        r.reason.as_deref().unwrap_or("").contains("timed out"),
+        "{:?}",
+        r.reason
+    );
+    assert_eq!(r.first_bad_offset, None);
+}

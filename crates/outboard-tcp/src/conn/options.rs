@@ -120,22 +120,23 @@ impl Connection {
     /// then other recent blocks, then the rest lowest first.
     pub(super) fn sack_blocks(&self) -> SackBlocks {
         let mut blocks = SackBlocks::new();
-        let ranges: Vec<(SeqNumber, SeqNumber)> =
-            self.assembler.ranges().map(|(s, e)| (self.rcv_nxt + s, self.rcv_nxt + e)).collect();
-        let mut used = [false; 64];
+        let to_seq = |(s, e): (usize, usize)| (self.rcv_nxt + s, self.rcv_nxt + e);
+        // Bit i: range i is already reported (no allocation on this path).
+        let mut used = 0u64;
         for seq in self.sack_recent.iter().flatten() {
-            if let Some(i) = ranges.iter().position(|&(l, r)| seq.in_range(l, r)) {
-                if i < used.len() && !used[i] {
-                    used[i] = true;
-                    blocks.push(ranges[i].0, ranges[i].1);
+            let found = self.assembler.ranges().map(to_seq).enumerate().find(|&(_, (l, r))| seq.in_range(l, r));
+            if let Some((i, (l, r))) = found {
+                if i < 64 && used & (1 << i) == 0 {
+                    used |= 1 << i;
+                    blocks.push(l, r);
                 }
             }
         }
-        for (i, &(l, r)) in ranges.iter().enumerate() {
+        for (i, (l, r)) in self.assembler.ranges().map(to_seq).enumerate() {
             if blocks.len() == SackBlocks::MAX {
                 break;
             }
-            if i >= used.len() || !used[i] {
+            if i >= 64 || used & (1 << i) == 0 {
                 blocks.push(l, r);
             }
         }

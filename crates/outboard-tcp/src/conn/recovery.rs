@@ -203,7 +203,7 @@ impl Connection {
         // not the network, holds our data back (Linux's "dastardly shrinks
         // window" case). Time out only once it has been silent for max RTO.
         let peer_alive = self.snd_wnd == 0 && now.saturating_duration_since(self.last_rx) < self.cfg.max_rto;
-        if !(peer_alive && !syn_phase) {
+        if !peer_alive || syn_phase {
             self.rto_count += 1;
         }
         let limit = if syn_phase { self.cfg.max_syn_retransmits } else { self.cfg.max_retransmits };

@@ -53,16 +53,18 @@ impl TimerTable {
     pub(crate) fn next(&self) -> Option<Instant> {
         self.slots.iter().flatten().copied().min()
     }
-    /// Timers whose deadline is at or before `now`.
-    pub(crate) fn expired(&self, now: Instant) -> impl Iterator<Item = Timer> + '_ {
-        Timer::ALL.into_iter().filter(move |t| self.get(*t).is_some_and(|at| at <= now))
+    /// The timer is armed with a deadline at or before `now`.
+    pub(crate) fn is_due(&self, timer: Timer, now: Instant) -> bool {
+        self.get(timer).is_some_and(|at| at <= now)
     }
 }
 
 impl Connection {
     pub(super) fn on_timeout(&mut self, now: Instant) {
-        let due: Vec<Timer> = self.timers.expired(now).collect();
-        for t in due {
+        for t in Timer::ALL {
+            if !self.timers.is_due(t, now) {
+                continue;
+            }
             self.timers.stop(t);
             match t {
                 Timer::Retransmit => self.on_rto(now),
@@ -140,7 +142,8 @@ mod tests {
         assert_eq!(t.next(), Some(Instant::from_millis(50)));
         t.set_if_idle(Timer::Keepalive, Instant::from_millis(5));
         assert_eq!(t.get(Timer::Keepalive), Some(Instant::from_millis(50)));
-        let e: Vec<_> = t.expired(Instant::from_millis(50)).collect();
-        assert_eq!(e, vec![Timer::Keepalive]);
+        assert!(t.is_due(Timer::Keepalive, Instant::from_millis(50)));
+        assert!(!t.is_due(Timer::Keepalive, Instant::from_millis(49)));
+        assert!(!t.is_due(Timer::DelayedAck, Instant::from_millis(50)));
     }
 }

@@ -330,3 +330,35 @@ fn nagle_can_be_switched_off_at_run_time() {
     h.c.set_nodelay(true);
     assert_eq!(h.recv_one().payload, b"b");
 }
+
+#[test]
+fn payload_wrapping_the_send_ring_comes_out_as_two_slices() {
+    let cfg = Config { send_buffer: 4000, nodelay: true, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(&[1u8; 3000]).unwrap();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 3001), b"");
+    let data: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+    assert_eq!(h.c.send(&data), Ok(2000));
+    let t = h.c.poll_transmit(h.now).unwrap();
+    assert!(!t.payload[1].is_empty(), "the ring wrapped inside this segment");
+    let mut got = t.payload[0].to_vec();
+    got.extend_from_slice(t.payload[1]);
+    assert_eq!(t.payload_len(), got.len());
+    assert_eq!(&got[..], &data[..got.len()]);
+}
+
+#[test]
+fn stats_count_segments_bytes_and_queues() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&[1u8; 3000]).unwrap();
+    h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1461), b"abcd");
+    let s = h.c.stats();
+    assert_eq!((s.segments_in, s.bytes_in), (2, 4), "SYN-ACK and one data segment");
+    assert_eq!(s.bytes_out, 2920, "the 80-byte tail waits for Nagle");
+    assert_eq!((s.send_queue, s.bytes_in_flight), (1540, 1460));
+    assert_eq!(s.recv_queue, 4);
+    assert_eq!(s.send_mss, 1460);
+    assert!(s.cwnd >= 10 * 1460);
+}
