@@ -63,7 +63,7 @@ fn bad_flags_exit_2_with_a_precise_message() {
         (&["sim", "transfer", "--bytes", "lots"][..], "not a size"),
         (&["sim", "transfer", "--cc", "vegas"][..], "unknown congestion controller"),
         (&["sim", "transfer", "--direction", "sideways"][..], "unknown direction"),
-        (&["sim", "transfer", "--delay-ms", "-3"][..], ">= 0"),
+        (&["sim", "transfer", "--delay-ms=-3"][..], ">= 0"),
         (&["bench", "nonsense"][..], "unrecognized subcommand"),
     ] {
         let out = outboard(args);
