@@ -85,6 +85,9 @@ pub enum Step {
 /// Default steps allowed at one instant before the network calls it a livelock.
 pub const DEFAULT_STALL_STEPS: u64 = 10_000_000;
 
+/// Frames taken from one host in one `flush`.
+const MAX_FRAMES_PER_FLUSH: usize = 1 << 20;
+
 /// Most spare frame buffers kept.
 const SPARE_FRAMES: usize = 4096;
 
@@ -120,7 +123,11 @@ pub struct Network<H: Endpoint = Stack> {
     steps_at_instant: u64,
     stall_steps: u64,
     tap: Option<Box<Tap>>,
+    tx_tap: Option<Box<TxTap>>,
 }
+
+/// Sees every frame a host puts on the wire, before any link fault: (time, from host, frame).
+pub type TxTap = dyn FnMut(Instant, usize, &[u8]) + Send;
 
 /// Sees every frame as it is delivered: (time, from host, to host, frame).
 pub type Tap = dyn FnMut(Instant, usize, usize, &[u8]) + Send;
@@ -164,6 +171,7 @@ impl<H: Endpoint> Network<H> {
             steps_at_instant: 0,
             stall_steps: DEFAULT_STALL_STEPS,
             tap: None,
+            tx_tap: None,
         }
     }
 
@@ -171,6 +179,12 @@ impl<H: Endpoint> Network<H> {
     /// faults: what the receiver sees), e.g. to write a pcap with `PcapBuf`.
     pub fn set_tap(&mut self, tap: Box<Tap>) {
         self.tap = Some(tap);
+    }
+
+    /// Calls `tap` with every frame a host transmits from now on, before the
+    /// link decides its fate (so lost frames are seen too).
+    pub fn set_tx_tap(&mut self, tap: Box<TxTap>) {
+        self.tx_tap = Some(tap);
     }
 
     /// Steps at one instant before `advance` reports `Step::Stalled`.
@@ -237,10 +251,18 @@ impl<H: Endpoint> Network<H> {
 
     fn flush_host(&mut self, from: usize) {
         let now = self.clock.now();
-        while let Some(len) = self.hosts[from].poll_transmit(now, &mut self.tx_buf) {
+        // A host that never stops transmitting must not hang the simulator:
+        // the rest is drained at the next flush (and `Stalled` catches a livelock).
+        for _ in 0..MAX_FRAMES_PER_FLUSH {
+            let Some(len) = self.hosts[from].poll_transmit(now, &mut self.tx_buf) else {
+                break;
+            };
             let len = len.min(self.frame_cap);
             self.stats.frames_sent += 1;
             let frame = &self.tx_buf[..len];
+            if let Some(tap) = &mut self.tx_tap {
+                tap(now, from, frame);
+            }
             let spare = &mut self.spare;
             let mut copy = || {
                 let mut v = spare.pop().unwrap_or_default();

@@ -210,7 +210,7 @@ impl SecsForTest for Instant {
 }
 
 #[test]
-fn tap_sees_each_delivered_frame_with_its_endpoints() {
+fn taps_see_delivered_and_transmitted_frames() {
     use std::sync::{Arc, Mutex};
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut net = Network::new(fakes(3), &delayed(1), 1, 1514, Instant::ZERO);

@@ -36,3 +36,35 @@ fn mutual_full_windows_do_not_deadlock_on_unacceptable_acks() {
     let r = run_transfer(&cfg);
     assert!(r.ok, "{}", r.summary());
 }
+
+/// Found by tests/random_faults.rs with OUTBOARD_SIM_PROP_SEED=54: one way,
+/// 4 KiB windows, 12 % loss, 3 % corruption. The last 428 bytes are delivered
+/// at 146.3 s but the ACKs for them are lost; the sender's RTO is then 60 s
+/// (`rto_us` = 60 000 000), yet retransmissions leave the host only at
+/// 197.3, 309.5, 429.5 and 548.5 s (no frame at all at ~257 s): of its 15
+/// retransmissions only about 7 reach the wire (some wait behind an expired
+/// ARP entry whose request goes out late), so the connection times out at
+/// 668 s one byte short. Seen with `Network::set_tx_tap`.
+#[test]
+#[ignore = "outboard-stack/tcp: RTO retransmissions after ~200 s do not all reach the wire (see doc)"]
+fn late_retransmissions_all_reach_the_wire() {
+    let cfg = TransferConfig {
+        bytes: 2591083,
+        loss: 0.12170146927978397,
+        duplicate: 0.022707891057452034,
+        reorder: 0.2327121291274273,
+        corrupt: 0.02912706745485392,
+        delay_ms: 2.1813648216029473,
+        jitter_ms: 1.8531952697308305,
+        bandwidth_mbit: 10.0,
+        seed: 12907530703861303089,
+        mss: 536,
+        mtu: 576,
+        send_buffer: 4096,
+        recv_buffer: 4096,
+        time_limit_s: 3600.0,
+        ..TransferConfig::default()
+    };
+    let r = run_transfer(&cfg);
+    assert!(r.ok, "{}", r.summary());
+}

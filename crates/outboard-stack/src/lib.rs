@@ -362,6 +362,8 @@ impl Stack {
     }
 
     /// Bytes held by buffers of this stack (connections, queues, reassembly, ARP).
+    /// Connections count what they really allocate (`Connection::memory_in_use`):
+    /// a half-open or TIME-WAIT connection a few KiB, not its configured buffers.
     pub fn memory_in_use(&self) -> usize {
         self.tcp.memory()
             + self.udp.memory()

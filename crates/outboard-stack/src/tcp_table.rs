@@ -10,10 +10,17 @@ use outboard_tcp::syncookie::SynCookies;
 use outboard_tcp::{Config, Connection, FourTuple};
 use outboard_time::Instant;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::mem::size_of;
 use std::net::SocketAddrV4;
 
-/// Bytes charged per connection besides its send and receive buffers.
-pub(crate) const CONN_OVERHEAD: usize = 1024;
+/// Table bookkeeping per connection besides what the connection reports
+/// (`Connection::memory_in_use`, which includes its own struct): the rest of
+/// its `conns` slot, its `by_tuple` slot, a timer-index key and a ready-queue
+/// slot. Hash-map slack (capacity beyond `len`) is not charged.
+pub(crate) const ENTRY_OVERHEAD: usize = size_of::<(ConnId, Entry)>() - size_of::<Connection>()
+    + size_of::<(FourTuple, ConnId)>()
+    + size_of::<(Instant, ConnId)>()
+    + size_of::<ConnId>();
 
 /// Who holds a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,8 +275,11 @@ impl TcpTable {
         t
     }
 
+    /// Bytes the connections really hold: ring storage only where allocated
+    /// (none for a SYN-RECEIVED connection or one in TIME-WAIT), so a full
+    /// SYN queue costs a few KiB, not the configured buffers.
     pub(crate) fn memory(&self) -> usize {
-        self.conns.len() * (CONN_OVERHEAD + self.cfg.send_buffer + self.cfg.recv_buffer)
+        self.conns.values().map(|e| e.conn.memory_in_use() + ENTRY_OVERHEAD).sum::<usize>()
             + self.listeners.values().map(Listener::memory).sum::<usize>()
     }
 }

@@ -1,6 +1,8 @@
 //! A SYN flood from thousands of spoofed sources: the SYN queue stays at its
 //! cap, SYN cookies answer the rest, memory stays bounded, and a legitimate
-//! client still connects (through a cookie) and moves data.
+//! client still connects (through a cookie) and moves data. Memory is the
+//! bytes really allocated: half-open (and TIME-WAIT) connections hold no
+//! send or receive ring storage.
 mod common;
 
 use common::*;
@@ -13,6 +15,11 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
 const SYN_QUEUE: usize = 32;
 const BUFFERS: usize = 16 * 1024;
+/// What one SYN-RECEIVED connection may cost in the table: its struct and
+/// range tables, no ring storage (rings are allocated on first data).
+const HALF_OPEN: usize = 4096;
+/// ARP entry, listener, and whatever else a quiet stack holds.
+const BASELINE: usize = 16 * 1024;
 
 fn spoofed_syn(i: u32) -> Vec<u8> {
     let src = Ipv4Addr::new(172, 16, (i >> 8) as u8, i as u8);
@@ -66,8 +73,8 @@ fn syn_flood_is_bounded_by_syn_cookies_and_a_real_client_still_connects() {
         SYN_QUEUE,
         "only the SYN queue holds state"
     );
-    let per_conn = 1024 + 2 * BUFFERS;
-    let bound = SYN_QUEUE * per_conn + 64 * 1024;
+    let per_conn = HALF_OPEN + 2 * BUFFERS;
+    let bound = SYN_QUEUE * HALF_OPEN + BASELINE;
     assert!(
         p.b.memory_in_use() <= bound,
         "{} bytes in use, bound {bound}",
@@ -121,10 +128,58 @@ fn syn_flood_is_bounded_by_syn_cookies_and_a_real_client_still_connects() {
             == 1)
     );
     assert!(
-        p.b.memory_in_use() <= per_conn + 16 * 1024,
+        p.b.memory_in_use() <= per_conn + BASELINE,
         "{}",
         p.b.memory_in_use()
     );
+}
+
+#[test]
+fn syn_flood_with_default_config_holds_under_1_mib() {
+    // Default buffers (256 KiB each way) and SYN queue (128): eagerly
+    // allocated rings would pin 64 MiB here.
+    let mut b = cfg(MAC_B, IP_B, 2);
+    b.gateway = Some(GATEWAY);
+    let mut s = Stack::new(b, t(0));
+    teach_arp(&mut s, t(0), MAC_PEER, GATEWAY);
+    s.tcp_listen(80, 128).unwrap();
+    let before = s.memory_in_use();
+    for batch in 0..50u32 {
+        flood(&mut s, t(1), batch * 100..batch * 100 + 100);
+        drain(&mut s, t(1));
+    }
+    let queue = s.config().syn_queue_cap;
+    let conns = s.tcp_connections();
+    assert_eq!(conns.len(), queue);
+    for (id, _, state, _) in conns {
+        assert_eq!(state, State::SynReceived);
+        let c = s.tcp(id).unwrap();
+        assert_eq!(c.buffer_bytes(), (0, 0), "no ring storage while half-open");
+        assert!(c.memory_in_use() < HALF_OPEN, "{}", c.memory_in_use());
+    }
+    drain(&mut s, t(1));
+    let used = s.memory_in_use();
+    assert!(used < 1024 * 1024, "{used} bytes in use after 5000 SYNs");
+    assert!(
+        used - before <= queue * HALF_OPEN,
+        "{} bytes for {queue} half-open connections",
+        used - before
+    );
+    // The figure is real, not a per-connection guess: it falls back as the
+    // SYN-ACK retransmissions give up and the queue empties.
+    let mut now = t(1);
+    for _ in 0..10_000 {
+        match s.poll_timeout() {
+            Some(at) if !s.tcp_connections().is_empty() => {
+                now = now.max(at);
+                s.handle_timeout(now);
+                drain(&mut s, now);
+            }
+            _ => break,
+        }
+    }
+    assert!(s.tcp_connections().is_empty());
+    assert!(s.memory_in_use() <= before, "{} > {before}", s.memory_in_use());
 }
 
 #[test]
@@ -187,4 +242,77 @@ fn bare_ack_to_a_listener_without_recent_cookies_is_reset() {
     let out = drain(&mut s, t(1));
     assert_eq!(out.len(), 1);
     assert_eq!(s.stats().tcp_resets_out, 1);
+}
+
+/// The other end of a connection's life: after a request/response exchange
+/// the client closes first, and its connections sit in TIME-WAIT for 2·MSL.
+/// They hold no ring storage, so they cost as little as half-open ones.
+#[test]
+fn time_wait_connections_hold_no_buffers() {
+    const N: usize = 100;
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, N).unwrap();
+    let clients: Vec<_> = (0..N)
+        .map(|_| p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap())
+        .collect();
+    let mut servers = Vec::new();
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        while let Some(id) = p.b.tcp_accept(l) {
+            servers.push(id);
+        }
+        servers.len() == N
+            && clients
+                .iter()
+                .all(|&c| p.a.tcp(c).unwrap().state() == State::Established)
+    }));
+    for &c in &clients {
+        p.a.tcp(c).unwrap().send(b"ping").unwrap();
+    }
+    for &s in &servers {
+        p.b.tcp(s).unwrap().send(b"pong").unwrap();
+    }
+    let mut pongs = 0;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        for &c in &clients {
+            let mut buf = [0u8; 8];
+            if p.a.tcp(c).unwrap().recv(&mut buf) == Ok(4) {
+                pongs += 1;
+            }
+        }
+        pongs == N
+    }));
+    // Both rings of every client connection are in use now.
+    let busy = p.a.memory_in_use();
+    assert!(busy >= N * 2 * 256 * 1024, "{busy}");
+    for &c in &clients {
+        p.a.tcp(c).unwrap().close();
+    }
+    let mut closed = 0;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        for &s in &servers {
+            // The server reads the request, then closes at end of stream.
+            let c = p.b.tcp(s).unwrap();
+            let mut buf = [0u8; 8];
+            while let Ok(n @ 1..) = c.recv(&mut buf) {
+                assert_eq!(&buf[..n], b"ping");
+            }
+            if c.recv(&mut buf) == Ok(0) {
+                c.close();
+            }
+        }
+        closed = clients
+            .iter()
+            .filter(|&&c| p.a.tcp(c).unwrap().state() == State::TimeWait)
+            .count();
+        closed == N
+    }));
+    for &c in &clients {
+        assert_eq!(p.a.tcp(c).unwrap().buffer_bytes(), (0, 0));
+        p.a.tcp_release(c);
+    }
+    let held = p.a.memory_in_use();
+    assert!(
+        held <= N * HALF_OPEN + BASELINE,
+        "{N} TIME-WAIT connections hold {held} bytes"
+    );
 }

@@ -1,13 +1,21 @@
 //! A fixed-capacity byte ring used for the send and receive queues.
 //!
-//! The storage is allocated once in `new` and never grows. Bytes between
+//! The capacity is fixed in `new`, but the storage is allocated lazily, in
+//! full, by the first write (`push`, `write_unqueued`, `enqueue_unqueued`),
+//! and `release` gives it back. A connection therefore holds no ring memory
+//! until bytes actually move: a SYN-RECEIVED connection in a listener's SYN
+//! queue costs its struct, not two configured buffers, and a connection in
+//! TIME-WAIT can drop its storage (see `Connection::memory_in_use`). Once
+//! allocated the storage never grows or moves. Bytes between
 //! `head` and `head + len` (modulo capacity) are *queued*; the space after them
 //! is free, and the receiver may park out-of-order bytes there with
 //! `write_unqueued` before they become contiguous (`enqueue_unqueued`).
 
 #[derive(Debug, Clone)]
 pub struct RingBuffer {
+    /// Empty until the first write; then exactly `cap` bytes.
     buf: Vec<u8>,
+    cap: usize,
     /// Index of the first queued byte; always `< capacity` (or 0 when capacity is 0).
     head: usize,
     /// Number of queued bytes; always `<= capacity`.
@@ -15,11 +23,24 @@ pub struct RingBuffer {
 }
 
 impl RingBuffer {
+    /// A ring that will hold up to `capacity` bytes; allocates nothing yet.
     pub fn new(capacity: usize) -> Self {
-        RingBuffer { buf: vec![0; capacity], head: 0, len: 0 }
+        RingBuffer { buf: Vec::new(), cap: capacity, head: 0, len: 0 }
     }
     pub fn capacity(&self) -> usize {
-        self.buf.len()
+        self.cap
+    }
+    /// Heap bytes the ring holds now: 0 before the first write and after
+    /// `release`, else the capacity.
+    pub fn allocated_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+    /// Discards every byte (queued, and parked by `write_unqueued`) and frees
+    /// the storage. The capacity stays; the next write allocates again.
+    pub fn release(&mut self) {
+        self.buf = Vec::new();
+        self.head = 0;
+        self.len = 0;
     }
     /// Bytes queued (readable from the front).
     pub fn len(&self) -> usize {
@@ -70,6 +91,7 @@ impl RingBuffer {
         if n == 0 {
             return 0;
         }
+        self.allocate();
         let start = self.wrap(self.head + self.len + offset);
         let first = n.min(self.capacity() - start);
         self.buf[start..start + first].copy_from_slice(&data[..first]);
@@ -80,7 +102,20 @@ impl RingBuffer {
     /// Clamped to the free space.
     pub fn enqueue_unqueued(&mut self, n: usize) {
         debug_assert!(n <= self.free(), "enqueue {n} with {} free", self.free());
-        self.len += n.min(self.free());
+        let n = n.min(self.free());
+        if n > 0 {
+            // Queued bytes must have storage behind them (zeros if never written).
+            self.allocate();
+        }
+        self.len += n;
+    }
+
+    /// Allocates the storage on first use, zero-filled so that bytes marked
+    /// queued without being written read as zeros.
+    fn allocate(&mut self) {
+        if self.buf.len() != self.cap {
+            self.buf = vec![0; self.cap];
+        }
     }
 
     /// The raw storage range `[offset, offset + len)` from `head`, which the

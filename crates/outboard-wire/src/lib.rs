@@ -27,6 +27,8 @@ pub mod udp;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod rules_tests;
+#[cfg(test)]
 mod testdata;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};

@@ -21,7 +21,7 @@ mod report;
 mod run;
 mod stream;
 
-pub use report::{ConnSummary, DirectionReport, HostReport, Progress, TransferReport};
+pub use report::{ConnState, ConnSummary, DirectionReport, HostReport, Progress, TransferReport};
 pub use stream::{stream_seed, Sink, Source};
 
 use crate::fault::FaultConfig;

@@ -3,7 +3,7 @@
 
 use crate::fault::FaultStats;
 use crate::network::NetStats;
-use outboard_stack::StackStats;
+use outboard_stack::Stack;
 use outboard_tcp::ConnStats;
 use serde::Serialize;
 
@@ -123,8 +123,8 @@ impl ConnSummary {
     }
 }
 
-/// One host's stack counters at the end of the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// One host's stack counters and connections at the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct HostReport {
     pub frames_in: u64,
     pub frames_out: u64,
@@ -132,17 +132,47 @@ pub struct HostReport {
     pub drops_checksum: u64,
     pub drops_not_for_us: u64,
     pub memory_in_use: usize,
+    /// Every connection the stack still holds, for post-mortems of failed runs.
+    pub connections: Vec<ConnState>,
+}
+
+/// A connection as the stack sees it at the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnState {
+    pub local: String,
+    pub remote: String,
+    pub state: String,
+    pub send_queue: usize,
+    pub recv_queue: usize,
+    pub bytes_in_flight: usize,
+    pub ooo_ranges: usize,
+    pub rto_us: u64,
 }
 
 impl HostReport {
-    pub fn new(s: &StackStats, memory_in_use: usize) -> HostReport {
+    pub fn new(stack: &Stack) -> HostReport {
+        let s = stack.stats();
         HostReport {
             frames_in: s.frames_in,
             frames_out: s.frames_out,
             drops_malformed: s.drops_malformed,
             drops_checksum: s.drops_checksum,
             drops_not_for_us: s.drops_not_for_us,
-            memory_in_use,
+            memory_in_use: stack.memory_in_use(),
+            connections: stack
+                .tcp_connections()
+                .into_iter()
+                .map(|(_, tuple, state, st)| ConnState {
+                    local: tuple.local.to_string(),
+                    remote: tuple.remote.to_string(),
+                    state: format!("{state:?}"),
+                    send_queue: st.send_queue,
+                    recv_queue: st.recv_queue,
+                    bytes_in_flight: st.bytes_in_flight,
+                    ooo_ranges: st.ooo_ranges,
+                    rto_us: st.rto_us,
+                })
+                .collect(),
         }
     }
 }

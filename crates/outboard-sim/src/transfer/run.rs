@@ -425,7 +425,7 @@ fn build_report(
     let ok = reason.is_none() && sha256_match && first_bad_offset.is_none();
     let retransmits = sides.iter().map(|s| s.stats.retransmits).sum();
     let hosts = (0..net.len())
-        .map(|i| HostReport::new(net.host(i).stats(), net.host(i).memory_in_use()))
+        .map(|i| HostReport::new(net.host(i)))
         .collect();
     TransferReport {
         ok,

@@ -9,10 +9,12 @@
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
 //! fast retransmit, RFC 6582 NewReno, RFC 6675 SACK recovery), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
-//! `timers` (the timer table and what each expiry does).
+//! `timers` (the timer table and what each expiry does), `memory` (what the
+//! connection costs, and freeing ring storage it can no longer use).
 
 mod ack;
 mod input;
+mod memory;
 mod options;
 mod output;
 mod recovery;
@@ -41,7 +43,8 @@ const QUICKACK_SEGMENTS: u32 = 16;
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
 /// RFC 7323 / 2018 / 6675 / 6298 state, buffers and timers. See the module
-/// docs for the call order.
+/// docs for the call order. The buffers take memory only while they can hold
+/// data (`memory_in_use`; the `memory` module says when they are freed).
 #[derive(Debug)]
 pub struct Connection {
     cfg: Config,
@@ -274,14 +277,17 @@ impl Connection {
         self.stats.segments_in += 1;
         self.stats.bytes_in += payload.len() as u64;
         self.on_segment(now, repr, payload);
+        self.release_idle_buffers();
     }
 
     pub fn handle_icmp(&mut self, now: Instant, err: IcmpError) {
         self.on_icmp(now, err);
+        self.release_idle_buffers();
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         self.on_timeout(now);
+        self.release_idle_buffers();
     }
 
     /// The earliest instant at which `handle_timeout` must be called.
@@ -331,6 +337,7 @@ impl Connection {
             }
             let n = self.recv_buf.pop(buf);
             self.on_app_read();
+            self.release_idle_buffers();
             return Ok(n);
         }
         if self.fin_received {
@@ -376,6 +383,7 @@ impl Connection {
             }
             _ => {}
         }
+        self.release_idle_buffers();
     }
 
     /// Full close (RFC 9293 §3.10.4); data arriving afterwards is answered with RST.
@@ -396,6 +404,7 @@ impl Connection {
                 self.shutdown_write();
             }
         }
+        self.release_idle_buffers();
     }
 
     /// Abort: send RST and go to CLOSED (RFC 9293 §3.10.5).
@@ -408,6 +417,7 @@ impl Connection {
         }
         self.app_closed = true;
         self.enter_closed();
+        self.release_idle_buffers();
     }
 
     pub fn state(&self) -> State {
@@ -433,6 +443,7 @@ impl Connection {
         s.send_queue = self.send_buf.len();
         s.recv_queue = self.recv_buf.len();
         s.ooo_ranges = self.assembler.range_count();
+        s.memory = self.memory_in_use();
         s
     }
 

@@ -96,6 +96,8 @@ pub struct ConnStats {
     pub dup_segments_in: u64,
     pub dropped_segments: u64,
     pub challenge_acks: u64,
+    /// Bytes the connection holds now (`Connection::memory_in_use`), like `ss -m`.
+    pub memory: usize,
 }
 
 /// Errors from the application-side calls.

@@ -95,6 +95,48 @@ fn zero_capacity_ring_is_inert() {
     assert_eq!(r.peek(0, 4), (&b""[..], &b""[..]));
 }
 
+#[test]
+fn storage_is_allocated_by_the_first_write_not_by_new() {
+    let mut r = RingBuffer::new(1 << 20);
+    assert_eq!(r.allocated_bytes(), 0);
+    assert_eq!((r.capacity(), r.free(), r.len()), (1 << 20, 1 << 20, 0));
+    // Reads and empty writes allocate nothing.
+    assert_eq!(r.pop(&mut [0u8; 8]), 0);
+    assert_eq!(r.peek(0, 8), (&b""[..], &b""[..]));
+    assert_eq!(r.push(b""), 0);
+    assert_eq!(r.write_unqueued(1 << 20, b"x"), 0);
+    r.enqueue_unqueued(0);
+    assert_eq!(r.allocated_bytes(), 0);
+    assert_eq!(r.push(b"a"), 1);
+    assert_eq!(r.allocated_bytes(), 1 << 20);
+}
+
+#[test]
+fn out_of_order_write_allocates_too() {
+    let mut r = RingBuffer::new(16);
+    assert_eq!(r.write_unqueued(4, b"xy"), 2);
+    assert_eq!(r.allocated_bytes(), 16);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn release_frees_storage_and_keeps_capacity() {
+    let mut r = RingBuffer::new(8);
+    r.push(b"abcdef");
+    r.consume(5);
+    r.write_unqueued(1, b"zz");
+    r.release();
+    assert_eq!(r.allocated_bytes(), 0);
+    assert_eq!((r.capacity(), r.len(), r.free()), (8, 0, 8));
+    // Usable again, from a fresh (zeroed) storage: nothing parked survives.
+    assert_eq!(r.push(b"0123456789"), 8);
+    assert_eq!(r.allocated_bytes(), 8);
+    assert_eq!(joined(r.peek(0, 8)), b"01234567");
+    r.release();
+    r.enqueue_unqueued(2);
+    assert_eq!(joined(r.peek(0, 8)), [0, 0]);
+}
+
 /// The model: the whole storage as a deque rotated so that index 0 is the
 /// head, plus the queued length. Consuming rotates it, exactly as advancing
 /// the head does.
@@ -112,6 +154,7 @@ enum Op {
     Peek(usize, usize),
     WriteUnqueued(usize, Vec<u8>),
     EnqueueUnqueued(usize),
+    Release,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -122,6 +165,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0usize..40, 0usize..40).prop_map(|(o, l)| Op::Peek(o, l)),
         (0usize..40, proptest::collection::vec(any::<u8>(), 0..20)).prop_map(|(o, d)| Op::WriteUnqueued(o, d)),
         (0usize..40).prop_map(Op::EnqueueUnqueued),
+        Just(Op::Release),
     ]
 }
 
@@ -175,7 +219,14 @@ proptest! {
                     m.len += n;
                     r.enqueue_unqueued(n);
                 }
+                Op::Release => {
+                    m.store = VecDeque::from(vec![0u8; cap]);
+                    m.len = 0;
+                    r.release();
+                    prop_assert_eq!(r.allocated_bytes(), 0);
+                }
             }
+            prop_assert!(r.allocated_bytes() == 0 || r.allocated_bytes() == cap);
             prop_assert_eq!(r.len(), m.len);
             prop_assert_eq!(r.free(), cap - m.len);
             prop_assert_eq!(r.capacity(), cap);

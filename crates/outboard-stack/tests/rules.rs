@@ -1,0 +1,191 @@
+//! Issue 2's rules that live in the stack rather than in one connection, one
+//! test per rule, named after it (the map from rule to test is docs/TESTS.md):
+//! the LISTEN transitions of RFC 9293 §3.3.2 (the listener is the table's),
+//! RFC 6528 ISNs as the stack picks them, and ICMP hard errors delivered to
+//! the connection they concern.
+mod common;
+
+use common::*;
+use outboard_stack::Stack;
+use outboard_tcp::{Event, State};
+use outboard_wire::icmpv4::{Icmpv4Repr, UnreachableCode};
+use outboard_wire::ipv4::IpProtocol;
+use outboard_wire::{RxChecksum, SeqNumber, TcpFlags, TcpOptions, TcpPacket, TcpRepr};
+use std::net::SocketAddrV4;
+
+const PEER_PORT: u16 = 40000;
+const PEER_ISS: u32 = 7000;
+
+fn stack() -> Stack {
+    let mut s = Stack::new(cfg(MAC_A, IP_A, 1), t(0));
+    teach_arp(&mut s, t(0), MAC_PEER, IP_PEER);
+    s
+}
+
+/// A segment from the peer to our port 80.
+fn from_peer(flags: TcpFlags, seq: u32, ack: u32) -> TcpRepr {
+    TcpRepr {
+        src_port: PEER_PORT,
+        dst_port: 80,
+        seq: SeqNumber(seq),
+        ack: SeqNumber(ack),
+        flags,
+        window: 65535,
+        urgent: 0,
+        options: TcpOptions {
+            mss: Some(1460),
+            ..TcpOptions::default()
+        },
+    }
+}
+
+fn deliver(s: &mut Stack, ms: u64, repr: &TcpRepr) {
+    s.receive_frame(t(ms), &tcp_frame(IP_PEER, IP_A, repr, &[], MAC_A, MAC_PEER));
+}
+
+/// The TCP segments among the frames (with their TCP bytes).
+fn tcp_out(frames: &[Vec<u8>]) -> Vec<(TcpRepr, Vec<u8>)> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            let (ip, payload) = ip_of(f)?;
+            if ip.protocol != IpProtocol::Tcp {
+                return None;
+            }
+            let p = TcpPacket::new_checked(&payload[..]).ok()?;
+            let r = TcpRepr::parse(&p, ip.src_addr, ip.dst_addr, RxChecksum::Verify).ok()?;
+            Some((r, payload))
+        })
+        .collect()
+}
+
+/// RFC 9293 §3.3.2 CLOSED → LISTEN (passive OPEN): before `tcp_listen` a SYN
+/// to the port is refused with RST (§3.10.7.1); after it, the SYN is answered
+/// with SYN-ACK (§3.10.7.2).
+#[test]
+fn closed_passive_open_to_listen_answers_syn_with_syn_ack() {
+    let mut s = stack();
+    deliver(&mut s, 1, &from_peer(TcpFlags::SYN, PEER_ISS, 0));
+    let out = tcp_out(&drain(&mut s, t(1)));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0.flags, TcpFlags::RST | TcpFlags::ACK);
+    assert_eq!(out[0].0.ack, SeqNumber(PEER_ISS + 1));
+
+    let l = s.tcp_listen(80, 4).unwrap();
+    deliver(&mut s, 2, &from_peer(TcpFlags::SYN, PEER_ISS, 0));
+    let out = tcp_out(&drain(&mut s, t(2)));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0.flags, TcpFlags::SYN | TcpFlags::ACK);
+    assert_eq!(out[0].0.ack, SeqNumber(PEER_ISS + 1));
+    assert_eq!(
+        s.tcp_accept(l),
+        None,
+        "not accepted before the handshake completes"
+    );
+}
+
+/// RFC 9293 §3.10.7.4 second, SYN-RECEIVED: "If this connection was initiated
+/// with a passive OPEN (i.e., came from the LISTEN state), then return this
+/// connection to LISTEN state": the embryo is dropped, nothing is accepted,
+/// the listener keeps answering SYNs.
+#[test]
+fn syn_received_rcv_rst_returns_to_listen() {
+    let mut s = stack();
+    let l = s.tcp_listen(80, 4).unwrap();
+    deliver(&mut s, 1, &from_peer(TcpFlags::SYN, PEER_ISS, 0));
+    let out = tcp_out(&drain(&mut s, t(1)));
+    assert_eq!(out[0].0.flags, TcpFlags::SYN | TcpFlags::ACK);
+    assert_eq!(s.tcp_connections().len(), 1, "one embryonic connection");
+    assert_eq!(s.tcp_connections()[0].2, State::SynReceived);
+
+    deliver(&mut s, 2, &from_peer(TcpFlags::RST, PEER_ISS + 1, 0));
+    drain(&mut s, t(2));
+    s.handle_timeout(t(3));
+    assert!(
+        s.tcp_connections().iter().all(|c| c.2 == State::Closed),
+        "{:?}",
+        s.tcp_connections()
+    );
+    assert_eq!(s.tcp_accept(l), None, "a reset embryo is never accepted");
+
+    // The listener is still there: a new SYN from the same peer gets a SYN-ACK.
+    deliver(&mut s, 4, &from_peer(TcpFlags::SYN, PEER_ISS + 100_000, 0));
+    let out = tcp_out(&drain(&mut s, t(4)));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0.flags, TcpFlags::SYN | TcpFlags::ACK);
+    assert_eq!(out[0].0.ack, SeqNumber(PEER_ISS + 100_001));
+    // And it completes into an accepted connection.
+    let iss = out[0].0.seq;
+    deliver(
+        &mut s,
+        5,
+        &from_peer(TcpFlags::ACK, PEER_ISS + 100_001, (iss + 1).0),
+    );
+    assert!(s.tcp_accept(l).is_some());
+}
+
+/// RFC 6528 §3, as the stack uses it: each connection's ISN comes from a
+/// keyed hash of its 4-tuple plus a clock, so different tuples get unrelated
+/// ISNs and two stacks with different secrets pick different ISNs.
+#[test]
+fn rfc6528_stack_picks_isns_per_tuple_and_per_secret() {
+    let mut isns = Vec::new();
+    for secret in [1u8, 2] {
+        let mut s = Stack::new(cfg(MAC_A, IP_A, secret), t(0));
+        teach_arp(&mut s, t(0), MAC_PEER, IP_PEER);
+        for port in [80u16, 81, 82] {
+            s.tcp_connect_from(t(1), 5555, SocketAddrV4::new(IP_PEER, port))
+                .unwrap();
+            let out = tcp_out(&drain(&mut s, t(1)));
+            assert_eq!(out.len(), 1);
+            assert!(out[0].0.flags.syn());
+            isns.push(out[0].0.seq.0);
+        }
+    }
+    let mut distinct = isns.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), isns.len(), "ISNs {isns:?}");
+    // Not a shared counter: consecutive connections are far apart.
+    for w in isns[..3].windows(2) {
+        assert!(
+            w[1].wrapping_sub(w[0]) > 1 << 16 || w[0].wrapping_sub(w[1]) > 1 << 16,
+            "{isns:?}"
+        );
+    }
+}
+
+/// RFC 1122 §4.2.3.9 / RFC 9293 §3.9: a hard ICMP error (port unreachable)
+/// about our SYN reaches that connection, which fails with "refused" at once
+/// instead of retransmitting its SYN.
+#[test]
+fn rfc1122_icmp_port_unreachable_aborts_the_connection_in_syn_sent() {
+    let mut s = stack();
+    let id = s.tcp_connect(t(1), SocketAddrV4::new(IP_PEER, 80)).unwrap();
+    let frames = drain(&mut s, t(1));
+    assert_eq!(tcp_out(&frames).len(), 1);
+    // The ICMP error quotes our IPv4 header and the SYN (the frame minus Ethernet).
+    let quoted = frames[0][14..].to_vec();
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code: UnreachableCode::PORT,
+        next_hop_mtu: 0,
+        invoking: &quoted,
+    });
+    s.receive_frame(
+        t(2),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
+    assert_eq!(s.stats().icmp_errors_delivered, 1);
+    let c = s.tcp(id).unwrap();
+    assert_eq!(c.state(), State::Closed);
+    assert_eq!(c.poll_event(), Some(Event::Reset));
+    assert!(
+        tcp_out(&drain(&mut s, t(2))).is_empty(),
+        "no SYN retransmission"
+    );
+}

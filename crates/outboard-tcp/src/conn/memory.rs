@@ -1,0 +1,77 @@
+//! What a connection costs in memory, and giving ring storage back when it
+//! can no longer be used.
+//!
+//! The send and receive rings allocate their storage on first write (see
+//! `ring`), so a connection that has moved no data — a SYN-RECEIVED entry of
+//! a listener's SYN queue, a SYN-SENT connect — holds only its struct and the
+//! small range tables. The protocol never looks at the storage, only at the
+//! configured capacity: the window offered in SYN and SYN-ACK and every later
+//! window come from `recv_buf.free()`, which lazy allocation does not change.
+//!
+//! Storage is released once it can never hold a byte again:
+//! - send ring: when it is empty and nothing more can be queued (our FIN is
+//!   queued, the application closed, or the state accepts no `send`), which
+//!   covers FIN-WAIT-2, CLOSING, TIME-WAIT and LAST-ACK once all is acknowledged;
+//!   in CLOSED at once, unsent bytes included — RFC 9293 §3.10.7.4 flushes the
+//!   segment queues on reset, and nothing is ever sent from CLOSED.
+//! - receive ring: when the application has read everything and no more data
+//!   can arrive (the peer's FIN is consumed, or CLOSED). Unread bytes always
+//!   stay readable.
+//!
+//! So thousands of TIME-WAIT connections cost a struct each, not two buffers.
+
+use super::{Connection, Event, State};
+use crate::sack::Scoreboard;
+use outboard_wire::SeqNumber;
+use std::mem::size_of;
+
+impl Connection {
+    /// Bytes this connection holds: the struct itself plus its heap — ring
+    /// storage actually allocated, the out-of-order and SACK range tables and
+    /// the event queue. What the table owning it adds (map slots) is not included.
+    pub fn memory_in_use(&self) -> usize {
+        size_of::<Connection>()
+            + self.send_buf.allocated_bytes()
+            + self.recv_buf.allocated_bytes()
+            + self.range_tables_bytes()
+            + self.events.capacity() * size_of::<Event>()
+    }
+
+    /// Ring storage allocated now (send, receive), without the fixed costs.
+    pub fn buffer_bytes(&self) -> (usize, usize) {
+        (self.send_buf.allocated_bytes(), self.recv_buf.allocated_bytes())
+    }
+
+    /// The assembler and the scoreboard preallocate their range vectors and
+    /// expose no capacity, so their sizing rules are mirrored here: the
+    /// assembler reserves `max_ranges + 1` slots (capped at 1024) and never
+    /// holds more than `max_ranges`; the scoreboard reserves
+    /// `MAX_RANGES + 1` and can briefly hold `MAX_RANGES` plus the four blocks
+    /// of one ACK, so it is charged for one doubling (an upper bound).
+    fn range_tables_bytes(&self) -> usize {
+        let ooo_slots = self.assembler.max_ranges().saturating_add(1).min(1024).max(self.assembler.range_count());
+        let sack_slots = 2 * (Scoreboard::MAX_RANGES + 1);
+        ooo_slots * size_of::<(usize, usize)>() + sack_slots * size_of::<(SeqNumber, SeqNumber)>()
+    }
+
+    /// Frees ring storage that can never be used again (see the module docs).
+    /// Called at the end of every input that may change state or drain a ring;
+    /// it changes no sequence number, window or queue length.
+    pub(super) fn release_idle_buffers(&mut self) {
+        let closed = self.state == State::Closed;
+        if self.send_buf.allocated_bytes() > 0 && (closed || (self.send_buf.is_empty() && !self.may_queue_more())) {
+            self.send_buf.release();
+        }
+        if self.recv_buf.allocated_bytes() > 0 && self.recv_buf.is_empty() && (closed || self.fin_received) {
+            self.recv_buf.release();
+        }
+    }
+
+    /// Whether `send` could still queue bytes (mirrors its checks).
+    fn may_queue_more(&self) -> bool {
+        self.error.is_none()
+            && !self.fin_queued
+            && !self.app_closed
+            && matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait)
+    }
+}
