@@ -12,6 +12,9 @@ const GRANULARITY: Duration = Duration::from_millis(1);
 /// Past this many doublings the RTO is at `max_rto` for any sane configuration.
 const MAX_BACKOFF_SHIFT: u32 = 31;
 
+/// RFC 6298 §5.7: the RTO data transmission starts with after a SYN timeout.
+const SYN_TIMEOUT_RTO: Duration = Duration::from_secs(3);
+
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
     initial_rto: Duration,
@@ -79,6 +82,15 @@ impl RttEstimator {
     /// Doubles the RTO after a timeout (RFC 6298 §5.5).
     pub fn backoff(&mut self) {
         self.backoff = self.backoff.saturating_add(1);
+    }
+    /// RFC 6298 §5.7: the SYN (or SYN-ACK) timed out and the handshake gave no
+    /// RTT sample, so data transmission starts with a 3 s RTO (unless the
+    /// configured initial RTO is already larger) and no backoff.
+    pub fn reinit_after_syn_timeout(&mut self) {
+        if self.smoothed.is_none() {
+            self.initial_rto = self.initial_rto.max(SYN_TIMEOUT_RTO);
+        }
+        self.backoff = 0;
     }
     pub fn backoff_count(&self) -> u32 {
         self.backoff

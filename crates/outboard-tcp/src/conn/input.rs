@@ -70,6 +70,11 @@ impl Connection {
                 self.rtt.on_sample(now.saturating_duration_since(sent));
             }
         }
+        // RFC 6298 §5.7: a SYN that timed out (and so gave no sample, Karn)
+        // leaves data transmission to start from a 3 s RTO.
+        if self.rto_count > 0 && self.rtt.srtt().is_none() {
+            self.rtt.reinit_after_syn_timeout();
+        }
         self.snd_una = repr.ack;
         if self.snd_nxt < self.snd_una {
             self.snd_nxt = self.snd_una;

@@ -35,7 +35,9 @@ impl Connection {
     pub(super) fn on_peer_syn(&mut self, now: Instant, syn: &TcpRepr) {
         self.irs = syn.seq;
         self.rcv_nxt = syn.seq + 1;
-        self.rcv_adv = self.rcv_nxt;
+        // The right edge is what our SYN (or the SYN-ACK about to go) offers:
+        // RFC 9293 §3.10.7.3 lets text and FIN ride on the peer's SYN-ACK.
+        self.rcv_adv = self.rcv_nxt + self.recv_buf.free().min(usize::from(u16::MAX));
         self.last_ack_sent = self.rcv_nxt;
         // RFC 9293 §3.10.7.3: SND.WL1/WL2 start from the SYN so its window is taken.
         self.snd_wl1 = syn.seq;

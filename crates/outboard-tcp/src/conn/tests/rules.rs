@@ -252,7 +252,6 @@ fn syn_received_rcv_ack_with_fin_to_close_wait() {
 /// processed once the connection is ESTABLISHED (the window our SYN offered
 /// covers them).
 #[test]
-#[ignore = "BUG: text and FIN on a SYN-ACK are dropped in SYN-SENT: on_peer_syn (conn/options.rs) sets RCV.ADV = RCV.NXT, so process_text (conn/input.rs) sees a zero window, trims the data to nothing and ignores the FIN; the ACK covers only the SYN and the peer must retransmit (RFC 9293 §3.10.7.3 says continue at the sixth step)"]
 fn syn_sent_rcv_syn_ack_with_data_and_fin_delivers_both() {
     let mut h = Harness::connect(&plain_cfg());
     h.recv_one();
@@ -306,7 +305,6 @@ fn rfc7323_5_5_ts_recent_expires_after_24_days_idle() {
 /// re-initialized to 3 seconds when data transmission begins (i.e., after the
 /// three-way handshake completes)."
 #[test]
-#[ignore = "BUG: RFC 6298 §5.7 not implemented: after a SYN retransmission and no RTT sample (Karn), the first data RTO is the backed-off handshake RTO (2 s with the 1 s initial RTO), not 3 s; conn/recovery.rs on_rto / input.rs on_new_ack_syn never re-initialise it"]
 fn rfc6298_5_7_rto_is_3s_when_data_starts_after_a_syn_timeout() {
     let mut h = Harness::connect(&plain_cfg());
     h.recv_one();
