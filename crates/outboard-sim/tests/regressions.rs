@@ -38,16 +38,17 @@ fn mutual_full_windows_do_not_deadlock_on_unacceptable_acks() {
 }
 
 /// Found by tests/random_faults.rs with OUTBOARD_SIM_PROP_SEED=54: one way,
-/// 4 KiB windows, 12 % loss, 3 % corruption. The last 428 bytes are delivered
-/// at 146.3 s but the ACKs for them are lost; the sender's RTO is then 60 s
-/// (`rto_us` = 60 000 000), yet retransmissions leave the host only at
-/// 197.3, 309.5, 429.5 and 548.5 s (no frame at all at ~257 s): of its 15
-/// retransmissions only about 7 reach the wire (some wait behind an expired
-/// ARP entry whose request goes out late), so the connection times out at
-/// 668 s one byte short. Seen with `Network::set_tx_tap`.
+/// 4 KiB windows, 12 % loss, 3 % corruption. The sender (FIN-WAIT-1, 429
+/// bytes queued: 428 in flight filling the peer's 428-byte window, 1 more
+/// byte, then FIN) loses the ACKs of its last segment. From then on every
+/// other RTO expiry retransmits nothing: `rto_events` goes up at 147.7,
+/// 152.5, 171.7 and 248.5 s with `retransmits` unchanged, while the expiries
+/// at 149.3, 158.9, 197.3 and 308.5 s do resend. Half the retransmission
+/// budget is spent silently and the connection times out at 668 s, one byte
+/// short. (Seen with `Network::set_tx_tap` and the connection's stats.)
 #[test]
-#[ignore = "outboard-stack/tcp: RTO retransmissions after ~200 s do not all reach the wire (see doc)"]
-fn late_retransmissions_all_reach_the_wire() {
+#[ignore = "outboard-tcp: every other RTO expiry sends nothing when the peer window is full (see doc)"]
+fn every_rto_expiry_retransmits_when_the_window_is_full() {
     let cfg = TransferConfig {
         bytes: 2591083,
         loss: 0.12170146927978397,
