@@ -121,6 +121,16 @@ impl Connection {
             if f.rst() {
                 return;
             }
+            if self.ack_field_usable(repr, seg_len) {
+                // §3.10.7.4: "special allowance should be made to accept valid
+                // ACKs". Two ends that have filled each other's windows send
+                // pure ACKs at the right edge and retransmissions ending at
+                // RCV.NXT; dropping their ACK fields deadlocks both (Linux's
+                // `tcp_sequence` accepts the same range).
+                if !self.ack_step(now, repr, payload.len()) {
+                    return;
+                }
+            }
             if repr.seq + seg_len <= self.rcv_nxt {
                 self.stats.dup_segments_in += 1;
             }
@@ -171,8 +181,31 @@ impl Connection {
             }
         }
         self.update_ts_recent(now, repr);
-        if !self.process_ack(now, repr, payload.len()) {
+        if !self.ack_step(now, repr, payload.len()) {
             return;
+        }
+        // Sixth (URG) is ignored; seventh and eighth: text and FIN.
+        self.process_text(now, repr, payload);
+    }
+
+    /// An unacceptable segment whose ACK field still tells the truth: not a
+    /// SYN or RST, synchronized past SYN-RECEIVED, starting no later than our
+    /// right edge and ending no earlier than RCV.NXT.
+    fn ack_field_usable(&self, repr: &TcpRepr, seg_len: usize) -> bool {
+        let f = repr.flags;
+        let edge = self.rcv_adv.max(self.rcv_nxt);
+        f.ack()
+            && !f.syn()
+            && self.state != State::SynReceived
+            && repr.seq <= edge
+            && repr.seq + seg_len >= self.rcv_nxt
+    }
+
+    /// The fifth step's ACK processing and the state changes a newly
+    /// acknowledged FIN causes. Returns false when the segment is finished with.
+    fn ack_step(&mut self, now: Instant, repr: &TcpRepr, payload_len: usize) -> bool {
+        if !self.process_ack(now, repr, payload_len) {
+            return false;
         }
         if self.fin_acked() {
             match self.state {
@@ -186,18 +219,17 @@ impl Connection {
                 }
                 State::Closing => {
                     self.enter_time_wait(now);
-                    return;
+                    return false;
                 }
                 State::LastAck => {
                     self.push_event(Event::Closed);
                     self.enter_closed();
-                    return;
+                    return false;
                 }
                 _ => {}
             }
         }
-        // Sixth (URG) is ignored; seventh and eighth: text and FIN.
-        self.process_text(now, repr, payload);
+        true
     }
 
     /// Pure ACKs outside the window are answered at most once per

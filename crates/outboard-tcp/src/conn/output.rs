@@ -199,9 +199,11 @@ impl Connection {
             }
             return None;
         }
-        // Sender SWS avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 1122 §4.2.3.4).
+        // Sender SWS avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 1122 §4.2.3.4)
+        // hold back small *new* data. Data already sent once goes again at once,
+        // even when the window trims it: an RTO must never expire with nothing resent.
         let ok = len == cap
-            || (retransmitting && len == limit)
+            || retransmitting
             || (len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some()))
             || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2)
             || self.persist_override;
