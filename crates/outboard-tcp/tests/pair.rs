@@ -471,7 +471,7 @@ fn pair_regression_seed_4477_reneged_sack_range_stall() {
 /// The simulator's load on one pair: 64 MiB at 5 % loss with reordering and
 /// duplication (a few seconds of wall time; run with `--ignored`).
 #[test]
-#[ignore]
+#[ignore = "long; the full stack runs the same load 700 times in outboard-sim tests/matrix.rs"]
 fn pair_64mib_5pct_loss_reorder_dup() {
     let f = Faults { loss: 0.05, dup: 0.01, reorder: 0.02, reorder_ms: 3, delay_ms: 5 };
     for cc in [CcKind::NewReno, CcKind::Cubic] {
