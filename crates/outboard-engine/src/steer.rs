@@ -1,0 +1,213 @@
+//! Flow steering: which shard owns a flow.
+//!
+//! NICs steer received packets with the Toeplitz RSS hash over the IPv4
+//! 4-tuple and an indirection table (RETA) that maps the hash's low bits to a
+//! queue. A connection must live on one shard for its whole life, so the
+//! engine computes the same function in software: to steer from a software
+//! stage, and to pick, at `connect()`, a source port whose *returning*
+//! packets the NIC will deliver to the calling shard (DESIGN.md item 5).
+//!
+//! The hash input is the tuple as the NIC sees it on receive: source is the
+//! remote peer, destination is us.
+
+use core::net::Ipv4Addr;
+use core::ops::RangeInclusive;
+
+/// The 40-byte key from Microsoft's RSS specification; the default of most
+/// NIC drivers and the key of the published verification vectors.
+pub const MICROSOFT_RSS_KEY: [u8; 40] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+/// Entries in the default indirection table. Linux fills a NIC's RETA with
+/// `i % nqueues` (`ethtool_rxfh_indir_default`), and 128 entries is the
+/// common size, so `shard_for` with this table agrees with the NIC's queue.
+pub const DEFAULT_RETA_SIZE: usize = 128;
+
+/// An IPv4 flow as seen on receive: `src` is the sender of the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowTuple {
+    pub src_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+impl FlowTuple {
+    /// The RSS input for IPv4 with TCP: source address, destination address,
+    /// source port, destination port, in network byte order.
+    pub fn rss_input(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&self.src_ip.octets());
+        b[4..8].copy_from_slice(&self.dst_ip.octets());
+        b[8..10].copy_from_slice(&self.src_port.to_be_bytes());
+        b[10..12].copy_from_slice(&self.dst_port.to_be_bytes());
+        b
+    }
+}
+
+/// The Toeplitz hash of `input` under `key`: for every set input bit, from
+/// the most significant bit of `input[0]` on, XOR in the 32 key bits that
+/// start at that bit position. Inputs longer than the key allows
+/// (`key.len() - 4` bytes, 36 for a 40-byte key) use only that prefix.
+pub fn toeplitz_hash(key: &[u8], input: &[u8]) -> u32 {
+    if key.len() < 4 {
+        return 0;
+    }
+    let usable = input.len().min(key.len() - 4);
+    // `window` holds the 32 key bits at the current bit position in its high
+    // half and the next 32 bits below, so each input byte needs one refill.
+    let mut window: u64 = u64::from(u32::from_be_bytes([key[0], key[1], key[2], key[3]])) << 32;
+    let mut result = 0u32;
+    for (i, &byte) in input[..usable].iter().enumerate() {
+        // Key byte i + 4 exists because i < key.len() - 4.
+        window |= u64::from(key[i + 4]) << 24;
+        for bit in 0..8 {
+            if byte & (0x80 >> bit) != 0 {
+                result ^= (window >> 32) as u32;
+            }
+            window <<= 1;
+        }
+    }
+    result
+}
+
+/// RSS hash for IPv4 with TCP (or UDP, where the NIC is set to hash ports;
+/// many NICs hash UDP by addresses only unless told otherwise, and then
+/// [`rss_hash_ipv4`] is the matching function).
+pub fn rss_hash_ipv4_tcp(key: &[u8], tuple: &FlowTuple) -> u32 {
+    toeplitz_hash(key, &tuple.rss_input())
+}
+
+/// RSS hash for IPv4 addresses only (fragments, non-TCP/UDP).
+pub fn rss_hash_ipv4(key: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> u32 {
+    let mut b = [0u8; 8];
+    b[0..4].copy_from_slice(&src.octets());
+    b[4..8].copy_from_slice(&dst.octets());
+    toeplitz_hash(key, &b)
+}
+
+/// The shard owning `tuple` among `nshards`, with the Microsoft key and the
+/// default 128-entry indirection table filled round-robin. `nshards == 0`
+/// is treated as one shard.
+pub fn shard_for(tuple: &FlowTuple, nshards: u16) -> u16 {
+    let hash = rss_hash_ipv4_tcp(&MICROSOFT_RSS_KEY, tuple);
+    reta_default_entry(hash, nshards)
+}
+
+fn reta_default_entry(hash: u32, nshards: u16) -> u16 {
+    let index = hash as usize % DEFAULT_RETA_SIZE;
+    // index < 128, so it fits in u16.
+    (index as u16) % nshards.max(1)
+}
+
+/// Steering with a configured key and indirection table, for NICs whose
+/// RETA was programmed differently from the default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Steering {
+    key: Vec<u8>,
+    reta: Vec<u16>,
+}
+
+/// Why a [`Steering`] could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteeringError {
+    /// The key must be at least 16 bytes (12 bytes of input + 4).
+    KeyTooShort,
+    /// The indirection table must be non-empty and a power of two long
+    /// (NICs index it with the hash's low bits).
+    BadRetaSize,
+}
+
+impl Steering {
+    pub fn new(key: &[u8], reta: Vec<u16>) -> Result<Steering, SteeringError> {
+        if key.len() < 16 {
+            return Err(SteeringError::KeyTooShort);
+        }
+        if !reta.len().is_power_of_two() {
+            return Err(SteeringError::BadRetaSize);
+        }
+        Ok(Steering {
+            key: key.to_vec(),
+            reta,
+        })
+    }
+
+    /// The Microsoft key and the default table for `nshards` shards.
+    pub fn default_for(nshards: u16) -> Steering {
+        let n = nshards.max(1);
+        let reta = (0..DEFAULT_RETA_SIZE as u16).map(|i| i % n).collect();
+        Steering {
+            key: MICROSOFT_RSS_KEY.to_vec(),
+            reta,
+        }
+    }
+
+    pub fn hash(&self, tuple: &FlowTuple) -> u32 {
+        rss_hash_ipv4_tcp(&self.key, tuple)
+    }
+
+    pub fn shard_for(&self, tuple: &FlowTuple) -> u16 {
+        // The table length is a power of two, so the mask picks the low bits.
+        self.reta[self.hash(tuple) as usize & (self.reta.len() - 1)]
+    }
+}
+
+/// A free ephemeral port in `range` such that packets from `remote` to
+/// `local_ip:port` hash to `shard` of `nshards` (default key and table).
+/// Ports are tried from the start of the range; `is_free` says whether the
+/// stack can use a port for this remote. `None` when no port qualifies.
+pub fn pick_source_port(
+    local_ip: Ipv4Addr,
+    remote: (Ipv4Addr, u16),
+    shard: u16,
+    nshards: u16,
+    range: RangeInclusive<u16>,
+    is_free: impl FnMut(u16) -> bool,
+) -> Option<u16> {
+    let start = *range.start();
+    pick_source_port_from(local_ip, remote, shard, nshards, range, start, is_free)
+}
+
+/// Like [`pick_source_port`], but the search starts at `cursor` and wraps
+/// around the range, so successive connects can spread over the range
+/// (RFC 6056 section 3.3 discusses why a moving start helps).
+pub fn pick_source_port_from(
+    local_ip: Ipv4Addr,
+    remote: (Ipv4Addr, u16),
+    shard: u16,
+    nshards: u16,
+    range: RangeInclusive<u16>,
+    cursor: u16,
+    mut is_free: impl FnMut(u16) -> bool,
+) -> Option<u16> {
+    let (lo, hi) = (*range.start(), *range.end());
+    if lo > hi || shard >= nshards.max(1) {
+        return None;
+    }
+    let span = u32::from(hi - lo) + 1;
+    let first = if (lo..=hi).contains(&cursor) {
+        u32::from(cursor - lo)
+    } else {
+        0
+    };
+    (0..span)
+        .map(|k| {
+            // lo + offset <= hi, so it fits in u16.
+            lo + ((first + k) % span) as u16
+        })
+        .find(|&port| {
+            let tuple = FlowTuple {
+                src_ip: remote.0,
+                dst_ip: local_ip,
+                src_port: remote.1,
+                dst_port: port,
+            };
+            shard_for(&tuple, nshards) == shard && is_free(port)
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+use super::*;
+use proptest::prelude::*;
+
+fn ip(s: &str) -> Ipv4Addr {
+    s.parse().expect("test literal is an address")
+}
+
+/// Microsoft, "Verifying the RSS hash calculation" (IPv4 table): source,
+/// destination, IPv4-only hash, IPv4-with-TCP hash.
+const MS_VECTORS: [(&str, u16, &str, u16, u32, u32); 5] = [
+    (
+        "66.9.149.187",
+        2794,
+        "161.142.100.80",
+        1766,
+        0x323e_8fc2,
+        0x51cc_c178,
+    ),
+    (
+        "199.92.111.2",
+        14230,
+        "65.69.140.83",
+        4739,
+        0xd718_262a,
+        0xc626_b0ea,
+    ),
+    (
+        "24.19.198.95",
+        12898,
+        "12.22.207.184",
+        38024,
+        0xd2d0_a5de,
+        0x5c2b_394a,
+    ),
+    (
+        "38.27.205.30",
+        48228,
+        "209.142.163.6",
+        2217,
+        0x8298_9176,
+        0xafc7_327f,
+    ),
+    (
+        "153.39.163.191",
+        44251,
+        "202.188.127.2",
+        1303,
+        0x5d18_09c5,
+        0x10e8_28a2,
+    ),
+];
+
+fn tuple(src: &str, sport: u16, dst: &str, dport: u16) -> FlowTuple {
+    FlowTuple {
+        src_ip: ip(src),
+        dst_ip: ip(dst),
+        src_port: sport,
+        dst_port: dport,
+    }
+}
+
+#[test]
+fn toeplitz_matches_microsoft_ipv4_tcp_vectors() {
+    for (src, sport, dst, dport, _, want) in MS_VECTORS {
+        let got = rss_hash_ipv4_tcp(&MICROSOFT_RSS_KEY, &tuple(src, sport, dst, dport));
+        assert_eq!(got, want, "{src}:{sport} -> {dst}:{dport}");
+    }
+}
+
+#[test]
+fn toeplitz_matches_microsoft_ipv4_only_vectors() {
+    for (src, _, dst, _, want, _) in MS_VECTORS {
+        assert_eq!(
+            rss_hash_ipv4(&MICROSOFT_RSS_KEY, ip(src), ip(dst)),
+            want,
+            "{src} -> {dst}"
+        );
+    }
+}
+
+/// The definition, bit by bit, as the specification's pseudocode states it.
+fn toeplitz_reference(key: &[u8], input: &[u8]) -> u32 {
+    let key_bit = |i: usize| (key[i / 8] >> (7 - i % 8)) & 1;
+    let mut result = 0u32;
+    for i in 0..input.len() * 8 {
+        if (input[i / 8] >> (7 - i % 8)) & 1 == 1 {
+            let mut window = 0u32;
+            for j in 0..32 {
+                window = (window << 1) | u32::from(key_bit(i + j));
+            }
+            result ^= window;
+        }
+    }
+    result
+}
+
+proptest! {
+    #[test]
+    fn toeplitz_equals_bitwise_definition(input in proptest::collection::vec(any::<u8>(), 0..=36)) {
+        prop_assert_eq!(toeplitz_hash(&MICROSOFT_RSS_KEY, &input), toeplitz_reference(&MICROSOFT_RSS_KEY, &input));
+    }
+
+    #[test]
+    fn toeplitz_is_linear_over_xor(a in any::<[u8; 12]>(), b in any::<[u8; 12]>()) {
+        // Linearity is what makes port search cheap: the port's bits flip the
+        // hash independently of the addresses.
+        let x: Vec<u8> = a.iter().zip(b.iter()).map(|(p, q)| p ^ q).collect();
+        let k = &MICROSOFT_RSS_KEY;
+        prop_assert_eq!(toeplitz_hash(k, &x), toeplitz_hash(k, &a) ^ toeplitz_hash(k, &b));
+    }
+
+    #[test]
+    fn picked_port_hashes_to_callers_shard(
+        local in any::<u32>(), rip in any::<u32>(), rport in any::<u16>(), nshards in 1u16..=16, pick in any::<u16>(),
+    ) {
+        let shard = pick % nshards;
+        let (local, rip) = (Ipv4Addr::from(local), Ipv4Addr::from(rip));
+        let port = pick_source_port(local, (rip, rport), shard, nshards, 49152..=65535, |_| true)
+            .expect("16384 ports always include one per shard");
+        prop_assert!((49152..=65535).contains(&port));
+        let t = FlowTuple { src_ip: rip, dst_ip: local, src_port: rport, dst_port: port };
+        prop_assert_eq!(shard_for(&t, nshards), shard);
+    }
+}
+
+#[test]
+fn toeplitz_with_short_key_is_zero_not_panic() {
+    assert_eq!(toeplitz_hash(&[1, 2, 3], &[0xff; 12]), 0);
+    // Input longer than the key allows uses only the prefix.
+    assert_eq!(
+        toeplitz_hash(&MICROSOFT_RSS_KEY, &[0xff; 50]),
+        toeplitz_hash(&MICROSOFT_RSS_KEY, &[0xff; 36])
+    );
+}
+
+#[test]
+fn shard_for_uses_low_seven_bits_round_robin() {
+    for (src, sport, dst, dport, _, hash) in MS_VECTORS {
+        let t = tuple(src, sport, dst, dport);
+        for n in 1..=12u16 {
+            assert_eq!(shard_for(&t, n), ((hash % 128) as u16) % n);
+        }
+        assert_eq!(shard_for(&t, 0), 0, "zero shards behaves as one");
+    }
+}
+
+#[test]
+fn steering_default_table_agrees_with_shard_for() {
+    for n in 1..=8u16 {
+        let s = Steering::default_for(n);
+        for (src, sport, dst, dport, _, _) in MS_VECTORS {
+            let t = tuple(src, sport, dst, dport);
+            assert_eq!(s.shard_for(&t), shard_for(&t, n));
+        }
+    }
+}
+
+#[test]
+fn steering_custom_table_maps_low_bits() {
+    // 4-entry table sending everything to queue 7 except index 0.
+    let s = Steering::new(&MICROSOFT_RSS_KEY, vec![1, 7, 7, 7]).expect("valid");
+    for (src, sport, dst, dport, _, hash) in MS_VECTORS {
+        let want = if hash & 3 == 0 { 1 } else { 7 };
+        assert_eq!(s.shard_for(&tuple(src, sport, dst, dport)), want);
+    }
+    assert_eq!(
+        Steering::new(&MICROSOFT_RSS_KEY, vec![0, 1, 2]),
+        Err(SteeringError::BadRetaSize)
+    );
+    assert_eq!(
+        Steering::new(&MICROSOFT_RSS_KEY, vec![]),
+        Err(SteeringError::BadRetaSize)
+    );
+    assert_eq!(
+        Steering::new(&[0; 8], vec![0]),
+        Err(SteeringError::KeyTooShort)
+    );
+}
+
+#[test]
+fn pick_source_port_skips_ports_in_use() {
+    let (local, remote) = (ip("10.0.0.1"), (ip("10.0.0.2"), 80));
+    let first = pick_source_port(local, remote, 1, 4, 40000..=40999, |_| true).expect("some port");
+    let second =
+        pick_source_port(local, remote, 1, 4, 40000..=40999, |p| p != first).expect("another port");
+    assert!(second > first);
+    let t = FlowTuple {
+        src_ip: remote.0,
+        dst_ip: local,
+        src_port: remote.1,
+        dst_port: second,
+    };
+    assert_eq!(shard_for(&t, 4), 1);
+}
+
+#[test]
+fn pick_source_port_none_when_nothing_free_or_bad_shard() {
+    let (local, remote) = (ip("10.0.0.1"), (ip("10.0.0.2"), 80));
+    assert_eq!(
+        pick_source_port(local, remote, 0, 2, 40000..=40100, |_| false),
+        None
+    );
+    assert_eq!(
+        pick_source_port(local, remote, 2, 2, 40000..=40100, |_| true),
+        None,
+        "shard out of range"
+    );
+    #[allow(clippy::reversed_empty_ranges)]
+    let empty = 5000..=4000;
+    assert_eq!(pick_source_port(local, remote, 0, 1, empty, |_| true), None);
+}
+
+#[test]
+fn pick_source_port_from_wraps_around_the_range() {
+    let (local, remote) = (ip("192.168.1.10"), (ip("192.168.1.20"), 443));
+    let range = 50000..=50063;
+    let all: Vec<u16> = range
+        .clone()
+        .filter(|&p| {
+            let t = FlowTuple {
+                src_ip: remote.0,
+                dst_ip: local,
+                src_port: remote.1,
+                dst_port: p,
+            };
+            shard_for(&t, 2) == 0
+        })
+        .collect();
+    assert!(all.len() >= 2, "64 ports give both shards several");
+    let last = *all.last().expect("non-empty");
+    // Starting after the last matching port wraps to the first one.
+    let got = pick_source_port_from(
+        local,
+        remote,
+        0,
+        2,
+        range.clone(),
+        last.saturating_add(1),
+        |_| true,
+    );
+    assert_eq!(got, Some(all[0]));
+    assert_eq!(
+        pick_source_port_from(local, remote, 0, 2, range, last, |_| true),
+        Some(last)
+    );
+}
+
+#[test]
+fn one_shard_takes_first_free_port() {
+    let (local, remote) = (ip("10.0.0.1"), (ip("10.0.0.2"), 80));
+    assert_eq!(
+        pick_source_port(local, remote, 0, 1, 49152..=65535, |p| p >= 50000),
+        Some(50000)
+    );
+}
