@@ -77,6 +77,10 @@ impl Assembler {
             r.1 -= n;
         }
     }
+    /// Heap bytes held by the range table.
+    pub fn allocated_bytes(&self) -> usize {
+        self.ranges.capacity() * core::mem::size_of::<(usize, usize)>()
+    }
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

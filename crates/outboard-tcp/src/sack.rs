@@ -58,6 +58,10 @@ impl Scoreboard {
         self.ranges.truncate(Self::MAX_RANGES);
         self.sacked_bytes().saturating_sub(before)
     }
+    /// Heap bytes held by the range table.
+    pub fn allocated_bytes(&self) -> usize {
+        self.ranges.capacity() * core::mem::size_of::<(SeqNumber, SeqNumber)>()
+    }
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

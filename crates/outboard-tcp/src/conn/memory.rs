@@ -21,8 +21,6 @@
 //! So thousands of TIME-WAIT connections cost a struct each, not two buffers.
 
 use super::{Connection, Event, State};
-use crate::sack::Scoreboard;
-use outboard_wire::SeqNumber;
 use std::mem::size_of;
 
 impl Connection {
@@ -42,16 +40,9 @@ impl Connection {
         (self.send_buf.allocated_bytes(), self.recv_buf.allocated_bytes())
     }
 
-    /// The assembler and the scoreboard preallocate their range vectors and
-    /// expose no capacity, so their sizing rules are mirrored here: the
-    /// assembler reserves `max_ranges + 1` slots (capped at 1024) and never
-    /// holds more than `max_ranges`; the scoreboard reserves
-    /// `MAX_RANGES + 1` and can briefly hold `MAX_RANGES` plus the four blocks
-    /// of one ACK, so it is charged for one doubling (an upper bound).
+    /// The out-of-order and SACK range tables, as each reports its own allocation.
     fn range_tables_bytes(&self) -> usize {
-        let ooo_slots = self.assembler.max_ranges().saturating_add(1).min(1024).max(self.assembler.range_count());
-        let sack_slots = 2 * (Scoreboard::MAX_RANGES + 1);
-        ooo_slots * size_of::<(usize, usize)>() + sack_slots * size_of::<(SeqNumber, SeqNumber)>()
+        self.assembler.allocated_bytes() + self.rec.scoreboard.allocated_bytes()
     }
 
     /// Frees ring storage that can never be used again (see the module docs).
