@@ -24,13 +24,12 @@
 #![forbid(unsafe_code)]
 
 pub mod clock;
-pub mod fault;
 pub mod network;
-pub mod pcap;
-pub mod rng;
 pub mod transfer;
 
 pub use clock::{EventQueue, VirtualClock};
+pub use outboard_impair::{fault, rng};
+pub use outboard_wire::pcap;
 pub use fault::{FaultConfig, FaultInjector, FaultStats};
 pub use network::{Endpoint, NetStats, Network, StackNetConfig, Step};
 pub use rng::{ByteStream, Rng, SplitMix64};

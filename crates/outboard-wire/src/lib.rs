@@ -20,6 +20,7 @@ mod error;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod ipv4;
+pub mod pcap;
 pub mod seq;
 pub mod tcp;
 pub mod udp;

@@ -1,0 +1,1 @@
+//! TODO(owner: helper): see link/mod.rs contract.
