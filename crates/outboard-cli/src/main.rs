@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod lab;
 mod sim;
 
 use clap::{Args, Parser, Subcommand};
@@ -28,6 +29,12 @@ enum Command {
     /// Benchmarks: ours beside the alternative, in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Network namespaces joined by veth pairs: the engine on one end, Linux on the other, impairment between.
+    #[command(subcommand)]
+    Lab(lab::LabCommand),
+    /// The lab's seeded impairment relay between two interfaces (started by `outboard lab up`).
+    #[command(hide = true)]
+    Relay(lab::RelayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -57,6 +64,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Demo(a) => sim::demo(&a),
         Command::Sim(SimCommand::Transfer(a)) => sim::transfer(&a),
+        Command::Lab(c) => lab::run(c),
+        Command::Relay(a) => lab::relay(&a),
         Command::Bench(BenchCommand::Checksum(a)) => {
             let report = bench::checksum::run(Duration::from_secs_f64(a.seconds.max(0.005)));
             if a.json {

@@ -41,6 +41,8 @@
 #![deny(unsafe_code)]
 
 #[allow(unsafe_code)]
+pub mod clock;
+#[allow(unsafe_code)]
 pub mod link;
 pub mod pool;
 pub mod steer;

@@ -1,0 +1,14 @@
+//! The engine's one clock: CLOCK_MONOTONIC, the same in every process on the
+//! machine (the fabric stamps frames with it across processes). Protocol code
+//! never calls this: the shard reads it once per loop turn and passes it in.
+
+use outboard_time::Instant;
+
+/// Now, on CLOCK_MONOTONIC, as nanoseconds since boot.
+pub fn now() -> Instant {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    Instant::from_nanos(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
