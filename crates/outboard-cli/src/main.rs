@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod engine_cmd;
 mod lab;
 mod sim;
 
@@ -29,6 +30,12 @@ enum Command {
     /// Benchmarks: ours beside the alternative, in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run the engine on a link: af_xdp, af_packet, tap or fabric, with built-in services.
+    Engine(engine_cmd::EngineArgs),
+    /// Connections, counters and memory of a running engine.
+    Stat(engine_cmd::StatArgs),
+    /// The engine as a TCP client: connect, send a seeded stream, read until the server closes.
+    Fetch(engine_cmd::FetchArgs),
     /// Network namespaces joined by veth pairs: the engine on one end, Linux on the other, impairment between.
     #[command(subcommand)]
     Lab(lab::LabCommand),
@@ -64,6 +71,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Demo(a) => sim::demo(&a),
         Command::Sim(SimCommand::Transfer(a)) => sim::transfer(&a),
+        Command::Engine(a) => engine_cmd::engine(&a),
+        Command::Stat(a) => engine_cmd::stat(&a),
+        Command::Fetch(a) => engine_cmd::fetch(&a),
         Command::Lab(c) => lab::run(c),
         Command::Relay(a) => lab::relay(&a),
         Command::Bench(BenchCommand::Checksum(a)) => {

@@ -12,3 +12,14 @@ pub fn now() -> Instant {
     debug_assert_eq!(rc, 0);
     Instant::from_nanos(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu_time() -> outboard_time::Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return outboard_time::Duration::ZERO;
+    }
+    outboard_time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}

@@ -40,11 +40,21 @@
 // Unsafe code is allowed only in `link` (rings, shared memory, syscalls).
 #![deny(unsafe_code)]
 
+pub mod capture;
+pub mod client;
 #[allow(unsafe_code)]
 pub mod clock;
+pub mod control;
+pub mod engine;
 #[allow(unsafe_code)]
 pub mod link;
+pub mod log;
 pub mod pool;
+pub mod services;
+pub mod shard;
+#[allow(unsafe_code)]
+pub mod signals;
+pub mod stat;
 pub mod steer;
 pub mod timer_wheel;
 

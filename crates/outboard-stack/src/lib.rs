@@ -291,6 +291,15 @@ impl Stack {
         }
     }
 
+    /// The next connection the application holds (accepted or connected)
+    /// that has events since it was last returned here. Drain its
+    /// `poll_event` each time: a connection comes back only when the stack
+    /// next changes it. Newly accepted connections are not announced here:
+    /// look at them right after `tcp_accept`.
+    pub fn tcp_poll_ready(&mut self) -> Option<ConnId> {
+        self.tcp.poll_app_event()
+    }
+
     /// Every connection: id, 4-tuple, state, counters.
     pub fn tcp_connections(&self) -> Vec<(ConnId, FourTuple, State, ConnStats)> {
         let mut v: Vec<_> = self

@@ -43,6 +43,8 @@ pub(crate) struct Entry {
     ready: bool,
     /// The deadline currently in the timer index.
     deadline: Option<Instant>,
+    /// In the application's event queue.
+    app_notified: bool,
 }
 
 #[derive(Debug)]
@@ -54,6 +56,8 @@ pub(crate) struct TcpTable {
     /// Connections that may have something to send, served round-robin.
     ready: VecDeque<ConnId>,
     timers: BTreeSet<(Instant, ConnId)>,
+    /// Application-owned connections with events to collect (`Stack::tcp_poll_ready`).
+    app_events: VecDeque<ConnId>,
     next_conn: u32,
     next_listener: u32,
     port_cursor: u16,
@@ -78,6 +82,7 @@ impl TcpTable {
             listener_by_port: HashMap::new(),
             ready: VecDeque::new(),
             timers: BTreeSet::new(),
+            app_events: VecDeque::new(),
             next_conn: 0,
             next_listener: 0,
             port_cursor: ephemeral_start,
@@ -116,6 +121,7 @@ impl TcpTable {
                 owner,
                 ready: false,
                 deadline: None,
+                app_notified: false,
             },
         );
         self.mark_ready(id);
@@ -221,6 +227,10 @@ impl TcpTable {
             }
             e.deadline = deadline;
         }
+        if e.owner == Owner::App && !e.app_notified && e.conn.has_events() {
+            e.app_notified = true;
+            self.app_events.push_back(id);
+        }
         let free = e.conn.is_finished() && matches!(e.owner, Owner::Embryonic(_) | Owner::Released);
         free.then(|| self.remove(id)).flatten()
     }
@@ -248,6 +258,17 @@ impl TcpTable {
             Owner::App | Owner::Released => {}
         }
         Some(e.owner)
+    }
+
+    /// Next application-owned connection that has events, oldest first.
+    pub(crate) fn poll_app_event(&mut self) -> Option<ConnId> {
+        while let Some(id) = self.app_events.pop_front() {
+            if let Some(e) = self.conns.get_mut(&id) {
+                e.app_notified = false;
+                return Some(id);
+            }
+        }
+        None
     }
 
     /// Frees a connection now, whatever its state (TIME-WAIT reuse).

@@ -11,29 +11,40 @@ pub struct PcapBuf {
     snaplen: u32,
 }
 
+/// The 24-byte pcap file header (nanosecond timestamps, Ethernet link type).
+pub fn file_header(snaplen: u32) -> [u8; 24] {
+    let mut h = [0u8; 24];
+    h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_le_bytes()); // nanosecond timestamps
+    h[4..6].copy_from_slice(&2u16.to_le_bytes());
+    h[6..8].copy_from_slice(&4u16.to_le_bytes());
+    // thiszone and sigfigs stay 0.
+    h[16..20].copy_from_slice(&snaplen.to_le_bytes());
+    h[20..24].copy_from_slice(&1u32.to_le_bytes()); // LINKTYPE_ETHERNET
+    h
+}
+
+/// The 16-byte header of one record: timestamp (ns since the epoch the
+/// caller chose), captured length, original length.
+pub fn record_header(at_ns: u64, caplen: usize, len: usize) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[0..4].copy_from_slice(&((at_ns / 1_000_000_000) as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&((at_ns % 1_000_000_000) as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&(caplen as u32).to_le_bytes());
+    h[12..16].copy_from_slice(&(len as u32).to_le_bytes());
+    h
+}
+
 impl PcapBuf {
     pub fn new(snaplen: u32) -> PcapBuf {
         let mut bytes = Vec::with_capacity(1 << 16);
-        bytes.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes()); // nanosecond timestamps
-        bytes.extend_from_slice(&2u16.to_le_bytes());
-        bytes.extend_from_slice(&4u16.to_le_bytes());
-        bytes.extend_from_slice(&0i32.to_le_bytes()); // thiszone
-        bytes.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
-        bytes.extend_from_slice(&snaplen.to_le_bytes());
-        bytes.extend_from_slice(&1u32.to_le_bytes()); // LINKTYPE_ETHERNET
+        bytes.extend_from_slice(&file_header(snaplen));
         PcapBuf { bytes, snaplen }
     }
 
     pub fn record(&mut self, at: Instant, frame: &[u8]) {
-        let ns = at.as_nanos();
         let caplen = frame.len().min(self.snaplen as usize);
         self.bytes
-            .extend_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
-        self.bytes
-            .extend_from_slice(&((ns % 1_000_000_000) as u32).to_le_bytes());
-        self.bytes.extend_from_slice(&(caplen as u32).to_le_bytes());
-        self.bytes
-            .extend_from_slice(&(frame.len() as u32).to_le_bytes());
+            .extend_from_slice(&record_header(at.as_nanos(), caplen, frame.len()));
         self.bytes.extend_from_slice(&frame[..caplen]);
     }
 

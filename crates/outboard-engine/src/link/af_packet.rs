@@ -1,14 +1,407 @@
-//! TODO(owner: helper): see link/mod.rs contract.
+//! `af_packet:IFACE`: frames through an AF_PACKET socket with memory-mapped
+//! TPACKET_V2 rings. The fallback link for any interface, no XDP needed.
+//!
+//! # How
+//!
+//! - `socket(AF_PACKET, SOCK_RAW, 0)` (protocol 0: nothing is queued before
+//!   the rings exist), then `PACKET_VERSION = TPACKET_V2`, `PACKET_LOSS`,
+//!   `PACKET_QDISC_BYPASS` (best effort), `PACKET_IGNORE_OUTGOING` (we do not
+//!   see frames this host sends out of the interface, ours included),
+//!   `PACKET_RX_RING` and `PACKET_TX_RING` of 256 frames each, one shared
+//!   `mmap` of both, and finally `bind` to the ifindex with `ETH_P_ALL`.
+//!   V2, not V3: V3 hands a block over only when it fills or its timer
+//!   fires (0.5–0.8 ms ping RTT, see shared/LINKS.md); V2 hands each frame
+//!   over at once.
+//! - Frame slots are a power of two ≥ 2048 bytes, big enough for
+//!   `mtu + 14` plus the ring header (2048 for MTU 1500, 16384 for 9000).
+//!   `info().mode` says e.g. `tpacket_v2 mmap rx 256x2048 tx 256x2048 qdisc-bypass`.
+//! - `receive` walks RX slots whose status has `TP_STATUS_USER`, lends the
+//!   frame in place, then hands the slot back (`TP_STATUS_KERNEL`, release
+//!   store). A frame the kernel truncated to fit the slot (`tp_snaplen <
+//!   tp_len`) is not delivered and counts in `rx_oversize`. Kernel drops
+//!   (ring full) come from `PACKET_STATISTICS.tp_drops`, read when a slot
+//!   carries `TP_STATUS_LOSING` and on every `counters()`.
+//! - `transmit` lends the next TX slot if it is `TP_STATUS_AVAILABLE`
+//!   (else `Full`), writes `tp_len` and marks it `TP_STATUS_SEND_REQUEST`;
+//!   `flush` kicks with `sendto(fd, NULL, 0, MSG_DONTWAIT)` (bounded retries)
+//!   and reclaims slots the kernel has taken.
+//! - The MAC is the interface's own; the MTU is `opts.mtu` (at most the
+//!   interface's) or the interface's (capped at `MAX_FRAME - 14`). The
+//!   interface is brought up if it is down; nothing else about it changes.
+//!
+//! # Malformed frames and `tx_errors`
+//!
+//! Without `PACKET_LOSS` the kernel marks a malformed TX slot
+//! `TP_STATUS_WRONG_FORMAT` and parks its ring head on it: the ring stalls
+//! for good. So `PACKET_LOSS` is on, and `transmit` refuses a frame shorter
+//! than 14 or longer than `mtu + 14` bytes before it reaches the ring (an
+//! `Io` error with `InvalidInput`, counted in `tx_errors`). `tx_errors`
+//! also counts frames the driver dropped (`ENOBUFS` from the kick) and any
+//! slot still seen with `TP_STATUS_WRONG_FORMAT`.
+//!
+//! # Caveats (not done, and why)
+//!
+//! - Frames from a local Linux peer (veth) with TX checksum offload on carry
+//!   only the pseudo-header checksum (`TP_STATUS_CSUMNOTREADY`, CHECKSUM_PARTIAL).
+//!   The lab turns offload off on the peer (`ethtool -K IF tx off`); we do
+//!   not patch checksums here. `PACKET_VNET_HDR` (GSO/checksum offload
+//!   metadata) is a later step.
+//! - The kernel's own stack shares the interface and its MAC: give the
+//!   interface no kernel IP address (and no IPv6), or the kernel answers too.
+//! - The socket sees every frame on the interface (other destination MACs
+//!   included on veth/promiscuous NICs): the stack filters by MAC.
+//! - One socket, one ring; no `PACKET_FANOUT` across shards yet.
+
+use super::sys::{self, Mmap};
 use super::*;
-pub struct AfPacketLink;
-impl AfPacketLink { pub fn open(_iface: &str, _o: &LinkOptions) -> Result<AfPacketLink, LinkError> { Err(LinkError::BadSpec("af_packet not built yet".into())) } }
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Frames per ring (RX and TX each).
+const FRAME_NR: usize = 256;
+/// Where TX frame data starts in a slot: `tp_hdrlen - sizeof(sockaddr_ll)`
+/// = `TPACKET_ALIGN(sizeof(tpacket2_hdr))` (no `PACKET_TX_HAS_OFF`).
+const TX_DATA_OFF: usize = align16(std::mem::size_of::<libc::tpacket2_hdr>());
+/// Where the kernel puts an RX frame's MAC header for Ethernet:
+/// `TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14` (66 on x86-64).
+const RX_MAC_OFF: usize = align16(libc::TPACKET2_HDRLEN + 16) - 14;
+/// Room for a VLAN tag the kernel may leave in front of the payload.
+const VLAN_HLEN: usize = 4;
+
+const fn align16(x: usize) -> usize {
+    (x + 15) & !15
+}
+
+/// An AF_PACKET link over TPACKET_V2 mmap rings. See the module docs.
+pub struct AfPacketLink {
+    // Field order = drop order: unmap the rings before closing the socket.
+    ring: Mmap,
+    fd: OwnedFd,
+    name: String,
+    mac: [u8; 6],
+    mtu: usize,
+    mode: String,
+    frame_size: usize,
+    /// Next RX slot to look at.
+    rx_idx: usize,
+    /// Next TX slot to fill.
+    tx_idx: usize,
+    /// Slots filled and marked SEND_REQUEST that the kernel has not taken yet,
+    /// the oldest being `tx_idx - tx_unsent`.
+    tx_unsent: usize,
+    counters: LinkCounters,
+    /// `tp_drops` accumulated from PACKET_STATISTICS (reading resets the kernel's).
+    kernel_drops: AtomicU64,
+}
+
+impl AfPacketLink {
+    /// Opens `iface` (in the calling thread's network namespace).
+    /// `NoSuchInterface` when it does not exist, `NeedsPrivilege` without
+    /// CAP_NET_RAW, `BadSpec` for an MTU the interface cannot carry.
+    pub fn open(iface: &str, opts: &LinkOptions) -> Result<AfPacketLink, LinkError> {
+        let ifindex = sys::ifindex(iface)?;
+        let if_mtu = sys::if_mtu(iface)?;
+        let max_mtu = MAX_FRAME - 14;
+        let mtu = match opts.mtu {
+            Some(m) if m > if_mtu || m > max_mtu || m < 68 => {
+                return Err(LinkError::BadSpec(format!(
+                    "MTU {m} for af_packet:{iface}: must be 68..={} (the interface's MTU is {if_mtu}; raise it with `ip link set {iface} mtu {m}`)",
+                    if_mtu.min(max_mtu)
+                )))
+            }
+            Some(m) => m,
+            None => if_mtu.min(max_mtu),
+        };
+        let mac = sys::if_mac(iface)?;
+
+        // Protocol 0: the socket receives nothing until bind names ETH_P_ALL,
+        // so no frame is queued outside the ring.
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
+        let raw = fd.as_raw_fd();
+        let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &v2, "setsockopt(PACKET_VERSION)")?;
+        let one: libc::c_int = 1;
+        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_LOSS, &one, "setsockopt(PACKET_LOSS)")?;
+        let bypass = sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            &one,
+            "setsockopt(PACKET_QDISC_BYPASS)",
+        )
+        .is_ok();
+        sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &one,
+            "setsockopt(PACKET_IGNORE_OUTGOING)",
+        )?;
+
+        let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
+        let frame_size = need.next_power_of_two();
+        // SAFETY: sysconf takes an integer and returns one.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(4096);
+        let block_size = frame_size.max(page);
+        let req = libc::tpacket_req {
+            tp_block_size: block_size as libc::c_uint,
+            tp_block_nr: (FRAME_NR * frame_size / block_size) as libc::c_uint,
+            tp_frame_size: frame_size as libc::c_uint,
+            tp_frame_nr: FRAME_NR as libc::c_uint,
+        };
+        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req, "setsockopt(PACKET_RX_RING)")?;
+        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_TX_RING, &req, "setsockopt(PACKET_TX_RING)")?;
+        let ring_len = 2 * FRAME_NR * frame_size;
+        let ring = Mmap::shared(raw, ring_len, 0, libc::MAP_POPULATE)?;
+
+        // Room for a full TX ring of skbs in flight, so a burst kick does not
+        // stop on the send buffer (FORCE needs CAP_NET_ADMIN; best effort).
+        let sndbuf = libc::c_int::try_from(ring_len).unwrap_or(libc::c_int::MAX);
+        if sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sndbuf, "setsockopt(SO_SNDBUFFORCE)").is_err() {
+            let _ = sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf, "setsockopt(SO_SNDBUF)");
+        }
+
+        sys::set_if_up(iface)?;
+        // SAFETY: sockaddr_ll is plain data; zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as libc::c_ushort;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = ifindex as libc::c_int;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length says so.
+        let rc = unsafe {
+            libc::bind(
+                raw,
+                &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(sys::if_err("bind(AF_PACKET)", iface, std::io::Error::last_os_error()));
+        }
+
+        let mode = format!(
+            "tpacket_v2 mmap rx {FRAME_NR}x{frame_size} tx {FRAME_NR}x{frame_size}{}",
+            if bypass { " qdisc-bypass" } else { "" }
+        );
+        Ok(AfPacketLink {
+            ring,
+            fd,
+            name: iface.to_string(),
+            mac,
+            mtu,
+            mode,
+            frame_size,
+            rx_idx: 0,
+            tx_idx: 0,
+            tx_unsent: 0,
+            counters: LinkCounters::default(),
+            kernel_drops: AtomicU64::new(0),
+        })
+    }
+
+    /// Start of RX slot `i` (< FRAME_NR).
+    fn rx_slot(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < FRAME_NR);
+        // SAFETY: i < FRAME_NR, so the offset stays inside the RX half of the mapping.
+        unsafe { self.ring.as_ptr().add(i * self.frame_size) }
+    }
+
+    /// Start of TX slot `i` (< FRAME_NR).
+    fn tx_slot(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < FRAME_NR);
+        // SAFETY: i < FRAME_NR, so the offset stays inside the TX half of the mapping.
+        unsafe { self.ring.as_ptr().add((FRAME_NR + i) * self.frame_size) }
+    }
+
+    /// Loads (acquire) the status word of the slot at `slot` (a slot start from `rx_slot`/`tx_slot`).
+    fn load_status(slot: *mut u8) -> u32 {
+        // SAFETY: every slot of the live mapping starts with a tpacket2_hdr
+        // whose first field is the u32 tp_status, 16-byte aligned
+        // (page-aligned mapping, power-of-two slots). The kernel writes it
+        // concurrently, hence an atomic access; the reference does not
+        // outlive this call.
+        unsafe { AtomicU32::from_ptr(slot as *mut u32) }.load(Ordering::Acquire)
+    }
+
+    /// Stores (release) the status word of the slot at `slot`, handing the slot over.
+    fn store_status(slot: *mut u8, v: u32) {
+        // SAFETY: as in `load_status`.
+        unsafe { AtomicU32::from_ptr(slot as *mut u32) }.store(v, Ordering::Release)
+    }
+
+    /// Folds the kernel's PACKET_STATISTICS drop count (reset on read) into ours.
+    fn read_kernel_drops(&self) {
+        if let Ok(st) = sys::getsockopt::<libc::tpacket_stats>(
+            self.fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            libc::tpacket_stats { tp_packets: 0, tp_drops: 0 },
+            "getsockopt(PACKET_STATISTICS)",
+        ) {
+            self.kernel_drops.fetch_add(u64::from(st.tp_drops), Ordering::Relaxed);
+        }
+    }
+
+    /// Advances past TX slots the kernel has taken (status no longer SEND_REQUEST).
+    fn reclaim_tx(&mut self) {
+        while self.tx_unsent > 0 {
+            let i = (self.tx_idx + FRAME_NR - self.tx_unsent) % FRAME_NR;
+            let slot = self.tx_slot(i);
+            let s = Self::load_status(slot);
+            if s & libc::TP_STATUS_SEND_REQUEST != 0 {
+                break;
+            }
+            if s & libc::TP_STATUS_WRONG_FORMAT != 0 {
+                // Not expected with PACKET_LOSS on; count it and free the slot.
+                self.counters.tx_errors += 1;
+                Self::store_status(slot, libc::TP_STATUS_AVAILABLE);
+            }
+            self.tx_unsent -= 1;
+        }
+    }
+}
+
 impl Link for AfPacketLink {
-    fn info(&self) -> LinkInfo { unreachable!() }
-    fn mac(&self) -> [u8; 6] { unreachable!() }
-    fn mtu(&self) -> usize { unreachable!() }
-    fn receive(&mut self, _: usize, _: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> { unreachable!() }
-    fn transmit(&mut self, _: &mut dyn FnMut(&mut [u8]) -> Option<usize>) -> Result<TxStatus, LinkError> { unreachable!() }
-    fn flush(&mut self) -> Result<(), LinkError> { unreachable!() }
-    fn wait(&mut self, _: Duration, _: &[RawFd]) -> Result<(), LinkError> { unreachable!() }
-    fn counters(&self) -> LinkCounters { unreachable!() }
+    fn info(&self) -> LinkInfo {
+        LinkInfo {
+            kind: "af_packet".into(),
+            name: self.name.clone(),
+            mode: self.mode.clone(),
+            mtu: self.mtu,
+            mac: self.mac,
+            offloads: Vec::new(),
+        }
+    }
+
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+        let mut n = 0;
+        let mut losing = false;
+        while n < max {
+            let slot = self.rx_slot(self.rx_idx);
+            let s = Self::load_status(slot);
+            if s & libc::TP_STATUS_USER == 0 {
+                break;
+            }
+            losing |= s & libc::TP_STATUS_LOSING != 0;
+            let hdr = slot as *const libc::tpacket2_hdr;
+            // SAFETY: the slot is ours (TP_STATUS_USER, acquire-loaded) until we
+            // store TP_STATUS_KERNEL; the header lies at its start.
+            let (len, snap, mac_off) = unsafe {
+                (
+                    std::ptr::addr_of!((*hdr).tp_len).read() as usize,
+                    std::ptr::addr_of!((*hdr).tp_snaplen).read() as usize,
+                    std::ptr::addr_of!((*hdr).tp_mac).read() as usize,
+                )
+            };
+            if snap < len || mac_off.saturating_add(snap) > self.frame_size || len > self.mtu + 14 + VLAN_HLEN {
+                self.counters.rx_oversize += 1;
+            } else {
+                // SAFETY: mac_off + snap <= frame_size was checked, so the slice
+                // lies inside this slot, which the kernel does not touch until
+                // we hand it back below; the borrow ends before that.
+                let frame = unsafe { std::slice::from_raw_parts(slot.add(mac_off), snap) };
+                rx(frame);
+                self.counters.rx_frames += 1;
+                self.counters.rx_bytes += snap as u64;
+            }
+            Self::store_status(slot, libc::TP_STATUS_KERNEL);
+            self.rx_idx = (self.rx_idx + 1) % FRAME_NR;
+            n += 1;
+        }
+        if losing {
+            self.read_kernel_drops();
+        }
+        Ok(n)
+    }
+
+    fn transmit(
+        &mut self,
+        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> Result<TxStatus, LinkError> {
+        let slot = self.tx_slot(self.tx_idx);
+        if Self::load_status(slot) != libc::TP_STATUS_AVAILABLE {
+            self.reclaim_tx();
+            if self.tx_unsent == FRAME_NR || Self::load_status(slot) != libc::TP_STATUS_AVAILABLE {
+                self.counters.tx_full += 1;
+                return Ok(TxStatus::Full);
+            }
+        }
+        let cap = (self.mtu + 14).min(self.frame_size - TX_DATA_OFF);
+        // SAFETY: the slot is AVAILABLE, i.e. ours until we mark it
+        // SEND_REQUEST; TX_DATA_OFF + cap <= frame_size, inside the slot.
+        let buf = unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFF), cap) };
+        let Some(len) = fill(buf) else {
+            return Ok(TxStatus::Idle);
+        };
+        if !(14..=cap).contains(&len) {
+            self.counters.tx_errors += 1;
+            return Err(LinkError::io(
+                "af_packet transmit",
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("frame length {len} outside 14..={cap}"),
+                ),
+            ));
+        }
+        let hdr = slot as *mut libc::tpacket2_hdr;
+        // SAFETY: the slot is still ours (AVAILABLE); tp_len is a plain u32 in its header.
+        unsafe { std::ptr::addr_of_mut!((*hdr).tp_len).write(len as u32) };
+        Self::store_status(slot, libc::TP_STATUS_SEND_REQUEST);
+        self.tx_idx = (self.tx_idx + 1) % FRAME_NR;
+        self.tx_unsent += 1;
+        self.counters.tx_frames += 1;
+        self.counters.tx_bytes += len as u64;
+        Ok(TxStatus::Queued)
+    }
+
+    fn flush(&mut self) -> Result<(), LinkError> {
+        // Each successful kick sends every SEND_REQUEST slot unless the send
+        // buffer runs out; ENOBUFS loses one frame and stops. Bounded either way.
+        for _ in 0..=FRAME_NR {
+            self.reclaim_tx();
+            if self.tx_unsent == 0 {
+                return Ok(());
+            }
+            // SAFETY: a NULL buffer of length 0 with no address is how a
+            // TX ring is kicked; the kernel reads the frames from the ring.
+            let rc = unsafe {
+                libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0)
+            };
+            if rc >= 0 {
+                continue;
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::ENOBUFS) => self.counters.tx_errors += 1,
+                // Send buffer full: the frames stay queued for the next flush.
+                Some(libc::EAGAIN) => return Ok(()),
+                _ => return Err(sys::if_err("sendto(AF_PACKET kick)", &self.name, err)),
+            }
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+        if Self::load_status(self.rx_slot(self.rx_idx)) & libc::TP_STATUS_USER != 0 {
+            return Ok(());
+        }
+        let mut fds = Vec::with_capacity(1 + also.len());
+        fds.push(self.fd.as_raw_fd());
+        fds.extend_from_slice(also);
+        sys::poll_readable(&fds, timeout)
+    }
+
+    fn counters(&self) -> LinkCounters {
+        self.read_kernel_drops();
+        LinkCounters { rx_kernel_drops: self.kernel_drops.load(Ordering::Relaxed), ..self.counters }
+    }
 }

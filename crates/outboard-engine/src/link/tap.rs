@@ -1,15 +1,281 @@
-//! TODO(owner: helper): see link/mod.rs contract.
-//! TODO(owner: helper): see link/mod.rs contract.
+//! `tap:NAME`: frames through a Linux TAP device. The kernel end of the
+//! device is an ordinary interface (give it an IP, route to it); our end is
+//! the file descriptor.
+//!
+//! # How
+//!
+//! - `open("/dev/net/tun", O_RDWR | O_NONBLOCK)`, then `TUNSETIFF` with
+//!   `IFF_TAP | IFF_NO_PI`: creates the device, or attaches to an existing
+//!   (persistent) TAP of that name. Then the interface is brought up and,
+//!   when `opts.mtu` is given, its MTU set.
+//! - A device we create is not persistent: it disappears when the link is
+//!   dropped (the fd closes). One we attached to stays, as it was made.
+//! - Our MAC is a locally administered unicast address derived from the name
+//!   (`02:` + 5 bytes of an FNV-1a hash), never equal to the kernel end's MAC
+//!   (the kernel end is a different host on the same wire).
+//! - `receive`: one `read` per frame into an internal 64 KiB buffer (a TAP
+//!   read with a short buffer fails and loses the frame), up to `max`, until
+//!   `EAGAIN`. Frames longer than `mtu + 14` count in `rx_oversize`.
+//! - `transmit`: the callback builds into an internal buffer, then one
+//!   `write`. If the write says `EAGAIN` (in practice never: a TAP's send
+//!   buffer is unlimited) the frame is kept and retried by `flush` and the
+//!   next `transmit`, which returns `Full` while it is still stuck. A frame
+//!   the kernel rejects (`EINVAL`, `EIO`) counts in `tx_errors`.
+//! - `flush` only retries such a kept frame; `wait` polls the fd plus `also`.
+//! - `info().mode` is `tap`. Errors: no CAP_NET_ADMIN → `NeedsPrivilege`;
+//!   the TAP is held by another process → `Busy`; a non-TAP interface of
+//!   that name exists → `NoSuchInterface` saying so.
+//!
+//! # Not done
+//!
+//! `IFF_VNET_HDR` + `TUNSETOFFLOAD` (the kernel segments and checksums
+//! 64 KB frames for us: the one path with TSO/GRO-sized segments both ways,
+//! see shared/LINKS.md) is a later step; so is `IFF_MULTI_QUEUE` for one
+//! queue per shard. A syscall per frame makes this the slowest link.
+
+use super::sys;
 use super::*;
-pub struct TapLink;
-impl TapLink { pub fn open(_iface: &str, _o: &LinkOptions) -> Result<TapLink, LinkError> { Err(LinkError::BadSpec("tap not built yet".into())) } }
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Read buffer: the largest frame a TAP can hand us (64 KiB MTU) and then some.
+const RX_BUF: usize = 65536 + 64;
+
+/// A TAP device link. See the module docs.
+pub struct TapLink {
+    fd: OwnedFd,
+    name: String,
+    mac: [u8; 6],
+    mtu: usize,
+    rx_buf: Vec<u8>,
+    tx_buf: Vec<u8>,
+    /// Length of a frame in `tx_buf` whose write returned EAGAIN (0: none).
+    tx_stuck: usize,
+    counters: LinkCounters,
+}
+
+impl TapLink {
+    /// Creates (or attaches to) TAP device `name` in the calling thread's
+    /// network namespace and brings it up.
+    pub fn open(name: &str, opts: &LinkOptions) -> Result<TapLink, LinkError> {
+        let mut req = sys::ifreq(name)?;
+        if name.contains('%') {
+            return Err(LinkError::BadSpec(format!("{name:?}: TAP names with '%' are templates; give a plain name")));
+        }
+        // SAFETY: the path is a NUL-terminated literal; open takes plain flags.
+        let raw = unsafe {
+            libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        };
+        if raw < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ENODEV) => LinkError::NoSuchInterface(format!(
+                    "{name}: /dev/net/tun is missing ({err}); load the tun module or create the node"
+                )),
+                _ => LinkError::io("open(/dev/net/tun)", err),
+            });
+        }
+        // SAFETY: `raw` was just returned by open(2) and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+        // SAFETY: TUNSETIFF reads and writes one ifreq, valid for the call.
+        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut libc::ifreq) };
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.raw_os_error() {
+                Some(libc::EBUSY) => LinkError::Busy(format!("TAP {name} is attached by another process ({err})")),
+                Some(libc::EINVAL) => LinkError::NoSuchInterface(format!(
+                    "{name}: an interface of that name exists and is not a TAP device ({err})"
+                )),
+                _ => sys::if_err("ioctl(TUNSETIFF)", name, err),
+            });
+        }
+        if let Some(m) = opts.mtu {
+            if !(68..=MAX_FRAME - 14).contains(&m) {
+                return Err(LinkError::BadSpec(format!("MTU {m} for tap:{name}: must be 68..={}", MAX_FRAME - 14)));
+            }
+            if sys::if_mtu(name)? != m {
+                sys::set_if_mtu(name, m)?;
+            }
+        }
+        let mtu = match opts.mtu {
+            Some(m) => m,
+            None => sys::if_mtu(name)?.min(MAX_FRAME - 14),
+        };
+        sys::set_if_up(name)?;
+        let kernel_mac = sys::if_mac(name)?;
+        let mut mac = mac_for(name);
+        if mac == kernel_mac {
+            mac[5] ^= 1;
+        }
+        Ok(TapLink {
+            fd,
+            name: name.to_string(),
+            mac,
+            mtu,
+            rx_buf: vec![0; RX_BUF],
+            tx_buf: vec![0; mtu + 14],
+            tx_stuck: 0,
+            counters: LinkCounters::default(),
+        })
+    }
+
+    /// Writes `tx_buf[..len]`. Ok(true): gone (sent, or lost and counted);
+    /// Ok(false): EAGAIN, still ours.
+    fn write_frame(&mut self, len: usize) -> Result<bool, LinkError> {
+        loop {
+            // SAFETY: `tx_buf[..len]` is initialised memory we own (len <= tx_buf.len()).
+            let rc = unsafe { libc::write(self.fd.as_raw_fd(), self.tx_buf.as_ptr() as *const libc::c_void, len) };
+            if rc >= 0 {
+                self.counters.tx_frames += 1;
+                self.counters.tx_bytes += len as u64;
+                return Ok(true);
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return Ok(false),
+                Some(libc::EINVAL) | Some(libc::EIO) | Some(libc::ENOBUFS) | Some(libc::ENOMEM) => {
+                    self.counters.tx_errors += 1;
+                    return Ok(true);
+                }
+                _ => return Err(sys::if_err("write(tap)", &self.name, err)),
+            }
+        }
+    }
+
+    /// Retries a frame whose write said EAGAIN. Ok(true) when none is left.
+    fn retry_stuck(&mut self) -> Result<bool, LinkError> {
+        if self.tx_stuck == 0 {
+            return Ok(true);
+        }
+        if self.write_frame(self.tx_stuck)? {
+            self.tx_stuck = 0;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// Our MAC on TAP `name`: locally administered unicast, `02:` + 5 bytes of
+/// the name's FNV-1a hash (stable across runs).
+pub fn mac_for(name: &str) -> [u8; 6] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let b = h.to_be_bytes();
+    [0x02, b[3], b[4], b[5], b[6], b[7]]
+}
+
 impl Link for TapLink {
-    fn info(&self) -> LinkInfo { unreachable!() }
-    fn mac(&self) -> [u8; 6] { unreachable!() }
-    fn mtu(&self) -> usize { unreachable!() }
-    fn receive(&mut self, _: usize, _: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> { unreachable!() }
-    fn transmit(&mut self, _: &mut dyn FnMut(&mut [u8]) -> Option<usize>) -> Result<TxStatus, LinkError> { unreachable!() }
-    fn flush(&mut self) -> Result<(), LinkError> { unreachable!() }
-    fn wait(&mut self, _: Duration, _: &[RawFd]) -> Result<(), LinkError> { unreachable!() }
-    fn counters(&self) -> LinkCounters { unreachable!() }
+    fn info(&self) -> LinkInfo {
+        LinkInfo {
+            kind: "tap".into(),
+            name: self.name.clone(),
+            mode: "tap".into(),
+            mtu: self.mtu,
+            mac: self.mac,
+            offloads: Vec::new(),
+        }
+    }
+
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+        let mut n = 0;
+        while n < max {
+            // SAFETY: `rx_buf` is RX_BUF writable bytes we own.
+            let rc = unsafe {
+                libc::read(self.fd.as_raw_fd(), self.rx_buf.as_mut_ptr() as *mut libc::c_void, self.rx_buf.len())
+            };
+            if rc < 0 {
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EAGAIN) => break,
+                    Some(libc::EINTR) => continue,
+                    // A frame too large for the buffer is lost by the kernel.
+                    Some(libc::EFAULT) | Some(libc::EINVAL) => {
+                        self.counters.rx_oversize += 1;
+                        n += 1;
+                        continue;
+                    }
+                    _ => return Err(sys::if_err("read(tap)", &self.name, err)),
+                }
+            }
+            let len = rc as usize;
+            n += 1;
+            if len > self.mtu + 14 {
+                self.counters.rx_oversize += 1;
+                continue;
+            }
+            if len == 0 {
+                continue;
+            }
+            self.counters.rx_frames += 1;
+            self.counters.rx_bytes += len as u64;
+            rx(&self.rx_buf[..len]);
+        }
+        Ok(n)
+    }
+
+    fn transmit(
+        &mut self,
+        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> Result<TxStatus, LinkError> {
+        if !self.retry_stuck()? {
+            self.counters.tx_full += 1;
+            return Ok(TxStatus::Full);
+        }
+        let cap = self.tx_buf.len();
+        let Some(len) = fill(&mut self.tx_buf) else {
+            return Ok(TxStatus::Idle);
+        };
+        if !(14..=cap).contains(&len) {
+            self.counters.tx_errors += 1;
+            return Err(LinkError::io(
+                "tap transmit",
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("frame length {len} outside 14..={cap}"),
+                ),
+            ));
+        }
+        if !self.write_frame(len)? {
+            self.tx_stuck = len;
+        }
+        Ok(TxStatus::Queued)
+    }
+
+    fn flush(&mut self) -> Result<(), LinkError> {
+        self.retry_stuck().map(|_| ())
+    }
+
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+        let mut fds = Vec::with_capacity(1 + also.len());
+        fds.push(self.fd.as_raw_fd());
+        fds.extend_from_slice(also);
+        sys::poll_readable(&fds, timeout)
+    }
+
+    fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mac_is_local_unicast_and_stable() {
+        let a = super::mac_for("tap0");
+        assert_eq!(a[0], 0x02);
+        assert_eq!(a, super::mac_for("tap0"));
+        assert_ne!(a, super::mac_for("tap1"));
+    }
 }

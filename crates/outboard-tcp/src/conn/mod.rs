@@ -299,6 +299,12 @@ impl Connection {
         self.transmit(now)
     }
 
+    /// Whether `poll_event` has something (the stack uses this to tell the
+    /// application which connections to look at).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }

@@ -1,0 +1,455 @@
+//! `outboard engine`, `outboard stat` and `outboard fetch`: the engine on a
+//! real link (or the fabric) from the command line.
+//!
+//! Settings come from flags, or from a TOML file (`--config FILE`) whose
+//! keys are the flags' long names with `_` for `-` (flags given on the
+//! command line win):
+//!
+//! ```toml
+//! name = "edge"
+//! link = "af_packet:eng0"
+//! addr = "10.77.0.2/24"
+//! gateway = "10.77.0.1"
+//! mtu = 1500
+//! services = "echo,discard,chargen,source,sink"
+//! pcap = "/tmp/edge.pcap"
+//! memory_cap = "512MiB"
+//! log_level = "info"
+//! cc = "cubic"
+//! [fabric]          # only for link = "fabric:NAME": impairment of what this engine sends
+//! loss = "1%"
+//! reorder = "5%"
+//! delay_ms = 1.0
+//! seed = 7
+//! ```
+
+use crate::args::{parse_non_negative, parse_probability, parse_size};
+use clap::Args;
+use outboard_engine::client::{FetchPlan, FetchState};
+use outboard_engine::engine::{Engine, EngineError, EngineSettings, DEFAULT_MEMORY_CAP};
+use outboard_engine::link::LinkSpec;
+use outboard_engine::log::{self, Level};
+use outboard_engine::services::parse_services;
+use outboard_engine::stat::{render, Snapshot};
+use outboard_impair::FaultConfig;
+use outboard_tcp::CcKind;
+use outboard_time::Duration;
+use serde::Deserialize;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Settings shared by `engine` and `fetch`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EngineFlags {
+    /// The link: af_xdp:IFACE[:QUEUE], af_packet:IFACE, tap:NAME or fabric:NAME.
+    #[arg(long)]
+    pub link: Option<String>,
+    /// The engine's IPv4 address and prefix, e.g. 10.77.0.2/24.
+    #[arg(long)]
+    pub addr: Option<String>,
+    /// Next hop for destinations outside the prefix.
+    #[arg(long)]
+    pub gateway: Option<Ipv4Addr>,
+    /// IP MTU (default: the interface's; the fabric and TAP use 1500).
+    #[arg(long)]
+    pub mtu: Option<usize>,
+    /// Write every frame in and out to this pcap file.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Engine name: its control socket, for `outboard stat --name` (default "default").
+    #[arg(long)]
+    pub name: Option<String>,
+    /// TOML file with the same settings (flags win).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Memory the stack may hold before new connections wait (e.g. 512MiB).
+    #[arg(long, value_parser = parse_size)]
+    pub memory_cap: Option<u64>,
+    /// error, warn, info or debug (also OUTBOARD_LOG).
+    #[arg(long)]
+    pub log_level: Option<Level>,
+    /// Congestion controller: newreno or cubic.
+    #[arg(long)]
+    pub cc: Option<CcKind>,
+    /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%).
+    #[arg(long, value_parser = parse_probability)]
+    pub loss: Option<f64>,
+    /// Fabric only: probability a frame is delivered twice.
+    #[arg(long, value_parser = parse_probability)]
+    pub duplicate: Option<f64>,
+    /// Fabric only: probability a frame is held back and overtaken.
+    #[arg(long, value_parser = parse_probability)]
+    pub reorder: Option<f64>,
+    /// Fabric only: probability one bit of a frame is flipped.
+    #[arg(long, value_parser = parse_probability)]
+    pub corrupt: Option<f64>,
+    /// Fabric only: one-way delay in milliseconds.
+    #[arg(long, value_parser = parse_non_negative)]
+    pub delay_ms: Option<f64>,
+    /// Fabric only: random extra delay up to this many milliseconds.
+    #[arg(long, value_parser = parse_non_negative)]
+    pub jitter_ms: Option<f64>,
+    /// Fabric only: seed of the impairment (the same seed replays the same decisions).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    pub flags: EngineFlags,
+    /// Built-in services: a comma list of echo, discard, chargen, source, sink
+    /// (each NAME or NAME:PORT), `all` or `none`. Default: all (ports 7, 9, 19, 5002, 5001).
+    #[arg(long)]
+    pub services: Option<String>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_parser = parse_non_negative)]
+    pub run_for_s: Option<f64>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// Name of the engine (its --name).
+    #[arg(long, default_value = "default")]
+    pub name: String,
+    /// Print the snapshot as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FetchArgs {
+    #[command(flatten)]
+    pub flags: EngineFlags,
+    /// The server to connect to, IP:PORT.
+    #[arg(long)]
+    pub connect: SocketAddrV4,
+    /// Bytes to send (a seeded stream), then half-close.
+    #[arg(long, default_value = "0", value_parser = parse_size)]
+    pub send: u64,
+    /// Stop reading after this many bytes (default: read until the server closes).
+    #[arg(long, value_parser = parse_size)]
+    pub recv_limit: Option<u64>,
+    /// The server echoes: succeed only if what came back is byte-identical to what was sent.
+    #[arg(long)]
+    pub expect_echo: bool,
+    /// Seed of the byte stream sent.
+    #[arg(long, default_value_t = 1)]
+    pub stream_seed: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value = "120", value_parser = parse_non_negative)]
+    pub timeout_s: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The TOML form (`--config`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    name: Option<String>,
+    link: Option<String>,
+    addr: Option<String>,
+    gateway: Option<Ipv4Addr>,
+    mtu: Option<usize>,
+    pcap: Option<PathBuf>,
+    services: Option<String>,
+    memory_cap: Option<String>,
+    log_level: Option<String>,
+    cc: Option<String>,
+    fabric: Option<FabricFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FabricFile {
+    loss: Option<String>,
+    duplicate: Option<String>,
+    reorder: Option<String>,
+    corrupt: Option<String>,
+    delay_ms: Option<f64>,
+    jitter_ms: Option<f64>,
+    seed: Option<u64>,
+}
+
+/// Exit code for a bad command line or config.
+const USAGE: u8 = 2;
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("outboard: {msg}");
+    ExitCode::from(USAGE)
+}
+
+fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (a, p) = s
+        .split_once('/')
+        .ok_or_else(|| format!("--addr {s:?}: expected A.B.C.D/N, e.g. 10.77.0.2/24"))?;
+    let addr: Ipv4Addr = a.parse().map_err(|_| format!("--addr {s:?}: {a:?} is not an IPv4 address"))?;
+    let prefix: u8 = p
+        .parse()
+        .ok()
+        .filter(|p| (1..=32).contains(p))
+        .ok_or_else(|| format!("--addr {s:?}: prefix length must be 1..32"))?;
+    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
+        return Err(format!("--addr {s:?}: not a host address"));
+    }
+    Ok((addr, prefix))
+}
+
+/// Merges flags over the config file into engine settings.
+fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> Result<EngineSettings, String> {
+    let file: ConfigFile = match &f.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("--config {}: {e}", p.display()))?;
+            toml::from_str(&text).map_err(|e| format!("--config {}: {e}", p.display()))?
+        }
+        None => ConfigFile::default(),
+    };
+    let link_s = f
+        .link
+        .clone()
+        .or(file.link)
+        .ok_or("--link is required (af_xdp:IFACE[:QUEUE], af_packet:IFACE, tap:NAME or fabric:NAME)")?;
+    let link: LinkSpec = link_s.parse().map_err(|e| format!("--link: {e}"))?;
+    let addr_s = f.addr.clone().or(file.addr).ok_or("--addr A.B.C.D/N is required")?;
+    let (addr, prefix) = parse_addr(&addr_s)?;
+    let name = f.name.clone().or(file.name).unwrap_or_else(|| "default".into());
+    if name.is_empty()
+        || name.len() > 64
+        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        return Err(format!("--name {name:?}: use 1 to 64 of A-Z a-z 0-9 - _ ."));
+    }
+    let mut set = EngineSettings::new(&name, link, addr, prefix);
+    set.gateway = f.gateway.or(file.gateway);
+    if let Some(g) = set.gateway {
+        let mask = u32::MAX << (32 - u32::from(prefix));
+        if u32::from(g) & mask != u32::from(addr) & mask {
+            return Err(format!("--gateway {g} is not inside {addr}/{prefix}"));
+        }
+    }
+    set.mtu = f.mtu.or(file.mtu);
+    if let Some(m) = set.mtu {
+        if !(576..=9000).contains(&m) {
+            return Err(format!("--mtu {m}: use 576..9000"));
+        }
+    }
+    set.pcap = f.pcap.clone().or(file.pcap);
+    let svc = services.map(str::to_string).or(file.services).unwrap_or_else(|| default_services.into());
+    set.services = parse_services(&svc).map_err(|e| format!("--services: {e}"))?;
+    set.memory_cap = match (f.memory_cap, file.memory_cap) {
+        (Some(c), _) => c as usize,
+        (None, Some(s)) => parse_size(&s).map_err(|e| format!("memory_cap: {e}"))? as usize,
+        (None, None) => DEFAULT_MEMORY_CAP,
+    };
+    let level = match (f.log_level, file.log_level, std::env::var("OUTBOARD_LOG").ok()) {
+        (Some(l), _, _) => l,
+        (None, Some(s), _) | (None, None, Some(s)) => s.parse()?,
+        (None, None, None) => Level::Info,
+    };
+    log::set_level(level);
+    let cc = match (f.cc, file.cc) {
+        (Some(c), _) => Some(c),
+        (None, Some(s)) => Some(s.parse::<CcKind>().map_err(|e| format!("cc: {e:?}"))?),
+        (None, None) => None,
+    };
+    if let Some(c) = cc {
+        set.tcp.cc = c;
+    }
+    // Fabric impairment: flags over [fabric] in the file.
+    let ff = file.fabric.unwrap_or_default();
+    let prob = |flag: Option<f64>, file: &Option<String>, what: &str| -> Result<f64, String> {
+        match (flag, file) {
+            (Some(p), _) => Ok(p),
+            (None, Some(s)) => parse_probability(s).map_err(|e| format!("fabric.{what}: {e}")),
+            (None, None) => Ok(0.0),
+        }
+    };
+    let fc = FaultConfig {
+        loss: prob(f.loss, &ff.loss, "loss")?,
+        duplicate: prob(f.duplicate, &ff.duplicate, "duplicate")?,
+        reorder: prob(f.reorder, &ff.reorder, "reorder")?,
+        corrupt: prob(f.corrupt, &ff.corrupt, "corrupt")?,
+        delay: Duration::from_secs_f64(f.delay_ms.or(ff.delay_ms).unwrap_or(0.0) / 1000.0),
+        jitter: Duration::from_secs_f64(f.jitter_ms.or(ff.jitter_ms).unwrap_or(0.0) / 1000.0),
+        ..FaultConfig::default()
+    };
+    let impaired = fc != FaultConfig::default();
+    if impaired && !matches!(set.link, LinkSpec::Fabric { .. }) {
+        return Err("--loss/--duplicate/--reorder/--corrupt/--delay-ms/--jitter-ms apply to fabric links only; impair real links with `outboard lab up --loss ...`".into());
+    }
+    if matches!(set.link, LinkSpec::Fabric { .. }) {
+        set.fabric_faults = Some((fc, f.seed.or(ff.seed).unwrap_or(1)));
+    }
+    Ok(set)
+}
+
+fn fail(e: &EngineError) -> ExitCode {
+    let hint = e.hint();
+    if hint.is_empty() {
+        eprintln!("outboard: {e}");
+    } else {
+        eprintln!("outboard: {e}\n  hint: {hint}");
+    }
+    ExitCode::from(e.exit_code())
+}
+
+pub fn engine(a: &EngineArgs) -> ExitCode {
+    let set = match settings(&a.flags, a.services.as_deref(), "all") {
+        Ok(s) => s,
+        Err(m) => return usage(m),
+    };
+    let stop = outboard_engine::signals::stop_on_signals();
+    let mut engine = match Engine::start(&set) {
+        Ok(e) => e,
+        Err(e) => return fail(&e),
+    };
+    let deadline = a
+        .run_for_s
+        .map(|s| outboard_engine::clock::now() + Duration::from_secs_f64(s));
+    let r = engine.run(stop, |_| deadline.is_some_and(|d| outboard_engine::clock::now() >= d));
+    log::event(Level::Info, "engine_stopped", &[("name", &set.name)]);
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+pub fn stat(a: &StatArgs) -> ExitCode {
+    let answer = match outboard_engine::control::query(&a.name, "stat") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("outboard: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    if a.json {
+        println!("{answer}");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::from_str::<Snapshot>(&answer) {
+        Ok(s) => {
+            print!("{}", render(&s));
+            ExitCode::SUCCESS
+        }
+        Err(_) => {
+            eprintln!("outboard: the engine answered: {answer}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+pub fn fetch(a: &FetchArgs) -> ExitCode {
+    let mut flags = a.flags.clone();
+    if flags.name.is_none() {
+        flags.name = Some(format!("fetch-{}", std::process::id()));
+    }
+    let set = match settings(&flags, None, "none") {
+        Ok(s) => s,
+        Err(m) => return usage(m),
+    };
+    let stop = outboard_engine::signals::stop_on_signals();
+    let mut engine = match Engine::start(&set) {
+        Ok(e) => e,
+        Err(e) => return fail(&e),
+    };
+    engine.fetch(FetchPlan {
+        remote: a.connect,
+        send_bytes: a.send,
+        seed: a.stream_seed,
+        recv_limit: a.recv_limit,
+    });
+    let deadline = outboard_engine::clock::now() + Duration::from_secs_f64(a.timeout_s);
+    let r = engine.run(stop, |s| {
+        s.fetches.iter().all(|f| f.is_finished()) || outboard_engine::clock::now() >= deadline
+    });
+    if let Err(e) = r {
+        return fail(&e);
+    }
+    // Let the final ACK/FIN leave before the process (and its link) goes.
+    let linger = outboard_engine::clock::now() + Duration::from_millis(50);
+    let _ = engine.run(stop, |_| outboard_engine::clock::now() >= linger);
+    let now = outboard_engine::clock::now();
+    let report = engine.shard.fetches[0].report(now);
+    let echo_ok = !a.expect_echo
+        || (report.bytes_received == report.bytes_sent && report.sha256_received == report.sha256_sent);
+    let ok = report.state == FetchState::Done && echo_ok && report.bytes_sent == a.send;
+    if a.json {
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        v["ok"] = serde_json::Value::Bool(ok);
+        println!("{v}");
+    } else {
+        let mbit = |b: u64| if report.total_s > 0.0 { b as f64 * 8.0 / report.total_s / 1e6 } else { 0.0 };
+        println!(
+            "fetch {} {:?}{}: sent {} B (sha256 {}), received {} B (sha256 {}) in {:.3} s ({:.1} Mbit/s out, {:.1} in), {} retransmits",
+            report.remote,
+            report.state,
+            report.error.as_ref().map_or(String::new(), |e| format!(" ({e})")),
+            report.bytes_sent,
+            &report.sha256_sent[..16],
+            report.bytes_received,
+            &report.sha256_received[..16],
+            report.total_s,
+            mbit(report.bytes_sent),
+            mbit(report.bytes_received),
+            report.retransmits
+        );
+        if a.expect_echo {
+            println!("echo {}", if echo_ok { "verified: byte-identical" } else { "MISMATCH" });
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else if report.state != FetchState::Done && outboard_engine::clock::now() >= deadline {
+        eprintln!("outboard: fetch did not finish within {} s", a.timeout_s);
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_and_reject() {
+        assert_eq!(parse_addr("10.77.0.2/24").unwrap(), ("10.77.0.2".parse().unwrap(), 24));
+        for bad in ["10.77.0.2", "10.77.0.2/33", "10.77.0/24", "0.0.0.0/8", "224.0.0.1/4", "x/24"] {
+            assert!(parse_addr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn config_file_and_flags_merge() {
+        let dir = std::env::temp_dir().join(format!("ob-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("e.toml");
+        std::fs::write(
+            &p,
+            "name = \"edge\"\nlink = \"fabric:f1\"\naddr = \"10.0.0.1/24\"\nservices = \"echo\"\nmemory_cap = \"64MiB\"\n[fabric]\nloss = \"1%\"\nseed = 9\n",
+        )
+        .unwrap();
+        let f = EngineFlags { config: Some(p.clone()), addr: Some("10.0.0.5/24".into()), ..Default::default() };
+        let s = settings(&f, None, "all").unwrap();
+        assert_eq!(s.name, "edge");
+        assert_eq!(s.addr, "10.0.0.5".parse::<Ipv4Addr>().unwrap());
+        assert_eq!(s.services.len(), 1);
+        assert_eq!(s.memory_cap, 64 << 20);
+        let (fc, seed) = s.fabric_faults.unwrap();
+        assert!((fc.loss - 0.01).abs() < 1e-12);
+        assert_eq!(seed, 9);
+        std::fs::write(&p, "lnk = \"x\"\n").unwrap();
+        let e = settings(&EngineFlags { config: Some(p), ..Default::default() }, None, "all").unwrap_err();
+        assert!(e.contains("lnk"), "{e}");
+        let f = EngineFlags {
+            link: Some("af_packet:eth0".into()),
+            addr: Some("10.0.0.1/24".into()),
+            loss: Some(0.1),
+            ..Default::default()
+        };
+        assert!(settings(&f, None, "all").unwrap_err().contains("fabric links only"));
+    }
+}

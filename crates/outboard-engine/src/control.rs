@@ -1,0 +1,199 @@
+//! The control socket: how `outboard stat` reaches a running engine.
+//!
+//! Each engine has a name (`--name`, default `default`) and listens on the
+//! Unix socket `RUN_DIR/NAME.sock`. `RUN_DIR` is `$OUTBOARD_RUN_DIR` if set,
+//! else `/run/outboard` when writable (root), else
+//! `$XDG_RUNTIME_DIR/outboard`, else `/tmp/outboard-$USER`. The socket lives
+//! in the filesystem, not the abstract namespace, so `stat` works from any
+//! network namespace (lab engines run inside one).
+//!
+//! A small thread accepts connections, reads one request line (`stat`),
+//! hands it to the shard through a channel, rings the shard's doorbell (one
+//! byte on a socket pair the shard sleeps on), and writes the shard's answer
+//! back. The shard never blocks on a client: it answers between two turns.
+//! A second engine with the same name finds the socket alive and stops with
+//! "name taken"; a socket left by a dead engine is replaced.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where control sockets live.
+pub fn run_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OUTBOARD_RUN_DIR") {
+        return PathBuf::from(d);
+    }
+    let root = Path::new("/run/outboard");
+    if std::fs::create_dir_all(root).is_ok() && writable(root) {
+        return root.to_path_buf();
+    }
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
+        return Path::new(&x).join("outboard");
+    }
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+    PathBuf::from(format!("/tmp/outboard-{user}"))
+}
+
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    let ok = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+pub fn socket_path(name: &str) -> PathBuf {
+    run_dir().join(format!("{name}.sock"))
+}
+
+#[derive(Debug)]
+pub enum ControlError {
+    /// Another live engine uses this name.
+    NameTaken(PathBuf),
+    Io(PathBuf, std::io::Error),
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlError::NameTaken(p) => write!(
+                f,
+                "engine name taken: an engine is running with control socket {} (pick another --name, or stop that engine)",
+                p.display()
+            ),
+            ControlError::Io(p, e) => write!(f, "control socket {}: {e}", p.display()),
+        }
+    }
+}
+
+/// A request from a control client, with where to send the answer.
+pub struct Request {
+    pub line: String,
+    pub reply: Sender<String>,
+}
+
+/// The shard's side: requests to answer and the doorbell fd to sleep on.
+pub struct ControlInbox {
+    rx: Receiver<Request>,
+    bell: UnixStream,
+}
+
+impl ControlInbox {
+    /// The fd that becomes readable when a request is waiting.
+    pub fn doorbell_fd(&self) -> RawFd {
+        self.bell.as_raw_fd()
+    }
+
+    /// Next request, if any (never blocks). Drains the doorbell.
+    pub fn try_next(&mut self) -> Option<Request> {
+        let r = self.rx.try_recv().ok();
+        if r.is_some() {
+            let mut b = [0u8; 64];
+            let _ = (&self.bell).read(&mut b);
+        }
+        r
+    }
+}
+
+/// The listening side; dropping it stops the thread and removes the socket.
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ControlServer {
+    pub fn bind(name: &str) -> Result<(ControlServer, ControlInbox), ControlError> {
+        let dir = run_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| ControlError::Io(dir.clone(), e))?;
+        let path = dir.join(format!("{name}.sock"));
+        if path.exists() {
+            if UnixStream::connect(&path).is_ok() {
+                return Err(ControlError::NameTaken(path));
+            }
+            // Left by an engine that died: take it over.
+            let _ = std::fs::remove_file(&path);
+        }
+        let listener = UnixListener::bind(&path).map_err(|e| ControlError::Io(path.clone(), e))?;
+        listener.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
+        let (bell_tx, bell_rx) = UnixStream::pair().map_err(|e| ControlError::Io(path.clone(), e))?;
+        bell_rx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
+        bell_tx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("outboard-control".into())
+            .spawn(move || serve(listener, tx, bell_tx, stop2))
+            .map_err(|e| ControlError::Io(path.clone(), e))?;
+        Ok((
+            ControlServer { path, stop, thread: Some(thread) },
+            ControlInbox { rx, bell: bell_rx },
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(listener: UnixListener, tx: Sender<Request>, bell: UnixStream, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = handle(stream, &tx, &bell);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn handle(stream: UnixStream, tx: &Sender<Request>, bell: &UnixStream) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new(&stream).take(4096).read_line(&mut line)?;
+    let (rtx, rrx) = mpsc::channel();
+    if tx.send(Request { line: line.trim().to_string(), reply: rtx }).is_err() {
+        return Ok(());
+    }
+    let _ = (&*bell).write(&[1]);
+    let answer = rrx
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_else(|_| "{\"error\":\"the engine did not answer within 5 s\"}".into());
+    (&stream).write_all(answer.as_bytes())
+}
+
+/// The client side (`outboard stat`): sends `request`, returns the answer.
+pub fn query(name: &str, request: &str) -> Result<String, String> {
+    let path = socket_path(name);
+    let mut s = UnixStream::connect(&path).map_err(|e| {
+        format!(
+            "no engine named {name:?} is running ({}: {e}); start one with `outboard engine --name {name} ...`, or set OUTBOARD_RUN_DIR as the engine had it",
+            path.display()
+        )
+    })?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    s.write_all(format!("{request}\n").as_bytes()).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| format!("reading the answer: {e}"))?;
+    Ok(out)
+}

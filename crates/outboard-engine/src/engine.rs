@@ -1,0 +1,206 @@
+//! Putting an engine together from its settings: open the link, build the
+//! stack on the link's MAC and MTU, start the services, bind the control
+//! socket, open the capture. Errors say what failed and what to do; each
+//! kind maps to a distinct exit code (`EngineError::exit_code`).
+
+use crate::capture::PcapWriter;
+use crate::client::{Fetch, FetchPlan};
+use crate::control::{ControlError, ControlInbox, ControlServer};
+use crate::link::{self, LinkError, LinkOptions, LinkSpec};
+use crate::log::{self, Level};
+use crate::services::{ServiceSpec, Services};
+use crate::shard::Shard;
+use outboard_impair::FaultConfig;
+use outboard_stack::{Stack, StackConfig};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// Everything an engine needs, resolved (the CLI merges flags and TOML into this).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    pub name: String,
+    pub link: LinkSpec,
+    pub addr: Ipv4Addr,
+    pub prefix_len: u8,
+    pub gateway: Option<Ipv4Addr>,
+    pub mtu: Option<usize>,
+    pub pcap: Option<PathBuf>,
+    pub services: Vec<ServiceSpec>,
+    /// Bytes the stack may hold before the shard stops accepting connections.
+    pub memory_cap: usize,
+    /// Fabric only: impairment of what this engine sends, and its seed.
+    pub fabric_faults: Option<(FaultConfig, u64)>,
+    pub tcp: outboard_tcp::Config,
+    /// Bind the control socket (off for throwaway engines such as `fetch`).
+    pub control: bool,
+}
+
+impl EngineSettings {
+    pub fn new(name: &str, link: LinkSpec, addr: Ipv4Addr, prefix_len: u8) -> EngineSettings {
+        EngineSettings {
+            name: name.to_string(),
+            link,
+            addr,
+            prefix_len,
+            gateway: None,
+            mtu: None,
+            pcap: None,
+            services: Vec::new(),
+            memory_cap: DEFAULT_MEMORY_CAP,
+            fabric_faults: None,
+            tcp: outboard_tcp::Config::default(),
+            control: true,
+        }
+    }
+}
+
+pub const DEFAULT_MEMORY_CAP: usize = 512 << 20;
+
+#[derive(Debug)]
+pub enum EngineError {
+    Link(LinkError),
+    Control(ControlError),
+    /// A service could not bind its port.
+    Service(String),
+    Pcap(PathBuf, std::io::Error),
+    Config(String),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::Link(e) => write!(f, "{e}"),
+            EngineError::Control(e) => write!(f, "{e}"),
+            EngineError::Service(s) => write!(f, "address in use: {s}"),
+            EngineError::Pcap(p, e) => write!(f, "cannot write pcap {}: {e}", p.display()),
+            EngineError::Config(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl EngineError {
+    /// Distinct exit codes, documented in `outboard engine --help`.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            EngineError::Config(_) | EngineError::Link(LinkError::BadSpec(_)) => 2,
+            EngineError::Link(LinkError::NeedsPrivilege { .. }) => 10,
+            EngineError::Link(LinkError::NoSuchInterface(_)) => 11,
+            EngineError::Link(LinkError::XdpUnsupported(_)) => 12,
+            EngineError::Link(LinkError::FabricTaken(_)) | EngineError::Control(ControlError::NameTaken(_)) => 13,
+            EngineError::Service(_) | EngineError::Link(LinkError::Busy(_)) => 14,
+            EngineError::Pcap(..) | EngineError::Control(ControlError::Io(..)) | EngineError::Link(LinkError::Io { .. }) => 15,
+        }
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            EngineError::Link(LinkError::NeedsPrivilege { .. }) => {
+                "af_xdp, af_packet and tap need root; fabric:NAME needs nothing"
+            }
+            EngineError::Link(LinkError::NoSuchInterface(_)) => {
+                "check `ip link` (inside the right network namespace); `outboard lab up` makes one"
+            }
+            EngineError::Link(LinkError::XdpUnsupported(_)) => "use --link af_packet:IFACE on this interface",
+            EngineError::Link(LinkError::FabricTaken(_)) => "use another fabric name, or stop engines on it",
+            EngineError::Control(ControlError::NameTaken(_)) => "give this engine another --name",
+            EngineError::Service(_) => "choose other ports with --services NAME:PORT",
+            EngineError::Link(LinkError::Busy(_)) => "another program holds the interface or queue",
+            _ => "",
+        }
+    }
+}
+
+/// A started engine: one shard plus its control socket.
+pub struct Engine {
+    pub shard: Shard,
+    control: Option<(ControlServer, ControlInbox)>,
+}
+
+fn random_secret() -> [u8; 16] {
+    let mut s = [0u8; 16];
+    if let Ok(b) = std::fs::read("/proc/sys/kernel/random/uuid") {
+        // 36 hex-ish characters: fold them in.
+        for (i, c) in b.iter().enumerate() {
+            s[i % 16] ^= c.wrapping_mul(31).wrapping_add(i as u8);
+        }
+    }
+    let t = crate::clock::now().as_nanos().to_le_bytes();
+    for (i, b) in t.iter().enumerate() {
+        s[i] ^= b;
+    }
+    s
+}
+
+impl Engine {
+    pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
+        if set.prefix_len > 32 {
+            return Err(EngineError::Config(format!("prefix length {} is over 32", set.prefix_len)));
+        }
+        // The control socket first: a name clash must not disturb the link.
+        let control = if set.control {
+            Some(ControlServer::bind(&set.name).map_err(EngineError::Control)?)
+        } else {
+            None
+        };
+        let opts = LinkOptions { mtu: set.mtu, addr: set.addr, fabric_faults: set.fabric_faults.clone() };
+        let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
+        let info = link.info();
+        let now = crate::clock::now();
+        let mut cfg = StackConfig::new(link.mac(), set.addr, set.prefix_len);
+        cfg.gateway = set.gateway;
+        cfg.mtu = link.mtu();
+        cfg.tcp = set.tcp.clone();
+        cfg.secret = random_secret();
+        let mut stack = Stack::new(cfg, now);
+        let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
+        let pcap = match &set.pcap {
+            Some(p) => Some(PcapWriter::create(p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?),
+            None => None,
+        };
+        log::event(
+            Level::Info,
+            "engine_started",
+            &[
+                ("name", &set.name),
+                ("link", &format!("{}:{}", info.kind, info.name)),
+                ("mode", &info.mode),
+                ("mtu", &info.mtu),
+                ("mac", &crate::stat::mac_string(&info.mac)),
+                ("addr", &format!("{}/{}", set.addr, set.prefix_len)),
+                ("gateway", &set.gateway.map_or("none".to_string(), |g| g.to_string())),
+                (
+                    "services",
+                    &set.services.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
+                ),
+                (
+                    "control",
+                    &control.as_ref().map_or("off".to_string(), |c| c.0.path().display().to_string()),
+                ),
+            ],
+        );
+        let shard = Shard::new(&set.name, stack, link, services, pcap, set.memory_cap, now);
+        Ok(Engine { shard, control })
+    }
+
+    /// Starts a client connection on the shard.
+    pub fn fetch(&mut self, plan: FetchPlan) {
+        let now = crate::clock::now();
+        let f = Fetch::start(&mut self.shard.stack, now, plan, 0);
+        self.shard.fetches.push(f);
+    }
+
+    /// Runs until `stop` is set or `done` says so.
+    pub fn run(
+        &mut self,
+        stop: &std::sync::atomic::AtomicBool,
+        done: impl FnMut(&Shard) -> bool,
+    ) -> Result<(), EngineError> {
+        let inbox = self.control.as_mut().map(|c| &mut c.1);
+        let r = self.shard.run(stop, inbox, done).map_err(EngineError::Link);
+        if let Err(e) = &r {
+            log::event(Level::Error, "engine_failed", &[("error", e)]);
+        }
+        r
+    }
+}

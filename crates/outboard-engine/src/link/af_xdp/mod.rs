@@ -1,0 +1,652 @@
+//! AF_XDP link: frames straight from the driver into our own memory (UMEM),
+//! set up with nothing but `libc` syscalls — no libbpf, libxdp or C toolchain.
+//!
+//! # How
+//!
+//! - **UMEM**: 4096 chunks of 2048 bytes (4096 bytes when the MTU is above
+//!   1778), registered with `XDP_UMEM_REG`. Half the chunks are RX buffers,
+//!   posted on the fill ring at open and recycled after each `receive`
+//!   callback (copy mode hands us `chunk + 256` headroom: masked back to the
+//!   chunk); half are TX buffers on a free list, lent to `transmit` and
+//!   reclaimed from the completion ring. Rings and their memory ordering:
+//!   [`ring`].
+//! - **BPF** ([`bpf`]): an XSKMAP and a hand-assembled XDP program that
+//!   redirects only ARP asking for `opts.addr` and IPv4 to `opts.addr`; all
+//!   else goes on to the kernel. Attached with `BPF_LINK_CREATE`, native
+//!   (driver) mode first, generic (skb) mode if the driver refuses; the
+//!   program detaches itself when the link fd closes (also on a crash).
+//! - One attachment (program, map, BPF link) per interface per network
+//!   namespace is shared by all links of this process on that interface, one
+//!   XSK per queue: a second link on another queue adds its socket to the
+//!   same map; a second link on the same queue is refused at once (`Busy`).
+//!   Another process's XDP program on the interface also gives `Busy`.
+//! - The XSK binds in copy mode (`XDP_COPY`, with `XDP_USE_NEED_WAKEUP` when
+//!   the kernel has it), retrying `EBUSY` for about a second because a
+//!   previous socket's teardown on the queue is asynchronous.
+//! - TX kicks: in copy mode each `sendto` moves at most 32 descriptors and
+//!   says `EAGAIN` while more are pending, so `flush` kicks in a bounded loop.
+//! - Counters: `rx_kernel_drops` = `rx_dropped + rx_ring_full` from
+//!   `XDP_STATISTICS` (`rx_fill_ring_empty_descs` is not added: the kernel
+//!   counts a fill-ring miss in `rx_dropped` too); `tx_errors` adds
+//!   `tx_invalid_descs`.
+//!
+//! # Not done (yet)
+//!
+//! - Zero-copy (`XDP_ZEROCOPY`): veth cannot, and copy mode is what we test;
+//!   a NIC with zero-copy support would gain from trying it first.
+//! - Multi-buffer (`XDP_USE_SG`, `BPF_F_XDP_HAS_FRAGS`): an MTU above 3498
+//!   is refused with `XdpUnsupported` (native veth attach fails with `ERANGE`
+//!   above 3506, generic mode silently drops jumbo frames).
+//! - VLAN tags, IPv6 and an unspecified `opts.addr` (DHCP): such frames go
+//!   to the kernel.
+//! - Shared UMEM across queues (`XDP_SHARED_UMEM`): each link has its own.
+
+pub mod bpf;
+pub mod ring;
+
+use super::*;
+use ring::{Mapping, Ring};
+use std::ffi::CString;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Mutex;
+
+/// UMEM chunks in all; half RX, half TX.
+const FRAMES: u32 = 4096;
+const RX_FRAMES: u32 = FRAMES / 2;
+const TX_FRAMES: u32 = FRAMES - RX_FRAMES;
+/// Ring sizes (powers of two): each ring can hold every buffer of its half.
+const RING: u32 = 2048;
+/// Headroom the kernel leaves in front of a received frame in copy mode.
+const XDP_PACKET_HEADROOM: usize = 256;
+/// Largest IP MTU without multi-buffer (4096-byte chunks minus headroom,
+/// capped where native veth attach still works).
+pub const MAX_MTU: usize = 3498;
+/// Kicks one `flush` may make (64 are needed to drain a full TX ring 32 at a time).
+const MAX_KICKS: u32 = 256;
+/// How long `bind` retries `EBUSY` from a queue's previous socket.
+const BIND_RETRY: Duration = Duration::from_millis(1000);
+
+/// The XDP program, map and BPF link on one interface, shared by this
+/// process's links on it.
+struct Attachment {
+    netns: u64,
+    ifindex: u32,
+    addr: Ipv4Addr,
+    native: bool,
+    max_entries: u32,
+    queues: Vec<u32>,
+    map: OwnedFd,
+    prog: OwnedFd,
+    /// Closing this detaches the program.
+    _link: OwnedFd,
+}
+
+static ATTACHED: Mutex<Vec<Attachment>> = Mutex::new(Vec::new());
+
+fn attachments() -> std::sync::MutexGuard<'static, Vec<Attachment>> {
+    // A panic elsewhere while holding the lock leaves the list consistent (plain pushes/removes).
+    ATTACHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Identity of the calling thread's network namespace (ifindexes are per namespace).
+fn netns_id() -> u64 {
+    std::fs::metadata("/proc/thread-self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m)).unwrap_or(0)
+}
+
+/// An AF_XDP socket on one queue of one interface.
+pub struct AfXdpLink {
+    // Drop order matters: the rings are unmapped, then the socket closed,
+    // then the UMEM unmapped; `Drop` releases the shared attachment last.
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    fd: OwnedFd,
+    umem: Mapping,
+    chunk: u64,
+    /// RX chunks to hand back to the fill ring.
+    rx_stash: Vec<u64>,
+    /// TX chunks free for `transmit`.
+    tx_free: Vec<u64>,
+    need_wakeup: bool,
+    netns: u64,
+    ifindex: u32,
+    queue: u32,
+    iface: String,
+    mode: String,
+    mac: [u8; 6],
+    mtu: usize,
+    counters: LinkCounters,
+    pollfds: Vec<libc::pollfd>,
+}
+
+// SAFETY: the raw pointers inside the rings and UMEM point into mappings the
+// link owns exclusively; nothing is shared with other threads of this process,
+// so moving the whole link to another thread is sound.
+unsafe impl Send for AfXdpLink {}
+
+fn io_err(call: &'static str, e: io::Error, iface: &str) -> LinkError {
+    match e.raw_os_error() {
+        Some(libc::ENODEV) | Some(libc::ENXIO) => no_such(iface, call, &e),
+        Some(libc::EBUSY) => LinkError::Busy(format!("{iface}: {call}: {e}")),
+        _ => LinkError::io(call, e),
+    }
+}
+
+fn no_such(iface: &str, call: &str, e: &io::Error) -> LinkError {
+    LinkError::NoSuchInterface(format!("{iface} ({call}: {e})"))
+}
+
+fn setsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &T) -> io::Result<()> {
+    // SAFETY: `val` is a live value of the type the kernel expects for `opt`, passed with its size.
+    let rc = unsafe {
+        libc::setsockopt(fd.as_raw_fd(), libc::SOL_XDP, opt, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t)
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `getsockopt(SOL_XDP, opt)` into `val`; returns the length the kernel wrote.
+fn getsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &mut T) -> io::Result<usize> {
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `val` is writable for `len` bytes and `len` is a valid in/out length.
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, opt, val as *mut T as *mut libc::c_void, &mut len) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(len as usize)
+    }
+}
+
+/// The interface's index, MAC and MTU.
+fn interface(iface: &str) -> Result<(u32, [u8; 6], usize), LinkError> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.bytes().any(|b| b == 0 || b == b'/') {
+        return Err(LinkError::BadSpec(format!("{iface:?} is not an interface name")));
+    }
+    let name = CString::new(iface).map_err(|_| LinkError::BadSpec(format!("{iface:?} is not an interface name")))?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if ifindex == 0 {
+        return Err(no_such(iface, "if_nametoindex", &io::Error::last_os_error()));
+    }
+    // SAFETY: plain socket creation; the fd is owned right below.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(LinkError::last("socket(AF_INET) for interface ioctls"));
+    }
+    // SAFETY: `s` is a fresh fd nothing else owns.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, b) in req.ifr_name.iter_mut().zip(iface.bytes()) {
+        *d = b as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq naming the interface; SIOCGIFHWADDR writes the union's hwaddr.
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } < 0 {
+        return Err(io_err("ioctl(SIOCGIFHWADDR)", io::Error::last_os_error(), iface));
+    }
+    // SAFETY: SIOCGIFHWADDR succeeded, so `ifru_hwaddr` is the union's active member.
+    let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
+    if hw.sa_family != libc::ARPHRD_ETHER {
+        return Err(LinkError::XdpUnsupported(format!(
+            "{iface} is not an Ethernet interface (hardware type {})",
+            hw.sa_family
+        )));
+    }
+    let mut mac = [0u8; 6];
+    for (d, s) in mac.iter_mut().zip(hw.sa_data.iter()) {
+        *d = *s as u8;
+    }
+    // SAFETY: as above; SIOCGIFMTU writes the union's mtu.
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFMTU, &mut req) } < 0 {
+        return Err(io_err("ioctl(SIOCGIFMTU)", io::Error::last_os_error(), iface));
+    }
+    // SAFETY: SIOCGIFMTU succeeded, so `ifru_mtu` is the union's active member.
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+    Ok((ifindex, mac, mtu.max(0) as usize))
+}
+
+fn zero_off() -> libc::xdp_ring_offset {
+    libc::xdp_ring_offset { producer: 0, consumer: 0, desc: 0, flags: 0 }
+}
+
+/// Finds or creates (loads and attaches) the XDP program for (`netns`,
+/// `ifindex`) and reserves `queue` on it. Returns whether it runs in native mode.
+fn reserve(netns: u64, ifindex: u32, queue: u32, iface: &str, addr: Ipv4Addr) -> Result<bool, LinkError> {
+    let mut list = attachments();
+    if let Some(a) = list.iter_mut().find(|a| a.netns == netns && a.ifindex == ifindex) {
+        if a.queues.contains(&queue) {
+            return Err(LinkError::Busy(format!("{iface} queue {queue} already has an AF_XDP link in this process")));
+        }
+        if a.addr != addr {
+            return Err(LinkError::Busy(format!(
+                "{iface} already carries this process's XDP program for {}, not {addr}",
+                a.addr
+            )));
+        }
+        if queue >= a.max_entries {
+            return Err(LinkError::BadSpec(format!("queue {queue} is beyond the XSK map ({} queues)", a.max_entries)));
+        }
+        a.queues.push(queue);
+        return Ok(a.native);
+    }
+    let max_entries = (queue + 1).max(64);
+    let map = bpf::create_xskmap(max_entries).map_err(|e| LinkError::io("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
+    let insns = bpf::program(map.as_raw_fd(), addr);
+    let prog = bpf::load_xdp(&insns).map_err(|e| match e.err.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
+        _ => LinkError::XdpUnsupported(format!("the kernel rejected the XDP program: {}; verifier log:\n{}", e.err, e.log)),
+    })?;
+    let busy = |e: &io::Error| matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST));
+    let (link, native) = match bpf::attach_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
+        Ok(l) => (l, true),
+        Err(native) if busy(&native) => {
+            return Err(LinkError::Busy(format!("{iface} already has an XDP program attached (native: {native})")))
+        }
+        Err(native) if matches!(native.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+            return Err(LinkError::io("bpf(BPF_LINK_CREATE, XDP)", native))
+        }
+        Err(native) => match bpf::attach_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE) {
+            Ok(l) => (l, false),
+            Err(generic) if busy(&generic) => {
+                return Err(LinkError::Busy(format!("{iface} already has an XDP program attached (generic: {generic})")))
+            }
+            Err(generic) if matches!(generic.raw_os_error(), Some(libc::ENODEV)) => {
+                return Err(no_such(iface, "bpf(BPF_LINK_CREATE, XDP)", &generic))
+            }
+            Err(generic) => {
+                return Err(LinkError::XdpUnsupported(format!(
+                    "{iface}: native attach failed ({native}), generic attach failed ({generic})"
+                )))
+            }
+        },
+    };
+    list.push(Attachment { netns, ifindex, addr, native, max_entries, queues: vec![queue], map, prog, _link: link });
+    Ok(native)
+}
+
+/// Gives `queue` back; the last queue out detaches the program.
+fn release(netns: u64, ifindex: u32, queue: u32) {
+    let mut list = attachments();
+    if let Some(i) = list.iter().position(|a| a.netns == netns && a.ifindex == ifindex) {
+        list[i].queues.retain(|&q| q != queue);
+        if list[i].queues.is_empty() {
+            list.swap_remove(i);
+        }
+    }
+}
+
+/// Releases a reserved queue unless `open` completes.
+struct Reservation {
+    netns: u64,
+    ifindex: u32,
+    queue: u32,
+    armed: bool,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.armed {
+            release(self.netns, self.ifindex, self.queue);
+        }
+    }
+}
+
+impl AfXdpLink {
+    /// Opens an XSK on `queue` of `iface` and attaches the XDP program that
+    /// steers frames for `opts.addr` to it.
+    pub fn open(iface: &str, queue: u32, opts: &LinkOptions) -> Result<AfXdpLink, LinkError> {
+        let (ifindex, mac, if_mtu) = interface(iface)?;
+        let mtu = opts.mtu.unwrap_or(if_mtu);
+        if mtu > MAX_MTU {
+            return Err(LinkError::XdpUnsupported(format!(
+                "MTU {mtu} on {iface} needs XDP multi-buffer, which this link does not do yet; use an MTU of at most {MAX_MTU}"
+            )));
+        }
+        let chunk: usize = if mtu + 14 + XDP_PACKET_HEADROOM <= 2048 { 2048 } else { 4096 };
+
+        // SAFETY: plain socket creation; the fd is owned right below.
+        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::EAFNOSUPPORT) => LinkError::XdpUnsupported(format!("this kernel has no AF_XDP sockets ({e})")),
+                _ => LinkError::io("socket(AF_XDP)", e),
+            });
+        }
+        // SAFETY: `fd` is a fresh socket nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+
+        let umem = Mapping::anonymous(FRAMES as usize * chunk).map_err(|e| LinkError::io("mmap(UMEM)", e))?;
+        let reg = libc::xdp_umem_reg {
+            addr: umem.as_ptr() as u64,
+            len: umem.len() as u64,
+            chunk_size: chunk as u32,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        setsockopt(&fd, libc::XDP_UMEM_REG, &reg).map_err(|e| LinkError::io("setsockopt(XDP_UMEM_REG)", e))?;
+        for (opt, call) in [
+            (libc::XDP_UMEM_FILL_RING, "setsockopt(XDP_UMEM_FILL_RING)"),
+            (libc::XDP_UMEM_COMPLETION_RING, "setsockopt(XDP_UMEM_COMPLETION_RING)"),
+            (libc::XDP_RX_RING, "setsockopt(XDP_RX_RING)"),
+            (libc::XDP_TX_RING, "setsockopt(XDP_TX_RING)"),
+        ] {
+            setsockopt(&fd, opt, &RING).map_err(|e| LinkError::io(call, e))?;
+        }
+        let mut off = libc::xdp_mmap_offsets { rx: zero_off(), tx: zero_off(), fr: zero_off(), cr: zero_off() };
+        let len = getsockopt(&fd, libc::XDP_MMAP_OFFSETS, &mut off).map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
+        if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+            return Err(LinkError::XdpUnsupported("kernel too old: XDP ring offsets without flags (before 5.4)".into()));
+        }
+        let raw = fd.as_raw_fd();
+        let map_ring = |o: &libc::xdp_ring_offset, desc: usize, pgoff: u64, call: &'static str| {
+            let len = o.desc as usize + RING as usize * desc;
+            Mapping::ring(raw, len, pgoff).map_err(|e| LinkError::io(call, e))
+        };
+        let dsz = std::mem::size_of::<libc::xdp_desc>();
+        let ring_err = |call: &'static str| move |e: io::Error| LinkError::io(call, e);
+        let rx = Ring::new(map_ring(&off.rx, dsz, libc::XDP_PGOFF_RX_RING as u64, "mmap(RX ring)")?, &off.rx, RING, false)
+            .map_err(ring_err("RX ring layout"))?;
+        let tx = Ring::new(map_ring(&off.tx, dsz, libc::XDP_PGOFF_TX_RING as u32 as u64, "mmap(TX ring)")?, &off.tx, RING, true)
+            .map_err(ring_err("TX ring layout"))?;
+        let fill = Ring::new(map_ring(&off.fr, 8, libc::XDP_UMEM_PGOFF_FILL_RING, "mmap(fill ring)")?, &off.fr, RING, true)
+            .map_err(ring_err("fill ring layout"))?;
+        let comp = Ring::new(map_ring(&off.cr, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING, "mmap(completion ring)")?, &off.cr, RING, false)
+            .map_err(ring_err("completion ring layout"))?;
+
+        let netns = netns_id();
+        let native = reserve(netns, ifindex, queue, iface, opts.addr)?;
+        let mut reservation = Reservation { netns, ifindex, queue, armed: true };
+
+        let need_wakeup = bind(&fd, ifindex, queue, iface)?;
+        {
+            let list = attachments();
+            let a = list.iter().find(|a| a.netns == netns && a.ifindex == ifindex);
+            match a {
+                Some(a) => bpf::xskmap_set(&a.map, queue, fd.as_raw_fd())
+                    .map_err(|e| LinkError::io("bpf(BPF_MAP_UPDATE_ELEM, XSKMAP)", e))?,
+                None => return Err(LinkError::Io { call: "XSK map", err: io::Error::other("attachment vanished") }),
+            }
+        }
+
+        let mut link = AfXdpLink {
+            rx,
+            tx,
+            fill,
+            comp,
+            fd,
+            umem,
+            chunk: chunk as u64,
+            rx_stash: (0..RX_FRAMES).map(|i| i as u64 * chunk as u64).collect(),
+            tx_free: (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk as u64).collect(),
+            need_wakeup,
+            netns,
+            ifindex,
+            queue,
+            iface: iface.to_string(),
+            mode: format!("{} copy-mode queue {queue}", if native { "native" } else { "generic" }),
+            mac,
+            mtu,
+            counters: LinkCounters::default(),
+            pollfds: Vec::with_capacity(4),
+        };
+        reservation.armed = false;
+        link.refill();
+        Ok(link)
+    }
+
+    /// Runs the attached XDP program once on `frame` (BPF_PROG_TEST_RUN) and
+    /// returns its verdict (2 = pass to the kernel, 4 = redirect to an XSK).
+    /// For tests and diagnostics.
+    pub fn test_program(&self, frame: &[u8]) -> Result<u32, LinkError> {
+        let list = attachments();
+        let a = list
+            .iter()
+            .find(|a| a.netns == self.netns && a.ifindex == self.ifindex)
+            .ok_or_else(|| LinkError::Io { call: "XSK map", err: io::Error::other("attachment vanished") })?;
+        bpf::test_run(&a.prog, frame).map_err(|e| LinkError::io("bpf(BPF_PROG_TEST_RUN)", e))
+    }
+
+    /// Hands stashed RX chunks back to the kernel's fill ring.
+    fn refill(&mut self) {
+        let n = (self.fill.free() as usize).min(self.rx_stash.len());
+        if n == 0 {
+            return;
+        }
+        for _ in 0..n {
+            if let Some(addr) = self.rx_stash.pop() {
+                self.fill.push(addr);
+            }
+        }
+        self.fill.submit();
+        if self.need_wakeup && self.fill.needs_wakeup() {
+            // SAFETY: a zero-length, non-blocking recvfrom with null buffers only wakes the driver.
+            unsafe {
+                libc::recvfrom(self.fd.as_raw_fd(), std::ptr::null_mut(), 0, libc::MSG_DONTWAIT, std::ptr::null_mut(), std::ptr::null_mut())
+            };
+        }
+    }
+
+    /// Moves completed TX chunks back to the free list.
+    fn reclaim(&mut self) {
+        let n = self.comp.available();
+        for i in 0..n {
+            let addr = self.comp.peek(i);
+            self.tx_free.push(addr - addr % self.chunk);
+        }
+        if n > 0 {
+            self.comp.release(n);
+        }
+    }
+
+    fn frame_max(&self) -> usize {
+        self.mtu + 14
+    }
+}
+
+/// Binds the XSK; returns whether need_wakeup is in use.
+fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str) -> Result<bool, LinkError> {
+    let try_bind = |flags: u16| {
+        let sa = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: flags,
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: 0,
+        };
+        // SAFETY: `sa` is a valid sockaddr_xdp passed with its size.
+        let rc = unsafe {
+            libc::bind(fd.as_raw_fd(), &sa as *const libc::sockaddr_xdp as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t)
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    let start = crate::clock::now();
+    let mut flags = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP;
+    loop {
+        match try_bind(flags) {
+            Ok(()) => return Ok(flags & libc::XDP_USE_NEED_WAKEUP != 0),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && flags & libc::XDP_USE_NEED_WAKEUP != 0 => {
+                flags = libc::XDP_COPY;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                if crate::clock::now().saturating_duration_since(start) >= BIND_RETRY {
+                    return Err(LinkError::Busy(format!(
+                        "{iface} queue {queue} is held by another AF_XDP socket (bind: {e})"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                return Err(LinkError::XdpUnsupported(format!(
+                    "bind to {iface} queue {queue} failed ({e}): does the interface have that queue?"
+                )))
+            }
+            Err(e) => return Err(io_err("bind(AF_XDP)", e, iface)),
+        }
+    }
+}
+
+impl Drop for AfXdpLink {
+    fn drop(&mut self) {
+        // The socket leaves the XSK map when it closes (field drop, after this);
+        // the program detaches when the last queue on the interface lets go.
+        release(self.netns, self.ifindex, self.queue);
+    }
+}
+
+impl Link for AfXdpLink {
+    fn info(&self) -> LinkInfo {
+        LinkInfo {
+            kind: "af_xdp".into(),
+            name: self.iface.clone(),
+            mode: self.mode.clone(),
+            mtu: self.mtu,
+            mac: self.mac,
+            offloads: Vec::new(),
+        }
+    }
+
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+        let n = self.rx.available().min(max.min(u32::MAX as usize) as u32);
+        let umem_len = self.umem.len() as u64;
+        let frame_max = self.frame_max();
+        for i in 0..n {
+            let d = self.rx.peek(i);
+            let (addr, len) = (d.addr, d.len as u64);
+            if addr.checked_add(len).map_or(true, |end| end > umem_len) {
+                // The kernel never does this; don't trust it blindly either.
+                self.counters.rx_oversize += 1;
+                continue;
+            }
+            if len as usize > frame_max {
+                self.counters.rx_oversize += 1;
+            } else {
+                // SAFETY: [addr, addr+len) lies inside the UMEM (checked above); the kernel
+                // published this descriptor and will not write the chunk until we return it
+                // to the fill ring below, after the callback.
+                let frame = unsafe { std::slice::from_raw_parts(self.umem.as_ptr().add(addr as usize), len as usize) };
+                rx(frame);
+                self.counters.rx_frames += 1;
+                self.counters.rx_bytes += len;
+            }
+            self.rx_stash.push(addr - addr % self.chunk);
+        }
+        if n > 0 {
+            self.rx.release(n);
+        }
+        self.refill();
+        Ok(n as usize)
+    }
+
+    fn transmit(&mut self, fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>) -> Result<TxStatus, LinkError> {
+        if self.tx_free.is_empty() {
+            self.reclaim();
+        }
+        let Some(&addr) = self.tx_free.last() else {
+            self.counters.tx_full += 1;
+            return Ok(TxStatus::Full);
+        };
+        if self.tx.free() == 0 {
+            self.counters.tx_full += 1;
+            return Ok(TxStatus::Full);
+        }
+        let cap = self.frame_max();
+        // SAFETY: `addr` is a TX chunk on our free list (chunk-aligned, inside the UMEM,
+        // chunk >= cap); the kernel is done with it (it came back on the completion ring or
+        // was never given), and nothing else references it while the slice lives.
+        let slot = unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(addr as usize), cap) };
+        match fill(slot) {
+            None | Some(0) => Ok(TxStatus::Idle),
+            Some(len) if len > cap => Err(LinkError::Io {
+                call: "transmit",
+                err: io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {len} bytes in a {cap}-byte slot")),
+            }),
+            Some(len) => {
+                self.tx_free.pop();
+                self.tx.push(libc::xdp_desc { addr, len: len as u32, options: 0 });
+                self.tx.submit();
+                self.counters.tx_frames += 1;
+                self.counters.tx_bytes += len as u64;
+                Ok(TxStatus::Queued)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), LinkError> {
+        for _ in 0..MAX_KICKS {
+            if self.tx.pending() == 0 || (self.need_wakeup && !self.tx.needs_wakeup()) {
+                break;
+            }
+            // SAFETY: a zero-length, non-blocking sendto with null buffers only kicks TX.
+            let rc = unsafe {
+                libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0)
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    // More pending, the driver busy, or the completion ring full: reclaim, kick again.
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
+                    _ => return Err(io_err("sendto (AF_XDP TX kick)", e, &self.iface)),
+                }
+            }
+            self.reclaim();
+        }
+        self.reclaim();
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+        if self.rx.available() > 0 {
+            return Ok(());
+        }
+        self.pollfds.clear();
+        self.pollfds.push(libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        self.pollfds.extend(also.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
+        let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `pollfds` is a live array of `len` pollfd structs.
+        let rc = unsafe { libc::poll(self.pollfds.as_mut_ptr(), self.pollfds.len() as libc::nfds_t, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(LinkError::io("poll(AF_XDP)", e));
+            }
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> LinkCounters {
+        let mut c = self.counters;
+        let mut st = libc::xdp_statistics {
+            rx_dropped: 0,
+            rx_invalid_descs: 0,
+            tx_invalid_descs: 0,
+            rx_ring_full: 0,
+            rx_fill_ring_empty_descs: 0,
+            tx_ring_empty_descs: 0,
+        };
+        if getsockopt(&self.fd, libc::XDP_STATISTICS, &mut st).is_ok() {
+            c.rx_kernel_drops += st.rx_dropped + st.rx_ring_full;
+            c.tx_errors += st.tx_invalid_descs;
+        }
+        c
+    }
+}

@@ -1,0 +1,268 @@
+//! A shard: one stack, one link, run to completion.
+//!
+//! Each turn: receive a burst from the link → the stack demultiplexes and
+//! runs the protocols → the services and clients (the shard's
+//! applications until boards arrive) get the connections the stack says
+//! have events → expire timers → transmit a burst, building each frame in
+//! the link's own slot → flush. `turn` takes the time as an argument and
+//! does only the link's I/O; `run` is the loop that reads the clock and
+//! sleeps.
+//!
+//! Idle: after `SPIN` of turns with nothing to do, the shard sleeps in the
+//! link's `wait` (poll on the ring's fd, or a futex on the fabric) until the
+//! stack's next deadline, a frame, or a control request — at most
+//! `MAX_SLEEP`, so a stop flag is seen within that. An idle engine thus
+//! costs a wake-up per `MAX_SLEEP` plus its TCP timers.
+//!
+//! Seams for many shards (one today): the shard owns its stack, link,
+//! services and buffers outright and shares nothing; connect() would pick a
+//! source port with `steer::pick_source_port` for its shard index.
+
+use crate::capture::PcapWriter;
+use crate::client::Fetch;
+use crate::control::ControlInbox;
+use crate::link::{Link, LinkError, TxStatus};
+use crate::services::Services;
+use crate::stat::{ConnRow, LinkSnapshot, ShardCounters, Snapshot};
+use outboard_stack::Stack;
+use outboard_time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Frames taken from the link per turn.
+pub const RX_BURST: usize = 64;
+/// Frames handed to the link per turn.
+pub const TX_BURST: usize = 256;
+/// Busy-poll this long after the last work before sleeping.
+pub const SPIN: Duration = Duration::from_micros(50);
+/// Longest sleep, so a stop request is seen promptly.
+pub const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+pub struct Shard {
+    pub stack: Stack,
+    link: Box<dyn Link>,
+    pub services: Services,
+    pub fetches: Vec<Fetch>,
+    pcap: Option<PcapWriter>,
+    counters: ShardCounters,
+    memory_cap: usize,
+    started: Instant,
+    cpu_at_start: Duration,
+    name: String,
+}
+
+impl Shard {
+    pub fn new(
+        name: &str,
+        stack: Stack,
+        link: Box<dyn Link>,
+        services: Services,
+        pcap: Option<PcapWriter>,
+        memory_cap: usize,
+        now: Instant,
+    ) -> Shard {
+        Shard {
+            stack,
+            link,
+            services,
+            fetches: Vec::new(),
+            pcap,
+            counters: ShardCounters::default(),
+            memory_cap,
+            started: now,
+            cpu_at_start: crate::clock::thread_cpu_time(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn link(&self) -> &dyn Link {
+        &*self.link
+    }
+
+    /// One run-to-completion turn at `now`. True if it did any work.
+    pub fn turn(&mut self, now: Instant) -> Result<bool, LinkError> {
+        let mut work = false;
+        self.counters.turns += 1;
+        {
+            let stack = &mut self.stack;
+            let pcap = &mut self.pcap;
+            let n = self.link.receive(RX_BURST, &mut |f| {
+                if let Some(p) = pcap.as_mut() {
+                    p.record(now, f);
+                }
+                stack.receive_frame(now, f);
+            })?;
+            work |= n > 0;
+        }
+        if self.stack.poll_timeout().is_some_and(|t| t <= now) {
+            self.stack.handle_timeout(now);
+            work = true;
+        }
+        work |= self.applications(now);
+        work |= self.transmit(now)?;
+        if work {
+            self.counters.busy_turns += 1;
+        }
+        Ok(work)
+    }
+
+    /// The shard's applications: services and client fetches.
+    fn applications(&mut self, now: Instant) -> bool {
+        let accept = self.stack.memory_in_use() < self.memory_cap;
+        if !accept {
+            self.counters.accept_paused_turns += 1;
+        }
+        let mut work = self.services.poll(&mut self.stack, now, accept);
+        while let Some(id) = self.stack.tcp_poll_ready() {
+            work = true;
+            if !self.services.handle_ready(&mut self.stack, id) {
+                if let Some(f) = self.fetches.iter_mut().find(|f| f.conn() == Some(id)) {
+                    f.poll(&mut self.stack, now);
+                }
+            }
+        }
+        // Clients refill their send buffers as ACKs free room.
+        for f in self.fetches.iter_mut().filter(|f| !f.is_finished()) {
+            f.poll(&mut self.stack, now);
+        }
+        work
+    }
+
+    fn transmit(&mut self, now: Instant) -> Result<bool, LinkError> {
+        let mut work = false;
+        let stack = &mut self.stack;
+        let pcap = &mut self.pcap;
+        for _ in 0..TX_BURST {
+            let status = self.link.transmit(&mut |buf| {
+                let n = stack.poll_transmit(now, buf)?;
+                if let Some(p) = pcap.as_mut() {
+                    p.record(now, &buf[..n]);
+                }
+                Some(n)
+            })?;
+            match status {
+                TxStatus::Queued => work = true,
+                TxStatus::Idle => break,
+                TxStatus::Full => {
+                    work = true;
+                    break;
+                }
+            }
+        }
+        self.link.flush()?;
+        Ok(work)
+    }
+
+    /// The next time the shard must run even if nothing arrives.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.stack.poll_timeout()
+    }
+
+    /// Loops until `stop` is set or `done` says so, answering control
+    /// requests between turns and sleeping when idle.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        mut inbox: Option<&mut ControlInbox>,
+        mut done: impl FnMut(&Shard) -> bool,
+    ) -> Result<(), LinkError> {
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if stop.load(Ordering::Relaxed) || done(self) {
+                break;
+            }
+            let now = crate::clock::now();
+            let work = self.turn(now)?;
+            if let Some(inbox) = inbox.as_deref_mut() {
+                while let Some(req) = inbox.try_next() {
+                    let answer = self.answer(&req.line, now);
+                    let _ = req.reply.send(answer);
+                }
+            }
+            if work {
+                idle_since = None;
+                continue;
+            }
+            let since = *idle_since.get_or_insert(now);
+            if now.saturating_duration_since(since) < SPIN {
+                continue;
+            }
+            let mut timeout = MAX_SLEEP;
+            if let Some(d) = self.next_deadline() {
+                timeout = timeout.min(d.saturating_duration_since(now));
+            }
+            if !timeout.is_zero() {
+                let fds: Vec<_> = inbox.as_deref().map(|i| i.doorbell_fd()).into_iter().collect();
+                self.link.wait(timeout, &fds)?;
+                self.counters.sleeps += 1;
+            }
+            idle_since = None;
+        }
+        if let Some(p) = self.pcap.as_mut() {
+            p.flush();
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, line: &str, now: Instant) -> String {
+        match line {
+            "stat" | "stat json" | "" => {
+                serde_json::to_string(&self.snapshot(now)).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+            }
+            other => format!("{{\"error\":\"unknown request {:?}: try stat\"}}", other),
+        }
+    }
+
+    pub fn snapshot(&mut self, now: Instant) -> Snapshot {
+        if let Some(p) = self.pcap.as_mut() {
+            p.flush();
+            self.counters.pcap_frames = p.frames;
+        }
+        self.counters.wall_s = now.saturating_duration_since(self.started).as_secs_f64();
+        self.counters.cpu_s = crate::clock::thread_cpu_time()
+            .saturating_sub(self.cpu_at_start)
+            .as_secs_f64();
+        let cfg = self.stack.config();
+        let owner = |id| {
+            if let Some(s) = self.services.owner_of(id) {
+                s.to_string()
+            } else if self.fetches.iter().any(|f| f.conn() == Some(id) && !f.is_finished()) {
+                "fetch".to_string()
+            } else {
+                String::new()
+            }
+        };
+        let connections = self
+            .stack
+            .tcp_connections()
+            .into_iter()
+            .map(|(id, t, state, s)| ConnRow {
+                local: t.local.to_string(),
+                remote: t.remote.to_string(),
+                state: format!("{state:?}"),
+                owner: owner(id),
+                send_queue: s.send_queue,
+                recv_queue: s.recv_queue,
+                cwnd: s.cwnd,
+                srtt_us: s.srtt_us,
+                retransmits: s.retransmits,
+                bytes_in: s.bytes_in,
+                bytes_out: s.bytes_out,
+                memory: s.memory,
+            })
+            .collect();
+        Snapshot {
+            name: self.name.clone(),
+            pid: std::process::id(),
+            addr: format!("{}/{}", cfg.addr, cfg.prefix_len),
+            gateway: cfg.gateway.map(|g| g.to_string()),
+            link: LinkSnapshot::new(&self.link.info(), &self.link.counters()),
+            shard: self.counters.clone(),
+            stack: self.stack.stats().iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            memory_in_use: self.stack.memory_in_use(),
+            memory_cap: self.memory_cap,
+            arp_entries: self.stack.arp_entries(),
+            connections,
+            services: self.services.counters().to_vec(),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! What `outboard stat` shows: a snapshot of one engine, taken by its shard
+//! between two loop turns (so it is consistent), sent as JSON over the
+//! control socket, and rendered as text like `ss` and `onload_stackdump`.
+
+use crate::link::{LinkCounters, LinkInfo};
+use crate::services::ServiceCounters;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnRow {
+    pub local: String,
+    pub remote: String,
+    pub state: String,
+    /// The service or client that owns it ("" once released and closing).
+    pub owner: String,
+    pub send_queue: usize,
+    pub recv_queue: usize,
+    pub cwnd: usize,
+    pub srtt_us: u64,
+    pub retransmits: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub memory: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardCounters {
+    /// Loop turns, and turns that found work.
+    pub turns: u64,
+    pub busy_turns: u64,
+    /// Times the shard went to sleep on its link.
+    pub sleeps: u64,
+    /// CPU seconds this shard's thread used, and wall seconds since start.
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    /// Turns in which new connections were not accepted: memory over the cap.
+    pub accept_paused_turns: u64,
+    pub pcap_frames: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkSnapshot {
+    pub kind: String,
+    pub name: String,
+    pub mode: String,
+    pub mtu: usize,
+    pub mac: String,
+    pub offloads: Vec<String>,
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl LinkSnapshot {
+    pub fn new(info: &LinkInfo, c: &LinkCounters) -> LinkSnapshot {
+        let v = serde_json::to_value(c).unwrap_or_default();
+        let counters = v
+            .as_object()
+            .map(|o| o.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect())
+            .unwrap_or_default();
+        LinkSnapshot {
+            kind: info.kind.clone(),
+            name: info.name.clone(),
+            mode: info.mode.clone(),
+            mtu: info.mtu,
+            mac: mac_string(&info.mac),
+            offloads: info.offloads.clone(),
+            counters,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub name: String,
+    pub pid: u32,
+    pub addr: String,
+    pub gateway: Option<String>,
+    pub link: LinkSnapshot,
+    pub shard: ShardCounters,
+    /// Every stack counter (frames, drops by reason, checksum failures, ARP, ICMP, TCP, UDP).
+    pub stack: BTreeMap<String, u64>,
+    pub memory_in_use: usize,
+    pub memory_cap: usize,
+    pub arp_entries: usize,
+    pub connections: Vec<ConnRow>,
+    pub services: Vec<ServiceCounters>,
+}
+
+pub fn mac_string(m: &[u8; 6]) -> String {
+    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+fn mib(b: usize) -> String {
+    format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
+}
+
+/// The text form of `outboard stat`.
+pub fn render(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "engine {} (pid {}) addr {}{}",
+        s.name,
+        s.pid,
+        s.addr,
+        s.gateway.as_ref().map_or(String::new(), |g| format!(" gateway {g}"))
+    );
+    let _ = writeln!(
+        o,
+        "link {}:{} mode \"{}\" mtu {} mac {}{}",
+        s.link.kind,
+        s.link.name,
+        s.link.mode,
+        s.link.mtu,
+        s.link.mac,
+        if s.link.offloads.is_empty() { String::new() } else { format!(" offloads {}", s.link.offloads.join(",")) }
+    );
+    let lc: Vec<String> = s.link.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(o, "  {}", lc.join(" "));
+    let cpu_pct = if s.shard.wall_s > 0.0 { 100.0 * s.shard.cpu_s / s.shard.wall_s } else { 0.0 };
+    let _ = writeln!(
+        o,
+        "shard 0: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {}",
+        s.shard.turns, s.shard.busy_turns, s.shard.sleeps, s.shard.cpu_s, s.shard.wall_s, cpu_pct, s.shard.accept_paused_turns
+    );
+    let _ = writeln!(
+        o,
+        "memory {} of cap {}; arp entries {}",
+        mib(s.memory_in_use),
+        mib(s.memory_cap),
+        s.arp_entries
+    );
+    let _ = writeln!(o, "\nconnections: {}", s.connections.len());
+    if !s.connections.is_empty() {
+        let _ = writeln!(
+            o,
+            "{:<22} {:<22} {:<12} {:<10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            "local", "remote", "state", "owner", "send-q", "recv-q", "cwnd", "srtt-us", "retrans"
+        );
+        for c in &s.connections {
+            let _ = writeln!(
+                o,
+                "{:<22} {:<22} {:<12} {:<10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+                c.local, c.remote, c.state, c.owner, c.send_queue, c.recv_queue, c.cwnd, c.srtt_us, c.retransmits
+            );
+        }
+    }
+    if !s.services.is_empty() {
+        let _ = writeln!(o, "\nservices:");
+        for v in &s.services {
+            let _ = writeln!(
+                o,
+                "  {}:{} accepted {} active {} closed {} reset {} bytes in {} out {} udp in {} out {}",
+                v.service, v.port, v.tcp_accepted, v.tcp_active, v.tcp_closed, v.tcp_reset, v.bytes_in, v.bytes_out,
+                v.udp_datagrams_in, v.udp_datagrams_out
+            );
+        }
+    }
+    let _ = writeln!(o, "\ncounters (non-zero):");
+    for (k, v) in s.stack.iter().filter(|(_, v)| **v != 0) {
+        let _ = writeln!(o, "  {k:<40} {v}");
+    }
+    o
+}

@@ -1,0 +1,654 @@
+//! The fabric link: an Ethernet switch in shared memory between engine
+//! processes. Needs no root: every test uses its own directory under the
+//! temp dir and a fabric name with the pid in it.
+
+use outboard_engine::clock;
+use outboard_engine::link::fabric::{layout, port_mac, FabricLink};
+use outboard_engine::link::{Link, LinkError, LinkOptions, TxStatus};
+use outboard_impair::FaultConfig;
+use outboard_time::{Duration, Instant};
+use std::collections::{HashSet, VecDeque};
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const DATA: u16 = 0x88b5;
+const HELLO: u16 = 0x88b6;
+const STOP: u16 = 0x88b7;
+const BROADCAST: [u8; 6] = [0xff; 6];
+const CHILD_ENV: &str = "OBT_FABRIC_CHILD";
+
+/// A directory of our own, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("obt-fabric-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opts() -> LinkOptions {
+    LinkOptions { mtu: None, addr: std::net::Ipv4Addr::new(10, 0, 0, 1), fabric_faults: None }
+}
+
+fn name(tag: &str) -> String {
+    format!("t{}-{tag}", std::process::id())
+}
+
+fn open(dir: &TempDir, tag: &str) -> FabricLink {
+    FabricLink::open_in(&dir.0, &name(tag), &opts()).expect("open fabric port")
+}
+
+fn frame_len(seq: u32) -> usize {
+    60 + (seq as usize * 7) % (1514 - 60 + 1)
+}
+
+/// dst, src, EtherType, then seq (big-endian) and bytes (seq + i) as u8.
+fn frame(dst: [u8; 6], src: [u8; 6], ethertype: u16, seq: u32) -> Vec<u8> {
+    let len = frame_len(seq);
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend((18..len).map(|i| (seq as usize + i) as u8));
+    f
+}
+
+fn ethertype(f: &[u8]) -> u16 {
+    u16::from_be_bytes([f[12], f[13]])
+}
+
+/// The seq of a DATA frame whose length and pattern are intact.
+fn check(f: &[u8]) -> u32 {
+    assert!(f.len() >= 18, "short frame");
+    let seq = u32::from_be_bytes([f[14], f[15], f[16], f[17]]);
+    assert_eq!(f.len(), frame_len(seq), "length of frame {seq}");
+    assert!(f[18..].iter().enumerate().all(|(i, &b)| b == (seq as usize + 18 + i) as u8), "pattern of frame {seq}");
+    seq
+}
+
+fn send(link: &mut FabricLink, f: &[u8]) -> TxStatus {
+    link.transmit(&mut |buf: &mut [u8]| {
+        buf[..f.len()].copy_from_slice(f);
+        Some(f.len())
+    })
+    .expect("transmit")
+}
+
+fn recv(link: &mut FabricLink, max: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    link.receive(max, &mut |f: &[u8]| out.push(f.to_vec())).expect("receive");
+    out
+}
+
+/// Receives until `count` frames came or `timeout` passed.
+fn recv_n(link: &mut FabricLink, count: usize, timeout: Duration) -> Vec<Vec<u8>> {
+    let deadline = clock::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < count && clock::now() < deadline {
+        let got = recv(link, count - out.len());
+        if got.is_empty() {
+            link.wait(Duration::from_millis(20), &[]).expect("wait");
+        }
+        out.extend(got);
+    }
+    out
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn write_u32(path: &Path, off: usize, v: u32) {
+    let f = OpenOptions::new().read(true).write(true).open(path).expect("open fabric file");
+    f.write_all_at(&v.to_le_bytes(), off as u64).expect("write fabric file");
+}
+
+fn read_u32(path: &Path, off: usize) -> u32 {
+    let f = OpenOptions::new().read(true).open(path).expect("open fabric file");
+    let mut b = [0u8; 4];
+    f.read_exact_at(&mut b, off as u64).expect("read fabric file");
+    u32::from_le_bytes(b)
+}
+
+#[test]
+fn two_ports_exchange_frames_both_ways() {
+    let dir = TempDir::new("both");
+    let mut a = open(&dir, "both");
+    let mut b = open(&dir, "both");
+    assert_eq!((a.port(), b.port()), (0, 1));
+    assert_eq!(a.mac(), [0x02, 0x0f, 0xab, 0, 0, 0]);
+    assert_eq!(b.mac(), [0x02, 0x0f, 0xab, 0, 0, 1]);
+    const N: u32 = 3000;
+    // Each side sends N frames to the other and expects N back, in order.
+    let run = |link: &mut FabricLink, peer: [u8; 6]| {
+        let deadline = clock::now() + Duration::from_secs(20);
+        let (mut next, mut got) = (0u32, 0u32);
+        while (next < N || got < N) && clock::now() < deadline {
+            let mut progress = false;
+            if next < N {
+                match send(link, &frame(peer, link.mac(), DATA, next)) {
+                    TxStatus::Queued => {
+                        next += 1;
+                        progress = true;
+                    }
+                    TxStatus::Full => {}
+                    TxStatus::Idle => unreachable!(),
+                }
+            }
+            for f in recv(link, 64) {
+                assert_eq!(&f[6..12], &peer, "source MAC");
+                assert_eq!(check(&f), got, "frames arrive in order");
+                got += 1;
+                progress = true;
+            }
+            if !progress {
+                link.wait(Duration::from_millis(5), &[]).expect("wait");
+            }
+        }
+        (next, got)
+    };
+    let (amac, bmac) = (a.mac(), b.mac());
+    let (ra, rb) = std::thread::scope(|s| {
+        let tb = s.spawn(|| run(&mut b, amac));
+        let ra = run(&mut a, bmac);
+        (ra, tb.join().expect("thread b"))
+    });
+    assert_eq!(ra, (N, N));
+    assert_eq!(rb, (N, N));
+    let (ca, cb) = (a.counters(), b.counters());
+    assert_eq!((ca.tx_frames, ca.rx_frames, cb.tx_frames, cb.rx_frames), (N as u64, N as u64, N as u64, N as u64));
+    assert_eq!(ca.tx_bytes, cb.rx_bytes);
+    assert_eq!(a.fabric_stats().ring_full_drops + b.fabric_stats().ring_full_drops, 0);
+    assert_eq!(ca.rx_kernel_drops + cb.rx_kernel_drops, 0);
+}
+
+#[test]
+fn broadcast_and_multicast_reach_every_other_port() {
+    let dir = TempDir::new("bcast");
+    let mut links: Vec<FabricLink> = (0..4).map(|_| open(&dir, "bcast")).collect();
+    let src = links[0].mac();
+    assert_eq!(send(&mut links[0], &frame(BROADCAST, src, DATA, 1)), TxStatus::Queued);
+    assert_eq!(send(&mut links[0], &frame([0x01, 0x00, 0x5e, 0, 0, 1], src, DATA, 2)), TxStatus::Queued);
+    for l in &mut links[1..] {
+        let got = recv_n(l, 2, Duration::from_secs(2));
+        assert_eq!(got.len(), 2, "port {} gets both", l.port());
+        assert_eq!((check(&got[0]), check(&got[1])), (1, 2));
+        assert_eq!(&got[0][..6], &BROADCAST);
+    }
+    assert!(recv(&mut links[0], 64).is_empty(), "the sender does not hear itself");
+    for l in &mut links[1..] {
+        assert!(recv(l, 64).is_empty(), "exactly one copy each");
+    }
+}
+
+#[test]
+fn unknown_unicast_is_dropped_and_counted() {
+    let dir = TempDir::new("unknown");
+    let mut a = open(&dir, "unknown");
+    let mut b = open(&dir, "unknown");
+    let src = a.mac();
+    for dst in [port_mac(5), [0x02, 0, 0, 0, 0, 1], port_mac(0), port_mac(200)] {
+        assert_eq!(send(&mut a, &frame(dst, src, DATA, 7)), TxStatus::Queued);
+    }
+    assert_eq!(a.fabric_stats().unknown_unicast, 4);
+    assert_eq!(a.counters().tx_errors, 4);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(recv(&mut b, 64).is_empty() && recv(&mut a, 64).is_empty(), "nobody gets them");
+    // A known destination still works.
+    assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, 8)), TxStatus::Queued);
+    let got = recv_n(&mut b, 1, Duration::from_secs(2));
+    assert_eq!(got.len(), 1);
+    assert_eq!(check(&got[0]), 8);
+}
+
+#[test]
+fn ninth_opener_gets_fabric_taken() {
+    let dir = TempDir::new("nine");
+    let mut links: Vec<FabricLink> = (0..8).map(|_| open(&dir, "nine")).collect();
+    let ports: Vec<usize> = links.iter().map(|l| l.port()).collect();
+    assert_eq!(ports, (0..8).collect::<Vec<_>>());
+    match FabricLink::open_in(&dir.0, &name("nine"), &opts()) {
+        Err(LinkError::FabricTaken(msg)) => assert!(msg.contains("has all 8 ports in use"), "{msg}"),
+        Err(e) => panic!("expected FabricTaken, got {e}"),
+        Ok(l) => panic!("a 9th port opened: {}", l.port()),
+    }
+    links.remove(5); // closing frees port 5 for the next opener
+    let again = open(&dir, "nine");
+    assert_eq!(again.port(), 5);
+}
+
+#[test]
+fn port_of_a_dead_pid_is_reclaimed() {
+    let dir = TempDir::new("dead");
+    let mut links: Vec<Option<FabricLink>> = (0..8).map(|_| Some(open(&dir, "dead"))).collect();
+    let path = links[0].as_ref().unwrap().path().to_path_buf();
+    let owner3 = layout::port_offset(3) + layout::P_OWNER;
+    // A frame port 3 never reads: the next owner of port 3 must not get it.
+    {
+        let l0 = links[0].as_mut().unwrap();
+        let src = l0.mac();
+        assert_eq!(send(l0, &frame(port_mac(3), src, DATA, 33)), TxStatus::Queued);
+    }
+    links[3] = None;
+    assert_eq!(read_u32(&path, owner3), 0, "close frees the port");
+    // Held by a live pid (ours): no port left.
+    write_u32(&path, owner3, std::process::id());
+    assert!(matches!(FabricLink::open_in(&dir.0, &name("dead"), &opts()), Err(LinkError::FabricTaken(_))));
+    // Held by a pid that has exited: reclaimed.
+    let mut t = Command::new("true").spawn().expect("spawn true");
+    let dead = t.id();
+    t.wait().expect("wait for true");
+    write_u32(&path, owner3, dead);
+    let mut l3 = FabricLink::open_in(&dir.0, &name("dead"), &opts()).expect("reclaim");
+    assert_eq!(l3.port(), 3);
+    assert_eq!(read_u32(&path, owner3), std::process::id());
+    assert!(recv(&mut l3, 64).is_empty(), "the stale frame for the dead owner is discarded");
+    let l0 = links[0].as_mut().unwrap();
+    let src = l0.mac();
+    assert_eq!(send(l0, &frame(port_mac(3), src, DATA, 34)), TxStatus::Queued);
+    let got = recv_n(&mut l3, 1, Duration::from_secs(2));
+    assert_eq!(got.len(), 1);
+    assert_eq!(check(&got[0]), 34);
+}
+
+#[test]
+fn simultaneous_openers_share_one_file_and_last_out_removes_it() {
+    let dir = TempDir::new("race");
+    let nm = name("race");
+    let path = dir.0.join(format!("outboard-fabric-{nm}"));
+    for round in 0..10u32 {
+        let barrier = std::sync::Barrier::new(8);
+        let mut links: Vec<FabricLink> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        FabricLink::open_in(&dir.0, &nm, &opts()).expect("open")
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("opener")).collect()
+        });
+        let mut ports: Vec<usize> = links.iter().map(|l| l.port()).collect();
+        ports.sort_unstable();
+        assert_eq!(ports, (0..8).collect::<Vec<_>>(), "round {round}");
+        // One fabric: a broadcast from one reaches the seven others.
+        let src = links[0].mac();
+        assert_eq!(send(&mut links[0], &frame(BROADCAST, src, DATA, round)), TxStatus::Queued);
+        for l in &mut links[1..] {
+            let got = recv_n(l, 1, Duration::from_secs(2));
+            assert_eq!(got.len(), 1, "round {round} port {}", l.port());
+        }
+        assert!(path.exists());
+        drop(links);
+        assert!(!path.exists(), "the last port to close removes the file (round {round})");
+    }
+}
+
+#[test]
+fn idle_wait_sleeps_without_spinning() {
+    let dir = TempDir::new("idle");
+    let mut a = open(&dir, "idle");
+    let mut b = open(&dir, "idle");
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (r, w) = (fds[0], fds[1]);
+    for also in [&[][..], &[r][..]] {
+        let (t0, c0) = (clock::now(), thread_cpu());
+        a.wait(Duration::from_millis(200), also).expect("wait");
+        let (el, cpu) = (clock::now() - t0, thread_cpu() - c0);
+        eprintln!("idle wait (also {also:?}): {el:?} elapsed, {cpu:?} CPU");
+        assert!(el >= Duration::from_millis(195) && el < Duration::from_millis(600), "{el:?}");
+        assert!(cpu < Duration::from_millis(20), "{cpu:?} of CPU in a 200 ms idle wait");
+    }
+    // A frame wakes a long wait at once.
+    let bmac = b.mac();
+    let (el, got) = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let src = bmac;
+            assert_eq!(send(&mut b, &frame(port_mac(0), src, DATA, 5)), TxStatus::Queued);
+        });
+        let t0 = clock::now();
+        let mut got = Vec::new();
+        while got.is_empty() && clock::now() - t0 < Duration::from_secs(5) {
+            a.wait(Duration::from_secs(5), &[]).expect("wait");
+            got = recv(&mut a, 8);
+        }
+        (clock::now() - t0, got)
+    });
+    eprintln!("woken by a frame after {el:?}");
+    assert_eq!(got.len(), 1);
+    assert!(el < Duration::from_millis(1000), "{el:?}");
+    // A readable `also` fd ends a long wait within the 10 ms polling slice.
+    // SAFETY: writing one byte from a valid buffer to our own pipe.
+    assert_eq!(unsafe { libc::write(w, b"x".as_ptr().cast(), 1) }, 1);
+    let t0 = clock::now();
+    a.wait(Duration::from_secs(5), &[r]).expect("wait");
+    let el = clock::now() - t0;
+    assert!(el < Duration::from_millis(500), "{el:?}");
+    // SAFETY: closing the two pipe fds we opened, once.
+    unsafe {
+        libc::close(r);
+        libc::close(w);
+    }
+}
+
+#[test]
+fn hostile_slot_lengths_and_indices_are_dropped_and_counted() {
+    let dir = TempDir::new("hostile");
+    let mut a = open(&dir, "hostile");
+    let mut b = open(&dir, "hostile");
+    let path = a.path().to_path_buf();
+    let head_at = layout::ring_offset(1, 0) + layout::R_HEAD;
+    let forge = |len: u32| {
+        let head = read_u32(&path, head_at);
+        write_u32(&path, layout::slot_offset(1, 0, head), len);
+        write_u32(&path, head_at, head.wrapping_add(1));
+    };
+    forge(0xFFFF_FFFF);
+    assert_eq!(recv(&mut a, 64).len(), 0);
+    assert_eq!(a.counters().rx_oversize, 1);
+    assert_eq!(a.fabric_stats().rx_bad_slots, 1);
+    forge(1515);
+    forge(3);
+    assert_eq!(recv(&mut a, 64).len(), 0);
+    assert_eq!(a.fabric_stats().rx_bad_slots, 3);
+    assert_eq!(a.counters().rx_oversize, 2);
+    assert_eq!(a.counters().rx_kernel_drops, 1);
+    // Head far beyond tail: resynchronised, not read.
+    let head = read_u32(&path, head_at);
+    write_u32(&path, head_at, head.wrapping_add(5000));
+    assert_eq!(recv(&mut a, 64).len(), 0);
+    assert_eq!(a.fabric_stats().rx_bad_rings, 1);
+    // The ring still works afterwards.
+    let src = b.mac();
+    assert_eq!(send(&mut b, &frame(a.mac(), src, DATA, 77)), TxStatus::Queued);
+    let got = recv_n(&mut a, 1, Duration::from_secs(2));
+    assert_eq!(got.len(), 1);
+    assert_eq!(check(&got[0]), 77);
+}
+
+#[test]
+fn full_ring_reports_full_or_drops_per_destination() {
+    let dir = TempDir::new("full");
+    let mut a = open(&dir, "full");
+    let mut b = open(&dir, "full");
+    let src = a.mac();
+    for i in 0..layout::SLOTS {
+        assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, i)), TxStatus::Queued, "frame {i}");
+    }
+    // With one peer and its ring full: Full, and the callback is not called.
+    let mut called = false;
+    let st = a.transmit(&mut |_| {
+        called = true;
+        None
+    });
+    assert_eq!(st.expect("transmit"), TxStatus::Full);
+    assert!(!called);
+    assert_eq!(a.counters().tx_full, 1);
+    // A third port with room: the frame to the full port is dropped and counted on both sides.
+    let mut c = open(&dir, "full");
+    assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, 999)), TxStatus::Queued);
+    assert_eq!(a.fabric_stats().ring_full_drops, 1);
+    assert_eq!(b.counters().rx_kernel_drops, 1);
+    let got = recv_n(&mut b, layout::SLOTS as usize, Duration::from_secs(2));
+    let seqs: Vec<u32> = got.iter().map(|f| check(f)).collect();
+    assert_eq!(seqs, (0..layout::SLOTS).collect::<Vec<_>>());
+    assert_eq!(send(&mut a, &frame(c.mac(), src, DATA, 1000)), TxStatus::Queued);
+    assert_eq!(recv_n(&mut c, 1, Duration::from_secs(2)).len(), 1);
+}
+
+#[test]
+fn delay_fault_holds_frames_until_due() {
+    let dir = TempDir::new("delay");
+    let cfg = FaultConfig { delay: Duration::from_millis(40), ..FaultConfig::default() };
+    let o = LinkOptions { fabric_faults: Some((cfg, 7)), ..opts() };
+    let mut a = FabricLink::open_in(&dir.0, &name("delay"), &o).expect("open");
+    let mut b = open(&dir, "delay");
+    let src = a.mac();
+    let t0 = clock::now();
+    assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, 1)), TxStatus::Queued);
+    assert!(recv(&mut b, 8).is_empty(), "not due yet");
+    assert_eq!(b.reorder_len(), 1);
+    let c0 = thread_cpu();
+    let got = recv_n(&mut b, 1, Duration::from_secs(2));
+    let (el, cpu) = (clock::now() - t0, thread_cpu() - c0);
+    eprintln!("delayed frame after {el:?}, {cpu:?} CPU while waiting");
+    assert_eq!(got.len(), 1);
+    assert!(el >= Duration::from_millis(40) && el < Duration::from_millis(500), "{el:?}");
+    assert!(cpu < Duration::from_millis(15), "waiting for a due time must sleep: {cpu:?}");
+    assert_eq!(a.fault_stats().map(|s| s.frames_delivered), Some(1));
+}
+
+#[test]
+fn options_info_and_stale_files() {
+    let dir = TempDir::new("opts");
+    let too_big = LinkOptions { mtu: Some(9000), ..opts() };
+    assert!(matches!(FabricLink::open_in(&dir.0, &name("opts"), &too_big), Err(LinkError::BadSpec(_))));
+    assert!(matches!(FabricLink::open_in(&dir.0, "../etc", &opts()), Err(LinkError::BadSpec(_))));
+    let small = LinkOptions { mtu: Some(1400), ..opts() };
+    let l = FabricLink::open_in(&dir.0, &name("opts"), &small).expect("open");
+    assert_eq!(l.mtu(), 1400);
+    let info = l.info();
+    let path = l.path().to_path_buf();
+    assert_eq!((info.kind.as_str(), info.name.as_str(), info.mtu), ("fabric", name("opts").as_str(), 1400));
+    assert_eq!(info.mode, format!("port 0 of 8, shm {}", path.display()));
+    assert_eq!(info.mac, port_mac(0));
+    // A layout we do not speak: refused, with advice.
+    write_u32(&path, layout::H_VERSION, 99);
+    match FabricLink::open_in(&dir.0, &name("opts"), &opts()) {
+        Err(LinkError::FabricTaken(msg)) => assert!(msg.contains("version 99") && msg.contains("remove"), "{msg}"),
+        other => panic!("expected FabricTaken, got {:?}", other.err()),
+    }
+    drop(l);
+    assert!(!path.exists());
+    // A stale file of the wrong size.
+    std::fs::write(&path, b"not a fabric").expect("write");
+    let mut perm = std::fs::metadata(&path).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
+    std::fs::set_permissions(&path, perm).expect("chmod");
+    match FabricLink::open_in(&dir.0, &name("opts"), &opts()) {
+        Err(LinkError::FabricTaken(msg)) => assert!(msg.contains("rm "), "{msg}"),
+        other => panic!("expected FabricTaken, got {:?}", other.err()),
+    }
+}
+
+/// Kills (by its id) and reaps the child if the test ends early.
+struct ChildGuard(Option<Child>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Parent side: 20000 frames to a child process that echoes them back.
+/// Returns the seqs that came back, in arrival order, and the parent's link.
+fn echo_through_child(tag: &str, faults: Option<(FaultConfig, u64)>) -> (Vec<u32>, FabricLink) {
+    const N: u32 = 20_000;
+    let dir = TempDir::new(tag);
+    let o = LinkOptions { fabric_faults: faults.clone(), ..opts() };
+    let mut link = FabricLink::open_in(&dir.0, &name(tag), &o).expect("open parent port");
+    let exe = std::env::current_exe().expect("current_exe");
+    let child = Command::new(exe)
+        .args(["--exact", "fabric_child_echo", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{}|{}", dir.0.display(), name(tag)))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let mut guard = ChildGuard(Some(child));
+    let me = link.mac();
+    // The child announces itself with broadcast HELLOs.
+    let deadline = clock::now() + Duration::from_secs(30);
+    let mut peer = None;
+    while peer.is_none() && clock::now() < deadline {
+        for f in recv(&mut link, 64) {
+            if ethertype(&f) == HELLO {
+                peer = Some(<[u8; 6]>::try_from(&f[6..12]).unwrap());
+            }
+        }
+        if peer.is_none() {
+            link.wait(Duration::from_millis(20), &[]).expect("wait");
+        }
+    }
+    let peer = peer.expect("child said hello");
+    let (mut next, mut back) = (0u32, Vec::with_capacity(N as usize));
+    let t0 = clock::now();
+    let deadline = t0 + Duration::from_secs(60);
+    loop {
+        let expected = match link.fault_stats() {
+            Some(s) if next == N => s.frames_delivered as usize,
+            Some(_) => usize::MAX,
+            None => N as usize,
+        };
+        if back.len() >= expected || clock::now() > deadline {
+            break;
+        }
+        let mut progress = false;
+        for _ in 0..64 {
+            if next == N {
+                break;
+            }
+            match send(&mut link, &frame(peer, me, DATA, next)) {
+                TxStatus::Queued => {
+                    next += 1;
+                    progress = true;
+                }
+                _ => break,
+            }
+        }
+        link.receive(256, &mut |f: &[u8]| {
+            if ethertype(f) == DATA {
+                assert_eq!(&f[..6], &me);
+                back.push(check(f));
+                progress = true;
+            }
+        })
+        .expect("receive");
+        if !progress {
+            link.wait(Duration::from_millis(2), &[]).expect("wait");
+        }
+    }
+    eprintln!("{tag}: {next} sent, {} back in {:?}", back.len(), clock::now() - t0);
+    // Stop the child (STOP may be lost to the loss knob: repeat it).
+    let child = guard.0.as_mut().unwrap();
+    let stop_deadline = clock::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(clock::now() < stop_deadline, "child did not stop");
+        let _ = send(&mut link, &frame(peer, me, STOP, 0));
+        let _ = recv(&mut link, 256);
+        link.wait(Duration::from_millis(20), &[]).expect("wait");
+    };
+    let out = guard.0.take().unwrap().wait_with_output().expect("child output");
+    let out = String::from_utf8_lossy(&out.stdout);
+    let stats = out.lines().find(|l| l.starts_with("CHILD-STATS")).unwrap_or("no stats").to_string();
+    eprintln!("{tag}: {stats}");
+    assert!(status.success(), "child failed: {status}\n{out}");
+    assert!(stats.contains("ring_full_drops: 0"), "{stats}");
+    (back, link)
+}
+
+#[test]
+fn two_processes_echo_without_faults() {
+    let (back, link) = echo_through_child("echo", None);
+    assert_eq!(back, (0..20_000).collect::<Vec<u32>>(), "all frames, in order");
+    assert_eq!(link.fabric_stats().ring_full_drops, 0);
+    assert_eq!(link.counters().rx_kernel_drops, 0);
+}
+
+#[test]
+fn two_processes_echo_with_seeded_faults() {
+    let cfg = FaultConfig {
+        loss: 0.05,
+        reorder: 0.2,
+        delay: Duration::from_millis(1),
+        ..FaultConfig::default()
+    };
+    let (back, link) = echo_through_child("faulty", Some((cfg, 42)));
+    let st = link.fault_stats().expect("fault stats");
+    eprintln!("faults: {st:?}");
+    // The STOP frames went through the injector too: count only DATA.
+    let inversions = back.windows(2).filter(|w| w[1] < w[0]).count();
+    let unique: HashSet<u32> = back.iter().copied().collect();
+    assert_eq!(unique.len(), back.len(), "no frame twice");
+    assert!(back.iter().all(|&s| s < 20_000));
+    let dropped_data = 20_000 - back.len() as u64;
+    eprintln!("{} back, {dropped_data} lost, {inversions} inversions", back.len());
+    assert!(st.frames_seen >= 20_000);
+    assert!((600..=1400).contains(&dropped_data), "about 5% lost: {dropped_data}");
+    assert!(st.reordered > 2000, "about 20% reordered: {}", st.reordered);
+    assert!(inversions > 100, "order changes: {inversions} inversions");
+    assert_eq!(link.fabric_stats().ring_full_drops, 0);
+    assert_eq!(link.counters().rx_kernel_drops, 0);
+}
+
+/// Child role of the two-process tests (does nothing unless OBT_FABRIC_CHILD
+/// is set): opens a port, says HELLO until data comes, echoes DATA frames to
+/// their sender until STOP, then prints its counters.
+#[test]
+fn fabric_child_echo() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let (dir, nm) = spec.split_once('|').expect("DIR|NAME");
+    let mut link = FabricLink::open_in(Path::new(dir), nm, &opts()).expect("child open");
+    let me = link.mac();
+    let deadline = clock::now() + Duration::from_secs(90);
+    let mut pending: VecDeque<Vec<u8>> = VecDeque::new();
+    let (mut got_data, mut stop) = (false, false);
+    let mut last_hello = Instant::ZERO;
+    while !stop {
+        assert!(clock::now() < deadline, "child timed out");
+        if !got_data && clock::now() - last_hello > Duration::from_millis(20) {
+            let _ = send(&mut link, &frame(BROADCAST, me, HELLO, 0));
+            last_hello = clock::now();
+        }
+        let n = link
+            .receive(256, &mut |f: &[u8]| match ethertype(f) {
+                DATA => {
+                    got_data = true;
+                    let mut e = f.to_vec();
+                    e.copy_within(6..12, 0);
+                    e[6..12].copy_from_slice(&me);
+                    pending.push_back(e);
+                }
+                STOP => stop = true,
+                _ => {}
+            })
+            .expect("child receive");
+        let mut sent = 0;
+        while let Some(f) = pending.front() {
+            if send(&mut link, f) != TxStatus::Queued {
+                break;
+            }
+            pending.pop_front();
+            sent += 1;
+        }
+        if n == 0 && sent == 0 {
+            link.wait(Duration::from_millis(5), &[]).expect("child wait");
+        }
+    }
+    println!("CHILD-STATS {:?} {:?}", link.counters(), link.fabric_stats());
+}
