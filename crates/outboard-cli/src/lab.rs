@@ -207,7 +207,10 @@ fn print_info(i: &LabInfo) {
         println!("  veth: {}:{} <-> {}:{}", l.a_ns, l.a_if, l.b_ns, l.b_if);
     }
     let e = &i.engine;
-    let gw = e.gateway.map(|g| format!(", gateway {g}")).unwrap_or_default();
+    let gw = e
+        .gateway
+        .map(|g| format!(", gateway {g}"))
+        .unwrap_or_default();
     println!(
         "  engine: {} in {}, address {}/{}{gw} (not configured on {}: the engine owns it)",
         e.iface, e.namespace, e.addr, e.prefix, e.iface
@@ -219,13 +222,21 @@ fn print_info(i: &LabInfo) {
         );
     }
     let l = &i.linux;
-    let gw = l.gateway.map(|g| format!(", default via {g}")).unwrap_or_default();
-    println!("  linux: {} in {}, address {}/{}{gw}", l.iface, l.namespace, l.addr, l.prefix);
+    let gw = l
+        .gateway
+        .map(|g| format!(", default via {g}"))
+        .unwrap_or_default();
+    println!(
+        "  linux: {} in {}, address {}/{}{gw}",
+        l.iface, l.namespace, l.addr, l.prefix
+    );
     let s = &i.stage;
     if s.kind == "relay" {
         println!(
             "  impairment: relay pid {} in {}, seed {}: {}",
-            s.relay_pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            s.relay_pid
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "?".into()),
             s.namespace,
             s.seed,
             s.impairment.summary()
@@ -237,7 +248,10 @@ fn print_info(i: &LabInfo) {
         println!("  impairment: none (kernel bridge br0 in {})", s.namespace);
     }
     println!("run the engine:      {}", i.commands.engine);
-    println!("run Linux programs:  {}PROGRAM   e.g. {}", i.commands.linux, i.commands.linux_ping);
+    println!(
+        "run Linux programs:  {}PROGRAM   e.g. {}",
+        i.commands.linux, i.commands.linux_ping
+    );
     println!("tear it down:        {}", i.commands.down);
 }
 
@@ -246,10 +260,17 @@ fn down(a: &DownArgs) -> ExitCode {
         Ok(r) => {
             if a.json {
                 println!("{}", pretty(&r));
-            } else if r.namespaces_deleted.is_empty() && !r.state_dir_removed && r.relays_stopped.is_empty() {
+            } else if r.namespaces_deleted.is_empty()
+                && !r.state_dir_removed
+                && r.relays_stopped.is_empty()
+            {
                 println!("lab {} was not up; nothing to do", r.name);
             } else {
-                println!("lab {} is down: deleted {}", r.name, r.namespaces_deleted.join(" "));
+                println!(
+                    "lab {} is down: deleted {}",
+                    r.name,
+                    r.namespaces_deleted.join(" ")
+                );
                 match &r.relay_report {
                     Some(rep) => println!("relay report:\n{}", pretty(rep)),
                     None if !r.relays_stopped.is_empty() => {

@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod demo;
 mod engine_cmd;
 mod lab;
 mod sim;
@@ -22,8 +23,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Two simulated hosts move data across a faulty simulated network (no root needed).
-    Demo(sim::DemoArgs),
+    /// Two engine processes move data across a faulty shared-memory fabric (no root needed).
+    Demo(demo::DemoArgs),
     /// The deterministic simulator.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -48,6 +49,8 @@ enum Command {
 enum SimCommand {
     /// A TCP transfer between two simulated hosts, verified byte for byte and by SHA-256.
     Transfer(sim::TransferArgs),
+    /// Two simulated hosts move data across a faulty simulated network, in virtual time.
+    Demo(sim::DemoArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -69,7 +72,8 @@ struct ChecksumArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo(a) => sim::demo(&a),
+        Command::Demo(a) => demo::demo(&a),
+        Command::Sim(SimCommand::Demo(a)) => sim::demo(&a),
         Command::Sim(SimCommand::Transfer(a)) => sim::transfer(&a),
         Command::Engine(a) => engine_cmd::engine(&a),
         Command::Stat(a) => engine_cmd::stat(&a),

@@ -4,8 +4,8 @@
 
 use outboard_engine::clock;
 use outboard_engine::link::fabric::{layout, port_mac, FabricLink};
-use outboard_engine::link::{Link, LinkError, LinkOptions, TxStatus};
-use outboard_impair::FaultConfig;
+use outboard_engine::link::{Link, LinkError, LinkOptions, LinkSpec, TxStatus};
+use outboard_impair::{FaultConfig, FaultStats};
 use outboard_time::{Duration, Instant};
 use std::collections::{HashSet, VecDeque};
 use std::fs::OpenOptions;
@@ -315,7 +315,7 @@ fn idle_wait_sleeps_without_spinning() {
         a.wait(Duration::from_millis(200), also).expect("wait");
         let (el, cpu) = (clock::now() - t0, thread_cpu() - c0);
         eprintln!("idle wait (also {also:?}): {el:?} elapsed, {cpu:?} CPU");
-        assert!(el >= Duration::from_millis(195) && el < Duration::from_millis(600), "{el:?}");
+        assert!(el >= Duration::from_millis(195) && el < Duration::from_millis(1000), "{el:?}");
         assert!(cpu < Duration::from_millis(20), "{cpu:?} of CPU in a 200 ms idle wait");
     }
     // A frame wakes a long wait at once.
@@ -417,6 +417,27 @@ fn full_ring_reports_full_or_drops_per_destination() {
 }
 
 #[test]
+fn a_crashed_peer_with_a_full_ring_does_not_wedge_the_sender() {
+    let dir = TempDir::new("crash");
+    let mut a = open(&dir, "crash");
+    let b = open(&dir, "crash");
+    let src = a.mac();
+    for i in 0..layout::SLOTS {
+        assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, i)), TxStatus::Queued);
+    }
+    assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, 0)), TxStatus::Full);
+    // Port 1's owner "dies" (a pid that has exited) without draining its ring.
+    let owner1 = layout::port_offset(1) + layout::P_OWNER;
+    let mut t = Command::new("true").spawn().expect("spawn true");
+    let dead = t.id();
+    t.wait().expect("wait for true");
+    write_u32(a.path(), owner1, dead);
+    assert_eq!(send(&mut a, &frame(b.mac(), src, DATA, 0)), TxStatus::Queued);
+    assert_eq!(a.fabric_stats().ring_full_drops, 1);
+    write_u32(a.path(), owner1, std::process::id()); // let b close normally
+}
+
+#[test]
 fn delay_fault_holds_frames_until_due() {
     let dir = TempDir::new("delay");
     let cfg = FaultConfig { delay: Duration::from_millis(40), ..FaultConfig::default() };
@@ -471,6 +492,42 @@ fn options_info_and_stale_files() {
     }
 }
 
+#[test]
+fn link_open_dispatches_to_the_default_directory() {
+    let dir = std::env::var_os("OUTBOARD_FABRIC_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/dev/shm"));
+    if !dir.is_dir() {
+        eprintln!("SKIPPED: no {} directory for fabric files", dir.display());
+        return;
+    }
+    let nm = name("default");
+    let path = dir.join(format!("outboard-fabric-{nm}"));
+    let spec: LinkSpec = format!("fabric:{nm}").parse().expect("spec");
+    let mut a = outboard_engine::link::open(&spec, &opts()).expect("open a");
+    let mut b = outboard_engine::link::open(&spec, &opts()).expect("open b");
+    assert!(path.exists());
+    let f = frame(b.mac(), a.mac(), DATA, 3);
+    let st = a.transmit(&mut |buf: &mut [u8]| {
+        buf[..f.len()].copy_from_slice(&f);
+        Some(f.len())
+    });
+    assert_eq!(st.expect("transmit"), TxStatus::Queued);
+    a.flush().expect("flush");
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        b.receive(8, &mut |x: &[u8]| got.push(x.to_vec())).expect("receive");
+        if !got.is_empty() {
+            break;
+        }
+        b.wait(Duration::from_millis(20), &[]).expect("wait");
+    }
+    assert_eq!(got, vec![f]);
+    drop((a, b));
+    assert!(!path.exists(), "the last port to close removes {}", path.display());
+}
+
 /// Kills (by its id) and reaps the child if the test ends early.
 struct ChildGuard(Option<Child>);
 
@@ -484,8 +541,12 @@ impl Drop for ChildGuard {
 }
 
 /// Parent side: 20000 frames to a child process that echoes them back.
-/// Returns the seqs that came back, in arrival order, and the parent's link.
-fn echo_through_child(tag: &str, faults: Option<(FaultConfig, u64)>) -> (Vec<u32>, FabricLink) {
+/// Returns the seqs that came back, in arrival order, the parent's link and
+/// its fault statistics for the data frames (before the STOP frames).
+fn echo_through_child(
+    tag: &str,
+    faults: Option<(FaultConfig, u64)>,
+) -> (Vec<u32>, FabricLink, Option<FaultStats>) {
     const N: u32 = 20_000;
     let dir = TempDir::new(tag);
     let o = LinkOptions { fabric_faults: faults.clone(), ..opts() };
@@ -551,6 +612,7 @@ fn echo_through_child(tag: &str, faults: Option<(FaultConfig, u64)>) -> (Vec<u32
         }
     }
     eprintln!("{tag}: {next} sent, {} back in {:?}", back.len(), clock::now() - t0);
+    let data_faults = link.fault_stats();
     // Stop the child (STOP may be lost to the loss knob: repeat it).
     let child = guard.0.as_mut().unwrap();
     let stop_deadline = clock::now() + Duration::from_secs(10);
@@ -565,16 +627,20 @@ fn echo_through_child(tag: &str, faults: Option<(FaultConfig, u64)>) -> (Vec<u32
     };
     let out = guard.0.take().unwrap().wait_with_output().expect("child output");
     let out = String::from_utf8_lossy(&out.stdout);
-    let stats = out.lines().find(|l| l.starts_with("CHILD-STATS")).unwrap_or("no stats").to_string();
+    // libtest may print "test NAME ... " on the same line before the child's output.
+    let stats = out
+        .lines()
+        .find_map(|l| l.find("CHILD-STATS").map(|i| l[i..].to_string()))
+        .unwrap_or_else(|| format!("no CHILD-STATS line in: {out}"));
     eprintln!("{tag}: {stats}");
     assert!(status.success(), "child failed: {status}\n{out}");
     assert!(stats.contains("ring_full_drops: 0"), "{stats}");
-    (back, link)
+    (back, link, data_faults)
 }
 
 #[test]
 fn two_processes_echo_without_faults() {
-    let (back, link) = echo_through_child("echo", None);
+    let (back, link, _) = echo_through_child("echo", None);
     assert_eq!(back, (0..20_000).collect::<Vec<u32>>(), "all frames, in order");
     assert_eq!(link.fabric_stats().ring_full_drops, 0);
     assert_eq!(link.counters().rx_kernel_drops, 0);
@@ -588,17 +654,19 @@ fn two_processes_echo_with_seeded_faults() {
         delay: Duration::from_millis(1),
         ..FaultConfig::default()
     };
-    let (back, link) = echo_through_child("faulty", Some((cfg, 42)));
-    let st = link.fault_stats().expect("fault stats");
-    eprintln!("faults: {st:?}");
-    // The STOP frames went through the injector too: count only DATA.
+    let (back, link, st) = echo_through_child("faulty", Some((cfg, 42)));
+    let st = st.expect("fault stats");
+    eprintln!("faults on the data frames: {st:?}");
+    // Every copy the injector let through came back, and nothing else.
+    assert_eq!(st.frames_seen, 20_000);
+    assert_eq!(back.len() as u64, st.frames_delivered);
+    assert_eq!(st.frames_delivered, 20_000 - st.dropped);
     let inversions = back.windows(2).filter(|w| w[1] < w[0]).count();
     let unique: HashSet<u32> = back.iter().copied().collect();
     assert_eq!(unique.len(), back.len(), "no frame twice");
     assert!(back.iter().all(|&s| s < 20_000));
     let dropped_data = 20_000 - back.len() as u64;
     eprintln!("{} back, {dropped_data} lost, {inversions} inversions", back.len());
-    assert!(st.frames_seen >= 20_000);
     assert!((600..=1400).contains(&dropped_data), "about 5% lost: {dropped_data}");
     assert!(st.reordered > 2000, "about 20% reordered: {}", st.reordered);
     assert!(inversions > 100, "order changes: {inversions} inversions");

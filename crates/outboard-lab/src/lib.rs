@@ -136,7 +136,12 @@ impl Impairment {
 
     /// Checks ranges: probabilities in [0, 1], times and rates finite and >= 0.
     pub fn validate(&self) -> Result<(), LabError> {
-        for (n, p) in [("loss", self.loss), ("duplicate", self.duplicate), ("corrupt", self.corrupt), ("reorder", self.reorder)] {
+        for (n, p) in [
+            ("loss", self.loss),
+            ("duplicate", self.duplicate),
+            ("corrupt", self.corrupt),
+            ("reorder", self.reorder),
+        ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(LabError::BadConfig(format!("--{n} {p} is outside 0..1")));
             }
@@ -148,7 +153,9 @@ impl Impairment {
             ("rate-mbit", self.rate_mbit),
         ] {
             if !x.is_finite() || x < 0.0 {
-                return Err(LabError::BadConfig(format!("--{n} {x} must be a finite number >= 0")));
+                return Err(LabError::BadConfig(format!(
+                    "--{n} {x} must be a finite number >= 0"
+                )));
             }
         }
         Ok(())
@@ -194,13 +201,21 @@ impl Impairment {
     /// A short human summary, e.g. `loss 20% delay 20ms`.
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
-        for (n, p) in [("loss", self.loss), ("duplicate", self.duplicate), ("corrupt", self.corrupt)] {
+        for (n, p) in [
+            ("loss", self.loss),
+            ("duplicate", self.duplicate),
+            ("corrupt", self.corrupt),
+        ] {
             if p > 0.0 {
                 parts.push(format!("{n} {}%", p * 100.0));
             }
         }
         if self.reorder > 0.0 {
-            parts.push(format!("reorder {}% (up to {} ms)", self.reorder * 100.0, self.reorder_delay_ms));
+            parts.push(format!(
+                "reorder {}% (up to {} ms)",
+                self.reorder * 100.0,
+                self.reorder_delay_ms
+            ));
         }
         if self.delay_ms > 0.0 {
             parts.push(format!("delay {} ms", self.delay_ms));
@@ -209,7 +224,10 @@ impl Impairment {
             parts.push(format!("jitter {} ms", self.jitter_ms));
         }
         if self.rate_mbit > 0.0 {
-            parts.push(format!("rate {} Mbit/s (queue {} B)", self.rate_mbit, self.queue_bytes));
+            parts.push(format!(
+                "rate {} Mbit/s (queue {} B)",
+                self.rate_mbit, self.queue_bytes
+            ));
         }
         if parts.is_empty() {
             "none".into()
@@ -258,7 +276,10 @@ impl LabConfig {
     pub fn validate(&self) -> Result<(), LabError> {
         validate_name(&self.name)?;
         if !(68..=9000).contains(&self.mtu) {
-            return Err(LabError::BadConfig(format!("--mtu {} is outside 68..=9000", self.mtu)));
+            return Err(LabError::BadConfig(format!(
+                "--mtu {} is outside 68..=9000",
+                self.mtu
+            )));
         }
         self.impairment.validate()
     }
@@ -266,7 +287,12 @@ impl LabConfig {
 
 /// Checks a lab name: 1 to 8 of [a-z0-9] (namespace names stay short and unambiguous).
 pub fn validate_name(name: &str) -> Result<(), LabError> {
-    if name.is_empty() || name.len() > 8 || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+    if name.is_empty()
+        || name.len() > 8
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
         return Err(LabError::BadName(name.to_string()));
     }
     Ok(())
@@ -284,7 +310,11 @@ pub enum LabError {
     /// A program the lab shells out to is missing.
     MissingTool { tool: String, package: String },
     /// A command failed: its command line, exit status and stderr.
-    Command { cmd: String, status: String, stderr: String },
+    Command {
+        cmd: String,
+        status: String,
+        stderr: String,
+    },
     /// The lab (or some of its namespaces) already exists.
     Exists(String),
     /// The relay did not start or did not stop as it should.
@@ -335,8 +365,13 @@ impl std::error::Error for LabError {}
 
 fn io_err(what: impl Into<String>, err: io::Error) -> LabError {
     match err.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => LabError::NeedsRoot(format!("{}: {err}", what.into())),
-        _ => LabError::Io { what: what.into(), err },
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            LabError::NeedsRoot(format!("{}: {err}", what.into()))
+        }
+        _ => LabError::Io {
+            what: what.into(),
+            err,
+        },
     }
 }
 
@@ -429,13 +464,23 @@ pub struct LabInfo {
 }
 
 fn veth(a_ns: &str, a_if: &str, b_ns: &str, b_if: &str) -> Veth {
-    Veth { a_ns: a_ns.into(), a_if: a_if.into(), b_ns: b_ns.into(), b_if: b_if.into() }
+    Veth {
+        a_ns: a_ns.into(),
+        a_if: a_if.into(),
+        b_ns: b_ns.into(),
+        b_if: b_if.into(),
+    }
 }
 
 /// The description of the lab `cfg` builds (no relay pid yet).
 pub fn describe(cfg: &LabConfig) -> LabInfo {
     let n = &cfg.name;
-    let (eng, imp, lnx, rtr) = (namespace(n, "eng"), namespace(n, "imp"), namespace(n, "lnx"), namespace(n, "rtr"));
+    let (eng, imp, lnx, rtr) = (
+        namespace(n, "eng"),
+        namespace(n, "imp"),
+        namespace(n, "lnx"),
+        namespace(n, "rtr"),
+    );
     let routed = cfg.topology == Topology::Routed;
     let mut namespaces = vec![eng.clone(), imp.clone()];
     let mut links = vec![veth(&eng, ENGINE_IFACE, &imp, "imp-e")];
@@ -460,11 +505,23 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
         (Some(router), linux, Some(NEAR_ADDR))
     } else {
         links.push(veth(&imp, "imp-l", &lnx, LINUX_IFACE));
-        let linux = Endpoint { namespace: lnx.clone(), iface: LINUX_IFACE.into(), addr: NEAR_ADDR, prefix: 24, gateway: None };
+        let linux = Endpoint {
+            namespace: lnx.clone(),
+            iface: LINUX_IFACE.into(),
+            addr: NEAR_ADDR,
+            prefix: 24,
+            gateway: None,
+        };
         (None, linux, None)
     };
     namespaces.push(lnx.clone());
-    let engine = Endpoint { namespace: eng.clone(), iface: ENGINE_IFACE.into(), addr: ENGINE_ADDR, prefix: 24, gateway };
+    let engine = Endpoint {
+        namespace: eng.clone(),
+        iface: ENGINE_IFACE.into(),
+        addr: ENGINE_ADDR,
+        prefix: 24,
+        gateway,
+    };
     let dir = state_dir(n);
     let relay = cfg.uses_relay();
     let stage = Stage {
@@ -517,9 +574,31 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
     }
     for v in &info.links {
         p.push(argv(&[
-            "ip", "link", "add", &v.a_if, "netns", &v.a_ns, "numrxqueues", "1", "numtxqueues", "1", "mtu", &mtu,
-            "type", "veth", "peer", "name", &v.b_if, "netns", &v.b_ns, "numrxqueues", "1", "numtxqueues", "1",
-            "mtu", &mtu,
+            "ip",
+            "link",
+            "add",
+            &v.a_if,
+            "netns",
+            &v.a_ns,
+            "numrxqueues",
+            "1",
+            "numtxqueues",
+            "1",
+            "mtu",
+            &mtu,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &v.b_if,
+            "netns",
+            &v.b_ns,
+            "numrxqueues",
+            "1",
+            "numtxqueues",
+            "1",
+            "mtu",
+            &mtu,
         ]));
     }
     for ns in &info.namespaces {
@@ -527,7 +606,20 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
     }
     let imp = &info.stage.namespace;
     if info.stage.kind == "bridge" {
-        p.push(argv(&["ip", "-n", imp, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"]));
+        p.push(argv(&[
+            "ip",
+            "-n",
+            imp,
+            "link",
+            "add",
+            "br0",
+            "type",
+            "bridge",
+            "stp_state",
+            "0",
+            "forward_delay",
+            "0",
+        ]));
     }
     // Every lab interface: IPv6 off (before it comes up, so no link-local
     // address, DAD or router solicitation ever leaves); the kernel's ends
@@ -543,9 +635,19 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
         ifaces.push((imp.clone(), "br0".into(), true));
     }
     for (ns, i, kernel_end) in &ifaces {
-        p.push(argv(&["ip", "netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{i}.disable_ipv6=1")]));
+        p.push(argv(&[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
+        ]));
         if *kernel_end {
-            p.push(argv(&["ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off"]));
+            p.push(argv(&[
+                "ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off",
+            ]));
         }
     }
     if info.stage.kind == "bridge" {
@@ -555,19 +657,63 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
         p.push(argv(&["ip", "-n", imp, "link", "set", "br0", "up"]));
     }
     if let Some(r) = &info.router {
-        p.push(argv(&["ip", "-n", &r.namespace, "addr", "add", &format!("{}/24", r.east_addr), "dev", &r.east_iface]));
-        p.push(argv(&["ip", "-n", &r.namespace, "addr", "add", &format!("{}/24", r.west_addr), "dev", &r.west_iface]));
-        p.push(argv(&["ip", "netns", "exec", &r.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=1"]));
+        p.push(argv(&[
+            "ip",
+            "-n",
+            &r.namespace,
+            "addr",
+            "add",
+            &format!("{}/24", r.east_addr),
+            "dev",
+            &r.east_iface,
+        ]));
+        p.push(argv(&[
+            "ip",
+            "-n",
+            &r.namespace,
+            "addr",
+            "add",
+            &format!("{}/24", r.west_addr),
+            "dev",
+            &r.west_iface,
+        ]));
+        p.push(argv(&[
+            "ip",
+            "netns",
+            "exec",
+            &r.namespace,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ]));
     }
     let l = &info.linux;
-    p.push(argv(&["ip", "-n", &l.namespace, "addr", "add", &format!("{}/{}", l.addr, l.prefix), "dev", &l.iface]));
+    p.push(argv(&[
+        "ip",
+        "-n",
+        &l.namespace,
+        "addr",
+        "add",
+        &format!("{}/{}", l.addr, l.prefix),
+        "dev",
+        &l.iface,
+    ]));
     for (ns, i, _) in &ifaces {
         if i != "br0" {
             p.push(argv(&["ip", "-n", ns, "link", "set", i, "up"]));
         }
     }
     if let Some(gw) = l.gateway {
-        p.push(argv(&["ip", "-n", &l.namespace, "route", "add", "default", "via", &gw.to_string()]));
+        p.push(argv(&[
+            "ip",
+            "-n",
+            &l.namespace,
+            "route",
+            "add",
+            "default",
+            "via",
+            &gw.to_string(),
+        ]));
     }
     p
 }
@@ -596,7 +742,10 @@ fn in_path(tool: &str) -> bool {
 fn need_tools(tools: &[&str]) -> Result<(), LabError> {
     for t in tools {
         if !in_path(t) {
-            return Err(LabError::MissingTool { tool: t.to_string(), package: package_of(t).into() });
+            return Err(LabError::MissingTool {
+                tool: t.to_string(),
+                package: package_of(t).into(),
+            });
         }
     }
     Ok(())
@@ -607,13 +756,20 @@ pub fn run_cmd(argv: &[String]) -> Result<String, LabError> {
     let Some((prog, args)) = argv.split_first() else {
         return Ok(String::new());
     };
-    let out = Command::new(prog).args(args).stdin(Stdio::null()).output().map_err(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            LabError::MissingTool { tool: prog.clone(), package: package_of(prog).into() }
-        } else {
-            io_err(format!("run {prog}"), e)
-        }
-    })?;
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                LabError::MissingTool {
+                    tool: prog.clone(),
+                    package: package_of(prog).into(),
+                }
+            } else {
+                io_err(format!("run {prog}"), e)
+            }
+        })?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
@@ -623,12 +779,19 @@ pub fn run_cmd(argv: &[String]) -> Result<String, LabError> {
     if stderr.contains("Operation not permitted") || stderr.contains("Permission denied") {
         return Err(LabError::NeedsRoot(format!("{cmd}: {}", stderr.trim_end())));
     }
-    Err(LabError::Command { cmd, status: out.status.to_string(), stderr })
+    Err(LabError::Command {
+        cmd,
+        status: out.status.to_string(),
+        stderr,
+    })
 }
 
 fn need_root() -> Result<(), LabError> {
     if sys::euid() != 0 {
-        return Err(LabError::NeedsRoot(format!("running as uid {}", sys::euid())));
+        return Err(LabError::NeedsRoot(format!(
+            "running as uid {}",
+            sys::euid()
+        )));
     }
     Ok(())
 }
@@ -636,13 +799,20 @@ fn need_root() -> Result<(), LabError> {
 /// Every network namespace whose name starts with `ob-NAME-`.
 pub fn lab_namespaces(name: &str) -> Result<Vec<String>, LabError> {
     let prefix = format!("ob-{name}-");
-    Ok(all_namespaces()?.into_iter().filter(|n| n.starts_with(&prefix)).collect())
+    Ok(all_namespaces()?
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect())
 }
 
 fn all_namespaces() -> Result<Vec<String>, LabError> {
     let out = run_cmd(&argv(&["ip", "netns", "list"]))?;
     // Lines look like `ob-x-eng (id: 3)` or `ob-x-eng`.
-    Ok(out.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect())
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
 }
 
 /// Every lab interface (and br0) with the namespace it lives in.
@@ -674,7 +844,10 @@ fn wait_ready(info: &LabInfo) -> Result<(), LabError> {
             let out = run_cmd(&argv(&["ip", "-n", ns, "-o", "link", "show"]))?;
             for (wns, wif) in want.iter().filter(|(n, _)| n == ns) {
                 let up = out.lines().any(|l| {
-                    let name = l.split(':').nth(1).map(|s| s.trim().split('@').next().unwrap_or(""));
+                    let name = l
+                        .split(':')
+                        .nth(1)
+                        .map(|s| s.trim().split('@').next().unwrap_or(""));
                     name == Some(wif.as_str()) && l.contains(" state UP ")
                 });
                 if !up {
@@ -714,7 +887,9 @@ fn find_relays(dir: &Path) -> Vec<i32> {
         };
         let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
         let is_relay = args.iter().any(|a| *a == b"relay");
-        let names_dir = args.windows(2).any(|w| w[0] == b"--report" && w[1].starts_with(want.as_bytes()));
+        let names_dir = args
+            .windows(2)
+            .any(|w| w[0] == b"--report" && w[1].starts_with(want.as_bytes()));
         if is_relay && names_dir && alive(pid) {
             pids.push(pid);
         }
@@ -726,7 +901,10 @@ fn find_relays(dir: &Path) -> Vec<i32> {
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
-        Ok(stat) => match stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()) {
+        Ok(stat) => match stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+        {
             Some(state) => state != "Z" && state != "X",
             None => false,
         },
@@ -819,13 +997,20 @@ impl Lab {
             return Err(LabError::Exists(cfg.name.clone()));
         }
         let dir = state_dir(&cfg.name);
-        std::fs::create_dir_all(STATE_ROOT).map_err(|e| io_err(format!("create {STATE_ROOT}"), e))?;
+        std::fs::create_dir_all(STATE_ROOT)
+            .map_err(|e| io_err(format!("create {STATE_ROOT}"), e))?;
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(LabError::Exists(cfg.name.clone())),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(LabError::Exists(cfg.name.clone()))
+            }
             Err(e) => return Err(io_err(format!("create {}", dir.display()), e)),
         }
-        let mut lab = Lab { info: describe(cfg), relay: None, armed: true };
+        let mut lab = Lab {
+            info: describe(cfg),
+            relay: None,
+            armed: true,
+        };
         // On error `lab` is dropped armed, which tears down whatever was built.
         lab.build(cfg)?;
         Ok(lab)
@@ -841,24 +1026,36 @@ impl Lab {
         }
         let json = serde_json::to_string_pretty(&self.info).unwrap_or_default();
         let path = Path::new(&self.info.state_dir).join("lab.json");
-        std::fs::write(&path, json + "\n").map_err(|e| io_err(format!("write {}", path.display()), e))
+        std::fs::write(&path, json + "\n")
+            .map_err(|e| io_err(format!("write {}", path.display()), e))
     }
 
     fn start_relay(&mut self, cfg: &LabConfig) -> Result<(), LabError> {
         let exe = match &cfg.relay_exe {
             Some(p) => p.clone(),
-            None => std::env::current_exe().map_err(|e| io_err("find the outboard executable", e))?,
+            None => {
+                std::env::current_exe().map_err(|e| io_err("find the outboard executable", e))?
+            }
         };
         let dir = PathBuf::from(&self.info.state_dir);
         let report = dir.join("relay-report.json");
         let log = dir.join("relay.log");
         let ready = dir.join("relay.ready");
-        let logf = std::fs::File::create(&log).map_err(|e| io_err(format!("create {}", log.display()), e))?;
+        let logf = std::fs::File::create(&log)
+            .map_err(|e| io_err(format!("create {}", log.display()), e))?;
         let logf2 = logf.try_clone().map_err(|e| io_err("dup log file", e))?;
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.info.stage.namespace, "setsid"])
             .arg(&exe)
-            .args(["relay", "--a", "imp-e", "--b", "imp-l", "--seed", &cfg.seed.to_string()])
+            .args([
+                "relay",
+                "--a",
+                "imp-e",
+                "--b",
+                "imp-l",
+                "--seed",
+                &cfg.seed.to_string(),
+            ])
             .args(cfg.impairment.to_args())
             .arg("--report")
             .arg(&report)
@@ -867,7 +1064,9 @@ impl Lab {
             .stdin(Stdio::null())
             .stdout(logf)
             .stderr(logf2);
-        let child = cmd.spawn().map_err(|e| io_err(format!("start relay {}", exe.display()), e))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| io_err(format!("start relay {}", exe.display()), e))?;
         self.relay = Some(child);
         let deadline = sys::now() + Duration::from_secs(5);
         loop {
@@ -884,7 +1083,10 @@ impl Lab {
             if exited.is_some() || sys::now() >= deadline {
                 let why = exited.unwrap_or_else(|| "not ready after 5 s".into());
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
-                return Err(LabError::Relay(format!("relay did not start ({why}); its log:\n{}", text.trim_end())));
+                return Err(LabError::Relay(format!(
+                    "relay did not start ({why}); its log:\n{}",
+                    text.trim_end()
+                )));
             }
             sleep_ms(10);
         }
@@ -918,11 +1120,22 @@ impl Lab {
             (i.stage.kind == "relay").then(|| !find_relays(&state_dir(name)).is_empty())
         });
         let state = match &info {
-            Some(i) if i.namespaces.iter().all(|n| present.contains(n)) && relay_running != Some(false) => "up",
+            Some(i)
+                if i.namespaces.iter().all(|n| present.contains(n))
+                    && relay_running != Some(false) =>
+            {
+                "up"
+            }
             None if present.is_empty() && !state_dir(name).exists() => "down",
             _ => "partial",
         };
-        Ok(LabStatus { name: name.to_string(), state: state.into(), namespaces_present: present, relay_running, info })
+        Ok(LabStatus {
+            name: name.to_string(),
+            state: state.into(),
+            namespaces_present: present,
+            relay_running,
+            info,
+        })
     }
 
     /// Every lab with a state dir or an `ob-NAME-{eng,imp,lnx,rtr}` namespace.
@@ -1037,7 +1250,13 @@ fn down_with(name: &str, child: Option<&mut Child>) -> Result<DownReport, LabErr
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(DownReport { name: name.to_string(), namespaces_deleted, relays_stopped, relay_report, state_dir_removed })
+    Ok(DownReport {
+        name: name.to_string(),
+        namespaces_deleted,
+        relays_stopped,
+        relay_report,
+        state_dir_removed,
+    })
 }
 
 #[cfg(test)]
@@ -1050,7 +1269,10 @@ mod tests {
             assert!(validate_name(ok).is_ok(), "{ok}");
         }
         for bad in ["", "abcdefghi", "Lab", "a-b", "a b", "ü", "../x"] {
-            assert!(matches!(validate_name(bad), Err(LabError::BadName(_))), "{bad}");
+            assert!(
+                matches!(validate_name(bad), Err(LabError::BadName(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -1067,8 +1289,20 @@ mod tests {
         assert_eq!(info.namespaces, ["ob-x1-eng", "ob-x1-imp", "ob-x1-lnx"]);
         assert_eq!(info.stage.kind, "bridge");
         let p = plan(&info);
-        assert!(has(&p, &["ip link add eng0 netns ob-x1-eng numrxqueues 1 numtxqueues 1 mtu 1500", "peer name imp-e netns ob-x1-imp"]));
-        assert!(has(&p, &["ip link add imp-l netns ob-x1-imp", "peer name lnx0 netns ob-x1-lnx"]));
+        assert!(has(
+            &p,
+            &[
+                "ip link add eng0 netns ob-x1-eng numrxqueues 1 numtxqueues 1 mtu 1500",
+                "peer name imp-e netns ob-x1-imp"
+            ]
+        ));
+        assert!(has(
+            &p,
+            &[
+                "ip link add imp-l netns ob-x1-imp",
+                "peer name lnx0 netns ob-x1-lnx"
+            ]
+        ));
         assert!(has(&p, &["ip -n ob-x1-imp link add br0 type bridge"]));
         assert!(has(&p, &["link set imp-e master br0"]));
         assert!(has(&p, &["ip -n ob-x1-lnx addr add 10.77.0.1/24 dev lnx0"]));
@@ -1078,13 +1312,18 @@ mod tests {
             assert!(has(&p, &["ethtool -K", &format!(" {i} tx off")]), "{i}");
         }
         // The engine owns its address; eng0 keeps its offloads (the engine's frames are complete).
-        assert!(!p.iter().any(|s| s.contains(&"ob-x1-eng".to_string()) && s.contains(&"addr".to_string())));
+        assert!(!p
+            .iter()
+            .any(|s| s.contains(&"ob-x1-eng".to_string()) && s.contains(&"addr".to_string())));
         assert!(!has(&p, &["ethtool", "eng0"]));
         // Namespaces exist before links; links before addresses.
         let pos = |w: &str| p.iter().position(|s| s.join(" ").contains(w)).unwrap();
         assert!(pos("netns add ob-x1-lnx") < pos("type veth"));
         assert!(pos("disable_ipv6") < pos("link set eng0 up"));
-        assert_eq!(info.commands.engine, "ip netns exec ob-x1-eng outboard engine --link af_packet:eng0 --addr 10.77.0.2/24");
+        assert_eq!(
+            info.commands.engine,
+            "ip netns exec ob-x1-eng outboard engine --link af_packet:eng0 --addr 10.77.0.2/24"
+        );
     }
 
     #[test]
@@ -1094,18 +1333,46 @@ mod tests {
         cfg.mtu = 9000;
         cfg.impairment.loss = 0.1;
         let info = describe(&cfg);
-        assert_eq!(info.namespaces, ["ob-r9-eng", "ob-r9-imp", "ob-r9-rtr", "ob-r9-lnx"]);
+        assert_eq!(
+            info.namespaces,
+            ["ob-r9-eng", "ob-r9-imp", "ob-r9-rtr", "ob-r9-lnx"]
+        );
         assert_eq!(info.stage.kind, "relay");
         assert_eq!(info.engine.gateway, Some(Ipv4Addr::new(10, 77, 0, 1)));
         assert_eq!(info.linux.addr, Ipv4Addr::new(10, 78, 0, 2));
         let p = plan(&info);
-        assert!(has(&p, &["ip link add imp-l netns ob-r9-imp", "peer name rtr-e netns ob-r9-rtr", "mtu 9000"]));
-        assert!(has(&p, &["ip link add rtr-l netns ob-r9-rtr", "peer name lnx0 netns ob-r9-lnx"]));
-        assert!(has(&p, &["ip -n ob-r9-rtr addr add 10.77.0.1/24 dev rtr-e"]));
-        assert!(has(&p, &["ip -n ob-r9-rtr addr add 10.78.0.1/24 dev rtr-l"]));
-        assert!(has(&p, &["ip netns exec ob-r9-rtr sysctl -qw net.ipv4.ip_forward=1"]));
+        assert!(has(
+            &p,
+            &[
+                "ip link add imp-l netns ob-r9-imp",
+                "peer name rtr-e netns ob-r9-rtr",
+                "mtu 9000"
+            ]
+        ));
+        assert!(has(
+            &p,
+            &[
+                "ip link add rtr-l netns ob-r9-rtr",
+                "peer name lnx0 netns ob-r9-lnx"
+            ]
+        ));
+        assert!(has(
+            &p,
+            &["ip -n ob-r9-rtr addr add 10.77.0.1/24 dev rtr-e"]
+        ));
+        assert!(has(
+            &p,
+            &["ip -n ob-r9-rtr addr add 10.78.0.1/24 dev rtr-l"]
+        ));
+        assert!(has(
+            &p,
+            &["ip netns exec ob-r9-rtr sysctl -qw net.ipv4.ip_forward=1"]
+        ));
         assert!(has(&p, &["ip -n ob-r9-lnx addr add 10.78.0.2/24 dev lnx0"]));
-        assert!(has(&p, &["ip -n ob-r9-lnx route add default via 10.78.0.1"]));
+        assert!(has(
+            &p,
+            &["ip -n ob-r9-lnx route add default via 10.78.0.1"]
+        ));
         assert!(!has(&p, &["bridge"]));
         for i in ["rtr-e", "rtr-l", "lnx0", "imp-e", "imp-l"] {
             assert!(has(&p, &["ethtool -K", &format!(" {i} tx off")]), "{i}");
@@ -1115,7 +1382,12 @@ mod tests {
 
     #[test]
     fn impairment_args_round_trip_and_configs() {
-        let imp = Impairment { loss: 0.2, delay_ms: 20.0, rate_mbit: 1.5, ..Impairment::default() };
+        let imp = Impairment {
+            loss: 0.2,
+            delay_ms: 20.0,
+            rate_mbit: 1.5,
+            ..Impairment::default()
+        };
         assert!(!imp.is_none());
         assert!(Impairment::default().is_none());
         let args = imp.to_args();
@@ -1124,8 +1396,18 @@ mod tests {
         let f = imp.fault_config();
         assert_eq!(f.delay, Duration::from_millis(20));
         assert_eq!(f.bandwidth_bps, 1_500_000);
-        assert!(Impairment { loss: 1.5, ..Impairment::default() }.validate().is_err());
-        assert!(Impairment { jitter_ms: f64::NAN, ..Impairment::default() }.validate().is_err());
+        assert!(Impairment {
+            loss: 1.5,
+            ..Impairment::default()
+        }
+        .validate()
+        .is_err());
+        assert!(Impairment {
+            jitter_ms: f64::NAN,
+            ..Impairment::default()
+        }
+        .validate()
+        .is_err());
         let mut cfg = LabConfig::new("ok");
         cfg.mtu = 10_000;
         assert!(matches!(cfg.validate(), Err(LabError::BadConfig(_))));
@@ -1135,9 +1417,16 @@ mod tests {
     fn exit_codes() {
         assert_eq!(LabError::NeedsRoot("x".into()).exit_code(), 10);
         assert_eq!(LabError::Exists("x".into()).exit_code(), 13);
-        assert!(LabError::Exists("ab".into()).to_string().contains("lab ab is up; run `outboard lab down ab`"));
-        assert!(LabError::NeedsRoot("x".into()).to_string().starts_with("needs root: network namespaces"));
-        let m = LabError::MissingTool { tool: "ethtool".into(), package: "ethtool".into() };
+        assert!(LabError::Exists("ab".into())
+            .to_string()
+            .contains("lab ab is up; run `outboard lab down ab`"));
+        assert!(LabError::NeedsRoot("x".into())
+            .to_string()
+            .starts_with("needs root: network namespaces"));
+        let m = LabError::MissingTool {
+            tool: "ethtool".into(),
+            package: "ethtool".into(),
+        };
         assert!(m.to_string().contains("apt-get install ethtool"));
     }
 }

@@ -90,13 +90,20 @@ impl RelayCore {
             queue: BinaryHeap::new(),
             counters: DirCounters::default(),
         };
-        RelayCore { dirs: [dir(seed), dir(seed.wrapping_add(1))], seq: 0 }
+        RelayCore {
+            dirs: [dir(seed), dir(seed.wrapping_add(1))],
+            seq: 0,
+        }
     }
 
     /// A frame arrived at `now` going `dir`: the injector decides its fate,
     /// surviving copies join the delay queue.
     pub fn offer(&mut self, dir: Dir, now: Instant, frame: Vec<u8>) {
-        let DirState { inj, queue, counters } = &mut self.dirs[dir as usize];
+        let DirState {
+            inj,
+            queue,
+            counters,
+        } = &mut self.dirs[dir as usize];
         let seq = &mut self.seq;
         inj.send(now, frame, &mut |due, f| {
             if queue.len() >= MAX_QUEUED_FRAMES {
@@ -104,7 +111,11 @@ impl RelayCore {
                 return;
             }
             *seq += 1;
-            queue.push(Reverse(Pending { due, seq: *seq, frame: f }));
+            queue.push(Reverse(Pending {
+                due,
+                seq: *seq,
+                frame: f,
+            }));
         });
     }
 
@@ -115,7 +126,10 @@ impl RelayCore {
 
     /// The earliest due time of any queued frame.
     pub fn next_due(&self) -> Option<Instant> {
-        self.dirs.iter().filter_map(|d| d.queue.peek().map(|p| p.0.due)).min()
+        self.dirs
+            .iter()
+            .filter_map(|d| d.queue.peek().map(|p| p.0.due))
+            .min()
     }
 
     /// The next frame of `dir` due at or before `now` (it stays queued until
@@ -411,14 +425,21 @@ mod tests {
 
     #[test]
     fn delay_holds_frames_until_due() {
-        let cfg = FaultConfig { delay: Duration::from_millis(20), ..FaultConfig::default() };
+        let cfg = FaultConfig {
+            delay: Duration::from_millis(20),
+            ..FaultConfig::default()
+        };
         let mut core = RelayCore::new(cfg, 1);
         let t0 = Instant::from_millis(5000);
         core.offer(Dir::AtoB, t0, frame(1));
         assert!(core.front_due(Dir::AtoB, t0).is_none());
-        assert!(core.front_due(Dir::AtoB, t0 + Duration::from_millis(19)).is_none());
+        assert!(core
+            .front_due(Dir::AtoB, t0 + Duration::from_millis(19))
+            .is_none());
         assert_eq!(core.next_due(), Some(t0 + Duration::from_millis(20)));
-        let (due, f) = core.front_due(Dir::AtoB, t0 + Duration::from_millis(20)).unwrap();
+        let (due, f) = core
+            .front_due(Dir::AtoB, t0 + Duration::from_millis(20))
+            .unwrap();
         assert_eq!(due, t0 + Duration::from_millis(20));
         assert_eq!(f, &frame(1)[..]);
         core.sent(Dir::AtoB);
@@ -428,7 +449,10 @@ mod tests {
     #[test]
     fn rate_limit_spaces_frames() {
         // 8 Mbit/s: a 100-byte frame plus 24 bytes overhead takes 124 µs.
-        let cfg = FaultConfig { bandwidth_bps: 8_000_000, ..FaultConfig::default() };
+        let cfg = FaultConfig {
+            bandwidth_bps: 8_000_000,
+            ..FaultConfig::default()
+        };
         let mut core = RelayCore::new(cfg, 1);
         let t0 = Instant::from_millis(1);
         for i in 0..3 {

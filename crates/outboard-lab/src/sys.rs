@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Now, on CLOCK_MONOTONIC (the same clock as `outboard_engine::clock::now`).
 pub fn now() -> Instant {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     if rc != 0 {
@@ -91,7 +94,12 @@ pub fn wait(fds: &[(RawFd, bool)], timeout: Duration) -> io::Result<()> {
     };
     // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds; `ts` a valid timespec; null sigmask.
     let rc = unsafe {
-        libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null())
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
     };
     if rc < 0 {
         let e = io::Error::last_os_error();
@@ -138,8 +146,9 @@ fn ctx(what: &str, ifname: &str, e: io::Error) -> io::Error {
 impl PacketSocket {
     /// Opens and binds the socket. Fails with NotFound when `ifname` does not exist.
     pub fn open(ifname: &str) -> io::Result<PacketSocket> {
-        let cname = CString::new(ifname)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+        let cname = CString::new(ifname).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte")
+        })?;
         // SAFETY: `cname` is a valid NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
         if ifindex == 0 {
@@ -162,10 +171,17 @@ impl PacketSocket {
         }
         // SAFETY: `raw` is a fresh, valid descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let s = PacketSocket { fd, ifname: ifname.to_string(), drops: 0 };
+        let s = PacketSocket {
+            fd,
+            ifname: ifname.to_string(),
+            drops: 0,
+        };
         let fdn = s.fd.as_raw_fd();
         // Large buffers absorb bursts while the relay sleeps; FORCE needs CAP_NET_ADMIN.
-        for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
             if setsockopt_int(fdn, libc::SOL_SOCKET, force, 8 << 20).is_err() {
                 let _ = setsockopt_int(fdn, libc::SOL_SOCKET, plain, 8 << 20);
             }
@@ -203,7 +219,11 @@ impl PacketSocket {
             )
         };
         if rc != 0 {
-            return Err(ctx("PACKET_ADD_MEMBERSHIP promisc", ifname, io::Error::last_os_error()));
+            return Err(ctx(
+                "PACKET_ADD_MEMBERSHIP promisc",
+                ifname,
+                io::Error::last_os_error(),
+            ));
         }
         Ok(s)
     }

@@ -119,9 +119,21 @@ impl AfPacketLink {
         let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
         let raw = fd.as_raw_fd();
         let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &v2, "setsockopt(PACKET_VERSION)")?;
+        sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &v2,
+            "setsockopt(PACKET_VERSION)",
+        )?;
         let one: libc::c_int = 1;
-        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_LOSS, &one, "setsockopt(PACKET_LOSS)")?;
+        sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_LOSS,
+            &one,
+            "setsockopt(PACKET_LOSS)",
+        )?;
         let bypass = sys::setsockopt(
             raw,
             libc::SOL_PACKET,
@@ -141,7 +153,9 @@ impl AfPacketLink {
         let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
         let frame_size = need.next_power_of_two();
         // SAFETY: sysconf takes an integer and returns one.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(4096);
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .unwrap_or(4096)
+            .max(4096);
         let block_size = frame_size.max(page);
         let req = libc::tpacket_req {
             tp_block_size: block_size as libc::c_uint,
@@ -149,16 +163,42 @@ impl AfPacketLink {
             tp_frame_size: frame_size as libc::c_uint,
             tp_frame_nr: FRAME_NR as libc::c_uint,
         };
-        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req, "setsockopt(PACKET_RX_RING)")?;
-        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_TX_RING, &req, "setsockopt(PACKET_TX_RING)")?;
+        sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &req,
+            "setsockopt(PACKET_RX_RING)",
+        )?;
+        sys::setsockopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_TX_RING,
+            &req,
+            "setsockopt(PACKET_TX_RING)",
+        )?;
         let ring_len = 2 * FRAME_NR * frame_size;
         let ring = Mmap::shared(raw, ring_len, 0, libc::MAP_POPULATE)?;
 
         // Room for a full TX ring of skbs in flight, so a burst kick does not
         // stop on the send buffer (FORCE needs CAP_NET_ADMIN; best effort).
         let sndbuf = libc::c_int::try_from(ring_len).unwrap_or(libc::c_int::MAX);
-        if sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sndbuf, "setsockopt(SO_SNDBUFFORCE)").is_err() {
-            let _ = sys::setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf, "setsockopt(SO_SNDBUF)");
+        if sys::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &sndbuf,
+            "setsockopt(SO_SNDBUFFORCE)",
+        )
+        .is_err()
+        {
+            let _ = sys::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &sndbuf,
+                "setsockopt(SO_SNDBUF)",
+            );
         }
 
         sys::set_if_up(iface)?;
@@ -176,7 +216,11 @@ impl AfPacketLink {
             )
         };
         if rc < 0 {
-            return Err(sys::if_err("bind(AF_PACKET)", iface, std::io::Error::last_os_error()));
+            return Err(sys::if_err(
+                "bind(AF_PACKET)",
+                iface,
+                std::io::Error::last_os_error(),
+            ));
         }
 
         let mode = format!(
@@ -235,10 +279,14 @@ impl AfPacketLink {
             self.fd.as_raw_fd(),
             libc::SOL_PACKET,
             libc::PACKET_STATISTICS,
-            libc::tpacket_stats { tp_packets: 0, tp_drops: 0 },
+            libc::tpacket_stats {
+                tp_packets: 0,
+                tp_drops: 0,
+            },
             "getsockopt(PACKET_STATISTICS)",
         ) {
-            self.kernel_drops.fetch_add(u64::from(st.tp_drops), Ordering::Relaxed);
+            self.kernel_drops
+                .fetch_add(u64::from(st.tp_drops), Ordering::Relaxed);
         }
     }
 
@@ -301,7 +349,10 @@ impl Link for AfPacketLink {
                     std::ptr::addr_of!((*hdr).tp_mac).read() as usize,
                 )
             };
-            if snap < len || mac_off.saturating_add(snap) > self.frame_size || len > self.mtu + 14 + VLAN_HLEN {
+            if snap < len
+                || mac_off.saturating_add(snap) > self.frame_size
+                || len > self.mtu + 14 + VLAN_HLEN
+            {
                 self.counters.rx_oversize += 1;
             } else {
                 // SAFETY: mac_off + snap <= frame_size was checked, so the slice
@@ -373,7 +424,14 @@ impl Link for AfPacketLink {
             // SAFETY: a NULL buffer of length 0 with no address is how a
             // TX ring is kicked; the kernel reads the frames from the ring.
             let rc = unsafe {
-                libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0)
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
             };
             if rc >= 0 {
                 continue;
@@ -402,6 +460,9 @@ impl Link for AfPacketLink {
 
     fn counters(&self) -> LinkCounters {
         self.read_kernel_drops();
-        LinkCounters { rx_kernel_drops: self.kernel_drops.load(Ordering::Relaxed), ..self.counters }
+        LinkCounters {
+            rx_kernel_drops: self.kernel_drops.load(Ordering::Relaxed),
+            ..self.counters
+        }
     }
 }

@@ -84,7 +84,12 @@ pub fn if_mtu(name: &str) -> Result<usize, LinkError> {
     ioctl_ifreq(name, libc::SIOCGIFMTU, "ioctl(SIOCGIFMTU)", &mut req)?;
     // SAFETY: SIOCGIFMTU filled the mtu member of the union.
     let mtu = unsafe { req.ifr_ifru.ifru_mtu };
-    usize::try_from(mtu).map_err(|_| LinkError::io("ioctl(SIOCGIFMTU)", io::Error::from(io::ErrorKind::InvalidData)))
+    usize::try_from(mtu).map_err(|_| {
+        LinkError::io(
+            "ioctl(SIOCGIFMTU)",
+            io::Error::from(io::ErrorKind::InvalidData),
+        )
+    })
 }
 
 /// Whether `name` is administratively up (IFF_UP).
@@ -108,8 +113,12 @@ pub fn set_if_up(name: &str) -> Result<(), LinkError> {
 /// value outside its range (`Io` with EINVAL).
 pub fn set_if_mtu(name: &str, mtu: usize) -> Result<(), LinkError> {
     let mut req = ifreq(name)?;
-    req.ifr_ifru.ifru_mtu = libc::c_int::try_from(mtu)
-        .map_err(|_| LinkError::io("ioctl(SIOCSIFMTU)", io::Error::from_raw_os_error(libc::EINVAL)))?;
+    req.ifr_ifru.ifru_mtu = libc::c_int::try_from(mtu).map_err(|_| {
+        LinkError::io(
+            "ioctl(SIOCSIFMTU)",
+            io::Error::from_raw_os_error(libc::EINVAL),
+        )
+    })?;
     ioctl_ifreq(name, libc::SIOCSIFMTU, "ioctl(SIOCSIFMTU)", &mut req)
 }
 
@@ -139,7 +148,11 @@ pub fn ioctl_ifreq(
 }
 
 /// `socket(domain, ty | SOCK_CLOEXEC, protocol)` as an owned fd.
-pub fn socket(domain: libc::c_int, ty: libc::c_int, protocol: libc::c_int) -> Result<OwnedFd, LinkError> {
+pub fn socket(
+    domain: libc::c_int,
+    ty: libc::c_int,
+    protocol: libc::c_int,
+) -> Result<OwnedFd, LinkError> {
     // SAFETY: socket(2) takes only integers.
     let fd = unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, protocol) };
     if fd < 0 {
@@ -189,7 +202,15 @@ pub fn getsockopt<T: Copy>(
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: `val` is a writable T of `len` bytes; the kernel writes at most
     // `len` bytes and updates `len`.
-    let rc = unsafe { libc::getsockopt(fd, level, name, &mut val as *mut T as *mut libc::c_void, &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut val as *mut T as *mut libc::c_void,
+            &mut len,
+        )
+    };
     if rc < 0 {
         return Err(LinkError::last(call));
     }
@@ -215,15 +236,31 @@ pub fn set_nonblocking(fd: RawFd) -> Result<(), LinkError> {
 /// treat every return as a possibly spurious wake-up. Negative fds are
 /// ignored; an empty `fds` just sleeps. Nanosecond resolution (ppoll).
 pub fn poll_readable(fds: &[RawFd], timeout: Duration) -> Result<(), LinkError> {
-    let mut pfds: Vec<libc::pollfd> =
-        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // Clamp absurd timeouts to a day: a wait loop wakes up before then anyway.
     let t = timeout.min(Duration::from_secs(86_400));
-    let ts = libc::timespec { tv_sec: t.as_secs() as libc::time_t, tv_nsec: t.subsec_nanos() as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: t.as_secs() as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    };
     // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds (a null-free
     // pointer even when empty); `ts` is a valid timespec; a null sigmask
     // leaves the signal mask alone.
-    let rc = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    let rc = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
     if rc < 0 {
         let err = io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EINTR) {
@@ -255,7 +292,12 @@ impl Mmap {
     /// Maps `len` bytes of `fd` at `offset`, `PROT_READ | PROT_WRITE`,
     /// `MAP_SHARED | extra_flags` (e.g. `libc::MAP_POPULATE`). Errors carry
     /// "mmap".
-    pub fn shared(fd: RawFd, len: usize, offset: u64, extra_flags: libc::c_int) -> Result<Mmap, LinkError> {
+    pub fn shared(
+        fd: RawFd,
+        len: usize,
+        offset: u64,
+        extra_flags: libc::c_int,
+    ) -> Result<Mmap, LinkError> {
         let off = libc::off_t::try_from(offset)
             .map_err(|_| LinkError::io("mmap", io::Error::from_raw_os_error(libc::EINVAL)))?;
         Mmap::map(fd, len, off, libc::MAP_SHARED | extra_flags)
@@ -266,14 +308,29 @@ impl Mmap {
         Mmap::map(-1, len, 0, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS)
     }
 
-    fn map(fd: RawFd, len: usize, offset: libc::off_t, flags: libc::c_int) -> Result<Mmap, LinkError> {
+    fn map(
+        fd: RawFd,
+        len: usize,
+        offset: libc::off_t,
+        flags: libc::c_int,
+    ) -> Result<Mmap, LinkError> {
         if len == 0 {
-            return Err(LinkError::io("mmap", io::Error::from_raw_os_error(libc::EINVAL)));
+            return Err(LinkError::io(
+                "mmap",
+                io::Error::from_raw_os_error(libc::EINVAL),
+            ));
         }
         // SAFETY: a fresh mapping at an address the kernel chooses touches no
         // existing Rust memory; all arguments are plain values.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, offset)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                offset,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(LinkError::last("mmap"));
@@ -317,10 +374,18 @@ mod tests {
         assert_eq!(if_mac("lo").unwrap(), [0; 6]);
         assert!(ifindex("lo").unwrap() >= 1);
         assert!(if_mtu("lo").unwrap() >= 1280);
-        assert!(matches!(ifindex("obt-nosuch0"), Err(LinkError::NoSuchInterface(n)) if n == "obt-nosuch0"));
-        assert!(matches!(if_mtu("obt-nosuch0"), Err(LinkError::NoSuchInterface(_))));
+        assert!(
+            matches!(ifindex("obt-nosuch0"), Err(LinkError::NoSuchInterface(n)) if n == "obt-nosuch0")
+        );
+        assert!(matches!(
+            if_mtu("obt-nosuch0"),
+            Err(LinkError::NoSuchInterface(_))
+        ));
         assert!(matches!(ifindex(""), Err(LinkError::BadSpec(_))));
-        assert!(matches!(ifindex("0123456789abcdef"), Err(LinkError::BadSpec(_))));
+        assert!(matches!(
+            ifindex("0123456789abcdef"),
+            Err(LinkError::BadSpec(_))
+        ));
     }
 
     #[test]

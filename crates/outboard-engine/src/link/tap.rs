@@ -59,11 +59,16 @@ impl TapLink {
     pub fn open(name: &str, opts: &LinkOptions) -> Result<TapLink, LinkError> {
         let mut req = sys::ifreq(name)?;
         if name.contains('%') {
-            return Err(LinkError::BadSpec(format!("{name:?}: TAP names with '%' are templates; give a plain name")));
+            return Err(LinkError::BadSpec(format!(
+                "{name:?}: TAP names with '%' are templates; give a plain name"
+            )));
         }
         // SAFETY: the path is a NUL-terminated literal; open takes plain flags.
         let raw = unsafe {
-            libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            libc::open(
+                c"/dev/net/tun".as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
         };
         if raw < 0 {
             let err = std::io::Error::last_os_error();
@@ -78,11 +83,19 @@ impl TapLink {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one ifreq, valid for the call.
-        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut libc::ifreq) };
+        let rc = unsafe {
+            libc::ioctl(
+                fd.as_raw_fd(),
+                libc::TUNSETIFF,
+                &mut req as *mut libc::ifreq,
+            )
+        };
         if rc < 0 {
             let err = std::io::Error::last_os_error();
             return Err(match err.raw_os_error() {
-                Some(libc::EBUSY) => LinkError::Busy(format!("TAP {name} is attached by another process ({err})")),
+                Some(libc::EBUSY) => {
+                    LinkError::Busy(format!("TAP {name} is attached by another process ({err})"))
+                }
                 Some(libc::EINVAL) => LinkError::NoSuchInterface(format!(
                     "{name}: an interface of that name exists and is not a TAP device ({err})"
                 )),
@@ -91,7 +104,10 @@ impl TapLink {
         }
         if let Some(m) = opts.mtu {
             if !(68..=MAX_FRAME - 14).contains(&m) {
-                return Err(LinkError::BadSpec(format!("MTU {m} for tap:{name}: must be 68..={}", MAX_FRAME - 14)));
+                return Err(LinkError::BadSpec(format!(
+                    "MTU {m} for tap:{name}: must be 68..={}",
+                    MAX_FRAME - 14
+                )));
             }
             if sys::if_mtu(name)? != m {
                 sys::set_if_mtu(name, m)?;
@@ -124,7 +140,13 @@ impl TapLink {
     fn write_frame(&mut self, len: usize) -> Result<bool, LinkError> {
         loop {
             // SAFETY: `tx_buf[..len]` is initialised memory we own (len <= tx_buf.len()).
-            let rc = unsafe { libc::write(self.fd.as_raw_fd(), self.tx_buf.as_ptr() as *const libc::c_void, len) };
+            let rc = unsafe {
+                libc::write(
+                    self.fd.as_raw_fd(),
+                    self.tx_buf.as_ptr() as *const libc::c_void,
+                    len,
+                )
+            };
             if rc >= 0 {
                 self.counters.tx_frames += 1;
                 self.counters.tx_bytes += len as u64;
@@ -193,7 +215,11 @@ impl Link for TapLink {
         while n < max {
             // SAFETY: `rx_buf` is RX_BUF writable bytes we own.
             let rc = unsafe {
-                libc::read(self.fd.as_raw_fd(), self.rx_buf.as_mut_ptr() as *mut libc::c_void, self.rx_buf.len())
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    self.rx_buf.as_mut_ptr() as *mut libc::c_void,
+                    self.rx_buf.len(),
+                )
             };
             if rc < 0 {
                 let err = std::io::Error::last_os_error();

@@ -5,8 +5,8 @@
 
 use outboard_engine::link::{Link, TxStatus};
 use outboard_wire::{
-    ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet,
-    Icmpv4Repr, IpProtocol, Ipv4Packet, Ipv4Repr, RxChecksum,
+    ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr,
+    Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Packet, Ipv4Repr, RxChecksum,
 };
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -27,7 +27,14 @@ pub struct Answerer {
 
 impl Answerer {
     pub fn new(mac: [u8; 6], ip: Ipv4Addr) -> Answerer {
-        Answerer { mac, ip, arp_requests: 0, echo_requests: 0, other: 0, own_frames: 0 }
+        Answerer {
+            mac,
+            ip,
+            arp_requests: 0,
+            echo_requests: 0,
+            other: 0,
+            own_frames: 0,
+        }
     }
 
     /// The reply frame for `frame`, if it asks us something.
@@ -77,18 +84,28 @@ impl Answerer {
                 }
                 let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
                 let ip_repr = Ipv4Repr::parse(&ip, RxChecksum::Verify).ok()?;
-                if ip_repr.dst_addr != self.ip || ip_repr.protocol != IpProtocol::Icmp || ip_repr.is_fragment() {
+                if ip_repr.dst_addr != self.ip
+                    || ip_repr.protocol != IpProtocol::Icmp
+                    || ip_repr.is_fragment()
+                {
                     return None;
                 }
                 let payload = ip.payload();
                 let icmp = Icmpv4Packet::new_checked(payload).ok()?;
-                let Icmpv4Repr::EchoRequest { ident, seq_no, data } =
-                    Icmpv4Repr::parse(&icmp, RxChecksum::Verify).ok()?
+                let Icmpv4Repr::EchoRequest {
+                    ident,
+                    seq_no,
+                    data,
+                } = Icmpv4Repr::parse(&icmp, RxChecksum::Verify).ok()?
                 else {
                     return None;
                 };
                 self.echo_requests += 1;
-                let echo = Icmpv4Repr::EchoReply { ident, seq_no, data };
+                let echo = Icmpv4Repr::EchoReply {
+                    ident,
+                    seq_no,
+                    data,
+                };
                 let reply_ip = Ipv4Repr {
                     src_addr: self.ip,
                     dst_addr: ip_repr.src_addr,
@@ -141,7 +158,11 @@ pub fn serve(link: &mut dyn Link, ans: &mut Answerer, limit: Duration, done: &dy
                     Some(r.len())
                 })
                 .expect("transmit");
-            assert_eq!(st, TxStatus::Queued, "a nearly empty ring must take a frame");
+            assert_eq!(
+                st,
+                TxStatus::Queued,
+                "a nearly empty ring must take a frame"
+            );
         }
         link.flush().expect("flush");
     }
@@ -150,37 +171,68 @@ pub fn serve(link: &mut dyn Link, ans: &mut Answerer, limit: Duration, done: &dy
 /// Pings `addr` 3 times from inside namespace `ns` on another thread; the
 /// result is (success, description). Uses `ping -c 3 -W 1` when present,
 /// else a raw ICMP socket (3 echo requests, each answered within 1 s).
-pub fn ping_from(ns: &super::netns::Netns, addr: Ipv4Addr) -> std::thread::JoinHandle<(bool, String)> {
+pub fn ping_from(
+    ns: &super::netns::Netns,
+    addr: Ipv4Addr,
+) -> std::thread::JoinHandle<(bool, String)> {
     let use_cmd = super::netns::have("ping") && std::env::var_os("OBT_TEST_NO_PING").is_none();
     if use_cmd {
         let name = ns.name.clone();
         std::thread::spawn(move || {
             let out = std::process::Command::new("ip")
-                .args(["netns", "exec", &name, "ping", "-c", "3", "-W", "1", &addr.to_string()])
+                .args([
+                    "netns",
+                    "exec",
+                    &name,
+                    "ping",
+                    "-c",
+                    "3",
+                    "-W",
+                    "1",
+                    &addr.to_string(),
+                ])
                 .output();
             match out {
                 Ok(o) => (
                     o.status.success(),
-                    format!("ping: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+                    format!(
+                        "ping: {}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ),
                 ),
                 Err(e) => (false, format!("ping: {e}")),
             }
         })
     } else {
-        eprintln!("NOTE: no `ping` command (or OBT_TEST_NO_PING set): pinging from a raw ICMP socket");
+        eprintln!(
+            "NOTE: no `ping` command (or OBT_TEST_NO_PING set): pinging from a raw ICMP socket"
+        );
         ns.spawn_in(move || raw_ping(addr))
     }
 }
 
 fn raw_ping(addr: Ipv4Addr) -> (bool, String) {
     // SAFETY: socket(2) with integer arguments.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::IPPROTO_ICMP) };
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_ICMP,
+        )
+    };
     if fd < 0 {
-        return (false, format!("raw socket: {}", std::io::Error::last_os_error()));
+        return (
+            false,
+            format!("raw socket: {}", std::io::Error::last_os_error()),
+        );
     }
     // SAFETY: fd is fresh and owned here.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 100_000,
+    };
     // SAFETY: valid timeval of the right size.
     unsafe {
         libc::setsockopt(
@@ -199,7 +251,11 @@ fn raw_ping(addr: Ipv4Addr) -> (bool, String) {
     let data = [0x5au8; 32];
     let mut replies = 0;
     for seq in 1..=3u16 {
-        let req = Icmpv4Repr::EchoRequest { ident, seq_no: seq, data: &data };
+        let req = Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no: seq,
+            data: &data,
+        };
         let mut buf = vec![0u8; req.buffer_len()];
         req.emit(&mut buf).expect("emit echo request");
         // SAFETY: buf and sa are valid for the call.
@@ -214,19 +270,38 @@ fn raw_ping(addr: Ipv4Addr) -> (bool, String) {
             )
         };
         if rc < 0 {
-            return (false, format!("sendto: {}", std::io::Error::last_os_error()));
+            return (
+                false,
+                format!("sendto: {}", std::io::Error::last_os_error()),
+            );
         }
         // Up to 1 s (10 x 100 ms receive timeouts) for the reply.
         for _ in 0..10 {
             let mut rb = [0u8; 2048];
             // SAFETY: rb is writable for its length.
-            let n = unsafe { libc::recv(fd.as_raw_fd(), rb.as_mut_ptr() as *mut libc::c_void, rb.len(), 0) };
+            let n = unsafe {
+                libc::recv(
+                    fd.as_raw_fd(),
+                    rb.as_mut_ptr() as *mut libc::c_void,
+                    rb.len(),
+                    0,
+                )
+            };
             if n <= 0 {
                 continue;
             }
-            let Ok(ip) = Ipv4Packet::new_checked(&rb[..n as usize]) else { continue };
-            let Ok(icmp) = Icmpv4Packet::new_checked(ip.payload()) else { continue };
-            if let Ok(Icmpv4Repr::EchoReply { ident: i, seq_no: s, data: d }) = Icmpv4Repr::parse(&icmp, RxChecksum::Verify) {
+            let Ok(ip) = Ipv4Packet::new_checked(&rb[..n as usize]) else {
+                continue;
+            };
+            let Ok(icmp) = Icmpv4Packet::new_checked(ip.payload()) else {
+                continue;
+            };
+            if let Ok(Icmpv4Repr::EchoReply {
+                ident: i,
+                seq_no: s,
+                data: d,
+            }) = Icmpv4Repr::parse(&icmp, RxChecksum::Verify)
+            {
                 if i == ident && s == seq && d == data {
                     replies += 1;
                     break;

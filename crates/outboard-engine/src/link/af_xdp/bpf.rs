@@ -123,7 +123,12 @@ fn sys_bpf<A>(cmd: libc::c_long, attr: &mut A) -> io::Result<libc::c_long> {
     // exact size; the kernel zero-fills the rest and writes back at most that many bytes. Any
     // pointers inside it point to buffers the caller keeps alive for the duration of the call.
     let rc = unsafe {
-        libc::syscall(libc::SYS_bpf, cmd, attr as *mut A as *mut libc::c_void, std::mem::size_of::<A>() as libc::c_uint)
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr as *mut A as *mut libc::c_void,
+            std::mem::size_of::<A>() as libc::c_uint,
+        )
     };
     if rc < 0 {
         Err(io::Error::last_os_error())
@@ -192,7 +197,11 @@ pub fn load_xdp(insns: &[u64]) -> Result<OwnedFd, LoadError> {
             license: license.as_ptr() as u64,
             log_level: level,
             log_size: if level > 0 { log.len() as u32 } else { 0 },
-            log_buf: if level > 0 { log.as_mut_ptr() as u64 } else { 0 },
+            log_buf: if level > 0 {
+                log.as_mut_ptr() as u64
+            } else {
+                0
+            },
             prog_name: name16("outboard_xdp"),
             expected_attach_type: BPF_XDP,
             ..Default::default()
@@ -202,6 +211,7 @@ pub fn load_xdp(insns: &[u64]) -> Result<OwnedFd, LoadError> {
     match try_load(0, &mut log) {
         Ok(fd) => Ok(fd),
         Err(first) => {
+            // Again with the verifier's log, to explain the refusal.
             let err = match try_load(1, &mut log) {
                 Ok(fd) => return Ok(fd),
                 Err(e) => e,
@@ -211,7 +221,12 @@ pub fn load_xdp(insns: &[u64]) -> Result<OwnedFd, LoadError> {
             // The verifier's verdict is at the end of its log.
             let lines: Vec<&str> = text.lines().collect();
             let tail = lines[lines.len().saturating_sub(12)..].join("\n");
-            let err = if err.raw_os_error() == first.raw_os_error() { first } else { err };
+            // Report the first failure's errno unless the retry found something else.
+            let err = if err.raw_os_error() == first.raw_os_error() {
+                first
+            } else {
+                err
+            };
             Err(LoadError { err, log: tail })
         }
     }
@@ -260,7 +275,11 @@ const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_IMM | BPF_DW
 
 /// `struct bpf_insn` as a little-endian u64: code, dst:4 | src:4, off, imm.
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
-    code as u64 | ((dst & 0xf) as u64) << 8 | ((src & 0xf) as u64) << 12 | (off as u16 as u64) << 16 | (imm as u32 as u64) << 32
+    code as u64
+        | ((dst & 0xf) as u64) << 8
+        | ((src & 0xf) as u64) << 12
+        | (off as u16 as u64) << 16
+        | (imm as u32 as u64) << 32
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -278,7 +297,11 @@ struct Asm {
 
 impl Asm {
     fn new() -> Asm {
-        Asm { code: Vec::new(), labels: Vec::new(), fixups: Vec::new() }
+        Asm {
+            code: Vec::new(),
+            labels: Vec::new(),
+            fixups: Vec::new(),
+        }
     }
     fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
         self.code.push(insn(code, dst, src, off, imm));
@@ -293,7 +316,11 @@ impl Asm {
     fn finish(mut self) -> Vec<u64> {
         for (at, to) in std::mem::take(&mut self.fixups) {
             // Every label used is defined below; offsets are relative to the next instruction.
-            let target = self.labels.iter().find(|(l, _)| *l == to).map_or(at + 1, |&(_, pos)| pos);
+            let target = self
+                .labels
+                .iter()
+                .find(|(l, _)| *l == to)
+                .map_or(at + 1, |&(_, pos)| pos);
             let off = target as i64 - at as i64 - 1;
             self.code[at] = (self.code[at] & !(0xffff << 16)) | ((off as i16 as u16 as u64) << 16);
         }
@@ -318,7 +345,7 @@ pub fn program(map_fd: RawFd, addr: Ipv4Addr) -> Vec<u64> {
     a.op(LDX_MEM_H, 5, 2, 12, 0); // r5 = ethertype (as read little-endian)
     a.jump(JEQ32_K, 5, 0, 0x0608, Label::Arp); // 08 06
     a.jump(JNE32_K, 5, 0, 0x0008, Label::Pass); // 08 00, else pass
-    // IPv4: daddr at 14 + 16.
+                                                // IPv4: daddr at 14 + 16.
     a.op(MOV64_X, 4, 2, 0, 0);
     a.op(ADD64_K, 4, 0, 0, 34);
     a.jump(JGT_X, 4, 3, 0, Label::Pass);
@@ -352,11 +379,20 @@ mod tests {
     #[test]
     fn encodes_like_the_kernel_headers() {
         // r6 = r1: code 0xbf, dst 6, src 1.
-        assert_eq!(insn(MOV64_X, 6, 1, 0, 0).to_le_bytes(), [0xbf, 0x16, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            insn(MOV64_X, 6, 1, 0, 0).to_le_bytes(),
+            [0xbf, 0x16, 0, 0, 0, 0, 0, 0]
+        );
         // r0 = 2; exit.
-        assert_eq!(insn(MOV64_K, 0, 0, 0, 2).to_le_bytes(), [0xb7, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(
+            insn(MOV64_K, 0, 0, 0, 2).to_le_bytes(),
+            [0xb7, 0, 0, 0, 2, 0, 0, 0]
+        );
         // Negative offsets and immediates keep their two's complement bits.
-        assert_eq!(insn(JA, 0, 0, -1, -2).to_le_bytes(), [0x05, 0, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff]);
+        assert_eq!(
+            insn(JA, 0, 0, -1, -2).to_le_bytes(),
+            [0x05, 0, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff]
+        );
     }
 
     #[test]

@@ -92,7 +92,9 @@ fn attachments() -> std::sync::MutexGuard<'static, Vec<Attachment>> {
 
 /// Identity of the calling thread's network namespace (ifindexes are per namespace).
 fn netns_id() -> u64 {
-    std::fs::metadata("/proc/thread-self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m)).unwrap_or(0)
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+        .unwrap_or(0)
 }
 
 /// An AF_XDP socket on one queue of one interface.
@@ -142,7 +144,13 @@ fn no_such(iface: &str, call: &str, e: &io::Error) -> LinkError {
 fn setsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &T) -> io::Result<()> {
     // SAFETY: `val` is a live value of the type the kernel expects for `opt`, passed with its size.
     let rc = unsafe {
-        libc::setsockopt(fd.as_raw_fd(), libc::SOL_XDP, opt, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t)
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            opt,
+            val as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
     };
     if rc < 0 {
         Err(io::Error::last_os_error())
@@ -155,7 +163,15 @@ fn setsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &T) -> io::Result<()> {
 fn getsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &mut T) -> io::Result<usize> {
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: `val` is writable for `len` bytes and `len` is a valid in/out length.
-    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, opt, val as *mut T as *mut libc::c_void, &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            opt,
+            val as *mut T as *mut libc::c_void,
+            &mut len,
+        )
+    };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -165,14 +181,24 @@ fn getsockopt<T>(fd: &OwnedFd, opt: libc::c_int, val: &mut T) -> io::Result<usiz
 
 /// The interface's index, MAC and MTU.
 fn interface(iface: &str) -> Result<(u32, [u8; 6], usize), LinkError> {
-    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.bytes().any(|b| b == 0 || b == b'/') {
-        return Err(LinkError::BadSpec(format!("{iface:?} is not an interface name")));
+    if iface.is_empty()
+        || iface.len() >= libc::IFNAMSIZ
+        || iface.bytes().any(|b| b == 0 || b == b'/')
+    {
+        return Err(LinkError::BadSpec(format!(
+            "{iface:?} is not an interface name"
+        )));
     }
-    let name = CString::new(iface).map_err(|_| LinkError::BadSpec(format!("{iface:?} is not an interface name")))?;
+    let name = CString::new(iface)
+        .map_err(|_| LinkError::BadSpec(format!("{iface:?} is not an interface name")))?;
     // SAFETY: `name` is a NUL-terminated string that outlives the call.
     let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
     if ifindex == 0 {
-        return Err(no_such(iface, "if_nametoindex", &io::Error::last_os_error()));
+        return Err(no_such(
+            iface,
+            "if_nametoindex",
+            &io::Error::last_os_error(),
+        ));
     }
     // SAFETY: plain socket creation; the fd is owned right below.
     let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -188,7 +214,11 @@ fn interface(iface: &str) -> Result<(u32, [u8; 6], usize), LinkError> {
     }
     // SAFETY: `req` is a valid ifreq naming the interface; SIOCGIFHWADDR writes the union's hwaddr.
     if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } < 0 {
-        return Err(io_err("ioctl(SIOCGIFHWADDR)", io::Error::last_os_error(), iface));
+        return Err(io_err(
+            "ioctl(SIOCGIFHWADDR)",
+            io::Error::last_os_error(),
+            iface,
+        ));
     }
     // SAFETY: SIOCGIFHWADDR succeeded, so `ifru_hwaddr` is the union's active member.
     let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
@@ -204,7 +234,11 @@ fn interface(iface: &str) -> Result<(u32, [u8; 6], usize), LinkError> {
     }
     // SAFETY: as above; SIOCGIFMTU writes the union's mtu.
     if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFMTU, &mut req) } < 0 {
-        return Err(io_err("ioctl(SIOCGIFMTU)", io::Error::last_os_error(), iface));
+        return Err(io_err(
+            "ioctl(SIOCGIFMTU)",
+            io::Error::last_os_error(),
+            iface,
+        ));
     }
     // SAFETY: SIOCGIFMTU succeeded, so `ifru_mtu` is the union's active member.
     let mtu = unsafe { req.ifr_ifru.ifru_mtu };
@@ -212,16 +246,32 @@ fn interface(iface: &str) -> Result<(u32, [u8; 6], usize), LinkError> {
 }
 
 fn zero_off() -> libc::xdp_ring_offset {
-    libc::xdp_ring_offset { producer: 0, consumer: 0, desc: 0, flags: 0 }
+    libc::xdp_ring_offset {
+        producer: 0,
+        consumer: 0,
+        desc: 0,
+        flags: 0,
+    }
 }
 
 /// Finds or creates (loads and attaches) the XDP program for (`netns`,
 /// `ifindex`) and reserves `queue` on it. Returns whether it runs in native mode.
-fn reserve(netns: u64, ifindex: u32, queue: u32, iface: &str, addr: Ipv4Addr) -> Result<bool, LinkError> {
+fn reserve(
+    netns: u64,
+    ifindex: u32,
+    queue: u32,
+    iface: &str,
+    addr: Ipv4Addr,
+) -> Result<bool, LinkError> {
     let mut list = attachments();
-    if let Some(a) = list.iter_mut().find(|a| a.netns == netns && a.ifindex == ifindex) {
+    if let Some(a) = list
+        .iter_mut()
+        .find(|a| a.netns == netns && a.ifindex == ifindex)
+    {
         if a.queues.contains(&queue) {
-            return Err(LinkError::Busy(format!("{iface} queue {queue} already has an AF_XDP link in this process")));
+            return Err(LinkError::Busy(format!(
+                "{iface} queue {queue} already has an AF_XDP link in this process"
+            )));
         }
         if a.addr != addr {
             return Err(LinkError::Busy(format!(
@@ -230,31 +280,49 @@ fn reserve(netns: u64, ifindex: u32, queue: u32, iface: &str, addr: Ipv4Addr) ->
             )));
         }
         if queue >= a.max_entries {
-            return Err(LinkError::BadSpec(format!("queue {queue} is beyond the XSK map ({} queues)", a.max_entries)));
+            return Err(LinkError::BadSpec(format!(
+                "queue {queue} is beyond the XSK map ({} queues)",
+                a.max_entries
+            )));
         }
         a.queues.push(queue);
         return Ok(a.native);
     }
     let max_entries = (queue + 1).max(64);
-    let map = bpf::create_xskmap(max_entries).map_err(|e| LinkError::io("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
+    let map = bpf::create_xskmap(max_entries)
+        .map_err(|e| LinkError::io("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
     let insns = bpf::program(map.as_raw_fd(), addr);
     let prog = bpf::load_xdp(&insns).map_err(|e| match e.err.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
-        _ => LinkError::XdpUnsupported(format!("the kernel rejected the XDP program: {}; verifier log:\n{}", e.err, e.log)),
+        // EACCES with a log is the verifier refusing, not a missing privilege.
+        Some(libc::EPERM) => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
+        Some(libc::EACCES) if e.log.is_empty() => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
+        _ => LinkError::XdpUnsupported(format!(
+            "the kernel rejected the XDP program: {}; verifier log:\n{}",
+            e.err, e.log
+        )),
     })?;
     let busy = |e: &io::Error| matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST));
     let (link, native) = match bpf::attach_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
         Ok(l) => (l, true),
         Err(native) if busy(&native) => {
-            return Err(LinkError::Busy(format!("{iface} already has an XDP program attached (native: {native})")))
+            return Err(LinkError::Busy(format!(
+                "{iface} already has an XDP program attached (native: {native})"
+            )))
         }
-        Err(native) if matches!(native.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+        Err(native)
+            if matches!(
+                native.raw_os_error(),
+                Some(libc::EPERM) | Some(libc::EACCES)
+            ) =>
+        {
             return Err(LinkError::io("bpf(BPF_LINK_CREATE, XDP)", native))
         }
         Err(native) => match bpf::attach_xdp(&prog, ifindex, bpf::XDP_FLAGS_SKB_MODE) {
             Ok(l) => (l, false),
             Err(generic) if busy(&generic) => {
-                return Err(LinkError::Busy(format!("{iface} already has an XDP program attached (generic: {generic})")))
+                return Err(LinkError::Busy(format!(
+                    "{iface} already has an XDP program attached (generic: {generic})"
+                )))
             }
             Err(generic) if matches!(generic.raw_os_error(), Some(libc::ENODEV)) => {
                 return Err(no_such(iface, "bpf(BPF_LINK_CREATE, XDP)", &generic))
@@ -266,14 +334,27 @@ fn reserve(netns: u64, ifindex: u32, queue: u32, iface: &str, addr: Ipv4Addr) ->
             }
         },
     };
-    list.push(Attachment { netns, ifindex, addr, native, max_entries, queues: vec![queue], map, prog, _link: link });
+    list.push(Attachment {
+        netns,
+        ifindex,
+        addr,
+        native,
+        max_entries,
+        queues: vec![queue],
+        map,
+        prog,
+        _link: link,
+    });
     Ok(native)
 }
 
 /// Gives `queue` back; the last queue out detaches the program.
 fn release(netns: u64, ifindex: u32, queue: u32) {
     let mut list = attachments();
-    if let Some(i) = list.iter().position(|a| a.netns == netns && a.ifindex == ifindex) {
+    if let Some(i) = list
+        .iter()
+        .position(|a| a.netns == netns && a.ifindex == ifindex)
+    {
         list[i].queues.retain(|&q| q != queue);
         if list[i].queues.is_empty() {
             list.swap_remove(i);
@@ -308,42 +389,61 @@ impl AfXdpLink {
                 "MTU {mtu} on {iface} needs XDP multi-buffer, which this link does not do yet; use an MTU of at most {MAX_MTU}"
             )));
         }
-        let chunk: usize = if mtu + 14 + XDP_PACKET_HEADROOM <= 2048 { 2048 } else { 4096 };
+        let chunk: usize = if mtu + 14 + XDP_PACKET_HEADROOM <= 2048 {
+            2048
+        } else {
+            4096
+        };
 
         // SAFETY: plain socket creation; the fd is owned right below.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             let e = io::Error::last_os_error();
             return Err(match e.raw_os_error() {
-                Some(libc::EAFNOSUPPORT) => LinkError::XdpUnsupported(format!("this kernel has no AF_XDP sockets ({e})")),
+                Some(libc::EAFNOSUPPORT) => {
+                    LinkError::XdpUnsupported(format!("this kernel has no AF_XDP sockets ({e})"))
+                }
                 _ => LinkError::io("socket(AF_XDP)", e),
             });
         }
         // SAFETY: `fd` is a fresh socket nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
 
-        let umem = Mapping::anonymous(FRAMES as usize * chunk).map_err(|e| LinkError::io("mmap(UMEM)", e))?;
+        let umem = Mapping::anonymous(FRAMES as usize * chunk)
+            .map_err(|e| LinkError::io("mmap(UMEM)", e))?;
         let reg = libc::xdp_umem_reg {
             addr: umem.as_ptr() as u64,
-            len: umem.len() as u64,
+            len: umem.size() as u64,
             chunk_size: chunk as u32,
             headroom: 0,
             flags: 0,
             tx_metadata_len: 0,
         };
-        setsockopt(&fd, libc::XDP_UMEM_REG, &reg).map_err(|e| LinkError::io("setsockopt(XDP_UMEM_REG)", e))?;
+        setsockopt(&fd, libc::XDP_UMEM_REG, &reg)
+            .map_err(|e| LinkError::io("setsockopt(XDP_UMEM_REG)", e))?;
         for (opt, call) in [
             (libc::XDP_UMEM_FILL_RING, "setsockopt(XDP_UMEM_FILL_RING)"),
-            (libc::XDP_UMEM_COMPLETION_RING, "setsockopt(XDP_UMEM_COMPLETION_RING)"),
+            (
+                libc::XDP_UMEM_COMPLETION_RING,
+                "setsockopt(XDP_UMEM_COMPLETION_RING)",
+            ),
             (libc::XDP_RX_RING, "setsockopt(XDP_RX_RING)"),
             (libc::XDP_TX_RING, "setsockopt(XDP_TX_RING)"),
         ] {
             setsockopt(&fd, opt, &RING).map_err(|e| LinkError::io(call, e))?;
         }
-        let mut off = libc::xdp_mmap_offsets { rx: zero_off(), tx: zero_off(), fr: zero_off(), cr: zero_off() };
-        let len = getsockopt(&fd, libc::XDP_MMAP_OFFSETS, &mut off).map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
+        let mut off = libc::xdp_mmap_offsets {
+            rx: zero_off(),
+            tx: zero_off(),
+            fr: zero_off(),
+            cr: zero_off(),
+        };
+        let len = getsockopt(&fd, libc::XDP_MMAP_OFFSETS, &mut off)
+            .map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
         if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-            return Err(LinkError::XdpUnsupported("kernel too old: XDP ring offsets without flags (before 5.4)".into()));
+            return Err(LinkError::XdpUnsupported(
+                "kernel too old: XDP ring offsets without flags (before 5.4)".into(),
+            ));
         }
         let raw = fd.as_raw_fd();
         let map_ring = |o: &libc::xdp_ring_offset, desc: usize, pgoff: u64, call: &'static str| {
@@ -352,27 +452,79 @@ impl AfXdpLink {
         };
         let dsz = std::mem::size_of::<libc::xdp_desc>();
         let ring_err = |call: &'static str| move |e: io::Error| LinkError::io(call, e);
-        let rx = Ring::new(map_ring(&off.rx, dsz, libc::XDP_PGOFF_RX_RING as u64, "mmap(RX ring)")?, &off.rx, RING, false)
-            .map_err(ring_err("RX ring layout"))?;
-        let tx = Ring::new(map_ring(&off.tx, dsz, libc::XDP_PGOFF_TX_RING as u32 as u64, "mmap(TX ring)")?, &off.tx, RING, true)
-            .map_err(ring_err("TX ring layout"))?;
-        let fill = Ring::new(map_ring(&off.fr, 8, libc::XDP_UMEM_PGOFF_FILL_RING, "mmap(fill ring)")?, &off.fr, RING, true)
-            .map_err(ring_err("fill ring layout"))?;
-        let comp = Ring::new(map_ring(&off.cr, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING, "mmap(completion ring)")?, &off.cr, RING, false)
-            .map_err(ring_err("completion ring layout"))?;
+        let rx = Ring::new(
+            map_ring(
+                &off.rx,
+                dsz,
+                libc::XDP_PGOFF_RX_RING as u64,
+                "mmap(RX ring)",
+            )?,
+            &off.rx,
+            RING,
+            false,
+        )
+        .map_err(ring_err("RX ring layout"))?;
+        let tx = Ring::new(
+            map_ring(
+                &off.tx,
+                dsz,
+                libc::XDP_PGOFF_TX_RING as u32 as u64,
+                "mmap(TX ring)",
+            )?,
+            &off.tx,
+            RING,
+            true,
+        )
+        .map_err(ring_err("TX ring layout"))?;
+        let fill = Ring::new(
+            map_ring(
+                &off.fr,
+                8,
+                libc::XDP_UMEM_PGOFF_FILL_RING,
+                "mmap(fill ring)",
+            )?,
+            &off.fr,
+            RING,
+            true,
+        )
+        .map_err(ring_err("fill ring layout"))?;
+        let comp = Ring::new(
+            map_ring(
+                &off.cr,
+                8,
+                libc::XDP_UMEM_PGOFF_COMPLETION_RING,
+                "mmap(completion ring)",
+            )?,
+            &off.cr,
+            RING,
+            false,
+        )
+        .map_err(ring_err("completion ring layout"))?;
 
         let netns = netns_id();
         let native = reserve(netns, ifindex, queue, iface, opts.addr)?;
-        let mut reservation = Reservation { netns, ifindex, queue, armed: true };
+        let mut reservation = Reservation {
+            netns,
+            ifindex,
+            queue,
+            armed: true,
+        };
 
         let need_wakeup = bind(&fd, ifindex, queue, iface)?;
         {
             let list = attachments();
-            let a = list.iter().find(|a| a.netns == netns && a.ifindex == ifindex);
+            let a = list
+                .iter()
+                .find(|a| a.netns == netns && a.ifindex == ifindex);
             match a {
                 Some(a) => bpf::xskmap_set(&a.map, queue, fd.as_raw_fd())
                     .map_err(|e| LinkError::io("bpf(BPF_MAP_UPDATE_ELEM, XSKMAP)", e))?,
-                None => return Err(LinkError::Io { call: "XSK map", err: io::Error::other("attachment vanished") }),
+                None => {
+                    return Err(LinkError::Io {
+                        call: "XSK map",
+                        err: io::Error::other("attachment vanished"),
+                    })
+                }
             }
         }
 
@@ -385,13 +537,19 @@ impl AfXdpLink {
             umem,
             chunk: chunk as u64,
             rx_stash: (0..RX_FRAMES).map(|i| i as u64 * chunk as u64).collect(),
-            tx_free: (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk as u64).collect(),
+            tx_free: (RX_FRAMES..RX_FRAMES + TX_FRAMES)
+                .rev()
+                .map(|i| i as u64 * chunk as u64)
+                .collect(),
             need_wakeup,
             netns,
             ifindex,
             queue,
             iface: iface.to_string(),
-            mode: format!("{} copy-mode queue {queue}", if native { "native" } else { "generic" }),
+            mode: format!(
+                "{} copy-mode queue {queue}",
+                if native { "native" } else { "generic" }
+            ),
             mac,
             mtu,
             counters: LinkCounters::default(),
@@ -410,7 +568,10 @@ impl AfXdpLink {
         let a = list
             .iter()
             .find(|a| a.netns == self.netns && a.ifindex == self.ifindex)
-            .ok_or_else(|| LinkError::Io { call: "XSK map", err: io::Error::other("attachment vanished") })?;
+            .ok_or_else(|| LinkError::Io {
+                call: "XSK map",
+                err: io::Error::other("attachment vanished"),
+            })?;
         bpf::test_run(&a.prog, frame).map_err(|e| LinkError::io("bpf(BPF_PROG_TEST_RUN)", e))
     }
 
@@ -429,7 +590,14 @@ impl AfXdpLink {
         if self.need_wakeup && self.fill.needs_wakeup() {
             // SAFETY: a zero-length, non-blocking recvfrom with null buffers only wakes the driver.
             unsafe {
-                libc::recvfrom(self.fd.as_raw_fd(), std::ptr::null_mut(), 0, libc::MSG_DONTWAIT, std::ptr::null_mut(), std::ptr::null_mut())
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
             };
         }
     }
@@ -463,7 +631,11 @@ fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str) -> Result<bool, Lin
         };
         // SAFETY: `sa` is a valid sockaddr_xdp passed with its size.
         let rc = unsafe {
-            libc::bind(fd.as_raw_fd(), &sa as *const libc::sockaddr_xdp as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t)
+            libc::bind(
+                fd.as_raw_fd(),
+                &sa as *const libc::sockaddr_xdp as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
         };
         if rc < 0 {
             Err(io::Error::last_os_error())
@@ -527,7 +699,7 @@ impl Link for AfXdpLink {
 
     fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
         let n = self.rx.available().min(max.min(u32::MAX as usize) as u32);
-        let umem_len = self.umem.len() as u64;
+        let umem_len = self.umem.size() as u64;
         let frame_max = self.frame_max();
         for i in 0..n {
             let d = self.rx.peek(i);
@@ -543,7 +715,9 @@ impl Link for AfXdpLink {
                 // SAFETY: [addr, addr+len) lies inside the UMEM (checked above); the kernel
                 // published this descriptor and will not write the chunk until we return it
                 // to the fill ring below, after the callback.
-                let frame = unsafe { std::slice::from_raw_parts(self.umem.as_ptr().add(addr as usize), len as usize) };
+                let frame = unsafe {
+                    std::slice::from_raw_parts(self.umem.as_ptr().add(addr as usize), len as usize)
+                };
                 rx(frame);
                 self.counters.rx_frames += 1;
                 self.counters.rx_bytes += len;
@@ -557,7 +731,10 @@ impl Link for AfXdpLink {
         Ok(n as usize)
     }
 
-    fn transmit(&mut self, fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>) -> Result<TxStatus, LinkError> {
+    fn transmit(
+        &mut self,
+        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> Result<TxStatus, LinkError> {
         if self.tx_free.is_empty() {
             self.reclaim();
         }
@@ -573,16 +750,24 @@ impl Link for AfXdpLink {
         // SAFETY: `addr` is a TX chunk on our free list (chunk-aligned, inside the UMEM,
         // chunk >= cap); the kernel is done with it (it came back on the completion ring or
         // was never given), and nothing else references it while the slice lives.
-        let slot = unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(addr as usize), cap) };
+        let slot =
+            unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(addr as usize), cap) };
         match fill(slot) {
             None | Some(0) => Ok(TxStatus::Idle),
             Some(len) if len > cap => Err(LinkError::Io {
                 call: "transmit",
-                err: io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {len} bytes in a {cap}-byte slot")),
+                err: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("frame of {len} bytes in a {cap}-byte slot"),
+                ),
             }),
             Some(len) => {
                 self.tx_free.pop();
-                self.tx.push(libc::xdp_desc { addr, len: len as u32, options: 0 });
+                self.tx.push(libc::xdp_desc {
+                    addr,
+                    len: len as u32,
+                    options: 0,
+                });
                 self.tx.submit();
                 self.counters.tx_frames += 1;
                 self.counters.tx_bytes += len as u64;
@@ -598,13 +783,21 @@ impl Link for AfXdpLink {
             }
             // SAFETY: a zero-length, non-blocking sendto with null buffers only kicks TX.
             let rc = unsafe {
-                libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0)
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
             };
             if rc < 0 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
                     // More pending, the driver busy, or the completion ring full: reclaim, kick again.
-                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS)
+                    | Some(libc::EINTR) => {}
                     _ => return Err(io_err("sendto (AF_XDP TX kick)", e, &self.iface)),
                 }
             }
@@ -619,11 +812,25 @@ impl Link for AfXdpLink {
             return Ok(());
         }
         self.pollfds.clear();
-        self.pollfds.push(libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        self.pollfds.extend(also.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
+        self.pollfds.push(libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        self.pollfds.extend(also.iter().map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }));
         let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
         // SAFETY: `pollfds` is a live array of `len` pollfd structs.
-        let rc = unsafe { libc::poll(self.pollfds.as_mut_ptr(), self.pollfds.len() as libc::nfds_t, ms) };
+        let rc = unsafe {
+            libc::poll(
+                self.pollfds.as_mut_ptr(),
+                self.pollfds.len() as libc::nfds_t,
+                ms,
+            )
+        };
         if rc < 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EINTR) {

@@ -21,28 +21,49 @@ pub struct Mapping {
 impl Mapping {
     /// Anonymous private memory (the UMEM), zeroed, populated up front.
     pub fn anonymous(len: usize) -> io::Result<Mapping> {
-        Self::map(len, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1, 0)
+        Self::map(
+            len,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
     }
 
     /// A ring of the XSK `fd` at page offset `pgoff`.
     pub fn ring(fd: RawFd, len: usize, pgoff: u64) -> io::Result<Mapping> {
-        Self::map(len, libc::MAP_SHARED | libc::MAP_POPULATE, fd, pgoff as libc::off_t)
+        Self::map(
+            len,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd,
+            pgoff as libc::off_t,
+        )
     }
 
     fn map(len: usize, flags: libc::c_int, fd: RawFd, off: libc::off_t) -> io::Result<Mapping> {
         // SAFETY: a fresh mapping chosen by the kernel (addr NULL); no existing memory is affected.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, off) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                off,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        NonNull::new(p as *mut u8).map(|ptr| Mapping { ptr, len }).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
+        NonNull::new(p as *mut u8)
+            .map(|ptr| Mapping { ptr, len })
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
     }
 
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
-    pub fn len(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.len
     }
 }
@@ -75,10 +96,20 @@ pub struct Ring<D: Copy> {
 
 impl<D: Copy> Ring<D> {
     /// Wraps ring `map` laid out as `off` says, with `size` entries (a power of two).
-    pub fn new(map: Mapping, off: &libc::xdp_ring_offset, size: u32, producer_side: bool) -> io::Result<Ring<D>> {
+    pub fn new(
+        map: Mapping,
+        off: &libc::xdp_ring_offset,
+        size: u32,
+        producer_side: bool,
+    ) -> io::Result<Ring<D>> {
         let end = off.desc as usize + size as usize * std::mem::size_of::<D>();
-        let fits = |o: u64| (o as usize) + 4 <= map.len() && o % 4 == 0;
-        if !size.is_power_of_two() || end > map.len() || !fits(off.producer) || !fits(off.consumer) || !fits(off.flags) {
+        let fits = |o: u64| (o as usize) + 4 <= map.size() && o % 4 == 0;
+        if !size.is_power_of_two()
+            || end > map.size()
+            || !fits(off.producer)
+            || !fits(off.consumer)
+            || !fits(off.flags)
+        {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let base = map.as_ptr();
@@ -92,7 +123,17 @@ impl<D: Copy> Ring<D> {
                 base.add(off.desc as usize) as *mut D,
             )
         };
-        let mut r = Ring { _map: map, producer, consumer, flags, descs, mask: size - 1, size, local: 0, cached: 0 };
+        let mut r = Ring {
+            _map: map,
+            producer,
+            consumer,
+            flags,
+            descs,
+            mask: size - 1,
+            size,
+            local: 0,
+            cached: 0,
+        };
         if producer_side {
             r.local = r.prod().load(Ordering::Relaxed);
             r.cached = r.cons().load(Ordering::Acquire);

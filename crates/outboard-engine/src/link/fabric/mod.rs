@@ -42,7 +42,9 @@
 //!   known only after the frame is built), then copies it into the ring(s).
 //! - **Full rings**: before lending the buffer, `transmit` returns
 //!   [`TxStatus::Full`] when every claimed destination's ring from us is
-//!   full (with one peer, the usual case, that is exact backpressure). When
+//!   full (with one peer, the usual case, that is exact backpressure; a full
+//!   ring of a dead owner does not count, so a crashed peer cannot wedge the
+//!   sender: its frames are dropped). When
 //!   only the ring of the frame's particular destination is full, the frame
 //!   is dropped like at a switch's full output queue: counted in
 //!   [`FabricStats::ring_full_drops`] here and in the destination's shared
@@ -77,7 +79,8 @@
 //!   14..=1514 is dropped and counted (`rx_oversize` when too long,
 //!   `rx_kernel_drops` when too short, and [`FabricStats::rx_bad_slots`]);
 //!   ring indices more than a ring apart are resynchronised (tail := head)
-//!   and counted in [`FabricStats::rx_bad_rings`]. The file is mode 0600 and
+//!   and counted in [`FabricStats::rx_bad_rings`]; a deliver-at time more
+//!   than 10 s ahead is cut to 10 s. The file is mode 0600 and
 //!   must belong to our uid, so only our own processes can write it. Not
 //!   defended: a process of ours that truncates the file (SIGBUS on access).
 //!
@@ -121,6 +124,9 @@ pub const MAX_REORDER: usize = 2048;
 const INIT_WAIT: Duration = Duration::from_secs(1);
 /// Longest sleep in one futex wait while `also` fds must be polled.
 const ALSO_POLL: Duration = Duration::from_millis(10);
+/// Longest a received frame is held for its deliver-at time: a later time
+/// (from a buggy peer) is cut to this, so it cannot clog the reorder buffer.
+const MAX_HOLD: Duration = Duration::from_secs(10);
 /// Recycled frame buffers kept at most.
 const FREE_BUFFERS: usize = 256;
 /// First five bytes of every port's MAC.
@@ -302,12 +308,14 @@ impl FabricLink {
     }
 
     /// True when at least one other port is claimed and every such port's
-    /// ring from us is full.
+    /// ring from us is full. A full ring whose owner died does not count (its
+    /// frames are dropped instead), so a crashed peer cannot wedge us.
     fn all_destinations_full(&self) -> bool {
         let mut any = false;
         for p in (0..PORTS).filter(|&p| p != self.port) {
-            if self.owner(p) != 0 {
-                if self.ring_has_space(self.port, p) {
+            let owner = self.owner(p);
+            if owner != 0 {
+                if self.ring_has_space(self.port, p) || !pid_alive(owner) {
                     return false;
                 }
                 any = true;
@@ -400,12 +408,13 @@ impl FabricLink {
             return 0;
         }
         let was_full = avail == SLOTS;
+        let hold_limit = now.saturating_add(MAX_HOLD.as_nanos() as u64);
         let mut t = tail;
         let mut n = 0;
         while t != head && n < budget {
             let slot = slot_offset(src, self.port, t);
             let len = self.map.u32_at(slot).load(Ordering::Relaxed) as usize;
-            let at = self.map.u64_at(slot + 8).load(Ordering::Relaxed);
+            let at = self.map.u64_at(slot + 8).load(Ordering::Relaxed).min(hold_limit);
             if !(14..=MAX_FRAME).contains(&len) {
                 self.stats.rx_bad_slots += 1;
                 if len > MAX_FRAME {
