@@ -183,6 +183,7 @@ impl Fetch {
         while self.sent < self.plan.send_bytes {
             let room = conn.send_capacity().min(self.buf.len());
             if room == 0 {
+                conn.request_writable();
                 break;
             }
             let n = room.min((self.plan.send_bytes - self.sent) as usize);

@@ -278,6 +278,8 @@ impl Services {
                 ServiceKind::Echo => loop {
                     let room = conn.send_capacity().min(self.scratch.len());
                     if room == 0 {
+                        // Full: resume reading when ACKs free room.
+                        conn.request_writable();
                         break;
                     }
                     match conn.recv(&mut self.scratch[..room]) {
@@ -320,6 +322,8 @@ impl Services {
                     budget -= n;
                     sc.offset = (sc.offset + n) % period;
                 }
+                // More when the next ACKs free room (or the budget ran out).
+                conn.request_writable();
             }
             // The peer finished sending and everything it sent is consumed (echo:
             // and answered): finish our side too.

@@ -36,12 +36,17 @@ impl Connection {
             self.on_new_ack(now, repr);
         } else if ack == self.snd_una
             && self.snd_nxt > self.snd_una
-            && payload_len == 0
             && !repr.flags.syn()
             && !repr.flags.fin()
         {
-            // RFC 5681 §2 duplicate ACK; with SACK, RFC 6675 counts ACKs that SACK new data.
-            let dup = if self.sack_ok && !repr.options.sack.is_empty() { newly_sacked > 0 } else { wnd == self.snd_wnd };
+            // RFC 5681 §2 duplicate ACK: no data, same window. With SACK,
+            // RFC 6675 §2 counts every ACK that SACKs new data, data-carrying
+            // or not — when both sides send, the dup ACKs ride on data.
+            let dup = if self.sack_ok && !repr.options.sack.is_empty() {
+                newly_sacked > 0
+            } else {
+                payload_len == 0 && wnd == self.snd_wnd
+            };
             if dup {
                 self.recovery_on_dup_ack(now);
             }

@@ -358,6 +358,13 @@ impl Connection {
         }
     }
 
+    /// Asks for a `Writable` event when send-buffer space next opens, as a
+    /// `send` that came up short does. For applications that check
+    /// `send_capacity` first and so never make a short `send`.
+    pub fn request_writable(&mut self) {
+        self.want_writable = true;
+    }
+
     /// Bytes ready to read.
     pub fn recv_available(&self) -> usize {
         self.recv_buf.len()
