@@ -57,6 +57,8 @@ enum SimCommand {
 enum BenchCommand {
     /// Internet checksum and fused copy+checksum throughput against memcpy.
     Checksum(ChecksumArgs),
+    /// The engine vs Linux on the lab's veth pair: throughput and 64-byte round trips (root).
+    Link(bench::link::LinkArgs),
 }
 
 #[derive(Args, Debug)]
@@ -89,5 +91,6 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Bench(BenchCommand::Link(a)) => bench::link::main(&a),
     }
 }

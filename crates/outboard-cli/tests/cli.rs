@@ -89,8 +89,21 @@ fn bench_checksum_json_has_a_row_per_size() {
 }
 
 #[test]
-fn demo_runs_and_verifies() {
-    let out = outboard(&["demo", "--bytes", "1MiB"]);
+fn demo_runs_two_engine_processes_on_the_fabric_and_verifies() {
+    let out = Command::new(env!("CARGO_BIN_EXE_outboard"))
+        .args(["demo", "--bytes", "4MiB"])
+        .env("OUTBOARD_RUN_DIR", std::env::temp_dir().join(format!("ob-demo-{}", std::process::id())))
+        .output()
+        .expect("run outboard");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stdout: {text}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("echo verified: byte-identical"), "{text}");
+    assert!(text.contains("Demo passed"), "{text}");
+}
+
+#[test]
+fn sim_demo_runs_and_verifies() {
+    let out = outboard(&["sim", "demo", "--bytes", "1MiB"]);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("SHA-256 identical"), "{text}");

@@ -201,13 +201,11 @@ impl Fetch {
             }
         }
         let recv_done = self.plan.recv_limit.is_some_and(|l| self.received >= l);
-        if self.sent >= self.plan.send_bytes && !self.shut {
+        // A download (`recv_limit`) keeps our side open until it has read
+        // enough: services such as `source` stop when the client half-closes.
+        if self.sent >= self.plan.send_bytes && !self.shut && self.plan.recv_limit.is_none() {
             self.shut = true;
-            if recv_done {
-                conn.close();
-            } else {
-                conn.shutdown_write();
-            }
+            conn.shutdown_write();
         } else if recv_done && !self.shut {
             self.shut = true;
             conn.close();

@@ -123,6 +123,26 @@ fn rfc6675_sack_loss_detection_retransmits_the_hole() {
 }
 
 #[test]
+fn rfc6675_data_carrying_acks_that_sack_new_data_count_as_dup_acks() {
+    // Both sides sending (an echo): the peer's dup ACKs ride on its data.
+    // RFC 6675 §2 counts them; RFC 5681's "carries no data" rule would
+    // leave every loss to the RTO.
+    let mut h = sack_established();
+    send_segments(&mut h, 10);
+    for (i, upto) in [2u32, 3, 4].into_iter().enumerate() {
+        let mut a = ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(upto))]);
+        a.seq = SeqNumber(PEER_ISS + 1 + 100 * i as u32);
+        h.send(&a, &[b'x'; 100]);
+    }
+    let out = h.recv();
+    assert!(
+        out.iter().any(|o| o.seq() == ISS + 1 && o.len() == MSS as usize),
+        "the hole is fast-retransmitted without waiting for the RTO"
+    );
+    assert_eq!(h.c.stats().fast_retransmits, 1);
+}
+
+#[test]
 fn rfc6675_retransmits_only_unsacked_lost_segments() {
     let mut h = sack_established();
     send_segments(&mut h, 10);
