@@ -13,6 +13,25 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 cargo --version
 
+step "system packages for the root tests (namespaces, veth, ping, tshark, nftables, scapy)"
+# The lab and interop tests drive the real Linux stack: they need these tools.
+need_pkgs=()
+for pair in ip:iproute2 ethtool:ethtool ping:iputils-ping sysctl:procps setsid:util-linux \
+            setpriv:util-linux tshark:tshark nft:nftables; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
+done
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
+    else
+        echo "missing tools: ${need_pkgs[*]} (install them, as root, with apt-get)" >&2
+    fi
+fi
+if ! python3 -c 'import scapy' >/dev/null 2>&1; then
+    python3 -m pip install --quiet scapy || echo "could not install scapy (pip install scapy)" >&2
+fi
+
 step "installing cargo-fuzz (for the bounded fuzz runs)"
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --version 0.13.2 --locked

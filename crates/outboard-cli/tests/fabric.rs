@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 //! Engine processes on the shared-memory fabric: no root needed. Two
 //! engines move data through the fabric's seeded faults; an idle engine
 //! sleeps; every start-up error has its exit code and message.

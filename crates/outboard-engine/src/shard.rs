@@ -245,6 +245,8 @@ impl Shard {
                 cwnd: s.cwnd,
                 srtt_us: s.srtt_us,
                 retransmits: s.retransmits,
+                challenge_acks: s.challenge_acks,
+                dropped_segments: s.dropped_segments,
                 bytes_in: s.bytes_in,
                 bytes_out: s.bytes_out,
                 memory: s.memory,

@@ -20,6 +20,9 @@ pub struct ConnRow {
     pub cwnd: usize,
     pub srtt_us: u64,
     pub retransmits: u64,
+    /// RFC 5961 challenge ACKs sent, and segments dropped as unacceptable.
+    pub challenge_acks: u64,
+    pub dropped_segments: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub memory: usize,

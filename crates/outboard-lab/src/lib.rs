@@ -655,6 +655,18 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             p.push(argv(&["ip", "-n", imp, "link", "set", i, "master", "br0"]));
         }
         p.push(argv(&["ip", "-n", imp, "link", "set", "br0", "up"]));
+        // With br_netfilter loaded on the host, a bridge hands IPv4 to
+        // netfilter, which drops frames with bad IP checksums before the
+        // engine could see (and count) them: a lab must pass every frame.
+        p.push(argv(&[
+            "ip",
+            "netns",
+            "exec",
+            imp,
+            "sh",
+            "-c",
+            "for f in /proc/sys/net/bridge/bridge-nf-call-iptables /proc/sys/net/bridge/bridge-nf-call-arptables; do [ -e $f ] && echo 0 > $f; done; true",
+        ]));
     }
     if let Some(r) = &info.router {
         p.push(argv(&[

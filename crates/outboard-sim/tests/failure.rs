@@ -114,9 +114,12 @@ fn corruption_the_checksum_cannot_see_is_caught_with_its_offset() {
 /// Found by tests/random_faults.rs (proptest seed 1). The simulated link has
 /// no FCS and ARP no checksum: the corruption knob flips a bit in the sender
 /// MAC of the first ARP reply, host a caches 02:00:00:00:40:02 for 60 s and
-/// sends its SYNs there (the network counts them unroutable); the refresh at
-/// 63 s comes too late for the SYN retry budget. The run must fail loudly,
-/// naming the timeout, and never deliver wrong data.
+/// sends its SYNs there (the network counts them unroutable). The ARP
+/// refresh at 63 s and the end of the SYN retry budget (1+2+4+8+16+32 s)
+/// fall within microseconds of each other, so which comes first depends on
+/// how timers are scheduled (it changed when the TCP table moved to the timer
+/// wheel). Either way the run must never deliver wrong data: it completes
+/// after the refresh, or it fails loudly naming the timeout.
 #[test]
 fn corrupted_arp_reply_poisons_the_cache_and_fails_loudly() {
     let cfg = TransferConfig {
@@ -136,13 +139,17 @@ fn corrupted_arp_reply_poisons_the_cache_and_fails_loudly() {
         ..TransferConfig::default()
     };
     let r = run_transfer(&cfg);
-    assert!(!r.ok);
     assert_eq!(r.faults.corrupted, 1);
     assert!(r.net.unroutable > 0, "{:?}", r.net);
-    assert!(
-        r.reason.as_deref().unwrap_or("").contains("timed out"),
-        "{:?}",
-        r.reason
-    );
+    assert!(r.virtual_seconds > 60.0, "the poisoned entry held until its refresh");
+    if r.ok {
+        assert!(r.sha256_match);
+    } else {
+        assert!(
+            r.reason.as_deref().unwrap_or("").contains("timed out"),
+            "{:?}",
+            r.reason
+        );
+    }
     assert_eq!(r.first_bad_offset, None);
 }

@@ -159,6 +159,7 @@ impl Stack {
                 cfg.secret,
                 cfg.ephemeral_ports.0,
                 cfg.syn_queue_cap,
+                now,
             ),
             icmp_limit: ratelimit::RateLimiter::new(
                 icmp::ERROR_RATE_PER_SEC,

@@ -75,6 +75,14 @@ impl TcpTable {
             stats.drops_tcp_listener += 1;
             return None;
         }
+        if flags.fin() {
+            // SYN+FIN opens nothing real (a scanner's probe or a forged
+            // segment): dropped, as Linux (LISTEN: "if (th->fin) goto
+            // discard") and FreeBSD (drop_synfin) do, rather than spending
+            // SYN-queue state or a cookie on it.
+            stats.drops_tcp_listener += 1;
+            return None;
+        }
         // Invariant: the caller looked the listener up by port just before.
         let l = self.listeners.get_mut(&lid).expect("listener exists");
         if l.accept_queue_full() {

@@ -122,7 +122,7 @@ counters! {
     /// Handshake-completing segments dropped because the accept queue was full.
     drops_tcp_accept_queue_full,
     /// Segments dropped at the listener (e.g. a bare ACK while no cookies were out,
-    /// a SYN with ACK, a SYN for a broadcast address).
+    /// a SYN with ACK, a SYN for a broadcast address, a SYN+FIN, a RST, no flags at all).
     drops_tcp_listener,
 }
 

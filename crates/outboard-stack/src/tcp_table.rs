@@ -8,8 +8,8 @@ use crate::{ConnId, ListenerId, StackError};
 use outboard_tcp::isn::IsnGenerator;
 use outboard_tcp::syncookie::SynCookies;
 use outboard_tcp::{Config, Connection, FourTuple};
-use outboard_time::Instant;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use outboard_time::{Duration, Instant, TimerWheel};
+use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
 use std::net::SocketAddrV4;
 
@@ -55,7 +55,9 @@ pub(crate) struct TcpTable {
     pub listener_by_port: HashMap<u16, ListenerId>,
     /// Connections that may have something to send, served round-robin.
     ready: VecDeque<ConnId>,
-    timers: BTreeSet<(Instant, ConnId)>,
+    /// Each connection's next deadline, in a hierarchical timer wheel
+    /// (token = connection id): O(1) re-arm on every segment.
+    timers: TimerWheel,
     /// Application-owned connections with events to collect (`Stack::tcp_poll_ready`).
     app_events: VecDeque<ConnId>,
     next_conn: u32,
@@ -74,6 +76,7 @@ impl TcpTable {
         secret: [u8; 16],
         ephemeral_start: u16,
         syn_queue_cap: usize,
+        now: Instant,
     ) -> TcpTable {
         TcpTable {
             conns: HashMap::new(),
@@ -81,7 +84,7 @@ impl TcpTable {
             listeners: HashMap::new(),
             listener_by_port: HashMap::new(),
             ready: VecDeque::new(),
-            timers: BTreeSet::new(),
+            timers: TimerWheel::starting_at(Duration::from_millis(1), now),
             app_events: VecDeque::new(),
             next_conn: 0,
             next_listener: 0,
@@ -219,11 +222,13 @@ impl TcpTable {
         let e = self.conns.get_mut(&id)?;
         let deadline = e.conn.poll_timeout();
         if deadline != e.deadline {
-            if let Some(old) = e.deadline {
-                self.timers.remove(&(old, id));
-            }
-            if let Some(new) = deadline {
-                self.timers.insert((new, id));
+            match deadline {
+                Some(new) => {
+                    self.timers.insert(u64::from(id.0), new);
+                }
+                None => {
+                    self.timers.cancel(u64::from(id.0));
+                }
             }
             e.deadline = deadline;
         }
@@ -237,8 +242,8 @@ impl TcpTable {
 
     fn remove(&mut self, id: ConnId) -> Option<Owner> {
         let e = self.conns.remove(&id)?;
-        if let Some(d) = e.deadline {
-            self.timers.remove(&(d, id));
+        if e.deadline.is_some() {
+            self.timers.cancel(u64::from(id.0));
         }
         let tuple = e.conn.tuple();
         if self.by_tuple.get(&tuple) == Some(&id) {
@@ -277,15 +282,22 @@ impl TcpTable {
     }
 
     /// Connections whose deadline is at or before `now`.
-    pub(crate) fn expired(&self, now: Instant) -> Vec<ConnId> {
-        self.timers
-            .range(..=(now, ConnId(u32::MAX)))
-            .map(|(_, id)| *id)
-            .collect()
+    /// Their timers are disarmed: `settle` re-arms each one's next deadline.
+    pub(crate) fn expired(&mut self, now: Instant) -> Vec<ConnId> {
+        let mut fired = Vec::new();
+        self.timers.advance(now, &mut |token| fired.push(ConnId(token as u32)));
+        for id in &fired {
+            if let Some(e) = self.conns.get_mut(id) {
+                e.deadline = None;
+            }
+        }
+        fired
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.timers.first().map(|(t, _)| *t);
+        // No later than the earliest deadline (the wheel may answer a coarse
+        // slot's start; handling the timeout then cascades it finer).
+        let mut t = self.timers.next_deadline();
         // Connections the application touched since their last settle may
         // have a deadline the index does not know yet.
         for id in &self.ready {

@@ -10,6 +10,9 @@ use core::fmt;
 use core::ops::{Add, AddAssign, Sub};
 pub use core::time::Duration;
 
+pub mod timer_wheel;
+pub use timer_wheel::TimerWheel;
+
 /// A point in time, in nanoseconds since the clock owner's epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);

@@ -12,13 +12,14 @@ Commands:
       SYN-ACK, ACK it. Answer: {"ok", "iss", "irs", "synack", "snd_nxt", "rcv_nxt"}.
   {"op": "send", "flags": "A", "seq_off": 0, "ack_off": 0, "payload": "text",
    "bad_tcp_checksum": false, "bad_ip_checksum": false, "wait": 1.0,
-   "expect": 0, "advance": false, "sport": null, "seq": null}
+   "expect": 0, "advance": false, "sport": null, "dport": null, "seq": null}
       Sends one segment with SEQ = SND.NXT + seq_off (or the absolute "seq")
       and ACK = RCV.NXT + ack_off, then collects what the engine sends to our
       port for `wait` seconds (sooner once `expect` segments arrived).
       `advance` moves SND.NXT past the segment. In-order data from the engine
       moves RCV.NXT (so ack_off 0 acknowledges it). "sport" sends from
-      another port (a fresh 4-tuple: segments to the listener).
+      another port (a fresh 4-tuple: segments to the listener); "dport"
+      sets the engine's port when no connection was made (default 7).
       Answer: {"sent": {...}, "got": [{"flags", "seq", "ack", "len", "payload", "window"}],
                "snd_nxt", "rcv_nxt"}.
   {"op": "quit"}
@@ -58,7 +59,7 @@ class Peer:
         self.dst_mac = self.resolve()
         self.sock = conf.L2socket(iface=IFACE)
         self.sport = None
-        self.dport = None
+        self.dport = 7
         self.snd_nxt = 0
         self.rcv_nxt = 0
         self.sniffer = AsyncSniffer(
@@ -148,6 +149,8 @@ class Peer:
 
     def send(self, c):
         sport = c.get("sport") or self.sport
+        if c.get("dport"):
+            self.dport = c["dport"]
         payload = c.get("payload", "").encode("latin-1")
         seq = c["seq"] if c.get("seq") is not None else self.snd_nxt + c.get("seq_off", 0)
         ack = self.rcv_nxt + c.get("ack_off", 0)

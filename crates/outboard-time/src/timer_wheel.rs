@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use outboard_time::{Duration, Instant};
+use crate::{Duration, Instant};
 
 /// Slots per level (a power of two: slot indices are 6-bit groups of ticks).
 pub const SLOTS: usize = 64;
@@ -90,6 +90,16 @@ pub struct TimerWheel {
 impl Default for TimerWheel {
     fn default() -> Self {
         TimerWheel::new(Duration::from_millis(1))
+    }
+}
+
+impl std::fmt::Debug for TimerWheel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("tick_ns", &self.tick_ns)
+            .field("timers", &self.entries.len())
+            .field("next_deadline", &self.next_deadline())
+            .finish()
     }
 }
 
