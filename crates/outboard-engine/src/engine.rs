@@ -151,6 +151,8 @@ impl Engine {
         cfg.gateway = set.gateway;
         cfg.mtu = link.mtu();
         cfg.tcp = set.tcp.clone();
+        // Our MSS follows the link's MTU (RFC 9293 §3.7.1: MTU - 40).
+        cfg.tcp.mss = u16::try_from(cfg.mtu.saturating_sub(40)).unwrap_or(u16::MAX);
         cfg.secret = random_secret();
         let mut stack = Stack::new(cfg, now);
         let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;

@@ -62,8 +62,11 @@ const RR_SIZE: usize = 64;
 const RR_WARMUP: u32 = 200;
 /// An upper bound on measured round trips (keeps the sample vector bounded).
 const RR_MAX: usize = 20_000_000;
-/// Any one blocking socket call gives up after this long.
+/// A socket call that makes no progress for this long fails the case.
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
+/// Socket timeouts: a blocked call wakes this often to look at the stop flag
+/// (so Ctrl-C, which also stops the engine, ends the bench at once).
+const IO_POLL: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LinkChoice {
@@ -154,6 +157,13 @@ pub struct LinuxSide {
     pub server: String,
     pub throughput: Throughput,
     pub round_trip: RoundTrip,
+    /// The throughput case again with TX checksum offload turned back on on
+    /// every kernel end of the path (lnx0, imp-l, imp-e, br0; the lab turns it
+    /// off because the engine needs full checksums): what Linux-to-Linux gets
+    /// with TSO/GSO super-packets end to end on the veths.
+    pub throughput_lnx0_tx_offload_on: Throughput,
+    /// `ethtool -k lnx0` during that case.
+    pub lnx0_offloads_then: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -251,7 +261,10 @@ pub fn main(a: &LinkArgs) -> ExitCode {
         eprintln!("outboard bench link: tearing down lab {name}: {e}");
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serialises")
+        );
     } else {
         print_table(&report);
     }
@@ -263,7 +276,11 @@ fn default_lab_name() -> String {
     let mut s = String::from("bl");
     for _ in 0..6 {
         let d = (n % 36) as u8;
-        s.push(if d < 10 { (b'0' + d) as char } else { (b'a' + d - 10) as char });
+        s.push(if d < 10 {
+            (b'0' + d) as char
+        } else {
+            (b'a' + d - 10) as char
+        });
         n /= 36;
         if n == 0 {
             break;
@@ -272,7 +289,13 @@ fn default_lab_name() -> String {
     s
 }
 
-fn run(lab: &str, links: &[&str], a: &LinkArgs, dur: Duration, skipped: Vec<String>) -> Result<Report, String> {
+fn run(
+    lab: &str,
+    links: &[&str],
+    a: &LinkArgs,
+    dur: Duration,
+    skipped: Vec<String>,
+) -> Result<Report, String> {
     let eng_ns = outboard_lab::namespace(lab, "eng");
     let lnx_ns = outboard_lab::namespace(lab, "lnx");
     let mut offloads = BTreeMap::new();
@@ -283,7 +306,7 @@ fn run(lab: &str, links: &[&str], a: &LinkArgs, dur: Duration, skipped: Vec<Stri
     let mut results = Vec::new();
     let mut outcome = Ok(());
     for link in links {
-        match run_link(link, &eng_ns, &lnx_ns, &run_dir, dur) {
+        match run_link(link, lab, &run_dir, dur) {
             Ok(r) => results.push(r),
             Err(e) => {
                 outcome = Err(format!("{link}: {e}"));
@@ -330,7 +353,15 @@ fn stopped() -> Result<(), String> {
 }
 
 /// Ours, then Linux, for one link kind.
-fn run_link(link: &str, eng_ns: &str, lnx_ns: &str, run_dir: &std::path::Path, dur: Duration) -> Result<LinkResult, String> {
+fn run_link(
+    link: &str,
+    lab: &str,
+    run_dir: &std::path::Path,
+    dur: Duration,
+) -> Result<LinkResult, String> {
+    let eng_ns = &outboard_lab::namespace(lab, "eng");
+    let imp_ns = &outboard_lab::namespace(lab, "imp");
+    let lnx_ns = &outboard_lab::namespace(lab, "lnx");
     stopped()?;
     // ---- ours
     let engine = EngineProc::start(eng_ns, link, run_dir)?;
@@ -343,7 +374,10 @@ fn run_link(link: &str, eng_ns: &str, lnx_ns: &str, run_dir: &std::path::Path, d
         let s1 = engine.stat()?;
         let sunk = service_bytes_in(&s1, "sink") - service_bytes_in(&s0, "sink");
         if sunk != tput.0 {
-            return Err(format!("the engine's sink consumed {sunk} bytes, the client wrote {}", tput.0));
+            return Err(format!(
+                "the engine's sink consumed {sunk} bytes, the client wrote {}",
+                tput.0
+            ));
         }
         let rr = round_trip_client(lnx_ns, SocketAddrV4::new(ENGINE_ADDR, ECHO_PORT), dur)
             .map_err(|e| format!("round trips with the engine's echo: {e}"))?;
@@ -371,19 +405,48 @@ fn run_link(link: &str, eng_ns: &str, lnx_ns: &str, run_dir: &std::path::Path, d
     let rx1 = iface_rx(eng_ns, "eng0")?;
     let sunk = sink.join()?;
     if sunk != tput.0 {
-        return Err(format!("the Linux sink read {sunk} bytes, the client wrote {}", tput.0));
+        return Err(format!(
+            "the Linux sink read {sunk} bytes, the client wrote {}",
+            tput.0
+        ));
     }
     let echo = LinuxServer::start(eng_ns, ECHO_PORT, ServerKind::Echo)?;
     let rr = round_trip_client(lnx_ns, SocketAddrV4::new(LINUX_SERVER_ADDR, ECHO_PORT), dur)
         .map_err(|e| format!("round trips with the Linux echo: {e}"))?;
     echo.join()?;
+    stopped()?;
+    // ---- Linux again, lnx0's TX checksum offload (and so TSO) back on
+    let (full, lnx0_offloads_then) = {
+        let _tx = TxOffload::on(lnx_ns, imp_ns)?;
+        let offs = ethtool_k(lnx_ns, "lnx0")?;
+        let sink = LinuxServer::start(eng_ns, SINK_PORT, ServerKind::Sink)?;
+        let rx0 = iface_rx(eng_ns, "eng0")?;
+        let t = throughput_client(lnx_ns, SocketAddrV4::new(LINUX_SERVER_ADDR, SINK_PORT), dur)
+            .map_err(|e| format!("throughput to the Linux sink, lnx0 tx offload on: {e}"))?;
+        let rx1 = iface_rx(eng_ns, "eng0")?;
+        let sunk = sink.join()?;
+        if sunk != t.0 {
+            return Err(format!(
+                "the Linux sink read {sunk} bytes, the client wrote {}",
+                t.0
+            ));
+        }
+        (throughput_report(t, rx0, rx1), offs)
+    };
     let linux = LinuxSide {
         server: LINUX_SERVER_ADDR.to_string(),
         throughput: throughput_report(tput, rx0, rx1),
         round_trip: rr,
+        throughput_lnx0_tx_offload_on: full,
+        lnx0_offloads_then,
     };
     let rows = rows(&engine_side, &linux);
-    Ok(LinkResult { link: link.to_string(), engine: engine_side, linux, rows })
+    Ok(LinkResult {
+        link: link.to_string(),
+        engine: engine_side,
+        linux,
+        rows,
+    })
 }
 
 fn rows(e: &EngineSide, l: &LinuxSide) -> Vec<Row> {
@@ -394,11 +457,31 @@ fn rows(e: &EngineSide, l: &LinuxSide) -> Vec<Row> {
         ratio: if linux > 0.0 { ours / linux } else { 0.0 },
     };
     vec![
-        row("throughput, 1 connection (Mbit/s)", e.throughput.mbit_s, l.throughput.mbit_s),
-        row("64 B request/response (transactions/s)", e.round_trip.transactions_per_s, l.round_trip.transactions_per_s),
-        row("64 B round trip, mean (us)", e.round_trip.mean_us, l.round_trip.mean_us),
-        row("64 B round trip, p50 (us)", e.round_trip.p50_us, l.round_trip.p50_us),
-        row("64 B round trip, p99 (us)", e.round_trip.p99_us, l.round_trip.p99_us),
+        row(
+            "throughput, 1 connection (Mbit/s)",
+            e.throughput.mbit_s,
+            l.throughput.mbit_s,
+        ),
+        row(
+            "64 B request/response (transactions/s)",
+            e.round_trip.transactions_per_s,
+            l.round_trip.transactions_per_s,
+        ),
+        row(
+            "64 B round trip, mean (us)",
+            e.round_trip.mean_us,
+            l.round_trip.mean_us,
+        ),
+        row(
+            "64 B round trip, p50 (us)",
+            e.round_trip.p50_us,
+            l.round_trip.p50_us,
+        ),
+        row(
+            "64 B round trip, p99 (us)",
+            e.round_trip.p99_us,
+            l.round_trip.p99_us,
+        ),
     ]
 }
 
@@ -410,18 +493,30 @@ fn throughput_report(t: (u64, f64), rx0: (u64, u64), rx1: (u64, u64)) -> Through
         seconds: t.1,
         mbit_s: t.0 as f64 * 8.0 / t.1 / 1e6,
         eng0_rx_frames: frames,
-        eng0_rx_mean_frame_bytes: if frames > 0 { bytes as f64 / frames as f64 } else { 0.0 },
+        eng0_rx_mean_frame_bytes: if frames > 0 {
+            bytes as f64 / frames as f64
+        } else {
+            0.0
+        },
     }
 }
 
 fn cpu_delta(a: &Snapshot, b: &Snapshot) -> EngineCpu {
     let cpu_s = (b.shard.cpu_s - a.shard.cpu_s).max(0.0);
     let wall_s = (b.shard.wall_s - a.shard.wall_s).max(0.0);
-    EngineCpu { cpu_s, wall_s, utilisation: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 } }
+    EngineCpu {
+        cpu_s,
+        wall_s,
+        utilisation: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 },
+    }
 }
 
 fn service_bytes_in(s: &Snapshot, service: &str) -> u64 {
-    s.services.iter().filter(|c| c.service == service).map(|c| c.bytes_in).sum()
+    s.services
+        .iter()
+        .filter(|c| c.service == service)
+        .map(|c| c.bytes_in)
+        .sum()
 }
 
 // ---------------------------------------------------------------- namespaces
@@ -460,7 +555,8 @@ fn in_netns<R: Send + 'static>(
 }
 
 fn join<R>(h: thread::JoinHandle<Result<R, String>>) -> Result<R, String> {
-    h.join().unwrap_or_else(|_| Err("a bench thread panicked".into()))
+    h.join()
+        .unwrap_or_else(|_| Err("a bench thread panicked".into()))
 }
 
 /// `ip -n NS args`, checked.
@@ -484,9 +580,13 @@ fn ip(ns: &str, args: &[&str]) -> Result<String, String> {
 /// eng0's kernel receive counters: (bytes, packets).
 fn iface_rx(ns: &str, iface: &str) -> Result<(u64, u64), String> {
     let text = ip(ns, &["-j", "-s", "link", "show", "dev", iface])?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("ip -j -s link: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("ip -j -s link: {e}"))?;
     let rx = &v[0]["stats64"]["rx"];
-    Ok((rx["bytes"].as_u64().unwrap_or(0), rx["packets"].as_u64().unwrap_or(0)))
+    Ok((
+        rx["bytes"].as_u64().unwrap_or(0),
+        rx["packets"].as_u64().unwrap_or(0),
+    ))
 }
 
 /// The offloads the report names, from `ethtool -k IFACE` in `ns`.
@@ -496,7 +596,10 @@ fn ethtool_k(ns: &str, iface: &str) -> Result<BTreeMap<String, String>, String> 
         .output()
         .map_err(|e| format!("ethtool -k {iface}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("ethtool -k {iface} in {ns} failed: {}", String::from_utf8_lossy(&out.stderr).trim_end()));
+        return Err(format!(
+            "ethtool -k {iface} in {ns} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let wanted = [
@@ -538,6 +641,53 @@ impl Drop for EngAddr {
     }
 }
 
+/// `ethtool -K IFACE tx on` on every kernel end of the path (lnx0, the
+/// bridge's ports and the bridge) for one case; back off on drop (the lab's
+/// setting). With any hop left off, that hop segments the super-packets.
+struct TxOffload {
+    ifaces: Vec<(String, String)>,
+}
+
+impl TxOffload {
+    fn on(lnx_ns: &str, imp_ns: &str) -> Result<TxOffload, String> {
+        let mut g = TxOffload { ifaces: Vec::new() };
+        for (ns, i) in [
+            (lnx_ns, "lnx0"),
+            (imp_ns, "imp-l"),
+            (imp_ns, "imp-e"),
+            (imp_ns, "br0"),
+        ] {
+            ethtool_set(ns, i, "on")?;
+            g.ifaces.push((ns.to_string(), i.to_string()));
+        }
+        Ok(g)
+    }
+}
+
+impl Drop for TxOffload {
+    fn drop(&mut self) {
+        for (ns, i) in &self.ifaces {
+            let _ = ethtool_set(ns, i, "off");
+        }
+    }
+}
+
+fn ethtool_set(ns: &str, iface: &str, tx: &str) -> Result<(), String> {
+    let out = Command::new("timeout")
+        .args([
+            "10", "ip", "netns", "exec", ns, "ethtool", "-K", iface, "tx", tx,
+        ])
+        .output()
+        .map_err(|e| format!("ethtool -K {iface} tx {tx}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ethtool -K {iface} tx {tx} in {ns} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        ));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- the engine
 
 struct EngineProc {
@@ -549,7 +699,8 @@ struct EngineProc {
 
 impl EngineProc {
     fn start(ns: &str, link: &str, run_dir: &std::path::Path) -> Result<EngineProc, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
         let name = format!("bench-{}", std::process::id());
         let log = run_dir.join(format!("engine-{link}.log"));
         let logf = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
@@ -557,7 +708,13 @@ impl EngineProc {
         let child = Command::new("ip")
             .args(["netns", "exec", ns])
             .arg(&exe)
-            .args(["engine", "--link", &format!("{link}:eng0"), "--addr", &format!("{ENGINE_ADDR}/24")])
+            .args([
+                "engine",
+                "--link",
+                &format!("{link}:eng0"),
+                "--addr",
+                &format!("{ENGINE_ADDR}/24"),
+            ])
             .args(["--name", &name, "--services", "sink,echo"])
             .env("OUTBOARD_RUN_DIR", run_dir)
             .stdin(Stdio::null())
@@ -565,17 +722,28 @@ impl EngineProc {
             .stderr(logf2)
             .spawn()
             .map_err(|e| format!("start the engine: {e}"))?;
-        let mut e = EngineProc { child, name, run_dir: run_dir.to_path_buf(), log };
+        let mut e = EngineProc {
+            child,
+            name,
+            run_dir: run_dir.to_path_buf(),
+            log,
+        };
         let t0 = Instant::now();
         loop {
             if e.stat().is_ok() {
                 return Ok(e);
             }
             if let Ok(Some(st)) = e.child.try_wait() {
-                return Err(format!("the engine exited at start ({st}): {}", e.log_text().trim_end()));
+                return Err(format!(
+                    "the engine exited at start ({st}): {}",
+                    e.log_text().trim_end()
+                ));
             }
             if t0.elapsed() > Duration::from_secs(10) || sys::stop_requested() {
-                return Err(format!("the engine did not come up in 10 s: {}", e.log_text().trim_end()));
+                return Err(format!(
+                    "the engine did not come up in 10 s: {}",
+                    e.log_text().trim_end()
+                ));
             }
             thread::sleep(Duration::from_millis(50));
         }
@@ -586,7 +754,8 @@ impl EngineProc {
     }
 
     fn stat(&self) -> Result<Snapshot, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
         let out = Command::new("timeout")
             .arg("10")
             .arg(exe)
@@ -595,7 +764,10 @@ impl EngineProc {
             .output()
             .map_err(|e| format!("outboard stat: {e}"))?;
         if !out.status.success() {
-            return Err(format!("outboard stat failed: {}", String::from_utf8_lossy(&out.stderr).trim_end()));
+            return Err(format!(
+                "outboard stat failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
         }
         serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat: {e}"))
     }
@@ -669,29 +841,32 @@ impl LinuxServer {
                     Ok((s, _)) => break s,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         if t0.elapsed() > Duration::from_secs(10) || sys::stop_requested() {
-                            return Err(format!("no connection to {LINUX_SERVER_ADDR}:{port} in 10 s"));
+                            return Err(format!(
+                                "no connection to {LINUX_SERVER_ADDR}:{port} in 10 s"
+                            ));
                         }
                         thread::sleep(Duration::from_millis(1));
                     }
                     Err(e) => return Err(format!("accept: {e}")),
                 }
             };
-            s.set_nonblocking(false).map_err(|e| format!("set_nonblocking: {e}"))?;
-            s.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("set_read_timeout: {e}"))?;
-            s.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("set_write_timeout: {e}"))?;
+            s.set_nonblocking(false)
+                .map_err(|e| format!("set_nonblocking: {e}"))?;
+            s.set_read_timeout(Some(IO_POLL))
+                .map_err(|e| format!("set_read_timeout: {e}"))?;
+            s.set_write_timeout(Some(IO_POLL))
+                .map_err(|e| format!("set_write_timeout: {e}"))?;
             let _ = s.set_nodelay(true);
             let mut buf = vec![0u8; 256 * 1024];
             let mut total = 0u64;
             loop {
-                let n = match s.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("server read: {e}")),
-                };
+                let n = read_some(&mut s, &mut buf, "server read")?;
+                if n == 0 {
+                    break;
+                }
                 total += n as u64;
                 if let ServerKind::Echo = kind {
-                    s.write_all(&buf[..n]).map_err(|e| format!("echo write: {e}"))?;
+                    write_full(&mut s, &buf[..n], "echo write")?;
                 }
             }
             Ok(total)
@@ -699,7 +874,9 @@ impl LinuxServer {
         match rx.recv_timeout(Duration::from_secs(10)) {
             Ok(Ok(())) => Ok(LinuxServer { handle }),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(join(handle).err().unwrap_or_else(|| "the Linux server did not start".into())),
+            Err(_) => Err(join(handle)
+                .err()
+                .unwrap_or_else(|| "the Linux server did not start".into())),
         }
     }
 
@@ -713,9 +890,72 @@ impl LinuxServer {
 fn connect(to: SocketAddrV4) -> Result<TcpStream, String> {
     let s = TcpStream::connect_timeout(&SocketAddr::V4(to), Duration::from_secs(5))
         .map_err(|e| format!("connect {to}: {e}"))?;
-    s.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("set_read_timeout: {e}"))?;
-    s.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("set_write_timeout: {e}"))?;
+    s.set_read_timeout(Some(IO_POLL))
+        .map_err(|e| format!("set_read_timeout: {e}"))?;
+    s.set_write_timeout(Some(IO_POLL))
+        .map_err(|e| format!("set_write_timeout: {e}"))?;
     Ok(s)
+}
+
+/// What to do after a socket call failed: go on (interrupted, or a poll
+/// timeout while the stop flag is down and progress is recent) or give up.
+fn io_retry(e: io::Error, since: Instant, what: &str) -> Result<(), String> {
+    match e.kind() {
+        io::ErrorKind::Interrupted => Ok(()),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            if sys::stop_requested() {
+                Err(format!("{what}: interrupted"))
+            } else if since.elapsed() > IO_TIMEOUT {
+                Err(format!("{what}: no progress in {} s", IO_TIMEOUT.as_secs()))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err(format!("{what}: {e}")),
+    }
+}
+
+/// One `read` (0 at EOF), retried across poll timeouts.
+fn read_some(s: &mut TcpStream, buf: &mut [u8], what: &str) -> Result<usize, String> {
+    let t0 = Instant::now();
+    loop {
+        match s.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) => io_retry(e, t0, what)?,
+        }
+    }
+}
+
+/// Fills `buf` exactly; EOF first is an error.
+fn read_full(s: &mut TcpStream, mut buf: &mut [u8], what: &str) -> Result<(), String> {
+    let mut t0 = Instant::now();
+    while !buf.is_empty() {
+        match s.read(buf) {
+            Ok(0) => return Err(format!("{what}: the peer closed")),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                t0 = Instant::now();
+            }
+            Err(e) => io_retry(e, t0, what)?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf`, retried across poll timeouts.
+fn write_full(s: &mut TcpStream, mut buf: &[u8], what: &str) -> Result<(), String> {
+    let mut t0 = Instant::now();
+    while !buf.is_empty() {
+        match s.write(buf) {
+            Ok(0) => return Err(format!("{what}: wrote nothing")),
+            Ok(n) => {
+                buf = &buf[n..];
+                t0 = Instant::now();
+            }
+            Err(e) => io_retry(e, t0, what)?,
+        }
+    }
+    Ok(())
 }
 
 /// Writes 64 KiB at a time for `dur`, closes its side, waits for the server's
@@ -727,18 +967,16 @@ fn throughput_client(ns: &str, to: SocketAddrV4, dur: Duration) -> Result<(u64, 
         let mut s = connect(to)?;
         let mut bytes = 0u64;
         while t0.elapsed() < dur && !sys::stop_requested() {
-            s.write_all(&buf).map_err(|e| format!("write after {bytes} bytes: {e}"))?;
+            write_full(&mut s, &buf, "write").map_err(|e| format!("{e} (after {bytes} bytes)"))?;
             bytes += WRITE_SIZE as u64;
         }
-        s.shutdown(Shutdown::Write).map_err(|e| format!("shutdown: {e}"))?;
+        s.shutdown(Shutdown::Write)
+            .map_err(|e| format!("shutdown: {e}"))?;
         let mut rest = [0u8; 4096];
-        loop {
-            match s.read(&mut rest) {
-                Ok(0) => break,
-                Ok(n) => return Err(format!("the sink sent {n} bytes")),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("waiting for the sink's FIN after {bytes} bytes: {e}")),
-            }
+        let n = read_some(&mut s, &mut rest, "waiting for the sink's FIN")
+            .map_err(|e| format!("{e} (after {bytes} bytes)"))?;
+        if n > 0 {
+            return Err(format!("the sink sent {n} bytes"));
         }
         Ok((bytes, t0.elapsed().as_secs_f64()))
     }))
@@ -748,14 +986,15 @@ fn throughput_client(ns: &str, to: SocketAddrV4, dur: Duration) -> Result<(u64, 
 fn round_trip_client(ns: &str, to: SocketAddrV4, dur: Duration) -> Result<RoundTrip, String> {
     join(in_netns(ns, move || {
         let mut s = connect(to)?;
-        s.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
+        s.set_nodelay(true)
+            .map_err(|e| format!("TCP_NODELAY: {e}"))?;
         let mut msg = [0u8; RR_SIZE];
         let mut back = [0u8; RR_SIZE];
         let mut one = |s: &mut TcpStream, i: u64| -> Result<(), String> {
             msg[..8].copy_from_slice(&i.to_le_bytes());
             msg[8] = msg[8].wrapping_add(1);
-            s.write_all(&msg).map_err(|e| format!("write #{i}: {e}"))?;
-            s.read_exact(&mut back).map_err(|e| format!("read #{i}: {e}"))?;
+            write_full(s, &msg, "request").map_err(|e| format!("{e} (#{i})"))?;
+            read_full(s, &mut back, "response").map_err(|e| format!("{e} (#{i})"))?;
             if back != msg {
                 return Err(format!("response #{i} differs from the request"));
             }
@@ -774,7 +1013,7 @@ fn round_trip_client(ns: &str, to: SocketAddrV4, dur: Duration) -> Result<RoundT
         let secs = t0.elapsed().as_secs_f64();
         let _ = s.shutdown(Shutdown::Write);
         let mut rest = [0u8; 64];
-        let _ = s.read(&mut rest);
+        let _ = read_some(&mut s, &mut rest, "close");
         if samples.is_empty() {
             return Err("no round trip completed".into());
         }
@@ -808,7 +1047,13 @@ fn machine() -> Machine {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
-    Machine { nproc: thread::available_parallelism().map(|n| n.get()).unwrap_or(1), cpu_model, kernel }
+    Machine {
+        nproc: thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        cpu_model,
+        kernel,
+    }
 }
 
 fn offload_line(m: &BTreeMap<String, String>) -> String {
@@ -828,7 +1073,10 @@ fn offload_line(m: &BTreeMap<String, String>) -> String {
 }
 
 pub fn print_table(r: &Report) {
-    println!("outboard bench link: the engine vs Linux on the lab's veth pair ({})", r.command);
+    println!(
+        "outboard bench link: the engine vs Linux on the lab's veth pair ({})",
+        r.command
+    );
     println!(
         "machine: {} x {}, Linux {}; lab ob-{}-*, MTU {}, {:.1} s per case",
         r.machine.nproc, r.machine.cpu_model, r.machine.kernel, r.lab, r.mtu, r.seconds_per_case
@@ -847,12 +1095,22 @@ pub fn print_table(r: &Report) {
             l.link,
             e.link_mode,
             e.mtu,
-            if e.link_offloads.is_empty() { String::new() } else { format!(", offloads {}", e.link_offloads.join(",")) },
+            if e.link_offloads.is_empty() {
+                String::new()
+            } else {
+                format!(", offloads {}", e.link_offloads.join(","))
+            },
             l.linux.server
         );
-        println!("  {:<40} {:>12} {:>12} {:>12}", "case", "ours", "Linux", "ours/Linux");
+        println!(
+            "  {:<40} {:>12} {:>12} {:>12}",
+            "case", "ours", "Linux", "ours/Linux"
+        );
         for row in &l.rows {
-            println!("  {:<40} {:>12.1} {:>12.1} {:>11.2}x", row.case, row.ours, row.linux, row.ratio);
+            println!(
+                "  {:<40} {:>12.1} {:>12.1} {:>11.2}x",
+                row.case, row.ours, row.linux, row.ratio
+            );
         }
         println!(
             "  engine CPU (cpu_s/wall_s): {:.2} during throughput, {:.2} during round trips",
@@ -864,6 +1122,15 @@ pub fn print_table(r: &Report) {
             e.throughput.eng0_rx_mean_frame_bytes,
             l.linux.throughput.eng0_rx_frames,
             l.linux.throughput.eng0_rx_mean_frame_bytes
+        );
+        let f = &l.linux.throughput_lnx0_tx_offload_on;
+        println!(
+            "  Linux with tx offload on along the path (lnx0: {}): {:.1} Mbit/s (ours/that {:.2}x), eng0 got {} frames of {:.0} B mean",
+            offload_line(&l.linux.lnx0_offloads_then),
+            f.mbit_s,
+            if f.mbit_s > 0.0 { e.throughput.mbit_s / f.mbit_s } else { 0.0 },
+            f.eng0_rx_frames,
+            f.eng0_rx_mean_frame_bytes
         );
     }
 }

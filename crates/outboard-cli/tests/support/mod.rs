@@ -3,6 +3,7 @@
 //! even when the test fails. Each test uses its own lab name, so tests may
 //! run in parallel.
 #![allow(dead_code)]
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 
 use outboard_lab::{Lab, LabConfig};
 use std::path::PathBuf;
