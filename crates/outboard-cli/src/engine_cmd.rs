@@ -16,6 +16,7 @@
 //! memory_cap = "512MiB"
 //! log_level = "info"
 //! cc = "cubic"
+//! offloads = "on"   # tap/af_packet: TSO/GSO + checksum offload (virtio-net headers)
 //! [fabric]          # only for link = "fabric:NAME": impairment of what this engine sends
 //! loss = "1%"
 //! reorder = "5%"
@@ -72,6 +73,9 @@ pub struct EngineFlags {
     /// Congestion controller: newreno or cubic.
     #[arg(long)]
     pub cc: Option<CcKind>,
+    /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net headers, on or off (default on).
+    #[arg(long, value_parser = parse_on_off)]
+    pub offloads: Option<bool>,
     /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%).
     #[arg(long, value_parser = parse_probability)]
     pub loss: Option<f64>,
@@ -159,6 +163,7 @@ struct ConfigFile {
     memory_cap: Option<String>,
     log_level: Option<String>,
     cc: Option<String>,
+    offloads: Option<String>,
     fabric: Option<FabricFile>,
 }
 
@@ -180,6 +185,15 @@ const USAGE: u8 = 2;
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("outboard: {msg}");
     ExitCode::from(USAGE)
+}
+
+/// `on` or `off` (also true/false, yes/no, 1/0).
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{s:?}: use on or off")),
+    }
 }
 
 fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), String> {
@@ -258,6 +272,11 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
     if let Some(c) = cc {
         set.tcp.cc = c;
     }
+    set.offloads = match (f.offloads, file.offloads) {
+        (Some(o), _) => o,
+        (None, Some(s)) => parse_on_off(&s).map_err(|e| format!("offloads: {e}"))?,
+        (None, None) => true,
+    };
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let prob = |flag: Option<f64>, file: &Option<String>, what: &str| -> Result<f64, String> {

@@ -33,6 +33,9 @@ pub struct EngineSettings {
     pub tcp: outboard_tcp::Config,
     /// Bind the control socket (off for throwaway engines such as `fetch`).
     pub control: bool,
+    /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net
+    /// headers (on by default; `--offloads off`).
+    pub offloads: bool,
 }
 
 impl EngineSettings {
@@ -50,6 +53,7 @@ impl EngineSettings {
             fabric_faults: None,
             tcp: outboard_tcp::Config::default(),
             control: true,
+            offloads: true,
         }
     }
 }
@@ -143,7 +147,12 @@ impl Engine {
         } else {
             None
         };
-        let opts = LinkOptions { mtu: set.mtu, addr: set.addr, fabric_faults: set.fabric_faults.clone() };
+        let opts = LinkOptions {
+            mtu: set.mtu,
+            addr: set.addr,
+            fabric_faults: set.fabric_faults.clone(),
+            offloads: set.offloads,
+        };
         let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
         let info = link.info();
         let now = crate::clock::now();
@@ -154,6 +163,7 @@ impl Engine {
         // Our MSS follows the link's MTU (RFC 9293 §3.7.1: MTU - 40).
         cfg.tcp.mss = u16::try_from(cfg.mtu.saturating_sub(40)).unwrap_or(u16::MAX);
         cfg.secret = random_secret();
+        cfg.offloads = outboard_stack::LinkOffloads { tso_max: link.offloads().tso_max };
         let mut stack = Stack::new(cfg, now);
         let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
         let pcap = match &set.pcap {
@@ -168,6 +178,7 @@ impl Engine {
                 ("link", &format!("{}:{}", info.kind, info.name)),
                 ("mode", &info.mode),
                 ("mtu", &info.mtu),
+                ("offloads", &if info.offloads.is_empty() { "none".to_string() } else { info.offloads.join(",") }),
                 ("mac", &crate::stat::mac_string(&info.mac)),
                 ("addr", &format!("{}/{}", set.addr, set.prefix_len)),
                 ("gateway", &set.gateway.map_or("none".to_string(), |g| g.to_string())),

@@ -8,6 +8,11 @@
 //! does only the link's I/O; `run` is the loop that reads the clock and
 //! sleeps.
 //!
+//! Offloads: frames go through the links' `receive_meta`/`transmit_meta`
+//! and the stack's `receive_frame_offloaded`/`poll_transmit_meta`; the
+//! stack was built with the link's `offloads()` (engine), so a link without
+//! offloads sees only plain frames.
+//!
 //! Idle: after `SPIN` of turns with nothing to do, the shard sleeps in the
 //! link's `wait` (poll on the ring's fd, or a futex on the fabric) until the
 //! stack's next deadline, a frame, or a control request — at most
@@ -85,11 +90,11 @@ impl Shard {
         {
             let stack = &mut self.stack;
             let pcap = &mut self.pcap;
-            let n = self.link.receive(RX_BURST, &mut |f| {
+            let n = self.link.receive_meta(RX_BURST, &mut |f, meta| {
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
                 }
-                stack.receive_frame(now, f);
+                stack.receive_frame_offloaded(now, f, meta);
             })?;
             work |= n > 0;
         }
@@ -132,12 +137,24 @@ impl Shard {
         let stack = &mut self.stack;
         let pcap = &mut self.pcap;
         for _ in 0..TX_BURST {
-            let status = self.link.transmit(&mut |buf| {
-                let n = stack.poll_transmit(now, buf)?;
+            // With offloads the stack builds TSO segments in the link's slot
+            // and says how the kernel must cut and checksum them.
+            let status = self.link.transmit_meta(&mut |buf| {
+                let (n, meta) = stack.poll_transmit_meta(now, buf)?;
                 if let Some(p) = pcap.as_mut() {
-                    p.record(now, &buf[..n]);
+                    match meta.csum {
+                        // A partial checksum (pseudo-header sum only) is
+                        // finished by the kernel after us: capture a copy
+                        // with it finished, as the bytes will be on the wire.
+                        Some((start, off)) => {
+                            let mut copy = buf[..n].to_vec();
+                            crate::link::vnet::finish_csum(&mut copy, start as usize, off as usize);
+                            p.record(now, &copy);
+                        }
+                        None => p.record(now, &buf[..n]),
+                    }
                 }
-                Some(n)
+                Some((n, meta))
             })?;
             match status {
                 TxStatus::Queued => work = true,

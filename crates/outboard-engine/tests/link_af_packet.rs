@@ -20,6 +20,7 @@ fn opts(mtu: Option<usize>) -> LinkOptions {
         mtu,
         addr: Ipv4Addr::new(10, 201, 0, 2),
         fabric_faults: None,
+        offloads: false,
     }
 }
 

@@ -182,6 +182,7 @@ fn opts(addr: Ipv4Addr) -> LinkOptions {
         mtu: None,
         addr,
         fabric_faults: None,
+        offloads: false,
     }
 }
 

@@ -19,6 +19,7 @@ fn opts(mtu: Option<usize>) -> LinkOptions {
         mtu,
         addr: Ipv4Addr::new(10, 202, 0, 2),
         fabric_faults: None,
+        offloads: false,
     }
 }
 

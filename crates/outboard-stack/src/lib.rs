@@ -66,6 +66,55 @@ pub struct StackConfig {
     /// Embryonic (SYN-RECEIVED) connections per listener before SYN cookies take over.
     pub syn_queue_cap: usize,
     pub ephemeral_ports: (u16, u16),
+    /// What the link does for us (virtio-net header offloads); none by default.
+    pub offloads: LinkOffloads,
+}
+
+/// Offloads a link offers the stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkOffloads {
+    /// Largest TCP segment payload the link cuts into MSS-sized frames for us
+    /// (TSO/GSO with a partial checksum); 0 = none. Used only through
+    /// [`Stack::poll_transmit_meta`].
+    pub tso_max: usize,
+}
+
+/// How the link describes one frame it takes from [`Stack::poll_transmit_meta`]
+/// (the fields of a `struct virtio_net_hdr`). The default is a plain,
+/// fully checksummed frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxMeta {
+    /// Nonzero: a TCPv4 segment longer than one frame that the link must cut
+    /// into pieces of this many payload bytes (`VIRTIO_NET_HDR_GSO_TCPV4`),
+    /// copying the headers into each (the kernel fixes lengths, IDs, flags
+    /// and sequence numbers).
+    pub gso_size: u16,
+    /// Ethernet + IPv4 + TCP header bytes in front of the payload (`hdr_len`).
+    pub hdr_len: u16,
+    /// `Some((start, offset))`: the checksum at `start + offset` holds only
+    /// the pseudo-header sum; the link finishes it over the bytes from
+    /// `start` (`VIRTIO_NET_HDR_F_NEEDS_CSUM`, the kernel's CHECKSUM_PARTIAL).
+    pub csum: Option<(u16, u16)>,
+}
+
+/// What the link knows about a received frame's TCP/UDP checksum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RxCsum {
+    /// Nothing: the stack verifies it.
+    #[default]
+    None,
+    /// The kernel or NIC verified it (`VIRTIO_NET_HDR_F_DATA_VALID`).
+    Verified,
+    /// The sender left it to offload and the frame never left the host, so it
+    /// holds only the pseudo-header sum (`VIRTIO_NET_HDR_F_NEEDS_CSUM`,
+    /// CHECKSUM_PARTIAL): nothing to verify, the data did not cross a wire.
+    Partial,
+}
+
+/// What the link tells [`Stack::receive_frame_offloaded`] about a frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxMeta {
+    pub csum: RxCsum,
 }
 
 impl StackConfig {
@@ -86,6 +135,7 @@ impl StackConfig {
             reassembly_timeout: Duration::from_secs(30),
             syn_queue_cap: 128,
             ephemeral_ports: (32768, 60999),
+            offloads: LinkOffloads::default(),
         }
     }
 }
@@ -133,6 +183,11 @@ pub struct Stack {
     udp_port_cursor: u16,
     /// Echo replies received, for `poll_echo_reply`.
     echo_replies: VecDeque<icmp::EchoReply>,
+    /// The frame being received has a TCP/UDP checksum the link vouches for
+    /// (`receive_frame_offloaded`): transport input skips verifying it.
+    rx_csum_trusted: bool,
+    /// The frame being built may use the link's offloads (`poll_transmit_meta`).
+    tx_offload: bool,
 }
 
 impl Stack {
@@ -172,6 +227,8 @@ impl Stack {
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
             udp_port_cursor: cfg.ephemeral_ports.0,
             echo_replies: VecDeque::new(),
+            rx_csum_trusted: false,
+            tx_offload: false,
             cfg,
         }
     }
@@ -186,11 +243,36 @@ impl Stack {
         self.ethernet_input(now, frame);
     }
 
+    /// A received frame with what the link knows about it: a checksum it
+    /// verified or that was never computed (`RxCsum::Verified`/`Partial`) is
+    /// not verified again (the IPv4 header checksum still is). Frames may
+    /// be larger than the MTU (GRO-merged TCP segments).
+    pub fn receive_frame_offloaded(&mut self, now: Instant, frame: &[u8], meta: RxMeta) {
+        self.rx_csum_trusted = meta.csum != RxCsum::None;
+        self.receive_frame(now, frame);
+        self.rx_csum_trusted = false;
+    }
+
     /// Writes the next frame to send into `buf` (at least mtu + 14 bytes) and returns its length.
+    /// Never uses offloads: every frame is at most mtu + 14 bytes and fully checksummed.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let n = self.next_frame(now, buf)?;
         self.stats.frames_out += 1;
         Some(n)
+    }
+
+    /// `poll_transmit` for a link with offloads (`StackConfig::offloads`):
+    /// a TCP segment may be up to `offloads.tso_max` bytes of payload (as
+    /// `buf` allows), and the meta says how the link must finish it. Frames
+    /// with a default meta are ordinary ones.
+    pub fn poll_transmit_meta(&mut self, now: Instant, buf: &mut [u8]) -> Option<(usize, TxMeta)> {
+        self.tx_offload = self.cfg.offloads.tso_max > 0;
+        let mut meta = TxMeta::default();
+        let n = self.next_frame_meta(now, buf, &mut meta);
+        self.tx_offload = false;
+        let n = n?;
+        self.stats.frames_out += 1;
+        Some((n, meta))
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

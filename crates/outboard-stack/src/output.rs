@@ -9,7 +9,7 @@
 //! is the finished frame copied again into the ARP wait queue.
 
 use crate::arp::QueueOutcome;
-use crate::{Stack, StackError};
+use crate::{Stack, StackError, TxMeta};
 use outboard_tcp::Transmit;
 use outboard_time::Instant;
 use outboard_wire::arp::{ArpOperation, ArpRepr};
@@ -29,6 +29,12 @@ pub const UDP_MAX_PAYLOAD: usize = 65535 - IP_LEN - UDP_LEN;
 
 impl Stack {
     pub(crate) fn next_frame(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.next_frame_meta(now, buf, &mut TxMeta::default())
+    }
+
+    /// The next frame; `meta` is set when it is a TSO segment (only when
+    /// `self.tx_offload` allows one).
+    pub(crate) fn next_frame_meta(&mut self, now: Instant, buf: &mut [u8], meta: &mut TxMeta) -> Option<usize> {
         if let Some(n) = self.next_arp_request(buf) {
             return Some(n);
         }
@@ -42,7 +48,7 @@ impl Stack {
                 None => self.stats.drops_tx_buffer_too_small += 1,
             }
         }
-        if let Some(n) = self.tcp_next_frame(now, buf) {
+        if let Some(n) = self.tcp_next_frame(now, buf, meta) {
             return Some(n);
         }
         // Segments for an unresolved next hop just started a resolution.
@@ -300,7 +306,11 @@ impl Stack {
     }
 
     /// Serves the ready connections until one yields a frame for `buf`.
-    fn tcp_next_frame(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+    fn tcp_next_frame(&mut self, now: Instant, buf: &mut [u8], meta: &mut TxMeta) -> Option<usize> {
+        // TSO only where the link takes it and the frame goes out now (a
+        // frame waiting for ARP is sent later without its meta).
+        let tso_room = buf.len().saturating_sub(ETH_LEN + IP_LEN + TCP_MAX_HEADER);
+        let tso_max = if self.tx_offload { self.cfg.offloads.tso_max.min(tso_room) } else { 0 };
         while let Some(id) = self.tcp.next_ready() {
             // Invariant: next_ready only returns ids present in the table.
             let entry = self
@@ -311,6 +321,7 @@ impl Stack {
             let remote = *entry.conn.tuple().remote.ip();
             let hop = self.route.next_hop(remote);
             let mac = hop.and_then(|h| self.arp.lookup(now, h));
+            entry.conn.set_tso_max(if mac.is_some() { tso_max } else { 0 });
             let Some(tx) = entry.conn.poll_transmit(now) else {
                 if self.tcp.done_ready(id).is_some() {
                     self.stats.tcp_connections_freed += 1;
@@ -332,7 +343,7 @@ impl Stack {
                 continue;
             };
             match mac {
-                Some(mac) => match emit_tcp_frame(buf, &hdr, mac, &tx) {
+                Some(mac) => match emit_tcp_frame(buf, &hdr, mac, &tx, meta) {
                     Some(n) => {
                         self.tcp.rotate_ready();
                         return Some(n);
@@ -342,7 +353,8 @@ impl Stack {
                 None => {
                     let mut frame =
                         vec![0u8; ETH_LEN + IP_LEN + tx.repr.buffer_len(tx.payload_len())];
-                    let queued = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx).is_some()
+                    let queued = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx, &mut TxMeta::default())
+                        .is_some()
                         && self.arp_wait(now, hop, frame);
                     if !queued {
                         // No room to wait: stop draining this connection (its
@@ -367,14 +379,22 @@ struct FrameHeader {
     ident: u16,
 }
 
+/// A TCP header with the most options.
+const TCP_MAX_HEADER: usize = 60;
+/// Where the checksum sits in a TCP header.
+const TCP_CHECKSUM_AT: usize = 16;
+
 /// Writes Ethernet, IPv4 (DF set: RFC 1191 path MTU discovery) and TCP
 /// headers and the payload into `buf`, copying the payload once with its
-/// checksum. None if `buf` is too small.
+/// checksum. A TSO segment (`tx.gso_size > 0`) is copied without summing:
+/// its checksum field gets the pseudo-header sum and `meta` tells the link
+/// to cut it and finish each piece's checksum. None if `buf` is too small.
 fn emit_tcp_frame(
     buf: &mut [u8],
     h: &FrameHeader,
     dst_mac: [u8; 6],
     tx: &Transmit<'_>,
+    meta: &mut TxMeta,
 ) -> Option<usize> {
     let plen = tx.payload_len();
     let tcp_len = tx.repr.buffer_len(plen);
@@ -402,6 +422,24 @@ fn emit_tcp_frame(
     let seg = &mut buf[ETH_LEN + IP_LEN..];
     let hl = tx.repr.header_len();
     let (a, b) = (tx.payload[0], tx.payload[1]);
+    if tx.gso_size > 0 {
+        seg[hl..hl + a.len()].copy_from_slice(a);
+        seg[hl + a.len()..hl + plen].copy_from_slice(b);
+        tx.repr.emit(seg, h.src_ip, h.dst_ip, plen, TxChecksum::Omit).ok()?;
+        // CHECKSUM_PARTIAL: the field holds the folded pseudo-header sum, not
+        // complemented (Linux's tcp_v4_send_check); the segmenter adjusts it
+        // for each piece's length.
+        let mut acc = Accumulator::new();
+        acc.add_ipv4_pseudo_header(h.src_ip, h.dst_ip, 6, u16::try_from(tcp_len).ok()?);
+        let pseudo = !acc.finish();
+        seg[TCP_CHECKSUM_AT..TCP_CHECKSUM_AT + 2].copy_from_slice(&pseudo.to_be_bytes());
+        *meta = TxMeta {
+            gso_size: u16::try_from(tx.gso_size).ok()?,
+            hdr_len: (ETH_LEN + IP_LEN + hl) as u16,
+            csum: Some(((ETH_LEN + IP_LEN) as u16, TCP_CHECKSUM_AT as u16)),
+        };
+        return Some(total);
+    }
     let mut acc = Accumulator::new();
     acc.add_partial(copy_and_checksum(&mut seg[hl..hl + a.len()], a));
     acc.add_partial(copy_and_checksum(&mut seg[hl + a.len()..hl + plen], b));

@@ -49,6 +49,13 @@ pub struct Config {
     /// Cap on distinct out-of-order ranges held by the receiver (32); data
     /// that would need more is dropped and resent by the peer.
     pub max_ooo_ranges: usize,
+    /// Largest segment payload the link takes for new data (TSO/GSO: the link
+    /// cuts it into send-MSS pieces); 0 = off, every segment at most one MSS
+    /// (the default). A TSO segment is a whole number of MSS-sized pieces
+    /// (plus the tail when Nagle lets it go), never more than the peer's
+    /// window and cwnd allow; retransmissions stay at one MSS. The stack sets
+    /// it per connection from its link (`Connection::set_tso_max`).
+    pub tso_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -71,6 +78,7 @@ impl Default for Config {
             max_syn_retransmits: 6,
             keepalive: None,
             max_ooo_ranges: 32,
+            tso_max_bytes: 0,
         }
     }
 }

@@ -29,6 +29,19 @@
 //!   interface's) or the interface's (capped at `MAX_FRAME - 14`). The
 //!   interface is brought up if it is down; nothing else about it changes.
 //!
+//! # Offloads (`opts.offloads`, the engine's default)
+//!
+//! `PACKET_VNET_HDR` is set before the rings: every RX slot then has a
+//! 10-byte `struct virtio_net_hdr` right in front of the frame (at
+//! `tp_mac - 10`), and every TX slot starts with one (at the data offset;
+//! `tp_len` counts it). We send TCP segments of up to 64 KiB with
+//! `GSO_TCPV4` + `NEEDS_CSUM` (the kernel or the device cuts them) and take
+//! the peer's GSO frames whole with their checksum state (`RxMeta`). Slots
+//! are then 66048 bytes (a 64 KiB frame plus headers), 63 to a 4 MiB block,
+//! two blocks per ring: 126 RX and 126 TX slots, 16 MiB mapped.
+//! `info().offloads` is `["vnet_hdr", "tso4", "rx-csum"]`. Plain `receive`
+//! finishes partial checksums in software.
+//!
 //! # Malformed frames and `tx_errors`
 //!
 //! Without `PACKET_LOSS` the kernel marks a malformed TX slot
@@ -41,11 +54,11 @@
 //!
 //! # Caveats (not done, and why)
 //!
-//! - Frames from a local Linux peer (veth) with TX checksum offload on carry
-//!   only the pseudo-header checksum (`TP_STATUS_CSUMNOTREADY`, CHECKSUM_PARTIAL).
-//!   The lab turns offload off on the peer (`ethtool -K IF tx off`); we do
-//!   not patch checksums here. `PACKET_VNET_HDR` (GSO/checksum offload
-//!   metadata) is a later step.
+//! - Without offloads, frames from a local Linux peer (veth) with TX
+//!   checksum offload on carry only the pseudo-header checksum
+//!   (`TP_STATUS_CSUMNOTREADY`, CHECKSUM_PARTIAL) and its TSO sends 64 KiB
+//!   frames that do not fit a slot: the lab turns offload off on the peer
+//!   (`ethtool -K IF tx off`). With offloads (below) both are handled.
 //! - The kernel's own stack shares the interface and its MAC: give the
 //!   interface no kernel IP address (and no IPv6), or the kernel answers too.
 //! - The socket sees every frame on the interface (other destination MACs
@@ -57,8 +70,14 @@ use super::*;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Frames per ring (RX and TX each).
+/// Frames per ring (RX and TX each) without offloads.
 const FRAME_NR: usize = 256;
+/// Slot size with offloads: a 64 KiB GSO frame, its headers and the vnet header.
+const VNET_FRAME_SIZE: usize = 65536 + 512;
+/// Block size with offloads (63 slots each).
+const VNET_BLOCK_SIZE: usize = 4 << 20;
+/// Blocks per ring with offloads.
+const VNET_BLOCK_NR: usize = 2;
 /// Where TX frame data starts in a slot: `tp_hdrlen - sizeof(sockaddr_ll)`
 /// = `TPACKET_ALIGN(sizeof(tpacket2_hdr))` (no `PACKET_TX_HAS_OFF`).
 const TX_DATA_OFF: usize = align16(std::mem::size_of::<libc::tpacket2_hdr>());
@@ -82,6 +101,14 @@ pub struct AfPacketLink {
     mtu: usize,
     mode: String,
     frame_size: usize,
+    block_size: usize,
+    frames_per_block: usize,
+    /// Slots per ring (RX and TX each).
+    frame_nr: usize,
+    /// Bytes of the RX ring (the TX ring follows it in the mapping).
+    ring_bytes: usize,
+    /// PACKET_VNET_HDR is on.
+    vnet: bool,
     /// Next RX slot to look at.
     rx_idx: usize,
     /// Next TX slot to fill.
@@ -127,6 +154,16 @@ impl AfPacketLink {
             "setsockopt(PACKET_VERSION)",
         )?;
         let one: libc::c_int = 1;
+        if opts.offloads {
+            // Before the rings: the kernel refuses it (EBUSY) once they exist.
+            sys::setsockopt(
+                raw,
+                libc::SOL_PACKET,
+                libc::PACKET_VNET_HDR,
+                &one,
+                "setsockopt(PACKET_VNET_HDR)",
+            )?;
+        }
         sys::setsockopt(
             raw,
             libc::SOL_PACKET,
@@ -150,18 +187,25 @@ impl AfPacketLink {
             "setsockopt(PACKET_IGNORE_OUTGOING)",
         )?;
 
-        let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
-        let frame_size = need.next_power_of_two();
-        // SAFETY: sysconf takes an integer and returns one.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .unwrap_or(4096)
-            .max(4096);
-        let block_size = frame_size.max(page);
+        let (frame_size, block_size, block_nr) = if opts.offloads {
+            (VNET_FRAME_SIZE, VNET_BLOCK_SIZE, VNET_BLOCK_NR)
+        } else {
+            let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
+            let frame_size = need.next_power_of_two();
+            // SAFETY: sysconf takes an integer and returns one.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .unwrap_or(4096)
+                .max(4096);
+            let block_size = frame_size.max(page);
+            (frame_size, block_size, FRAME_NR * frame_size / block_size)
+        };
+        let frames_per_block = block_size / frame_size;
+        let frame_nr = frames_per_block * block_nr;
         let req = libc::tpacket_req {
             tp_block_size: block_size as libc::c_uint,
-            tp_block_nr: (FRAME_NR * frame_size / block_size) as libc::c_uint,
+            tp_block_nr: block_nr as libc::c_uint,
             tp_frame_size: frame_size as libc::c_uint,
-            tp_frame_nr: FRAME_NR as libc::c_uint,
+            tp_frame_nr: frame_nr as libc::c_uint,
         };
         sys::setsockopt(
             raw,
@@ -177,7 +221,8 @@ impl AfPacketLink {
             &req,
             "setsockopt(PACKET_TX_RING)",
         )?;
-        let ring_len = 2 * FRAME_NR * frame_size;
+        let ring_bytes = block_nr * block_size;
+        let ring_len = 2 * ring_bytes;
         let ring = Mmap::shared(raw, ring_len, 0, libc::MAP_POPULATE)?;
 
         // Room for a full TX ring of skbs in flight, so a burst kick does not
@@ -224,7 +269,7 @@ impl AfPacketLink {
         }
 
         let mode = format!(
-            "tpacket_v2 mmap rx {FRAME_NR}x{frame_size} tx {FRAME_NR}x{frame_size}{}",
+            "tpacket_v2 mmap rx {frame_nr}x{frame_size} tx {frame_nr}x{frame_size}{}",
             if bypass { " qdisc-bypass" } else { "" }
         );
         Ok(AfPacketLink {
@@ -235,6 +280,11 @@ impl AfPacketLink {
             mtu,
             mode,
             frame_size,
+            block_size,
+            frames_per_block,
+            frame_nr,
+            ring_bytes,
+            vnet: opts.offloads,
             rx_idx: 0,
             tx_idx: 0,
             tx_unsent: 0,
@@ -243,18 +293,35 @@ impl AfPacketLink {
         })
     }
 
-    /// Start of RX slot `i` (< FRAME_NR).
-    fn rx_slot(&self, i: usize) -> *mut u8 {
-        debug_assert!(i < FRAME_NR);
-        // SAFETY: i < FRAME_NR, so the offset stays inside the RX half of the mapping.
-        unsafe { self.ring.as_ptr().add(i * self.frame_size) }
+    /// Offset of slot `i` (< frame_nr) from its ring's start: slots never
+    /// straddle blocks.
+    fn slot_offset(&self, i: usize) -> usize {
+        (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size
     }
 
-    /// Start of TX slot `i` (< FRAME_NR).
+    /// Start of RX slot `i` (< frame_nr).
+    fn rx_slot(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < self.frame_nr);
+        // SAFETY: i < frame_nr, so the slot lies inside the RX ring, the first
+        // ring_bytes of the mapping.
+        unsafe { self.ring.as_ptr().add(self.slot_offset(i)) }
+    }
+
+    /// Start of TX slot `i` (< frame_nr).
     fn tx_slot(&self, i: usize) -> *mut u8 {
-        debug_assert!(i < FRAME_NR);
-        // SAFETY: i < FRAME_NR, so the offset stays inside the TX half of the mapping.
-        unsafe { self.ring.as_ptr().add((FRAME_NR + i) * self.frame_size) }
+        debug_assert!(i < self.frame_nr);
+        // SAFETY: i < frame_nr, so the slot lies inside the TX ring, the
+        // second ring_bytes of the mapping.
+        unsafe { self.ring.as_ptr().add(self.ring_bytes + self.slot_offset(i)) }
+    }
+
+    /// Bytes of vnet header with each frame (0 without offloads).
+    fn hdr_len(&self) -> usize {
+        if self.vnet {
+            vnet::HDR_LEN
+        } else {
+            0
+        }
     }
 
     /// Loads (acquire) the status word of the slot at `slot` (a slot start from `rx_slot`/`tx_slot`).
@@ -290,10 +357,83 @@ impl AfPacketLink {
         }
     }
 
+    /// Walks up to `max` RX slots. `finish`: complete partial checksums here
+    /// and report no meta (plain `receive`).
+    fn read_frames(
+        &mut self,
+        max: usize,
+        finish: bool,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        let vh = self.hdr_len();
+        let max_len = if self.vnet { self.frame_size } else { self.mtu + 14 + VLAN_HLEN };
+        let mut n = 0;
+        let mut losing = false;
+        while n < max {
+            let slot = self.rx_slot(self.rx_idx);
+            let s = Self::load_status(slot);
+            if s & libc::TP_STATUS_USER == 0 {
+                break;
+            }
+            losing |= s & libc::TP_STATUS_LOSING != 0;
+            let hdr = slot as *const libc::tpacket2_hdr;
+            // SAFETY: the slot is ours (TP_STATUS_USER, acquire-loaded) until we
+            // store TP_STATUS_KERNEL; the header lies at its start.
+            let (len, snap, mac_off) = unsafe {
+                (
+                    std::ptr::addr_of!((*hdr).tp_len).read() as usize,
+                    std::ptr::addr_of!((*hdr).tp_snaplen).read() as usize,
+                    std::ptr::addr_of!((*hdr).tp_mac).read() as usize,
+                )
+            };
+            if snap < len
+                || mac_off < vh + std::mem::size_of::<libc::tpacket2_hdr>()
+                || mac_off.saturating_add(snap) > self.frame_size
+                || len > max_len
+            {
+                self.counters.rx_oversize += 1;
+            } else {
+                // SAFETY: vh <= mac_off and mac_off + snap <= frame_size were
+                // checked, so the vnet header and the frame lie inside this
+                // slot, which the kernel does not touch until we hand it back
+                // below; the borrow ends before that.
+                let whole = unsafe { std::slice::from_raw_parts_mut(slot.add(mac_off - vh), vh + snap) };
+                let (vhdr, frame) = whole.split_at_mut(vh);
+                let (mut meta, gso, start, off) = if self.vnet {
+                    vnet::read(vhdr)
+                } else {
+                    (RxMeta::default(), vnet::GSO_NONE, 0, 0)
+                };
+                self.counters.rx_frames += 1;
+                self.counters.rx_bytes += snap as u64;
+                if meta.csum != RxCsum::None {
+                    self.counters.rx_csum_offloaded += 1;
+                }
+                if gso != vnet::GSO_NONE || snap > self.mtu + 14 + VLAN_HLEN {
+                    self.counters.rx_gro_frames += 1;
+                }
+                if finish {
+                    if meta.csum == RxCsum::Partial {
+                        vnet::finish_csum(frame, start, off);
+                    }
+                    meta = RxMeta::default();
+                }
+                rx(frame, meta);
+            }
+            Self::store_status(slot, libc::TP_STATUS_KERNEL);
+            self.rx_idx = (self.rx_idx + 1) % self.frame_nr;
+            n += 1;
+        }
+        if losing {
+            self.read_kernel_drops();
+        }
+        Ok(n)
+    }
+
     /// Advances past TX slots the kernel has taken (status no longer SEND_REQUEST).
     fn reclaim_tx(&mut self) {
         while self.tx_unsent > 0 {
-            let i = (self.tx_idx + FRAME_NR - self.tx_unsent) % FRAME_NR;
+            let i = (self.tx_idx + self.frame_nr - self.tx_unsent) % self.frame_nr;
             let slot = self.tx_slot(i);
             let s = Self::load_status(slot);
             if s & libc::TP_STATUS_SEND_REQUEST != 0 {
@@ -317,7 +457,11 @@ impl Link for AfPacketLink {
             mode: self.mode.clone(),
             mtu: self.mtu,
             mac: self.mac,
-            offloads: Vec::new(),
+            offloads: if self.vnet {
+                vec!["vnet_hdr".into(), "tso4".into(), "rx-csum".into()]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -330,83 +474,71 @@ impl Link for AfPacketLink {
     }
 
     fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
-        let mut n = 0;
-        let mut losing = false;
-        while n < max {
-            let slot = self.rx_slot(self.rx_idx);
-            let s = Self::load_status(slot);
-            if s & libc::TP_STATUS_USER == 0 {
-                break;
-            }
-            losing |= s & libc::TP_STATUS_LOSING != 0;
-            let hdr = slot as *const libc::tpacket2_hdr;
-            // SAFETY: the slot is ours (TP_STATUS_USER, acquire-loaded) until we
-            // store TP_STATUS_KERNEL; the header lies at its start.
-            let (len, snap, mac_off) = unsafe {
-                (
-                    std::ptr::addr_of!((*hdr).tp_len).read() as usize,
-                    std::ptr::addr_of!((*hdr).tp_snaplen).read() as usize,
-                    std::ptr::addr_of!((*hdr).tp_mac).read() as usize,
-                )
-            };
-            if snap < len
-                || mac_off.saturating_add(snap) > self.frame_size
-                || len > self.mtu + 14 + VLAN_HLEN
-            {
-                self.counters.rx_oversize += 1;
-            } else {
-                // SAFETY: mac_off + snap <= frame_size was checked, so the slice
-                // lies inside this slot, which the kernel does not touch until
-                // we hand it back below; the borrow ends before that.
-                let frame = unsafe { std::slice::from_raw_parts(slot.add(mac_off), snap) };
-                rx(frame);
-                self.counters.rx_frames += 1;
-                self.counters.rx_bytes += snap as u64;
-            }
-            Self::store_status(slot, libc::TP_STATUS_KERNEL);
-            self.rx_idx = (self.rx_idx + 1) % FRAME_NR;
-            n += 1;
-        }
-        if losing {
-            self.read_kernel_drops();
-        }
-        Ok(n)
+        self.read_frames(max, true, &mut |f, _| rx(f))
+    }
+
+    fn receive_meta(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        self.read_frames(max, false, rx)
     }
 
     fn transmit(
         &mut self,
         fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> Result<TxStatus, LinkError> {
+        self.transmit_meta(&mut |buf| fill(buf).map(|n| (n, TxMeta::default())))
+    }
+
+    fn transmit_meta(
+        &mut self,
+        fill: &mut MetaFill<'_>,
+    ) -> Result<TxStatus, LinkError> {
         let slot = self.tx_slot(self.tx_idx);
         if Self::load_status(slot) != libc::TP_STATUS_AVAILABLE {
             self.reclaim_tx();
-            if self.tx_unsent == FRAME_NR || Self::load_status(slot) != libc::TP_STATUS_AVAILABLE {
+            if self.tx_unsent == self.frame_nr || Self::load_status(slot) != libc::TP_STATUS_AVAILABLE {
                 self.counters.tx_full += 1;
                 return Ok(TxStatus::Full);
             }
         }
-        let cap = (self.mtu + 14).min(self.frame_size - TX_DATA_OFF);
+        let hdr = self.hdr_len();
+        let room = self.frame_size - TX_DATA_OFF - hdr;
+        let cap = if self.vnet { room } else { (self.mtu + 14).min(room) };
         // SAFETY: the slot is AVAILABLE, i.e. ours until we mark it
-        // SEND_REQUEST; TX_DATA_OFF + cap <= frame_size, inside the slot.
-        let buf = unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFF), cap) };
-        let Some(len) = fill(buf) else {
+        // SEND_REQUEST; TX_DATA_OFF + hdr + cap <= frame_size, inside the slot.
+        let buf = unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFF + hdr), cap) };
+        let Some((len, meta)) = fill(buf) else {
             return Ok(TxStatus::Idle);
         };
-        if !(14..=cap).contains(&len) {
+        let plain = meta.gso_size == 0;
+        let max = if plain { cap.min(self.mtu + 14) } else { cap };
+        if !(14..=max).contains(&len) || (!self.vnet && meta != TxMeta::default()) {
             self.counters.tx_errors += 1;
             return Err(LinkError::io(
                 "af_packet transmit",
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
-                    format!("frame length {len} outside 14..={cap}"),
+                    format!("frame length {len} outside 14..={max} (or offload meta {meta:?} without vnet_hdr)"),
                 ),
             ));
         }
-        let hdr = slot as *mut libc::tpacket2_hdr;
+        if self.vnet {
+            // SAFETY: the slot is still ours; the header's HDR_LEN bytes lie
+            // between the tpacket2_hdr and the frame, inside the slot.
+            let h = unsafe { std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFF), hdr) };
+            vnet::write(h, &meta);
+            if !plain {
+                self.counters.tx_gso_frames += 1;
+            }
+        }
+        let hdr_ptr = slot as *mut libc::tpacket2_hdr;
         // SAFETY: the slot is still ours (AVAILABLE); tp_len is a plain u32 in its header.
-        unsafe { std::ptr::addr_of_mut!((*hdr).tp_len).write(len as u32) };
+        unsafe { std::ptr::addr_of_mut!((*hdr_ptr).tp_len).write((hdr + len) as u32) };
         Self::store_status(slot, libc::TP_STATUS_SEND_REQUEST);
-        self.tx_idx = (self.tx_idx + 1) % FRAME_NR;
+        self.tx_idx = (self.tx_idx + 1) % self.frame_nr;
         self.tx_unsent += 1;
         self.counters.tx_frames += 1;
         self.counters.tx_bytes += len as u64;
@@ -416,7 +548,7 @@ impl Link for AfPacketLink {
     fn flush(&mut self) -> Result<(), LinkError> {
         // Each successful kick sends every SEND_REQUEST slot unless the send
         // buffer runs out; ENOBUFS loses one frame and stops. Bounded either way.
-        for _ in 0..=FRAME_NR {
+        for _ in 0..=self.frame_nr {
             self.reclaim_tx();
             if self.tx_unsent == 0 {
                 return Ok(());
@@ -463,6 +595,14 @@ impl Link for AfPacketLink {
         LinkCounters {
             rx_kernel_drops: self.kernel_drops.load(Ordering::Relaxed),
             ..self.counters
+        }
+    }
+
+    fn offloads(&self) -> Offloads {
+        if self.vnet {
+            Offloads { tso_max: TSO_MAX, rx_csum: true }
+        } else {
+            Offloads::default()
         }
     }
 }

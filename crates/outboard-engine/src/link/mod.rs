@@ -22,6 +22,17 @@
 //!   before we saw them are reported in [`LinkCounters::rx_kernel_drops`]
 //!   where the kernel tells.
 //!
+//! Offloads (TAP and AF_PACKET, `LinkOptions::offloads`): every frame
+//! carries a `struct virtio_net_hdr` (module [`vnet`]) between us and the
+//! kernel. `transmit_meta` takes TCP segments of up to 64 KiB that the kernel
+//! cuts into MTU-sized frames (GSO, `TxMeta`), `receive_meta` reports
+//! checksums the kernel verified or never computed and hands over GRO/GSO
+//! frames larger than the MTU (`RxMeta`). The plain `receive`/`transmit`
+//! still work on such a link: they complete partial checksums in software
+//! and send without offloads. `info().offloads` lists what is on
+//! (`vnet_hdr`, `tso4`, `rx-csum`); counters `tx_gso_frames`,
+//! `rx_csum_offloaded`, `rx_gro_frames` show them used.
+//!
 //! Unsafe code (rings in shared memory, syscalls) lives only in the link
 //! modules and `sys`, each block with a `// SAFETY:` comment.
 
@@ -39,6 +50,82 @@ pub mod tap;
 /// Largest frame a link hands out or accepts without multi-buffer/offloads:
 /// a 9000-byte jumbo MTU plus the Ethernet header.
 pub const MAX_FRAME: usize = 9014;
+
+pub use outboard_stack::{RxCsum, RxMeta, TxMeta};
+
+/// Largest TSO segment payload a vnet-header link offers (the kernel's
+/// 64 KiB GSO limit; TCP keeps the whole datagram within 65535 bytes).
+pub const TSO_MAX: usize = 65536;
+/// Transmit slot (and receive buffer) of a link with TSO/GRO on: a 64 KiB
+/// segment plus its headers and some room.
+pub const TSO_FRAME: usize = 65536 + 256;
+
+/// The callback of `Link::transmit_meta`: builds a frame in the slot and
+/// returns its length and how the link must finish it.
+pub type MetaFill<'a> = dyn FnMut(&mut [u8]) -> Option<(usize, TxMeta)> + 'a;
+
+/// Offloads a link has on (through virtio-net headers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offloads {
+    /// Largest TCP segment payload `transmit_meta` takes as one GSO frame; 0 = none.
+    pub tso_max: usize,
+    /// `receive_meta` reports checksums the kernel verified or left partial.
+    pub rx_csum: bool,
+}
+
+/// The 10-byte `struct virtio_net_hdr` (legacy layout, native byte order:
+/// what TAP with `IFF_VNET_HDR` and AF_PACKET with `PACKET_VNET_HDR` use).
+pub mod vnet {
+    use super::{RxCsum, RxMeta, TxMeta};
+
+    pub const HDR_LEN: usize = 10;
+    pub const F_NEEDS_CSUM: u8 = 1;
+    pub const F_DATA_VALID: u8 = 2;
+    pub const GSO_NONE: u8 = 0;
+    pub const GSO_TCPV4: u8 = 1;
+
+    /// Writes the header for a frame with `meta` into `h` (at least HDR_LEN bytes).
+    pub fn write(h: &mut [u8], meta: &TxMeta) {
+        let (flags, (start, off)) = match meta.csum {
+            Some(c) => (F_NEEDS_CSUM, c),
+            None => (0, (0, 0)),
+        };
+        h[0] = flags;
+        h[1] = if meta.gso_size > 0 { GSO_TCPV4 } else { GSO_NONE };
+        h[2..4].copy_from_slice(&meta.hdr_len.to_ne_bytes());
+        h[4..6].copy_from_slice(&meta.gso_size.to_ne_bytes());
+        h[6..8].copy_from_slice(&start.to_ne_bytes());
+        h[8..10].copy_from_slice(&off.to_ne_bytes());
+    }
+
+    /// A received header: (its meta, GSO type, csum_start, csum_offset).
+    pub fn read(h: &[u8]) -> (RxMeta, u8, usize, usize) {
+        let flags = h[0];
+        let csum = if flags & F_NEEDS_CSUM != 0 {
+            RxCsum::Partial
+        } else if flags & F_DATA_VALID != 0 {
+            RxCsum::Verified
+        } else {
+            RxCsum::None
+        };
+        let start = u16::from_ne_bytes([h[6], h[7]]) as usize;
+        let off = u16::from_ne_bytes([h[8], h[9]]) as usize;
+        (RxMeta { csum }, h[1], start, off)
+    }
+
+    /// Completes a partial checksum in software (for callers of the plain
+    /// `receive`): the field at `start + off` holds the pseudo-header sum,
+    /// the sum over `frame[start..]` finishes it. False if out of range.
+    pub fn finish_csum(frame: &mut [u8], start: usize, off: usize) -> bool {
+        let at = start + off;
+        if at + 2 > frame.len() {
+            return false;
+        }
+        let c = outboard_wire::checksum::checksum(&frame[start..]);
+        frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+        true
+    }
+}
 
 /// Result of offering one transmit slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +153,13 @@ pub struct LinkCounters {
     pub tx_full: u64,
     /// Transmit errors reported by the kernel (frames lost on the way out).
     pub tx_errors: u64,
+    /// Frames sent as GSO (TSO) segments that the kernel cuts into MTU-sized frames.
+    pub tx_gso_frames: u64,
+    /// Frames received whose TCP/UDP checksum the kernel verified or left
+    /// partial (not summed by us).
+    pub rx_csum_offloaded: u64,
+    /// Frames received as GSO/GRO segments (larger than one MTU).
+    pub rx_gro_frames: u64,
 }
 
 /// What `stat` shows about a link.
@@ -157,6 +251,33 @@ pub trait Link: Send {
     /// fd-based links) one of `also` became readable. Spurious wake-ups are allowed.
     fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError>;
     fn counters(&self) -> LinkCounters;
+    /// Offloads this link has on; none unless the link says so.
+    fn offloads(&self) -> Offloads {
+        Offloads::default()
+    }
+    /// `receive` with what the link knows about each frame (checksum
+    /// verified or partial; GRO-merged frames may exceed `mtu() + 14`).
+    fn receive_meta(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        self.receive(max, &mut |f| rx(f, RxMeta::default()))
+    }
+    /// `transmit` where `fill` also says how the link must finish the frame
+    /// (GSO, partial checksum). The slot is `TSO_FRAME` bytes when
+    /// `offloads().tso_max > 0`. A link without offloads takes only
+    /// default metas.
+    fn transmit_meta(
+        &mut self,
+        fill: &mut MetaFill<'_>,
+    ) -> Result<TxStatus, LinkError> {
+        self.transmit(&mut |buf| {
+            let (n, meta) = fill(buf)?;
+            debug_assert_eq!(meta, TxMeta::default(), "offload meta on a link without offloads");
+            Some(n)
+        })
+    }
 }
 
 /// A parsed `--link` argument.
@@ -231,6 +352,9 @@ pub struct LinkOptions {
     pub addr: std::net::Ipv4Addr,
     /// Fabric only: impairment of frames this engine sends, and its seed.
     pub fabric_faults: Option<(outboard_impair::FaultConfig, u64)>,
+    /// TAP and AF_PACKET: use virtio-net headers for TSO/GSO and checksum
+    /// offload (the engine's default; `--offloads off` clears it).
+    pub offloads: bool,
 }
 
 /// Opens the link a spec names.

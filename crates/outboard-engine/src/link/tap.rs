@@ -26,19 +26,37 @@
 //!   the TAP is held by another process → `Busy`; a non-TAP interface of
 //!   that name exists → `NoSuchInterface` saying so.
 //!
+//! # Offloads (`opts.offloads`, the engine's default)
+//!
+//! `TUNSETIFF` also gets `IFF_VNET_HDR`, then `TUNSETVNETHDRSZ` = 10 (the
+//! plain `struct virtio_net_hdr`: we never merge receive buffers, so the
+//! 12-byte `virtio_net_hdr_mrg_rxbuf` would only carry an unused
+//! `num_buffers`) and `TUNSETOFFLOAD` = `TUN_F_CSUM | TUN_F_TSO4`. Every
+//! read and write then starts with that header:
+//! - we write TCP segments of up to 64 KiB with `GSO_TCPV4`, `gso_size` =
+//!   the MSS and `NEEDS_CSUM`; the kernel takes them as one skb (its TCP
+//!   receives them GRO-sized; forwarded, they are cut to the MTU);
+//! - the kernel hands us its GSO segments whole (up to 64 KiB, `GSO_TCPV4`,
+//!   counted in `rx_gro_frames`) with `NEEDS_CSUM` (CHECKSUM_PARTIAL: the
+//!   checksum holds only the pseudo-header sum) or `DATA_VALID`;
+//!   `receive_meta` passes that on, plain `receive` finishes a partial
+//!   checksum in software first.
+//!
+//! `info().offloads` is then `["vnet_hdr", "tso4", "rx-csum"]`, the
+//! transmit slot `TSO_FRAME` bytes.
+//!
 //! # Not done
 //!
-//! `IFF_VNET_HDR` + `TUNSETOFFLOAD` (the kernel segments and checksums
-//! 64 KB frames for us: the one path with TSO/GRO-sized segments both ways,
-//! see shared/LINKS.md) is a later step; so is `IFF_MULTI_QUEUE` for one
-//! queue per shard. A syscall per frame makes this the slowest link.
+//! `IFF_MULTI_QUEUE` for one queue per shard. A syscall per frame makes
+//! this the slowest link per frame; with offloads a frame is up to 64 KiB.
 
 use super::sys;
 use super::*;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// Read buffer: the largest frame a TAP can hand us (64 KiB MTU) and then some.
-const RX_BUF: usize = 65536 + 64;
+/// Read buffer: the largest frame a TAP can hand us (64 KiB MTU, or a GSO
+/// segment) and its vnet header, and then some.
+const RX_BUF: usize = vnet::HDR_LEN + 65536 + 512;
 
 /// A TAP device link. See the module docs.
 pub struct TapLink {
@@ -50,6 +68,8 @@ pub struct TapLink {
     tx_buf: Vec<u8>,
     /// Length of a frame in `tx_buf` whose write returned EAGAIN (0: none).
     tx_stuck: usize,
+    /// IFF_VNET_HDR is on: every read and write starts with a virtio_net_hdr.
+    vnet: bool,
     counters: LinkCounters,
 }
 
@@ -81,7 +101,8 @@ impl TapLink {
         }
         // SAFETY: `raw` was just returned by open(2) and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+        let vnet_flag = if opts.offloads { libc::IFF_VNET_HDR } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI | vnet_flag) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one ifreq, valid for the call.
         let rc = unsafe {
             libc::ioctl(
@@ -101,6 +122,18 @@ impl TapLink {
                 )),
                 _ => sys::if_err("ioctl(TUNSETIFF)", name, err),
             });
+        }
+        if opts.offloads {
+            let sz: libc::c_int = vnet::HDR_LEN as libc::c_int;
+            // SAFETY: TUNSETVNETHDRSZ reads one c_int through the pointer, valid for the call.
+            if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &sz as *const libc::c_int) } < 0 {
+                return Err(sys::if_err("ioctl(TUNSETVNETHDRSZ)", name, std::io::Error::last_os_error()));
+            }
+            let feats = libc::TUN_F_CSUM | libc::TUN_F_TSO4;
+            // SAFETY: TUNSETOFFLOAD takes the feature bits as the argument value itself.
+            if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, feats as libc::c_ulong) } < 0 {
+                return Err(sys::if_err("ioctl(TUNSETOFFLOAD)", name, std::io::Error::last_os_error()));
+            }
         }
         if let Some(m) = opts.mtu {
             if !(68..=MAX_FRAME - 14).contains(&m) {
@@ -129,8 +162,9 @@ impl TapLink {
             mac,
             mtu,
             rx_buf: vec![0; RX_BUF],
-            tx_buf: vec![0; mtu + 14],
+            tx_buf: vec![0; if opts.offloads { vnet::HDR_LEN + TSO_FRAME } else { mtu + 14 }],
             tx_stuck: 0,
+            vnet: opts.offloads,
             counters: LinkCounters::default(),
         })
     }
@@ -149,7 +183,7 @@ impl TapLink {
             };
             if rc >= 0 {
                 self.counters.tx_frames += 1;
-                self.counters.tx_bytes += len as u64;
+                self.counters.tx_bytes += (len - self.hdr_len()) as u64;
                 return Ok(true);
             }
             let err = std::io::Error::last_os_error();
@@ -163,6 +197,84 @@ impl TapLink {
                 _ => return Err(sys::if_err("write(tap)", &self.name, err)),
             }
         }
+    }
+
+    /// Bytes of vnet header in front of each frame (0 without offloads).
+    fn hdr_len(&self) -> usize {
+        if self.vnet {
+            vnet::HDR_LEN
+        } else {
+            0
+        }
+    }
+
+    /// Reads up to `max` frames. `finish`: complete partial checksums here
+    /// and report no meta (plain `receive`).
+    fn read_frames(
+        &mut self,
+        max: usize,
+        finish: bool,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        let hdr = self.hdr_len();
+        let max_len = if self.vnet { RX_BUF - hdr } else { self.mtu + 14 };
+        let mut n = 0;
+        while n < max {
+            // SAFETY: `rx_buf` is RX_BUF writable bytes we own.
+            let rc = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    self.rx_buf.as_mut_ptr() as *mut libc::c_void,
+                    self.rx_buf.len(),
+                )
+            };
+            if rc < 0 {
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EAGAIN) => break,
+                    Some(libc::EINTR) => continue,
+                    // A frame too large for the buffer is lost by the kernel.
+                    Some(libc::EFAULT) | Some(libc::EINVAL) => {
+                        self.counters.rx_oversize += 1;
+                        n += 1;
+                        continue;
+                    }
+                    _ => return Err(sys::if_err("read(tap)", &self.name, err)),
+                }
+            }
+            let len = rc as usize;
+            n += 1;
+            if len <= hdr {
+                continue;
+            }
+            let flen = len - hdr;
+            if flen > max_len {
+                self.counters.rx_oversize += 1;
+                continue;
+            }
+            let (mut meta, gso, start, off) = if self.vnet {
+                vnet::read(&self.rx_buf[..hdr])
+            } else {
+                (RxMeta::default(), vnet::GSO_NONE, 0, 0)
+            };
+            self.counters.rx_frames += 1;
+            self.counters.rx_bytes += flen as u64;
+            if meta.csum != RxCsum::None {
+                self.counters.rx_csum_offloaded += 1;
+            }
+            if gso != vnet::GSO_NONE || flen > self.mtu + 14 {
+                self.counters.rx_gro_frames += 1;
+            }
+            let frame = &mut self.rx_buf[hdr..len];
+            if finish {
+                if meta.csum == RxCsum::Partial {
+                    vnet::finish_csum(frame, start, off);
+                }
+                meta = RxMeta::default();
+            }
+            rx(frame, meta);
+        }
+        Ok(n)
     }
 
     /// Retries a frame whose write said EAGAIN. Ok(true) when none is left.
@@ -198,7 +310,11 @@ impl Link for TapLink {
             mode: "tap".into(),
             mtu: self.mtu,
             mac: self.mac,
-            offloads: Vec::new(),
+            offloads: if self.vnet {
+                vec!["vnet_hdr".into(), "tso4".into(), "rx-csum".into()]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -211,70 +327,57 @@ impl Link for TapLink {
     }
 
     fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
-        let mut n = 0;
-        while n < max {
-            // SAFETY: `rx_buf` is RX_BUF writable bytes we own.
-            let rc = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    self.rx_buf.as_mut_ptr() as *mut libc::c_void,
-                    self.rx_buf.len(),
-                )
-            };
-            if rc < 0 {
-                let err = std::io::Error::last_os_error();
-                match err.raw_os_error() {
-                    Some(libc::EAGAIN) => break,
-                    Some(libc::EINTR) => continue,
-                    // A frame too large for the buffer is lost by the kernel.
-                    Some(libc::EFAULT) | Some(libc::EINVAL) => {
-                        self.counters.rx_oversize += 1;
-                        n += 1;
-                        continue;
-                    }
-                    _ => return Err(sys::if_err("read(tap)", &self.name, err)),
-                }
-            }
-            let len = rc as usize;
-            n += 1;
-            if len > self.mtu + 14 {
-                self.counters.rx_oversize += 1;
-                continue;
-            }
-            if len == 0 {
-                continue;
-            }
-            self.counters.rx_frames += 1;
-            self.counters.rx_bytes += len as u64;
-            rx(&self.rx_buf[..len]);
-        }
-        Ok(n)
+        self.read_frames(max, true, &mut |f, _| rx(f))
+    }
+
+    fn receive_meta(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        self.read_frames(max, false, rx)
     }
 
     fn transmit(
         &mut self,
         fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> Result<TxStatus, LinkError> {
+        self.transmit_meta(&mut |buf| fill(buf).map(|n| (n, TxMeta::default())))
+    }
+
+    fn transmit_meta(
+        &mut self,
+        fill: &mut MetaFill<'_>,
+    ) -> Result<TxStatus, LinkError> {
         if !self.retry_stuck()? {
             self.counters.tx_full += 1;
             return Ok(TxStatus::Full);
         }
-        let cap = self.tx_buf.len();
-        let Some(len) = fill(&mut self.tx_buf) else {
+        let hdr = self.hdr_len();
+        let cap = self.tx_buf.len() - hdr;
+        let Some((len, meta)) = fill(&mut self.tx_buf[hdr..]) else {
             return Ok(TxStatus::Idle);
         };
-        if !(14..=cap).contains(&len) {
+        let plain = meta.gso_size == 0;
+        let max = if plain { cap.min(self.mtu + 14) } else { cap };
+        if !(14..=max).contains(&len) || (!self.vnet && meta != TxMeta::default()) {
             self.counters.tx_errors += 1;
             return Err(LinkError::io(
                 "tap transmit",
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
-                    format!("frame length {len} outside 14..={cap}"),
+                    format!("frame length {len} outside 14..={max} (or offload meta {meta:?} without vnet_hdr)"),
                 ),
             ));
         }
-        if !self.write_frame(len)? {
-            self.tx_stuck = len;
+        if self.vnet {
+            vnet::write(&mut self.tx_buf[..hdr], &meta);
+            if !plain {
+                self.counters.tx_gso_frames += 1;
+            }
+        }
+        if !self.write_frame(hdr + len)? {
+            self.tx_stuck = hdr + len;
         }
         Ok(TxStatus::Queued)
     }
@@ -292,6 +395,14 @@ impl Link for TapLink {
 
     fn counters(&self) -> LinkCounters {
         self.counters
+    }
+
+    fn offloads(&self) -> Offloads {
+        if self.vnet {
+            Offloads { tso_max: TSO_MAX, rx_csum: true }
+        } else {
+            Offloads::default()
+        }
     }
 }
 

@@ -460,6 +460,12 @@ impl Connection {
         s
     }
 
+    /// The largest segment the link takes for new data now (TSO/GSO; 0 = one
+    /// MSS): `Config::tso_max_bytes` at run time.
+    pub fn set_tso_max(&mut self, bytes: usize) {
+        self.cfg.tso_max_bytes = bytes;
+    }
+
     /// TCP_NODELAY at run time: `true` turns Nagle off.
     pub fn set_nodelay(&mut self, nodelay: bool) {
         self.cfg.nodelay = nodelay;

@@ -10,6 +10,10 @@ use super::{Connection, State, Timer, Transmit};
 use outboard_time::{Duration, Instant};
 use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
 
+/// The largest TSO payload: 65535 less the IPv4 header and a TCP header with
+/// the most options (20 + 60).
+const TSO_MAX_PAYLOAD: usize = 65535 - 20 - 60;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SegKind {
     /// Data and/or FIN, new or retransmitted: runs the retransmission timer.
@@ -24,7 +28,7 @@ impl Connection {
     pub(super) fn transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
         if let Some(rst) = self.pending_rst.take() {
             self.stats.segments_out += 1;
-            return Some(Transmit { repr: rst, payload: [&[], &[]] });
+            return Some(Transmit { repr: rst, payload: [&[], &[]], gso_size: 0 });
         }
         match self.state {
             State::Closed => return None,
@@ -83,6 +87,17 @@ impl Connection {
             cap = cap.saturating_sub(4 + 8 * n);
         }
         cap.max(1)
+    }
+
+    /// The largest new-data segment: `tso_max_bytes` rounded down to whole
+    /// `mss` pieces, at least one MSS, and within an IPv4 datagram's 65535
+    /// bytes with the headers.
+    pub(super) fn tso_cap(&self, mss: usize) -> usize {
+        let max = self.cfg.tso_max_bytes.min(TSO_MAX_PAYLOAD);
+        if max <= mss {
+            return mss;
+        }
+        max - max % mss
     }
 
     /// Our FIN's sequence number once it may be sent (the handshake is over).
@@ -184,14 +199,26 @@ impl Connection {
             return fin_pending.filter(|&f| f == self.snd_nxt).map(|f| (f, 0, true));
         }
         let retransmitting = self.snd_nxt < self.snd_max;
-        let cap = self.payload_cap();
+        let mss = self.payload_cap();
+        // TSO: new data may go in one segment of several MSS-sized pieces
+        // (the link cuts it); data sent before goes again one MSS at a time,
+        // as Linux splits a TSO skb it retransmits.
+        let cap = if retransmitting { mss } else { self.tso_cap(mss) };
         let mut limit = unsent.min(cap);
         if retransmitting && self.sack_ok {
             limit = limit.min(self.unsacked_run(self.snd_nxt));
         }
         let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
-        let len = limit.min(wnd_avail).min(self.cwnd_allowance());
+        let mut len = limit.min(wnd_avail).min(self.cwnd_allowance());
         let idle = self.snd_nxt == self.snd_una;
+        if len > mss {
+            // A TSO segment ends on a piece boundary unless its tail may go
+            // now anyway (what Nagle allows for the last bytes queued).
+            let tail_ok = len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some());
+            if !tail_ok {
+                len -= len % mss;
+            }
+        }
         if len == 0 {
             if wnd_avail == 0 && idle {
                 // RFC 9293 §3.8.6.1: a zero window with data waiting arms the persist timer.
@@ -202,7 +229,7 @@ impl Connection {
         // Sender SWS avoidance (RFC 9293 §3.8.6.2.1) and Nagle (RFC 1122 §4.2.3.4)
         // hold back small *new* data. Data already sent once goes again at once,
         // even when the window trims it: an RTO must never expire with nothing resent.
-        let ok = len == cap
+        let ok = len >= mss
             || retransmitting
             || (len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some()))
             || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2)
@@ -257,7 +284,7 @@ impl Connection {
             options: self.syn_options(now),
         };
         self.stats.segments_out += 1;
-        Transmit { repr, payload: [&[], &[]] }
+        Transmit { repr, payload: [&[], &[]], gso_size: 0 }
     }
 
     /// Builds a segment from the send queue and does the bookkeeping of sending it.
@@ -320,7 +347,12 @@ impl Connection {
         } else {
             [&[][..], &[][..]]
         };
-        Transmit { repr, payload }
+        let seg = self.payload_cap();
+        let gso_size = if len > seg { seg } else { 0 };
+        if gso_size > 0 {
+            self.stats.tso_segments_out += 1;
+        }
+        Transmit { repr, payload, gso_size }
     }
 
     /// An ACK goes out: the delayed-ACK state is cleared.

@@ -61,6 +61,11 @@ pub enum IcmpError {
 pub struct Transmit<'a> {
     pub repr: TcpRepr,
     pub payload: [&'a [u8]; 2],
+    /// A TSO segment (payload longer than one segment, see
+    /// `Config::tso_max_bytes`): the payload bytes each piece the link cuts
+    /// it into carries (the send MSS less this segment's options). 0 for an
+    /// ordinary segment.
+    pub gso_size: usize,
 }
 
 impl Transmit<'_> {
@@ -96,6 +101,8 @@ pub struct ConnStats {
     pub dup_segments_in: u64,
     pub dropped_segments: u64,
     pub challenge_acks: u64,
+    /// Segments sent as TSO segments (longer than one MSS, cut by the link).
+    pub tso_segments_out: u64,
     /// Bytes the connection holds now (`Connection::memory_in_use`), like `ss -m`.
     pub memory: usize,
 }

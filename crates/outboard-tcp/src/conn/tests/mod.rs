@@ -11,6 +11,7 @@ mod rst;
 mod rules;
 mod states;
 mod timers;
+mod tso;
 
 use super::*;
 use crate::cc::CcKind;
@@ -76,6 +77,8 @@ pub(super) fn sack(blocks: &[(u32, u32)]) -> SackBlocks {
 pub(super) struct Out {
     pub repr: TcpRepr,
     pub payload: Vec<u8>,
+    /// `Transmit::gso_size`: nonzero for a TSO segment.
+    pub gso: usize,
 }
 
 impl Out {
@@ -141,7 +144,7 @@ impl Harness {
         while let Some(t) = self.c.poll_transmit(self.now) {
             let mut payload = t.payload[0].to_vec();
             payload.extend_from_slice(t.payload[1]);
-            v.push(Out { repr: t.repr, payload });
+            v.push(Out { repr: t.repr, payload, gso: t.gso_size });
             assert!(v.len() < 10_000, "poll_transmit never returns None");
         }
         v
