@@ -1,0 +1,1027 @@
+//! Interop: the engine against the Linux kernel's own stack, in the lab.
+//!
+//! Every test needs root (namespaces, veth, AF_PACKET/AF_XDP, TAP) and skips
+//! loudly without it; a missing tool (python3, ping, tshark) FAILS the test
+//! with the package to install. Linux's side is the kernel's `ping` and small
+//! Python scripts in `tests/scripts/interop_*.py`. Labs, namespaces, engines
+//! and scripts are torn down by guards even when a test fails; every child
+//! runs under `timeout`.
+//!
+//! The echo matrix sends `OUTBOARD_INTEROP_BYTES` (default 1 GiB; accepts
+//! suffixes K/M/G/KiB/MiB/GiB) through the engine's TCP echo for each of six
+//! impairments (fixed seeds, printed), on af_xdp and af_packet, in the direct
+//! and the routed lab, and prints a throughput table per link × topology.
+
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+
+mod support;
+
+use outboard_lab::{Impairment, LabConfig, Topology};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use support::{in_ns, lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
+
+const ENGINE_ADDR: &str = "10.77.0.2";
+
+// ---------------------------------------------------------------- helpers
+
+/// Fails (not skips) when a tool is missing: CI installs it.
+fn need(tool: &str, package: &str) {
+    assert!(
+        support::have(tool),
+        "`{tool}` not found in PATH: install it (apt-get install {package})"
+    );
+}
+
+fn need_python() {
+    need("python3", "python3");
+}
+
+fn script(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scripts")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `timeout SECS ip netns exec NS ARGS...`, output captured.
+fn ns_run(ns: &str, secs: u64, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["-k", "5", &secs.to_string(), "ip", "netns", "exec", ns])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {args:?} in {ns}: {e}"))
+}
+
+/// The last line of stdout as JSON.
+fn last_json(o: &Output) -> serde_json::Value {
+    let s = String::from_utf8_lossy(&o.stdout);
+    let line = s
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("no JSON line ({e}): {}", text(o)))
+}
+
+/// Sizes like 1GiB, 256M, 4096.
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// Bytes per echo-matrix run: OUTBOARD_INTEROP_BYTES or 1 GiB.
+fn matrix_bytes() -> u64 {
+    match std::env::var("OUTBOARD_INTEROP_BYTES") {
+        Ok(v) => {
+            parse_size(&v).unwrap_or_else(|| panic!("OUTBOARD_INTEROP_BYTES={v:?}: not a size"))
+        }
+        Err(_) => 1 << 30,
+    }
+}
+
+/// `--link KIND:eng0 --addr 10.77.0.2/24 [--gateway 10.77.0.1]` for a lab.
+fn engine_args(lab: &outboard_lab::Lab, kind: &str) -> Vec<String> {
+    let mut v = vec![
+        "--link".to_string(),
+        format!("{kind}:{}", lab.engine_iface()),
+        "--addr".to_string(),
+        format!("{}/{}", lab.engine_addr(), lab.engine_prefix()),
+    ];
+    if let Some(gw) = lab.gateway() {
+        v.push("--gateway".into());
+        v.push(gw.to_string());
+    }
+    v
+}
+
+fn start_engine(lab: &outboard_lab::Lab, name: &str, kind: &str, extra: &[&str]) -> EngineProc {
+    let mut args = engine_args(lab, kind);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    EngineProc::start(lab.engine_ns(), name, &args)
+}
+
+/// `ping -c 3 -W 2 TARGET` from `ns`: all three answered.
+fn assert_ping(ns: &str, target: &str, what: &str) {
+    let o = ns_run(ns, 30, &["ping", "-n", "-c", "3", "-W", "2", target]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && s.contains("3 packets transmitted, 3 received"),
+        "{what}: ping {target} from {ns} did not get 3 replies: {}",
+        text(&o)
+    );
+}
+
+/// The engine answered the pings itself (the target address is on no kernel interface).
+fn assert_engine_answered_pings(e: &EngineProc) {
+    let st = e.stat();
+    let req = st["stack"]["icmp_echo_requests_in"].as_u64().unwrap_or(0);
+    let rep = st["stack"]["icmp_echo_replies_out"].as_u64().unwrap_or(0);
+    assert!(
+        req >= 3 && rep >= 3,
+        "engine counted {req} echo requests in, {rep} replies out"
+    );
+}
+
+/// A namespace of our own (the TAP test), deleted on drop.
+struct NsGuard(String);
+
+impl NsGuard {
+    fn new(name: &str) -> NsGuard {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        let o = Command::new("ip")
+            .args(["netns", "add", name])
+            .output()
+            .expect("ip netns add");
+        assert!(o.status.success(), "ip netns add {name}: {}", text(&o));
+        let g = NsGuard(name.to_string());
+        let o = in_ns(name, &["ip", "link", "set", "lo", "up"]);
+        assert!(o.status.success(), "lo up: {}", text(&o));
+        g
+    }
+}
+
+impl Drop for NsGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// A child (run under `timeout`) stopped on drop: SIGTERM (which `timeout`
+/// passes on to the script), then SIGKILL.
+struct ChildGuard {
+    child: Child,
+    lines: Option<mpsc::Receiver<String>>,
+}
+
+impl ChildGuard {
+    /// Spawns `timeout SECS ip netns exec NS ARGS...` with stdout read line by line.
+    fn spawn(ns: &str, secs: u64, args: &[&str], stdin: bool) -> ChildGuard {
+        let mut child = Command::new("timeout")
+            .args(["-k", "5", &secs.to_string(), "ip", "netns", "exec", ns])
+            .args(args)
+            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {args:?} in {ns}: {e}"));
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        ChildGuard {
+            child,
+            lines: Some(rx),
+        }
+    }
+
+    /// The next stdout line within `limit` (None at EOF or timeout).
+    fn line(&self, limit: Duration) -> Option<String> {
+        self.lines.as_ref()?.recv_timeout(limit).ok()
+    }
+
+    fn stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Waits (bounded) for the exit; returns the status and every remaining stdout line.
+    fn finish(&mut self, limit: Duration) -> (Option<std::process::ExitStatus>, Vec<String>) {
+        let t0 = Instant::now();
+        let mut st = None;
+        while t0.elapsed() < limit {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                st = Some(s);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut lines = Vec::new();
+        while let Some(l) = self.line(Duration::from_millis(500)) {
+            lines.push(l);
+        }
+        (st, lines)
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(3) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Engine connection rows (state names as the engine prints them, e.g. `LastAck`).
+fn conn_states(st: &serde_json::Value) -> Vec<String> {
+    st["connections"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| c["state"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_closing(state: &str) -> bool {
+    matches!(
+        state,
+        "FinWait1" | "FinWait2" | "Closing" | "LastAck" | "TimeWait" | "Closed"
+    )
+}
+
+/// Polls `stat` until `done` holds or `limit` passes; returns the last snapshot and the time taken.
+fn poll_stat(
+    e: &EngineProc,
+    limit: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> (serde_json::Value, Option<Duration>) {
+    let t0 = Instant::now();
+    loop {
+        let st = e.stat();
+        if done(&st) {
+            return (st, Some(t0.elapsed()));
+        }
+        if t0.elapsed() >= limit {
+            return (st, None);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// ---------------------------------------------------------------- 1. ping
+
+fn ping_in_lab(kind: &str, tag: &str) {
+    need("ping", "iputils-ping");
+    let name = lab_name(tag);
+    let lab = lab(&LabConfig::new(&name));
+    let e = start_engine(&lab, &format!("{name}-e"), kind, &[]);
+    assert_ping(lab.linux_ns(), ENGINE_ADDR, kind);
+    assert_engine_answered_pings(&e);
+    let st = e.stat();
+    assert_eq!(st["link"]["kind"], kind, "link in stat: {}", st["link"]);
+}
+
+#[test]
+fn ping_from_linux_is_answered_by_engine_on_af_xdp() {
+    if skip_unless_root("ping_from_linux_is_answered_by_engine_on_af_xdp") {
+        return;
+    }
+    ping_in_lab("af_xdp", "pxdp");
+}
+
+#[test]
+fn ping_from_linux_is_answered_by_engine_on_af_packet() {
+    if skip_unless_root("ping_from_linux_is_answered_by_engine_on_af_packet") {
+        return;
+    }
+    ping_in_lab("af_packet", "ppkt");
+}
+
+#[test]
+fn ping_from_linux_is_answered_by_engine_on_tap() {
+    if skip_unless_root("ping_from_linux_is_answered_by_engine_on_tap") {
+        return;
+    }
+    need("ping", "iputils-ping");
+    assert!(
+        std::path::Path::new("/dev/net/tun").exists(),
+        "/dev/net/tun is missing: load the tun module (modprobe tun)"
+    );
+    let n = lab_name("ptap");
+    let ns = NsGuard::new(&format!("ob-{n}-tap"));
+    let dev = format!("obtap{}", &n[n.len() - 3..]);
+    let e = EngineProc::start(
+        &ns.0,
+        &format!("{n}-e"),
+        &["--link", &format!("tap:{dev}"), "--addr", "10.79.0.2/24"],
+    );
+    // The engine created the TAP device and brought it up; the kernel side gets 10.79.0.1.
+    let o = in_ns(&ns.0, &["ip", "addr", "add", "10.79.0.1/24", "dev", &dev]);
+    assert!(o.status.success(), "address on {dev}: {}", text(&o));
+    let o = in_ns(&ns.0, &["ip", "-o", "link", "show", "dev", &dev]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(",UP"),
+        "{dev} not up: {}",
+        text(&o)
+    );
+    assert_ping(&ns.0, "10.79.0.2", "tap");
+    assert_engine_answered_pings(&e);
+    assert_eq!(e.stat()["link"]["kind"], "tap");
+    drop(e);
+    drop(ns);
+}
+
+// ---------------------------------------------------------------- 2. echo matrix
+
+struct Case {
+    name: &'static str,
+    imp: Impairment,
+}
+
+fn impairments() -> Vec<Case> {
+    let clean = Impairment::default();
+    let reorder = Impairment {
+        reorder: 0.25,
+        reorder_delay_ms: 2.0,
+        delay_ms: 1.0,
+        ..clean.clone()
+    };
+    vec![
+        Case {
+            name: "clean",
+            imp: clean.clone(),
+        },
+        Case {
+            name: "loss 1%",
+            imp: Impairment {
+                loss: 0.01,
+                ..clean.clone()
+            },
+        },
+        Case {
+            name: "reorder 25%",
+            imp: reorder.clone(),
+        },
+        Case {
+            name: "duplicate 1%",
+            imp: Impairment {
+                duplicate: 0.01,
+                ..clean.clone()
+            },
+        },
+        Case {
+            name: "corrupt 0.1%",
+            imp: Impairment {
+                corrupt: 0.001,
+                ..clean.clone()
+            },
+        },
+        Case {
+            name: "all at once",
+            imp: Impairment {
+                loss: 0.01,
+                duplicate: 0.01,
+                corrupt: 0.001,
+                ..reorder
+            },
+        },
+    ]
+}
+
+/// One line from the relay's report: per direction seen/lost/dup/reordered/corrupted.
+fn relay_line(report: &Option<serde_json::Value>) -> String {
+    let Some(r) = report else {
+        return "no relay (kernel bridge)".into();
+    };
+    let dir = |d: &serde_json::Value| {
+        let s = &d["stats"];
+        format!(
+            "{}->{}: seen {} lost {} dup {} reord {} corrupt {} fwd {} kdrops {}",
+            d["from"].as_str().unwrap_or("?"),
+            d["to"].as_str().unwrap_or("?"),
+            s["frames_seen"],
+            s["dropped"],
+            s["duplicated"],
+            s["reordered"],
+            s["corrupted"],
+            d["frames_forwarded"],
+            d["rx_kernel_drops"],
+        )
+    };
+    format!(
+        "relay seed {}: {}; {}",
+        r["seed"],
+        dir(&r["a_to_b"]),
+        dir(&r["b_to_a"])
+    )
+}
+
+/// Checks the relay really applied each knob (summed over both directions).
+fn relay_applied(imp: &Impairment, report: &Option<serde_json::Value>) -> Result<(), String> {
+    if imp.is_none() {
+        return Ok(());
+    }
+    let r = report.as_ref().ok_or("the relay left no report")?;
+    let sum = |k: &str| {
+        r["a_to_b"]["stats"][k].as_u64().unwrap_or(0)
+            + r["b_to_a"]["stats"][k].as_u64().unwrap_or(0)
+    };
+    for (knob, p) in [
+        ("dropped", imp.loss),
+        ("duplicated", imp.duplicate),
+        ("reordered", imp.reorder),
+        ("corrupted", imp.corrupt),
+    ] {
+        if p > 0.0 && sum(knob) == 0 {
+            return Err(format!("relay report shows no frame {knob}: {r}"));
+        }
+    }
+    Ok(())
+}
+
+struct Row {
+    case: &'static str,
+    seed: u64,
+    seconds: f64,
+    mbit: f64,
+    ok: bool,
+}
+
+fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
+    need_python();
+    let bytes = matrix_bytes();
+    // Bounded: a floor of 1 MB/s plus set-up time (the reorder cases run at
+    // about 1.8 MB/s here: the engine's fixed DupThresh retransmits spuriously).
+    let limit_s = 120 + bytes / 1_000_000;
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (i, case) in impairments().into_iter().enumerate() {
+        let seed = 4200 + i as u64;
+        let name = lab_name(&format!("{tag}{i}"));
+        eprintln!(
+            "=== echo {kind} {topology} [{}] {}: {} bytes, seed {seed}, lab {name}",
+            case.name,
+            case.imp.summary(),
+            bytes
+        );
+        let mut cfg = LabConfig::new(&name);
+        cfg.topology = topology;
+        cfg.impairment = case.imp.clone();
+        cfg.seed = seed;
+        let lab = lab(&cfg);
+        let e = start_engine(&lab, &format!("{name}-e"), kind, &[]);
+        let o = ns_run(
+            lab.linux_ns(),
+            limit_s + 10,
+            &[
+                "python3",
+                &script("interop_echo_client.py"),
+                ENGINE_ADDR,
+                "7",
+                &bytes.to_string(),
+                &limit_s.to_string(),
+            ],
+        );
+        let what = format!("{kind} {topology} [{}] seed {seed}", case.name);
+        let v = serde_json::from_str::<serde_json::Value>(
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .last()
+                .unwrap_or(""),
+        )
+        .ok();
+        let ok = o.status.success() && v.as_ref().is_some_and(|v| v["ok"] == true);
+        let (seconds, mbit) = v
+            .as_ref()
+            .map(|v| {
+                (
+                    v["seconds"].as_f64().unwrap_or(0.0),
+                    v["mbit_s"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .unwrap_or((0.0, 0.0));
+        if !ok {
+            failures.push(format!(
+                "{what}: echo not byte-identical or failed: {}",
+                text(&o)
+            ));
+        }
+        // The echo closed after the client's FIN: the connection is gone or closing now...
+        let st = e.stat();
+        let states = conn_states(&st);
+        if let Some(bad) = states.iter().find(|s| !is_closing(s)) {
+            failures.push(format!(
+                "{what}: after the transfer the engine holds a connection in {bad}: {states:?}"
+            ));
+        }
+        // ...and gone soon (the engine closes last: LAST-ACK, no TIME-WAIT).
+        let (st2, gone) = poll_stat(&e, Duration::from_secs(30), |s| conn_states(s).is_empty());
+        if gone.is_none() {
+            failures.push(format!(
+                "{what}: connections still held 30 s later: {:?}",
+                conn_states(&st2)
+            ));
+        }
+        let stack = &st2["stack"];
+        let engine_line = format!(
+            "engine: segs in {} out {}, drops checksum {} malformed {}, resets out {}",
+            stack["tcp_segments_in"],
+            stack["tcp_segments_out"],
+            stack["drops_checksum"],
+            stack["drops_malformed"],
+            stack["tcp_resets_out"]
+        );
+        let log = e.stop();
+        let down = lab
+            .teardown()
+            .unwrap_or_else(|err| panic!("{what}: lab down: {err}"));
+        let relay = relay_line(&down.relay_report);
+        if let Err(why) = relay_applied(&case.imp, &down.relay_report) {
+            failures.push(format!("{what}: {why}"));
+        }
+        if !ok {
+            failures.push(format!("{what}: engine log tail: {}", tail(&log, 2000)));
+        }
+        eprintln!(
+            "    {} {:.3} s, {:.1} Mbit/s; {engine_line}\n    {relay}",
+            if ok { "ok" } else { "FAILED" },
+            seconds,
+            mbit
+        );
+        rows.push(Row {
+            case: case.name,
+            seed,
+            seconds,
+            mbit,
+            ok,
+        });
+    }
+    eprintln!(
+        "\necho throughput, {kind} {topology}, {} MiB each way per run:",
+        bytes >> 20
+    );
+    eprintln!(
+        "  {:<14} {:>6} {:>9} {:>10}  result",
+        "impairment", "seed", "seconds", "Mbit/s"
+    );
+    for r in &rows {
+        eprintln!(
+            "  {:<14} {:>6} {:>9.2} {:>10.1}  {}",
+            r.case,
+            r.seed,
+            r.seconds,
+            r.mbit,
+            if r.ok { "ok" } else { "FAILED" }
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+#[test]
+fn echo_matrix_af_xdp_direct_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_af_xdp_direct_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix("af_xdp", Topology::Direct, "mxd");
+}
+
+#[test]
+fn echo_matrix_af_xdp_routed_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_af_xdp_routed_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix("af_xdp", Topology::Routed, "mxr");
+}
+
+#[test]
+fn echo_matrix_af_packet_direct_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_af_packet_direct_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix("af_packet", Topology::Direct, "mpd");
+}
+
+#[test]
+fn echo_matrix_af_packet_routed_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_af_packet_routed_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix("af_packet", Topology::Routed, "mpr");
+}
+
+// ---------------------------------------------------------------- 3. UDP
+
+#[test]
+fn udp_echo_returns_datagram_and_closed_port_gives_econnrefused() {
+    if skip_unless_root("udp_echo_returns_datagram_and_closed_port_gives_econnrefused") {
+        return;
+    }
+    need_python();
+    let name = lab_name("udp");
+    let lab = lab(&LabConfig::new(&name));
+    let e = start_engine(&lab, &format!("{name}-e"), "af_packet", &[]);
+    let o = ns_run(
+        lab.linux_ns(),
+        60,
+        &[
+            "python3",
+            &script("interop_udp.py"),
+            ENGINE_ADDR,
+            "7",
+            "4444",
+        ],
+    );
+    let v = last_json(&o);
+    eprintln!("udp: {v}");
+    assert!(
+        o.status.success() && v["ok"] == true,
+        "UDP interop failed: {}",
+        text(&o)
+    );
+    let st = e.stat();
+    let s = &st["stack"];
+    assert!(
+        s["udp_no_port"].as_u64().unwrap_or(0) >= 1,
+        "udp_no_port not counted: {s}"
+    );
+    assert!(
+        s["icmp_dest_unreachable_out"].as_u64().unwrap_or(0) >= 1,
+        "no ICMP unreachable counted: {s}"
+    );
+    let echo = st["services"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["service"] == "echo"))
+        .cloned();
+    let echo = echo.expect("echo service in stat");
+    assert!(
+        echo["udp_datagrams_out"].as_u64().unwrap_or(0) >= 3,
+        "echo service counters: {echo}"
+    );
+}
+
+// ---------------------------------------------------------------- 4. pcap
+
+#[test]
+fn pcap_of_ping_tcp_and_udp_has_no_malformed_frames_or_bad_checksums() {
+    if skip_unless_root("pcap_of_ping_tcp_and_udp_has_no_malformed_frames_or_bad_checksums") {
+        return;
+    }
+    need_python();
+    need("ping", "iputils-ping");
+    need("tshark", "tshark");
+    let name = lab_name("pcap");
+    let pcap = std::env::temp_dir().join(format!("outboard-interop-{name}.pcap"));
+    let _ = std::fs::remove_file(&pcap);
+    let lab = lab(&LabConfig::new(&name));
+    let pcap_s = pcap.display().to_string();
+    let e = start_engine(
+        &lab,
+        &format!("{name}-e"),
+        "af_packet",
+        &["--pcap", &pcap_s],
+    );
+    assert_ping(lab.linux_ns(), ENGINE_ADDR, "pcap");
+    let o = ns_run(
+        lab.linux_ns(),
+        70,
+        &[
+            "python3",
+            &script("interop_echo_client.py"),
+            ENGINE_ADDR,
+            "7",
+            &(1u64 << 20).to_string(),
+            "60",
+        ],
+    );
+    assert!(
+        o.status.success() && last_json(&o)["ok"] == true,
+        "TCP echo: {}",
+        text(&o)
+    );
+    let o = ns_run(
+        lab.linux_ns(),
+        60,
+        &[
+            "python3",
+            &script("interop_udp.py"),
+            ENGINE_ADDR,
+            "7",
+            "4444",
+        ],
+    );
+    assert!(o.status.success(), "UDP: {}", text(&o));
+    // Let the final ACKs of the TCP close reach the engine (and the capture).
+    let _ = poll_stat(&e, Duration::from_secs(10), |s| conn_states(s).is_empty());
+    let log = e.stop(); // SIGTERM: the engine flushes and closes the capture
+    drop(lab);
+    let _rm = RemoveOnDrop(pcap.clone());
+    let meta = std::fs::metadata(&pcap)
+        .unwrap_or_else(|err| panic!("no pcap {pcap_s} ({err}); engine log: {log}"));
+    assert!(
+        meta.len() > 24,
+        "pcap {pcap_s} holds no frames ({} bytes)",
+        meta.len()
+    );
+    let o = Command::new("timeout")
+        .args(["120", "tshark", "-n", "-r", &pcap_s])
+        .args([
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+        ])
+        .args([
+            "-T",
+            "fields",
+            "-E",
+            "separator=|",
+            "-e",
+            "frame.number",
+            "-e",
+            "frame.protocols",
+            "-e",
+            "_ws.expert.message",
+        ])
+        .output()
+        .expect("run tshark");
+    assert!(o.status.success(), "tshark failed: {}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let frames: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    let count = |proto: &str| {
+        frames
+            .iter()
+            .filter(|l| {
+                l.split('|')
+                    .nth(1)
+                    .is_some_and(|p| p.split(':').any(|x| x == proto))
+            })
+            .count()
+    };
+    let (icmp, tcp, udp) = (count("icmp"), count("tcp"), count("udp"));
+    eprintln!(
+        "pcap {pcap_s}: {} frames ({icmp} icmp, {tcp} tcp, {udp} udp)",
+        frames.len()
+    );
+    assert!(!frames.is_empty(), "tshark counted no frames: {}", text(&o));
+    assert!(
+        icmp >= 6 && tcp > 100 && udp >= 4,
+        "capture lacks traffic: {icmp} icmp, {tcp} tcp, {udp} udp"
+    );
+    let bad: Vec<&&str> = frames
+        .iter()
+        .filter(|l| {
+            let m = l.split('|').nth(2).unwrap_or("").to_ascii_lowercase();
+            m.contains("malformed")
+                || m.contains("bad checksum")
+                || m.contains("incorrect")
+                || m.contains("checksum error")
+        })
+        .collect();
+    // ICMP errors quote the offending datagram; a quoted (truncated) UDP header is not malformed.
+    assert!(
+        bad.is_empty(),
+        "{} frame(s) malformed or with a bad checksum, e.g. {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+// ---------------------------------------------------------------- 5. 1000 connections
+
+#[test]
+fn thousand_concurrent_echo_connections_all_answered_then_freed() {
+    if skip_unless_root("thousand_concurrent_echo_connections_all_answered_then_freed") {
+        return;
+    }
+    need_python();
+    need("ping", "iputils-ping");
+    const N: usize = 1000;
+    let name = lab_name("conn");
+    let lab = lab(&LabConfig::new(&name));
+    let e = start_engine(&lab, &format!("{name}-e"), "af_packet", &[]);
+    // Baseline with ARP resolved both ways (the ARP entry is part of memory_in_use).
+    assert_ping(lab.linux_ns(), ENGINE_ADDR, "baseline");
+    let st = e.stat();
+    assert!(
+        conn_states(&st).is_empty(),
+        "connections before the test: {:?}",
+        conn_states(&st)
+    );
+    let baseline = st["memory_in_use"].as_u64().expect("memory_in_use");
+    let mut c = ChildGuard::spawn(
+        lab.linux_ns(),
+        150,
+        &[
+            "python3",
+            &script("interop_many.py"),
+            ENGINE_ADDR,
+            "7",
+            &N.to_string(),
+            "120",
+            "--hold",
+        ],
+        true,
+    );
+    let held = c.line(Duration::from_secs(120));
+    if held.as_deref() != Some(&format!("HELD {N}")) {
+        let (st, rest) = c.finish(Duration::from_secs(5));
+        panic!("client did not hold {N} connections: {held:?} {st:?} {rest:?}");
+    }
+    // Every connection is open and answered: the engine holds N established ones.
+    let (st, at) = poll_stat(&e, Duration::from_secs(10), |s| {
+        conn_states(s)
+            .iter()
+            .filter(|x| x.as_str() == "Established")
+            .count()
+            >= N
+    });
+    let peak_mem = st["memory_in_use"].as_u64().unwrap_or(0);
+    assert!(
+        at.is_some(),
+        "engine shows {} connections, not {N} established",
+        conn_states(&st).len()
+    );
+    eprintln!("{N} connections established; memory_in_use {peak_mem} B (baseline {baseline} B)");
+    let mut stdin = c.stdin().expect("stdin");
+    writeln!(stdin).expect("release the client");
+    drop(stdin);
+    let (status, lines) = c.finish(Duration::from_secs(60));
+    let v: serde_json::Value = lines
+        .iter()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("client printed no JSON: {status:?} {lines:?}"));
+    eprintln!("client: {v}");
+    assert!(
+        status.is_some_and(|s| s.success()) && v["ok"] == true,
+        "client failed: {status:?} {v}"
+    );
+    assert_eq!(v["matched"], N as u64, "{v}");
+    // The clients closed first, so the engine ends in LAST-ACK, not TIME-WAIT
+    // (60 s, outboard-tcp Config::time_wait): they should all go within
+    // seconds; the bound allows a full TIME-WAIT in case the engine closed first.
+    // Tolerance: 256 B = four ARP entries (64 B each, arp::ENTRY_OVERHEAD); one
+    // leftover connection costs KiBs, so any leak exceeds it.
+    let (st, took) = poll_stat(&e, Duration::from_secs(75), |s| {
+        conn_states(s).is_empty()
+            && s["memory_in_use"].as_u64().unwrap_or(u64::MAX) <= baseline + 256
+    });
+    let states = conn_states(&st);
+    let mut by_state = std::collections::BTreeMap::new();
+    for s in &states {
+        *by_state.entry(s.clone()).or_insert(0) += 1;
+    }
+    assert!(
+        took.is_some(),
+        "75 s after closing: {} connections left {by_state:?}, memory_in_use {} (baseline {baseline})",
+        states.len(),
+        st["memory_in_use"]
+    );
+    eprintln!(
+        "all {N} freed {:.2} s after the client closed; memory_in_use {} (baseline {baseline}, peak {peak_mem})",
+        took.unwrap_or_default().as_secs_f64(),
+        st["memory_in_use"]
+    );
+    let s = &st["stack"];
+    assert!(
+        s["tcp_connections_accepted"].as_u64().unwrap_or(0) >= N as u64,
+        "accepted: {s}"
+    );
+    assert_eq!(
+        s["tcp_resets_out"].as_u64().unwrap_or(0),
+        0,
+        "the engine sent resets: {s}"
+    );
+}
+
+// ---------------------------------------------------------------- 6. engine as client
+
+#[test]
+fn engine_fetch_from_linux_echo_server_is_byte_exact_256mib() {
+    if skip_unless_root("engine_fetch_from_linux_echo_server_is_byte_exact_256mib") {
+        return;
+    }
+    need_python();
+    let name = lab_name("fetch");
+    let lab = lab(&LabConfig::new(&name));
+    let server = ChildGuard::spawn(
+        lab.linux_ns(),
+        200,
+        &["python3", &script("interop_echo_server.py"), "7777", "190"],
+        false,
+    );
+    let first = server.line(Duration::from_secs(20));
+    assert_eq!(
+        first.as_deref(),
+        Some("LISTENING"),
+        "echo server did not start"
+    );
+    let connect = format!("{}:7777", lab.linux_addr());
+    let addr = format!("{}/{}", lab.engine_addr(), lab.engine_prefix());
+    let t0 = Instant::now();
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "200",
+            "ip",
+            "netns",
+            "exec",
+            lab.engine_ns(),
+            OUTBOARD,
+            "fetch",
+        ])
+        .args([
+            "--link",
+            "af_packet:eng0",
+            "--addr",
+            &addr,
+            "--connect",
+            &connect,
+        ])
+        .args([
+            "--send",
+            "256MiB",
+            "--expect-echo",
+            "--json",
+            "--timeout-s",
+            "180",
+            "--name",
+            &format!("{name}-f"),
+        ])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run outboard fetch");
+    let wall = t0.elapsed().as_secs_f64();
+    let v = last_json(&o);
+    let mut server = server;
+    let (sst, slines) = server.finish(Duration::from_secs(20));
+    eprintln!("fetch: {v}\nserver: {slines:?} ({sst:?})");
+    assert!(
+        o.status.success() && v["ok"] == true,
+        "fetch failed: {}",
+        text(&o)
+    );
+    assert_eq!(v["bytes_sent"], 256u64 << 20, "{v}");
+    assert_eq!(v["bytes_received"], 256u64 << 20, "{v}");
+    assert_eq!(v["sha256_sent"], v["sha256_received"], "{v}");
+    assert_eq!(v["state"], "done", "{v}");
+    let total = v["total_s"].as_f64().unwrap_or(wall);
+    eprintln!(
+        "fetch 256 MiB each way in {total:.2} s: {:.1} Mbit/s each way ({wall:.2} s wall)",
+        (256u64 << 20) as f64 * 8.0 / total / 1e6
+    );
+    let sv: serde_json::Value = slines
+        .iter()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("server printed no report: {slines:?}"));
+    assert_eq!(sv["echoed"], 256u64 << 20, "server: {sv}");
+}
