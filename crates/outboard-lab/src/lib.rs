@@ -648,6 +648,12 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             p.push(argv(&[
                 "ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off",
             ]));
+        } else if info.stage.kind == "relay" {
+            // The relay impairs wire-sized frames: the engine must not hand
+            // 64 KiB GSO frames to eng0 (it checks the device's TSO flag).
+            p.push(argv(&[
+                "ip", "netns", "exec", ns, "ethtool", "-K", i, "tso", "off", "gso", "off",
+            ]));
         }
     }
     if info.stage.kind == "bridge" {

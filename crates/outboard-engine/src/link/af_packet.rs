@@ -40,7 +40,9 @@
 //! are then 66048 bytes (a 64 KiB frame plus headers), 63 to a 4 MiB block,
 //! two blocks per ring: 126 RX and 126 TX slots, 16 MiB mapped.
 //! `info().offloads` is `["vnet_hdr", "tso4", "rx-csum"]`. Plain `receive`
-//! finishes partial checksums in software.
+//! finishes partial checksums in software. TSO is used only when the device
+//! has it on (`ethtool -k`, read with `ETHTOOL_GTSO` at open): without it the
+//! kernel refuses GSO frames from AF_PACKET, so we send MSS-sized frames.
 //!
 //! # Malformed frames and `tx_errors`
 //!
@@ -109,6 +111,8 @@ pub struct AfPacketLink {
     ring_bytes: usize,
     /// PACKET_VNET_HDR is on.
     vnet: bool,
+    /// The device has TSO on: GSO frames may be sent (else the kernel refuses them).
+    tso: bool,
     /// Next RX slot to look at.
     rx_idx: usize,
     /// Next TX slot to fill.
@@ -187,6 +191,8 @@ impl AfPacketLink {
             "setsockopt(PACKET_IGNORE_OUTGOING)",
         )?;
 
+        // GSO frames only where the device segments (or lets the kernel segment) them.
+        let tso = opts.offloads && sys::if_tso_enabled(iface).unwrap_or(false);
         let (frame_size, block_size, block_nr) = if opts.offloads {
             (VNET_FRAME_SIZE, VNET_BLOCK_SIZE, VNET_BLOCK_NR)
         } else {
@@ -285,6 +291,7 @@ impl AfPacketLink {
             frame_nr,
             ring_bytes,
             vnet: opts.offloads,
+            tso,
             rx_idx: 0,
             tx_idx: 0,
             tx_unsent: 0,
@@ -458,7 +465,12 @@ impl Link for AfPacketLink {
             mtu: self.mtu,
             mac: self.mac,
             offloads: if self.vnet {
-                vec!["vnet_hdr".into(), "tso4".into(), "rx-csum".into()]
+                let mut v = vec!["vnet_hdr".to_string()];
+                if self.tso {
+                    v.push("tso4".into());
+                }
+                v.push("rx-csum".into());
+                v
             } else {
                 Vec::new()
             },
@@ -600,7 +612,7 @@ impl Link for AfPacketLink {
 
     fn offloads(&self) -> Offloads {
         if self.vnet {
-            Offloads { tso_max: TSO_MAX, rx_csum: true }
+            Offloads { tso_max: if self.tso { TSO_MAX } else { 0 }, rx_csum: true }
         } else {
             Offloads::default()
         }

@@ -92,6 +92,24 @@ pub fn if_mtu(name: &str) -> Result<usize, LinkError> {
     })
 }
 
+/// Whether the device has TCP segmentation offload turned on (`ethtool -k`
+/// "tcp-segmentation-offload"): if not, the kernel refuses GSO frames from
+/// AF_PACKET, so the link must not send them.
+pub fn if_tso_enabled(name: &str) -> Result<bool, LinkError> {
+    /// `struct ethtool_value`.
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    const ETHTOOL_GTSO: u32 = 0x1e;
+    let mut val = EthtoolValue { cmd: ETHTOOL_GTSO, data: 0 };
+    let mut req = ifreq(name)?;
+    req.ifr_ifru.ifru_data = (&mut val as *mut EthtoolValue).cast();
+    ioctl_ifreq(name, libc::SIOCETHTOOL, "ioctl(SIOCETHTOOL, ETHTOOL_GTSO)", &mut req)?;
+    Ok(val.data != 0)
+}
+
 /// Whether `name` is administratively up (IFF_UP).
 pub fn if_is_up(name: &str) -> Result<bool, LinkError> {
     Ok(if_flags(name)? & libc::IFF_UP as libc::c_short != 0)
