@@ -1,19 +1,22 @@
 //! A fixed-capacity byte ring used for the send and receive queues.
 //!
-//! The capacity is fixed in `new`, but the storage is allocated lazily, in
-//! full, by the first write (`push`, `write_unqueued`, `enqueue_unqueued`),
-//! and `release` gives it back. A connection therefore holds no ring memory
-//! until bytes actually move: a SYN-RECEIVED connection in a listener's SYN
-//! queue costs its struct, not two configured buffers, and a connection in
-//! TIME-WAIT can drop its storage (see `Connection::memory_in_use`). Once
-//! allocated the storage never grows or moves. Bytes between
+//! The capacity is fixed in `new`, but the storage is allocated lazily by
+//! the first write (`push`, `write_unqueued`, `enqueue_unqueued`), starts
+//! small (`MIN_STORAGE`) and doubles, up to the capacity, only when bytes
+//! need the room; `release` gives it back. A connection therefore holds no
+//! ring memory until bytes actually move, and an RPC connection that moves
+//! small messages holds a few KiB, not its configured buffers: a
+//! SYN-RECEIVED connection costs its struct, and a connection in TIME-WAIT
+//! can drop its storage (see `Connection::memory_in_use`). Growing copies
+//! the ring once into the larger storage (linearised, head at 0), keeping
+//! queued and parked bytes at their offsets. Bytes between
 //! `head` and `head + len` (modulo capacity) are *queued*; the space after them
 //! is free, and the receiver may park out-of-order bytes there with
 //! `write_unqueued` before they become contiguous (`enqueue_unqueued`).
 
 #[derive(Debug, Clone)]
 pub struct RingBuffer {
-    /// Empty until the first write; then exactly `cap` bytes.
+    /// Empty until the first write; then between `MIN_STORAGE` and `cap` bytes.
     buf: Vec<u8>,
     cap: usize,
     /// Index of the first queued byte; always `< capacity` (or 0 when capacity is 0).
@@ -21,6 +24,9 @@ pub struct RingBuffer {
     /// Number of queued bytes; always `<= capacity`.
     len: usize,
 }
+
+/// Storage a ring starts with on its first write.
+pub const MIN_STORAGE: usize = 4096;
 
 impl RingBuffer {
     /// A ring that will hold up to `capacity` bytes; allocates nothing yet.
@@ -31,7 +37,7 @@ impl RingBuffer {
         self.cap
     }
     /// Heap bytes the ring holds now: 0 before the first write and after
-    /// `release`, else the capacity.
+    /// `release`, else its storage (at most the capacity).
     pub fn allocated_bytes(&self) -> usize {
         self.buf.capacity()
     }
@@ -91,9 +97,9 @@ impl RingBuffer {
         if n == 0 {
             return 0;
         }
-        self.allocate();
+        self.reserve(self.len + offset + n);
         let start = self.wrap(self.head + self.len + offset);
-        let first = n.min(self.capacity() - start);
+        let first = n.min(self.buf.len() - start);
         self.buf[start..start + first].copy_from_slice(&data[..first]);
         self.buf[..n - first].copy_from_slice(&data[first..n]);
         n
@@ -105,17 +111,30 @@ impl RingBuffer {
         let n = n.min(self.free());
         if n > 0 {
             // Queued bytes must have storage behind them (zeros if never written).
-            self.allocate();
+            self.reserve(self.len + n);
         }
         self.len += n;
     }
 
-    /// Allocates the storage on first use, zero-filled so that bytes marked
-    /// queued without being written read as zeros.
-    fn allocate(&mut self) {
-        if self.buf.len() != self.cap {
-            self.buf = vec![0; self.cap];
+    /// Makes the storage hold at least `end` bytes from `head` (`end <=
+    /// capacity`): allocates on first use, doubles when short. New storage is
+    /// zero-filled so that bytes marked queued without being written read as
+    /// zeros; growing copies the old storage in ring order, so every byte
+    /// keeps its offset from `head`.
+    fn reserve(&mut self, end: usize) {
+        let have = self.buf.len();
+        if end <= have {
+            return;
         }
+        let want = end.max(MIN_STORAGE).next_power_of_two().max(have * 2).min(self.cap);
+        let mut grown = vec![0; want];
+        if have > 0 {
+            let (a, b) = self.buf.split_at(self.head);
+            grown[..b.len()].copy_from_slice(b);
+            grown[b.len()..have].copy_from_slice(a);
+        }
+        self.buf = grown;
+        self.head = 0;
     }
 
     /// The raw storage range `[offset, offset + len)` from `head`, which the
@@ -125,14 +144,15 @@ impl RingBuffer {
             return (&[], &[]);
         }
         let start = self.wrap(self.head + offset);
-        let first = len.min(self.capacity() - start);
+        let first = len.min(self.buf.len() - start);
         (&self.buf[start..start + first], &self.buf[..len - first])
     }
 
-    /// Reduces an index in `[0, 2 * capacity)` into the storage.
+    /// Reduces an index in `[0, 2 * storage)` into the storage.
     fn wrap(&self, i: usize) -> usize {
-        if i >= self.capacity() {
-            i - self.capacity()
+        let size = self.buf.len();
+        if i >= size {
+            i - size
         } else {
             i
         }

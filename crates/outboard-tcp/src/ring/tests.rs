@@ -1,4 +1,4 @@
-use super::RingBuffer;
+use super::{RingBuffer, MIN_STORAGE};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 
@@ -108,14 +108,45 @@ fn storage_is_allocated_by_the_first_write_not_by_new() {
     r.enqueue_unqueued(0);
     assert_eq!(r.allocated_bytes(), 0);
     assert_eq!(r.push(b"a"), 1);
+    assert_eq!(r.allocated_bytes(), MIN_STORAGE, "small writes take small storage");
+    // Storage doubles as bytes need it, never past the capacity, and every
+    // byte keeps its place (the model test checks contents under growth).
+    assert_eq!(r.push(&vec![7u8; 10_000]), 10_000);
+    assert_eq!(r.allocated_bytes(), 16384);
+    assert_eq!(r.push(&vec![7u8; 2 << 20]), (1 << 20) - 10_001);
     assert_eq!(r.allocated_bytes(), 1 << 20);
+}
+
+#[test]
+fn growth_keeps_wrapped_queued_and_parked_bytes_in_order() {
+    let mut r = RingBuffer::new(1 << 16);
+    assert_eq!(r.push(&[1u8; 3000]), 3000);
+    let mut out = vec![0u8; 2500];
+    assert_eq!(r.pop(&mut out), 2500);
+    // Wrap inside the 4 KiB storage, then park bytes past the queue.
+    let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(r.push(&data), 3000);
+    assert_eq!(r.write_unqueued(100, b"parked"), 6);
+    assert_eq!(r.allocated_bytes(), MIN_STORAGE);
+    // Growing past 4 KiB must move all of it in ring order.
+    assert_eq!(r.write_unqueued(5000, b"far"), 3);
+    assert!(r.allocated_bytes() >= 8192);
+    let mut all = vec![0u8; 3500];
+    assert_eq!(r.pop(&mut all), 3500);
+    assert_eq!(&all[..500], &[1u8; 500][..]);
+    assert_eq!(&all[500..], &data[..]);
+    r.enqueue_unqueued(5003);
+    let mut rest = vec![0u8; 5003];
+    assert_eq!(r.pop(&mut rest), 5003);
+    assert_eq!(&rest[100..106], b"parked");
+    assert_eq!(&rest[5000..5003], b"far");
 }
 
 #[test]
 fn out_of_order_write_allocates_too() {
     let mut r = RingBuffer::new(16);
     assert_eq!(r.write_unqueued(4, b"xy"), 2);
-    assert_eq!(r.allocated_bytes(), 16);
+    assert_eq!(r.allocated_bytes(), 16, "storage never exceeds the capacity");
     assert!(r.is_empty());
 }
 

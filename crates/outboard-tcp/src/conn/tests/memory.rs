@@ -3,6 +3,7 @@
 //! while the windows on the wire still follow the configured buffer sizes.
 
 use super::*;
+use crate::ring::MIN_STORAGE;
 
 /// Full options and the default 256 KiB buffers: what a listener really uses.
 fn full_cfg() -> Config {
@@ -58,7 +59,7 @@ fn syn_sent_holds_no_ring_storage_until_the_application_sends() {
     assert!(h.c.memory_in_use() < 4096);
     // Data before the handshake is still accepted into the send queue.
     assert_eq!(h.c.send(b"early"), Ok(5));
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 0));
+    assert_eq!(h.c.buffer_bytes(), (MIN_STORAGE, 0));
     h.send(&seg(SYN | ACK, PEER_ISS, ISS + 1), b"");
     let out = h.recv();
     assert!(out.iter().any(|o| o.payload == b"early"), "{out:#?}");
@@ -70,17 +71,17 @@ fn transfer_allocates_each_ring_and_memory_counts_them() {
     assert_eq!(h.c.buffer_bytes(), (0, 0), "an idle ESTABLISHED connection holds no ring");
     let idle = h.c.memory_in_use();
     h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"request");
-    assert_eq!(h.c.buffer_bytes(), (0, 64 * 1024));
+    assert_eq!(h.c.buffer_bytes(), (0, MIN_STORAGE));
     h.c.send(b"response").unwrap();
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 64 * 1024));
-    assert!(h.c.memory_in_use() >= idle + 128 * 1024);
+    assert_eq!(h.c.buffer_bytes(), (MIN_STORAGE, MIN_STORAGE));
+    assert!(h.c.memory_in_use() >= idle + 2 * MIN_STORAGE);
     assert_eq!(h.c.stats().memory, h.c.memory_in_use());
     h.recv();
     // Draining does not free: the connection can still receive and send.
     h.send(&seg(ACK, PEER_ISS + 8, ISS + 9), b"");
     let mut buf = [0u8; 16];
     assert_eq!(h.c.recv(&mut buf), Ok(7));
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 64 * 1024));
+    assert_eq!(h.c.buffer_bytes(), (MIN_STORAGE, MIN_STORAGE));
 }
 
 /// ESTABLISHED, 7 bytes each way exchanged and acknowledged, all read.
@@ -92,7 +93,7 @@ fn after_exchange() -> Harness {
     h.send(&seg(ACK, PEER_ISS + 8, ISS + 8), b"");
     let mut buf = [0u8; 16];
     assert_eq!(h.c.recv(&mut buf), Ok(7));
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 64 * 1024));
+    assert_eq!(h.c.buffer_bytes(), (MIN_STORAGE, MIN_STORAGE));
     h
 }
 
@@ -142,10 +143,10 @@ fn unread_bytes_survive_time_wait_and_are_freed_once_read() {
     h.send(&seg(ACK, PEER_ISS + 1, ISS + 2), b"");
     h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 2), b"last words");
     assert_eq!(h.c.state(), State::TimeWait);
-    assert_eq!(h.c.buffer_bytes(), (0, 64 * 1024), "unread data is kept");
+    assert_eq!(h.c.buffer_bytes(), (0, MIN_STORAGE), "unread data is kept");
     let mut buf = [0u8; 4];
     assert_eq!(h.c.recv(&mut buf), Ok(4));
-    assert_eq!(h.c.buffer_bytes().1, 64 * 1024, "still six bytes to read");
+    assert_eq!(h.c.buffer_bytes().1, MIN_STORAGE, "still six bytes to read");
     let mut buf = [0u8; 16];
     assert_eq!(h.c.recv(&mut buf), Ok(6));
     assert_eq!(&buf[..6], b" words");
@@ -158,12 +159,12 @@ fn close_wait_frees_the_receive_ring_but_keeps_sending() {
     let mut h = after_exchange();
     h.send(&seg(FIN | ACK, PEER_ISS + 8, ISS + 8), b"");
     assert_eq!(h.c.state(), State::CloseWait);
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 0));
+    assert_eq!(h.c.buffer_bytes(), (MIN_STORAGE, 0));
     // The application may still answer.
     assert_eq!(h.c.send(b"bye"), Ok(3));
     let out = h.recv();
     assert!(out.iter().any(|o| o.payload == b"bye"));
-    assert_eq!(h.c.buffer_bytes().0, 64 * 1024);
+    assert_eq!(h.c.buffer_bytes().0, MIN_STORAGE);
     h.c.close();
     h.recv();
     h.send(&seg(ACK, PEER_ISS + 9, ISS + 12), b"");
@@ -177,7 +178,7 @@ fn rfc9293_reset_flushes_the_send_queue_storage() {
     h.c.send(&[1u8; 5000]).unwrap();
     h.recv();
     h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"unread");
-    assert_eq!(h.c.buffer_bytes(), (64 * 1024, 64 * 1024));
+    assert_eq!(h.c.buffer_bytes(), (2 * MIN_STORAGE, MIN_STORAGE), "5000 bytes took the storage to 8 KiB");
     // §3.10.7.4: on RST "all segment queues should be flushed".
     h.send(&seg(RST, PEER_ISS + 7, 0), b"");
     assert_eq!(h.c.state(), State::Closed);
