@@ -10,17 +10,26 @@
 //! gives the same answer as a per-segment scoreboard.
 use outboard_wire::SeqNumber;
 
-/// RFC 6675 §2: DupThresh.
-const DUP_THRESH: usize = 3;
+/// RFC 6675 §2: DupThresh, the starting value of [`Scoreboard::dup_thresh`].
+pub const DUP_THRESH: usize = 3;
 
 /// SACKed ranges above SND.UNA, sorted and merged, with a bounded count.
 /// When an ACK would push the count past [`Scoreboard::MAX_RANGES`], the
 /// highest ranges are dropped: the low holes are the ones loss recovery
 /// repairs first, and a receiver repeats its SACK blocks, so forgotten high
 /// ranges come back (at worst some of their data is resent needlessly).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Scoreboard {
     ranges: Vec<(SeqNumber, SeqNumber)>,
+    /// DupThresh for IsLost (RFC 6675 §4): 3, or more once the connection
+    /// has seen reordering (RFC 4653 §3 / Linux `tp->reordering`).
+    dup_thresh: usize,
+}
+
+impl Default for Scoreboard {
+    fn default() -> Self {
+        Scoreboard::new()
+    }
 }
 
 impl Scoreboard {
@@ -28,7 +37,19 @@ impl Scoreboard {
     pub const MAX_RANGES: usize = 32;
 
     pub fn new() -> Self {
-        Scoreboard { ranges: Vec::with_capacity(Self::MAX_RANGES + 1) }
+        Scoreboard { ranges: Vec::with_capacity(Self::MAX_RANGES + 1), dup_thresh: DUP_THRESH }
+    }
+    /// Sets DupThresh (in segments, at least 3) for IsLost and the lost boundary.
+    pub fn set_dup_thresh(&mut self, n: usize) {
+        self.dup_thresh = n.max(DUP_THRESH);
+    }
+    pub fn dup_thresh(&self) -> usize {
+        self.dup_thresh
+    }
+    /// The first unSACKed octet in `[from, to)`, if any.
+    pub fn first_unsacked_in(&self, from: SeqNumber, to: SeqNumber) -> Option<SeqNumber> {
+        let (hole, _) = self.hole_at_or_above(from);
+        (hole < to).then_some(hole)
     }
     pub fn clear(&mut self) {
         self.ranges.clear();
@@ -77,7 +98,7 @@ impl Scoreboard {
     pub fn high_sacked(&self) -> Option<SeqNumber> {
         self.ranges.last().map(|&(_, e)| e)
     }
-    /// RFC 6675 §4 IsLost(seq): DupThresh (3) discontiguous SACKed segments,
+    /// RFC 6675 §4 IsLost(seq): DupThresh discontiguous SACKed segments,
     /// or more than (DupThresh - 1) * mss SACKed bytes, above `seq`.
     pub fn is_lost(&self, seq: SeqNumber, mss: usize) -> bool {
         let mut count = 0;
@@ -93,7 +114,7 @@ impl Scoreboard {
                 bytes += e - from;
             }
         }
-        count >= DUP_THRESH || bytes > (DUP_THRESH - 1) * mss
+        count >= self.dup_thresh || bytes > (self.dup_thresh - 1) * mss
     }
     /// RFC 6675 §4 SetPipe: bytes estimated in flight.
     ///
@@ -147,7 +168,7 @@ impl Scoreboard {
         // An unSACKed octet just below range i has ranges i.. above it.
         for (count, &(s, e)) in self.ranges.iter().rev().enumerate() {
             bytes += e - s;
-            if count + 1 >= DUP_THRESH || bytes > (DUP_THRESH - 1) * mss {
+            if count + 1 >= self.dup_thresh || bytes > (self.dup_thresh - 1) * mss {
                 boundary = Some(s);
                 break;
             }

@@ -26,13 +26,19 @@ impl Connection {
             return false;
         }
         let wnd = usize::from(repr.window) << self.snd_wscale;
+        let prior_high = self.rec.scoreboard.high_sacked();
         let newly_sacked = if self.sack_ok {
             let blocks = repr.options.sack;
+            self.detect_reordering(ack, blocks.as_slice());
+            self.dsack_check(now, ack, blocks.as_slice());
             self.rec.scoreboard.on_ack(self.snd_una.max(ack), self.snd_max, blocks.as_slice())
         } else {
             0
         };
         if ack > self.snd_una {
+            if self.ts_ok {
+                self.eifel_check(now, repr, prior_high);
+            }
             self.on_new_ack(now, repr);
         } else if ack == self.snd_una
             && self.snd_nxt > self.snd_una

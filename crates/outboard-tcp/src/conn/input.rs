@@ -133,6 +133,10 @@ impl Connection {
             }
             if repr.seq + seg_len <= self.rcv_nxt {
                 self.stats.dup_segments_in += 1;
+                // RFC 2883 §4 (1): report the duplicate in a D-SACK block.
+                if !payload.is_empty() && repr.seq + payload.len() <= self.rcv_nxt {
+                    self.note_dsack(repr.seq, repr.seq + payload.len());
+                }
             }
             if self.state == State::TimeWait && f.fin() {
                 // §3.10.7.4 eighth: a retransmitted FIN restarts the 2·MSL wait.
@@ -276,6 +280,8 @@ impl Connection {
         let mut data = payload;
         if seq < self.rcv_nxt {
             let skip = seq_sub(self.rcv_nxt, seq).min(data.len());
+            // RFC 2883 §4 (1): the part we already had is reported as D-SACK.
+            self.note_dsack(seq, seq + skip);
             data = &data[skip..];
             seq += skip;
         }

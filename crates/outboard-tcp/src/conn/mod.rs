@@ -85,6 +85,9 @@ pub struct Connection {
     /// Sequence numbers of the latest out-of-order arrivals, newest first: the
     /// SACK blocks containing them go first (RFC 2018 §4).
     sack_recent: [Option<SeqNumber>; 4],
+    /// RFC 2883 D-SACK: the range of a duplicate segment, reported first in
+    /// the SACK option of the next segment we send.
+    dsack: Option<(SeqNumber, SeqNumber)>,
 
     // Options.
     /// Sender MSS from the peer's MSS option (payload + options excluded).
@@ -169,6 +172,7 @@ impl Connection {
             peer_fin: None,
             fin_received: false,
             sack_recent: [None; 4],
+            dsack: None,
             send_mss: DEFAULT_MSS.min(mss),
             rcv_mss: DEFAULT_MSS.min(mss),
             wscale_ok: false,
@@ -457,6 +461,7 @@ impl Connection {
         s.recv_queue = self.recv_buf.len();
         s.ooo_ranges = self.assembler.range_count();
         s.memory = self.memory_in_use();
+        s.reordering = self.rec.reordering;
         s
     }
 

@@ -110,8 +110,14 @@ impl Connection {
         if self.ts_ok {
             o.timestamps = Some((ts_clock(now), self.ts_recent));
         }
-        if self.sack_ok && !self.assembler.is_empty() {
-            o.sack = self.sack_blocks();
+        if self.sack_ok && (self.dsack.is_some() || !self.assembler.is_empty()) {
+            // RFC 2883 §4: a D-SACK block (a duplicate segment's range) goes first.
+            if let Some((l, r)) = self.dsack {
+                o.sack.push(l, r);
+            }
+            for (l, r) in self.sack_blocks().iter() {
+                o.sack.push(l, r);
+            }
             // 40 option bytes: 2 + 8n for SACK; with timestamps (12) at most 3 blocks.
             o.sack.truncate(if self.ts_ok { 3 } else { 4 });
         }
@@ -143,6 +149,16 @@ impl Connection {
             }
         }
         blocks
+    }
+
+    /// RFC 2883 §4: a duplicate segment arrived; its range `[left, right)`
+    /// (here always below RCV.NXT) goes first in the SACK option of our next
+    /// segment, so that the sender can tell a spurious retransmission.
+    pub(super) fn note_dsack(&mut self, left: SeqNumber, right: SeqNumber) {
+        if self.sack_ok && left < right {
+            self.dsack = Some((left, right));
+            self.ack_now = true;
+        }
     }
 
     /// Remembers an out-of-order arrival for SACK block ordering.

@@ -82,8 +82,9 @@ impl Connection {
     /// Payload bytes that fit in one segment with the options it will carry.
     pub(super) fn payload_cap(&self) -> usize {
         let mut cap = self.data_mss();
-        if self.sack_ok && !self.assembler.is_empty() {
-            let n = self.assembler.range_count().min(if self.ts_ok { 3 } else { 4 });
+        if self.sack_ok && (self.dsack.is_some() || !self.assembler.is_empty()) {
+            let blocks = self.assembler.range_count() + usize::from(self.dsack.is_some());
+            let n = blocks.min(if self.ts_ok { 3 } else { 4 });
             cap = cap.saturating_sub(4 + 8 * n);
         }
         cap.max(1)
@@ -348,6 +349,8 @@ impl Connection {
             [&[][..], &[][..]]
         };
         let seg = self.payload_cap();
+        // The D-SACK block went out in this segment (RFC 2883 §4: reported once).
+        self.dsack = None;
         let gso_size = if len > seg { seg } else { 0 };
         if gso_size > 0 {
             self.stats.tso_segments_out += 1;

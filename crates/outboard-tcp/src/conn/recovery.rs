@@ -2,14 +2,42 @@
 //! peers without SACK, RFC 6675 SACK-based recovery (DupThresh, pipe, NextSeg,
 //! RecoveryPoint), and the RFC 6298 §5 retransmission timeout with go-back-N.
 
+use super::options::ts_clock;
 use super::{Connection, Error, Event, State, Timer};
-use crate::cc::CongestionControl;
+use crate::cc::{CongestionControl, Controller};
 use crate::sack::Scoreboard;
 use outboard_time::{Duration, Instant};
-use outboard_wire::SeqNumber;
+use outboard_wire::{SeqNumber, TcpRepr};
 
-/// RFC 5681 §3.2 / RFC 6675 §2: duplicate ACKs that signal a loss.
+/// RFC 5681 §3.2 / RFC 6675 §2: duplicate ACKs that signal a loss (the
+/// starting value; reordering raises the connection's threshold).
 pub(super) const DUP_THRESH: u32 = 3;
+/// Cap on the adaptive duplicate threshold, in segments (Linux's
+/// `tcp_max_reordering` default).
+pub(super) const MAX_REORDERING: u32 = 300;
+
+/// What undoing a fast recovery needs (RFC 3522 / RFC 2883 detection, RFC
+/// 4015 §3.2 response), kept from the congestion event until the next one
+/// or an RTO.
+#[derive(Debug, Clone)]
+pub(super) struct Undo {
+    /// The controller before the reduction: cwnd, ssthresh and CUBIC's W_max.
+    cc: Controller,
+    /// The segment resent first (SND.UNA at the congestion event).
+    seq: SeqNumber,
+    /// RecoveryPoint of the episode: D-SACKs in [seq, point) are ours.
+    point: SeqNumber,
+    /// Highest SACKed sequence when recovery began (reordering distance).
+    high_sacked: Option<SeqNumber>,
+    /// Our timestamp clock at the congestion event, at or before the first
+    /// retransmission's TSval; `None` without timestamps or once the first
+    /// ACK covering `seq` was checked.
+    ts: Option<u32>,
+    /// `stats.retransmits` at the congestion event.
+    rexmits_before: u64,
+    /// Retransmissions of this episode that a D-SACK reported as duplicates.
+    dsacked: u64,
+}
 
 /// Recovery bookkeeping. The congestion controller only decides cwnd and
 /// ssthresh; which bytes to resend and when is decided here.
@@ -35,6 +63,11 @@ pub(super) struct Recovery {
     pub(super) una_rexmit: Option<(SeqNumber, SeqNumber)>,
     /// Bytes the latest cumulative ACK advanced SND.UNA by.
     pub(super) last_advance: usize,
+    /// The adaptive DupThresh in segments: 3, raised by observed reordering
+    /// (RFC 4653 §3 spirit, Linux `tp->reordering`), at most `MAX_REORDERING`.
+    pub(super) reordering: u32,
+    /// The last fast recovery, while it may still be undone.
+    pub(super) undo: Option<Undo>,
 }
 
 impl Recovery {
@@ -50,6 +83,8 @@ impl Recovery {
             rexmit_una: false,
             una_rexmit: None,
             last_advance: 0,
+            reordering: DUP_THRESH,
+            undo: None,
         }
     }
 }
@@ -85,7 +120,11 @@ impl Connection {
         } else if !self.rec.in_recovery {
             // RFC 3042 limited transmit: each of the first two duplicate ACKs
             // lets one new segment out, so a small window still gets three.
-            cwnd += self.rec.dupacks.min(DUP_THRESH - 1) as usize * self.data_mss();
+            // Without SACK and with a raised threshold, each duplicate ACK
+            // below it does (RFC 4653 §3.3 extended limited transmit); with
+            // SACK the SACKed bytes already leave the flight.
+            let lt = if self.sack_ok { DUP_THRESH } else { self.rec.reordering } - 1;
+            cwnd += self.rec.dupacks.min(lt) as usize * self.data_mss();
         }
         cwnd.saturating_sub(self.bytes_in_flight())
     }
@@ -135,7 +174,8 @@ impl Connection {
         }
         self.rec.dupacks += 1;
         let lost = self.sack_ok && self.rec.scoreboard.is_lost(self.snd_una, self.data_mss());
-        if self.rec.dupacks < DUP_THRESH && !lost {
+        // RFC 6675 §5 with the adaptive DupThresh (RFC 4653 §3).
+        if self.rec.dupacks < self.rec.reordering && !lost {
             return;
         }
         // RFC 6582 §4: no new recovery for dup ACKs of data sent before an
@@ -155,7 +195,7 @@ impl Connection {
     }
 
     /// Lost-retransmission detection in SACK recovery: once the receiver
-    /// SACKs data we sent `DUP_THRESH` segments after resending the first
+    /// SACKs data we sent DupThresh segments after resending the first
     /// hole, and that hole is still open, the retransmission itself was lost.
     /// Resend it now instead of waiting for the RTO (RFC 6675 has no rule for
     /// this; Linux's pre-RACK lost-retransmit detection does the same).
@@ -165,7 +205,7 @@ impl Connection {
             self.rec.una_rexmit = None;
             return;
         }
-        let beyond = marker + DUP_THRESH as usize * self.data_mss();
+        let beyond = marker + self.rec.reordering as usize * self.data_mss();
         if self.rec.scoreboard.high_sacked().is_some_and(|h| h > beyond) {
             self.rec.una_rexmit = None;
             self.rec.rexmit_una = true;
@@ -180,6 +220,17 @@ impl Connection {
         } else {
             seq_sub(self.snd_max, self.snd_una)
         };
+        // RFC 4015 §3.2: remember the state to restore if the retransmission
+        // proves spurious (RFC 3522 timestamps, RFC 2883 D-SACK).
+        self.rec.undo = Some(Undo {
+            cc: self.cc.clone(),
+            seq: self.snd_una,
+            point: self.snd_max,
+            high_sacked: self.rec.scoreboard.high_sacked(),
+            ts: self.ts_ok.then(|| ts_clock(now)),
+            rexmits_before: self.stats.retransmits,
+            dsacked: 0,
+        });
         self.rec.in_recovery = true;
         self.rec.point = self.snd_max;
         self.rec.high_rxt = self.snd_una;
@@ -188,9 +239,122 @@ impl Connection {
         // RFC 5681 §3.2 step 2-3 / RFC 6675 §5 (C): resend the first hole at once.
         self.rec.rexmit_una = true;
         if !self.sack_ok {
-            self.rec.inflate = DUP_THRESH as usize * self.data_mss();
+            // RFC 5681 §3.2 step 3: the DupThresh segments that left the network.
+            self.rec.inflate = self.rec.reordering as usize * self.data_mss();
         }
         self.rtt_timing = None;
+    }
+
+    /// RFC 4653 §3 / RFC 8985 §6.2 reordering detection, before the scoreboard
+    /// takes this ACK: a cumulative ACK or SACK block that newly covers data
+    /// that was never retransmitted but lies below the highest SACKed
+    /// sequence means that data arrived late, not lost. The distance (in
+    /// segments) from it to the highest SACKed byte raises DupThresh.
+    pub(super) fn detect_reordering(&mut self, ack: SeqNumber, blocks: &[(SeqNumber, SeqNumber)]) {
+        // After an RTO go-back-N resends everything and old SACKs may come
+        // back after a scoreboard reset: no conclusions until it is over.
+        if self.rec.rto_recover.is_some() {
+            return;
+        }
+        let Some(high) = self.rec.scoreboard.high_sacked() else { return };
+        // Below HighRxt the holes may have been retransmitted in this
+        // recovery (NextSeg resends them in order); above it nothing was.
+        let floor = self.rec.high_rxt.max(self.snd_una);
+        let board = &self.rec.scoreboard;
+        let first_new = |from: SeqNumber, to: SeqNumber| board.first_unsacked_in(from.max(floor), to.min(high));
+        let mut low = if ack > self.snd_una { first_new(self.snd_una, ack) } else { None };
+        for &(l, r) in blocks {
+            // Only blocks inside (SND.UNA, SND.MAX] (RFC 2018 §4; D-SACKs are not new data).
+            if l >= self.snd_una && l < r && r <= self.snd_max {
+                if let Some(s) = first_new(l, r) {
+                    low = Some(low.map_or(s, |x: SeqNumber| x.min(s)));
+                }
+            }
+        }
+        if let Some(s) = low {
+            self.note_reordering(seq_sub(high, s));
+        }
+    }
+
+    /// Raises DupThresh to (reordering distance in segments + 1), at most
+    /// `MAX_REORDERING`; it never falls below 3 (RFC 4653 §3.1 spirit).
+    fn note_reordering(&mut self, distance: usize) {
+        let segs = distance.div_ceil(self.data_mss()).min(MAX_REORDERING as usize) as u32;
+        let thresh = (segs + 1).clamp(DUP_THRESH, MAX_REORDERING);
+        if thresh > self.rec.reordering {
+            self.rec.reordering = thresh;
+            self.rec.scoreboard.set_dup_thresh(thresh as usize);
+        }
+    }
+
+    /// RFC 3522 §2 Eifel detection, for an ACK that advances SND.UNA (called
+    /// before SND.UNA moves): the first ACK covering the fast-retransmitted
+    /// segment echoes a TSval older than the retransmission's, so the
+    /// original arrived and the retransmission was spurious.
+    pub(super) fn eifel_check(&mut self, now: Instant, repr: &TcpRepr, prior_high: Option<SeqNumber>) {
+        let Some(u) = self.rec.undo.as_mut() else { return };
+        let Some(ts) = u.ts else { return };
+        if repr.ack <= u.seq {
+            return;
+        }
+        // One check per episode: later ACKs may answer later retransmissions.
+        u.ts = None;
+        let Some((_, tsecr)) = repr.options.timestamps else { return };
+        // RFC 7323 §4.3: a receiver echoes the TSval of the segment that
+        // filled the hole; older than our retransmission means the original.
+        if tsecr != 0 && (tsecr.wrapping_sub(ts) as i32) < 0 {
+            let seq = u.seq;
+            let high = prior_high.max(u.high_sacked);
+            self.stats.spurious_retransmits += 1;
+            if let Some(h) = high {
+                self.note_reordering(seq_sub(h, seq));
+            }
+            self.undo_recovery(now);
+        }
+    }
+
+    /// RFC 2883 §4 / RFC 3708 §3: a D-SACK (first SACK block below the
+    /// cumulative ACK, or inside the second block) reports a duplicate. When
+    /// every retransmission of the last recovery came back as a duplicate,
+    /// all were spurious: undo (RFC 4015 §3.2).
+    pub(super) fn dsack_check(&mut self, now: Instant, ack: SeqNumber, blocks: &[(SeqNumber, SeqNumber)]) {
+        let Some(&(l, r)) = blocks.first() else { return };
+        let is_dsack = r <= ack || blocks.get(1).is_some_and(|&(l2, r2)| l >= l2 && r <= r2);
+        if !is_dsack || l >= r {
+            return;
+        }
+        let Some(u) = self.rec.undo.as_mut() else { return };
+        if l < u.seq || r > u.point {
+            return;
+        }
+        u.dsacked += 1;
+        let rexmits = self.stats.retransmits - u.rexmits_before;
+        self.stats.spurious_retransmits += 1;
+        if rexmits > 0 && u.dsacked >= rexmits {
+            let seq = u.seq;
+            let high = u.high_sacked;
+            if let Some(h) = high {
+                self.note_reordering(seq_sub(h.max(r), seq.min(l)));
+            }
+            self.undo_recovery(now);
+        }
+    }
+
+    /// RFC 4015 §3.2 response: restore cwnd and ssthresh (the whole
+    /// controller) from before the reduction, and leave fast recovery.
+    fn undo_recovery(&mut self, _now: Instant) {
+        let Some(u) = self.rec.undo.take() else { return };
+        if u.cc.cwnd() > self.cc.cwnd() || u.cc.ssthresh() > self.cc.ssthresh() {
+            self.cc = u.cc;
+        }
+        self.stats.undo_events += 1;
+        if self.rec.in_recovery {
+            self.rec.in_recovery = false;
+            self.rec.inflate = 0;
+            self.rec.dupacks = 0;
+            self.rec.rexmit_una = false;
+            self.rec.una_rexmit = None;
+        }
     }
 
     /// RFC 6298 §5.4-5.7: the retransmission timer expired.
@@ -215,6 +379,14 @@ impl Connection {
         let flight = seq_sub(self.snd_max, self.snd_una);
         if !syn_phase {
             self.cc.on_rto(now, flight);
+        }
+        // RTO recovery is not undone (F-RTO is not implemented).
+        self.rec.undo = None;
+        // Linux `tcp_enter_loss`: a timeout outside recovery while several
+        // segments are SACKed means DupThresh was set too high; go back to 3.
+        if !self.rec.in_recovery && self.rec.scoreboard.sacked_bytes() >= DUP_THRESH as usize * self.data_mss() {
+            self.rec.reordering = DUP_THRESH;
+            self.rec.scoreboard.set_dup_thresh(DUP_THRESH as usize);
         }
         self.rtt.backoff();
         self.rec.in_recovery = false;

@@ -103,6 +103,15 @@ pub struct ConnStats {
     pub challenge_acks: u64,
     /// Segments sent as TSO segments (longer than one MSS, cut by the link).
     pub tso_segments_out: u64,
+    /// Retransmissions proven unnecessary: by RFC 3522 Eifel (the ACK for a
+    /// fast-retransmitted segment echoes the original's TSval) or by an RFC
+    /// 2883 D-SACK of a retransmitted range.
+    pub spurious_retransmits: u64,
+    /// Congestion-window reductions undone after a spurious fast retransmit (RFC 4015 §3.2).
+    pub undo_events: u64,
+    /// The current duplicate threshold in segments (3, raised by observed
+    /// reordering; Linux's `tcpi_reordering`).
+    pub reordering: u32,
     /// Bytes the connection holds now (`Connection::memory_in_use`), like `ss -m`.
     pub memory: usize,
 }

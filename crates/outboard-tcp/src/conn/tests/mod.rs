@@ -6,6 +6,7 @@ mod data;
 mod memory;
 mod options;
 mod recovery;
+mod reorder;
 mod robust;
 mod rst;
 mod rules;
