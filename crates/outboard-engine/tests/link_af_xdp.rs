@@ -400,6 +400,74 @@ fn generic_mode_is_the_fallback_and_works() {
 }
 
 #[test]
+fn jumbo_ping_is_answered_with_multi_buffer_frames() {
+    if skip_unless_root("jumbo_ping_is_answered_with_multi_buffer_frames") {
+        return;
+    }
+    let p = Pair::new('j');
+    run(&["ip", "-n", &p.ns_a, "link", "set", &p.if_a, "mtu", "9000"]);
+    p.in_b(&["ip", "link", "set", &p.if_b, "mtu", "9000"]);
+    let ours = Ipv4Addr::new(10, 202, 0, 2);
+    p.in_a(|| {
+        let mut link = AfXdpLink::open(&p.if_a, 0, &opts(ours)).expect("open af_xdp at MTU 9000");
+        let info = link.info();
+        eprintln!("af_xdp mode in use: {} (mtu {})", info.mode, info.mtu);
+        assert_eq!(info.mtu, 9000);
+        assert!(info.mode.contains("multi-buffer"), "{}", info.mode);
+        assert!(info.mode.ends_with("copy-mode multi-buffer queue 0"), "{}", info.mode);
+        let mac = link.mac();
+        let mut ping = Command::new("ip")
+            .args([
+                "netns", "exec", &p.ns_b, "ping", "-s", "8000", "-M", "do", "-c", "3", "-i", "0.2",
+                "-W", "1", "10.202.0.2",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn ping");
+        let (mut arps, mut echoes, mut biggest) = (0, 0, 0);
+        let deadline = clock::now() + Duration::from_secs(10);
+        let status = loop {
+            if clock::now() > deadline {
+                let _ = ping.kill();
+                panic!("ping did not finish in 10 s (arps {arps}, echoes {echoes})");
+            }
+            if let Some(st) = ping.try_wait().expect("ping wait") {
+                break st;
+            }
+            link.wait(Duration::from_millis(20), &[]).expect("wait");
+            let mut replies = Vec::new();
+            link.receive(64, &mut |f: &[u8]| {
+                if let Some(r) = arp_reply(f, mac, ours) {
+                    arps += 1;
+                    replies.push(r);
+                } else if let Some(r) = echo_reply(f, mac) {
+                    echoes += 1;
+                    biggest = biggest.max(f.len());
+                    replies.push(r);
+                }
+            })
+            .expect("receive");
+            for r in &replies {
+                send(&mut link, r);
+            }
+            link.flush().expect("flush");
+        };
+        let out = ping.wait_with_output().expect("ping output");
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+        assert!(arps >= 1, "the peer's ARP request never reached receive()");
+        assert_eq!(echoes, 3, "echo requests seen");
+        // 14 + 20 + 8 + 8000: more than one 4096-byte chunk each way.
+        assert_eq!(biggest, 8042, "echo request size as reassembled");
+        assert!(status.success(), "ping failed: {status}");
+        let c = link.counters();
+        assert!(c.rx_frames >= 4 && c.tx_frames >= 4, "{c:?}");
+        assert!(c.tx_bytes >= 3 * 8042, "{c:?}");
+        assert_eq!(c.rx_kernel_drops, 0, "{c:?}");
+        assert_eq!(c.tx_errors, 0, "{c:?}");
+    });
+}
+
+#[test]
 fn only_frames_for_our_address_reach_the_socket() {
     if skip_unless_root("only_frames_for_our_address_reach_the_socket") {
         return;

@@ -36,6 +36,9 @@ const BPF_PSEUDO_MAP_FD: u8 = 1;
 /// `XDP_FLAGS_SKB_MODE` (generic) and `XDP_FLAGS_DRV_MODE` (native), linux/if_link.h.
 pub const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 pub const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+/// `BPF_F_XDP_HAS_FRAGS` (prog_flags, linux/bpf.h): the program accepts
+/// multi-buffer (fragmented) frames.
+pub const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 
 /// XDP verdicts.
 pub const XDP_PASS: u32 = 2;
@@ -187,6 +190,11 @@ pub struct LoadError {
 /// Loads `insns` as an XDP program. On failure retries once with verifier
 /// log level 1 so the error carries the verifier's explanation.
 pub fn load_xdp(insns: &[u64]) -> Result<OwnedFd, LoadError> {
+    load_xdp_with(insns, 0)
+}
+
+/// [`load_xdp`] with `prog_flags` (e.g. [`BPF_F_XDP_HAS_FRAGS`]).
+pub fn load_xdp_with(insns: &[u64], prog_flags: u32) -> Result<OwnedFd, LoadError> {
     let license = b"GPL\0";
     let mut log = vec![0u8; 64 * 1024];
     let try_load = |level: u32, log: &mut [u8]| {
@@ -204,6 +212,7 @@ pub fn load_xdp(insns: &[u64]) -> Result<OwnedFd, LoadError> {
             },
             prog_name: name16("outboard_xdp"),
             expected_attach_type: BPF_XDP,
+            prog_flags,
             ..Default::default()
         };
         sys_bpf(BPF_PROG_LOAD, &mut attr).map(owned)

@@ -23,6 +23,21 @@
 //! - The XSK binds in copy mode (`XDP_COPY`, with `XDP_USE_NEED_WAKEUP` when
 //!   the kernel has it), retrying `EBUSY` for about a second because a
 //!   previous socket's teardown on the queue is asynchronous.
+//! - **Multi-buffer** (jumbo MTU, above [`MAX_MTU`] up to `MAX_FRAME - 14`):
+//!   4096-byte chunks, the XSK bound with `XDP_USE_SG` and the program loaded
+//!   with `BPF_F_XDP_HAS_FRAGS` (without it native veth attach fails with
+//!   `ERANGE` and generic mode drops jumbo frames). RX: descriptors with
+//!   `XDP_PKT_CONTD` in `options` continue into the next; a frame of several
+//!   is copied into a per-link `MAX_FRAME` reassembly buffer before the
+//!   callback (one extra copy per jumbo frame; a frame in one chunk is still
+//!   handed from the UMEM), and every chunk goes back to the fill ring. TX:
+//!   `transmit` lends a `MAX_FRAME` scratch buffer and copies the frame into
+//!   chunk-sized descriptors, `XDP_PKT_CONTD` on all but the last (again one
+//!   extra copy); it answers `Full` without calling `fill` unless chunks and
+//!   ring slots for a full-size frame are free. The mode says
+//!   `multi-buffer`. An MTU of at most [`MAX_MTU`] takes the single-chunk
+//!   path, unchanged. A jumbo link cannot join an interface whose program was
+//!   loaded without frags by an earlier non-jumbo link (`XdpUnsupported`).
 //! - TX kicks: in copy mode each `sendto` moves at most 32 descriptors and
 //!   says `EAGAIN` while more are pending, so `flush` kicks in a bounded loop.
 //! - Counters: `rx_kernel_drops` = `rx_dropped + rx_ring_full` from
@@ -34,9 +49,9 @@
 //!
 //! - Zero-copy (`XDP_ZEROCOPY`): veth cannot, and copy mode is what we test;
 //!   a NIC with zero-copy support would gain from trying it first.
-//! - Multi-buffer (`XDP_USE_SG`, `BPF_F_XDP_HAS_FRAGS`): an MTU above 3498
-//!   is refused with `XdpUnsupported` (native veth attach fails with `ERANGE`
-//!   above 3506, generic mode silently drops jumbo frames).
+//! - Multi-buffer without the copies (handing fragments to the callback
+//!   separately would need a scatter-gather `Link` API); MTUs above
+//!   `MAX_FRAME - 14` are refused with `XdpUnsupported`.
 //! - VLAN tags, IPv6 and an unspecified `opts.addr` (DHCP): such frames go
 //!   to the kernel.
 //! - Shared UMEM across queues (`XDP_SHARED_UMEM`): each link has its own.
@@ -60,7 +75,8 @@ const TX_FRAMES: u32 = FRAMES - RX_FRAMES;
 const RING: u32 = 2048;
 /// Headroom the kernel leaves in front of a received frame in copy mode.
 const XDP_PACKET_HEADROOM: usize = 256;
-/// Largest IP MTU without multi-buffer (4096-byte chunks minus headroom,
+/// Largest IP MTU without multi-buffer (above it, up to `MAX_FRAME - 14`,
+/// the link binds with `XDP_USE_SG`) (4096-byte chunks minus headroom,
 /// capped where native veth attach still works).
 pub const MAX_MTU: usize = 3498;
 /// Kicks one `flush` may make (64 are needed to drain a full TX ring 32 at a time).
@@ -72,6 +88,8 @@ const BIND_RETRY: Duration = Duration::from_millis(1000);
 /// process's links on it.
 struct Attachment {
     netns: u64,
+    /// Loaded with `BPF_F_XDP_HAS_FRAGS` (multi-buffer).
+    frags: bool,
     ifindex: u32,
     addr: Ipv4Addr,
     native: bool,
@@ -120,6 +138,12 @@ pub struct AfXdpLink {
     mode: String,
     mac: [u8; 6],
     mtu: usize,
+    /// Bound with `XDP_USE_SG`: frames span several chunks (MTU > [`MAX_MTU`]).
+    multi: bool,
+    /// Multi-buffer only: where a chained RX frame is reassembled (`MAX_FRAME` bytes).
+    rx_buf: Vec<u8>,
+    /// Multi-buffer only: the slot `transmit` lends (`MAX_FRAME` bytes), split into chunks after.
+    tx_buf: Vec<u8>,
     counters: LinkCounters,
     pollfds: Vec<libc::pollfd>,
 }
@@ -262,6 +286,7 @@ fn reserve(
     queue: u32,
     iface: &str,
     addr: Ipv4Addr,
+    frags: bool,
 ) -> Result<bool, LinkError> {
     let mut list = attachments();
     if let Some(a) = list
@@ -279,6 +304,12 @@ fn reserve(
                 a.addr
             )));
         }
+        if frags && !a.frags {
+            return Err(LinkError::XdpUnsupported(format!(
+                "{iface} already carries this process's XDP program without multi-buffer \
+                 support; a jumbo-MTU link needs all links on {iface} closed first"
+            )));
+        }
         if queue >= a.max_entries {
             return Err(LinkError::BadSpec(format!(
                 "queue {queue} is beyond the XSK map ({} queues)",
@@ -292,7 +323,8 @@ fn reserve(
     let map = bpf::create_xskmap(max_entries)
         .map_err(|e| LinkError::io("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
     let insns = bpf::program(map.as_raw_fd(), addr);
-    let prog = bpf::load_xdp(&insns).map_err(|e| match e.err.raw_os_error() {
+    let prog_flags = if frags { bpf::BPF_F_XDP_HAS_FRAGS } else { 0 };
+    let prog = bpf::load_xdp_with(&insns, prog_flags).map_err(|e| match e.err.raw_os_error() {
         // EACCES with a log is the verifier refusing, not a missing privilege.
         Some(libc::EPERM) => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
         Some(libc::EACCES) if e.log.is_empty() => LinkError::io("bpf(BPF_PROG_LOAD)", e.err),
@@ -336,6 +368,7 @@ fn reserve(
     };
     list.push(Attachment {
         netns,
+        frags,
         ifindex,
         addr,
         native,
@@ -384,12 +417,17 @@ impl AfXdpLink {
     pub fn open(iface: &str, queue: u32, opts: &LinkOptions) -> Result<AfXdpLink, LinkError> {
         let (ifindex, mac, if_mtu) = interface(iface)?;
         let mtu = opts.mtu.unwrap_or(if_mtu);
-        if mtu > MAX_MTU {
+        if mtu > MAX_FRAME - 14 {
             return Err(LinkError::XdpUnsupported(format!(
-                "MTU {mtu} on {iface} needs XDP multi-buffer, which this link does not do yet; use an MTU of at most {MAX_MTU}"
+                "MTU {mtu} on {iface} is above the largest this link carries ({})",
+                MAX_FRAME - 14
             )));
         }
-        let chunk: usize = if mtu + 14 + XDP_PACKET_HEADROOM <= 2048 {
+        // Above MAX_MTU a frame spans several chunks: multi-buffer.
+        let multi = mtu > MAX_MTU;
+        let chunk: usize = if multi {
+            4096
+        } else if mtu + 14 + XDP_PACKET_HEADROOM <= 2048 {
             2048
         } else {
             4096
@@ -502,7 +540,7 @@ impl AfXdpLink {
         .map_err(ring_err("completion ring layout"))?;
 
         let netns = netns_id();
-        let native = reserve(netns, ifindex, queue, iface, opts.addr)?;
+        let native = reserve(netns, ifindex, queue, iface, opts.addr, multi)?;
         let mut reservation = Reservation {
             netns,
             ifindex,
@@ -510,7 +548,7 @@ impl AfXdpLink {
             armed: true,
         };
 
-        let need_wakeup = bind(&fd, ifindex, queue, iface)?;
+        let need_wakeup = bind(&fd, ifindex, queue, iface, multi)?;
         {
             let list = attachments();
             let a = list
@@ -547,9 +585,13 @@ impl AfXdpLink {
             queue,
             iface: iface.to_string(),
             mode: format!(
-                "{} copy-mode queue {queue}",
-                if native { "native" } else { "generic" }
+                "{} copy-mode {}queue {queue}",
+                if native { "native" } else { "generic" },
+                if multi { "multi-buffer " } else { "" }
             ),
+            multi,
+            rx_buf: if multi { vec![0; MAX_FRAME] } else { Vec::new() },
+            tx_buf: if multi { vec![0; MAX_FRAME] } else { Vec::new() },
             mac,
             mtu,
             counters: LinkCounters::default(),
@@ -617,10 +659,154 @@ impl AfXdpLink {
     fn frame_max(&self) -> usize {
         self.mtu + 14
     }
+
+    /// `receive` when bound with `XDP_USE_SG`: descriptors with
+    /// `XDP_PKT_CONTD` continue into the next; a chain of several is copied
+    /// into `rx_buf` (a single-descriptor frame is handed from the UMEM as usual).
+    /// `max` counts frames, not descriptors.
+    fn receive_multi(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8]),
+    ) -> Result<usize, LinkError> {
+        let avail = self.rx.available();
+        let umem_len = self.umem.size() as u64;
+        let frame_max = self.frame_max();
+        let (mut i, mut frames) = (0u32, 0usize);
+        while i < avail && frames < max {
+            // The kernel publishes a frame's descriptors together; a chain cut
+            // short by `avail` is left for the next call all the same.
+            let mut end = i;
+            let complete = loop {
+                let d = self.rx.peek(end);
+                end += 1;
+                if d.options & libc::XDP_PKT_CONTD == 0 {
+                    break true;
+                }
+                if end == avail {
+                    break false;
+                }
+            };
+            if !complete {
+                break;
+            }
+            let mut total = 0usize;
+            let mut bad = false;
+            for j in i..end {
+                let d = self.rx.peek(j);
+                let (addr, len) = (d.addr, d.len as u64);
+                self.rx_stash.push(addr - addr % self.chunk);
+                if bad {
+                    continue;
+                }
+                if addr.checked_add(len).map_or(true, |e| e > umem_len)
+                    || total + len as usize > frame_max
+                {
+                    bad = true;
+                    continue;
+                }
+                if end - i == 1 {
+                    // SAFETY: [addr, addr+len) lies inside the UMEM (checked above); the
+                    // kernel published this descriptor and will not write the chunk until
+                    // it is back on the fill ring (refill below, after the callback).
+                    let frame = unsafe {
+                        std::slice::from_raw_parts(self.umem.as_ptr().add(addr as usize), len as usize)
+                    };
+                    rx(frame);
+                } else {
+                    // SAFETY: as above; `rx_buf` is our own Vec, distinct from the UMEM
+                    // mapping, with room for `total + len` <= frame_max <= MAX_FRAME bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.umem.as_ptr().add(addr as usize),
+                            self.rx_buf.as_mut_ptr().add(total),
+                            len as usize,
+                        )
+                    };
+                }
+                total += len as usize;
+            }
+            if bad {
+                self.counters.rx_oversize += 1;
+            } else {
+                if end - i > 1 {
+                    rx(&self.rx_buf[..total]);
+                }
+                self.counters.rx_frames += 1;
+                self.counters.rx_bytes += total as u64;
+            }
+            frames += 1;
+            i = end;
+        }
+        if i > 0 {
+            self.rx.release(i);
+        }
+        self.refill();
+        Ok(frames)
+    }
+
+    /// `transmit` when bound with `XDP_USE_SG`: lends `tx_buf`, then copies
+    /// the frame into as many TX chunks as it needs, `XDP_PKT_CONTD` on all
+    /// descriptors but the last. Chunks and ring slots for a full-size frame
+    /// are checked before `fill` runs.
+    fn transmit_multi(
+        &mut self,
+        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
+    ) -> Result<TxStatus, LinkError> {
+        let cap = self.frame_max();
+        let chunk = self.chunk as usize;
+        let need = cap.div_ceil(chunk);
+        if self.tx_free.len() < need {
+            self.reclaim();
+        }
+        if self.tx_free.len() < need || !self.tx.has_free(need as u32) {
+            self.counters.tx_full += 1;
+            return Ok(TxStatus::Full);
+        }
+        match fill(&mut self.tx_buf[..cap]) {
+            None | Some(0) => Ok(TxStatus::Idle),
+            Some(len) if len > cap => Err(LinkError::Io {
+                call: "transmit",
+                err: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("frame of {len} bytes in a {cap}-byte slot"),
+                ),
+            }),
+            Some(len) => {
+                let mut off = 0;
+                while off < len {
+                    let n = chunk.min(len - off);
+                    let Some(addr) = self.tx_free.pop() else {
+                        unreachable!("checked above: {need} free chunks");
+                    };
+                    // SAFETY: `addr` is a free TX chunk (chunk-aligned, inside the UMEM, `n` <=
+                    // chunk bytes), which the kernel is done with; `tx_buf` is our own Vec with
+                    // `off + n` <= len <= cap bytes, distinct from the UMEM mapping.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.tx_buf.as_ptr().add(off),
+                            self.umem.as_ptr().add(addr as usize),
+                            n,
+                        )
+                    };
+                    off += n;
+                    self.tx.push(libc::xdp_desc {
+                        addr,
+                        len: n as u32,
+                        options: if off < len { libc::XDP_PKT_CONTD } else { 0 },
+                    });
+                }
+                self.tx.submit();
+                self.counters.tx_frames += 1;
+                self.counters.tx_bytes += len as u64;
+                Ok(TxStatus::Queued)
+            }
+        }
+    }
 }
 
 /// Binds the XSK; returns whether need_wakeup is in use.
-fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str) -> Result<bool, LinkError> {
+fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str, sg: bool) -> Result<bool, LinkError> {
     let try_bind = |flags: u16| {
         let sa = libc::sockaddr_xdp {
             sxdp_family: libc::AF_XDP as u16,
@@ -644,12 +830,13 @@ fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str) -> Result<bool, Lin
         }
     };
     let start = crate::clock::now();
-    let mut flags = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP;
+    let sg = if sg { libc::XDP_USE_SG } else { 0 };
+    let mut flags = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP | sg;
     loop {
         match try_bind(flags) {
             Ok(()) => return Ok(flags & libc::XDP_USE_NEED_WAKEUP != 0),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && flags & libc::XDP_USE_NEED_WAKEUP != 0 => {
-                flags = libc::XDP_COPY;
+                flags = libc::XDP_COPY | sg;
             }
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 if crate::clock::now().saturating_duration_since(start) >= BIND_RETRY {
@@ -658,6 +845,12 @@ fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, iface: &str) -> Result<bool, Lin
                     )));
                 }
                 std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && sg != 0 => {
+                return Err(LinkError::XdpUnsupported(format!(
+                    "bind to {iface} queue {queue} with XDP_USE_SG failed ({e}): does the interface \
+                     have that queue, and the kernel multi-buffer AF_XDP (6.6+)?"
+                )))
             }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 return Err(LinkError::XdpUnsupported(format!(
@@ -698,6 +891,9 @@ impl Link for AfXdpLink {
     }
 
     fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+        if self.multi {
+            return self.receive_multi(max, rx);
+        }
         let n = self.rx.available().min(max.min(u32::MAX as usize) as u32);
         let umem_len = self.umem.size() as u64;
         let frame_max = self.frame_max();
@@ -735,6 +931,9 @@ impl Link for AfXdpLink {
         &mut self,
         fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
     ) -> Result<TxStatus, LinkError> {
+        if self.multi {
+            return self.transmit_multi(fill);
+        }
         if self.tx_free.is_empty() {
             self.reclaim();
         }

@@ -179,6 +179,16 @@ impl<D: Copy> Ring<D> {
         self.size - self.local.wrapping_sub(self.cached)
     }
 
+    /// Whether `n` slots are free, re-reading the kernel's consumer index if
+    /// the cached one says fewer.
+    pub fn has_free(&mut self, n: u32) -> bool {
+        if self.size - self.local.wrapping_sub(self.cached) >= n {
+            return true;
+        }
+        self.cached = self.cons().load(Ordering::Acquire);
+        self.size - self.local.wrapping_sub(self.cached) >= n
+    }
+
     /// Writes one descriptor at our producer index (call `free` first); not yet visible.
     pub fn push(&mut self, d: D) {
         // SAFETY: the caller checked `free() > 0`, so the kernel is done with this slot
