@@ -218,13 +218,15 @@ impl Services {
         self.conns.contains_key(&id)
     }
 
-    /// Accepts new connections (unless `accept` is false: over the memory cap)
-    /// and serves UDP. Returns whether anything happened.
-    pub fn poll(&mut self, stack: &mut Stack, now: Instant, accept: bool) -> bool {
+    /// Accepts new connections (when `may_accept` says so: false over the
+    /// memory cap; asked only when a connection is waiting, at most once per
+    /// call) and serves UDP. Returns whether anything happened.
+    pub fn poll(&mut self, stack: &mut Stack, now: Instant, may_accept: &mut dyn FnMut(&Stack) -> bool) -> bool {
         let mut work = false;
+        let mut accept: Option<bool> = None;
         for li in 0..self.listeners.len() {
             let (l, svc) = self.listeners[li];
-            if !accept {
+            if !stack.tcp_accept_pending(l) || !*accept.get_or_insert_with(|| may_accept(stack)) {
                 continue;
             }
             while let Some(id) = stack.tcp_accept(l) {

@@ -112,11 +112,16 @@ impl Shard {
 
     /// The shard's applications: services and client fetches.
     fn applications(&mut self, now: Instant) -> bool {
-        let accept = self.stack.memory_in_use() < self.memory_cap;
-        if !accept {
-            self.counters.accept_paused_turns += 1;
-        }
-        let mut work = self.services.poll(&mut self.stack, now, accept);
+        // The memory scan is O(connections): only when someone waits to be accepted.
+        let (cap, paused) = (self.memory_cap, &mut self.counters.accept_paused_turns);
+        let mut may_accept = |stack: &Stack| {
+            let ok = stack.memory_in_use() < cap;
+            if !ok {
+                *paused += 1;
+            }
+            ok
+        };
+        let mut work = self.services.poll(&mut self.stack, now, &mut may_accept);
         while let Some(id) = self.stack.tcp_poll_ready() {
             work = true;
             if !self.services.handle_ready(&mut self.stack, id) {

@@ -38,7 +38,7 @@ pub struct ShardCounters {
     /// CPU seconds this shard's thread used, and wall seconds since start.
     pub cpu_s: f64,
     pub wall_s: f64,
-    /// Turns in which new connections were not accepted: memory over the cap.
+    /// Turns in which a waiting connection was not accepted: memory over the cap.
     pub accept_paused_turns: u64,
     pub pcap_frames: u64,
 }

@@ -325,6 +325,11 @@ impl Stack {
         self.tcp.accept(listener)
     }
 
+    /// Whether `tcp_accept` would return a connection (cheap: no dequeue).
+    pub fn tcp_accept_pending(&self, listener: ListenerId) -> bool {
+        self.tcp.has_pending(listener)
+    }
+
     pub fn tcp_connect(
         &mut self,
         now: Instant,

@@ -203,6 +203,10 @@ impl TcpTable {
     }
 
     /// Takes the next connection off the accept queue.
+    pub(crate) fn has_pending(&self, lid: crate::ListenerId) -> bool {
+        self.listeners.get(&lid).is_some_and(|l| !l.accept_queue.is_empty())
+    }
+
     pub(crate) fn accept(&mut self, lid: crate::ListenerId) -> Option<ConnId> {
         let id = self.listeners.get_mut(&lid)?.accept_queue.pop_front()?;
         if let Some(e) = self.conns.get_mut(&id) {
