@@ -43,6 +43,9 @@ enum Command {
     /// The lab's seeded impairment relay between two interfaces (started by `outboard lab up`).
     #[command(hide = true)]
     Relay(lab::RelayArgs),
+    /// One application process of `bench latency` / `bench throughput` (started by them).
+    #[command(hide = true)]
+    BenchPeer(bench::peer::PeerArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,6 +62,10 @@ enum BenchCommand {
     Checksum(ChecksumArgs),
     /// The engine vs Linux on the lab's veth pair: throughput and 64-byte round trips (root).
     Link(bench::link::LinkArgs),
+    /// 64-byte round trips between two applications through two engines on the fabric vs Linux TCP on loopback (no root).
+    Latency(bench::latency::LatencyArgs),
+    /// Application-to-application throughput and CPU efficiency against write size, ours vs Linux TCP (no root).
+    Throughput(bench::throughput::ThroughputArgs),
 }
 
 #[derive(Args, Debug)]
@@ -92,5 +99,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Bench(BenchCommand::Link(a)) => bench::link::main(&a),
+        Command::Bench(BenchCommand::Latency(a)) => bench::latency::main(&a),
+        Command::Bench(BenchCommand::Throughput(a)) => bench::throughput::main(&a),
+        Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -6,6 +6,7 @@
 use crate::capture::PcapWriter;
 use crate::client::{Fetch, FetchPlan};
 use crate::control::{ControlError, ControlInbox, ControlServer};
+use crate::host::{AttachServer, BoardLimits, Host, LocalAttacher};
 use crate::link::{self, LinkError, LinkOptions, LinkSpec};
 use crate::log::{self, Level};
 use crate::services::{ServiceSpec, Services};
@@ -36,7 +37,24 @@ pub struct EngineSettings {
     /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net
     /// headers (on by default; `--offloads off`).
     pub offloads: bool,
+    /// How applications attach (boards): a Unix socket next to the control
+    /// socket (daemon), in-process only (embedded), or not at all.
+    pub boards: BoardAttach,
+    /// Largest board one application may map.
+    pub max_board_bytes: usize,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoardAttach {
+    Off,
+    /// `RUN_DIR/NAME.board` (needs the control socket's name).
+    Daemon,
+    /// `Engine::local_attacher` only: the engine runs as threads of the application.
+    Embedded,
+}
+
+/// Default `max_board_bytes`.
+pub const DEFAULT_MAX_BOARD: usize = 1 << 30;
 
 impl EngineSettings {
     pub fn new(name: &str, link: LinkSpec, addr: Ipv4Addr, prefix_len: u8) -> EngineSettings {
@@ -54,6 +72,8 @@ impl EngineSettings {
             tcp: outboard_tcp::Config::default(),
             control: true,
             offloads: true,
+            boards: BoardAttach::Daemon,
+            max_board_bytes: DEFAULT_MAX_BOARD,
         }
     }
 }
@@ -119,6 +139,7 @@ impl EngineError {
 pub struct Engine {
     pub shard: Shard,
     control: Option<(ControlServer, ControlInbox)>,
+    attach: Option<AttachServer>,
 }
 
 fn random_secret() -> [u8; 16] {
@@ -192,8 +213,30 @@ impl Engine {
                 ),
             ],
         );
-        let shard = Shard::new(&set.name, stack, link, services, pcap, set.memory_cap, now);
-        Ok(Engine { shard, control })
+        let mut shard = Shard::new(&set.name, stack, link, services, pcap, set.memory_cap, now);
+        let attach = match set.boards {
+            BoardAttach::Off => None,
+            BoardAttach::Daemon if !set.control => None,
+            mode => {
+                // Every stream region holds one TCP buffer: the stack's window follows it.
+                let buf = set.tcp.send_buffer.max(set.tcp.recv_buffer).div_ceil(4096) * 4096;
+                let limits = BoardLimits {
+                    max_board_bytes: set.max_board_bytes,
+                    stream_buffer: u32::try_from(buf).map_err(|_| EngineError::Config("TCP buffers over 4 GiB".into()))?,
+                    engine_addr: u32::from(set.addr),
+                };
+                let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon)
+                    .map_err(|e| EngineError::Config(e.to_string()))?;
+                shard.host = Host::new(Some(inbox));
+                Some(server)
+            }
+        };
+        Ok(Engine { shard, control, attach })
+    }
+
+    /// Makes in-process attachments (embedded mode; daemon mode too).
+    pub fn local_attacher(&self) -> Option<LocalAttacher> {
+        self.attach.as_ref().map(|a| a.local_attacher())
     }
 
     /// Starts a client connection on the shard.

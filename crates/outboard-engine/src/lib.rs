@@ -31,6 +31,8 @@ pub mod clock;
 pub mod control;
 pub mod engine;
 #[allow(unsafe_code)]
+pub mod host;
+#[allow(unsafe_code)]
 pub mod link;
 pub mod log;
 pub mod pool;

@@ -26,6 +26,7 @@
 use crate::capture::PcapWriter;
 use crate::client::Fetch;
 use crate::control::ControlInbox;
+use crate::host::Host;
 use crate::link::{Link, LinkError, TxStatus};
 use crate::services::Services;
 use crate::stat::{ConnRow, LinkSnapshot, ShardCounters, Snapshot};
@@ -47,6 +48,8 @@ pub struct Shard {
     link: Box<dyn Link>,
     pub services: Services,
     pub fetches: Vec<Fetch>,
+    /// Applications attached through boards.
+    pub host: Host,
     pcap: Option<PcapWriter>,
     counters: ShardCounters,
     memory_cap: usize,
@@ -70,6 +73,7 @@ impl Shard {
             link,
             services,
             fetches: Vec::new(),
+            host: Host::default(),
             pcap,
             counters: ShardCounters::default(),
             memory_cap,
@@ -122,9 +126,10 @@ impl Shard {
             ok
         };
         let mut work = self.services.poll(&mut self.stack, now, &mut may_accept);
+        work |= self.host.poll(&mut self.stack, now, &mut may_accept);
         while let Some(id) = self.stack.tcp_poll_ready() {
             work = true;
-            if !self.services.handle_ready(&mut self.stack, id) {
+            if !self.services.handle_ready(&mut self.stack, id) && !self.host.handle_ready(&mut self.stack, id) {
                 if let Some(f) = self.fetches.iter_mut().find(|f| f.conn() == Some(id)) {
                     f.poll(&mut self.stack, now);
                 }
@@ -134,6 +139,7 @@ impl Shard {
         for f in self.fetches.iter_mut().filter(|f| !f.is_finished()) {
             f.poll(&mut self.stack, now);
         }
+        self.host.flush();
         work
     }
 
@@ -213,12 +219,20 @@ impl Shard {
                 timeout = timeout.min(d.saturating_duration_since(now));
             }
             if !timeout.is_zero() {
-                let fds: Vec<_> = inbox.as_deref().map(|i| i.doorbell_fd()).into_iter().collect();
+                // Applications ring the doorbell only while the boards say we sleep.
+                if self.host.prepare_sleep() {
+                    self.host.after_sleep();
+                    idle_since = None;
+                    continue;
+                }
+                let fds: Vec<_> = inbox.as_deref().map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
                 self.link.wait(timeout, &fds)?;
+                self.host.after_sleep();
                 self.counters.sleeps += 1;
             }
             idle_since = None;
         }
+        self.host.shutdown(&mut self.stack);
         if let Some(p) = self.pcap.as_mut() {
             p.flush();
         }
@@ -287,6 +301,9 @@ impl Shard {
             arp_entries: self.stack.arp_entries(),
             connections,
             services: self.services.counters().to_vec(),
+            boards: self.host.rows(),
+            host: self.host.counters.clone(),
+            board_memory: self.host.board_bytes(),
         }
     }
 }

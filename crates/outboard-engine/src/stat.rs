@@ -88,6 +88,14 @@ pub struct Snapshot {
     pub arp_entries: usize,
     pub connections: Vec<ConnRow>,
     pub services: Vec<ServiceCounters>,
+    /// Attached applications (boards) and the host interface's counters.
+    #[serde(default)]
+    pub boards: Vec<crate::host::BoardRow>,
+    #[serde(default)]
+    pub host: crate::host::HostCounters,
+    /// Bytes of every board mapped now (beside the stack's `memory_in_use`).
+    #[serde(default)]
+    pub board_memory: usize,
 }
 
 pub fn mac_string(m: &[u8; 6]) -> String {
@@ -159,6 +167,25 @@ pub fn render(s: &Snapshot) -> String {
                 v.udp_datagrams_in, v.udp_datagrams_out
             );
         }
+    }
+    let h = &s.host;
+    let _ = writeln!(
+        o,
+        "\nboards: {} attached ({}) — attached {} detached {} died {} violations {}",
+        s.boards.len(),
+        mib(s.board_memory),
+        h.attached,
+        h.detached,
+        h.died,
+        h.violations
+    );
+    for b in &s.boards {
+        let _ = writeln!(
+            o,
+            "  session {} pid {} {} endpoints {} commands {} events {} wakeups {} accepts {} udp in {} out {}",
+            b.session, b.pid, mib(b.board_bytes), b.endpoints, b.commands, b.events, b.signals, b.accepts,
+            b.datagrams_in, b.datagrams_out
+        );
     }
     let _ = writeln!(o, "\ncounters (non-zero):");
     for (k, v) in s.stack.iter().filter(|(_, v)| **v != 0) {

@@ -345,6 +345,7 @@ impl Stack {
             match mac {
                 Some(mac) => match emit_tcp_frame(buf, &hdr, mac, &tx, meta) {
                     Some(n) => {
+                        self.stats.tcp_tx_payload_copied += tx.payload_len() as u64;
                         self.tcp.rotate_ready();
                         return Some(n);
                     }
@@ -353,9 +354,11 @@ impl Stack {
                 None => {
                     let mut frame =
                         vec![0u8; ETH_LEN + IP_LEN + tx.repr.buffer_len(tx.payload_len())];
-                    let queued = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx, &mut TxMeta::default())
-                        .is_some()
-                        && self.arp_wait(now, hop, frame);
+                    let built = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx, &mut TxMeta::default());
+                    if built.is_some() {
+                        self.stats.tcp_tx_payload_copied += tx.payload_len() as u64;
+                    }
+                    let queued = built.is_some() && self.arp_wait(now, hop, frame);
                     if !queued {
                         // No room to wait: stop draining this connection (its
                         // retransmissions recover the rest); resolution marks it

@@ -124,6 +124,21 @@ counters! {
     /// Segments dropped at the listener (e.g. a bare ACK while no cookies were out,
     /// a SYN with ACK, a SYN for a broadcast address, a SYN+FIN, a RST, no flags at all).
     drops_tcp_listener,
+    /// Payload bytes copied into connections' receive rings (each copy; a
+    /// fused copy of a segment that then failed its checksum included).
+    tcp_rx_payload_copied,
+    /// Segments with payload whose checksum was summed while the payload was
+    /// copied into the receive ring (one pass; DESIGN.md §7).
+    tcp_rx_fused_segments,
+    /// Segments with payload verified in a pass of their own before being
+    /// copied (out of order over parked bytes, trimmed, not for an
+    /// established connection with room). Links that vouch for checksums
+    /// count in neither.
+    tcp_rx_unfused_segments,
+    /// Payload bytes copied from send rings into frames, retransmissions
+    /// included (a frame parked while ARP resolves is copied once more,
+    /// whole, when it leaves the queue: not counted).
+    tcp_tx_payload_copied,
 }
 
 #[cfg(test)]

@@ -3,21 +3,37 @@
 
 use crate::stats::StackStats;
 use crate::tcp_table::{Owner, TcpTable};
-use outboard_tcp::{FourTuple, IcmpError, State};
+use outboard_tcp::{FourTuple, IcmpError, Prefilled, State};
 use outboard_time::Instant;
 use outboard_wire::TcpRepr;
 
 pub(crate) use outboard_tcp::reset::reset_for;
 
 impl TcpTable {
-    /// One received segment for `tuple` (from our side). Returns a control
-    /// segment to send in reply when no connection owns the segment.
+    /// The fused receive path's first half (DESIGN.md §7): the connection
+    /// owning `tuple` copies the payload into its receive ring while
+    /// summing it, if it can take it there as it is (`Connection::prefill_payload`).
+    /// None, with nothing written, when the segment must be verified first.
+    pub(crate) fn prefill(
+        &mut self,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+    ) -> Option<Prefilled> {
+        let id = self.by_tuple.get(&tuple)?;
+        self.conns.get_mut(id)?.conn.prefill_payload(repr, payload)
+    }
+
+    /// One received segment for `tuple` (from our side), its checksum
+    /// verified; `prefilled` when `prefill` already placed its payload.
+    /// Returns a control segment to send in reply when no connection owns
+    /// the segment.
     pub(crate) fn segment_input(
         &mut self,
         now: Instant,
         tuple: FourTuple,
-        repr: &TcpRepr,
-        payload: &[u8],
+        (repr, payload): (&TcpRepr, &[u8]),
+        prefilled: Option<Prefilled>,
         stats: &mut StackStats,
     ) -> Option<TcpRepr> {
         if let Some(&id) = self.by_tuple.get(&tuple) {
@@ -56,7 +72,12 @@ impl TcpTable {
                     }
                 }
                 let e = self.conns.get_mut(&id).expect("looked up above");
-                e.conn.handle_segment(now, repr, payload);
+                let copied = e.conn.rx_copied_bytes();
+                match prefilled {
+                    Some(p) => e.conn.handle_segment_prefilled(now, repr, payload, p),
+                    None => e.conn.handle_segment(now, repr, payload),
+                }
+                stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
                 let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
                     && !matches!(e.conn.state(), State::SynReceived | State::Closed);
                 if embryonic_done {

@@ -9,7 +9,7 @@ use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::icmpv4::UnreachableCode;
 use outboard_wire::tcp::TcpPacket;
 use outboard_wire::udp::{UdpPacket, UdpRepr};
-use outboard_wire::{Error, RxChecksum, TcpRepr};
+use outboard_wire::{RxChecksum, TcpRepr};
 use std::net::SocketAddrV4;
 
 impl Stack {
@@ -54,6 +54,11 @@ impl Stack {
         }
     }
 
+    /// A TCP segment: checksum, then the connection table. In the common
+    /// case the checksum is summed while the payload is copied into its
+    /// connection's receive ring (one pass over it, DESIGN.md §7), and the
+    /// segment reaches the connection only once that sum verifies; else
+    /// it is verified on its own first and copied afterwards.
     pub(crate) fn tcp_segment_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
         let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
         if ip.broadcast {
@@ -62,28 +67,59 @@ impl Stack {
             return;
         }
         // A checksum the link vouches for (receive_frame_offloaded) is not summed again.
-        let check = if self.rx_csum_trusted { RxChecksum::Skip } else { RxChecksum::Verify };
+        let trusted = self.rx_csum_trusted;
         let parsed = TcpPacket::new_checked(payload)
-            .and_then(|p| TcpRepr::parse(&p, src, dst, check).map(|r| (r, p)));
+            .and_then(|p| TcpRepr::parse(&p, src, dst, RxChecksum::Skip).map(|r| (r, p)));
         let (repr, pkt) = match parsed {
             Ok(x) => x,
-            Err(Error::Checksum) => {
-                self.stats.drops_checksum += 1;
-                return;
-            }
             Err(_) => {
-                self.stats.drops_malformed += 1;
+                // A corrupted header is counted as corruption, not as malformed
+                // (as `TcpRepr::parse` with `Verify` would).
+                let corrupt = !trusted
+                    && TcpPacket::new_checked(payload).is_ok_and(|p| !p.verify_checksum(src, dst));
+                if corrupt {
+                    self.stats.drops_checksum += 1;
+                } else {
+                    self.stats.drops_malformed += 1;
+                }
                 return;
             }
         };
-        self.stats.tcp_segments_in += 1;
         let tuple = FourTuple {
             local: SocketAddrV4::new(dst, repr.dst_port),
             remote: SocketAddrV4::new(src, repr.src_port),
         };
+        let data = pkt.payload();
+        let mut prefilled = None;
+        if !trusted {
+            let ok = match self.tcp.prefill(tuple, &repr, data) {
+                Some(p) => {
+                    // The payload's one copy, summed as it moved.
+                    prefilled = Some(p);
+                    pkt.verify_checksum_with(src, dst, p.sum())
+                }
+                None => pkt.verify_checksum(src, dst),
+            };
+            if !ok {
+                if prefilled.is_some() {
+                    // Copied, and wasted: the bytes sit in free ring space unused.
+                    self.stats.tcp_rx_payload_copied += data.len() as u64;
+                }
+                self.stats.drops_checksum += 1;
+                return;
+            }
+            if !data.is_empty() {
+                if prefilled.is_some() {
+                    self.stats.tcp_rx_fused_segments += 1;
+                } else {
+                    self.stats.tcp_rx_unfused_segments += 1;
+                }
+            }
+        }
+        self.stats.tcp_segments_in += 1;
         if let Some(reply) =
             self.tcp
-                .segment_input(now, tuple, &repr, pkt.payload(), &mut self.stats)
+                .segment_input(now, tuple, (&repr, data), prefilled, &mut self.stats)
         {
             self.send_tcp_control(now, src, &reply);
         }

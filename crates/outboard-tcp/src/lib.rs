@@ -9,7 +9,8 @@
 //! - `rtt`: RFC 6298 RTO estimation; `cc`: NewReno (RFC 5681/6582) and CUBIC (RFC 9438);
 //! - `sack`: the sender's SACK scoreboard (RFC 2018, RFC 6675);
 //! - `assembler`: the receiver's out-of-order range tracking;
-//! - `ring`: byte ring buffers for the send and receive queues;
+//! - `ring`: byte ring buffers for the send and receive queues, in their own
+//!   memory or in storage lent to them (`RingStorage`, a board's shared memory);
 //! - `isn`: RFC 6528 initial sequence numbers; `syncookie`: SYN cookies;
 //! - `reset`: the RST for a segment that matches no connection.
 //!
@@ -32,4 +33,5 @@ pub mod syncookie;
 
 pub use cc::CcKind;
 pub use config::Config;
-pub use conn::{ConnStats, Connection, Error, Event, FourTuple, IcmpError, State, Transmit};
+pub use conn::{ConnStats, Connection, Error, Event, FourTuple, IcmpError, Prefilled, State, Transmit};
+pub use ring::RingStorage;

@@ -1,23 +1,38 @@
 //! A fixed-capacity byte ring used for the send and receive queues.
 //!
-//! The capacity is fixed in `new`, but the storage is allocated lazily by
-//! the first write (`push`, `write_unqueued`, `enqueue_unqueued`), starts
-//! small (`MIN_STORAGE`) and doubles, up to the capacity, only when bytes
-//! need the room; `release` gives it back. A connection therefore holds no
-//! ring memory until bytes actually move, and an RPC connection that moves
-//! small messages holds a few KiB, not its configured buffers: a
-//! SYN-RECEIVED connection costs its struct, and a connection in TIME-WAIT
-//! can drop its storage (see `Connection::memory_in_use`). Growing copies
-//! the ring once into the larger storage (linearised, head at 0), keeping
-//! queued and parked bytes at their offsets. Bytes between
-//! `head` and `head + len` (modulo capacity) are *queued*; the space after them
-//! is free, and the receiver may park out-of-order bytes there with
-//! `write_unqueued` before they become contiguous (`enqueue_unqueued`).
+//! Bytes between `head` and `head + len` (modulo capacity) are *queued*; the
+//! space after them is free, and the receiver may park out-of-order bytes
+//! there with `write_unqueued` before they become contiguous
+//! (`enqueue_unqueued`).
+//!
+//! The storage is one of two kinds:
+//! - *owned* (`new`): a `Vec` allocated lazily by the first write
+//!   (`push`, `write_unqueued`, `enqueue_unqueued`), starting small
+//!   (`MIN_STORAGE`) and doubling, up to the capacity, only when bytes need
+//!   the room; `release` gives it back. A connection therefore holds no ring
+//!   memory until bytes actually move, and an RPC connection that moves
+//!   small messages holds a few KiB, not its configured buffers: a
+//!   SYN-RECEIVED connection costs its struct, and a connection in TIME-WAIT
+//!   can drop its storage (see `Connection::memory_in_use`). Growing copies
+//!   the ring once into the larger storage (linearised, head at 0), keeping
+//!   queued and parked bytes at their offsets.
+//! - *external* (`attach`): memory the ring does not own — a board shared
+//!   with the application, which reads received bytes and writes bytes to
+//!   send in place. Its length is the capacity; it never grows, moves or is
+//!   freed, and `head` only ever advances (modulo the capacity), so byte `k`
+//!   of the stream counted from the attach lives at index `k % capacity`
+//!   for good: the application can find every byte without asking.
 
-#[derive(Debug, Clone)]
+mod storage;
+
+pub use storage::RingStorage;
+use storage::Storage;
+
+#[derive(Debug)]
 pub struct RingBuffer {
-    /// Empty until the first write; then between `MIN_STORAGE` and `cap` bytes.
-    buf: Vec<u8>,
+    /// Owned: empty until the first write, then between `MIN_STORAGE` and
+    /// `cap` bytes. External: exactly `cap` bytes.
+    store: Storage,
     cap: usize,
     /// Index of the first queued byte; always `< capacity` (or 0 when capacity is 0).
     head: usize,
@@ -31,22 +46,38 @@ pub const MIN_STORAGE: usize = 4096;
 impl RingBuffer {
     /// A ring that will hold up to `capacity` bytes; allocates nothing yet.
     pub fn new(capacity: usize) -> Self {
-        RingBuffer { buf: Vec::new(), cap: capacity, head: 0, len: 0 }
+        RingBuffer { store: Storage::Owned(Vec::new()), cap: capacity, head: 0, len: 0 }
     }
     pub fn capacity(&self) -> usize {
         self.cap
     }
     /// Heap bytes the ring holds now: 0 before the first write and after
-    /// `release`, else its storage (at most the capacity).
+    /// `release`, else its storage (at most the capacity). External storage
+    /// is not heap the ring allocated: 0.
     pub fn allocated_bytes(&self) -> usize {
-        self.buf.capacity()
+        match &self.store {
+            Storage::Owned(v) => v.capacity(),
+            Storage::External(_) => 0,
+        }
     }
-    /// Discards every byte (queued, and parked by `write_unqueued`) and frees
-    /// the storage. The capacity stays; the next write allocates again.
+    /// Whether the ring lives in external storage (`attach`).
+    pub fn is_external(&self) -> bool {
+        matches!(self.store, Storage::External(_))
+    }
+    /// Discards every byte (queued, and parked by `write_unqueued`). Owned
+    /// storage is freed and the next write allocates again. External storage
+    /// stays attached and `head` moves past the queued bytes as if they were
+    /// consumed, so stream positions stay at `k % capacity`; parked bytes
+    /// are left as they are (free space holds no meaning).
     pub fn release(&mut self) {
-        self.buf = Vec::new();
-        self.head = 0;
-        self.len = 0;
+        match self.store {
+            Storage::Owned(_) => {
+                self.store = Storage::Owned(Vec::new());
+                self.head = 0;
+                self.len = 0;
+            }
+            Storage::External(_) => self.consume(self.len),
+        }
     }
     /// Bytes queued (readable from the front).
     pub fn len(&self) -> usize {
@@ -57,6 +88,16 @@ impl RingBuffer {
     }
     pub fn free(&self) -> usize {
         self.capacity() - self.len
+    }
+    /// Storage index of the first queued byte (with external storage: the
+    /// count of bytes consumed since the attach, modulo the capacity).
+    pub fn head(&self) -> usize {
+        self.head
+    }
+    /// The storage as it is, queued, parked and free bytes alike (empty
+    /// for owned storage not yet allocated).
+    pub fn storage_bytes(&self) -> &[u8] {
+        self.store.bytes()
     }
     /// Appends as much of `data` as fits; returns the count.
     pub fn push(&mut self, data: &[u8]) -> usize {
@@ -79,7 +120,8 @@ impl RingBuffer {
         let n = n.min(self.len);
         self.len -= n;
         // No reset of `head` when the queue empties: bytes parked past the end
-        // by `write_unqueued` must stay where they are.
+        // by `write_unqueued` must stay where they are (and external storage
+        // promises fixed positions).
         self.head = self.wrap(self.head + n);
     }
     /// The queued bytes `[offset, offset + len)` counted from the front, as at
@@ -92,17 +134,34 @@ impl RingBuffer {
     /// Writes `data` at `offset` past the end of the queued bytes without
     /// queueing it (out-of-order receive); clamped to free space. Returns bytes written.
     pub fn write_unqueued(&mut self, offset: usize, data: &[u8]) -> usize {
+        let (a, b) = self.unqueued_mut(offset, data.len());
+        let (first, n) = (a.len(), a.len() + b.len());
+        a.copy_from_slice(&data[..first]);
+        b.copy_from_slice(&data[first..n]);
+        n
+    }
+    /// The free space `[offset, offset + len)` past the end of the queued
+    /// bytes, clamped to the free space, as at most two writable slices
+    /// (allocating owned storage as `write_unqueued` does). For writing in
+    /// place: a fused copy-and-checksum, or an application filling the send
+    /// ring before `enqueue_unqueued`.
+    pub fn unqueued_mut(&mut self, offset: usize, len: usize) -> (&mut [u8], &mut [u8]) {
         let room = self.free().saturating_sub(offset);
-        let n = data.len().min(room);
+        let n = len.min(room);
         if n == 0 {
-            return 0;
+            return (&mut [], &mut []);
         }
         self.reserve(self.len + offset + n);
         let start = self.wrap(self.head + self.len + offset);
-        let first = n.min(self.buf.len() - start);
-        self.buf[start..start + first].copy_from_slice(&data[..first]);
-        self.buf[..n - first].copy_from_slice(&data[first..n]);
-        n
+        let size = self.size();
+        let first = n.min(size - start);
+        let (low, high) = self.store.bytes_mut().split_at_mut(start);
+        (&mut high[..first], &mut low[..n - first])
+    }
+    /// Whether `[offset, offset + n)` past the queued bytes is free space
+    /// the storage already has: writing there allocates and moves nothing.
+    pub fn has_room_unqueued(&self, offset: usize, n: usize) -> bool {
+        offset.saturating_add(n) <= self.free() && self.len + offset + n <= self.size()
     }
     /// Marks `n` bytes after the queued ones (written with `write_unqueued`) as queued.
     /// Clamped to the free space.
@@ -116,41 +175,80 @@ impl RingBuffer {
         self.len += n;
     }
 
+    /// Moves the ring into `storage` (its length becomes the capacity),
+    /// copying the bytes of `keep` — `(start, end)` offsets from the first
+    /// queued byte: the queued bytes and any parked ones worth keeping — to
+    /// the same offsets from index 0, where the head then sits. Returns the
+    /// bytes copied. The caller makes sure the queued bytes fit (`len <=
+    /// storage length`; else this panics); kept ranges are clamped to the
+    /// new capacity and to the storage there is.
+    pub fn attach(&mut self, mut storage: Box<dyn RingStorage>, keep: impl IntoIterator<Item = (usize, usize)>) -> usize {
+        let cap = storage.bytes().len();
+        assert!(self.len <= cap, "attach: {} queued bytes do not fit in {cap}", self.len);
+        let dst = storage.bytes_mut();
+        let mut moved = 0;
+        for (start, end) in keep {
+            // Past the storage an owned ring has so far there is only free space.
+            let end = end.min(cap).min(self.size());
+            if start >= end {
+                continue;
+            }
+            let (a, b) = self.slices(start, end - start);
+            dst[start..start + a.len()].copy_from_slice(a);
+            dst[start + a.len()..end].copy_from_slice(b);
+            moved += end - start;
+        }
+        self.store = Storage::External(storage);
+        self.cap = cap;
+        self.head = 0;
+        moved
+    }
+
     /// Makes the storage hold at least `end` bytes from `head` (`end <=
     /// capacity`): allocates on first use, doubles when short. New storage is
     /// zero-filled so that bytes marked queued without being written read as
     /// zeros; growing copies the old storage in ring order, so every byte
-    /// keeps its offset from `head`.
+    /// keeps its offset from `head`. External storage is always whole.
     fn reserve(&mut self, end: usize) {
-        let have = self.buf.len();
+        let Storage::Owned(buf) = &mut self.store else { return };
+        let have = buf.len();
         if end <= have {
             return;
         }
         let want = end.max(MIN_STORAGE).next_power_of_two().max(have * 2).min(self.cap);
         let mut grown = vec![0; want];
         if have > 0 {
-            let (a, b) = self.buf.split_at(self.head);
+            let (a, b) = buf.split_at(self.head);
             grown[..b.len()].copy_from_slice(b);
             grown[b.len()..have].copy_from_slice(a);
         }
-        self.buf = grown;
+        *buf = grown;
         self.head = 0;
     }
 
     /// The raw storage range `[offset, offset + len)` from `head`, which the
-    /// caller has already clamped to lie within capacity.
+    /// caller has already clamped to lie within the storage.
     fn slices(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
         if len == 0 {
             return (&[], &[]);
         }
         let start = self.wrap(self.head + offset);
-        let first = len.min(self.buf.len() - start);
-        (&self.buf[start..start + first], &self.buf[..len - first])
+        let first = len.min(self.size() - start);
+        let buf = self.store.bytes();
+        (&buf[start..start + first], &buf[..len - first])
+    }
+
+    /// Bytes of storage there are now (the capacity once external).
+    fn size(&self) -> usize {
+        match &self.store {
+            Storage::Owned(v) => v.len(),
+            Storage::External(_) => self.cap,
+        }
     }
 
     /// Reduces an index in `[0, 2 * storage)` into the storage.
     fn wrap(&self, i: usize) -> usize {
-        let size = self.buf.len();
+        let size = self.size();
         if i >= size {
             i - size
         } else {
@@ -159,5 +257,7 @@ impl RingBuffer {
     }
 }
 
+#[cfg(test)]
+mod external_tests;
 #[cfg(test)]
 mod tests;

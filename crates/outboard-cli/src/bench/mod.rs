@@ -1,4 +1,8 @@
 //! `outboard bench …`: programs that measure ours beside the alternative in one run.
 
 pub mod checksum;
+pub mod latency;
 pub mod link;
+pub mod peer;
+pub mod plot;
+pub mod throughput;

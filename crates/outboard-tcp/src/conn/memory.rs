@@ -19,6 +19,9 @@
 //!   stay readable.
 //!
 //! So thousands of TIME-WAIT connections cost a struct each, not two buffers.
+//!
+//! Rings in external storage (`attach_storage`: a board's shared memory)
+//! count nothing here: that memory belongs to the board, not the heap.
 
 use super::{Connection, Event, State};
 use std::mem::size_of;
@@ -26,7 +29,8 @@ use std::mem::size_of;
 impl Connection {
     /// Bytes this connection holds: the struct itself plus its heap — ring
     /// storage actually allocated, the out-of-order and SACK range tables and
-    /// the event queue. What the table owning it adds (map slots) is not included.
+    /// the event queue. What the table owning it adds (map slots) is not
+    /// included, nor external ring storage (board memory, not heap).
     pub fn memory_in_use(&self) -> usize {
         size_of::<Connection>()
             + self.send_buf.allocated_bytes()
@@ -48,13 +52,19 @@ impl Connection {
     /// Frees ring storage that can never be used again (see the module docs).
     /// Called at the end of every input that may change state or drain a ring;
     /// it changes no sequence number, window or queue length.
+    ///
+    /// External storage (`attach_storage`) is board memory, not ours to
+    /// free: releasing it only drops the unsent bytes of a CLOSED
+    /// connection, as the owned ring does, with stream positions kept.
     pub(super) fn release_idle_buffers(&mut self) {
         let closed = self.state == State::Closed;
-        if self.send_buf.allocated_bytes() > 0 && (closed || (self.send_buf.is_empty() && !self.may_queue_more())) {
+        let send_held = self.send_buf.allocated_bytes() > 0 || !self.send_buf.is_empty();
+        if send_held && (closed || (self.send_buf.is_empty() && !self.may_queue_more())) {
             self.send_buf.release();
         }
         if self.recv_buf.allocated_bytes() > 0 && self.recv_buf.is_empty() && (closed || self.fin_received) {
             self.recv_buf.release();
+            self.recv_epoch = self.recv_epoch.wrapping_add(1);
         }
     }
 

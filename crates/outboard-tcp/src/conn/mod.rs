@@ -10,9 +10,12 @@
 //! fast retransmit, RFC 6582 NewReno, RFC 6675 SACK recovery), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
-//! connection costs, and freeing ring storage it can no longer use).
+//! connection costs, and freeing ring storage it can no longer use),
+//! `in_place` (rings in lent storage, in-place send and receive, and the
+//! fused receive checksum).
 
 mod ack;
+mod in_place;
 mod input;
 mod memory;
 mod options;
@@ -23,6 +26,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use in_place::Prefilled;
 pub use types::{ConnStats, Error, Event, FourTuple, IcmpError, State, Transmit};
 
 use crate::assembler::Assembler;
@@ -143,6 +147,12 @@ pub struct Connection {
     app_closed: bool,
     /// A `send` came up short: report `Writable` once space opens.
     want_writable: bool,
+    /// During `handle_segment_prefilled` only: the payload that
+    /// `prefill_payload` already wrote into the receive ring.
+    rx_prefilled: Option<Prefilled>,
+    /// Bumped whenever the receive ring's storage is replaced or freed, so
+    /// a `Prefilled` from before never vouches for bytes that are gone.
+    recv_epoch: u32,
     stats: ConnStats,
 }
 
@@ -207,6 +217,8 @@ impl Connection {
             soft_error: None,
             app_closed: false,
             want_writable: false,
+            rx_prefilled: None,
+            recv_epoch: 0,
             stats: ConnStats::default(),
             cfg,
         }
@@ -315,6 +327,16 @@ impl Connection {
 
     /// Queues bytes for sending; returns how many fit.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, Error> {
+        self.check_sendable()?;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let n = self.send_buf.push(data);
+        self.sent_short(n, data.len())
+    }
+
+    /// Whether `send` may queue bytes now, and if not the error it returns.
+    fn check_sendable(&self) -> Result<(), Error> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -322,15 +344,16 @@ impl Connection {
             return Err(Error::Closed);
         }
         match self.state {
-            State::SynSent | State::SynReceived | State::Established | State::CloseWait => {}
-            State::Closed => return Err(Error::NotConnected),
-            _ => return Err(Error::Closed),
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait => Ok(()),
+            State::Closed => Err(Error::NotConnected),
+            _ => Err(Error::Closed),
         }
-        if data.is_empty() {
-            return Ok(0);
-        }
-        let n = self.send_buf.push(data);
-        if n < data.len() {
+    }
+
+    /// The result of queueing `n` of `wanted` (> 0) bytes: a short send asks
+    /// for `Writable`, nothing queued is `WouldBlock`.
+    fn sent_short(&mut self, n: usize, wanted: usize) -> Result<usize, Error> {
+        if n < wanted {
             self.want_writable = true;
         }
         if n == 0 {
@@ -369,7 +392,8 @@ impl Connection {
         self.want_writable = true;
     }
 
-    /// Bytes ready to read.
+    /// Bytes ready to read: the receive ring's queued bytes (what
+    /// `recv_consume` may consume).
     pub fn recv_available(&self) -> usize {
         self.recv_buf.len()
     }

@@ -114,6 +114,10 @@ pub struct ConnStats {
     pub reordering: u32,
     /// Bytes the connection holds now (`Connection::memory_in_use`), like `ss -m`.
     pub memory: usize,
+    /// Payload bytes copied into the receive ring: by `handle_segment`, or
+    /// earlier by `prefill_payload` for `handle_segment_prefilled` (each copy
+    /// counted, so a segment copied twice counts twice).
+    pub rx_copied_bytes: u64,
 }
 
 /// Errors from the application-side calls.

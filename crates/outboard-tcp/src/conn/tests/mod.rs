@@ -3,6 +3,8 @@
 //! Our ISS is 1000, the peer's 5000; we are 10.0.0.1:4000, the peer 10.0.0.2:80.
 
 mod data;
+mod fused;
+mod in_place;
 mod memory;
 mod options;
 mod recovery;

@@ -1,0 +1,454 @@
+//! The application's side of one board: the attach handshake, the command
+//! ring (with the doorbell rung only while the engine sleeps), the event
+//! ring pumped into per-endpoint state, and the one wait loop every
+//! blocking call goes through.
+
+#![allow(clippy::disallowed_methods)] // The application's side waits on the real clock.
+
+use crate::{Datagram, Error, EventQueue, Listener, Result, Stream};
+use outboard_board::attach::{peer_gone, recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
+use outboard_board::layout::{flags, header, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, VERSION};
+use outboard_board::proto::{ev, op};
+use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, FreeList, MailboxConsumer, Mapping, Producer, SyncTable};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How calls that cannot complete now behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Spin briefly, then sleep on the board's futex until the engine posts news.
+    #[default]
+    Blocking,
+    /// Return `Error::WouldBlock`.
+    NonBlocking,
+    /// Spin (never sleep): lowest latency, a core busy while waiting.
+    Polling,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// Board sizes to ask for (the engine sets the stream region size and may refuse a board too large).
+    pub params: BoardParams,
+    /// Mode of endpoints created from this board (each can change its own).
+    pub mode: Mode,
+    /// Spin this long before sleeping in `Mode::Blocking`.
+    pub spin: Duration,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20) }
+    }
+}
+
+/// Bytes the API copied for the application (copying `send`/`recv`); the
+/// zero-copy calls copy nothing. The engine's own copies are in `outboard stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyCounters {
+    pub send_copied: u64,
+    pub recv_copied: u64,
+}
+
+/// How often a call checks that the engine's socket is still up.
+const LIVENESS_EVERY: Duration = Duration::from_millis(100);
+/// Longest single futex sleep (so engine death is noticed within a second).
+const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// An attachment to an engine. Dropping the last handle (the board, its
+/// endpoints, its event queue) detaches: the engine resets the board's
+/// remaining streams and frees everything.
+#[derive(Clone)]
+pub struct Board {
+    pub(crate) inner: Rc<RefCell<Inner>>,
+}
+
+/// What the application knows of one endpoint.
+#[derive(Default)]
+pub(crate) struct EpLocal {
+    pub open: bool,
+    pub rx_consumed: u64,
+    pub tx_produced: u64,
+    pub accepts: VecDeque<u32>,
+    pub mailbox: Option<MailboxConsumer>,
+    /// A datagram `begin_get` returned and `end_get` has not released.
+    pub held: Option<outboard_board::Descriptor>,
+    /// A send buffer `begin_put` took.
+    pub put_buf: Option<BufRef>,
+    /// Last contiguous length `begin_put`/`begin_get` gave (bounds `end_*`).
+    pub put_len: usize,
+    pub get_len: usize,
+    pub shut: bool,
+    pub mode: Option<Mode>,
+    pub token: Option<(u64, crate::Interest)>,
+    pub in_ready: bool,
+}
+
+pub(crate) struct Inner {
+    sock: UnixStream,
+    pub map: Arc<Mapping>,
+    pub layout: BoardLayout,
+    cmds: Producer<Command>,
+    events: Consumer<Event>,
+    cond: Condition,
+    syncs: SyncTable,
+    doorbell: OwnedFd,
+    pub eps: Vec<EpLocal>,
+    free_syncs: Vec<u32>,
+    pub dgram_tx: FreeList,
+    pub gone: bool,
+    last_alive_check: Instant,
+    pub engine_addr: Ipv4Addr,
+    pub mode: Mode,
+    spin: Duration,
+    pub copies: CopyCounters,
+    pub ready: Vec<u32>,
+    /// Keeps an embedded engine alive while boards use it.
+    pub _engine: Option<Arc<dyn std::any::Any>>,
+}
+
+impl Board {
+    /// Attaches to the daemon engine `name` (`outboard engine --name NAME`).
+    pub fn attach(name: &str) -> Result<Board> {
+        Board::attach_with(name, &AttachOptions::default())
+    }
+    pub fn attach_with(name: &str, opts: &AttachOptions) -> Result<Board> {
+        let path = outboard_engine::host::board_socket_path(name);
+        let sock = UnixStream::connect(&path).map_err(|e| {
+            Error::Attach(format!(
+                "no engine named {name:?} takes applications at {} ({e}); start one with `outboard engine --name {name} …` (and the same OUTBOARD_RUN_DIR)",
+                path.display()
+            ))
+        })?;
+        Board::handshake(sock, opts, None)
+    }
+
+    pub(crate) fn handshake(sock: UnixStream, opts: &AttachOptions, engine: Option<Arc<dyn std::any::Any>>) -> Result<Board> {
+        let attach_err = |what: &str, e: std::io::Error| Error::Attach(format!("{what}: {e}"));
+        sock.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| attach_err("socket", e))?;
+        let req = AttachRequest { magic: ATTACH_MAGIC, version: VERSION, pid: std::process::id(), _pad: 0, params: opts.params };
+        send_record(&sock, &req, &[]).map_err(|e| attach_err("sending the request", e))?;
+        let (reply, mut fds) = recv_record::<AttachReply>(&sock).map_err(|e| attach_err("reading the reply", e))?;
+        if reply.magic != ATTACH_MAGIC {
+            return Err(Error::Attach("the engine answered with a bad magic number".into()));
+        }
+        if reply.status != 0 {
+            return Err(Error::Attach(format!(
+                "the engine refused the board: {}",
+                std::io::Error::from_raw_os_error(reply.status as i32)
+            )));
+        }
+        if fds.len() != 2 {
+            return Err(Error::Attach(format!("the engine sent {} descriptors, not 2", fds.len())));
+        }
+        let layout = BoardLayout::new(reply.params).map_err(|e| Error::Attach(format!("bad board parameters: {e:?}")))?;
+        if layout.total as u64 != reply.board_bytes {
+            return Err(Error::Attach("board size disagrees with its parameters".into()));
+        }
+        let doorbell = fds.pop().expect("two fds");
+        let memfd = fds.pop().expect("two fds");
+        let map = Arc::new(
+            Mapping::map_fd(memfd.as_raw_fd(), layout.total).map_err(|e| attach_err("mapping the board", e))?,
+        );
+        drop(memfd);
+        if map.read::<u64>(header::MAGIC) != MAGIC {
+            return Err(Error::Attach("the board has no magic number".into()));
+        }
+        sock.set_read_timeout(None).map_err(|e| attach_err("socket", e))?;
+        let p = layout.params;
+        let tx_class = &layout.arena.classes[CLASS_DGRAM_TX as usize];
+        let dgram_tx = FreeList::new((0..tx_class.count).rev().map(|index| BufRef { class: CLASS_DGRAM_TX, index }));
+        let inner = Inner {
+            cmds: Producer::new(map.clone(), layout.command_ring, p.command_capacity),
+            events: Consumer::new(map.clone(), layout.event_ring, p.event_capacity),
+            cond: Condition::new(map.clone(), header::EVENT_CONDITION),
+            syncs: SyncTable::new(map.clone(), layout.syncs, p.syncs),
+            eps: (0..p.endpoints).map(|_| EpLocal::default()).collect(),
+            free_syncs: (0..p.syncs).rev().collect(),
+            dgram_tx,
+            gone: false,
+            last_alive_check: Instant::now(),
+            engine_addr: Ipv4Addr::from(reply.engine_addr),
+            mode: opts.mode,
+            spin: opts.spin,
+            copies: CopyCounters::default(),
+            ready: Vec::new(),
+            _engine: engine,
+            sock,
+            map,
+            layout,
+            doorbell,
+        };
+        Ok(Board { inner: Rc::new(RefCell::new(inner)) })
+    }
+
+    /// Listens on `port` of the engine's address.
+    pub fn listen(&self, port: u16, backlog: u32) -> Result<Listener> {
+        let ep = self.request(op::LISTEN, u64::from(port), u64::from(backlog), None)?;
+        self.open_ep(ep);
+        Ok(Listener { board: self.clone(), id: ep })
+    }
+    /// Connects; waits for the handshake (blocking or polling as the board's
+    /// mode says; a non-blocking board waits too, sleeping).
+    pub fn connect(&self, addr: SocketAddrV4) -> Result<Stream> {
+        let ep = self.request(op::CONNECT, u64::from(u32::from(*addr.ip())), u64::from(addr.port()), None)?;
+        self.open_ep(ep);
+        Ok(Stream::new(self.clone(), ep))
+    }
+    /// A datagram socket on `port` (0: any).
+    pub fn bind_udp(&self, port: u16) -> Result<Datagram> {
+        let ep = self.request(op::UDP_BIND, u64::from(port), 0, None)?;
+        self.open_ep(ep);
+        {
+            let mut b = self.inner.borrow_mut();
+            let off = b.layout.endpoint_mailbox(ep);
+            let cap = b.layout.params.mailbox_capacity;
+            let map = b.map.clone();
+            b.eps[ep as usize].mailbox = Some(MailboxConsumer::new(map, off, cap));
+        }
+        Ok(Datagram { board: self.clone(), id: ep })
+    }
+    /// An event queue over this board's endpoints.
+    pub fn event_queue(&self) -> EventQueue {
+        EventQueue { board: self.clone() }
+    }
+    /// The engine's address.
+    pub fn engine_addr(&self) -> Ipv4Addr {
+        self.inner.borrow().engine_addr
+    }
+    pub fn copy_counters(&self) -> CopyCounters {
+        self.inner.borrow().copies
+    }
+    /// True while the engine is attached and alive (checks the socket).
+    pub fn engine_alive(&self) -> bool {
+        let mut b = self.inner.borrow_mut();
+        b.last_alive_check = Instant::now() - LIVENESS_EVERY * 2;
+        b.check_alive().is_ok()
+    }
+
+    fn open_ep(&self, ep: u32) {
+        let mut b = self.inner.borrow_mut();
+        let mode = b.mode;
+        b.eps[ep as usize] = EpLocal { open: true, mode: Some(mode), ..Default::default() };
+    }
+
+    /// Sends a command that completes a sync, and waits for the result.
+    fn request(&self, code: u32, a: u64, b: u64, mode: Option<Mode>) -> Result<u32> {
+        let slot = {
+            let mut i = self.inner.borrow_mut();
+            i.check_alive()?;
+            let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
+            i.command(Command { op: code, sync: slot, a, b, ..Default::default() })?;
+            slot
+        };
+        let mode = match mode.unwrap_or(self.inner.borrow().mode) {
+            Mode::Polling => Mode::Polling,
+            _ => Mode::Blocking,
+        };
+        let mut value = None;
+        let r = self.wait(mode, None, |i| {
+            value = i.syncs.take(slot);
+            value.is_some()
+        });
+        let mut i = self.inner.borrow_mut();
+        match r {
+            Ok(()) => {
+                i.free_syncs.push(slot);
+                let v = value.expect("waited for it");
+                if v < 0 {
+                    Err(Error::from_errno((-v) as i32))
+                } else if (v as u64) < u64::from(i.layout.params.endpoints) {
+                    Ok(v as u32)
+                } else {
+                    Err(Error::Invalid("the engine returned an endpoint out of range"))
+                }
+            }
+            Err(e) => {
+                // Cancelled (engine gone): the slot is not reusable until the engine frees it.
+                let _ = i.syncs.cancel(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits until `ready` holds, per `mode`, at most `timeout`.
+    pub(crate) fn wait(&self, mode: Mode, timeout: Option<Duration>, mut ready: impl FnMut(&mut Inner) -> bool) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let (seq, spin, cond) = {
+                let mut i = self.inner.borrow_mut();
+                let seq = i.cond.current();
+                i.pump()?;
+                if ready(&mut i) {
+                    return Ok(());
+                }
+                i.check_alive()?;
+                (seq, i.spin, i.cond.clone())
+            };
+            let elapsed = start.elapsed();
+            if mode == Mode::NonBlocking || timeout.is_some_and(|t| elapsed >= t) {
+                return Err(Error::WouldBlock);
+            }
+            let left = timeout.map_or(MAX_SLEEP, |t| (t - elapsed).min(MAX_SLEEP));
+            match mode {
+                Mode::Polling => {
+                    // Spin on the sequence word: no syscall, no sleep.
+                    let until = Instant::now() + left.min(Duration::from_millis(1));
+                    while cond.current() == seq && Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+                _ => {
+                    cond.wait(seq, spin, left);
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// The engine died, or dropped this board.
+    pub fn check_alive(&mut self) -> Result<()> {
+        if self.gone {
+            return Err(Error::EngineGone);
+        }
+        if self.map.atomic_u32(header::ENGINE_STATE).load(Ordering::Acquire) == ENGINE_GONE {
+            self.gone = true;
+            return Err(Error::EngineGone);
+        }
+        let now = Instant::now();
+        if now.duration_since(self.last_alive_check) >= LIVENESS_EVERY {
+            self.last_alive_check = now;
+            if peer_gone(&self.sock) {
+                self.gone = true;
+                return Err(Error::EngineGone);
+            }
+        }
+        Ok(())
+    }
+
+    fn take_sync(&mut self) -> Option<u32> {
+        while let Some(s) = self.free_syncs.pop() {
+            if self.syncs.arm(s) {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    /// Queues a command and rings the doorbell if the engine sleeps. Waits
+    /// (spinning, then yielding) while the command ring is full.
+    pub fn command(&mut self, c: Command) -> Result<()> {
+        self.check_alive()?;
+        let start = Instant::now();
+        loop {
+            match self.cmds.put(c) {
+                Ok(true) => break,
+                Ok(false) => {
+                    self.ring_doorbell();
+                    self.check_alive()?;
+                    if start.elapsed() > Duration::from_micros(50) {
+                        std::thread::yield_now();
+                    }
+                }
+                Err(_) => {
+                    self.gone = true;
+                    return Err(Error::EngineGone);
+                }
+            }
+        }
+        // The engine sets ENGINE_SLEEPING and then re-checks the ring (SeqCst);
+        // we published and then check the flag: one of us sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.map.atomic_u32(header::ENGINE_SLEEPING).load(Ordering::SeqCst) != 0 {
+            self.ring_doorbell();
+        }
+        Ok(())
+    }
+
+    fn ring_doorbell(&self) {
+        outboard_engine::host::ring_eventfd(self.doorbell.as_raw_fd());
+    }
+
+    /// Drains the event ring into the endpoints' state. O(1) per event.
+    pub fn pump(&mut self) -> Result<()> {
+        loop {
+            let e = match self.events.get() {
+                Ok(Some(e)) => e,
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    self.gone = true;
+                    return Err(Error::EngineGone);
+                }
+            };
+            let Some(ep) = self.eps.get_mut(e.endpoint as usize) else { continue };
+            if e.kind & ev::ACCEPT != 0 {
+                ep.accepts.push_back(e.value as u32);
+            }
+            if e.kind & ev::BUF_RETURN != 0 {
+                if let Some(b) = self.layout.arena.locate(e.value, 0) {
+                    self.dgram_tx.free(b);
+                }
+            }
+            if e.kind & ev::CLOSED != 0 {
+                let ep = &mut self.eps[e.endpoint as usize];
+                if !ep.open {
+                    *ep = EpLocal::default();
+                }
+                continue;
+            }
+            let ep = &mut self.eps[e.endpoint as usize];
+            if ep.token.is_some() && !ep.in_ready {
+                ep.in_ready = true;
+                self.ready.push(e.endpoint);
+            }
+        }
+    }
+
+    // ---- status record reads ----
+    fn status_u64(&self, ep: u32, field: usize) -> u64 {
+        self.map.atomic_u64(self.layout.endpoint_status(ep) + field).load(Ordering::Acquire)
+    }
+    fn status_u32(&self, ep: u32, field: usize) -> u32 {
+        self.map.atomic_u32(self.layout.endpoint_status(ep) + field).load(Ordering::Acquire)
+    }
+    pub fn flags(&self, ep: u32) -> u32 {
+        self.status_u32(ep, status::FLAGS)
+    }
+    pub fn error(&self, ep: u32) -> u32 {
+        self.status_u32(ep, status::ERROR)
+    }
+    pub fn rx_total(&self, ep: u32) -> u64 {
+        self.status_u64(ep, status::RX_TOTAL)
+    }
+    pub fn tx_acked(&self, ep: u32) -> u64 {
+        self.status_u64(ep, status::TX_ACKED)
+    }
+    /// (offset, size) of a stream's receive and transmit regions, checked to lie in the board.
+    pub fn regions(&self, ep: u32) -> Option<((usize, usize), (usize, usize))> {
+        let r = (self.status_u64(ep, status::RX_OFFSET), self.status_u64(ep, status::RX_SIZE));
+        let t = (self.status_u64(ep, status::TX_OFFSET), self.status_u64(ep, status::TX_SIZE));
+        let ok = |(o, s): (u64, u64)| s > 0 && o.checked_add(s).is_some_and(|e| e <= self.map.len() as u64);
+        (ok(r) && ok(t)).then_some(((r.0 as usize, r.1 as usize), (t.0 as usize, t.1 as usize)))
+    }
+    pub fn addr(&self, ep: u32, field: usize) -> SocketAddrV4 {
+        let w = self.status_u64(ep, field);
+        SocketAddrV4::new(Ipv4Addr::from((w >> 16) as u32), w as u16)
+    }
+    pub fn peer_closed(&self, ep: u32) -> bool {
+        self.flags(ep) & flags::PEER_CLOSED != 0
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the socket is the detach: the engine resets what is left.
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+    }
+}

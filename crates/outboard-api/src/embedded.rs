@@ -1,0 +1,80 @@
+//! The engine as threads of this process: the same `Engine` the daemon
+//! runs, started with in-process attachment only (no sockets in the file
+//! system); boards attach through a socket pair served by its attach thread.
+
+use crate::{AttachOptions, Board, Error, Result};
+use outboard_engine::engine::{BoardAttach, Engine, EngineSettings};
+use outboard_engine::host::LocalAttacher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+struct Running {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The engine as threads inside this process (same engine code as the
+/// daemon); applications in this process attach to it with `attach`.
+pub struct EmbeddedEngine {
+    attacher: LocalAttacher,
+    running: Arc<Running>,
+}
+
+impl EmbeddedEngine {
+    /// Starts the engine (link, stack, shard thread). `settings.control`
+    /// decides whether `outboard stat --name` can see it.
+    pub fn start(mut settings: EngineSettings) -> Result<EmbeddedEngine> {
+        settings.boards = BoardAttach::Embedded;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("outboard-shard-{}", settings.name))
+            .spawn(move || {
+                let mut engine = match Engine::start(&settings) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let _ = tx.send(Err(format!("{e} ({})", e.hint())));
+                        return;
+                    }
+                };
+                let attacher = engine.local_attacher();
+                if tx.send(attacher.ok_or_else(|| "engine started without boards".to_string())).is_err() {
+                    return;
+                }
+                let _ = engine.run(&stop2, |_| false);
+            })
+            .map_err(|e| Error::Attach(format!("cannot start the engine thread: {e}")))?;
+        let attacher = match rx.recv() {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(Error::Attach(e));
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(Error::Attach("the engine thread died while starting".into()));
+            }
+        };
+        Ok(EmbeddedEngine { attacher, running: Arc::new(Running { stop, thread: Some(thread) }) })
+    }
+    /// A board on this engine. The engine keeps running while any board
+    /// attached here lives, even after this handle is dropped.
+    pub fn attach(&self, opts: &AttachOptions) -> Result<Board> {
+        let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
+        Board::handshake(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
+    }
+    /// Stops the engine threads now (attached boards then get `EngineGone`).
+    pub fn stop(self) {
+        self.running.stop.store(true, Ordering::Relaxed);
+    }
+}

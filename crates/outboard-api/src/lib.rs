@@ -1,0 +1,35 @@
+//! Outboard's native API: an application's side of a board.
+//!
+//! An application attaches to an engine ([`Board::attach`] for a daemon
+//! `outboard engine --name N`, [`EmbeddedEngine`] for the engine as threads
+//! in this process) and gets a [`Board`]: shared memory with the engine.
+//! Through it: [`Listener`]s, [`Stream`]s and [`Datagram`] sockets; copying
+//! `send`/`recv` and zero-copy `begin_put`/`end_put`/`begin_get`/`end_get`
+//! (the bytes are read and written in place in the board; the engine copies
+//! them once to or from the wire); three wait [`Mode`]s; and one
+//! [`EventQueue`] over many endpoints.
+//!
+//! A board is used from one thread (it is `!Send`); attach one board per
+//! thread that talks to the engine.
+//!
+//! Every call returns [`Error::EngineGone`] once the engine has died (within
+//! a second of its death, whether the call was blocked or made later).
+
+mod board;
+mod datagram;
+mod embedded;
+mod error;
+mod events;
+mod listener;
+mod stream;
+
+pub use board::{AttachOptions, Board, CopyCounters, Mode};
+pub use datagram::Datagram;
+pub use embedded::EmbeddedEngine;
+pub use error::{Error, Result};
+pub use events::{EventQueue, Interest, Ready};
+pub use listener::Listener;
+pub use stream::Stream;
+
+/// The endpoint id of a listener, stream or datagram socket (its slot in the board).
+pub type EndpointId = u32;

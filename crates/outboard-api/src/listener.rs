@@ -1,0 +1,55 @@
+use crate::board::{Board, Mode};
+use crate::{EndpointId, Error, Result, Stream};
+use outboard_board::layout::status;
+use outboard_board::proto::op;
+use outboard_board::Command;
+
+/// A listening TCP port on the engine's address. The engine accepts
+/// connections into the listener's backlog by itself (while the board has
+/// endpoints and stream regions); `accept` hands them out.
+pub struct Listener {
+    pub(crate) board: Board,
+    pub(crate) id: EndpointId,
+}
+
+impl Listener {
+    pub fn id(&self) -> EndpointId {
+        self.id
+    }
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.board.inner.borrow_mut().eps[self.id as usize].mode = Some(mode);
+    }
+    pub fn accept(&mut self) -> Result<Stream> {
+        let mode = {
+            let b = self.board.inner.borrow();
+            b.eps[self.id as usize].mode.unwrap_or(b.mode)
+        };
+        let mut got = None;
+        self.board.wait(mode, None, |i| {
+            got = i.eps[self.id as usize].accepts.pop_front();
+            got.is_some()
+        })?;
+        let ep = got.ok_or(Error::WouldBlock)?;
+        {
+            let mut b = self.board.inner.borrow_mut();
+            if ep as usize >= b.eps.len() {
+                return Err(Error::Invalid("the engine accepted into an endpoint out of range"));
+            }
+            let mode = b.mode;
+            b.eps[ep as usize] = crate::board::EpLocal { open: true, mode: Some(mode), ..Default::default() };
+        }
+        Ok(Stream::new(self.board.clone(), ep))
+    }
+    pub fn local_port(&self) -> u16 {
+        self.board.inner.borrow().addr(self.id, status::LOCAL).port()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Ok(mut i) = self.board.inner.try_borrow_mut() {
+            i.eps[self.id as usize].open = false;
+            let _ = i.command(Command { op: op::CLOSE, endpoint: self.id, ..Default::default() });
+        }
+    }
+}

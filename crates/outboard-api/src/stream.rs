@@ -1,0 +1,264 @@
+//! Streams: the bytes live in two regions of the board. Byte k of the
+//! received stream is at `rx_offset + k % rx_size`, byte k of the sent
+//! stream at `tx_offset + k % tx_size`; the engine publishes how far it has
+//! filled (`rx_total`) and how far the peer has acknowledged (`tx_acked`),
+//! and we tell it how far we consumed (CONSUMED) and produced (PUSH).
+
+use crate::board::{Board, Inner, Mode};
+use crate::{EndpointId, Error, Result};
+use outboard_board::layout::status;
+use outboard_board::proto::{op, opt};
+use outboard_board::Command;
+use std::net::SocketAddrV4;
+
+/// A TCP stream through the engine. Its bytes live in two regions of the
+/// board: the engine writes received bytes into one (read them in place with
+/// `begin_get`/`end_get`, or copy them out with `recv`), and sends from the
+/// other (fill it in place with `begin_put`/`end_put`, or copy in with `send`).
+/// Dropping it closes it (FIN after what is queued).
+pub struct Stream {
+    pub(crate) board: Board,
+    pub(crate) id: EndpointId,
+    rx: (usize, usize),
+    tx: (usize, usize),
+}
+
+impl Stream {
+    pub(crate) fn new(board: Board, id: EndpointId) -> Stream {
+        let (rx, tx) = board.inner.borrow().regions(id).unwrap_or(((0, 0), (0, 0)));
+        Stream { board, id, rx, tx }
+    }
+    pub fn id(&self) -> EndpointId {
+        self.id
+    }
+    fn mode(&self) -> Mode {
+        let b = self.board.inner.borrow();
+        b.eps[self.id as usize].mode.unwrap_or(b.mode)
+    }
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.board.inner.borrow_mut().eps[self.id as usize].mode = Some(mode);
+    }
+
+    fn check_regions(&self) -> Result<()> {
+        if self.rx.1 == 0 || self.tx.1 == 0 {
+            return Err(Error::Invalid("the engine gave this stream no regions"));
+        }
+        Ok(())
+    }
+
+    /// Room in the transmit region and its contiguous part: (free, at, contiguous).
+    fn tx_room(&self, i: &Inner) -> (usize, usize, usize) {
+        let ep = &i.eps[self.id as usize];
+        let in_flight = ep.tx_produced.saturating_sub(i.tx_acked(self.id)) as usize;
+        let free = self.tx.1.saturating_sub(in_flight);
+        let at = (ep.tx_produced % self.tx.1 as u64) as usize;
+        (free, at, free.min(self.tx.1 - at))
+    }
+
+    fn rx_ready(&self, i: &Inner) -> (usize, usize, usize) {
+        let ep = &i.eps[self.id as usize];
+        let avail = i.rx_total(self.id).saturating_sub(ep.rx_consumed) as usize;
+        let avail = avail.min(self.rx.1);
+        let at = (ep.rx_consumed % self.rx.1 as u64) as usize;
+        (avail, at, avail.min(self.rx.1 - at))
+    }
+
+    fn stream_error(&self, i: &Inner) -> Option<Error> {
+        match i.error(self.id) {
+            0 => None,
+            e => Some(Error::from_errno(e as i32)),
+        }
+    }
+
+    /// Waits for room to write; Err on error/shutdown.
+    fn wait_writable(&self) -> Result<()> {
+        self.check_regions()?;
+        if self.board.inner.borrow().eps[self.id as usize].shut {
+            return Err(Error::Closed);
+        }
+        let mut err = None;
+        self.board.wait(self.mode(), None, |i| {
+            err = self.stream_error(i);
+            err.is_some() || self.tx_room(i).0 > 0
+        })?;
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Waits for bytes (or end of stream / error).
+    fn wait_readable(&self) -> Result<()> {
+        self.check_regions()?;
+        let mut err = None;
+        self.board.wait(self.mode(), None, |i| {
+            if self.rx_ready(i).0 > 0 {
+                return true;
+            }
+            err = self.stream_error(i);
+            err.is_some() || i.peer_closed(self.id)
+        })?;
+        err.map_or(Ok(()), Err)
+    }
+
+    fn push(&self, i: &mut Inner, n: usize) -> Result<()> {
+        let ep = &mut i.eps[self.id as usize];
+        ep.tx_produced += n as u64;
+        let total = ep.tx_produced;
+        i.command(Command { op: op::PUSH, endpoint: self.id, a: total, ..Default::default() })
+    }
+
+    fn consumed(&self, i: &mut Inner, n: usize) -> Result<()> {
+        let ep = &mut i.eps[self.id as usize];
+        ep.rx_consumed += n as u64;
+        let total = ep.rx_consumed;
+        i.command(Command { op: op::CONSUMED, endpoint: self.id, a: total, ..Default::default() })
+    }
+
+    /// Copies as much of `data` as fits now (at least 1 byte unless non-blocking).
+    pub fn send(&mut self, data: &[u8]) -> Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        self.wait_writable()?;
+        let mut i = self.board.inner.borrow_mut();
+        let (free, at, first) = self.tx_room(&i);
+        let n = data.len().min(free);
+        let a = n.min(first);
+        i.map.copy_in(self.tx.0 + at, &data[..a]);
+        i.map.copy_in(self.tx.0, &data[a..n]);
+        i.copies.send_copied += n as u64;
+        self.push(&mut i, n)?;
+        Ok(n)
+    }
+
+    /// Sends all of `data` (waiting for room as the mode allows; a
+    /// non-blocking stream returns WouldBlock after a partial send — use `send`).
+    pub fn send_all(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let n = self.send(data)?;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Copies received bytes into `buf`; Ok(0) at end of stream.
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.wait_readable()?;
+        let mut i = self.board.inner.borrow_mut();
+        let (avail, at, first) = self.rx_ready(&i);
+        let n = buf.len().min(avail);
+        let a = n.min(first);
+        i.map.copy_out(self.rx.0 + at, &mut buf[..a]);
+        i.map.copy_out(self.rx.0, &mut buf[a..n]);
+        i.copies.recv_copied += n as u64;
+        if n > 0 {
+            self.consumed(&mut i, n)?;
+        }
+        Ok(n)
+    }
+
+    /// Writable room in the transmit region, contiguous, at least 1 byte
+    /// (waits as the mode allows). Write into it, then `end_put`.
+    pub fn begin_put(&mut self) -> Result<&mut [u8]> {
+        self.wait_writable()?;
+        let mut i = self.board.inner.borrow_mut();
+        let (_, at, len) = self.tx_room(&i);
+        i.eps[self.id as usize].put_len = len;
+        let map = i.map.clone();
+        drop(i);
+        // SAFETY: [tx.0 + at, + len) lies in the transmit region (checked
+        // inside the mapping by `regions`), in its free part: the engine
+        // reads only published bytes, and no other slice of it exists here
+        // (`&mut self` for the slice's life). `self.board` keeps the mapping
+        // alive for that long.
+        Ok(unsafe { std::slice::from_raw_parts_mut(map.as_ptr().add(self.tx.0 + at), len) })
+    }
+
+    /// Publishes the first `n` bytes of what `begin_put` gave.
+    pub fn end_put(&mut self, n: usize) -> Result<()> {
+        let mut i = self.board.inner.borrow_mut();
+        if n > i.eps[self.id as usize].put_len {
+            return Err(Error::Invalid("end_put of more than begin_put gave"));
+        }
+        i.eps[self.id as usize].put_len = 0;
+        if n == 0 {
+            return Ok(());
+        }
+        self.push(&mut i, n)
+    }
+
+    /// Received bytes in place, contiguous (empty slice at end of stream).
+    pub fn begin_get(&mut self) -> Result<&[u8]> {
+        self.wait_readable()?;
+        let mut i = self.board.inner.borrow_mut();
+        let (_, at, len) = self.rx_ready(&i);
+        i.eps[self.id as usize].get_len = len;
+        let map = i.map.clone();
+        drop(i);
+        // SAFETY: the bytes are in the receive region inside the mapping,
+        // published by the engine (Acquire on rx_total) and not released to
+        // it until `end_get`, so the engine does not write them meanwhile.
+        Ok(unsafe { std::slice::from_raw_parts(map.as_ptr().add(self.rx.0 + at), len) })
+    }
+
+    /// Releases the first `n` bytes of what `begin_get` gave.
+    pub fn end_get(&mut self, n: usize) -> Result<()> {
+        let mut i = self.board.inner.borrow_mut();
+        if n > i.eps[self.id as usize].get_len {
+            return Err(Error::Invalid("end_get of more than begin_get gave"));
+        }
+        i.eps[self.id as usize].get_len -= n;
+        if n == 0 {
+            return Ok(());
+        }
+        self.consumed(&mut i, n)
+    }
+
+    /// No more data from us: FIN after what is queued.
+    pub fn shutdown(&mut self) -> Result<()> {
+        let mut i = self.board.inner.borrow_mut();
+        if i.eps[self.id as usize].shut {
+            return Ok(());
+        }
+        i.eps[self.id as usize].shut = true;
+        i.command(Command { op: op::SHUTDOWN, endpoint: self.id, ..Default::default() })
+    }
+    pub fn set_nodelay(&mut self, on: bool) -> Result<()> {
+        let mut i = self.board.inner.borrow_mut();
+        i.command(Command { op: op::SET_OPTION, endpoint: self.id, a: opt::NODELAY, b: u64::from(on), ..Default::default() })
+    }
+    pub fn local_addr(&self) -> SocketAddrV4 {
+        self.board.inner.borrow().addr(self.id, status::LOCAL)
+    }
+    pub fn peer_addr(&self) -> SocketAddrV4 {
+        self.board.inner.borrow().addr(self.id, status::REMOTE)
+    }
+    /// Bytes that can be read now without waiting.
+    pub fn readable_bytes(&self) -> usize {
+        let mut i = self.board.inner.borrow_mut();
+        let _ = i.pump();
+        if self.rx.1 == 0 {
+            return 0;
+        }
+        self.rx_ready(&i).0
+    }
+    /// Resets the stream now (RST), instead of the graceful close of drop.
+    pub fn abort(self) {
+        let mut i = self.board.inner.borrow_mut();
+        i.eps[self.id as usize].open = false;
+        let _ = i.command(Command { op: op::ABORT, endpoint: self.id, ..Default::default() });
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Ok(mut i) = self.board.inner.try_borrow_mut() {
+            if !i.eps[self.id as usize].open {
+                return;
+            }
+            i.eps[self.id as usize].open = false;
+            let _ = i.command(Command { op: op::CLOSE, endpoint: self.id, ..Default::default() });
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The attach handshake over a Unix stream socket: the application sends an
+//! [`AttachRequest`]; the engine answers with an [`AttachReply`] and, on
+//! success, two descriptors in one `SCM_RIGHTS` message: the board's memfd
+//! and the engine's doorbell eventfd. The socket then stays open for the
+//! application's whole life: its hang-up is how each side learns the other
+//! is gone (the kernel closes it when a process dies, SIGKILL included).
+
+use crate::layout::BoardParams;
+use crate::shm::Pod;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+pub const ATTACH_MAGIC: u32 = 0x4f42_4154; // "OBAT"
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachRequest {
+    pub magic: u32,
+    pub version: u32,
+    pub pid: u32,
+    pub _pad: u32,
+    pub params: BoardParams,
+}
+const _: () = assert!(std::mem::size_of::<AttachRequest>() == 56);
+// SAFETY: repr(C), u32s only.
+unsafe impl Pod for AttachRequest {}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachReply {
+    pub magic: u32,
+    /// 0, or a positive errno saying why the engine refused.
+    pub status: u32,
+    pub board_bytes: u64,
+    /// The parameters the engine used (it may lower what was asked).
+    pub params: BoardParams,
+    /// The engine's IPv4 address (host order), for the application's information.
+    pub engine_addr: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<AttachReply>() == 64);
+// SAFETY: repr(C), integers only, no padding.
+unsafe impl Pod for AttachReply {}
+
+fn as_bytes<T: Pod>(v: &T) -> &[u8] {
+    // SAFETY: T is Pod (plain integers, no padding that matters); the slice covers exactly *v.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// Sends `record` and, if any, `fds` with it (SCM_RIGHTS).
+pub fn send_record<T: Pod>(sock: &UnixStream, record: &T, fds: &[RawFd]) -> io::Result<()> {
+    let bytes = as_bytes(record);
+    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        assert!(fds.len() <= 4);
+        let fd_bytes = std::mem::size_of_val(fds) as u32;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE is a pure size computation.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
+        // SAFETY: msg_control points at cbuf, large enough for one cmsg of 4 fds (64 bytes).
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast::<RawFd>(), fds.len());
+        }
+    }
+    // SAFETY: msg and everything it points to live across the call.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != bytes.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short attach message"));
+    }
+    Ok(())
+}
+
+/// Receives one `T` and up to 4 descriptors sent with it. A short or empty
+/// read is an error (the peer closed or sent garbage).
+pub fn recv_record<T: Pod>(sock: &UnixStream) -> io::Result<(T, Vec<OwnedFd>)> {
+    let mut buf = vec![0u8; std::mem::size_of::<T>()];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: as in send_record.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: msg points at live buffers of the sizes given.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                let data = libc::CMSG_DATA(c).cast::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if n as usize != buf.len() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short attach message (peer closed?)"));
+    }
+    // SAFETY: buf holds exactly size_of::<T>() bytes and T is Pod.
+    let v = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<T>()) };
+    Ok((v, fds))
+}
+
+/// True if the peer of `sock` has hung up (a non-blocking poll, no data consumed).
+pub fn peer_gone(sock: &UnixStream) -> bool {
+    let mut p = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN | libc::POLLRDHUP, revents: 0 };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}

@@ -1,0 +1,267 @@
+//! Where everything sits in a board. Both sides compute the same layout from
+//! the same [`BoardParams`]; the engine keeps its own copy and never reads
+//! offsets or sizes back from the board.
+//!
+//! ```text
+//! 0        header (4 KiB): magic, version, params, engine_sleeping, engine_state,
+//!          the event condition (the application sleeps on it)
+//!          command ring   (Command × command_capacity)   application → engine
+//!          event ring     (Event × event_capacity)       engine → application
+//!          endpoints      (status record + datagram mailbox) × endpoints
+//!          syncs          (u64 × syncs)
+//! arena    class 0: datagram receive buffers (the engine fills them)
+//!          class 1: datagram send buffers (the application fills them)
+//!          class 2: stream regions (one per direction per stream)
+//! ```
+
+use crate::arena::{ArenaLayout, ClassSpec};
+use crate::mailbox::Descriptor;
+use crate::proto::{Command, Event};
+use crate::ring::ring_bytes;
+use crate::shm::Pod;
+
+pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
+pub const VERSION: u32 = 1;
+pub const HEADER_BYTES: usize = 4096;
+
+/// Header field offsets.
+pub mod header {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 8;
+    /// u32: 1 while the engine sleeps (the application then rings the doorbell fd).
+    pub const ENGINE_SLEEPING: usize = 64;
+    /// u32: `ENGINE_RUNNING`, or `ENGINE_GONE` once the engine dropped this board.
+    pub const ENGINE_STATE: usize = 128;
+    /// The condition the application sleeps on; the engine signals it after
+    /// posting events or completing syncs.
+    pub const EVENT_CONDITION: usize = 192;
+    /// `BoardParams` copied here for the application's information.
+    pub const PARAMS: usize = 256;
+}
+pub const ENGINE_RUNNING: u32 = 1;
+pub const ENGINE_GONE: u32 = 2;
+
+/// Sizes chosen when the board is made.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardParams {
+    pub command_capacity: u32,
+    pub event_capacity: u32,
+    pub endpoints: u32,
+    pub mailbox_capacity: u32,
+    pub syncs: u32,
+    pub dgram_buffers: u32,
+    pub dgram_size: u32,
+    pub stream_buffer: u32,
+    pub stream_buffers: u32,
+    pub _reserved: u32,
+}
+const _: () = assert!(std::mem::size_of::<BoardParams>() == 40);
+// SAFETY: repr(C), u32s only.
+unsafe impl Pod for BoardParams {}
+
+impl Default for BoardParams {
+    fn default() -> Self {
+        BoardParams {
+            command_capacity: 1024,
+            event_capacity: 4096,
+            endpoints: 256,
+            mailbox_capacity: 64,
+            syncs: 256,
+            dgram_buffers: 256,
+            dgram_size: 2048,
+            stream_buffer: 256 * 1024,
+            stream_buffers: 64,
+            _reserved: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutError {
+    /// A count or size is zero, not a power of two where it must be, or the board would exceed `MAX_BOARD`.
+    Invalid(&'static str),
+}
+
+/// Largest board we make (4 GiB).
+pub const MAX_BOARD: usize = 4 << 30;
+
+/// Endpoint status record (written by the engine only). Hot counters are
+/// read as atomics at the `status::*` offsets.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EndpointStatus {
+    /// Bumped each time the slot is reused.
+    pub generation: u32,
+    /// `proto::kind::*`.
+    pub kind: u32,
+    /// TCP state number (0 closed … see outboard_tcp::State order), for stat and TCP_INFO.
+    pub state: u32,
+    /// Positive errno once the endpoint failed, else 0.
+    pub error: u32,
+    /// `flags::*`.
+    pub flags: u32,
+    pub _pad: u32,
+    /// Bytes placed in order in the receive region since the stream opened (Release after the bytes).
+    pub rx_total: u64,
+    /// Bytes of the transmit stream acknowledged and given back.
+    pub tx_acked: u64,
+    pub rx_offset: u64,
+    pub rx_size: u64,
+    pub tx_offset: u64,
+    pub tx_size: u64,
+    /// IPv4 << 16 | port.
+    pub local: u64,
+    pub remote: u64,
+    pub _spare: [u64; 5],
+}
+const _: () = assert!(std::mem::size_of::<EndpointStatus>() == 128);
+// SAFETY: repr(C), integers only, no padding.
+unsafe impl Pod for EndpointStatus {}
+
+/// Offsets inside an `EndpointStatus`.
+pub mod status {
+    pub const GENERATION: usize = 0;
+    pub const KIND: usize = 4;
+    pub const STATE: usize = 8;
+    pub const ERROR: usize = 12;
+    pub const FLAGS: usize = 16;
+    pub const RX_TOTAL: usize = 24;
+    pub const TX_ACKED: usize = 32;
+    pub const RX_OFFSET: usize = 40;
+    pub const RX_SIZE: usize = 48;
+    pub const TX_OFFSET: usize = 56;
+    pub const TX_SIZE: usize = 64;
+    pub const LOCAL: usize = 72;
+    pub const REMOTE: usize = 80;
+}
+pub mod flags {
+    /// The peer's FIN arrived (after `rx_total` bytes).
+    pub const PEER_CLOSED: u32 = 1;
+    /// Established (streams).
+    pub const CONNECTED: u32 = 2;
+}
+
+/// Every offset of one board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardLayout {
+    pub params: BoardParams,
+    pub command_ring: usize,
+    pub event_ring: usize,
+    pub endpoints: usize,
+    /// Bytes per endpoint (status record + mailbox ring), 64-aligned.
+    pub endpoint_stride: usize,
+    pub syncs: usize,
+    pub arena: ArenaLayout,
+    pub total: usize,
+}
+
+fn align(x: usize, a: usize) -> usize {
+    x.div_ceil(a) * a
+}
+
+pub const CLASS_DGRAM_RX: u8 = 0;
+pub const CLASS_DGRAM_TX: u8 = 1;
+pub const CLASS_STREAM: u8 = 2;
+
+impl BoardLayout {
+    pub fn new(p: BoardParams) -> Result<BoardLayout, LayoutError> {
+        let pow2 = |v: u32| v.is_power_of_two();
+        if !pow2(p.command_capacity) || !pow2(p.event_capacity) || !pow2(p.mailbox_capacity) {
+            return Err(LayoutError::Invalid("ring capacities must be powers of two"));
+        }
+        if p.endpoints == 0 || p.syncs == 0 || p.endpoints > 1 << 20 || p.syncs > 1 << 20 {
+            return Err(LayoutError::Invalid("endpoints and syncs must be 1..=2^20"));
+        }
+        if p.command_capacity > 1 << 20 || p.event_capacity > 1 << 22 || p.mailbox_capacity > 1 << 16 {
+            return Err(LayoutError::Invalid("ring capacity too large"));
+        }
+        if p.dgram_size < 64 || p.dgram_size > 65536 || p.dgram_size % 64 != 0 {
+            return Err(LayoutError::Invalid("dgram_size must be a multiple of 64 in 64..=65536"));
+        }
+        if p.stream_buffer < 4096 || p.stream_buffer % 4096 != 0 || p.stream_buffer > 1 << 30 {
+            return Err(LayoutError::Invalid("stream_buffer must be a multiple of 4096 up to 1 GiB"));
+        }
+        let mut at = HEADER_BYTES;
+        let command_ring = at;
+        at = align(at + ring_bytes::<Command>(p.command_capacity), 64);
+        let event_ring = at;
+        at = align(at + ring_bytes::<Event>(p.event_capacity), 64);
+        let endpoints = at;
+        let endpoint_stride = align(
+            std::mem::size_of::<EndpointStatus>() + ring_bytes::<Descriptor>(p.mailbox_capacity),
+            64,
+        );
+        at += endpoint_stride * p.endpoints as usize;
+        let syncs = align(at, 64);
+        at = syncs + 8 * p.syncs as usize;
+        let mut classes = Vec::new();
+        for (size, count) in [
+            (p.dgram_size, p.dgram_buffers),
+            (p.dgram_size, p.dgram_buffers),
+            (p.stream_buffer, p.stream_buffers),
+        ] {
+            at = align(at, 4096);
+            classes.push(ClassSpec { size, count, offset: at });
+            at = at
+                .checked_add(size as usize * count as usize)
+                .ok_or(LayoutError::Invalid("board too large"))?;
+        }
+        let total = align(at, 4096);
+        if total > MAX_BOARD {
+            return Err(LayoutError::Invalid("board larger than 4 GiB"));
+        }
+        Ok(BoardLayout {
+            params: p,
+            command_ring,
+            event_ring,
+            endpoints,
+            endpoint_stride,
+            syncs,
+            arena: ArenaLayout { classes },
+            total,
+        })
+    }
+    /// Board offset of endpoint `ep`'s status record (`ep < params.endpoints`).
+    pub fn endpoint_status(&self, ep: u32) -> usize {
+        assert!(ep < self.params.endpoints);
+        self.endpoints + ep as usize * self.endpoint_stride
+    }
+    /// Board offset of endpoint `ep`'s datagram mailbox ring.
+    pub fn endpoint_mailbox(&self, ep: u32) -> usize {
+        self.endpoint_status(ep) + std::mem::size_of::<EndpointStatus>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_layout_is_ordered_aligned_and_in_bounds() {
+        let l = BoardLayout::new(BoardParams::default()).unwrap();
+        assert!(l.command_ring >= HEADER_BYTES);
+        assert!(l.event_ring > l.command_ring && l.endpoints > l.event_ring && l.syncs > l.endpoints);
+        let last = l.arena.classes.last().unwrap();
+        assert!(last.offset + last.size as usize * last.count as usize <= l.total);
+        for c in &l.arena.classes {
+            assert_eq!(c.offset % 4096, 0);
+        }
+        assert_eq!(l.endpoint_stride % 64, 0);
+        assert_eq!(l.endpoint_mailbox(1) % 64, 0);
+    }
+
+    #[test]
+    fn bad_params_are_refused_not_panicked() {
+        let bad = [
+            BoardParams { command_capacity: 1000, ..Default::default() },
+            BoardParams { endpoints: 0, ..Default::default() },
+            BoardParams { dgram_size: 10, ..Default::default() },
+            BoardParams { stream_buffer: 1000, ..Default::default() },
+            BoardParams { stream_buffer: 1 << 30, stream_buffers: 100, ..Default::default() },
+        ];
+        for p in bad {
+            assert!(BoardLayout::new(p).is_err(), "{p:?}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The doorbell records: commands (application → engine) and events
+//! (engine → application). Both are plain data; the engine checks every
+//! field of a command it copied out before acting on it.
+
+use crate::shm::Pod;
+
+/// One command, 64 bytes. Fields `a`..`d` mean what `op` says.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Command {
+    pub op: u32,
+    /// The endpoint the command is about (ignored by LISTEN/CONNECT/UDP_BIND).
+    pub endpoint: u32,
+    /// The sync slot that receives the result (LISTEN, CONNECT, UDP_BIND).
+    pub sync: u32,
+    pub flags: u32,
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+    pub d: u64,
+    pub e: u64,
+    pub f: u64,
+}
+const _: () = assert!(std::mem::size_of::<Command>() == 64);
+// SAFETY: repr(C), u32s and u64s only, no padding (4×4 + 6×8 = 64).
+unsafe impl Pod for Command {}
+
+/// Operations (`Command::op`).
+pub mod op {
+    /// a = port, b = backlog → sync: endpoint or -errno.
+    pub const LISTEN: u32 = 1;
+    /// a = IPv4 address (host order), b = port → sync: endpoint once
+    /// established, or -errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH…).
+    pub const CONNECT: u32 = 2;
+    /// Stream: a = total bytes the application has written into the
+    /// endpoint's transmit region since it opened.
+    pub const PUSH: u32 = 3;
+    /// Stream: a = total bytes the application has consumed from the receive region.
+    pub const CONSUMED: u32 = 4;
+    /// Stream: no more data from us (FIN after what is queued).
+    pub const SHUTDOWN: u32 = 5;
+    /// Any endpoint: the application is done with it (graceful close for a
+    /// stream); the id stays taken until the engine posts `CLOSED`.
+    pub const CLOSE: u32 = 6;
+    /// Stream: reset now.
+    pub const ABORT: u32 = 7;
+    /// a = port (0: any) → sync: endpoint or -errno.
+    pub const UDP_BIND: u32 = 8;
+    /// Datagram: a = board offset of the payload, b = length, c = IPv4
+    /// destination, d = port. The buffer passes to the engine and comes
+    /// back with a `BUF_RETURN` event.
+    pub const UDP_SEND: u32 = 9;
+    /// Datagram: a = board offset of a received message's buffer, given back.
+    pub const UDP_RELEASE: u32 = 10;
+    /// Stream: a = option (`opt::*`), b = value.
+    pub const SET_OPTION: u32 = 11;
+}
+
+/// Options for `op::SET_OPTION`.
+pub mod opt {
+    pub const NODELAY: u64 = 1;
+}
+
+/// One event, 16 bytes: `kind` is a set of `ev::*` bits.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Event {
+    pub endpoint: u32,
+    pub kind: u32,
+    pub value: u64,
+}
+const _: () = assert!(std::mem::size_of::<Event>() == 16);
+// SAFETY: repr(C), two u32s and a u64, no padding.
+unsafe impl Pod for Event {}
+
+/// Event bits (`Event::kind`). State lives in the endpoint's status record;
+/// events say which endpoints to look at (and carry ids and buffers).
+pub mod ev {
+    /// New bytes in the receive region, or a datagram in the mailbox.
+    pub const READABLE: u32 = 1;
+    /// Room freed in the transmit region.
+    pub const WRITABLE: u32 = 2;
+    /// Listener: `value` = a new stream endpoint.
+    pub const ACCEPT: u32 = 4;
+    /// A sync completed: `value` = its slot.
+    pub const SYNC: u32 = 8;
+    /// The peer sent FIN: no more data after what is in the region.
+    pub const PEER_CLOSED: u32 = 16;
+    /// The endpoint failed: the status record's `error` says why.
+    pub const ERROR: u32 = 32;
+    /// The engine released the endpoint after CLOSE: its id may be reused.
+    pub const CLOSED: u32 = 64;
+    /// `value` = board offset of a buffer given back to the application.
+    pub const BUF_RETURN: u32 = 128;
+}
+
+/// Endpoint kinds in the status record.
+pub mod kind {
+    pub const FREE: u32 = 0;
+    pub const LISTENER: u32 = 1;
+    pub const STREAM: u32 = 2;
+    pub const DATAGRAM: u32 = 3;
+}

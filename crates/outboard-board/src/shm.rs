@@ -1,0 +1,230 @@
+//! A shared mapping and bounds-checked access into it.
+//!
+//! Every accessor checks `offset + size <= len` (and alignment for atomics)
+//! and panics on a violation: offsets passed here are always computed by the
+//! caller from its own layout, never read from the board, so a failed check
+//! is a bug of ours, not of the other side.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Plain data: any bit pattern is a valid value, no padding that matters, no
+/// pointers. Records read from a board are `Pod` so a hostile writer can
+/// produce only wrong values, never undefined behaviour.
+///
+/// # Safety
+/// Implement only for `#[repr(C)]` types made of integers (and arrays of them)
+/// for which every bit pattern is valid.
+pub unsafe trait Pod: Copy + 'static {}
+// SAFETY: integers accept every bit pattern.
+unsafe impl Pod for u8 {}
+// SAFETY: as above.
+unsafe impl Pod for u32 {}
+// SAFETY: as above.
+unsafe impl Pod for u64 {}
+
+/// A `MAP_SHARED` mapping, unmapped on drop. `Send + Sync`: all access goes
+/// through atomics, volatile copies or byte slices whose aliasing rules the
+/// caller states.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; access discipline is documented per accessor.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// A new memfd named `name` of `len` bytes (zeroed), mapped shared.
+    /// Returns the mapping and the memfd (to hand to the other side).
+    ///
+    /// The memfd is sealed against shrinking and growing: the other side
+    /// receives the fd, and a shrunk file would turn our accesses into SIGBUS.
+    pub fn create_memfd(name: &str, len: usize) -> io::Result<(Mapping, OwnedFd)> {
+        check_len(len)?;
+        let cname = CString::new(name).map_err(|_| invalid("memfd name contains a NUL byte"))?;
+        // SAFETY: `cname` is a valid NUL-terminated string that outlives the call.
+        let raw = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let size = libc::off_t::try_from(len).map_err(|_| invalid("mapping too large"))?;
+        // SAFETY: plain syscall on a descriptor we own.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: plain syscall on a descriptor we own.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let map = Self::mmap(fd.as_raw_fd(), len, libc::MAP_SHARED)?;
+        Ok((map, fd))
+    }
+    /// Maps `len` bytes of a memfd received from the other side.
+    ///
+    /// Refuses a file shorter than `len` (touching past its end would SIGBUS).
+    pub fn map_fd(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        check_len(len)?;
+        // SAFETY: `stat` is plain data, zero is a valid value; fstat only writes it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a valid out-pointer; a bad fd yields EBADF.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if (st.st_size as u64) < len as u64 {
+            return Err(invalid("file shorter than the requested mapping"));
+        }
+        Self::mmap(fd, len, libc::MAP_SHARED)
+    }
+    /// Anonymous shared memory (survives `fork`, for tests of two processes).
+    pub fn anonymous_shared(len: usize) -> io::Result<Mapping> {
+        check_len(len)?;
+        Self::mmap(-1, len, libc::MAP_SHARED | libc::MAP_ANONYMOUS)
+    }
+    fn mmap(fd: RawFd, len: usize, flags: libc::c_int) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping chosen by the kernel; it aliases nothing of ours.
+        let ptr = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0)
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr: ptr.cast(), len })
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Panics unless `[offset, offset + size)` lies in the mapping and
+    /// `offset` is a multiple of `align`; returns the address of `offset`.
+    fn at(&self, offset: usize, size: usize, align: usize, what: &str) -> *mut u8 {
+        match offset.checked_add(size) {
+            Some(end) if end <= self.len => {}
+            _ => panic!(
+                "board access out of bounds: {what} of {size} bytes at offset {offset}, mapping is {} bytes",
+                self.len
+            ),
+        }
+        assert!(offset % align == 0, "board access misaligned: {what} at offset {offset} needs {align}-byte alignment");
+        // SAFETY: `offset <= len`, so the result stays inside (or one past) the mapping.
+        unsafe { self.ptr.add(offset) }
+    }
+    /// The atomic u32 at `offset` (4-aligned).
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        let p = self.at(offset, 4, std::mem::align_of::<AtomicU32>(), "atomic u32");
+        // SAFETY: in bounds and aligned (the base is page-aligned); the memory
+        // lives as long as `self`, and any bit pattern is a valid u32.
+        unsafe { &*p.cast::<AtomicU32>() }
+    }
+    /// The atomic u64 at `offset` (8-aligned).
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        let p = self.at(offset, 8, std::mem::align_of::<AtomicU64>(), "atomic u64");
+        // SAFETY: as in `atomic_u32`.
+        unsafe { &*p.cast::<AtomicU64>() }
+    }
+    /// A volatile copy of the record at `offset`.
+    pub fn read<T: Pod>(&self, offset: usize) -> T {
+        let p = self.at(offset, size_of::<T>(), 1, "read");
+        if p as usize % align_of::<T>() == 0 {
+            // SAFETY: in bounds and aligned; `T: Pod` accepts any bytes.
+            unsafe { p.cast::<T>().read_volatile() }
+        } else {
+            let mut out = MaybeUninit::<T>::uninit();
+            let dst = out.as_mut_ptr().cast::<u8>();
+            for i in 0..size_of::<T>() {
+                // SAFETY: `p + i` is in bounds (checked above), `dst + i` inside `out`.
+                unsafe { dst.add(i).write(p.add(i).read_volatile()) };
+            }
+            // SAFETY: every byte was written, and `T: Pod` accepts any bytes.
+            unsafe { out.assume_init() }
+        }
+    }
+    /// A volatile store of `value` at `offset`.
+    pub fn write<T: Pod>(&self, offset: usize, value: T) {
+        let p = self.at(offset, size_of::<T>(), 1, "write");
+        if p as usize % align_of::<T>() == 0 {
+            // SAFETY: in bounds and aligned.
+            unsafe { p.cast::<T>().write_volatile(value) };
+        } else {
+            let src = (&value as *const T).cast::<u8>();
+            for i in 0..size_of::<T>() {
+                // SAFETY: `src + i` inside `value` (Pod: no padding), `p + i` in bounds.
+                unsafe { p.add(i).write_volatile(src.add(i).read()) };
+            }
+        }
+    }
+    /// Copies `src` into the board at `offset`.
+    pub fn copy_in(&self, offset: usize, src: &[u8]) {
+        let p = self.at(offset, src.len(), 1, "copy_in");
+        // SAFETY: the destination is in bounds; `src` is private memory, so
+        // the ranges cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+    }
+    /// Copies bytes at `offset` out into `dst`.
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        let p = self.at(offset, dst.len(), 1, "copy_out");
+        // SAFETY: the source is in bounds; `dst` is an exclusive borrow of
+        // private memory, so the ranges cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+    }
+    /// The bytes `[offset, offset + len)` as a slice.
+    ///
+    /// # Safety
+    /// The caller must not hold a `bytes_mut` over an overlapping range at the
+    /// same time. The other process may write these bytes concurrently; they
+    /// are plain data, so the caller may only see garbled values.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        let p = self.at(offset, len, 1, "bytes");
+        // SAFETY: in bounds, lives as long as `self`; aliasing is the caller's promise.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+    /// The bytes `[offset, offset + len)` as a mutable slice.
+    ///
+    /// # Safety
+    /// The caller must hold no other slice overlapping the range while this
+    /// one lives (in this process); see `bytes` for the other process.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bytes_mut(&self, offset: usize, len: usize) -> &mut [u8] {
+        let p = self.at(offset, len, 1, "bytes_mut");
+        // SAFETY: in bounds, lives as long as `self`; exclusivity is the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(p, len) }
+    }
+    /// Base address, for tests that must scribble over the whole board.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from a successful mmap and are unmapped
+        // once; every borrow into the mapping borrows `self`, so none outlives it.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn invalid(msg: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+fn check_len(len: usize) -> io::Result<()> {
+    if len == 0 {
+        return Err(invalid("an empty mapping"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! Attaching to an engine: the board.
+
+use crate::{c_str, ffi, free, handle, handle_ref, mode, ob_dgram_t, ob_event_queue_t, ob_listener_t, ob_stream_t};
+use crate::{sockaddr, Errno, EINVAL, OB_MODE_BLOCKING, OB_MODE_NONBLOCKING, OB_MODE_POLLING};
+use libc::{c_char, c_int};
+use outboard_api::{AttachOptions, Board, Mode};
+use outboard_board::BoardParams;
+use std::ptr;
+use std::time::Duration;
+
+/// An attachment to an engine: shared memory with it. Made by `ob_attach`
+/// or `ob_embedded_attach`, freed by `ob_detach`. Use a board and every
+/// handle made from it from one thread at a time.
+pub struct ob_board_t {
+    pub(crate) board: Board,
+}
+
+/// Board sizes to ask for (the engine may lower them). Start from
+/// `ob_attach_options_default()` and change what you need.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ob_board_params_t {
+    /// Slots in the application-to-engine command ring.
+    pub command_capacity: u32,
+    /// Slots in the engine-to-application event ring.
+    pub event_capacity: u32,
+    /// Listeners, streams and datagram sockets the board can hold at once.
+    pub endpoints: u32,
+    /// Datagrams queued per datagram socket.
+    pub mailbox_capacity: u32,
+    /// Wait objects (one per endpoint that can block).
+    pub syncs: u32,
+    /// Datagram buffers in the board.
+    pub dgram_buffers: u32,
+    /// Bytes per datagram buffer.
+    pub dgram_size: u32,
+    /// Bytes of each stream's transmit and receive region.
+    pub stream_buffer: u32,
+    /// Stream regions in the board (two per stream).
+    pub stream_buffers: u32,
+}
+
+/// How to attach (`ob_attach`, `ob_embedded_attach`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ob_attach_options_t {
+    /// Board sizes to ask for.
+    pub params: ob_board_params_t,
+    /// `OB_MODE_*` of the endpoints made from this board (each can change its own).
+    pub mode: c_int,
+    /// Microseconds to spin before sleeping in `OB_MODE_BLOCKING`.
+    pub spin_us: u32,
+}
+
+/// Bytes the library copied for the application (`ob_send`, `ob_recv`,
+/// `ob_send_to`, `ob_recv_from`); the zero-copy calls copy nothing.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ob_copy_counters_t {
+    pub send_copied: u64,
+    pub recv_copied: u64,
+}
+
+pub(crate) fn params_from_c(p: &ob_board_params_t) -> BoardParams {
+    BoardParams {
+        command_capacity: p.command_capacity,
+        event_capacity: p.event_capacity,
+        endpoints: p.endpoints,
+        mailbox_capacity: p.mailbox_capacity,
+        syncs: p.syncs,
+        dgram_buffers: p.dgram_buffers,
+        dgram_size: p.dgram_size,
+        stream_buffer: p.stream_buffer,
+        stream_buffers: p.stream_buffers,
+        _reserved: 0,
+    }
+}
+
+/// The Rust options for `opts` (NULL: the defaults).
+pub(crate) unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<AttachOptions, Errno> {
+    let Some(o) = opts.as_ref() else { return Ok(AttachOptions::default()) };
+    Ok(AttachOptions {
+        params: params_from_c(&o.params),
+        mode: mode(o.mode)?,
+        spin: Duration::from_micros(u64::from(o.spin_us)),
+    })
+}
+
+/// The default attach options (the same as passing NULL).
+#[no_mangle]
+pub extern "C" fn ob_attach_options_default() -> ob_attach_options_t {
+    let d = AttachOptions::default();
+    let p = d.params;
+    ob_attach_options_t {
+        params: ob_board_params_t {
+            command_capacity: p.command_capacity,
+            event_capacity: p.event_capacity,
+            endpoints: p.endpoints,
+            mailbox_capacity: p.mailbox_capacity,
+            syncs: p.syncs,
+            dgram_buffers: p.dgram_buffers,
+            dgram_size: p.dgram_size,
+            stream_buffer: p.stream_buffer,
+            stream_buffers: p.stream_buffers,
+        },
+        mode: match d.mode {
+            Mode::Blocking => OB_MODE_BLOCKING,
+            Mode::NonBlocking => OB_MODE_NONBLOCKING,
+            Mode::Polling => OB_MODE_POLLING,
+        },
+        spin_us: u32::try_from(d.spin.as_micros()).unwrap_or(u32::MAX),
+    }
+}
+
+/// Attaches to the daemon engine `engine_name` (`outboard engine --name NAME`;
+/// the engine's run directory is `$OUTBOARD_RUN_DIR` when set). `opts` may be
+/// NULL for the defaults. Returns NULL with errno set on failure
+/// (ECONNREFUSED: no such engine or it refused).
+#[no_mangle]
+pub unsafe extern "C" fn ob_attach(engine_name: *const c_char, opts: *const ob_attach_options_t) -> *mut ob_board_t {
+    ffi(ptr::null_mut(), || {
+        let name = c_str(engine_name)?;
+        let opts = options_from_c(opts)?;
+        let board = Board::attach_with(name, &opts)?;
+        Ok(Box::into_raw(Box::new(ob_board_t { board })))
+    })
+}
+
+/// Detaches and frees the board (the engine resets the board's streams that
+/// are still open). Close the handles made from the board first. Returns 0,
+/// or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_detach(board: *mut ob_board_t) -> c_int {
+    free(board)
+}
+
+/// 1 while the engine is attached and alive, 0 once it is gone, -1 (EINVAL) for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_engine_alive(board: *const ob_board_t) -> c_int {
+    ffi(-1, || Ok(c_int::from(handle_ref(board)?.board.engine_alive())))
+}
+
+/// The engine's IPv4 address in host byte order; 0 (errno EINVAL) for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_engine_addr(board: *const ob_board_t) -> u32 {
+    ffi(0, || Ok(u32::from(handle_ref(board)?.board.engine_addr())))
+}
+
+/// Copies the board's copy counters into `*out`. Returns 0 or -1 (EINVAL).
+#[no_mangle]
+pub unsafe extern "C" fn ob_board_copy_counters(board: *const ob_board_t, out: *mut ob_copy_counters_t) -> c_int {
+    ffi(-1, || {
+        let b = handle_ref(board)?;
+        if out.is_null() {
+            return Err(EINVAL);
+        }
+        let c = b.board.copy_counters();
+        out.write(ob_copy_counters_t { send_copied: c.send_copied, recv_copied: c.recv_copied });
+        Ok(0)
+    })
+}
+
+/// Listens on TCP `port` of the engine's address with room for `backlog`
+/// connections the engine accepted and the application has not. Returns NULL
+/// with errno on failure (EADDRINUSE, ENOBUFS, ESHUTDOWN).
+#[no_mangle]
+pub unsafe extern "C" fn ob_listen(board: *mut ob_board_t, port: u16, backlog: u32) -> *mut ob_listener_t {
+    ffi(ptr::null_mut(), || {
+        let listener = handle(board)?.board.listen(port, backlog)?;
+        Ok(Box::into_raw(Box::new(ob_listener_t { listener })))
+    })
+}
+
+/// Connects to `ipv4:port` (address in host byte order, e.g. `OB_IPV4(10, 0, 0, 1)`).
+/// In the blocking modes it returns once connected; in `OB_MODE_NONBLOCKING`
+/// (the board's mode) it returns a stream still connecting. Returns NULL with
+/// errno on failure (ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENOBUFS, ESHUTDOWN).
+#[no_mangle]
+pub unsafe extern "C" fn ob_connect(board: *mut ob_board_t, ipv4: u32, port: u16) -> *mut ob_stream_t {
+    ffi(ptr::null_mut(), || {
+        let stream = handle(board)?.board.connect(sockaddr(ipv4, port))?;
+        Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
+    })
+}
+
+/// A UDP socket on `port` of the engine's address (0: any free port).
+/// Returns NULL with errno on failure.
+#[no_mangle]
+pub unsafe extern "C" fn ob_bind_udp(board: *mut ob_board_t, port: u16) -> *mut ob_dgram_t {
+    ffi(ptr::null_mut(), || {
+        let dgram = handle(board)?.board.bind_udp(port)?;
+        Ok(Box::into_raw(Box::new(ob_dgram_t { dgram })))
+    })
+}
+
+/// A new event queue over this board's endpoints (free with `ob_eq_free`).
+/// Returns NULL with errno on failure.
+#[no_mangle]
+pub unsafe extern "C" fn ob_event_queue(board: *mut ob_board_t) -> *mut ob_event_queue_t {
+    ffi(ptr::null_mut(), || {
+        let eq = handle(board)?.board.event_queue();
+        Ok(Box::into_raw(Box::new(ob_event_queue_t::new(eq))))
+    })
+}

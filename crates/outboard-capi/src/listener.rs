@@ -1,0 +1,54 @@
+//! Listening TCP ports.
+
+use crate::{ffi, free, handle, handle_ref, ob_stream_t, OB_NO_ENDPOINT};
+use libc::c_int;
+use outboard_api::Listener;
+use std::ptr;
+
+/// A listening TCP port on the engine's address (from `ob_listen`; free with
+/// `ob_listener_close`). The engine accepts connections into the backlog by
+/// itself; `ob_accept` hands them out.
+pub struct ob_listener_t {
+    pub(crate) listener: Listener,
+}
+
+/// The next connection the engine accepted, waiting for one as the mode
+/// allows. Returns NULL with errno on failure (EAGAIN when non-blocking and
+/// none is waiting). The stream takes the board's mode.
+#[no_mangle]
+pub unsafe extern "C" fn ob_accept(l: *mut ob_listener_t) -> *mut ob_stream_t {
+    ffi(ptr::null_mut(), || {
+        let stream = handle(l)?.listener.accept()?;
+        Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
+    })
+}
+
+/// Stops listening (connections not yet accepted are reset) and frees the
+/// handle. Returns 0, or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_listener_close(l: *mut ob_listener_t) -> c_int {
+    free(l)
+}
+
+/// The listening port, or -1 (EINVAL) for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_listener_port(l: *const ob_listener_t) -> c_int {
+    ffi(-1, || Ok(c_int::from(handle_ref(l)?.listener.local_port())))
+}
+
+/// Sets how `ob_accept` waits (`OB_MODE_*`). Returns 0, or -1 with EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_listener_set_mode(l: *mut ob_listener_t, mode: c_int) -> c_int {
+    ffi(-1, || {
+        let l = handle(l)?;
+        l.listener.set_mode(crate::mode(mode)?);
+        Ok(0)
+    })
+}
+
+/// The listener's endpoint id (for `ob_eq_add`: readable = a connection to
+/// accept); `OB_NO_ENDPOINT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_listener_id(l: *const ob_listener_t) -> u32 {
+    ffi(OB_NO_ENDPOINT, || Ok(handle_ref(l)?.listener.id()))
+}

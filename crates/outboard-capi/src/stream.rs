@@ -1,0 +1,184 @@
+//! TCP streams: copying and zero-copy send and receive.
+
+use crate::{bytes, bytes_mut, ffi, free, handle, handle_ref, put_opt, EINVAL, OB_NO_ENDPOINT};
+use libc::{c_int, c_void, ssize_t};
+use outboard_api::Stream;
+use std::net::SocketAddrV4;
+
+/// A TCP stream through the engine (from `ob_connect` or `ob_accept`; free
+/// with `ob_close`). Its bytes live in the board: received bytes in one
+/// region (read them in place with `ob_begin_get`/`ob_end_get` or copy them
+/// out with `ob_recv`), bytes to send in another (fill it in place with
+/// `ob_begin_put`/`ob_end_put` or copy in with `ob_send`).
+pub struct ob_stream_t {
+    pub(crate) stream: Stream,
+}
+
+/// Copies up to `len` bytes of `buf` into the stream: as many as fit now, at
+/// least 1 unless the stream is non-blocking. Returns the count, or -1 with
+/// errno (EAGAIN, EPIPE after `ob_shutdown`, ECONNRESET, ESHUTDOWN).
+#[no_mangle]
+pub unsafe extern "C" fn ob_send(s: *mut ob_stream_t, buf: *const c_void, len: usize) -> ssize_t {
+    ffi(-1, || {
+        let s = handle(s)?;
+        let n = s.stream.send(bytes(buf, len)?)?;
+        Ok(n as ssize_t)
+    })
+}
+
+/// Sends all `len` bytes of `buf`, waiting for room as the mode allows.
+/// Returns 0, or -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_send_all(s: *mut ob_stream_t, buf: *const c_void, len: usize) -> c_int {
+    ffi(-1, || {
+        let s = handle(s)?;
+        s.stream.send_all(bytes(buf, len)?)?;
+        Ok(0)
+    })
+}
+
+/// Copies up to `len` received bytes into `buf`. Returns the count, 0 at end
+/// of stream, or -1 with errno (EAGAIN when non-blocking and nothing is there).
+#[no_mangle]
+pub unsafe extern "C" fn ob_recv(s: *mut ob_stream_t, buf: *mut c_void, len: usize) -> ssize_t {
+    ffi(-1, || {
+        let s = handle(s)?;
+        let n = s.stream.recv(bytes_mut(buf, len)?)?;
+        Ok(n as ssize_t)
+    })
+}
+
+/// Zero-copy send, step 1: sets `*buf`, `*len` to writable room in the
+/// stream's transmit region (contiguous, at least 1 byte; waits as the mode
+/// allows). Write the bytes there, then call `ob_end_put`. The room stays
+/// valid until `ob_end_put` or any other call on this stream. Returns 0, or
+/// -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_begin_put(s: *mut ob_stream_t, buf: *mut *mut c_void, len: *mut usize) -> c_int {
+    ffi(-1, || {
+        let s = handle(s)?;
+        if buf.is_null() || len.is_null() {
+            return Err(EINVAL);
+        }
+        let room = s.stream.begin_put()?;
+        buf.write(room.as_mut_ptr().cast());
+        len.write(room.len());
+        Ok(0)
+    })
+}
+
+/// Zero-copy send, step 2: publishes the first `n` bytes of the room
+/// `ob_begin_put` gave (0 publishes nothing). Returns 0, or -1 with errno
+/// (EINVAL if `n` is more than the room).
+#[no_mangle]
+pub unsafe extern "C" fn ob_end_put(s: *mut ob_stream_t, n: usize) -> c_int {
+    ffi(-1, || {
+        handle(s)?.stream.end_put(n)?;
+        Ok(0)
+    })
+}
+
+/// Zero-copy receive, step 1: sets `*buf`, `*len` to received bytes in place
+/// in the board (contiguous; waits as the mode allows). `*len == 0` means end
+/// of stream. Read them, then call `ob_end_get`. The bytes stay valid until
+/// `ob_end_get` or any other call on this stream. Returns 0, or -1 with errno
+/// (EAGAIN when non-blocking and nothing is there).
+#[no_mangle]
+pub unsafe extern "C" fn ob_begin_get(s: *mut ob_stream_t, buf: *mut *const c_void, len: *mut usize) -> c_int {
+    ffi(-1, || {
+        let s = handle(s)?;
+        if buf.is_null() || len.is_null() {
+            return Err(EINVAL);
+        }
+        let data = s.stream.begin_get()?;
+        buf.write(data.as_ptr().cast());
+        len.write(data.len());
+        Ok(0)
+    })
+}
+
+/// Zero-copy receive, step 2: releases the first `n` bytes `ob_begin_get`
+/// gave, making room for the peer. Returns 0, or -1 with errno (EINVAL if `n`
+/// is more than it gave).
+#[no_mangle]
+pub unsafe extern "C" fn ob_end_get(s: *mut ob_stream_t, n: usize) -> c_int {
+    ffi(-1, || {
+        handle(s)?.stream.end_get(n)?;
+        Ok(0)
+    })
+}
+
+/// No more data from us: FIN after what is queued (reading goes on).
+/// Returns 0, or -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_shutdown(s: *mut ob_stream_t) -> c_int {
+    ffi(-1, || {
+        handle(s)?.stream.shutdown()?;
+        Ok(0)
+    })
+}
+
+/// Closes the stream (FIN after what is queued) and frees the handle.
+/// Returns 0, or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_close(s: *mut ob_stream_t) -> c_int {
+    free(s)
+}
+
+/// Sets how this stream's calls wait: `OB_MODE_BLOCKING`,
+/// `OB_MODE_NONBLOCKING` or `OB_MODE_POLLING`. Returns 0, or -1 with EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_set_mode(s: *mut ob_stream_t, mode: c_int) -> c_int {
+    ffi(-1, || {
+        let s = handle(s)?;
+        s.stream.set_mode(crate::mode(mode)?);
+        Ok(0)
+    })
+}
+
+/// Turns Nagle's algorithm off (`on` non-zero: send small segments at once)
+/// or back on. Returns 0, or -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_set_nodelay(s: *mut ob_stream_t, on: c_int) -> c_int {
+    ffi(-1, || {
+        handle(s)?.stream.set_nodelay(on != 0)?;
+        Ok(0)
+    })
+}
+
+/// The stream's endpoint id (for `ob_eq_add`); `OB_NO_ENDPOINT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_id(s: *const ob_stream_t) -> u32 {
+    ffi(OB_NO_ENDPOINT, || Ok(handle_ref(s)?.stream.id()))
+}
+
+/// Bytes that can be read now without waiting, or -1 (EINVAL) for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_readable_bytes(s: *const ob_stream_t) -> ssize_t {
+    ffi(-1, || Ok(handle_ref(s)?.stream.readable_bytes() as ssize_t))
+}
+
+pub(crate) unsafe fn write_addr(a: SocketAddrV4, ipv4: *mut u32, port: *mut u16) {
+    put_opt(ipv4, u32::from(*a.ip()));
+    put_opt(port, a.port());
+}
+
+/// The stream's local address: `*ipv4` (host byte order) and `*port`, each
+/// pointer may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_local_addr(s: *const ob_stream_t, ipv4: *mut u32, port: *mut u16) -> c_int {
+    ffi(-1, || {
+        write_addr(handle_ref(s)?.stream.local_addr(), ipv4, port);
+        Ok(0)
+    })
+}
+
+/// The peer's address: `*ipv4` (host byte order) and `*port`, each pointer
+/// may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_peer_addr(s: *const ob_stream_t, ipv4: *mut u32, port: *mut u16) -> c_int {
+    ffi(-1, || {
+        write_addr(handle_ref(s)?.stream.peer_addr(), ipv4, port);
+        Ok(0)
+    })
+}

@@ -1,0 +1,336 @@
+//! `outboard bench latency`: 64-byte request/response round trips between two
+//! application processes, through two engines on the shared-memory fabric
+//! (native API), beside two processes over Linux TCP on loopback, in one run.
+//!
+//! Method (decided here; see `peer.rs` for the application side):
+//!
+//! - **Linux first**: for each wait mode asked for, an `echo` peer listens on
+//!   127.0.0.1 (port picked by the kernel) and a `ping` peer connects
+//!   (TCP_NODELAY on both). Blocking mode is ordinary blocking sockets;
+//!   polling mode is a non-blocking socket spun on `EAGAIN`. The engines are
+//!   not running yet, so they take no CPU from Linux's case.
+//! - **Ours**: two engine daemons on `fabric:bench-PID`, 10.0.0.1 (A) and
+//!   10.0.0.2 (B), no services, each `--name`d, with a private
+//!   `OUTBOARD_RUN_DIR`. The `echo` peer attaches to A
+//!   (`Board::attach_with`, `Mode::Blocking` or `Mode::Polling`) and listens on
+//!   port 5300+case; the `ping` peer attaches to B and connects. Requests and
+//!   responses are written and read in place (`begin_put`/`end_put`,
+//!   `begin_get`/`end_get`). The engines' shard CPU over each case comes
+//!   from `outboard stat` (for information).
+//! - The ping peer makes `--warmup` unmeasured round trips, then up to
+//!   `--round-trips` measured ones, stopping early after `--seconds`; each
+//!   round trip is timed with `Instant` from the request's first byte written
+//!   to the response's last byte read and checked equal to the request.
+//!   p50/p99 (nearest rank) are computed in the peer and reported as a JSON
+//!   line.
+//! - **Headline** (`outboard`, `kernel`, `ratio_p50` in the JSON): the same
+//!   mode on both sides: blocking when it was run (each side's default way
+//!   of waiting), else polling. `ratio_p50_by_mode` has every mode run;
+//!   the goal is ratio_p50 ≤ 0.25.
+//!
+//! Engines and peers are stopped (SIGTERM, grace, SIGKILL, reaped) on every
+//! path out, Ctrl-C included. Exit codes: 0 done; 1 a case failed (its
+//! message, with the logs, says which); 2 bad arguments.
+
+// A benchmark is the imperative shell: it reads the wall clock to measure.
+#![allow(clippy::disallowed_methods)]
+
+use super::peer::{self, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, WaitMode};
+use clap::{Args, ValueEnum};
+use outboard_lab::sys;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeChoice {
+    Blocking,
+    Polling,
+    /// Blocking, then polling.
+    Both,
+}
+
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    /// How the applications wait: blocking, polling, or both (a row each).
+    #[arg(long, value_enum, default_value = "both")]
+    pub mode: ModeChoice,
+    /// Measured round trips per case (at most; `--seconds` may stop it first).
+    #[arg(long, default_value_t = 20_000)]
+    pub round_trips: u64,
+    /// Unmeasured round trips before them.
+    #[arg(long, default_value_t = 1_000)]
+    pub warmup: u64,
+    /// Upper bound on each case's measured phase, in seconds.
+    #[arg(long, default_value = "5", value_parser = crate::args::parse_non_negative)]
+    pub seconds: f64,
+    /// Bytes per request and per response.
+    #[arg(long, default_value_t = 64)]
+    pub size: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyRow {
+    /// "outboard" or "kernel".
+    pub side: String,
+    pub mode: String,
+    pub round_trips: u64,
+    pub seconds: f64,
+    pub mean_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// CPU seconds of the application processes over the measured phase.
+    pub client_cpu_s: f64,
+    pub server_cpu_s: f64,
+    /// Both engines' shard CPU over the case (ours only).
+    pub engine_cpu_s: Option<f64>,
+    /// Bytes the API copied for the applications (ours only; 0 expected: zero-copy calls).
+    pub api_copied_bytes: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Headline {
+    pub mode: String,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyReport {
+    pub command: String,
+    pub machine: Machine,
+    pub size: usize,
+    pub fabric: String,
+    pub outboard: Headline,
+    pub kernel: Headline,
+    /// outboard.p50_us / kernel.p50_us (lower is better; goal ≤ 0.25).
+    pub ratio_p50: f64,
+    pub ratio_p99: f64,
+    pub ratio_p50_by_mode: BTreeMap<String, f64>,
+    pub goal_ratio_p50: f64,
+    pub goal_met: bool,
+    pub rows: Vec<LatencyRow>,
+}
+
+/// `outboard bench latency`.
+pub fn main(a: &LatencyArgs) -> ExitCode {
+    if a.size < 8 || a.size > 1 << 20 {
+        eprintln!("outboard bench latency: --size must be 8 B .. 1 MiB (the first 8 bytes carry a sequence number)");
+        return ExitCode::from(2);
+    }
+    if a.round_trips == 0 {
+        eprintln!("outboard bench latency: --round-trips must be at least 1");
+        return ExitCode::from(2);
+    }
+    let _ = sys::install_stop_handler();
+    match run(a) {
+        Ok(r) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            } else {
+                print_table(&r);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("outboard bench latency: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn modes(m: ModeChoice) -> Vec<WaitMode> {
+    match m {
+        ModeChoice::Blocking => vec![WaitMode::Blocking],
+        ModeChoice::Polling => vec![WaitMode::Polling],
+        ModeChoice::Both => vec![WaitMode::Blocking, WaitMode::Polling],
+    }
+}
+
+fn spec(a: &LatencyArgs, api: Api, mode: WaitMode, port: u16, engines: Option<(String, String)>) -> PairSpec {
+    let secs = a.seconds.max(0.001);
+    PairSpec {
+        label: format!("{} B round trips", a.size),
+        api,
+        mode,
+        engines,
+        server_role: Role::Echo,
+        client_role: Role::Ping,
+        port,
+        server_extra: vec![],
+        client_extra: vec![
+            "--size".into(),
+            a.size.to_string(),
+            "--count".into(),
+            a.round_trips.to_string(),
+            "--warmup".into(),
+            a.warmup.to_string(),
+            "--seconds".into(),
+            format!("{secs}"),
+        ],
+        // Warm-up and measurement are each bounded by --seconds; the rest is start-up.
+        timeout: Duration::from_secs_f64(2.0 * secs + 60.0),
+    }
+}
+
+fn row(side: Api, mode: WaitMode, server: &serde_json::Value, client: &serde_json::Value) -> LatencyRow {
+    let copied = match side {
+        Api::Outboard => Some(
+            [server, client]
+                .iter()
+                .map(|v| v["api_send_copied"].as_u64().unwrap_or(0) + v["api_recv_copied"].as_u64().unwrap_or(0))
+                .sum(),
+        ),
+        Api::Kernel => None,
+    };
+    LatencyRow {
+        side: side.name().into(),
+        mode: mode.name().into(),
+        round_trips: client["round_trips"].as_u64().unwrap_or(0),
+        seconds: num(client, "seconds"),
+        mean_us: num(client, "mean_us"),
+        min_us: num(client, "min_us"),
+        p50_us: num(client, "p50_us"),
+        p90_us: num(client, "p90_us"),
+        p99_us: num(client, "p99_us"),
+        max_us: num(client, "max_us"),
+        client_cpu_s: num(client, "cpu_s"),
+        server_cpu_s: num(server, "cpu_s"),
+        engine_cpu_s: None,
+        api_copied_bytes: copied,
+    }
+}
+
+fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
+    let run = RunDir::new("latency")?;
+    let modes = modes(a.mode);
+    let mut rows = Vec::new();
+    // Linux first, with no engine running.
+    for &m in &modes {
+        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None)).map_err(|e| format!("Linux, {}: {e}", m.name()))?;
+        rows.push(row(Api::Kernel, m, &s, &c));
+    }
+    peer::stopped()?;
+    let mut engines = Engines::start(&run, "lat")?;
+    let fabric = engines.fabric.clone();
+    for (i, &m) in modes.iter().enumerate() {
+        let names = Some((engines.a_name.clone(), engines.b_name.clone()));
+        let before = engines.stats();
+        let r = peer::run_pair(&run, &spec(a, Api::Outboard, m, 5300 + i as u16, names));
+        let (s, c) = match r {
+            Ok(x) => x,
+            Err(e) => return Err(engines.explain(format!("ours, {}: {e}", m.name()))),
+        };
+        let after = engines.stats();
+        let mut r = row(Api::Outboard, m, &s, &c);
+        if let (Ok((a0, b0)), Ok((a1, b1))) = (before, after) {
+            r.engine_cpu_s = Some((a1.shard.cpu_s - a0.shard.cpu_s) + (b1.shard.cpu_s - b0.shard.cpu_s));
+        }
+        rows.push(r);
+    }
+    drop(engines);
+    let find = |side: &str, m: WaitMode| rows.iter().find(|r| r.side == side && r.mode == m.name());
+    let mut by_mode = BTreeMap::new();
+    for &m in &modes {
+        if let (Some(o), Some(k)) = (find("outboard", m), find("kernel", m)) {
+            by_mode.insert(m.name().to_string(), ratio(o.p50_us, k.p50_us));
+        }
+    }
+    let head = modes[0];
+    let (o, k) = match (find("outboard", head), find("kernel", head)) {
+        (Some(o), Some(k)) => (o, k),
+        _ => return Err("internal: a headline row is missing".into()),
+    };
+    let headline = |r: &LatencyRow| Headline { mode: r.mode.clone(), p50_us: r.p50_us, p99_us: r.p99_us, mean_us: r.mean_us };
+    let ratio_p50 = ratio(o.p50_us, k.p50_us);
+    let report = LatencyReport {
+        command: command(a),
+        machine: machine(),
+        size: a.size,
+        fabric,
+        outboard: headline(o),
+        kernel: headline(k),
+        ratio_p50,
+        ratio_p99: ratio(o.p99_us, k.p99_us),
+        ratio_p50_by_mode: by_mode,
+        goal_ratio_p50: 0.25,
+        goal_met: ratio_p50 <= 0.25,
+        rows,
+    };
+    Ok(report)
+}
+
+fn ratio(x: f64, y: f64) -> f64 {
+    if y > 0.0 {
+        x / y
+    } else {
+        0.0
+    }
+}
+
+fn command(a: &LatencyArgs) -> String {
+    let mode = match a.mode {
+        ModeChoice::Blocking => "blocking",
+        ModeChoice::Polling => "polling",
+        ModeChoice::Both => "both",
+    };
+    let mut c = format!(
+        "outboard bench latency --mode {mode} --round-trips {} --warmup {} --seconds {} --size {}",
+        a.round_trips, a.warmup, a.seconds, a.size
+    );
+    if a.json {
+        c.push_str(" --json");
+    }
+    c
+}
+
+pub fn print_table(r: &LatencyReport) {
+    println!("outboard bench latency: {}-byte request/response, application to application ({})", r.size, r.command);
+    println!("machine: {} x {}, Linux {}", r.machine.nproc, r.machine.cpu_model, r.machine.kernel);
+    println!(
+        "ours: two processes on the native API (zero-copy calls) through two engines on {}; Linux: two processes, TCP on 127.0.0.1, TCP_NODELAY",
+        r.fabric
+    );
+    println!();
+    println!(
+        "  {:<9} {:<9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
+        "side", "mode", "round trips", "mean us", "p50 us", "p99 us", "max us", "app CPU s", "engine CPU"
+    );
+    for w in &r.rows {
+        println!(
+            "  {:<9} {:<9} {:>11} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>10.3} {:>10}",
+            if w.side == "kernel" { "Linux" } else { "ours" },
+            w.mode,
+            w.round_trips,
+            w.mean_us,
+            w.p50_us,
+            w.p99_us,
+            w.max_us,
+            w.client_cpu_s + w.server_cpu_s,
+            w.engine_cpu_s.map_or("-".to_string(), |c| format!("{c:.3} s"))
+        );
+    }
+    println!();
+    let modes: Vec<String> = r.ratio_p50_by_mode.iter().map(|(m, x)| format!("{m} {x:.2}x")).collect();
+    println!("p50 ours/Linux by mode: {}", modes.join(", "));
+    println!(
+        "headline ({} on both sides): p50 {:.2} us vs {:.2} us = {:.2}x, p99 {:.2}x; goal <= {:.2}x: {}",
+        r.outboard.mode,
+        r.outboard.p50_us,
+        r.kernel.p50_us,
+        r.ratio_p50,
+        r.ratio_p99,
+        r.goal_ratio_p50,
+        if r.goal_met { "met" } else { "NOT met" }
+    );
+    let copied: u64 = r.rows.iter().filter_map(|w| w.api_copied_bytes).sum();
+    println!("bytes the API copied for our applications: {copied} (the zero-copy calls copy nothing)");
+}

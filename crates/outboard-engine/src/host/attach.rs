@@ -1,0 +1,317 @@
+//! Attaching applications: a thread listens on `RUN_DIR/NAME.board` (daemon)
+//! or serves in-process socket pairs (embedded), makes each application its
+//! board (a memfd), sends the memfd and the shard's doorbell eventfd
+//! (SCM_RIGHTS), and hands the new session to the shard through a channel.
+//! The same thread then watches every attached application's socket for a
+//! hang-up (the kernel closes it when the process dies, SIGKILL included)
+//! and raises that session's `dead` flag, which the shard checks each turn:
+//! the shard never makes a syscall to learn that an application died.
+
+use crate::control::run_dir;
+use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
+use outboard_board::layout::{header, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
+use outboard_board::{BoardLayout, Mapping};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A new application, ready for the shard.
+pub struct NewSession {
+    pub map: Arc<Mapping>,
+    pub layout: BoardLayout,
+    pub sock: UnixStream,
+    pub pid: u32,
+    pub dead: Arc<AtomicBool>,
+}
+
+/// What boards look like on this engine.
+#[derive(Debug, Clone, Copy)]
+pub struct BoardLimits {
+    /// Largest board an application may ask for.
+    pub max_board_bytes: usize,
+    /// Every stream region's size (the TCP buffers of the stack).
+    pub stream_buffer: u32,
+    pub engine_addr: u32,
+}
+
+struct Shared {
+    tx: Mutex<Sender<NewSession>>,
+    pending: AtomicUsize,
+    doorbell: OwnedFd,
+    watch: Mutex<Vec<(UnixStream, Arc<AtomicBool>)>>,
+    stop: AtomicBool,
+    limits: BoardLimits,
+    name: String,
+}
+
+impl Shared {
+    fn ring(&self) {
+        ring_eventfd(self.doorbell.as_raw_fd());
+    }
+}
+
+/// Writes 1 to an eventfd (a full counter or a closed fd is fine to ignore:
+/// the reader is awake either way).
+pub fn ring_eventfd(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an fd we hold.
+    let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// The shard's end: new sessions and the doorbell to sleep on.
+pub struct AttachInbox {
+    rx: Receiver<NewSession>,
+    shared: Arc<Shared>,
+}
+
+impl AttachInbox {
+    /// The next new application, if any (one atomic load when none).
+    pub fn try_next(&mut self) -> Option<NewSession> {
+        if self.shared.pending.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let s = self.rx.try_recv().ok()?;
+        self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+        Some(s)
+    }
+    pub fn doorbell_fd(&self) -> RawFd {
+        self.shared.doorbell.as_raw_fd()
+    }
+    /// Empties the doorbell after a wake-up.
+    pub fn drain_doorbell(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
+        let _ = unsafe { libc::read(self.shared.doorbell.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+}
+
+/// The attach thread; dropping it stops the thread and removes the socket.
+pub struct AttachServer {
+    path: Option<PathBuf>,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+pub enum AttachError {
+    Io(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachError::Io(p, e) => write!(f, "board socket {}: {e}", p.display()),
+        }
+    }
+}
+
+/// Where the daemon engine `name` listens for applications.
+pub fn board_socket_path(name: &str) -> PathBuf {
+    run_dir().join(format!("{name}.board"))
+}
+
+impl AttachServer {
+    /// Starts the attach thread; with `listen`, also the socket
+    /// `RUN_DIR/NAME.board` (daemon mode); without, only `attach_local`.
+    pub fn start(name: &str, limits: BoardLimits, listen: bool) -> Result<(AttachServer, AttachInbox), AttachError> {
+        let path = board_socket_path(name);
+        let io_err = |e| AttachError::Io(path.clone(), e);
+        let listener = if listen {
+            let dir = run_dir();
+            std::fs::create_dir_all(&dir).map_err(|e| AttachError::Io(dir.clone(), e))?;
+            if path.exists() {
+                // The control socket already proved the name is ours: a leftover.
+                let _ = std::fs::remove_file(&path);
+            }
+            let l = UnixListener::bind(&path).map_err(io_err)?;
+            l.set_nonblocking(true).map_err(io_err)?;
+            Some(l)
+        } else {
+            None
+        };
+        // SAFETY: plain syscall; the fd is checked and owned right after.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if efd < 0 {
+            return Err(io_err(io::Error::last_os_error()));
+        }
+        // SAFETY: efd is a fresh descriptor nobody else owns.
+        let doorbell = unsafe { OwnedFd::from_raw_fd(efd) };
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            tx: Mutex::new(tx),
+            pending: AtomicUsize::new(0),
+            doorbell,
+            watch: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            limits,
+            name: name.to_string(),
+        });
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("outboard-attach".into())
+            .spawn(move || serve(listener, sh))
+            .map_err(io_err)?;
+        let inbox = AttachInbox { rx, shared: shared.clone() };
+        Ok((AttachServer { path: listen.then_some(path), shared, thread: Some(thread) }, inbox))
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// A handle that can make local attachments from another thread.
+    pub fn local_attacher(&self) -> LocalAttacher {
+        LocalAttacher { shared: self.shared.clone() }
+    }
+}
+
+/// `AttachServer::attach_local` from anywhere (the embedded engine's API side).
+#[derive(Clone)]
+pub struct LocalAttacher {
+    shared: Arc<Shared>,
+}
+
+impl LocalAttacher {
+    pub fn attach(&self) -> io::Result<UnixStream> {
+        let (app, engine) = UnixStream::pair()?;
+        let sh = self.shared.clone();
+        std::thread::Builder::new().name("outboard-attach-local".into()).spawn(move || {
+            let _ = handshake(&sh, engine);
+        })?;
+        Ok(app)
+    }
+}
+
+impl Drop for AttachServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn serve(listener: Option<UnixListener>, sh: Arc<Shared>) {
+    while !sh.stop.load(Ordering::Relaxed) {
+        // Poll the listener and every attached socket for hang-ups.
+        let mut fds = Vec::new();
+        if let Some(l) = &listener {
+            fds.push(libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        let watched: Vec<(RawFd, Arc<AtomicBool>)> = match sh.watch.lock() {
+            Ok(w) => w.iter().map(|(s, d)| (s.as_raw_fd(), d.clone())).collect(),
+            Err(_) => return,
+        };
+        for (fd, _) in &watched {
+            // Only hang-ups (always reported): data an application writes must not spin us.
+            fds.push(libc::pollfd { fd: *fd, events: libc::POLLRDHUP, revents: 0 });
+        }
+        // SAFETY: fds is a live array of pollfd of the length given.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
+        if n <= 0 {
+            continue;
+        }
+        let base = usize::from(listener.is_some());
+        let mut gone = Vec::new();
+        for (i, (fd, dead)) in watched.iter().enumerate() {
+            if fds[base + i].revents != 0 {
+                dead.store(true, Ordering::Release);
+                gone.push(*fd);
+            }
+        }
+        if !gone.is_empty() {
+            if let Ok(mut w) = sh.watch.lock() {
+                w.retain(|(s, _)| !gone.contains(&s.as_raw_fd()));
+            }
+            sh.ring();
+        }
+        if let Some(l) = &listener {
+            if fds[0].revents & libc::POLLIN != 0 {
+                while let Ok((stream, _)) = l.accept() {
+                    // A slow or hostile client must not hold up the others for long.
+                    let _ = handshake(&sh, stream);
+                }
+            }
+        }
+    }
+}
+
+/// The engine's side of the handshake, then the session goes to the shard.
+fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let (req, _fds) = recv_record::<AttachRequest>(&stream)?;
+    let refuse = |errno: i32| {
+        let r = AttachReply {
+            magic: ATTACH_MAGIC,
+            status: errno as u32,
+            board_bytes: 0,
+            params: req.params,
+            engine_addr: sh.limits.engine_addr,
+            _pad: 0,
+        };
+        let _ = send_record(&stream, &r, &[]);
+    };
+    if req.magic != ATTACH_MAGIC || req.version != VERSION {
+        refuse(libc::EPROTO);
+        return Ok(());
+    }
+    let params = BoardParams { stream_buffer: sh.limits.stream_buffer, _reserved: 0, ..req.params };
+    let layout = match BoardLayout::new(params) {
+        Ok(l) if l.total <= sh.limits.max_board_bytes => l,
+        Ok(_) => {
+            refuse(libc::ENOMEM);
+            return Ok(());
+        }
+        Err(_) => {
+            refuse(libc::EINVAL);
+            return Ok(());
+        }
+    };
+    let (map, memfd) = match Mapping::create_memfd(&format!("outboard-board-{}-{}", sh.name, req.pid), layout.total) {
+        Ok(m) => m,
+        Err(e) => {
+            refuse(e.raw_os_error().unwrap_or(libc::ENOMEM));
+            return Ok(());
+        }
+    };
+    map.write(header::MAGIC, MAGIC);
+    map.write(header::VERSION, VERSION);
+    map.write(header::PARAMS, params);
+    map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
+    let reply = AttachReply {
+        magic: ATTACH_MAGIC,
+        status: 0,
+        board_bytes: layout.total as u64,
+        params,
+        engine_addr: sh.limits.engine_addr,
+        _pad: 0,
+    };
+    send_record(&stream, &reply, &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
+    drop(memfd);
+    stream.set_read_timeout(None)?;
+    let dead = Arc::new(AtomicBool::new(false));
+    let watch_copy = stream.try_clone()?;
+    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, dead: dead.clone() };
+    {
+        let tx = sh.tx.lock().map_err(|_| io::Error::other("attach channel poisoned"))?;
+        if tx.send(session).is_err() {
+            return Ok(());
+        }
+    }
+    sh.pending.fetch_add(1, Ordering::AcqRel);
+    if let Ok(mut w) = sh.watch.lock() {
+        w.push((watch_copy, dead));
+    }
+    sh.ring();
+    Ok(())
+}
