@@ -7,7 +7,7 @@
 
 use crate::{Datagram, Error, EventQueue, Listener, Result, Stream};
 use outboard_board::attach::{peer_gone, recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
-use outboard_board::layout::{flags, header, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, VERSION};
+use outboard_board::layout::{flags, header, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, SLEEP_FUTEX, VERSION};
 use outboard_board::proto::{ev, op};
 use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, FreeList, MailboxConsumer, Mapping, Producer, SyncTable};
 use std::cell::RefCell;
@@ -232,6 +232,24 @@ impl Board {
         b.check_alive().is_ok()
     }
 
+    /// For the hostile-application tests only: the whole board, writable.
+    /// Writing here can only break this application (the engine checks
+    /// everything it reads); the tests scribble over it on purpose.
+    #[doc(hidden)]
+    #[allow(clippy::mut_from_ref)]
+    pub fn __board_bytes_for_tests(&self) -> &mut [u8] {
+        let i = self.inner.borrow();
+        // SAFETY: the mapping lives as long as `self`; the caller accepts
+        // racing with the engine over plain bytes.
+        unsafe { std::slice::from_raw_parts_mut(i.map.as_ptr(), i.map.len()) }
+    }
+
+    /// For the hostile-application tests only: queue an arbitrary command.
+    #[doc(hidden)]
+    pub fn __raw_command_for_tests(&self, c: outboard_board::Command) -> Result<()> {
+        self.inner.borrow_mut().command(c)
+    }
+
     fn open_ep(&self, ep: u32) {
         let mut b = self.inner.borrow_mut();
         let mode = b.mode;
@@ -366,8 +384,14 @@ impl Inner {
         // The engine sets ENGINE_SLEEPING and then re-checks the ring (SeqCst);
         // we published and then check the flag: one of us sees the other.
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.map.atomic_u32(header::ENGINE_SLEEPING).load(Ordering::SeqCst) != 0 {
-            self.ring_doorbell();
+        match self.map.atomic_u32(header::ENGINE_SLEEPING).load(Ordering::SeqCst) {
+            0 => {}
+            SLEEP_FUTEX => {
+                let w = self.map.atomic_u32(header::ENGINE_DOORBELL);
+                w.fetch_add(1, Ordering::SeqCst);
+                outboard_board::futex::wake(w, 1);
+            }
+            _ => self.ring_doorbell(),
         }
         Ok(())
     }
@@ -448,7 +472,11 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the socket is the detach: the engine resets what is left.
+        // Say so, then close the socket: the engine closes what is left
+        // gracefully (a process that dies without this gets resets).
+        if !self.gone {
+            let _ = self.command(Command { op: op::DETACH, ..Default::default() });
+        }
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 }

@@ -215,6 +215,41 @@ impl Stream {
         self.consumed(&mut i, n)
     }
 
+    /// What `begin_get` and `begin_put` would give, both at once and without
+    /// waiting (either may be empty): for relaying received bytes straight
+    /// into the transmit region (an echo that copies once, region to region).
+    /// End each side with `end_get` / `end_put`.
+    pub fn begin_get_put(&mut self) -> Result<(&[u8], &mut [u8])> {
+        self.check_regions()?;
+        let mut i = self.board.inner.borrow_mut();
+        i.pump()?;
+        i.check_alive()?;
+        if let Some(e) = self.stream_error(&i) {
+            return Err(e);
+        }
+        let (_, rat, rlen) = self.rx_ready(&i);
+        let (_, tat, tlen) = if i.eps[self.id as usize].shut { (0, 0, 0) } else { self.tx_room(&i) };
+        i.eps[self.id as usize].get_len = rlen;
+        i.eps[self.id as usize].put_len = tlen;
+        let map = i.map.clone();
+        drop(i);
+        // SAFETY: as for `begin_get` and `begin_put`; the two ranges lie in
+        // different regions, so the slices do not overlap.
+        unsafe {
+            Ok((
+                std::slice::from_raw_parts(map.as_ptr().add(self.rx.0 + rat), rlen),
+                std::slice::from_raw_parts_mut(map.as_ptr().add(self.tx.0 + tat), tlen),
+            ))
+        }
+    }
+
+    /// True once the peer has sent FIN and every byte before it was consumed.
+    pub fn at_eof(&self) -> bool {
+        let mut i = self.board.inner.borrow_mut();
+        let _ = i.pump();
+        i.peer_closed(self.id) && (self.rx.1 == 0 || self.rx_ready(&i).0 == 0)
+    }
+
     /// No more data from us: FIN after what is queued.
     pub fn shutdown(&mut self) -> Result<()> {
         let mut i = self.board.inner.borrow_mut();

@@ -64,6 +64,7 @@ impl Condition {
     }
     /// Waits until the word differs from `seen`: spins `spin` first, then
     /// sleeps, at most `timeout` in all.
+    #[allow(clippy::disallowed_methods)] // A blocking wait is bounded by the real clock.
     pub fn wait(&self, seen: u32, spin: Duration, timeout: Duration) -> WaitOutcome {
         let start = Instant::now();
         let seq = self.seq();

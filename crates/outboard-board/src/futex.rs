@@ -27,15 +27,7 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Futex
     // only reads it. The timeout is relative (FUTEX_WAIT's rule) and lives
     // on our stack for the call. No PRIVATE flag: the word is shared.
     let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            ts_ptr,
-            std::ptr::null::<u32>(),
-            0u32,
-        )
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, ts_ptr, std::ptr::null::<u32>(), 0u32)
     };
     if r == 0 {
         return FutexWait::Woken;
@@ -68,6 +60,7 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // Tests of real sleeps measure the real clock.
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;

@@ -28,8 +28,12 @@ pub const HEADER_BYTES: usize = 4096;
 pub mod header {
     pub const MAGIC: usize = 0;
     pub const VERSION: usize = 8;
-    /// u32: 1 while the engine sleeps (the application then rings the doorbell fd).
+    /// u32: non-zero while the engine sleeps, saying how to wake it:
+    /// `SLEEP_EVENTFD` (write the doorbell eventfd) or `SLEEP_FUTEX` (bump
+    /// `ENGINE_DOORBELL` and wake it).
     pub const ENGINE_SLEEPING: usize = 64;
+    /// u32: the futex a sleeping engine waits on (with its link) when `ENGINE_SLEEPING == SLEEP_FUTEX`.
+    pub const ENGINE_DOORBELL: usize = 96;
     /// u32: `ENGINE_RUNNING`, or `ENGINE_GONE` once the engine dropped this board.
     pub const ENGINE_STATE: usize = 128;
     /// The condition the application sleeps on; the engine signals it after
@@ -38,6 +42,8 @@ pub mod header {
     /// `BoardParams` copied here for the application's information.
     pub const PARAMS: usize = 256;
 }
+pub const SLEEP_EVENTFD: u32 = 1;
+pub const SLEEP_FUTEX: u32 = 2;
 pub const ENGINE_RUNNING: u32 = 1;
 pub const ENGINE_GONE: u32 = 2;
 

@@ -54,6 +54,9 @@ pub mod op {
     pub const UDP_RELEASE: u32 = 10;
     /// Stream: a = option (`opt::*`), b = value.
     pub const SET_OPTION: u32 = 11;
+    /// The application detaches cleanly (its socket closes next): streams
+    /// still open are closed gracefully, not reset.
+    pub const DETACH: u32 = 12;
 }
 
 /// Options for `op::SET_OPTION`.

@@ -92,9 +92,7 @@ impl Mapping {
     }
     fn mmap(fd: RawFd, len: usize, flags: libc::c_int) -> io::Result<Mapping> {
         // SAFETY: a fresh mapping chosen by the kernel; it aliases nothing of ours.
-        let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0)
-        };
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }

@@ -1,4 +1,5 @@
 //! Futex sleep and wake between threads: no lost wake-up.
+#![allow(clippy::disallowed_methods)] // Stress tests are bounded by the real clock.
 
 mod common;
 

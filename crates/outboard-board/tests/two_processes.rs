@@ -1,5 +1,6 @@
 //! A producer and a consumer in two processes (fork) sharing an anonymous
 //! mapping: order and content survive, and nothing hangs.
+#![allow(clippy::disallowed_methods)] // Stress tests are bounded by the real clock.
 
 mod common;
 

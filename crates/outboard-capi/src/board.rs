@@ -15,7 +15,8 @@ pub struct ob_board_t {
     pub(crate) board: Board,
 }
 
-/// Board sizes to ask for (the engine may lower them). Start from
+/// Board sizes to ask for (the engine sets the stream region size and may
+/// refuse a board too large). Start from
 /// `ob_attach_options_default()` and change what you need.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -126,9 +127,12 @@ pub unsafe extern "C" fn ob_attach(engine_name: *const c_char, opts: *const ob_a
     })
 }
 
-/// Detaches and frees the board (the engine resets the board's streams that
-/// are still open). Close the handles made from the board first. Returns 0,
-/// or -1 with EINVAL for NULL.
+/// Frees the board handle. The attachment ends when this handle and every
+/// handle made from the board (listeners, streams, datagram sockets, event
+/// queues) are freed; the engine then resets the board's streams that are
+/// still open, and may reset those closed just before (a close queued but not
+/// yet run): wait for the peer's end of stream before detaching when that
+/// matters. Returns 0, or -1 with EINVAL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn ob_detach(board: *mut ob_board_t) -> c_int {
     free(board)
@@ -171,10 +175,10 @@ pub unsafe extern "C" fn ob_listen(board: *mut ob_board_t, port: u16, backlog: u
     })
 }
 
-/// Connects to `ipv4:port` (address in host byte order, e.g. `OB_IPV4(10, 0, 0, 1)`).
-/// In the blocking modes it returns once connected; in `OB_MODE_NONBLOCKING`
-/// (the board's mode) it returns a stream still connecting. Returns NULL with
-/// errno on failure (ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENOBUFS, ESHUTDOWN).
+/// Connects to `ipv4:port` (address in host byte order, e.g. `OB_IPV4(10, 0, 0, 1)`)
+/// and waits for the handshake (spinning on a polling board, sleeping
+/// otherwise, a non-blocking board too). Returns NULL with errno on failure
+/// (ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENOBUFS, ESHUTDOWN).
 #[no_mangle]
 pub unsafe extern "C" fn ob_connect(board: *mut ob_board_t, ipv4: u32, port: u16) -> *mut ob_stream_t {
     ffi(ptr::null_mut(), || {

@@ -19,8 +19,8 @@ pub struct ob_engine_t {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ob_embedded_options_t {
-    /// Engine name (`--name`), for `outboard stat` and `ob_attach` from other
-    /// processes; NULL: "default".
+    /// Engine name (`--name`): its threads' names, and with `control` the
+    /// name `outboard stat --name` knows it by; NULL: "embedded".
     pub name: *const c_char,
     /// The link (`--link`): "fabric:NAME", "tap:NAME", "af_packet:IFACE" or "af_xdp:IFACE[:QUEUE]".
     pub link: *const c_char,
@@ -32,6 +32,10 @@ pub struct ob_embedded_options_t {
     pub services: *const c_char,
     /// IP MTU; 0: the link's.
     pub mtu: u32,
+    /// Non-zero: bind the control socket (`RUN_DIR/NAME.sock`, for `outboard
+    /// stat`); 0: none. Applications of other processes cannot attach to an
+    /// embedded engine either way.
+    pub control: c_int,
 }
 
 /// "A.B.C.D/N" → (address, prefix), as `outboard engine --addr` takes it.
@@ -46,7 +50,7 @@ fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), Errno> {
 }
 
 unsafe fn settings(o: &ob_embedded_options_t) -> Result<EngineSettings, Errno> {
-    let name = if o.name.is_null() { "default" } else { c_str(o.name)? };
+    let name = if o.name.is_null() { "embedded" } else { c_str(o.name)? };
     let link: LinkSpec = c_str(o.link)?.parse().map_err(|_| EINVAL)?;
     let (addr, prefix) = parse_cidr(c_str(o.addr)?)?;
     let mut s = EngineSettings::new(name, link, addr, prefix);
@@ -57,6 +61,7 @@ unsafe fn settings(o: &ob_embedded_options_t) -> Result<EngineSettings, Errno> {
     if o.mtu != 0 {
         s.mtu = Some(o.mtu as usize);
     }
+    s.control = o.control != 0;
     Ok(s)
 }
 
@@ -117,6 +122,7 @@ mod tests {
             gateway: ptr::null(),
             services: ptr::null(),
             mtu: 0,
+            control: 0,
         };
         unsafe {
             assert!(ob_embedded_start(&o).is_null());

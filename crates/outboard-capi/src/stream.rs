@@ -27,7 +27,8 @@ pub unsafe extern "C" fn ob_send(s: *mut ob_stream_t, buf: *const c_void, len: u
 }
 
 /// Sends all `len` bytes of `buf`, waiting for room as the mode allows.
-/// Returns 0, or -1 with errno.
+/// Returns 0, or -1 with errno (a non-blocking stream gives EAGAIN after a
+/// partial send of unknown length: use `ob_send` there).
 #[no_mangle]
 pub unsafe extern "C" fn ob_send_all(s: *mut ob_stream_t, buf: *const c_void, len: usize) -> c_int {
     ffi(-1, || {
@@ -108,6 +109,42 @@ pub unsafe extern "C" fn ob_end_get(s: *mut ob_stream_t, n: usize) -> c_int {
     })
 }
 
+/// Zero-copy relay: what `ob_begin_get` and `ob_begin_put` would give, both
+/// at once and without waiting (either length may be 0): received bytes in
+/// `*in_buf`, `*in_len` and room to send in `*out_buf`, `*out_len`, for moving bytes
+/// straight from the receive region into the transmit region (an echo that
+/// copies once). End each side with `ob_end_get` / `ob_end_put`. A 0
+/// `*in_len` is no data now or end of stream: `ob_at_eof` tells which.
+/// Returns 0, or -1 with errno (the stream failed).
+#[no_mangle]
+pub unsafe extern "C" fn ob_begin_get_put(
+    s: *mut ob_stream_t,
+    in_buf: *mut *const c_void,
+    in_len: *mut usize,
+    out_buf: *mut *mut c_void,
+    out_len: *mut usize,
+) -> c_int {
+    ffi(-1, || {
+        let s = handle(s)?;
+        if in_buf.is_null() || in_len.is_null() || out_buf.is_null() || out_len.is_null() {
+            return Err(EINVAL);
+        }
+        let (rx, tx) = s.stream.begin_get_put()?;
+        in_buf.write(rx.as_ptr().cast());
+        in_len.write(rx.len());
+        out_buf.write(tx.as_mut_ptr().cast());
+        out_len.write(tx.len());
+        Ok(0)
+    })
+}
+
+/// 1 once the peer has sent FIN and every byte before it was consumed, 0
+/// before, -1 (EINVAL) for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_at_eof(s: *const ob_stream_t) -> c_int {
+    ffi(-1, || Ok(c_int::from(handle_ref(s)?.stream.at_eof())))
+}
+
 /// No more data from us: FIN after what is queued (reading goes on).
 /// Returns 0, or -1 with errno.
 #[no_mangle]
@@ -123,6 +160,19 @@ pub unsafe extern "C" fn ob_shutdown(s: *mut ob_stream_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ob_close(s: *mut ob_stream_t) -> c_int {
     free(s)
+}
+
+/// Resets the stream now (RST, instead of `ob_close`'s graceful FIN) and
+/// frees the handle. Returns 0, or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_abort(s: *mut ob_stream_t) -> c_int {
+    ffi(-1, || {
+        if s.is_null() {
+            return Err(EINVAL);
+        }
+        Box::from_raw(s).stream.abort();
+        Ok(0)
+    })
 }
 
 /// Sets how this stream's calls wait: `OB_MODE_BLOCKING`,

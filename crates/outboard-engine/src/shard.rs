@@ -220,13 +220,15 @@ impl Shard {
             }
             if !timeout.is_zero() {
                 // Applications ring the doorbell only while the boards say we sleep.
-                if self.host.prepare_sleep() {
+                if self.host.prepare_sleep(self.link.wakes_on_futex()) {
                     self.host.after_sleep();
                     idle_since = None;
                     continue;
                 }
                 let fds: Vec<_> = inbox.as_deref().map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
-                self.link.wait(timeout, &fds)?;
+                let futexes = self.host.sleep_futexes();
+                self.link.wait_with(timeout, &fds, &futexes)?;
+                drop(futexes);
                 self.host.after_sleep();
                 self.counters.sleeps += 1;
             }

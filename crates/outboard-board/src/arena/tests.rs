@@ -4,10 +4,7 @@ use proptest::prelude::*;
 /// Two classes with a gap between them, like a board's.
 fn arena() -> ArenaLayout {
     ArenaLayout {
-        classes: vec![
-            ClassSpec { size: 64, count: 4, offset: 4096 },
-            ClassSpec { size: 4096, count: 2, offset: 8192 },
-        ],
+        classes: vec![ClassSpec { size: 64, count: 4, offset: 4096 }, ClassSpec { size: 4096, count: 2, offset: 8192 }],
     }
 }
 

@@ -1,3 +1,5 @@
+#![allow(clippy::disallowed_methods)] // Tests of real sleeps measure the real clock.
+
 use super::*;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;

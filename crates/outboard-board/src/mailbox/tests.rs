@@ -151,7 +151,12 @@ fn adjust_trims_in_place() {
 
 proptest! {
     #[test]
-    fn adjust_matches_arithmetic(offset in any::<u32>(), len in any::<u32>(), front in any::<u32>(), back in any::<u32>()) {
+    fn adjust_matches_arithmetic(
+        offset in any::<u32>(),
+        len in any::<u32>(),
+        front in any::<u32>(),
+        back in any::<u32>(),
+    ) {
         let mut d = Descriptor { offset, len, tag: 0, aux: 0 };
         let fits = u64::from(front) + u64::from(back) <= u64::from(len)
             && u64::from(offset) + u64::from(len) <= u64::from(u32::MAX);
@@ -169,15 +174,24 @@ proptest! {
 #[derive(Debug, Clone)]
 enum Op {
     BeginPut,
-    EndPut { len: usize, tag: u32 },
+    EndPut {
+        len: usize,
+        tag: u32,
+    },
     BeginGet,
     EndGet,
     Enqueue,
     /// Trim a message the A consumer holds, then re-post it on B.
-    AdjustAndPut { pick: usize, front: u32, back: u32 },
+    AdjustAndPut {
+        pick: usize,
+        front: u32,
+        back: u32,
+    },
     /// B's consumer takes a message and gives the buffer back to the stock.
     DrainB,
-    FreeHeld { pick: usize },
+    FreeHeld {
+        pick: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -254,7 +268,8 @@ proptest! {
                 Op::EndPut { len, tag } => {
                     if let Some(pb) = m.open_put.take() {
                         let d = w.pa.end_put(len, tag, !tag).unwrap();
-                        let want = Descriptor { offset: pb.offset as u32, len: len.min(pb.size) as u32, tag, aux: !tag };
+                        let len = len.min(pb.size) as u32;
+                        let want = Descriptor { offset: pb.offset as u32, len, tag, aux: !tag };
                         prop_assert_eq!(d, want);
                         m.qa.push_back(d);
                     }

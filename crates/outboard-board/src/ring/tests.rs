@@ -89,7 +89,13 @@ proptest! {
     /// Garbage in the other side's index: Corrupt exactly when the fill is
     /// impossible, and never a panic or an access outside the ring.
     #[test]
-    fn garbage_indices_give_corrupt_not_panic(cap_log in 0..4u32, start in start(), head in any::<u32>(), tail in any::<u32>(), near in -10i32..10) {
+    fn garbage_indices_give_corrupt_not_panic(
+        cap_log in 0..4u32,
+        start in start(),
+        head in any::<u32>(),
+        tail in any::<u32>(),
+        near in -10i32..10,
+    ) {
         let cap = 1u32 << cap_log;
         let (map, mut p, mut c) = board(cap, start);
         // Half the cases: a value near our own index, the interesting edge.

@@ -1,5 +1,6 @@
 //! Helpers shared by the process and thread stress tests.
 #![allow(dead_code)] // Each test binary uses a different part.
+#![allow(clippy::disallowed_methods)] // Deadlines on the real clock.
 
 use outboard_board::{Condition, WaitOutcome};
 use std::panic::AssertUnwindSafe;
@@ -83,7 +84,13 @@ pub fn wait_past(c: &Condition, seen: u32, deadline: Instant) -> Result<(), &'st
 
 /// One side of a ping-pong through two conditions: `mine` is the one this
 /// side signals. The pinger serves first. Returns the futex wakes it made.
-pub fn ping_pong(mine: &Condition, theirs: &Condition, pinger: bool, rounds: u32, deadline: Instant) -> Result<u32, &'static str> {
+pub fn ping_pong(
+    mine: &Condition,
+    theirs: &Condition,
+    pinger: bool,
+    rounds: u32,
+    deadline: Instant,
+) -> Result<u32, &'static str> {
     let mut wakes = 0;
     for round in 0..rounds {
         // Each side signals exactly once a round, after seeing the other's.

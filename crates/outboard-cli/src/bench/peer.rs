@@ -248,7 +248,7 @@ fn retry(e: io::Error, since: Instant, spins: &mut u32, spinning: bool, what: &s
         io::ErrorKind::Interrupted => Ok(()),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
             *spins = spins.wrapping_add(1);
-            if (!spinning || *spins % 1024 == 0) && since.elapsed() > STALL {
+            if (!spinning || spins.is_multiple_of(1024)) && since.elapsed() > STALL {
                 return Err(format!("{what}: no progress in {} s", STALL.as_secs()));
             }
             std::hint::spin_loop();
@@ -733,7 +733,7 @@ fn source<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
         .map_err(|e| format!("{e} (after {off} bytes)"))?;
         off += size as u64;
         done += 1;
-        if done % every == 0 && t0.elapsed() >= budget {
+        if done.is_multiple_of(every) && t0.elapsed() >= budget {
             break;
         }
     }
@@ -1012,6 +1012,9 @@ impl Engines {
 
     /// Adds both engines' logs to an error.
     pub fn explain(&mut self, e: String) -> String {
+        if sys::stop_requested() {
+            return e;
+        }
         let mut out = e;
         for p in [&mut self.a, &mut self.b] {
             let alive = p.is_running();
@@ -1106,11 +1109,7 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
     let mut client = Proc::spawn(run, &format!("peer-{tag}-client"), &what(p.client_role), &cargs, true, grace)?;
     // The client's report first (a failing client makes the server fail too,
     // and the client's message is the one that tells).
-    let c = client.report(deadline);
-    let c = match c {
-        Ok(v) => v,
-        Err(e) => return Err(e),
-    };
+    let c = client.report(deadline)?;
     let s = server.report(deadline + Duration::from_secs(5))?;
     let _ = client.wait_exit(Duration::from_secs(5));
     let _ = server.wait_exit(Duration::from_secs(5));

@@ -22,13 +22,15 @@ use outboard_time::Instant;
 use session::Session;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
+use outboard_board::layout::{SLEEP_EVENTFD, SLEEP_FUTEX};
 use std::sync::atomic::Ordering;
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct HostCounters {
     pub attached: u64,
+    /// Applications gone, for any reason (detach, death, violation).
     pub detached: u64,
-    /// Applications that died (their socket hung up) while attached.
+    /// Applications that died (their socket hung up without a DETACH) while attached.
     pub died: u64,
     /// Applications disconnected for breaking the board's rules.
     pub violations: u64,
@@ -56,6 +58,8 @@ pub struct Host {
     /// Which session and endpoint own each board connection.
     conns: HashMap<ConnId, (u64, u32)>,
     next_id: u64,
+    /// Each board's doorbell value when the shard went to sleep.
+    doorbells: Vec<u32>,
     pub counters: HostCounters,
 }
 
@@ -91,19 +95,29 @@ impl Host {
             .collect()
     }
 
-    /// Before sleeping: tells every board the engine sleeps (so applications
-    /// ring the doorbell) and says whether a command arrived meanwhile.
-    pub fn prepare_sleep(&mut self) -> bool {
+    /// Before sleeping: tells every board the engine sleeps and how to wake
+    /// it (a futex when the link sleeps on futexes, else the doorbell fd),
+    /// notes each board's doorbell word, and says whether a command arrived
+    /// meanwhile (then do not sleep).
+    pub fn prepare_sleep(&mut self, futex: bool) -> bool {
+        let how = if futex { SLEEP_FUTEX } else { SLEEP_EVENTFD };
+        self.doorbells.clear();
         for s in &self.sessions {
-            s.set_engine_sleeping(true);
+            self.doorbells.push(s.engine_doorbell().load(Ordering::SeqCst));
+            s.set_engine_sleeping(how);
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         self.sessions.iter().any(|s| s.has_commands() || s.dead.load(Ordering::Acquire))
     }
 
+    /// The futex words (and the values seen before sleeping) to sleep on.
+    pub fn sleep_futexes(&self) -> Vec<(&std::sync::atomic::AtomicU32, u32)> {
+        self.sessions.iter().zip(&self.doorbells).map(|(s, v)| (s.engine_doorbell(), *v)).collect()
+    }
+
     pub fn after_sleep(&mut self) {
         for s in &self.sessions {
-            s.set_engine_sleeping(false);
+            s.set_engine_sleeping(0);
         }
         if let Some(i) = &self.inbox {
             i.drain_doorbell();
@@ -136,6 +150,8 @@ impl Host {
                 }
             };
             let outcome = if s.dead.load(Ordering::Acquire) {
+                // Its last commands may hold a DETACH sent just before the hang-up.
+                let _ = s.run_commands(stack, now, &mut owned);
                 Err(None)
             } else {
                 s.run_commands(stack, now, &mut owned)
@@ -152,9 +168,12 @@ impl Host {
                     let mut s = self.sessions.swap_remove(i);
                     s.teardown(stack, &mut owned);
                     match why {
+                        None if s.detached => {
+                            log::event(Level::Info, "app_detached", &[("session", &s.id), ("pid", &s.pid)]);
+                        }
                         None => {
                             self.counters.died += 1;
-                            log::event(Level::Info, "app_gone", &[("session", &s.id), ("pid", &s.pid)]);
+                            log::event(Level::Info, "app_died", &[("session", &s.id), ("pid", &s.pid)]);
                         }
                         Some(v) => {
                             self.counters.violations += 1;

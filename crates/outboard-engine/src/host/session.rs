@@ -101,6 +101,8 @@ pub struct Session {
     owners: OwnerTable,
     overflow: VecDeque<Event>,
     posted: bool,
+    /// The application said DETACH: its hang-up that follows is not a death.
+    pub detached: bool,
     pub counters: SessionCounters,
 }
 
@@ -154,6 +156,7 @@ impl Session {
             owners,
             overflow: VecDeque::new(),
             posted: false,
+            detached: false,
             counters: SessionCounters::default(),
             layout: l,
             sock: n.sock,
@@ -174,8 +177,14 @@ impl Session {
         self.cmds.available().map_or(true, |n| n > 0)
     }
 
-    pub fn set_engine_sleeping(&self, sleeping: bool) {
-        self.map.atomic_u32(header::ENGINE_SLEEPING).store(u32::from(sleeping), Ordering::SeqCst);
+    /// `how`: 0 awake, else `SLEEP_EVENTFD` / `SLEEP_FUTEX` (how applications must wake us).
+    pub fn set_engine_sleeping(&self, how: u32) {
+        self.map.atomic_u32(header::ENGINE_SLEEPING).store(how, Ordering::SeqCst);
+    }
+
+    /// The board's engine doorbell word (futex wake-ups).
+    pub fn engine_doorbell(&self) -> &std::sync::atomic::AtomicU32 {
+        self.map.atomic_u32(header::ENGINE_DOORBELL)
     }
 
     // ---- events ----
@@ -673,6 +682,7 @@ impl Session {
                 self.owners.transfer(buf, Side::App, Side::Engine).map_err(|_| Violation::BadBuffer)?;
                 self.dgram_rx.free(buf);
             }
+            op::DETACH => self.detached = true,
             _ => return Err(Violation::UnknownOp),
         }
         Ok(())
@@ -786,7 +796,8 @@ impl Session {
         for ep in 0..self.eps.len() as u32 {
             match self.eps[ep as usize].as_ref() {
                 Some(EpKind::Stream(_)) => {
-                    if let Some(conn) = self.drop_stream(stack, ep, true) {
+                    // A clean detach closes (FIN after what is queued); a death resets.
+                    if let Some(conn) = self.drop_stream(stack, ep, !self.detached) {
                         owned(conn, None);
                     }
                 }

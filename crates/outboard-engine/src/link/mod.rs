@@ -250,6 +250,22 @@ pub trait Link: Send {
     /// Sleeps until a frame may have arrived, `timeout` passed, or (on
     /// fd-based links) one of `also` became readable. Spurious wake-ups are allowed.
     fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError>;
+    /// Whether `wait_with` also sleeps on futex words (shared memory), so
+    /// applications can wake the shard with a futex instead of an fd.
+    fn wakes_on_futex(&self) -> bool {
+        false
+    }
+    /// `wait`, also returning when one of `futexes` no longer holds its
+    /// expected value (links that say `wakes_on_futex`; others ignore them).
+    fn wait_with(
+        &mut self,
+        timeout: Duration,
+        also: &[RawFd],
+        futexes: &[(&std::sync::atomic::AtomicU32, u32)],
+    ) -> Result<(), LinkError> {
+        let _ = futexes;
+        self.wait(timeout, also)
+    }
     fn counters(&self) -> LinkCounters;
     /// Offloads this link has on; none unless the link says so.
     fn offloads(&self) -> Offloads {

@@ -228,7 +228,11 @@ impl Connection {
     /// Debug check of the fused path: the ring holds `data` at `offset`.
     pub(super) fn prefilled_bytes_match(&self, offset: usize, data: &[u8]) -> bool {
         let store = self.recv_buf.storage_bytes();
-        let at = self.recv_buf.head() + self.recv_buf.len() + offset;
-        data.iter().enumerate().all(|(i, &b)| store.get((at + i) % store.len()) == Some(&b))
+        if store.is_empty() {
+            return data.is_empty();
+        }
+        let start = (self.recv_buf.head() + self.recv_buf.len() + offset) % store.len();
+        let first = data.len().min(store.len() - start);
+        store[start..start + first] == data[..first] && store[..data.len() - first] == data[first..]
     }
 }

@@ -105,6 +105,7 @@ pub mod layout {
     };
 }
 
+use std::sync::atomic::AtomicU32;
 use super::*;
 use crate::clock;
 use outboard_impair::{FaultInjector, FaultStats};
@@ -565,6 +566,19 @@ impl Link for FabricLink {
     }
 
     fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+        self.wait_with(timeout, also, &[])
+    }
+
+    fn wakes_on_futex(&self) -> bool {
+        true
+    }
+
+    fn wait_with(
+        &mut self,
+        timeout: Duration,
+        also: &[RawFd],
+        futexes: &[(&AtomicU32, u32)],
+    ) -> Result<(), LinkError> {
         let start = clock::now();
         let deadline = start + timeout;
         let me = port_offset(self.port);
@@ -588,7 +602,15 @@ impl Link for FabricLink {
             if !also.is_empty() {
                 sleep = sleep.min(ALSO_POLL);
             }
-            let woken = futex_wait(self.map.u32_at(me + P_DOORBELL), seq, sleep);
+            // The port's doorbell and the boards' doorbells in one sleep.
+            let woken = if futexes.is_empty() {
+                futex_wait(self.map.u32_at(me + P_DOORBELL), seq, sleep)
+            } else {
+                let mut words: Vec<(&AtomicU32, u32)> = Vec::with_capacity(futexes.len() + 1);
+                words.push((self.map.u32_at(me + P_DOORBELL), seq));
+                words.extend(futexes.iter().take(shm::FUTEX_WAITV_MAX - 1).copied());
+                shm::futex_waitv(&words, sleep)
+            };
             self.map.u32_at(me + P_SLEEPING).store(0, Ordering::SeqCst);
             if woken {
                 return Ok(());

@@ -199,6 +199,42 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> bool {
     !(rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT))
 }
 
+/// Most words one `futex_waitv` takes (the kernel's limit).
+pub const FUTEX_WAITV_MAX: usize = 128;
+
+/// Sleeps until one of `words` no longer holds its expected value, a wake
+/// on one of them, or `timeout` (Linux ≥ 5.16 `futex_waitv`, shared
+/// futexes: the wakers are other processes). True unless it timed out.
+pub fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> bool {
+    #[repr(C)]
+    struct FutexWaitv {
+        val: u64,
+        uaddr: u64,
+        flags: u32,
+        reserved: u32,
+    }
+    const FUTEX2_SIZE_U32: u32 = 2;
+    let v: Vec<FutexWaitv> = words
+        .iter()
+        .take(FUTEX_WAITV_MAX)
+        .map(|(w, e)| FutexWaitv { val: u64::from(*e), uaddr: w.as_ptr() as u64, flags: FUTEX2_SIZE_U32, reserved: 0 })
+        .collect();
+    // futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let total = now.tv_nsec as u64 + timeout.subsec_nanos() as u64;
+    let ts = libc::timespec {
+        tv_sec: now.tv_sec + timeout.as_secs().min(i32::MAX as u64) as libc::time_t + (total / 1_000_000_000) as libc::time_t,
+        tv_nsec: (total % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `v` holds valid waiters for live, aligned words; `ts` outlives the call.
+    let rc = unsafe {
+        libc::syscall(libc::SYS_futex_waitv, v.as_ptr(), v.len() as u32, 0u32, &ts as *const libc::timespec, libc::CLOCK_MONOTONIC)
+    };
+    !(rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT))
+}
+
 /// FUTEX_WAKE every waiter on `word` (in any process).
 pub fn futex_wake(word: &AtomicU32) {
     // SAFETY: `word` is a valid, aligned u32 in a live mapping; FUTEX_WAKE

@@ -26,8 +26,8 @@ struct Snapshot {
     rcv_nxt: SeqNumber,
     rcv_adv: SeqNumber,
     readable: Vec<u8>,
-    /// The receive ring's bytes from the head up to the end of the parked ones.
-    held: Vec<u8>,
+    /// The parked bytes, range by range (the holes between are free space).
+    parked: Vec<u8>,
     ooo: Vec<(usize, usize)>,
     stats: ConnStats,
     memory: usize,
@@ -37,14 +37,14 @@ struct Snapshot {
 
 fn snapshot(c: &Connection) -> Snapshot {
     let store = c.recv_buf.storage_bytes();
-    let end = c.recv_buf.len() + c.assembler.ranges().last().map_or(0, |r| r.1);
-    let held = (0..end).map(|i| store[(c.recv_buf.head() + i) % store.len()]).collect();
+    let at = |i: usize| store[(c.recv_buf.head() + c.recv_buf.len() + i) % store.len()];
+    let parked = c.assembler.ranges().flat_map(|(s, e)| (s..e).map(at)).collect();
     Snapshot {
         state: c.state(),
         rcv_nxt: c.rcv_nxt,
         rcv_adv: c.rcv_adv,
         readable: readable(c),
-        held,
+        parked,
         ooo: c.assembler.ranges().collect(),
         stats: c.stats(),
         memory: c.memory_in_use(),

@@ -1,0 +1,151 @@
+//! `outboard bench latency` and `outboard bench throughput` (no root): two
+//! applications through two engines on the fabric beside Linux TCP on
+//! loopback, with tiny settings. Checks the JSON's shape, that every figure
+//! is positive, that the engines copied each delivered byte once each way
+//! (copies_per_byte within 0.05 of 1.0), that the applications' API copied
+//! nothing, and that the plot was written.
+
+// Tests are the imperative shell: they may read the wall clock.
+#![allow(clippy::disallowed_methods)]
+
+use serde_json::Value;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
+
+/// Runs `outboard ARGS`, killed after `limit`; returns (success, stdout, stderr).
+fn run(args: &[&str], limit: Duration) -> (bool, String, String) {
+    let mut child = Command::new(OUTBOARD)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn outboard");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if t0.elapsed() > limit {
+            // SIGTERM first: the bench stops its engines and peers on the way out.
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            std::thread::sleep(Duration::from_secs(8));
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (o, e) = (t_out.join().unwrap_or_default(), t_err.join().unwrap_or_default());
+    match status {
+        Some(st) => (st.success(), o, e),
+        None => (false, o, format!("timed out after {limit:?}\n{e}")),
+    }
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64().unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+fn positive(v: &Value, path: &str) {
+    let x = num(v, path);
+    assert!(x > 0.0 && x.is_finite(), "{path} = {x}, expected > 0");
+}
+
+fn json_of(ok: bool, out: &str, err: &str, what: &str) -> Value {
+    assert!(ok, "{what} failed:\nstdout:\n{out}\nstderr:\n{err}");
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{what}: not JSON ({e}):\n{out}\nstderr:\n{err}"))
+}
+
+#[test]
+fn bench_latency_json_both_modes() {
+    let (ok, out, err) = run(
+        &["bench", "latency", "--json", "--round-trips", "300", "--warmup", "30", "--seconds", "2"],
+        Duration::from_secs(240),
+    );
+    let v = json_of(ok, &out, &err, "bench latency");
+    for side in ["outboard", "kernel"] {
+        positive(&v, &format!("{side}.p50_us"));
+        positive(&v, &format!("{side}.p99_us"));
+        assert!(num(&v, &format!("{side}.p99_us")) >= num(&v, &format!("{side}.p50_us")), "{v}");
+    }
+    positive(&v, "ratio_p50");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "blocking and polling, ours and Linux: {v}");
+    for side in ["outboard", "kernel"] {
+        for mode in ["blocking", "polling"] {
+            let r = rows
+                .iter()
+                .find(|r| r["side"] == side && r["mode"] == mode)
+                .unwrap_or_else(|| panic!("no row {side}/{mode} in {v}"));
+            positive(r, "p50_us");
+            positive(r, "p99_us");
+            positive(r, "round_trips");
+        }
+    }
+    for r in rows.iter().filter(|r| r["side"] == "outboard") {
+        assert_eq!(r["api_copied_bytes"].as_u64(), Some(0), "the zero-copy calls copy nothing: {r}");
+    }
+    assert!(v["ratio_p50_by_mode"]["polling"].as_f64().is_some(), "{v}");
+}
+
+#[test]
+fn bench_throughput_json_copies_once_each_way() {
+    let dir = std::env::temp_dir().join(format!("ob-bench-apps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plot: PathBuf = dir.join("tput.svg");
+    let plot_s = plot.display().to_string();
+    let (ok, out, err) = run(
+        &["bench", "throughput", "--json", "--sizes", "64,64KiB", "--bytes", "2MiB", "--seconds", "3", "--plot", &plot_s],
+        Duration::from_secs(240),
+    );
+    let v = json_of(ok, &out, &err, "bench throughput");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    assert_eq!(rows[0]["write_size"].as_u64(), Some(64));
+    assert_eq!(rows[1]["write_size"].as_u64(), Some(64 << 10));
+    for r in rows {
+        for f in ["outboard_gbps", "kernel_gbps", "outboard_efficiency", "kernel_efficiency"] {
+            positive(r, f);
+        }
+        positive(r, "outboard.app_cpu_s_per_gb");
+        positive(r, "kernel.app_cpu_s_per_gb");
+    }
+    for k in ["copies_per_byte_tx", "copies_per_byte_rx"] {
+        let c = v[k].as_f64().unwrap_or_else(|| panic!("{k} is not a number: {v}"));
+        assert!((c - 1.0).abs() <= 0.05, "{k} = {c}, expected 1.0 (one copy per delivered byte): {v}");
+    }
+    assert_eq!(v["api_copied_bytes"].as_u64(), Some(0), "{v}");
+    assert!(v["efficiency_ratio_64k"].as_f64().is_some(), "{v}");
+    let svg = std::fs::read_to_string(&plot).expect("the plot was written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("64 KiB") && svg.contains("<polyline"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_throughput_rejects_bad_sizes() {
+    let (ok, _out, err) = run(&["bench", "throughput", "--sizes", "0", "--no-plot"], Duration::from_secs(30));
+    assert!(!ok);
+    assert!(err.contains("--sizes"), "{err}");
+}

@@ -1,0 +1,158 @@
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+//! Native-API applications against Linux across the lab's veth (root):
+//! an echo server on the engine serves a Linux client, and a client on the
+//! engine downloads from a Linux server — `OUTBOARD_INTEROP_BYTES` each
+//! (default 1 GiB), SHA-256 compared, for the Rust examples
+//! (`crates/outboard-api/examples`) and the C examples (`examples/c`).
+//! The applications run outside the namespaces: they reach the engine
+//! through its board socket in the run directory, not the network.
+
+mod support;
+
+use outboard_lab::LabConfig;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
+
+fn bytes() -> u64 {
+    let s = std::env::var("OUTBOARD_INTEROP_BYTES").unwrap_or_else(|_| "1GiB".into());
+    let t = s.trim().trim_end_matches("iB").trim_end_matches('B');
+    let (n, m) = match t.chars().last() {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    n.parse::<u64>().expect("OUTBOARD_INTEROP_BYTES") * m
+}
+
+fn script(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts").join(name).display().to_string()
+}
+
+fn example(name: &str) -> PathBuf {
+    let p = Path::new(OUTBOARD).parent().expect("target dir").join("examples").join(name);
+    assert!(p.exists(), "{} is missing: built by `cargo test --workspace`", p.display());
+    p
+}
+
+fn json_line(s: &str) -> serde_json::Value {
+    let line = s.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or_else(|| panic!("no JSON in {s:?}"));
+    serde_json::from_str(line).expect("JSON")
+}
+
+/// One application command: a program and its arguments before the engine name.
+struct AppCmd {
+    program: PathBuf,
+    lead: Vec<String>,
+}
+
+fn run_with_timeout(mut c: Command, limit: Duration) -> (bool, String, String) {
+    let child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(o)) => (o.status.success(), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into()),
+        _ => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("{c:?} ran past {limit:?}")
+        }
+    }
+}
+
+/// Echo server on the engine; Linux's client sends `n` bytes and checks the echo.
+fn serve_linux_client(tag: &str, server: AppCmd) {
+    let name = lab_name(tag);
+    let lab = lab(&LabConfig::new(&name));
+    let e = EngineProc::start(
+        lab.engine_ns(),
+        &format!("{name}-e"),
+        &["--link", &format!("af_xdp:{}", lab.engine_iface()), "--addr", &format!("{}/{}", lab.engine_addr(), lab.engine_prefix())],
+    );
+    let n = bytes();
+    let limit = Duration::from_secs(60 + n / (8 << 20));
+    let mut srv = Command::new(&server.program);
+    srv.args(&server.lead).args([&e.name, "7100", "1"]).env("OUTBOARD_RUN_DIR", support::run_dir());
+    let srv = std::thread::spawn(move || run_with_timeout(srv, limit));
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let o = Command::new("timeout")
+        .args(["-k", "5", &limit.as_secs().to_string(), "ip", "netns", "exec", lab.linux_ns(), "python3"])
+        .args([&script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7100", &n.to_string(), &limit.as_secs().to_string()])
+        .output()
+        .expect("client");
+    let secs = t0.elapsed().as_secs_f64();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "Linux echo client: {out} {}", String::from_utf8_lossy(&o.stderr));
+    let r = json_line(&out);
+    assert_eq!(r["sent"].as_u64(), Some(n), "{r}");
+    assert_eq!(r["received"].as_u64(), Some(n), "{r}");
+    assert_eq!(r["sha256_sent"], r["sha256_received"], "echo differs: {r}");
+    assert_eq!(r["ok"], true, "{r}");
+    let (ok, sout, serr) = srv.join().expect("server thread");
+    assert!(ok, "native-API echo server: {sout} {serr}");
+    eprintln!("{tag}: {} MiB echoed through a native-API server in {secs:.1} s ({:.0} Mbit/s each way)", n >> 20, n as f64 * 8.0 / secs / 1e6);
+    drop(e);
+}
+
+/// A Linux server sends `n` bytes; the engine-side client downloads and hashes them.
+fn download_from_linux(tag: &str, client: AppCmd) {
+    let name = lab_name(tag);
+    let lab = lab(&LabConfig::new(&name));
+    let e = EngineProc::start(
+        lab.engine_ns(),
+        &format!("{name}-e"),
+        &["--link", &format!("af_xdp:{}", lab.engine_iface()), "--addr", &format!("{}/{}", lab.engine_addr(), lab.engine_prefix())],
+    );
+    let n = bytes();
+    let limit = Duration::from_secs(60 + n / (8 << 20));
+    let mut server = Command::new("timeout")
+        .args(["-k", "5", &limit.as_secs().to_string(), "ip", "netns", "exec", lab.linux_ns(), "python3"])
+        .args([&script("interop_source_server.py"), "0.0.0.0", "7200", &n.to_string(), &limit.as_secs().to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("Linux server");
+    let mut first = String::new();
+    let mut sout = BufReader::new(server.stdout.take().unwrap());
+    sout.read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "listening");
+    let t0 = Instant::now();
+    let mut c = Command::new(&client.program);
+    c.args(&client.lead).args([&e.name, &format!("{}:7200", lab.linux_addr())]).env("OUTBOARD_RUN_DIR", support::run_dir());
+    let (ok, cout, cerr) = run_with_timeout(c, limit);
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(ok, "native-API client: {cout} {cerr}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut sout, &mut rest).unwrap();
+    let _ = server.wait();
+    let (a, b) = (json_line(&rest), json_line(&cout));
+    assert_eq!(a["bytes"].as_u64(), Some(n), "{a}");
+    assert_eq!(a, b, "downloaded bytes differ from what Linux sent");
+    eprintln!("{tag}: {} MiB downloaded by a native-API client in {secs:.1} s ({:.0} Mbit/s)", n >> 20, n as f64 * 8.0 / secs / 1e6);
+    drop(e);
+}
+
+fn rust(name: &str) -> AppCmd {
+    AppCmd { program: example(name), lead: vec![] }
+}
+
+#[test]
+fn rust_native_server_serves_a_linux_client() {
+    if skip_unless_root("rust_native_server_serves_a_linux_client") {
+        return;
+    }
+    serve_linux_client("brs", rust("echo_server"));
+}
+
+#[test]
+fn rust_native_client_downloads_from_a_linux_server() {
+    if skip_unless_root("rust_native_client_downloads_from_a_linux_server") {
+        return;
+    }
+    download_from_linux("brc", rust("fetch"));
+}
