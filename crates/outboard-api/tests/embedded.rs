@@ -1,7 +1,8 @@
 //! Two embedded engines on one shared-memory fabric, an application on
 //! each: the native API end to end, no root.
 
-use outboard_api::{AttachOptions, Board, EmbeddedEngine, Mode};
+use outboard_api::{AttachOptions, EmbeddedEngine, Error, Interest, Mode};
+use std::time::Duration;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -63,5 +64,119 @@ fn stream_through_two_embedded_engines_zero_copy_both_ends() {
     assert_eq!(board_a.copy_counters().recv_copied, 0);
     drop(s);
     server.join().expect("client thread");
-    let _ = Mode::Blocking;
+}
+
+#[test]
+fn datagrams_both_ways_copying_and_in_place() {
+    let fabric = format!("fabric:apiu-{}", std::process::id());
+    let a = engine(&fabric, "apiu-a", 1);
+    let b = engine(&fabric, "apiu-b", 2);
+    let board_a = a.attach(&AttachOptions::default()).expect("attach a");
+    let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+    let mut ua = board_a.bind_udp(9000).expect("bind a");
+    let mut ub = board_b.bind_udp(0).expect("bind b");
+    assert_eq!(ua.local_port(), 9000);
+    let to_a = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 9000);
+    // The first datagram may wait for ARP: send until one arrives.
+    let mut buf = [0u8; 2048];
+    ua.set_mode(Mode::NonBlocking);
+    let mut got = None;
+    for i in 0..200 {
+        ub.send_to(format!("hello {i}").as_bytes(), to_a).expect("send_to");
+        std::thread::sleep(Duration::from_millis(5));
+        if let Ok((n, from)) = ua.recv_from(&mut buf) {
+            got = Some((n, from));
+            break;
+        }
+    }
+    let (n, from) = got.expect("no datagram arrived");
+    assert!(buf[..n].starts_with(b"hello "));
+    assert_eq!(*from.ip(), Ipv4Addr::new(10, 0, 0, 2));
+    assert_eq!(from.port(), ub.local_port());
+    // In place, back: write into a board buffer, read the reply in place.
+    ua.set_mode(Mode::Blocking);
+    for k in 0..100u32 {
+        let out = ua.begin_put().expect("begin_put");
+        out[..4].copy_from_slice(&k.to_be_bytes());
+        ua.end_put_to(4, from).expect("end_put_to");
+        let (msg, src) = ub.begin_get().expect("begin_get");
+        assert_eq!(msg, &k.to_be_bytes());
+        assert_eq!(src, to_a);
+        ub.end_get().expect("end_get");
+    }
+    // Empty and would-block.
+    ub.set_mode(Mode::NonBlocking);
+    assert!(matches!(ub.recv_from(&mut buf), Err(Error::WouldBlock)));
+}
+
+#[test]
+fn event_queue_over_many_streams_and_errors() {
+    let fabric = format!("fabric:apie-{}", std::process::id());
+    let a = engine(&fabric, "apie-a", 1);
+    let b = engine(&fabric, "apie-b", 2);
+    let board_a = a.attach(&AttachOptions::default()).expect("attach a");
+    let mut l = board_a.listen(7100, 64).expect("listen");
+    // Nobody listens on 7101: refused, as with a socket.
+    let t = std::thread::spawn(move || {
+        let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+        let refused = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7101));
+        assert!(matches!(refused, Err(Error::ConnectionRefused)), "{:?}", refused.err());
+        let mut streams: Vec<_> = (0..16)
+            .map(|_| board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7100)).expect("connect"))
+            .collect();
+        for (i, s) in streams.iter_mut().enumerate() {
+            s.send_all(format!("stream {i:02}").as_bytes()).expect("send");
+            s.shutdown().expect("shutdown");
+        }
+        // Each gets its own text back, then EOF.
+        for (i, s) in streams.iter_mut().enumerate() {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 64];
+            loop {
+                let n = s.recv(&mut buf).expect("recv");
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, format!("stream {i:02}").into_bytes());
+        }
+    });
+    l.set_mode(Mode::NonBlocking);
+    let mut q = board_a.event_queue();
+    q.add(l.id(), u64::MAX, Interest::READABLE).expect("add listener");
+    let mut conns = std::collections::HashMap::new();
+    let mut ready = Vec::new();
+    let mut closed = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while closed < 16 {
+        assert!(std::time::Instant::now() < deadline, "event queue stalled with {closed} closed");
+        q.wait(&mut ready, Some(Duration::from_secs(1))).expect("wait");
+        for r in ready.clone() {
+            if r.token == u64::MAX {
+                while let Ok(s) = l.accept() {
+                    q.add(s.id(), u64::from(s.id()), Interest::READABLE).expect("add stream");
+                    conns.insert(u64::from(s.id()), s);
+                }
+                continue;
+            }
+            let s = conns.get_mut(&r.token).expect("registered stream");
+            let mut buf = [0u8; 64];
+            s.set_mode(Mode::NonBlocking);
+            loop {
+                match s.recv(&mut buf) {
+                    Ok(0) => {
+                        q.remove(r.endpoint).expect("remove");
+                        conns.remove(&r.token);
+                        closed += 1;
+                        break;
+                    }
+                    Ok(n) => s.send_all(&buf[..n]).expect("echo"),
+                    Err(Error::WouldBlock) => break,
+                    Err(e) => panic!("recv: {e}"),
+                }
+            }
+        }
+    }
+    t.join().expect("client");
 }

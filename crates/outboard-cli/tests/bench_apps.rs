@@ -44,7 +44,9 @@ fn run(args: &[&str], limit: Duration) -> (bool, String, String) {
         }
         if t0.elapsed() > limit {
             // SIGTERM first: the bench stops its engines and peers on the way out.
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
             std::thread::sleep(Duration::from_secs(8));
             let _ = child.kill();
             let _ = child.wait();
@@ -52,7 +54,10 @@ fn run(args: &[&str], limit: Duration) -> (bool, String, String) {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let (o, e) = (t_out.join().unwrap_or_default(), t_err.join().unwrap_or_default());
+    let (o, e) = (
+        t_out.join().unwrap_or_default(),
+        t_err.join().unwrap_or_default(),
+    );
     match status {
         Some(st) => (st.success(), o, e),
         None => (false, o, format!("timed out after {limit:?}\n{e}")),
@@ -64,7 +69,8 @@ fn num(v: &Value, path: &str) -> f64 {
     for k in path.split('.') {
         cur = &cur[k];
     }
-    cur.as_f64().unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 fn positive(v: &Value, path: &str) {
@@ -74,20 +80,34 @@ fn positive(v: &Value, path: &str) {
 
 fn json_of(ok: bool, out: &str, err: &str, what: &str) -> Value {
     assert!(ok, "{what} failed:\nstdout:\n{out}\nstderr:\n{err}");
-    serde_json::from_str(out).unwrap_or_else(|e| panic!("{what}: not JSON ({e}):\n{out}\nstderr:\n{err}"))
+    serde_json::from_str(out)
+        .unwrap_or_else(|e| panic!("{what}: not JSON ({e}):\n{out}\nstderr:\n{err}"))
 }
 
 #[test]
 fn bench_latency_json_both_modes() {
     let (ok, out, err) = run(
-        &["bench", "latency", "--json", "--round-trips", "300", "--warmup", "30", "--seconds", "2"],
+        &[
+            "bench",
+            "latency",
+            "--json",
+            "--round-trips",
+            "300",
+            "--warmup",
+            "30",
+            "--seconds",
+            "2",
+        ],
         Duration::from_secs(240),
     );
     let v = json_of(ok, &out, &err, "bench latency");
     for side in ["outboard", "kernel"] {
         positive(&v, &format!("{side}.p50_us"));
         positive(&v, &format!("{side}.p99_us"));
-        assert!(num(&v, &format!("{side}.p99_us")) >= num(&v, &format!("{side}.p50_us")), "{v}");
+        assert!(
+            num(&v, &format!("{side}.p99_us")) >= num(&v, &format!("{side}.p50_us")),
+            "{v}"
+        );
     }
     positive(&v, "ratio_p50");
     let rows = v["rows"].as_array().expect("rows");
@@ -104,7 +124,11 @@ fn bench_latency_json_both_modes() {
         }
     }
     for r in rows.iter().filter(|r| r["side"] == "outboard") {
-        assert_eq!(r["api_copied_bytes"].as_u64(), Some(0), "the zero-copy calls copy nothing: {r}");
+        assert_eq!(
+            r["api_copied_bytes"].as_u64(),
+            Some(0),
+            "the zero-copy calls copy nothing: {r}"
+        );
     }
     assert!(v["ratio_p50_by_mode"]["polling"].as_f64().is_some(), "{v}");
 }
@@ -116,7 +140,19 @@ fn bench_throughput_json_copies_once_each_way() {
     let plot: PathBuf = dir.join("tput.svg");
     let plot_s = plot.display().to_string();
     let (ok, out, err) = run(
-        &["bench", "throughput", "--json", "--sizes", "64,64KiB", "--bytes", "2MiB", "--seconds", "3", "--plot", &plot_s],
+        &[
+            "bench",
+            "throughput",
+            "--json",
+            "--sizes",
+            "64,64KiB",
+            "--bytes",
+            "2MiB",
+            "--seconds",
+            "3",
+            "--plot",
+            &plot_s,
+        ],
         Duration::from_secs(240),
     );
     let v = json_of(ok, &out, &err, "bench throughput");
@@ -125,15 +161,25 @@ fn bench_throughput_json_copies_once_each_way() {
     assert_eq!(rows[0]["write_size"].as_u64(), Some(64));
     assert_eq!(rows[1]["write_size"].as_u64(), Some(64 << 10));
     for r in rows {
-        for f in ["outboard_gbps", "kernel_gbps", "outboard_efficiency", "kernel_efficiency"] {
+        for f in [
+            "outboard_gbps",
+            "kernel_gbps",
+            "outboard_efficiency",
+            "kernel_efficiency",
+        ] {
             positive(r, f);
         }
         positive(r, "outboard.app_cpu_s_per_gb");
         positive(r, "kernel.app_cpu_s_per_gb");
     }
     for k in ["copies_per_byte_tx", "copies_per_byte_rx"] {
-        let c = v[k].as_f64().unwrap_or_else(|| panic!("{k} is not a number: {v}"));
-        assert!((c - 1.0).abs() <= 0.05, "{k} = {c}, expected 1.0 (one copy per delivered byte): {v}");
+        let c = v[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} is not a number: {v}"));
+        assert!(
+            (c - 1.0).abs() <= 0.05,
+            "{k} = {c}, expected 1.0 (one copy per delivered byte): {v}"
+        );
     }
     assert_eq!(v["api_copied_bytes"].as_u64(), Some(0), "{v}");
     assert!(v["efficiency_ratio_64k"].as_f64().is_some(), "{v}");
@@ -145,7 +191,10 @@ fn bench_throughput_json_copies_once_each_way() {
 
 #[test]
 fn bench_throughput_rejects_bad_sizes() {
-    let (ok, _out, err) = run(&["bench", "throughput", "--sizes", "0", "--no-plot"], Duration::from_secs(30));
+    let (ok, _out, err) = run(
+        &["bench", "throughput", "--sizes", "0", "--no-plot"],
+        Duration::from_secs(30),
+    );
     assert!(!ok);
     assert!(err.contains("--sizes"), "{err}");
 }

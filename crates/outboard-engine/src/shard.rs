@@ -263,6 +263,8 @@ impl Shard {
         let owner = |id| {
             if let Some(s) = self.services.owner_of(id) {
                 s.to_string()
+            } else if let Some(session) = self.host.owner_of(id) {
+                format!("board:{session}")
             } else if self.fetches.iter().any(|f| f.conn() == Some(id) && !f.is_finished()) {
                 "fetch".to_string()
             } else {

@@ -134,7 +134,10 @@ pub fn main(a: &LatencyArgs) -> ExitCode {
     match run(a) {
         Ok(r) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r).expect("report serialises")
+                );
             } else {
                 print_table(&r);
             }
@@ -155,7 +158,13 @@ fn modes(m: ModeChoice) -> Vec<WaitMode> {
     }
 }
 
-fn spec(a: &LatencyArgs, api: Api, mode: WaitMode, port: u16, engines: Option<(String, String)>) -> PairSpec {
+fn spec(
+    a: &LatencyArgs,
+    api: Api,
+    mode: WaitMode,
+    port: u16,
+    engines: Option<(String, String)>,
+) -> PairSpec {
     let secs = a.seconds.max(0.001);
     PairSpec {
         label: format!("{} B round trips", a.size),
@@ -181,12 +190,20 @@ fn spec(a: &LatencyArgs, api: Api, mode: WaitMode, port: u16, engines: Option<(S
     }
 }
 
-fn row(side: Api, mode: WaitMode, server: &serde_json::Value, client: &serde_json::Value) -> LatencyRow {
+fn row(
+    side: Api,
+    mode: WaitMode,
+    server: &serde_json::Value,
+    client: &serde_json::Value,
+) -> LatencyRow {
     let copied = match side {
         Api::Outboard => Some(
             [server, client]
                 .iter()
-                .map(|v| v["api_send_copied"].as_u64().unwrap_or(0) + v["api_recv_copied"].as_u64().unwrap_or(0))
+                .map(|v| {
+                    v["api_send_copied"].as_u64().unwrap_or(0)
+                        + v["api_recv_copied"].as_u64().unwrap_or(0)
+                })
                 .sum(),
         ),
         Api::Kernel => None,
@@ -215,7 +232,8 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     let mut rows = Vec::new();
     // Linux first, with no engine running.
     for &m in &modes {
-        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None)).map_err(|e| format!("Linux, {}: {e}", m.name()))?;
+        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None))
+            .map_err(|e| format!("Linux, {}: {e}", m.name()))?;
         rows.push(row(Api::Kernel, m, &s, &c));
     }
     peer::stopped()?;
@@ -232,7 +250,8 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         let after = engines.stats();
         let mut r = row(Api::Outboard, m, &s, &c);
         if let (Ok((a0, b0)), Ok((a1, b1))) = (before, after) {
-            r.engine_cpu_s = Some((a1.shard.cpu_s - a0.shard.cpu_s) + (b1.shard.cpu_s - b0.shard.cpu_s));
+            r.engine_cpu_s =
+                Some((a1.shard.cpu_s - a0.shard.cpu_s) + (b1.shard.cpu_s - b0.shard.cpu_s));
         }
         rows.push(r);
     }
@@ -249,7 +268,12 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         (Some(o), Some(k)) => (o, k),
         _ => return Err("internal: a headline row is missing".into()),
     };
-    let headline = |r: &LatencyRow| Headline { mode: r.mode.clone(), p50_us: r.p50_us, p99_us: r.p99_us, mean_us: r.mean_us };
+    let headline = |r: &LatencyRow| Headline {
+        mode: r.mode.clone(),
+        p50_us: r.p50_us,
+        p99_us: r.p99_us,
+        mean_us: r.mean_us,
+    };
     let ratio_p50 = ratio(o.p50_us, k.p50_us);
     let report = LatencyReport {
         command: command(a),
@@ -293,8 +317,14 @@ fn command(a: &LatencyArgs) -> String {
 }
 
 pub fn print_table(r: &LatencyReport) {
-    println!("outboard bench latency: {}-byte request/response, application to application ({})", r.size, r.command);
-    println!("machine: {} x {}, Linux {}", r.machine.nproc, r.machine.cpu_model, r.machine.kernel);
+    println!(
+        "outboard bench latency: {}-byte request/response, application to application ({})",
+        r.size, r.command
+    );
+    println!(
+        "machine: {} x {}, Linux {}",
+        r.machine.nproc, r.machine.cpu_model, r.machine.kernel
+    );
     println!(
         "ours: two processes on the native API (zero-copy calls) through two engines on {}; Linux: two processes, TCP on 127.0.0.1, TCP_NODELAY",
         r.fabric
@@ -302,7 +332,15 @@ pub fn print_table(r: &LatencyReport) {
     println!();
     println!(
         "  {:<9} {:<9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
-        "side", "mode", "round trips", "mean us", "p50 us", "p99 us", "max us", "app CPU s", "engine CPU"
+        "side",
+        "mode",
+        "round trips",
+        "mean us",
+        "p50 us",
+        "p99 us",
+        "max us",
+        "app CPU s",
+        "engine CPU"
     );
     for w in &r.rows {
         println!(
@@ -315,11 +353,16 @@ pub fn print_table(r: &LatencyReport) {
             w.p99_us,
             w.max_us,
             w.client_cpu_s + w.server_cpu_s,
-            w.engine_cpu_s.map_or("-".to_string(), |c| format!("{c:.3} s"))
+            w.engine_cpu_s
+                .map_or("-".to_string(), |c| format!("{c:.3} s"))
         );
     }
     println!();
-    let modes: Vec<String> = r.ratio_p50_by_mode.iter().map(|(m, x)| format!("{m} {x:.2}x")).collect();
+    let modes: Vec<String> = r
+        .ratio_p50_by_mode
+        .iter()
+        .map(|(m, x)| format!("{m} {x:.2}x"))
+        .collect();
     println!("p50 ours/Linux by mode: {}", modes.join(", "));
     println!(
         "headline ({} on both sides): p50 {:.2} us vs {:.2} us = {:.2}x, p99 {:.2}x; goal <= {:.2}x: {}",
@@ -332,5 +375,7 @@ pub fn print_table(r: &LatencyReport) {
         if r.goal_met { "met" } else { "NOT met" }
     );
     let copied: u64 = r.rows.iter().filter_map(|w| w.api_copied_bytes).sum();
-    println!("bytes the API copied for our applications: {copied} (the zero-copy calls copy nothing)");
+    println!(
+        "bytes the API copied for our applications: {copied} (the zero-copy calls copy nothing)"
+    );
 }

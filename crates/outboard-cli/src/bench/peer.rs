@@ -227,15 +227,23 @@ impl KernelConn {
     fn new(s: TcpStream, mode: WaitMode, nodelay: bool) -> Result<KernelConn, String> {
         let polling = mode == WaitMode::Polling;
         if nodelay {
-            s.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
+            s.set_nodelay(true)
+                .map_err(|e| format!("TCP_NODELAY: {e}"))?;
         }
         if polling {
-            s.set_nonblocking(true).map_err(|e| format!("O_NONBLOCK: {e}"))?;
+            s.set_nonblocking(true)
+                .map_err(|e| format!("O_NONBLOCK: {e}"))?;
         } else {
-            s.set_read_timeout(Some(IO_POLL)).map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
-            s.set_write_timeout(Some(IO_POLL)).map_err(|e| format!("SO_SNDTIMEO: {e}"))?;
+            s.set_read_timeout(Some(IO_POLL))
+                .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+            s.set_write_timeout(Some(IO_POLL))
+                .map_err(|e| format!("SO_SNDTIMEO: {e}"))?;
         }
-        Ok(KernelConn { s, polling, buf: Vec::new() })
+        Ok(KernelConn {
+            s,
+            polling,
+            buf: Vec::new(),
+        })
     }
 }
 
@@ -243,7 +251,13 @@ impl KernelConn {
 /// limit) or give up.
 /// `spinning`: the call returned at once (non-blocking); read the clock only
 /// every 1024th time (it costs ~20 ns). Otherwise the call waited `IO_POLL`.
-fn retry(e: io::Error, since: Instant, spins: &mut u32, spinning: bool, what: &str) -> Result<(), String> {
+fn retry(
+    e: io::Error,
+    since: Instant,
+    spins: &mut u32,
+    spinning: bool,
+    what: &str,
+) -> Result<(), String> {
     match e.kind() {
         io::ErrorKind::Interrupted => Ok(()),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
@@ -307,7 +321,9 @@ impl Conn for KernelConn {
     }
 
     fn shutdown(&mut self) -> Result<(), String> {
-        self.s.shutdown(Shutdown::Write).map_err(|e| format!("shutdown: {e}"))
+        self.s
+            .shutdown(Shutdown::Write)
+            .map_err(|e| format!("shutdown: {e}"))
     }
 
     fn api_copies(&self) -> Option<(u64, u64)> {
@@ -335,7 +351,13 @@ impl Conn for ObConn {
             let room = match self.s.begin_put() {
                 Ok(r) => r,
                 Err(ApiError::WouldBlock) => {
-                    retry(io::ErrorKind::WouldBlock.into(), since, &mut spins, true, "begin_put")?;
+                    retry(
+                        io::ErrorKind::WouldBlock.into(),
+                        since,
+                        &mut spins,
+                        true,
+                        "begin_put",
+                    )?;
                     continue;
                 }
                 Err(e) => return Err(api_err("begin_put", e)),
@@ -362,7 +384,13 @@ impl Conn for ObConn {
             let data = match self.s.begin_get() {
                 Ok(d) => d,
                 Err(ApiError::WouldBlock) => {
-                    retry(io::ErrorKind::WouldBlock.into(), since, &mut spins, true, "begin_get")?;
+                    retry(
+                        io::ErrorKind::WouldBlock.into(),
+                        since,
+                        &mut spins,
+                        true,
+                        "begin_get",
+                    )?;
                     continue;
                 }
                 Err(e) => return Err(api_err("begin_get", e)),
@@ -398,8 +426,12 @@ fn run_kernel(a: &PeerArgs) -> Result<Value, String> {
     let s = if is_server(a.role) {
         let l = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, a.port))
             .map_err(|e| format!("bind 127.0.0.1:{}: {e}", a.port))?;
-        let port = l.local_addr().map_err(|e| format!("local_addr: {e}"))?.port();
-        l.set_nonblocking(true).map_err(|e| format!("O_NONBLOCK: {e}"))?;
+        let port = l
+            .local_addr()
+            .map_err(|e| format!("local_addr: {e}"))?
+            .port();
+        l.set_nonblocking(true)
+            .map_err(|e| format!("O_NONBLOCK: {e}"))?;
         ready(port);
         let t0 = Instant::now();
         loop {
@@ -418,7 +450,8 @@ fn run_kernel(a: &PeerArgs) -> Result<Value, String> {
         let to = a.connect.ok_or("--connect is required")?;
         let s = TcpStream::connect_timeout(&to.into(), Duration::from_secs(5))
             .map_err(|e| format!("connect {to}: {e}"))?;
-        s.set_nonblocking(false).map_err(|e| format!("blocking: {e}"))?;
+        s.set_nonblocking(false)
+            .map_err(|e| format!("blocking: {e}"))?;
         s
     };
     let mut c = KernelConn::new(s, a.mode, nodelay)?;
@@ -426,23 +459,34 @@ fn run_kernel(a: &PeerArgs) -> Result<Value, String> {
 }
 
 fn run_outboard(a: &PeerArgs) -> Result<Value, String> {
-    let name = a.engine.as_deref().ok_or("--engine NAME is required with --api outboard")?;
+    let name = a
+        .engine
+        .as_deref()
+        .ok_or("--engine NAME is required with --api outboard")?;
     let mode = match a.mode {
         WaitMode::Blocking => Mode::Blocking,
         WaitMode::Polling => Mode::Polling,
     };
-    let opts = AttachOptions { mode, ..AttachOptions::default() };
-    let board = Board::attach_with(name, &opts).map_err(|e| api_err(&format!("attach to {name}"), e))?;
+    let opts = AttachOptions {
+        mode,
+        ..AttachOptions::default()
+    };
+    let board =
+        Board::attach_with(name, &opts).map_err(|e| api_err(&format!("attach to {name}"), e))?;
     let mut s = if is_server(a.role) {
         if a.port == 0 {
             return Err("--port is required with --api outboard".into());
         }
-        let mut l = board.listen(a.port, 8).map_err(|e| api_err(&format!("listen on {}", a.port), e))?;
+        let mut l = board
+            .listen(a.port, 8)
+            .map_err(|e| api_err(&format!("listen on {}", a.port), e))?;
         ready(a.port);
         l.accept().map_err(|e| api_err("accept", e))?
     } else {
         let to = a.connect.ok_or("--connect is required")?;
-        board.connect(to).map_err(|e| api_err(&format!("connect {to}"), e))?
+        board
+            .connect(to)
+            .map_err(|e| api_err(&format!("connect {to}"), e))?
     };
     if matches!(a.role, Role::Echo | Role::Ping) {
         s.set_nodelay(true).map_err(|e| api_err("set_nodelay", e))?;
@@ -546,7 +590,10 @@ fn round_trip<C: Conn>(c: &mut C, req: &[u8]) -> Result<(), String> {
             }
         })?;
         if n == 0 {
-            return Err(format!("the echo closed after {got} of {} bytes", req.len()));
+            return Err(format!(
+                "the echo closed after {got} of {} bytes",
+                req.len()
+            ));
         }
         got += n;
     }
@@ -652,7 +699,12 @@ fn generate(touch: Touch, off: u64, b: &mut [u8]) {
 
 /// Checks `d` (the bytes at stream offsets `off..`) in place.
 fn check(touch: Touch, off: u64, d: &[u8]) -> Result<(), String> {
-    let bad = |o: u64, got: u8| Err(format!("byte {o} of the stream is {got}, expected {}", pattern(o)));
+    let bad = |o: u64, got: u8| {
+        Err(format!(
+            "byte {o} of the stream is {got}, expected {}",
+            pattern(o)
+        ))
+    };
     match touch {
         Touch::None => Ok(()),
         Touch::Stamp => {
@@ -769,7 +821,8 @@ pub struct RunDir {
 
 impl RunDir {
     pub fn new(tag: &str) -> Result<RunDir, String> {
-        let path = std::env::temp_dir().join(format!("outboard-bench-{tag}-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("outboard-bench-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
         Ok(RunDir { path })
@@ -795,13 +848,25 @@ impl Proc {
     /// Starts this executable with `args`, stderr (and stdout unless
     /// `capture`) to `run/NAME.log`; with `capture`, stdout lines come
     /// through `next_json`.
-    pub fn spawn(run: &RunDir, log_name: &str, what: &str, args: &[String], capture: bool, grace: Duration) -> Result<Proc, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+    pub fn spawn(
+        run: &RunDir,
+        log_name: &str,
+        what: &str,
+        args: &[String],
+        capture: bool,
+        grace: Duration,
+    ) -> Result<Proc, String> {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
         let log = run.path.join(format!("{log_name}.log"));
-        let logf = std::fs::File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
+        let logf =
+            std::fs::File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
         let logf2 = logf.try_clone().map_err(|e| format!("dup log: {e}"))?;
         let mut cmd = Command::new(exe);
-        cmd.args(args).env("OUTBOARD_RUN_DIR", &run.path).stdin(Stdio::null()).stderr(logf2);
+        cmd.args(args)
+            .env("OUTBOARD_RUN_DIR", &run.path)
+            .stdin(Stdio::null())
+            .stderr(logf2);
         if capture {
             cmd.stdout(Stdio::piped());
         } else {
@@ -827,7 +892,13 @@ impl Proc {
             }
             None => None,
         };
-        Ok(Proc { child, what: what.to_string(), log, lines, grace })
+        Ok(Proc {
+            child,
+            what: what.to_string(),
+            log,
+            lines,
+            grace,
+        })
     }
 
     pub fn log_text(&self) -> String {
@@ -891,7 +962,10 @@ impl Proc {
         if v["ok"] == Value::Bool(true) {
             Ok(v)
         } else {
-            let e = v["error"].as_str().unwrap_or("failed without a message").to_string();
+            let e = v["error"]
+                .as_str()
+                .unwrap_or("failed without a message")
+                .to_string();
             Err(self.failure(&e))
         }
     }
@@ -955,15 +1029,48 @@ impl Engines {
         let a_name = format!("bench-{tag}-{pid}-a");
         let b_name = format!("bench-{tag}-{pid}-b");
         let args = |addr: &str, name: &str| -> Vec<String> {
-            ["engine", "--link", &fabric, "--addr", addr, "--name", name, "--services", "none", "--log-level", "warn"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
+            [
+                "engine",
+                "--link",
+                &fabric,
+                "--addr",
+                addr,
+                "--name",
+                name,
+                "--services",
+                "none",
+                "--log-level",
+                "warn",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
         };
         let grace = Duration::from_secs(5);
-        let a = Proc::spawn(run, &a_name, &format!("engine {a_name}"), &args("10.0.0.1/24", &a_name), false, grace)?;
-        let b = Proc::spawn(run, &b_name, &format!("engine {b_name}"), &args("10.0.0.2/24", &b_name), false, grace)?;
-        let mut e = Engines { fabric, a_name, b_name, b, a, run_path: run.path.clone() };
+        let a = Proc::spawn(
+            run,
+            &a_name,
+            &format!("engine {a_name}"),
+            &args("10.0.0.1/24", &a_name),
+            false,
+            grace,
+        )?;
+        let b = Proc::spawn(
+            run,
+            &b_name,
+            &format!("engine {b_name}"),
+            &args("10.0.0.2/24", &b_name),
+            false,
+            grace,
+        )?;
+        let mut e = Engines {
+            fabric,
+            a_name,
+            b_name,
+            b,
+            a,
+            run_path: run.path.clone(),
+        };
         e.wait_up()?;
         Ok(e)
     }
@@ -973,7 +1080,11 @@ impl Engines {
         for which in [0, 1] {
             loop {
                 stopped()?;
-                let name = if which == 0 { self.a_name.clone() } else { self.b_name.clone() };
+                let name = if which == 0 {
+                    self.a_name.clone()
+                } else {
+                    self.b_name.clone()
+                };
                 if self.stat(&name).is_ok() {
                     break;
                 }
@@ -992,7 +1103,8 @@ impl Engines {
 
     /// `outboard stat --json --name NAME` (bounded by stat's own 10 s timeout).
     pub fn stat(&self, name: &str) -> Result<Snapshot, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
         let out = Command::new(exe)
             .args(["stat", "--json", "--name", name])
             .env("OUTBOARD_RUN_DIR", &self.run_path)
@@ -1000,7 +1112,10 @@ impl Engines {
             .output()
             .map_err(|e| format!("outboard stat: {e}"))?;
         if !out.status.success() {
-            return Err(format!("outboard stat --name {name}: {}", String::from_utf8_lossy(&out.stderr).trim_end()));
+            return Err(format!(
+                "outboard stat --name {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
         }
         serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat --name {name}: {e}"))
     }
@@ -1024,7 +1139,11 @@ impl Engines {
                     "\n{}{}: {}",
                     p.what,
                     if alive { "" } else { " (exited)" },
-                    if log.trim().is_empty() { "(empty log)".to_string() } else { log.trim_end().to_string() }
+                    if log.trim().is_empty() {
+                        "(empty log)".to_string()
+                    } else {
+                        log.trim_end().to_string()
+                    }
                 ));
             }
         }
@@ -1080,7 +1199,12 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
             p.mode.name().into(),
         ]
     };
-    let tag = format!("{}-{}-{}", p.api.name(), p.mode.name(), p.label.replace(' ', "_"));
+    let tag = format!(
+        "{}-{}-{}",
+        p.api.name(),
+        p.mode.name(),
+        p.label.replace(' ', "_")
+    );
     let mut sargs = base(p.server_role);
     sargs.extend(["--port".into(), p.port.to_string()]);
     if let Some((s, _)) = &p.engines {
@@ -1088,25 +1212,56 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
     }
     sargs.extend(p.server_extra.iter().cloned());
     let grace = Duration::from_secs(1);
-    let what = |role: Role| format!("{} peer ({}, {}, {})", role_name(role), p.api.name(), p.mode.name(), p.label);
-    let mut server = Proc::spawn(run, &format!("peer-{tag}-server"), &what(p.server_role), &sargs, true, grace)?;
+    let what = |role: Role| {
+        format!(
+            "{} peer ({}, {}, {})",
+            role_name(role),
+            p.api.name(),
+            p.mode.name(),
+            p.label
+        )
+    };
+    let mut server = Proc::spawn(
+        run,
+        &format!("peer-{tag}-server"),
+        &what(p.server_role),
+        &sargs,
+        true,
+        grace,
+    )?;
     let ready = server.next_json(deadline.min(Instant::now() + Duration::from_secs(20)))?;
     if ready["ready"] != Value::Bool(true) {
-        let e = ready["error"].as_str().unwrap_or("did not start listening").to_string();
+        let e = ready["error"]
+            .as_str()
+            .unwrap_or("did not start listening")
+            .to_string();
         return Err(server.failure(&e));
     }
-    let port = ready["port"].as_u64().and_then(|p| u16::try_from(p).ok()).ok_or_else(|| server.failure("no port in its ready line"))?;
+    let port = ready["port"]
+        .as_u64()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or_else(|| server.failure("no port in its ready line"))?;
     let host = match p.api {
         Api::Kernel => Ipv4Addr::LOCALHOST,
         Api::Outboard => ENGINE_A_ADDR,
     };
     let mut cargs = base(p.client_role);
-    cargs.extend(["--connect".into(), SocketAddrV4::new(host, port).to_string()]);
+    cargs.extend([
+        "--connect".into(),
+        SocketAddrV4::new(host, port).to_string(),
+    ]);
     if let Some((_, c)) = &p.engines {
         cargs.extend(["--engine".into(), c.clone()]);
     }
     cargs.extend(p.client_extra.iter().cloned());
-    let mut client = Proc::spawn(run, &format!("peer-{tag}-client"), &what(p.client_role), &cargs, true, grace)?;
+    let mut client = Proc::spawn(
+        run,
+        &format!("peer-{tag}-client"),
+        &what(p.client_role),
+        &cargs,
+        true,
+        grace,
+    )?;
     // The client's report first (a failing client makes the server fail too,
     // and the client's message is the one that tells).
     let c = client.report(deadline)?;
@@ -1138,7 +1293,13 @@ pub fn machine() -> Machine {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
-    Machine { nproc: thread::available_parallelism().map(|n| n.get()).unwrap_or(1), cpu_model, kernel }
+    Machine {
+        nproc: thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        cpu_model,
+        kernel,
+    }
 }
 
 /// A number from a peer's report (0 if absent).
@@ -1149,7 +1310,9 @@ pub fn num(v: &Value, key: &str) -> f64 {
 /// Is `p` usable for writing a file (its directory exists)?
 pub fn check_writable_parent(p: &Path) -> Result<(), String> {
     match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => Err(format!("{}: no such directory", d.display())),
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+            Err(format!("{}: no such directory", d.display()))
+        }
         _ => Ok(()),
     }
 }

@@ -30,7 +30,10 @@ const BOTTOM: f64 = 55.0;
 const HEADER: f64 = 56.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A byte count as the axis shows it: 64 B, 1 KiB, 1 MiB.
@@ -84,8 +87,18 @@ pub fn svg(title: &str, subtitle: &str, panels: &[Panel]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(o, r#"<text x="{}" y="22" font-size="16" font-weight="bold">{}</text>"#, LEFT, esc(title));
-    let _ = writeln!(o, r##"<text x="{}" y="42" fill="#444">{}</text>"##, LEFT, esc(subtitle));
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="22" font-size="16" font-weight="bold">{}</text>"#,
+        LEFT,
+        esc(title)
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="{}" y="42" fill="#444">{}</text>"##,
+        LEFT,
+        esc(subtitle)
+    );
     for (i, p) in panels.iter().enumerate() {
         let top = HEADER + i as f64 * (PANEL_H + TOP + BOTTOM) + TOP;
         panel(&mut o, p, top);
@@ -98,7 +111,12 @@ fn panel(o: &mut String, p: &Panel, top: f64) {
     let plot_w = WIDTH - LEFT - RIGHT;
     let bottom = top + PANEL_H;
     // x: log2 over the sizes measured.
-    let mut xs: Vec<f64> = p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0)).filter(|x| *x > 0.0).collect();
+    let mut xs: Vec<f64> = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.0))
+        .filter(|x| *x > 0.0)
+        .collect();
     xs.sort_by(|a, b| a.total_cmp(b));
     xs.dedup();
     let (mut x0, mut x1) = match (xs.first(), xs.last()) {
@@ -122,7 +140,12 @@ fn panel(o: &mut String, p: &Panel, top: f64) {
     let step = nice_step(ymax_data.max(1e-9) / 5.0);
     let ymax = ((ymax_data / step).ceil().max(1.0)) * step;
     let sy = |y: f64| bottom - (y.clamp(0.0, ymax) / ymax) * PANEL_H;
-    let _ = writeln!(o, r#"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">{}</text>"#, top - 12.0, esc(&p.title));
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">{}</text>"#,
+        top - 12.0,
+        esc(&p.title)
+    );
     // Grid and y ticks.
     let mut v = 0.0;
     while v <= ymax + step * 0.5 {
@@ -174,7 +197,11 @@ fn panel(o: &mut String, p: &Panel, top: f64) {
             .filter(|q| q.0 > 0.0 && q.1.is_finite())
             .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
             .collect();
-        let dash = if s.dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        let dash = if s.dashed {
+            r#" stroke-dasharray="6,4""#
+        } else {
+            ""
+        };
         if !pts.is_empty() {
             let _ = writeln!(
                 o,
@@ -224,8 +251,18 @@ mod tests {
                 title: "Throughput".into(),
                 y_label: "Gbit/s".into(),
                 series: vec![
-                    Series { name: "a".into(), color: "#1f77b4", dashed: false, points: vec![(64.0, 0.1), (1024.0, 2.0)] },
-                    Series { name: "b".into(), color: "#d62728", dashed: true, points: vec![(64.0, 0.2), (1024.0, f64::NAN)] },
+                    Series {
+                        name: "a".into(),
+                        color: "#1f77b4",
+                        dashed: false,
+                        points: vec![(64.0, 0.1), (1024.0, 2.0)],
+                    },
+                    Series {
+                        name: "b".into(),
+                        color: "#d62728",
+                        dashed: true,
+                        points: vec![(64.0, 0.2), (1024.0, f64::NAN)],
+                    },
                 ],
             }],
         );
@@ -235,7 +272,20 @@ mod tests {
         assert_eq!(s.matches("<polyline").count(), 2);
         assert!(s.contains("1 KiB"));
         // A single size still gives a usable axis.
-        let one = svg("", "", &[Panel { title: String::new(), y_label: String::new(), series: vec![Series { name: "x".into(), color: "black", dashed: false, points: vec![(4096.0, 0.0)] }] }]);
+        let one = svg(
+            "",
+            "",
+            &[Panel {
+                title: String::new(),
+                y_label: String::new(),
+                series: vec![Series {
+                    name: "x".into(),
+                    color: "black",
+                    dashed: false,
+                    points: vec![(4096.0, 0.0)],
+                }],
+            }],
+        );
         assert!(!one.contains("NaN") && !one.contains("inf"));
     }
 }

@@ -51,7 +51,9 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
-use super::peer::{self, counter, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, Touch, WaitMode};
+use super::peer::{
+    self, counter, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, Touch, WaitMode,
+};
 use super::plot::{self, size_label, Panel, Series};
 use crate::args::parse_size;
 use clap::Args;
@@ -193,18 +195,37 @@ pub fn main(a: &ThroughputArgs) -> ExitCode {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serialises")
+        );
     } else {
         print_table(&report);
     }
     ExitCode::SUCCESS
 }
 
-fn spec(a: &ThroughputArgs, api: Api, size: u64, port: u16, engines: Option<(String, String)>) -> PairSpec {
+fn spec(
+    a: &ThroughputArgs,
+    api: Api,
+    size: u64,
+    port: u16,
+    engines: Option<(String, String)>,
+) -> PairSpec {
     let secs = a.seconds.max(0.001);
-    let common = vec!["--size".to_string(), size.to_string(), "--touch".into(), a.touch.name().into()];
+    let common = vec![
+        "--size".to_string(),
+        size.to_string(),
+        "--touch".into(),
+        a.touch.name().into(),
+    ];
     let mut client = common.clone();
-    client.extend(["--bytes".into(), a.bytes.to_string(), "--seconds".into(), format!("{secs}")]);
+    client.extend([
+        "--bytes".into(),
+        a.bytes.to_string(),
+        "--seconds".into(),
+        format!("{secs}"),
+    ]);
     PairSpec {
         label: size_label(size as f64),
         api,
@@ -236,7 +257,9 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
     let bytes = sink["bytes"].as_u64().unwrap_or(0);
     let sent = source["bytes"].as_u64().unwrap_or(0);
     if bytes != sent || bytes == 0 {
-        return Err(format!("the sink consumed {bytes} bytes, the source wrote {sent}"));
+        return Err(format!(
+            "the sink consumed {bytes} bytes, the source wrote {sent}"
+        ));
     }
     let seconds = num(sink, "seconds");
     let (s_cpu, r_cpu) = (num(source, "cpu_s"), num(sink, "cpu_s"));
@@ -246,7 +269,11 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
     let util = div(app, seconds).max(1e-6);
     let copied = [sink, source]
         .iter()
-        .map(|v| v["api_send_copied"].as_u64().map(|s| s + v["api_recv_copied"].as_u64().unwrap_or(0)))
+        .map(|v| {
+            v["api_send_copied"]
+                .as_u64()
+                .map(|s| s + v["api_recv_copied"].as_u64().unwrap_or(0))
+        })
         .sum::<Option<u64>>();
     Ok(Point {
         bytes,
@@ -268,16 +295,24 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
 }
 
 /// Copies per byte each way between two pairs of snapshots (A receives, B sends).
-fn copies(before: &(Snapshot, Snapshot), after: &(Snapshot, Snapshot), delivered: u64) -> (Option<f64>, Option<f64>) {
+fn copies(
+    before: &(Snapshot, Snapshot),
+    after: &(Snapshot, Snapshot),
+    delivered: u64,
+) -> (Option<f64>, Option<f64>) {
     let d = |s0: &Snapshot, s1: &Snapshot, k: &str| -> Option<f64> {
         let (x0, x1) = (counter(s0, k)?, counter(s1, k)?);
         Some(div(x1.saturating_sub(x0) as f64, delivered as f64))
     };
-    (d(&before.1, &after.1, "tcp_tx_payload_copied"), d(&before.0, &after.0, "tcp_rx_payload_copied"))
+    (
+        d(&before.1, &after.1, "tcp_tx_payload_copied"),
+        d(&before.0, &after.0, "tcp_rx_payload_copied"),
+    )
 }
 
 fn engine_cpu(before: &(Snapshot, Snapshot), after: &(Snapshot, Snapshot)) -> f64 {
-    (after.0.shard.cpu_s - before.0.shard.cpu_s).max(0.0) + (after.1.shard.cpu_s - before.1.shard.cpu_s).max(0.0)
+    (after.0.shard.cpu_s - before.0.shard.cpu_s).max(0.0)
+        + (after.1.shard.cpu_s - before.1.shard.cpu_s).max(0.0)
 }
 
 fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
@@ -286,7 +321,9 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
     for &size in &a.sizes {
         let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, size, 0, None))
             .map_err(|e| format!("Linux, {} writes: {e}", size_label(size as f64)))?;
-        kernel.push(point(&s, &c).map_err(|e| format!("Linux, {} writes: {e}", size_label(size as f64)))?);
+        kernel.push(
+            point(&s, &c).map_err(|e| format!("Linux, {} writes: {e}", size_label(size as f64)))?,
+        );
     }
     peer::stopped()?;
     let mut engines = Engines::start(&run, "tput")?;
@@ -307,7 +344,9 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
             Ok(p) => p,
             Err(e) => return Err(engines.explain(format!("{what}: {e}"))),
         };
-        let after = engines.stats().map_err(|e| engines.explain(format!("{what}: {e}")))?;
+        let after = engines
+            .stats()
+            .map_err(|e| engines.explain(format!("{what}: {e}")))?;
         let ecpu = engine_cpu(before, &after);
         p.engine_cpu_s = Some(ecpu);
         p.engine_cpu_s_per_gb = Some(div(ecpu, gb(p.bytes)));
@@ -347,7 +386,10 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
             kernel: k.clone(),
         })
         .collect();
-    let eff64 = rows.iter().find(|r| r.write_size == 64 << 10).map(|r| r.efficiency_ratio);
+    let eff64 = rows
+        .iter()
+        .find(|r| r.write_size == 64 << 10)
+        .map(|r| r.efficiency_ratio);
     Ok(ThroughputReport {
         command: command(a),
         machine: machine(),
@@ -393,7 +435,11 @@ fn command(a: &ThroughputArgs) -> String {
 /// The SVG: throughput, application CPU utilisation and efficiency against write size.
 pub fn figure(r: &ThroughputReport) -> String {
     let xs: Vec<f64> = r.rows.iter().map(|w| w.write_size as f64).collect();
-    let two = |name_o: &str, name_k: &str, f_o: &dyn Fn(&Row) -> f64, f_k: &dyn Fn(&Row) -> f64| -> Vec<Series> {
+    let two = |name_o: &str,
+               name_k: &str,
+               f_o: &dyn Fn(&Row) -> f64,
+               f_k: &dyn Fn(&Row) -> f64|
+     -> Vec<Series> {
         vec![
             Series {
                 name: name_o.to_string(),
@@ -409,7 +455,12 @@ pub fn figure(r: &ThroughputReport) -> String {
             },
         ]
     };
-    let mut eff = two("Outboard (apps)", "Linux TCP", &|w| w.outboard_efficiency, &|w| w.kernel_efficiency);
+    let mut eff = two(
+        "Outboard (apps)",
+        "Linux TCP",
+        &|w| w.outboard_efficiency,
+        &|w| w.kernel_efficiency,
+    );
     eff.push(Series {
         name: "Outboard (apps+engines)".into(),
         color: "#2ca02c",
@@ -417,19 +468,33 @@ pub fn figure(r: &ThroughputReport) -> String {
         points: xs
             .iter()
             .copied()
-            .zip(r.rows.iter().map(|w| w.outboard_efficiency_with_engine.unwrap_or(f64::NAN)))
+            .zip(
+                r.rows
+                    .iter()
+                    .map(|w| w.outboard_efficiency_with_engine.unwrap_or(f64::NAN)),
+            )
             .collect(),
     });
     let panels = [
         Panel {
             title: "Throughput, application to application".into(),
             y_label: "Gbit/s".into(),
-            series: two("Outboard (fabric)", "Linux TCP (loopback)", &|w| w.outboard_gbps, &|w| w.kernel_gbps),
+            series: two(
+                "Outboard (fabric)",
+                "Linux TCP (loopback)",
+                &|w| w.outboard_gbps,
+                &|w| w.kernel_gbps,
+            ),
         },
         Panel {
             title: "Application CPU utilisation (sender + receiver)".into(),
             y_label: "CPU (1.0 = one core)".into(),
-            series: two("Outboard", "Linux TCP", &|w| w.outboard.app_cpu_util, &|w| w.kernel.app_cpu_util),
+            series: two(
+                "Outboard",
+                "Linux TCP",
+                &|w| w.outboard.app_cpu_util,
+                &|w| w.kernel.app_cpu_util,
+            ),
         },
         Panel {
             title: "Efficiency: throughput / application CPU utilisation".into(),
@@ -439,14 +504,27 @@ pub fn figure(r: &ThroughputReport) -> String {
     ];
     plot::svg(
         "outboard bench throughput: Outboard vs Linux TCP",
-        &format!("{}; {} x {}; mode {}, touch {}", r.fabric, r.machine.nproc, r.machine.cpu_model, r.mode.name(), r.touch.name()),
+        &format!(
+            "{}; {} x {}; mode {}, touch {}",
+            r.fabric,
+            r.machine.nproc,
+            r.machine.cpu_model,
+            r.mode.name(),
+            r.touch.name()
+        ),
         &panels,
     )
 }
 
 pub fn print_table(r: &ThroughputReport) {
-    println!("outboard bench throughput: application to application against write size ({})", r.command);
-    println!("machine: {} x {}, Linux {}", r.machine.nproc, r.machine.cpu_model, r.machine.kernel);
+    println!(
+        "outboard bench throughput: application to application against write size ({})",
+        r.command
+    );
+    println!(
+        "machine: {} x {}, Linux {}",
+        r.machine.nproc, r.machine.cpu_model, r.machine.kernel
+    );
     println!(
         "ours: two processes on the native API (zero-copy calls, {} mode) through two engines on {}; Linux: two processes, TCP on 127.0.0.1",
         r.mode.name(),
@@ -456,7 +534,17 @@ pub fn print_table(r: &ThroughputReport) {
     println!();
     println!(
         "  {:>8} {:>9} {:>9} {:>6} | {:>9} {:>9} | {:>8} {:>8} {:>6} | {:>9} {:>8}",
-        "write", "ours", "Linux", "ratio", "ours CPU", "Linux CPU", "ours", "Linux", "ratio", "engine", "ours eff"
+        "write",
+        "ours",
+        "Linux",
+        "ratio",
+        "ours CPU",
+        "Linux CPU",
+        "ours",
+        "Linux",
+        "ratio",
+        "engine",
+        "ours eff"
     );
     println!(
         "  {:>8} {:>9} {:>9} {:>6} | {:>9} {:>9} | {:>8} {:>8} {:>6} | {:>9} {:>8}",
@@ -487,12 +575,19 @@ pub fn print_table(r: &ThroughputReport) {
         r.bytes_delivered,
         r.copies_note.as_ref().map_or(String::new(), |n| format!(" ({n})"))
     );
-    println!("bytes the API copied for our applications: {} (the zero-copy calls copy nothing)", r.api_copied_bytes);
+    println!(
+        "bytes the API copied for our applications: {} (the zero-copy calls copy nothing)",
+        r.api_copied_bytes
+    );
     match r.efficiency_ratio_64k {
         Some(x) => println!(
             "efficiency ours/Linux at 64 KiB writes: {x:.2}x; goal >= {:.1}x: {}",
             r.goal_efficiency_ratio_64k,
-            if x >= r.goal_efficiency_ratio_64k { "met" } else { "NOT met" }
+            if x >= r.goal_efficiency_ratio_64k {
+                "met"
+            } else {
+                "NOT met"
+            }
         ),
         None => println!("efficiency at 64 KiB writes: not measured (add 64KiB to --sizes)"),
     }
@@ -518,7 +613,11 @@ mod tests {
         assert_eq!(p.api_copied_bytes, Some(0));
         let short = json!({"ok": true, "bytes": 10u64, "seconds": 1.0, "cpu_s": 0.1});
         assert!(point(&short, &source).is_err());
-        let k = point(&json!({"bytes": 5u64, "seconds": 1.0, "cpu_s": 0.0}), &json!({"bytes": 5u64, "cpu_s": 0.0})).unwrap();
+        let k = point(
+            &json!({"bytes": 5u64, "seconds": 1.0, "cpu_s": 0.0}),
+            &json!({"bytes": 5u64, "cpu_s": 0.0}),
+        )
+        .unwrap();
         assert!(k.efficiency.is_finite() && k.api_copied_bytes.is_none());
     }
 }

@@ -68,6 +68,11 @@ impl Host {
         Host { inbox, ..Default::default() }
     }
 
+    /// The board session owning a connection, if any.
+    pub fn owner_of(&self, id: ConnId) -> Option<u64> {
+        self.conns.get(&id).map(|(sid, _)| *sid)
+    }
+
     /// The doorbell applications ring when the shard sleeps.
     pub fn doorbell_fd(&self) -> Option<RawFd> {
         self.inbox.as_ref().map(|i| i.doorbell_fd())
