@@ -371,7 +371,9 @@ impl Lab {
     /// Runs the C example `name` with `args` (the engine name first).
     fn run(&self, name: &str, args: &[&str]) -> Proc {
         let mut cmd = Command::new(built().bin.join(name));
-        cmd.args(args).env("OUTBOARD_RUN_DIR", &self.dir);
+        // `cargo test` puts target/<profile> on LD_LIBRARY_PATH, which wins over
+        // the examples' RUNPATH: it may hold an older liboutboard.so.
+        cmd.args(args).env("OUTBOARD_RUN_DIR", &self.dir).env_remove("LD_LIBRARY_PATH");
         Proc::spawn(name, cmd, &self.dir)
     }
 }

@@ -4,7 +4,6 @@
 
 use super::{RingBuffer, RingStorage};
 use proptest::prelude::*;
-use std::collections::VecDeque;
 
 /// Test storage: a `Vec` whose bytes start as `fill`, so bytes never written
 /// are told apart from zeros.
@@ -42,8 +41,8 @@ fn stream_byte_k_stays_at_index_k_mod_capacity_across_wraps() {
     let mut out = [0u8; 7];
     while read < stream.len() {
         written += r.push(&stream[written..(written + 6).min(stream.len())]);
-        for k in read..written {
-            assert_eq!(r.storage_bytes()[k % 10], stream[k], "byte {k}");
+        for (k, &byte) in stream.iter().enumerate().take(written).skip(read) {
+            assert_eq!(r.storage_bytes()[k % 10], byte, "byte {k}");
         }
         let n = r.pop(&mut out);
         assert_eq!(&out[..n], &stream[read..read + n]);
