@@ -564,7 +564,8 @@ int ob_eq_remove(struct ob_event_queue_t *eq, uint32_t endpoint);
  * waiting up to `timeout_ms` milliseconds (-1: forever, 0: just look) in
  * the board's mode. Returns how many it wrote (0 on timeout), or -1 with
  * errno (ESHUTDOWN once the engine is gone). Endpoints beyond `max` are
- * returned by the next call, before it waits again.
+ * returned by the next call before it waits again, and may no longer be
+ * ready by then: handle them with non-blocking calls (or `ob_begin_get_put`).
  */
 int ob_eq_wait(struct ob_event_queue_t *eq, struct ob_ready_t *out, size_t max, int timeout_ms);
 

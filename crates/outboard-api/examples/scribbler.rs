@@ -6,6 +6,8 @@
 //! usage: scribbler ENGINE_NAME SEED SECONDS bytes|commands
 //! prints: {"dropped": true|false, "rounds": N}
 
+#![allow(clippy::disallowed_methods)] // an application: it reads the wall clock
+
 mod common;
 use common::*;
 use outboard_board::Command;

@@ -104,6 +104,7 @@ pub(crate) struct Inner {
     pub dgram_tx: FreeList,
     pub gone: bool,
     last_alive_check: Instant,
+    alive_calls: u32,
     pub engine_addr: Ipv4Addr,
     pub mode: Mode,
     spin: Duration,
@@ -111,6 +112,8 @@ pub(crate) struct Inner {
     pub ready: Vec<u32>,
     /// Keeps an embedded engine alive while boards use it.
     pub _engine: Option<Arc<dyn std::any::Any>>,
+    /// An inline engine: this thread runs its turns whenever it waits.
+    pub driver: Option<Rc<RefCell<outboard_engine::engine::Engine>>>,
 }
 
 impl Board {
@@ -174,12 +177,14 @@ impl Board {
             dgram_tx,
             gone: false,
             last_alive_check: Instant::now(),
+            alive_calls: 0,
             engine_addr: Ipv4Addr::from(reply.engine_addr),
             mode: opts.mode,
             spin: opts.spin,
             copies: CopyCounters::default(),
             ready: Vec::new(),
             _engine: engine,
+            driver: None,
             sock,
             map,
             layout,
@@ -229,6 +234,7 @@ impl Board {
     pub fn engine_alive(&self) -> bool {
         let mut b = self.inner.borrow_mut();
         b.last_alive_check = Instant::now() - LIVENESS_EVERY * 2;
+        b.alive_calls = 63;
         b.check_alive().is_ok()
     }
 
@@ -295,11 +301,13 @@ impl Board {
         }
     }
 
-    /// Waits until `ready` holds, per `mode`, at most `timeout`.
+    /// Waits until `ready` holds, per `mode`, at most `timeout`. With an
+    /// inline engine, waiting means running the engine's turns here.
     pub(crate) fn wait(&self, mode: Mode, timeout: Option<Duration>, mut ready: impl FnMut(&mut Inner) -> bool) -> Result<()> {
         let start = Instant::now();
+        let mut idle_since: Option<Instant> = None;
         loop {
-            let (seq, spin, cond) = {
+            let (seq, spin, cond, driver) = {
                 let mut i = self.inner.borrow_mut();
                 let seq = i.cond.current();
                 i.pump()?;
@@ -307,8 +315,35 @@ impl Board {
                     return Ok(());
                 }
                 i.check_alive()?;
-                (seq, i.spin, i.cond.clone())
+                (seq, i.spin, i.cond.clone(), i.driver.clone())
             };
+            if let Some(d) = driver {
+                let work = d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
+                let mut i = self.inner.borrow_mut();
+                i.pump()?;
+                if ready(&mut i) {
+                    return Ok(());
+                }
+                drop(i);
+                if mode == Mode::NonBlocking {
+                    return Err(Error::WouldBlock);
+                }
+                let elapsed = if timeout.is_some() || (!work && mode == Mode::Blocking) { start.elapsed() } else { Duration::ZERO };
+                if timeout.is_some_and(|t| elapsed >= t) {
+                    return Err(Error::WouldBlock);
+                }
+                if work {
+                    idle_since = None;
+                } else if mode == Mode::Blocking {
+                    // Idle for a while: sleep as the engine's own loop would.
+                    let since = *idle_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= spin.max(Duration::from_micros(50)) {
+                        let left = timeout.map_or(MAX_SLEEP, |t| t.saturating_sub(elapsed).min(MAX_SLEEP));
+                        d.borrow_mut().idle(left).map_err(|_| Error::EngineGone)?;
+                    }
+                }
+                continue;
+            }
             let elapsed = start.elapsed();
             if mode == Mode::NonBlocking || timeout.is_some_and(|t| elapsed >= t) {
                 return Err(Error::WouldBlock);
@@ -340,6 +375,11 @@ impl Inner {
             self.gone = true;
             return Err(Error::EngineGone);
         }
+        // The clock only every 64 calls: hot loops call this per iteration.
+        self.alive_calls = self.alive_calls.wrapping_add(1);
+        if self.alive_calls % 64 != 0 {
+            return Ok(());
+        }
         let now = Instant::now();
         if now.duration_since(self.last_alive_check) >= LIVENESS_EVERY {
             self.last_alive_check = now;
@@ -369,6 +409,10 @@ impl Inner {
             match self.cmds.put(c) {
                 Ok(true) => break,
                 Ok(false) => {
+                    if let Some(d) = self.driver.clone() {
+                        d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
+                        continue;
+                    }
                     self.ring_doorbell();
                     self.check_alive()?;
                     if start.elapsed() > Duration::from_micros(50) {
@@ -380,6 +424,11 @@ impl Inner {
                     return Err(Error::EngineGone);
                 }
             }
+        }
+        if let Some(d) = self.driver.clone() {
+            // Inline: the command takes effect now, in this thread.
+            d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
+            return Ok(());
         }
         // The engine sets ENGINE_SLEEPING and then re-checks the ring (SeqCst);
         // we published and then check the flag: one of us sees the other.

@@ -78,3 +78,46 @@ impl EmbeddedEngine {
         self.running.stop.store(true, Ordering::Relaxed);
     }
 }
+
+/// The engine in the application's own thread (Onload-style): no engine
+/// thread at all; every call of a board attached here that waits, and every
+/// command, runs the engine's turns in the calling thread. In `Polling`
+/// mode a wait never leaves user space; in `Blocking` mode an idle wait
+/// sleeps as the engine's loop would (on the link and the board doorbells).
+/// Same engine code as the daemon and `EmbeddedEngine`; single-threaded:
+/// the engine and its boards stay on the thread that started it.
+pub struct InlineEngine {
+    engine: std::rc::Rc<std::cell::RefCell<Engine>>,
+    attacher: LocalAttacher,
+}
+
+impl InlineEngine {
+    pub fn start(mut settings: EngineSettings) -> Result<InlineEngine> {
+        settings.boards = BoardAttach::Embedded;
+        let engine = Engine::start(&settings).map_err(|e| Error::Attach(format!("{e} ({})", e.hint())))?;
+        let attacher = engine.local_attacher().ok_or_else(|| Error::Attach("engine started without boards".into()))?;
+        Ok(InlineEngine { engine: std::rc::Rc::new(std::cell::RefCell::new(engine)), attacher })
+    }
+    /// A board driven by this engine.
+    pub fn attach(&self, opts: &AttachOptions) -> Result<Board> {
+        let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
+        let b = Board::handshake(sock, opts, None)?;
+        b.inner.borrow_mut().driver = Some(self.engine.clone());
+        Ok(b)
+    }
+    /// Runs one engine turn now (for applications that have nothing to wait on). True if it did work.
+    pub fn poll(&self) -> Result<bool> {
+        self.engine.borrow_mut().turn().map_err(|_| Error::EngineGone)
+    }
+}
+
+impl Drop for InlineEngine {
+    fn drop(&mut self) {
+        // Boards still attached keep the engine (and run it); only the last user stops it.
+        if std::rc::Rc::strong_count(&self.engine) == 1 {
+            if let Ok(mut e) = self.engine.try_borrow_mut() {
+                e.shutdown();
+            }
+        }
+    }
+}

@@ -55,7 +55,7 @@ fn readiness(i: &mut Inner, ep: EndpointId) -> (bool, bool, bool, bool) {
     match k {
         kind::LISTENER => (!e.accepts.is_empty(), false, error, false),
         kind::DATAGRAM => {
-            let has = e.held.is_some() || e.mailbox.as_ref().is_some_and(|m| m.available().map_or(false, |n| n > 0));
+            let has = e.held.is_some() || e.mailbox.as_ref().is_some_and(|m| m.available().is_ok_and(|n| n > 0));
             (has || error, e.put_buf.is_some() || !i.dgram_tx.is_empty(), error, false)
         }
         kind::STREAM => {

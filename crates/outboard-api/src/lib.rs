@@ -2,7 +2,8 @@
 //!
 //! An application attaches to an engine ([`Board::attach`] for a daemon
 //! `outboard engine --name N`, [`EmbeddedEngine`] for the engine as threads
-//! in this process) and gets a [`Board`]: shared memory with the engine.
+//! in this process, [`InlineEngine`] for the engine run by the application's
+//! own thread whenever it waits) and gets a [`Board`]: shared memory with the engine.
 //! Through it: [`Listener`]s, [`Stream`]s and [`Datagram`] sockets; copying
 //! `send`/`recv` and zero-copy `begin_put`/`end_put`/`begin_get`/`end_get`
 //! (the bytes are read and written in place in the board; the engine copies
@@ -25,7 +26,7 @@ mod stream;
 
 pub use board::{AttachOptions, Board, CopyCounters, Mode};
 pub use datagram::Datagram;
-pub use embedded::EmbeddedEngine;
+pub use embedded::{EmbeddedEngine, InlineEngine};
 pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Ready};
 pub use listener::Listener;

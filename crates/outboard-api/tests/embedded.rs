@@ -1,7 +1,8 @@
+#![allow(clippy::disallowed_methods)] // wall-clock bounds in a test
 //! Two embedded engines on one shared-memory fabric, an application on
 //! each: the native API end to end, no root.
 
-use outboard_api::{AttachOptions, EmbeddedEngine, Error, Interest, Mode};
+use outboard_api::{AttachOptions, EmbeddedEngine, Error, InlineEngine, Interest, Mode};
 use std::time::Duration;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
@@ -179,4 +180,53 @@ fn event_queue_over_many_streams_and_errors() {
         }
     }
     t.join().expect("client");
+}
+
+fn inline(fabric: &str, name: &str, last: u8) -> InlineEngine {
+    let link: LinkSpec = fabric.parse().expect("link spec");
+    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
+    s.control = false;
+    InlineEngine::start(s).expect("inline engine starts")
+}
+
+#[test]
+fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
+    let fabric = format!("fabric:apii-{}", std::process::id());
+    let f2 = fabric.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let e = inline(&f2, "apii-a", 1);
+        let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+        let mut l = board.listen(7200, 4).expect("listen");
+        tx.send(()).unwrap();
+        let mut s = l.accept().expect("accept");
+        let mut buf = [0u8; 64];
+        // Echo 64-byte requests until EOF.
+        loop {
+            let n = s.recv(&mut buf).expect("recv");
+            if n == 0 {
+                break;
+            }
+            s.send_all(&buf[..n]).expect("send");
+        }
+    });
+    rx.recv().unwrap();
+    let e = inline(&fabric, "apii-b", 2);
+    let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+    let mut s = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7200)).expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    let mut buf = [0u8; 64];
+    for k in 0..2000u32 {
+        let req = [k as u8; 64];
+        s.send_all(&req).expect("send");
+        let mut got = 0;
+        while got < 64 {
+            got += s.recv(&mut buf[got..]).expect("recv");
+        }
+        assert_eq!(buf, req);
+    }
+    s.shutdown().expect("shutdown");
+    assert_eq!(s.recv(&mut buf).expect("eof"), 0);
+    drop(s);
+    server.join().expect("server");
 }

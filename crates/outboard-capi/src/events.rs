@@ -105,7 +105,8 @@ pub unsafe extern "C" fn ob_eq_remove(eq: *mut ob_event_queue_t, endpoint: u32) 
 /// waiting up to `timeout_ms` milliseconds (-1: forever, 0: just look) in
 /// the board's mode. Returns how many it wrote (0 on timeout), or -1 with
 /// errno (ESHUTDOWN once the engine is gone). Endpoints beyond `max` are
-/// returned by the next call, before it waits again.
+/// returned by the next call before it waits again, and may no longer be
+/// ready by then: handle them with non-blocking calls (or `ob_begin_get_put`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_eq_wait(eq: *mut ob_event_queue_t, out: *mut ob_ready_t, max: usize, timeout_ms: c_int) -> c_int {
     ffi(-1, || {

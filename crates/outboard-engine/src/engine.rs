@@ -246,6 +246,28 @@ impl Engine {
         self.shard.fetches.push(f);
     }
 
+    /// One turn of the shard in the caller's thread, then control requests
+    /// (an inline engine: the application drives it). True if it did work.
+    pub fn turn(&mut self) -> Result<bool, EngineError> {
+        let now = crate::clock::now();
+        let work = self.shard.turn(now).map_err(EngineError::Link)?;
+        self.shard.serve_control(self.control.as_mut().map(|c| &mut c.1), now);
+        Ok(work)
+    }
+
+    /// Sleeps as an idle shard does (until a frame, a deadline, a command), at most `longest`.
+    pub fn idle(&mut self, longest: std::time::Duration) -> Result<(), EngineError> {
+        let now = crate::clock::now();
+        let longest = outboard_time::Duration::from_nanos(longest.as_nanos().min(u128::from(u64::MAX)) as u64);
+        self.shard.sleep(self.control.as_ref().map(|c| &c.1), now, longest).map_err(EngineError::Link)
+    }
+
+    /// Tells every attached application the engine is going away.
+    pub fn shutdown(&mut self) {
+        let Shard { host, stack, .. } = &mut self.shard;
+        host.shutdown(stack);
+    }
+
     /// Runs until `stop` is set or `done` says so.
     pub fn run(
         &mut self,

@@ -200,12 +200,7 @@ impl Shard {
             }
             let now = crate::clock::now();
             let work = self.turn(now)?;
-            if let Some(inbox) = inbox.as_deref_mut() {
-                while let Some(req) = inbox.try_next() {
-                    let answer = self.answer(&req.line, now);
-                    let _ = req.reply.send(answer);
-                }
-            }
+            self.serve_control(inbox.as_deref_mut(), now);
             if work {
                 idle_since = None;
                 continue;
@@ -214,30 +209,47 @@ impl Shard {
             if now.saturating_duration_since(since) < SPIN {
                 continue;
             }
-            let mut timeout = MAX_SLEEP;
-            if let Some(d) = self.next_deadline() {
-                timeout = timeout.min(d.saturating_duration_since(now));
-            }
-            if !timeout.is_zero() {
-                // Applications ring the doorbell only while the boards say we sleep.
-                if self.host.prepare_sleep(self.link.wakes_on_futex()) {
-                    self.host.after_sleep();
-                    idle_since = None;
-                    continue;
-                }
-                let fds: Vec<_> = inbox.as_deref().map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
-                let futexes = self.host.sleep_futexes();
-                self.link.wait_with(timeout, &fds, &futexes)?;
-                drop(futexes);
-                self.host.after_sleep();
-                self.counters.sleeps += 1;
-            }
+            self.sleep(inbox.as_deref(), now, MAX_SLEEP)?;
             idle_since = None;
         }
         self.host.shutdown(&mut self.stack);
         if let Some(p) = self.pcap.as_mut() {
             p.flush();
         }
+        Ok(())
+    }
+
+    /// Answers waiting control requests (`outboard stat`).
+    pub fn serve_control(&mut self, inbox: Option<&mut ControlInbox>, now: Instant) {
+        if let Some(inbox) = inbox {
+            while let Some(req) = inbox.try_next() {
+                let answer = self.answer(&req.line, now);
+                let _ = req.reply.send(answer);
+            }
+        }
+    }
+
+    /// Sleeps until the next deadline, a frame, a control request or an
+    /// application's command — at most `longest`.
+    pub fn sleep(&mut self, inbox: Option<&ControlInbox>, now: Instant, longest: Duration) -> Result<(), LinkError> {
+        let mut timeout = longest;
+        if let Some(d) = self.next_deadline() {
+            timeout = timeout.min(d.saturating_duration_since(now));
+        }
+        if timeout.is_zero() {
+            return Ok(());
+        }
+        // Applications ring the doorbell only while the boards say we sleep.
+        if self.host.prepare_sleep(self.link.wakes_on_futex()) {
+            self.host.after_sleep();
+            return Ok(());
+        }
+        let fds: Vec<_> = inbox.map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
+        let futexes = self.host.sleep_futexes();
+        self.link.wait_with(timeout, &fds, &futexes)?;
+        drop(futexes);
+        self.host.after_sleep();
+        self.counters.sleeps += 1;
         Ok(())
     }
 

@@ -354,7 +354,8 @@ impl Stack {
                 None => {
                     let mut frame =
                         vec![0u8; ETH_LEN + IP_LEN + tx.repr.buffer_len(tx.payload_len())];
-                    let built = emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx, &mut TxMeta::default());
+                    let built =
+                        emit_tcp_frame(&mut frame, &hdr, [0; 6], &tx, &mut TxMeta::default());
                     if built.is_some() {
                         self.stats.tcp_tx_payload_copied += tx.payload_len() as u64;
                     }

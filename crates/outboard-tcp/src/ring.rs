@@ -182,7 +182,11 @@ impl RingBuffer {
     /// bytes copied. The caller makes sure the queued bytes fit (`len <=
     /// storage length`; else this panics); kept ranges are clamped to the
     /// new capacity and to the storage there is.
-    pub fn attach(&mut self, mut storage: Box<dyn RingStorage>, keep: impl IntoIterator<Item = (usize, usize)>) -> usize {
+    pub fn attach(
+        &mut self,
+        mut storage: Box<dyn RingStorage>,
+        keep: impl IntoIterator<Item = (usize, usize)>,
+    ) -> usize {
         let cap = storage.bytes().len();
         assert!(self.len <= cap, "attach: {} queued bytes do not fit in {cap}", self.len);
         let dst = storage.bytes_mut();

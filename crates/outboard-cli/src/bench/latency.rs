@@ -47,14 +47,42 @@ use std::time::Duration;
 pub enum ModeChoice {
     Blocking,
     Polling,
+    /// Ours with inline engines (each application's thread runs its engine), polling.
+    Inline,
     /// Blocking, then polling.
     Both,
+    /// Blocking, polling, then inline.
+    All,
+}
+
+/// One of our cases: how the applications wait, and where their engines run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Case {
+    Daemon(WaitMode),
+    /// Inline engines, polling.
+    Inline,
+}
+
+impl Case {
+    fn name(self) -> &'static str {
+        match self {
+            Case::Daemon(m) => m.name(),
+            Case::Inline => "inline",
+        }
+    }
+    /// The kernel's row it is compared with (inline spins, as kernel polling does).
+    fn kernel_mode(self) -> WaitMode {
+        match self {
+            Case::Daemon(m) => m,
+            Case::Inline => WaitMode::Polling,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
 pub struct LatencyArgs {
     /// How the applications wait: blocking, polling, or both (a row each).
-    #[arg(long, value_enum, default_value = "both")]
+    #[arg(long, value_enum, default_value = "all")]
     pub mode: ModeChoice,
     /// Measured round trips per case (at most; `--seconds` may stop it first).
     #[arg(long, default_value_t = 20_000)]
@@ -150,11 +178,13 @@ pub fn main(a: &LatencyArgs) -> ExitCode {
     }
 }
 
-fn modes(m: ModeChoice) -> Vec<WaitMode> {
+fn cases(m: ModeChoice) -> Vec<Case> {
     match m {
-        ModeChoice::Blocking => vec![WaitMode::Blocking],
-        ModeChoice::Polling => vec![WaitMode::Polling],
-        ModeChoice::Both => vec![WaitMode::Blocking, WaitMode::Polling],
+        ModeChoice::Blocking => vec![Case::Daemon(WaitMode::Blocking)],
+        ModeChoice::Polling => vec![Case::Daemon(WaitMode::Polling)],
+        ModeChoice::Inline => vec![Case::Inline],
+        ModeChoice::Both => vec![Case::Daemon(WaitMode::Blocking), Case::Daemon(WaitMode::Polling)],
+        ModeChoice::All => vec![Case::Daemon(WaitMode::Blocking), Case::Daemon(WaitMode::Polling), Case::Inline],
     }
 }
 
@@ -228,43 +258,76 @@ fn row(
 
 fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     let run = RunDir::new("latency")?;
-    let modes = modes(a.mode);
+    let cases = cases(a.mode);
+    let mut kernel_modes: Vec<WaitMode> = Vec::new();
+    for c in &cases {
+        if !kernel_modes.contains(&c.kernel_mode()) {
+            kernel_modes.push(c.kernel_mode());
+        }
+    }
     let mut rows = Vec::new();
     // Linux first, with no engine running.
-    for &m in &modes {
+    for &m in &kernel_modes {
         let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None))
             .map_err(|e| format!("Linux, {}: {e}", m.name()))?;
         rows.push(row(Api::Kernel, m, &s, &c));
     }
     peer::stopped()?;
-    let mut engines = Engines::start(&run, "lat")?;
-    let fabric = engines.fabric.clone();
-    for (i, &m) in modes.iter().enumerate() {
-        let names = Some((engines.a_name.clone(), engines.b_name.clone()));
-        let before = engines.stats();
-        let r = peer::run_pair(&run, &spec(a, Api::Outboard, m, 5300 + i as u16, names));
-        let (s, c) = match r {
-            Ok(x) => x,
-            Err(e) => return Err(engines.explain(format!("ours, {}: {e}", m.name()))),
-        };
-        let after = engines.stats();
-        let mut r = row(Api::Outboard, m, &s, &c);
-        if let (Ok((a0, b0)), Ok((a1, b1))) = (before, after) {
-            r.engine_cpu_s =
-                Some((a1.shard.cpu_s - a0.shard.cpu_s) + (b1.shard.cpu_s - b0.shard.cpu_s));
+    let daemon: Vec<WaitMode> = cases.iter().filter_map(|c| if let Case::Daemon(m) = c { Some(*m) } else { None }).collect();
+    let mut fabric = String::new();
+    if !daemon.is_empty() {
+        let mut engines = Engines::start(&run, "lat")?;
+        fabric = engines.fabric.clone();
+        for (i, &m) in daemon.iter().enumerate() {
+            let names = Some((engines.a_name.clone(), engines.b_name.clone()));
+            let before = engines.stats();
+            let r = peer::run_pair(&run, &spec(a, Api::Outboard, m, 5300 + i as u16, names));
+            let (s, c) = match r {
+                Ok(x) => x,
+                Err(e) => return Err(engines.explain(format!("ours, {}: {e}", m.name()))),
+            };
+            let after = engines.stats();
+            let mut r = row(Api::Outboard, m, &s, &c);
+            if let (Ok((a0, b0)), Ok((a1, b1))) = (before, after) {
+                r.engine_cpu_s =
+                    Some((a1.shard.cpu_s - a0.shard.cpu_s) + (b1.shard.cpu_s - b0.shard.cpu_s));
+            }
+            rows.push(r);
+        }
+    }
+    if cases.contains(&Case::Inline) {
+        // Each application runs its own engine in its thread: no daemons.
+        let f = format!("fabric:benchi-{}", std::process::id());
+        let mut sp = spec(a, Api::Outboard, WaitMode::Polling, 5390, None);
+        sp.label = format!("{} B round trips inline", a.size);
+        sp.server_extra.extend(["--inline".into(), format!("{f},10.0.0.1/24")]);
+        sp.client_extra.extend(["--inline".into(), format!("{f},10.0.0.2/24")]);
+        let (s, c) = peer::run_pair(&run, &sp).map_err(|e| format!("ours, inline: {e}"))?;
+        let mut r = row(Api::Outboard, WaitMode::Polling, &s, &c);
+        r.mode = "inline".into();
+        // The engines ran inside the applications: their CPU is the applications'.
+        r.engine_cpu_s = Some(0.0);
+        if fabric.is_empty() {
+            fabric = f;
         }
         rows.push(r);
     }
-    drop(engines);
-    let find = |side: &str, m: WaitMode| rows.iter().find(|r| r.side == side && r.mode == m.name());
+    let find = |side: &str, m: &str| rows.iter().find(|r| r.side == side && r.mode == m);
     let mut by_mode = BTreeMap::new();
-    for &m in &modes {
-        if let (Some(o), Some(k)) = (find("outboard", m), find("kernel", m)) {
-            by_mode.insert(m.name().to_string(), ratio(o.p50_us, k.p50_us));
+    for &c in &cases {
+        if let (Some(o), Some(k)) = (find("outboard", c.name()), find("kernel", c.kernel_mode().name())) {
+            by_mode.insert(c.name().to_string(), ratio(o.p50_us, k.p50_us));
         }
     }
-    let head = modes[0];
-    let (o, k) = match (find("outboard", head), find("kernel", head)) {
+    // Headline: our fastest case against the kernel in the same way of waiting.
+    let head = *cases
+        .iter()
+        .min_by(|x, y| {
+            let p = |c: &Case| find("outboard", c.name()).map_or(f64::MAX, |r| r.p50_us);
+            p(x).total_cmp(&p(y))
+        })
+        .ok_or("internal: no case")?;
+    let (o, k) = match (find("outboard", head.name()), find("kernel", head.kernel_mode().name())) {
         (Some(o), Some(k)) => (o, k),
         _ => return Err("internal: a headline row is missing".into()),
     };
@@ -304,7 +367,9 @@ fn command(a: &LatencyArgs) -> String {
     let mode = match a.mode {
         ModeChoice::Blocking => "blocking",
         ModeChoice::Polling => "polling",
+        ModeChoice::Inline => "inline",
         ModeChoice::Both => "both",
+        ModeChoice::All => "all",
     };
     let mut c = format!(
         "outboard bench latency --mode {mode} --round-trips {} --warmup {} --seconds {} --size {}",

@@ -143,6 +143,11 @@ pub struct PeerArgs {
     /// `--api outboard`: the engine to attach to (its --name).
     #[arg(long)]
     pub engine: Option<String>,
+    /// `--api outboard`: instead of attaching to a daemon, run an inline
+    /// engine in this process's own thread on LINK with ADDR (e.g.
+    /// `fabric:bench-1,10.0.0.1/24`): its turns run whenever the peer waits.
+    #[arg(long, value_name = "LINK,ADDR/N")]
+    pub inline: Option<String>,
     /// Servers: the port to listen on (kernel: on 127.0.0.1, 0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -459,10 +464,6 @@ fn run_kernel(a: &PeerArgs) -> Result<Value, String> {
 }
 
 fn run_outboard(a: &PeerArgs) -> Result<Value, String> {
-    let name = a
-        .engine
-        .as_deref()
-        .ok_or("--engine NAME is required with --api outboard")?;
     let mode = match a.mode {
         WaitMode::Blocking => Mode::Blocking,
         WaitMode::Polling => Mode::Polling,
@@ -471,8 +472,28 @@ fn run_outboard(a: &PeerArgs) -> Result<Value, String> {
         mode,
         ..AttachOptions::default()
     };
-    let board =
-        Board::attach_with(name, &opts).map_err(|e| api_err(&format!("attach to {name}"), e))?;
+    // Kept alive for the board's whole life (it runs in this thread).
+    let mut _inline = None;
+    let board = if let Some(spec) = a.inline.as_deref() {
+        let (link, addr) = spec.split_once(',').ok_or("--inline takes LINK,ADDR/N")?;
+        let (ip, prefix) = addr.split_once('/').ok_or("--inline address needs /N")?;
+        let link: outboard_engine::link::LinkSpec = link.parse().map_err(|e| format!("--inline link: {e}"))?;
+        let ip: Ipv4Addr = ip.parse().map_err(|e| format!("--inline address: {e}"))?;
+        let prefix: u8 = prefix.parse().map_err(|e| format!("--inline prefix: {e}"))?;
+        let mut set = outboard_engine::engine::EngineSettings::new(&format!("inline-{}", std::process::id()), link, ip, prefix);
+        set.control = false;
+        set.services = Vec::new();
+        let e = outboard_api::InlineEngine::start(set).map_err(|e| api_err("start the inline engine", e))?;
+        let b = e.attach(&opts).map_err(|e| api_err("attach to the inline engine", e))?;
+        _inline = Some(e);
+        b
+    } else {
+        let name = a
+            .engine
+            .as_deref()
+            .ok_or("--engine NAME (or --inline) is required with --api outboard")?;
+        Board::attach_with(name, &opts).map_err(|e| api_err(&format!("attach to {name}"), e))?
+    };
     let mut s = if is_server(a.role) {
         if a.port == 0 {
             return Err("--port is required with --api outboard".into());

@@ -94,6 +94,9 @@ pub struct Session {
     cond: Condition,
     syncs: SyncTable,
     pub(super) eps: Vec<Option<EpKind>>,
+    /// Listener and datagram endpoints: what `poll_endpoints` visits each turn
+    /// (not every endpoint slot).
+    polled: Vec<u32>,
     generations: Vec<u32>,
     free_eps: Vec<u32>,
     regions: Arc<Mutex<FreeList>>,
@@ -149,6 +152,7 @@ impl Session {
             cond: Condition::new(map.clone(), header::EVENT_CONDITION),
             syncs: SyncTable::new(map.clone(), l.syncs, p.syncs),
             eps: (0..p.endpoints).map(|_| None).collect(),
+            polled: Vec::new(),
             generations: vec![0; p.endpoints as usize],
             free_eps: (0..p.endpoints).rev().collect(),
             regions: Arc::new(Mutex::new(FreeList::new(stream_bufs))),
@@ -243,6 +247,7 @@ impl Session {
     }
 
     fn close_ep(&mut self, ep: u32) {
+        self.polled.retain(|&p| p != ep);
         if self.eps[ep as usize].take().is_some() {
             let base = self.layout.endpoint_status(ep);
             self.map.atomic_u32(base + status::KIND).store(kind::FREE, Ordering::Release);
@@ -503,6 +508,7 @@ impl Session {
                                     Ordering::Relaxed,
                                 );
                                 self.eps[ep as usize] = Some(EpKind::Listener { lid });
+                                self.polled.push(ep);
                                 i64::from(ep)
                             }
                             Err(e) => stack_errno(e),
@@ -640,6 +646,7 @@ impl Session {
                             );
                             self.reset_mailbox(ep);
                             self.eps[ep as usize] = Some(EpKind::Datagram { udp, mailbox });
+                            self.polled.push(ep);
                             i64::from(ep)
                         }
                         Err(e) => stack_errno(e),
@@ -711,12 +718,13 @@ impl Session {
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<bool, Violation> {
         let mut work = false;
-        for ep in 0..self.eps.len() as u32 {
+        for i in 0..self.polled.len() {
+            let Some(&ep) = self.polled.get(i) else { break };
             match self.eps[ep as usize].as_ref() {
                 Some(EpKind::Listener { lid }) => {
                     let lid = *lid;
                     while stack.tcp_accept_pending(lid) {
-                        let room = self.free_eps.len() > 0 && self.regions.lock().map_or(false, |f| f.len() >= 2);
+                        let room = !self.free_eps.is_empty() && self.regions.lock().is_ok_and(|f| f.len() >= 2);
                         if !room || !may_accept(stack) {
                             self.counters.accepts_deferred += 1;
                             break;

@@ -220,9 +220,8 @@ impl Connection {
     /// Whether the payload `[seq, seq + len)` is already in the ring where
     /// `place_data` would write it now.
     pub(super) fn is_prefilled(&self, seq: SeqNumber, len: usize) -> bool {
-        self.rx_prefilled.is_some_and(|p| {
-            p.seq == seq && p.len == len && p.rcv_nxt == self.rcv_nxt && p.epoch == self.recv_epoch
-        })
+        self.rx_prefilled
+            .is_some_and(|p| p.seq == seq && p.len == len && p.rcv_nxt == self.rcv_nxt && p.epoch == self.recv_epoch)
     }
 
     /// Debug check of the fused path: the ring holds `data` at `offset`.

@@ -156,7 +156,10 @@ enum Op {
     Release,
     /// Moves to new storage `extra` bytes larger, keeping the queued bytes
     /// and `parked` bytes after them.
-    Attach { extra: usize, parked: usize },
+    Attach {
+        extra: usize,
+        parked: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {

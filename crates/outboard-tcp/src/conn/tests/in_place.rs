@@ -124,7 +124,8 @@ fn recv_consume_opens_the_window_as_recv_does() {
 #[test]
 fn attach_mid_connection_moves_queued_and_parked_bytes_to_index_zero() {
     let cfg = Config { sack: true, ..plain_cfg() };
-    let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), sack_permitted: true, ..Default::default() });
+    let mut h =
+        Harness::established_with(&cfg, TcpOptions { mss: Some(1460), sack_permitted: true, ..Default::default() });
     h.c.send(b"0123456789").unwrap();
     h.recv();
     // The peer acknowledges 4 bytes and sends "abc", then "xyz" after a 2-byte hole.
