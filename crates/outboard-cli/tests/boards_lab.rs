@@ -43,10 +43,23 @@ fn json_line(s: &str) -> serde_json::Value {
     serde_json::from_str(line).expect("JSON")
 }
 
-/// One application command: a program and its arguments before the engine name.
+/// One application: a program, and whether it takes the server as `IP PORT`
+/// (the C examples) rather than `IP:PORT` (the Rust ones).
 struct AppCmd {
     program: PathBuf,
-    lead: Vec<String>,
+    split_addr: bool,
+}
+
+/// `{"bytes": N, "sha256": "…"}` (Rust examples) or `bytes=N sha256=HEX` (C examples).
+fn result_of(out: &str) -> (u64, String) {
+    if let Some(line) = out.lines().rev().find(|l| l.starts_with("bytes=")) {
+        let mut it = line.split_whitespace();
+        let n = it.next().and_then(|w| w.strip_prefix("bytes=")).and_then(|v| v.parse().ok()).expect("bytes=");
+        let h = it.next().and_then(|w| w.strip_prefix("sha256=")).expect("sha256=").to_string();
+        return (n, h);
+    }
+    let v = json_line(out);
+    (v["bytes"].as_u64().expect("bytes"), v["sha256"].as_str().expect("sha256").to_string())
 }
 
 fn run_with_timeout(mut c: Command, limit: Duration) -> (bool, String, String) {
@@ -77,7 +90,8 @@ fn serve_linux_client(tag: &str, server: AppCmd) {
     let n = bytes();
     let limit = Duration::from_secs(60 + n / (8 << 20));
     let mut srv = Command::new(&server.program);
-    srv.args(&server.lead).args([&e.name, "7100", "1"]).env("OUTBOARD_RUN_DIR", support::run_dir());
+    // `cargo test` puts target dirs on LD_LIBRARY_PATH; the C examples use their rpath.
+    srv.args([&e.name, "7100", "1"]).env("OUTBOARD_RUN_DIR", support::run_dir()).env_remove("LD_LIBRARY_PATH");
     let srv = std::thread::spawn(move || run_with_timeout(srv, limit));
     std::thread::sleep(Duration::from_millis(300));
     let t0 = Instant::now();
@@ -123,22 +137,67 @@ fn download_from_linux(tag: &str, client: AppCmd) {
     assert_eq!(first.trim(), "listening");
     let t0 = Instant::now();
     let mut c = Command::new(&client.program);
-    c.args(&client.lead).args([&e.name, &format!("{}:7200", lab.linux_addr())]).env("OUTBOARD_RUN_DIR", support::run_dir());
+    c.arg(&e.name).env("OUTBOARD_RUN_DIR", support::run_dir()).env_remove("LD_LIBRARY_PATH");
+    if client.split_addr {
+        c.args([lab.linux_addr().to_string(), "7200".to_string()]);
+    } else {
+        c.arg(format!("{}:7200", lab.linux_addr()));
+    }
     let (ok, cout, cerr) = run_with_timeout(c, limit);
     let secs = t0.elapsed().as_secs_f64();
     assert!(ok, "native-API client: {cout} {cerr}");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut sout, &mut rest).unwrap();
     let _ = server.wait();
-    let (a, b) = (json_line(&rest), json_line(&cout));
-    assert_eq!(a["bytes"].as_u64(), Some(n), "{a}");
+    let (a, b) = (result_of(&rest), result_of(&cout));
+    assert_eq!(a.0, n, "{rest}");
     assert_eq!(a, b, "downloaded bytes differ from what Linux sent");
     eprintln!("{tag}: {} MiB downloaded by a native-API client in {secs:.1} s ({:.0} Mbit/s)", n >> 20, n as f64 * 8.0 / secs / 1e6);
     drop(e);
 }
 
 fn rust(name: &str) -> AppCmd {
-    AppCmd { program: example(name), lead: vec![] }
+    AppCmd { program: example(name), split_addr: false }
+}
+
+/// The C example `name`, compiled against include/outboard.h and liboutboard.
+fn c(name: &str) -> AppCmd {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let profile = Path::new(OUTBOARD).parent().expect("target dir").to_path_buf();
+    let lib = [profile.clone(), profile.join("deps")]
+        .into_iter()
+        .find(|d| d.join("liboutboard.so").exists())
+        .unwrap_or_else(|| panic!("liboutboard.so not found under {}: built by `cargo build --workspace`", profile.display()));
+    let out = std::env::temp_dir().join(format!("ob-c-{}-{name}", std::process::id()));
+    let o = Command::new("cc")
+        .args(["-Wall", "-Wextra", "-Werror", "-O2", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("examples/c").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&out)
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-loutboard")
+        .output()
+        .expect("cc (install build-essential)");
+    assert!(o.status.success(), "cc {name}.c: {}", String::from_utf8_lossy(&o.stderr));
+    AppCmd { program: out, split_addr: true }
+}
+
+#[test]
+fn c_native_server_serves_a_linux_client() {
+    if skip_unless_root("c_native_server_serves_a_linux_client") {
+        return;
+    }
+    serve_linux_client("bcs", c("echo_server"));
+}
+
+#[test]
+fn c_native_client_downloads_from_a_linux_server() {
+    if skip_unless_root("c_native_client_downloads_from_a_linux_server") {
+        return;
+    }
+    download_from_linux("bcc", c("fetch"));
 }
 
 #[test]
