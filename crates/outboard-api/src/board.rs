@@ -105,6 +105,12 @@ pub(crate) struct Inner {
     pub gone: bool,
     last_alive_check: Instant,
     alive_calls: u32,
+    /// How often spinning paid off lately (0..=8): waits that the spin
+    /// satisfied raise it, waits that had to sleep lower it. Below 2 a
+    /// blocking wait sleeps at once: a spin that never helps only burns the
+    /// CPU the application is there to save.
+    spin_score: u8,
+    sleeps: u32,
     pub engine_addr: Ipv4Addr,
     pub mode: Mode,
     spin: Duration,
@@ -178,6 +184,8 @@ impl Board {
             gone: false,
             last_alive_check: Instant::now(),
             alive_calls: 0,
+            spin_score: 4,
+            sleeps: 0,
             engine_addr: Ipv4Addr::from(reply.engine_addr),
             mode: opts.mode,
             spin: opts.spin,
@@ -358,7 +366,16 @@ impl Board {
                     }
                 }
                 _ => {
-                    cond.wait(seq, spin, left);
+                    let try_spin = {
+                        let mut i = self.inner.borrow_mut();
+                        i.sleeps = i.sleeps.wrapping_add(1);
+                        // Every 16th sleep spins anyway, to notice when spinning would help again.
+                        i.spin_score >= 2 || i.sleeps % 16 == 0
+                    };
+                    cond.wait(seq, if try_spin { spin } else { Duration::ZERO }, left);
+                    let slept = start.elapsed() > spin;
+                    let mut i = self.inner.borrow_mut();
+                    i.spin_score = if slept { i.spin_score.saturating_sub(1) } else { (i.spin_score + 1).min(8) };
                 }
             }
         }
