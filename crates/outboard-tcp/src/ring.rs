@@ -64,20 +64,16 @@ impl RingBuffer {
     pub fn is_external(&self) -> bool {
         matches!(self.store, Storage::External(_))
     }
-    /// Discards every byte (queued, and parked by `write_unqueued`). Owned
-    /// storage is freed and the next write allocates again. External storage
-    /// stays attached and `head` moves past the queued bytes as if they were
-    /// consumed, so stream positions stay at `k % capacity`; parked bytes
-    /// are left as they are (free space holds no meaning).
+    /// Discards every byte (queued, and parked by `write_unqueued`) and gives
+    /// the storage back: owned storage is freed (the capacity stays; the next
+    /// write allocates again); external storage is dropped (a board region
+    /// goes back to its board) and the ring continues, if ever written again,
+    /// in owned storage. Called only once the ring can never hold a byte of
+    /// this stream again, so stream positions no longer matter.
     pub fn release(&mut self) {
-        match self.store {
-            Storage::Owned(_) => {
-                self.store = Storage::Owned(Vec::new());
-                self.head = 0;
-                self.len = 0;
-            }
-            Storage::External(_) => self.consume(self.len),
-        }
+        self.store = Storage::Owned(Vec::new());
+        self.head = 0;
+        self.len = 0;
     }
     /// Bytes queued (readable from the front).
     pub fn len(&self) -> usize {

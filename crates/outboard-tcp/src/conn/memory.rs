@@ -53,16 +53,17 @@ impl Connection {
     /// Called at the end of every input that may change state or drain a ring;
     /// it changes no sequence number, window or queue length.
     ///
-    /// External storage (`attach_storage`) is board memory, not ours to
-    /// free: releasing it only drops the unsent bytes of a CLOSED
-    /// connection, as the owned ring does, with stream positions kept.
+    /// External storage (`attach_storage`, a board region) is given back the
+    /// same way, under the same rules: dropping it returns the region to its
+    /// board, so a board's TIME-WAIT connections hold no regions.
     pub(super) fn release_idle_buffers(&mut self) {
         let closed = self.state == State::Closed;
-        let send_held = self.send_buf.allocated_bytes() > 0 || !self.send_buf.is_empty();
+        let send_held = self.send_buf.allocated_bytes() > 0 || self.send_buf.is_external() || !self.send_buf.is_empty();
         if send_held && (closed || (self.send_buf.is_empty() && !self.may_queue_more())) {
             self.send_buf.release();
         }
-        if self.recv_buf.allocated_bytes() > 0 && self.recv_buf.is_empty() && (closed || self.fin_received) {
+        let recv_held = self.recv_buf.allocated_bytes() > 0 || self.recv_buf.is_external();
+        if recv_held && self.recv_buf.is_empty() && (closed || self.fin_received) {
             self.recv_buf.release();
             self.recv_epoch = self.recv_epoch.wrapping_add(1);
         }

@@ -52,17 +52,17 @@ fn stream_byte_k_stays_at_index_k_mod_capacity_across_wraps() {
 }
 
 #[test]
-fn release_keeps_the_storage_and_the_positions() {
+fn release_gives_external_storage_back() {
     let mut r = external(8, 0);
     r.push(b"abcde");
     r.consume(2);
     r.write_unqueued(1, b"P");
     r.release();
-    // Queued bytes count as consumed: the head moved past them, not to 0.
-    assert_eq!((r.len(), r.head(), r.capacity()), (0, 5, 8));
-    assert_eq!(r.storage_bytes(), b"abcde\0P\0");
+    // The board region is dropped (it goes back to its board); nothing is queued.
+    assert!(!r.is_external());
+    assert_eq!((r.len(), r.allocated_bytes(), r.capacity()), (0, 0, 8));
+    // Written again (never, for a finished stream), it would use owned storage.
     assert_eq!(r.push(b"xyzw"), 4);
-    assert_eq!(r.storage_bytes(), b"wbcdexyz");
     assert_eq!(joined(r.peek(0, 8)), b"xyzw");
 }
 
@@ -223,10 +223,15 @@ proptest! {
                     r.enqueue_unqueued(n);
                 }
                 Op::Release => {
-                    // Storage and positions stay; the queued bytes count as consumed.
-                    m.head = m.at(m.len);
-                    m.len = 0;
+                    // The lent storage goes back; the stream is over. Carry on
+                    // with fresh lent storage of the same size, from index 0.
                     r.release();
+                    prop_assert!(!r.is_external() && r.is_empty());
+                    let cap = m.cap();
+                    m.store = vec![fill ^ 0x33; cap];
+                    m.head = 0;
+                    m.len = 0;
+                    prop_assert_eq!(r.attach(lent(cap, fill ^ 0x33), [(0, 0)]), 0);
                 }
                 Op::Attach { extra, parked } => {
                     let cap2 = m.cap() + extra;

@@ -195,11 +195,13 @@ fn stream_positions_stay_at_k_mod_capacity_across_wraps() {
 }
 
 #[test]
-fn closing_with_unsent_bytes_drops_them_but_keeps_positions() {
+fn aborting_with_unsent_bytes_drops_them_and_gives_the_storage_back() {
     let mut h = Harness::established(&plain_cfg());
     h.c.attach_storage(lent(64 * 1024), lent(64 * 1024));
     h.c.send(&[5; 100]).unwrap();
     h.c.abort();
     assert_eq!(h.c.state(), State::Closed);
-    assert_eq!((h.c.send_queued(), h.c.ring_heads().0), (0, 100));
+    // RFC 9293 §3.10.7.4: the queues are flushed; the board regions go back.
+    assert_eq!(h.c.send_queued(), 0);
+    assert!(!h.c.send_buf.is_external() && !h.c.recv_buf.is_external());
 }
