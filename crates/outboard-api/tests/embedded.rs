@@ -230,3 +230,55 @@ fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
     drop(s);
     server.join().expect("server");
 }
+
+#[test]
+fn a_slow_application_with_a_tiny_event_ring_is_not_dropped_and_loses_nothing() {
+    let fabric = format!("fabric:apis-{}", std::process::id());
+    let a = engine(&fabric, "apis-a", 1);
+    let b = engine(&fabric, "apis-b", 2);
+    let mut params = outboard_board::BoardParams::default();
+    params.event_capacity = 8;
+    let board_a = a.attach(&AttachOptions { params, ..Default::default() }).expect("attach a");
+    let mut l = board_a.listen(7300, 64).expect("listen");
+    let t = std::thread::spawn(move || {
+        let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+        let mut streams: Vec<_> = (0..20)
+            .map(|_| board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7300)).expect("connect"))
+            .collect();
+        for round in 0..50u8 {
+            for s in streams.iter_mut() {
+                s.send_all(&[round; 100]).expect("send");
+            }
+        }
+        for s in streams.iter_mut() {
+            s.shutdown().expect("shutdown");
+        }
+        let mut b = [0u8; 8];
+        for s in streams.iter_mut() {
+            assert_eq!(s.recv(&mut b).expect("eof"), 0);
+        }
+    });
+    // Hundreds of events arrive for an 8-slot ring while we look away.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut total = 0;
+    for _ in 0..20 {
+        let mut s = l.accept().expect("accept after the pause");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = s.recv(&mut buf).expect("recv");
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got.len(), 5000);
+        for (i, chunk) in got.chunks(100).enumerate() {
+            assert!(chunk.iter().all(|&x| x == i as u8), "stream order");
+        }
+        total += got.len();
+    }
+    assert_eq!(total, 100_000);
+    assert!(board_a.engine_alive(), "the engine dropped a slow application");
+    t.join().expect("client");
+}

@@ -103,6 +103,9 @@ pub struct Session {
     dgram_rx: FreeList,
     owners: OwnerTable,
     overflow: VecDeque<Event>,
+    /// Hint bits waiting per endpoint while the event ring is full, and which endpoints have some.
+    hints: Vec<u32>,
+    hinted: Vec<u32>,
     posted: bool,
     /// The application said DETACH: its hang-up that follows is not a death.
     pub detached: bool,
@@ -159,6 +162,8 @@ impl Session {
             dgram_rx: FreeList::new(rx_bufs),
             owners,
             overflow: VecDeque::new(),
+            hints: vec![0; p.endpoints as usize],
+            hinted: Vec::new(),
             posted: false,
             detached: false,
             counters: SessionCounters::default(),
@@ -193,36 +198,66 @@ impl Session {
 
     // ---- events ----
 
+    /// Posts an event. When the ring is full (the application is slow, or
+    /// asleep in a debugger) events wait here: those that carry a value (a
+    /// new endpoint, a sync slot, a buffer) in order, in a queue bounded by
+    /// what the board can produce; the rest, mere hints about an endpoint,
+    /// are merged per endpoint. A slow application thus costs bounded
+    /// memory and is never disconnected for being slow.
     fn post(&mut self, endpoint: u32, kind: u32, value: u64) {
         let e = Event { endpoint, kind, value };
         self.counters.events += 1;
         self.posted = true;
-        if !self.overflow.is_empty() {
-            self.overflow.push_back(e);
-            return;
+        let carries_value = kind & (ev::ACCEPT | ev::SYNC | ev::BUF_RETURN) != 0;
+        if self.overflow.is_empty() && self.hinted.is_empty() {
+            if let Ok(true) = self.events.begin_put(e) {
+                return;
+            }
         }
-        match self.events.begin_put(e) {
-            Ok(true) => {}
-            // Full (the application is slow) or its head is garbage: keep it; `flush` retries.
+        match self.hints.get_mut(endpoint as usize) {
+            Some(bits) if !carries_value => {
+                if *bits == 0 {
+                    self.hinted.push(endpoint);
+                }
+                *bits |= kind;
+            }
             _ => self.overflow.push_back(e),
         }
     }
 
     /// Publishes posted events and wakes the application if it sleeps.
-    /// Err when the event ring's head is garbage and events keep piling up.
+    /// Err when the event ring's head is garbage, or more value-carrying
+    /// events wait than a well-behaved board can cause.
     pub fn flush(&mut self) -> Result<(), Violation> {
+        let mut full = false;
         while let Some(e) = self.overflow.front().copied() {
             match self.events.begin_put(e) {
                 Ok(true) => {
                     self.overflow.pop_front();
                 }
-                Ok(false) => break,
+                Ok(false) => {
+                    full = true;
+                    break;
+                }
                 Err(_) => return Err(Violation::Corrupt("event ring head")),
             }
         }
-        // An application that never reads its events cannot make us hold unbounded memory.
-        if self.overflow.len() > 4 * self.layout.params.event_capacity as usize + 4096 {
-            return Err(Violation::Corrupt("event ring never drained"));
+        while !full {
+            let Some(&ep) = self.hinted.last() else { break };
+            let kind = self.hints[ep as usize];
+            match self.events.begin_put(Event { endpoint: ep, kind, value: 0 }) {
+                Ok(true) => {
+                    self.hints[ep as usize] = 0;
+                    self.hinted.pop();
+                }
+                Ok(false) => full = true,
+                Err(_) => return Err(Violation::Corrupt("event ring head")),
+            }
+        }
+        let p = &self.layout.params;
+        let bound = p.endpoints as usize + p.syncs as usize + 2 * p.dgram_buffers as usize + 1024;
+        if self.overflow.len() > bound {
+            return Err(Violation::Corrupt("more events than the board can cause"));
         }
         self.events.end_put();
         if self.posted {
