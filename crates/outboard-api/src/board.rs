@@ -314,6 +314,9 @@ impl Board {
     pub(crate) fn wait(&self, mode: Mode, timeout: Option<Duration>, mut ready: impl FnMut(&mut Inner) -> bool) -> Result<()> {
         let start = Instant::now();
         let mut idle_since: Option<Instant> = None;
+        // Each call looks at the clock (and, every 100 ms, the socket) once;
+        // its hot loop below only every 64 turns.
+        self.inner.borrow_mut().alive_calls = 63;
         loop {
             let (seq, spin, cond, driver) = {
                 let mut i = self.inner.borrow_mut();
@@ -348,6 +351,7 @@ impl Board {
                     if since.elapsed() >= spin.max(Duration::from_micros(50)) {
                         let left = timeout.map_or(MAX_SLEEP, |t| t.saturating_sub(elapsed).min(MAX_SLEEP));
                         d.borrow_mut().idle(left).map_err(|_| Error::EngineGone)?;
+                        self.inner.borrow_mut().alive_calls = 63;
                     }
                 }
                 continue;
@@ -376,6 +380,10 @@ impl Board {
                     let slept = start.elapsed() > spin;
                     let mut i = self.inner.borrow_mut();
                     i.spin_score = if slept { i.spin_score.saturating_sub(1) } else { (i.spin_score + 1).min(8) };
+                    if slept {
+                        // After a sleep the clock read is nothing: look at the socket now.
+                        i.alive_calls = 63;
+                    }
                 }
             }
         }

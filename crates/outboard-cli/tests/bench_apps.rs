@@ -111,9 +111,9 @@ fn bench_latency_json_both_modes() {
     }
     positive(&v, "ratio_p50");
     let rows = v["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 4, "blocking and polling, ours and Linux: {v}");
-    for side in ["outboard", "kernel"] {
-        for mode in ["blocking", "polling"] {
+    assert_eq!(rows.len(), 5, "blocking and polling, ours and Linux, and our inline engines: {v}");
+    for (side, modes) in [("outboard", &["blocking", "polling", "inline"][..]), ("kernel", &["blocking", "polling"][..])] {
+        for &mode in modes {
             let r = rows
                 .iter()
                 .find(|r| r["side"] == side && r["mode"] == mode)

@@ -37,3 +37,40 @@ pub fn report(bytes: u64, h: Sha256) {
     let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     println!("{{\"bytes\": {bytes}, \"sha256\": \"{hex}\"}}");
 }
+
+/// Reads a stream to its end in place (`begin_get` / `end_get`: the
+/// application copies nothing), hashing what arrives.
+pub fn read_to_end_in_place(s: &mut outboard_api::Stream) -> (u64, Sha256) {
+    let (mut h, mut total) = (Sha256::new(), 0u64);
+    loop {
+        let buf = s.begin_get().unwrap_or_else(|e| fail("receive", e));
+        if buf.is_empty() {
+            return (total, h);
+        }
+        h.update(buf);
+        let n = buf.len();
+        total += n as u64;
+        s.end_get(n).unwrap_or_else(|e| fail("receive", e));
+    }
+}
+
+/// Writes `total` bytes of the seeded pattern in place into the transmit
+/// region (`begin_put` / `end_put`), hashing them; then half-closes and
+/// waits for the peer's close, so every byte was acknowledged.
+pub fn write_pattern_in_place(s: &mut outboard_api::Stream, total: u64) -> (u64, Sha256) {
+    let (mut h, mut sent) = (Sha256::new(), 0u64);
+    while sent < total {
+        let buf = s.begin_put().unwrap_or_else(|e| fail("send", e));
+        let n = buf.len().min((total - sent) as usize);
+        for (k, b) in buf[..n].iter_mut().enumerate() {
+            *b = pattern(sent + k as u64);
+        }
+        h.update(&buf[..n]);
+        s.end_put(n).unwrap_or_else(|e| fail("send", e));
+        sent += n as u64;
+    }
+    s.shutdown().unwrap_or_else(|e| fail("shutdown", e));
+    let mut tail = [0u8; 64];
+    while s.recv(&mut tail).unwrap_or_else(|e| fail("linger", e)) > 0 {}
+    (sent, h)
+}

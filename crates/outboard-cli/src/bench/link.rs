@@ -100,12 +100,7 @@ pub struct LinkArgs {
 
 // ---------------------------------------------------------------- the report
 
-#[derive(Debug, Serialize)]
-pub struct Machine {
-    pub nproc: usize,
-    pub cpu_model: String,
-    pub kernel: String,
-}
+pub use super::peer::{machine, Machine};
 
 #[derive(Debug, Serialize)]
 pub struct Throughput {
@@ -1034,27 +1029,6 @@ fn round_trip_client(ns: &str, to: SocketAddrV4, dur: Duration) -> Result<RoundT
 
 // ---------------------------------------------------------------- machine and output
 
-fn machine() -> Machine {
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    Machine {
-        nproc: thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        cpu_model,
-        kernel,
-    }
-}
 
 fn offload_line(m: &BTreeMap<String, String>) -> String {
     let short = [
