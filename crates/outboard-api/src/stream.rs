@@ -79,11 +79,11 @@ impl Stream {
         let mut err = None;
         let mode = self.mode();
         // Any room will do if there is some now. Once the region is full, a
-        // sleeping writer waits for a quarter of it (as Linux wakes a writer
-        // at a third of its buffer): one wake-up per big batch of
+        // sleeping writer waits for half of it (Linux wakes a writer at a third
+        // of its buffer): one wake-up per big batch of
         // acknowledgements, not per ACK. Polling writers take any room.
         let full = self.tx_room(&self.board.inner.borrow()).0 == 0;
-        let want = if full && mode == Mode::Blocking { (self.tx.1 / 4).max(1) } else { 1 };
+        let want = if full && mode == Mode::Blocking { (self.tx.1 / 2).max(1) } else { 1 };
         self.board.wait(mode, None, |i| {
             err = self.stream_error(i);
             err.is_some() || self.tx_room(i).0 >= want

@@ -236,12 +236,14 @@ fn a_slow_application_with_a_tiny_event_ring_is_not_dropped_and_loses_nothing() 
     let fabric = format!("fabric:apis-{}", std::process::id());
     let a = engine(&fabric, "apis-a", 1);
     let b = engine(&fabric, "apis-b", 2);
-    let mut params = outboard_board::BoardParams::default();
+    // Room for 20 streams on each side (two regions each).
+    let mut params = outboard_board::BoardParams { stream_buffers: 48, ..Default::default() };
     params.event_capacity = 8;
     let board_a = a.attach(&AttachOptions { params, ..Default::default() }).expect("attach a");
+    let client_params = outboard_board::BoardParams { stream_buffers: 48, ..Default::default() };
     let mut l = board_a.listen(7300, 64).expect("listen");
     let t = std::thread::spawn(move || {
-        let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+        let board_b = b.attach(&AttachOptions { params: client_params, ..Default::default() }).expect("attach b");
         let mut streams: Vec<_> = (0..20)
             .map(|_| board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7300)).expect("connect"))
             .collect();

@@ -76,8 +76,8 @@ impl Default for BoardParams {
             syncs: 256,
             dgram_buffers: 256,
             dgram_size: 2048,
-            stream_buffer: 256 * 1024,
-            stream_buffers: 64,
+            stream_buffer: 1024 * 1024,
+            stream_buffers: 32,
             _reserved: 0,
         }
     }

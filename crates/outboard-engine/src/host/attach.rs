@@ -34,7 +34,7 @@ pub struct NewSession {
 pub struct BoardLimits {
     /// Largest board an application may ask for.
     pub max_board_bytes: usize,
-    /// Every stream region's size (the TCP buffers of the stack).
+    /// The smallest stream region (the stack's TCP buffer size).
     pub stream_buffer: u32,
     pub engine_addr: u32,
 }
@@ -109,6 +109,9 @@ impl std::fmt::Display for AttachError {
         }
     }
 }
+
+/// Largest stream region an application may ask for.
+pub const MAX_STREAM_REGION: u32 = 16 << 20;
 
 /// Where the daemon engine `name` listens for applications.
 pub fn board_socket_path(name: &str) -> PathBuf {
@@ -265,7 +268,11 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
         refuse(libc::EPROTO);
         return Ok(());
     }
-    let params = BoardParams { stream_buffer: sh.limits.stream_buffer, _reserved: 0, ..req.params };
+    // A stream region holds at least one TCP buffer (the window offered in
+    // the SYN); an application may ask for more (up to 16 MiB; the window
+    // grows into it), rounded up to whole pages.
+    let asked = req.params.stream_buffer.clamp(sh.limits.stream_buffer, MAX_STREAM_REGION);
+    let params = BoardParams { stream_buffer: asked.div_ceil(4096) * 4096, _reserved: 0, ..req.params };
     let layout = match BoardLayout::new(params) {
         Ok(l) if l.total <= sh.limits.max_board_bytes => l,
         Ok(_) => {
