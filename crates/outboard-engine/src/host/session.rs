@@ -357,7 +357,7 @@ impl Session {
     }
 
     /// Brings a stream's status record up to date with its connection and
-    /// posts what changed. Returns false once the connection is gone.
+    /// posts what changed (and completes a pending connect's sync).
     pub(super) fn update_stream(&mut self, stack: &mut Stack, ep: u32) -> Result<(), Violation> {
         let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_mut() else { return Ok(()) };
         let mut bits = 0;
