@@ -318,7 +318,7 @@ impl Shard {
             connections,
             services: self.services.counters().to_vec(),
             boards: self.host.rows(),
-            host: self.host.counters.clone(),
+            host: self.host.totals(),
             board_memory: self.host.board_bytes(),
         }
     }

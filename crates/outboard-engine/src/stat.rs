@@ -179,6 +179,18 @@ pub fn render(s: &Snapshot) -> String {
         h.died,
         h.violations
     );
+    let per = |copied: &str, delivered: u64| match (s.stack.get(copied), delivered) {
+        (Some(&c), d) if d > 0 => format!("{:.3}", c as f64 / d as f64),
+        _ => "-".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "  delivered through boards: rx {} B, tx {} B; engine copies per delivered byte: rx {}, tx {}",
+        h.rx_delivered,
+        h.tx_delivered,
+        per("tcp_rx_payload_copied", h.rx_delivered),
+        per("tcp_tx_payload_copied", h.tx_delivered)
+    );
     for b in &s.boards {
         let _ = writeln!(
             o,

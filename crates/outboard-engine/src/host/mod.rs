@@ -34,6 +34,11 @@ pub struct HostCounters {
     pub died: u64,
     /// Applications disconnected for breaking the board's rules.
     pub violations: u64,
+    /// Stream bytes delivered through boards, ever: read by applications
+    /// (rx) and acknowledged by peers (tx). The stack's `tcp_*_payload_copied`
+    /// over these is the copies per delivered byte (when only boards move TCP data).
+    pub rx_delivered: u64,
+    pub tx_delivered: u64,
 }
 
 /// One attached application, for `outboard stat`.
@@ -66,6 +71,16 @@ pub struct Host {
 impl Host {
     pub fn new(inbox: Option<AttachInbox>) -> Host {
         Host { inbox, ..Default::default() }
+    }
+
+    /// The counters, with the delivered bytes of live sessions added in.
+    pub fn totals(&self) -> HostCounters {
+        let mut c = self.counters.clone();
+        for s in &self.sessions {
+            c.rx_delivered += s.counters.rx_delivered;
+            c.tx_delivered += s.counters.tx_delivered;
+        }
+        c
     }
 
     /// The board session owning a connection, if any.
@@ -172,6 +187,8 @@ impl Host {
                     work = true;
                     let mut s = self.sessions.swap_remove(i);
                     s.teardown(stack, &mut owned);
+                    self.counters.rx_delivered += s.counters.rx_delivered;
+                    self.counters.tx_delivered += s.counters.tx_delivered;
                     match why {
                         None if s.detached => {
                             log::event(Level::Info, "app_detached", &[("session", &s.id), ("pid", &s.pid)]);

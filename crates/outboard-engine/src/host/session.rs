@@ -80,6 +80,9 @@ pub struct SessionCounters {
     pub datagrams_out: u64,
     /// Bytes moved from an accepted connection's early heap ring into its board region.
     pub migrated_bytes: u64,
+    /// Stream bytes delivered: consumed by the application (rx), acknowledged by the peer (tx).
+    pub rx_delivered: u64,
+    pub tx_delivered: u64,
 }
 
 pub struct Session {
@@ -420,6 +423,9 @@ impl Session {
             bits |= ev::READABLE;
         }
         if acked != s.acked_published {
+            if s.error == 0 {
+                self.counters.tx_delivered += acked.saturating_sub(s.acked_published);
+            }
             s.acked_published = acked;
             self.map.atomic_u64(base + status::TX_ACKED).store(acked, Ordering::Release);
             bits |= ev::WRITABLE;
@@ -619,6 +625,7 @@ impl Session {
                 let n = (c.a - s.rx_consumed) as usize;
                 if n > 0 {
                     s.rx_consumed = c.a;
+                    self.counters.rx_delivered += n as u64;
                     if let Some(conn) = stack.tcp(s.conn) {
                         conn.recv_consume(n);
                     }
