@@ -143,10 +143,17 @@ impl MailboxConsumer {
     /// Moves the next message to `to` without copying it. Ok(false) if this
     /// mailbox is empty or `to` is full (nothing moves then).
     pub fn enqueue(&mut self, to: &mut MailboxProducer) -> Result<bool, RingError> {
+        let was_open = self.open.is_some();
         let Some(d) = self.begin_get()? else {
             return Ok(false);
         };
         if !to.put(d)? {
+            // Nothing moves: a message we opened only for this goes back to
+            // being unread (one the caller had open stays open).
+            if !was_open {
+                self.open = None;
+                self.ring.cancel_get();
+            }
             return Ok(false);
         }
         self.end_get();

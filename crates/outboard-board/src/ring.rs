@@ -178,6 +178,11 @@ impl<T: Pod> Consumer<T> {
         // Release: our copy of the record happens before the producer reuses the slot.
         self.map.atomic_u32(self.offset + HEAD).store(self.head, Ordering::Release);
     }
+    /// Forgets the record `begin_get` returned without releasing it: the
+    /// next `begin_get` returns it again.
+    pub fn cancel_get(&mut self) {
+        self.held = false;
+    }
     /// `begin_get` + `end_get`.
     pub fn get(&mut self) -> Result<Option<T>, RingError> {
         let r = self.begin_get()?;
