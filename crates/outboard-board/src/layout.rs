@@ -141,6 +141,24 @@ pub mod status {
     pub const LOCAL: usize = 72;
     pub const REMOTE: usize = 80;
 }
+// The offsets above are the record's fields: keep them tied at compile time.
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(EndpointStatus, generation) == status::GENERATION);
+    assert!(offset_of!(EndpointStatus, kind) == status::KIND);
+    assert!(offset_of!(EndpointStatus, state) == status::STATE);
+    assert!(offset_of!(EndpointStatus, error) == status::ERROR);
+    assert!(offset_of!(EndpointStatus, flags) == status::FLAGS);
+    assert!(offset_of!(EndpointStatus, rx_total) == status::RX_TOTAL);
+    assert!(offset_of!(EndpointStatus, tx_acked) == status::TX_ACKED);
+    assert!(offset_of!(EndpointStatus, rx_offset) == status::RX_OFFSET);
+    assert!(offset_of!(EndpointStatus, rx_size) == status::RX_SIZE);
+    assert!(offset_of!(EndpointStatus, tx_offset) == status::TX_OFFSET);
+    assert!(offset_of!(EndpointStatus, tx_size) == status::TX_SIZE);
+    assert!(offset_of!(EndpointStatus, local) == status::LOCAL);
+    assert!(offset_of!(EndpointStatus, remote) == status::REMOTE);
+};
+
 pub mod flags {
     /// The peer's FIN arrived (after `rx_total` bytes).
     pub const PEER_CLOSED: u32 = 1;

@@ -35,6 +35,13 @@ const HEAD: usize = 0;
 const TAIL: usize = 64;
 const RECORDS: usize = 128;
 
+/// Sets both indices of the ring at `offset` back to 0, for a ring slot
+/// handed to a new user (the previous one's sides are gone).
+pub fn reset(map: &Mapping, offset: usize) {
+    map.atomic_u32(offset + HEAD).store(0, Ordering::Release);
+    map.atomic_u32(offset + TAIL).store(0, Ordering::Release);
+}
+
 /// The producing side of a ring.
 pub struct Producer<T: Pod> {
     map: Arc<Mapping>,

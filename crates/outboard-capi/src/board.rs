@@ -77,6 +77,20 @@ pub(crate) fn params_from_c(p: &ob_board_params_t) -> BoardParams {
     }
 }
 
+fn params_to_c(p: &BoardParams) -> ob_board_params_t {
+    ob_board_params_t {
+        command_capacity: p.command_capacity,
+        event_capacity: p.event_capacity,
+        endpoints: p.endpoints,
+        mailbox_capacity: p.mailbox_capacity,
+        syncs: p.syncs,
+        dgram_buffers: p.dgram_buffers,
+        dgram_size: p.dgram_size,
+        stream_buffer: p.stream_buffer,
+        stream_buffers: p.stream_buffers,
+    }
+}
+
 /// The Rust options for `opts` (NULL: the defaults).
 pub(crate) unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<AttachOptions, Errno> {
     let Some(o) = opts.as_ref() else { return Ok(AttachOptions::default()) };
@@ -91,19 +105,8 @@ pub(crate) unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<
 #[no_mangle]
 pub extern "C" fn ob_attach_options_default() -> ob_attach_options_t {
     let d = AttachOptions::default();
-    let p = d.params;
     ob_attach_options_t {
-        params: ob_board_params_t {
-            command_capacity: p.command_capacity,
-            event_capacity: p.event_capacity,
-            endpoints: p.endpoints,
-            mailbox_capacity: p.mailbox_capacity,
-            syncs: p.syncs,
-            dgram_buffers: p.dgram_buffers,
-            dgram_size: p.dgram_size,
-            stream_buffer: p.stream_buffer,
-            stream_buffers: p.stream_buffers,
-        },
+        params: params_to_c(&d.params),
         mode: match d.mode {
             Mode::Blocking => OB_MODE_BLOCKING,
             Mode::NonBlocking => OB_MODE_NONBLOCKING,

@@ -16,17 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
+mod support;
 
-fn example(name: &str) -> PathBuf {
-    let p = Path::new(OUTBOARD).parent().expect("target dir").join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the native-API examples are built by `cargo test --workspace` (or `cargo build -p outboard-api --examples`)",
-        p.display()
-    );
-    p
-}
+use support::{example, OUTBOARD};
+
 
 fn run_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ob-boards-test-{}-{tag}", std::process::id()));

@@ -14,29 +14,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
-
-fn bytes() -> u64 {
-    let s = std::env::var("OUTBOARD_INTEROP_BYTES").unwrap_or_else(|_| "1GiB".into());
-    let t = s.trim().trim_end_matches("iB").trim_end_matches('B');
-    let (n, m) = match t.chars().last() {
-        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M') => (&t[..t.len() - 1], 1 << 20),
-        Some('G') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    n.parse::<u64>().expect("OUTBOARD_INTEROP_BYTES") * m
-}
+use support::{example, lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
 
 fn script(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts").join(name).display().to_string()
 }
 
-fn example(name: &str) -> PathBuf {
-    let p = Path::new(OUTBOARD).parent().expect("target dir").join("examples").join(name);
-    assert!(p.exists(), "{} is missing: built by `cargo test --workspace`", p.display());
-    p
-}
 
 fn json_line(s: &str) -> serde_json::Value {
     let line = s.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or_else(|| panic!("no JSON in {s:?}"));
@@ -85,9 +68,9 @@ fn serve_linux_client(tag: &str, server: AppCmd) {
     let e = EngineProc::start(
         lab.engine_ns(),
         &format!("{name}-e"),
-        &["--link", &format!("af_xdp:{}", lab.engine_iface()), "--addr", &format!("{}/{}", lab.engine_addr(), lab.engine_prefix())],
+        &support::engine_args(&lab, "af_xdp").iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let n = bytes();
+    let n = support::interop_bytes();
     let limit = Duration::from_secs(60 + n / (8 << 20));
     let mut srv = Command::new(&server.program);
     // `cargo test` puts target dirs on LD_LIBRARY_PATH; the C examples use their rpath.
@@ -121,9 +104,9 @@ fn download_from_linux(tag: &str, client: AppCmd) {
     let e = EngineProc::start(
         lab.engine_ns(),
         &format!("{name}-e"),
-        &["--link", &format!("af_xdp:{}", lab.engine_iface()), "--addr", &format!("{}/{}", lab.engine_addr(), lab.engine_prefix())],
+        &support::engine_args(&lab, "af_xdp").iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let n = bytes();
+    let n = support::interop_bytes();
     let limit = Duration::from_secs(60 + n / (8 << 20));
     let mut server = Command::new("timeout")
         .args(["-k", "5", &limit.as_secs().to_string(), "ip", "netns", "exec", lab.linux_ns(), "python3"])

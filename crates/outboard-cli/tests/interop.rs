@@ -78,49 +78,8 @@ fn last_json(o: &Output) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("no JSON line ({e}): {}", text(o)))
 }
 
-/// Sizes like 1GiB, 256M, 4096.
-fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n.parse().ok()?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" | "kb" => 1 << 10,
-        "m" | "mib" | "mb" => 1 << 20,
-        "g" | "gib" | "gb" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
-
-/// Bytes per echo-matrix run: OUTBOARD_INTEROP_BYTES or 1 GiB.
-fn matrix_bytes() -> u64 {
-    match std::env::var("OUTBOARD_INTEROP_BYTES") {
-        Ok(v) => {
-            parse_size(&v).unwrap_or_else(|| panic!("OUTBOARD_INTEROP_BYTES={v:?}: not a size"))
-        }
-        Err(_) => 1 << 30,
-    }
-}
-
-/// `--link KIND:eng0 --addr 10.77.0.2/24 [--gateway 10.77.0.1]` for a lab.
-fn engine_args(lab: &outboard_lab::Lab, kind: &str) -> Vec<String> {
-    let mut v = vec![
-        "--link".to_string(),
-        format!("{kind}:{}", lab.engine_iface()),
-        "--addr".to_string(),
-        format!("{}/{}", lab.engine_addr(), lab.engine_prefix()),
-    ];
-    if let Some(gw) = lab.gateway() {
-        v.push("--gateway".into());
-        v.push(gw.to_string());
-    }
-    v
-}
-
 fn start_engine(lab: &outboard_lab::Lab, name: &str, kind: &str, extra: &[&str]) -> EngineProc {
-    let mut args = engine_args(lab, kind);
+    let mut args = support::engine_args(lab, kind);
     args.extend(extra.iter().map(|s| s.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     EngineProc::start(lab.engine_ns(), name, &args)
@@ -472,7 +431,7 @@ struct Row {
 
 fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
     need_python();
-    let bytes = matrix_bytes();
+    let bytes = support::interop_bytes();
     // Bounded: a floor of 1 MB/s plus set-up time (the slowest cases, 25 %
     // reordering, run at about 30 MB/s since the adaptive reordering threshold).
     let limit_s = 120 + bytes / 1_000_000;

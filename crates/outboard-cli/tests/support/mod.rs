@@ -174,3 +174,56 @@ impl Drop for EngineProc {
         }
     }
 }
+
+/// Sizes like 1GiB, 256M, 4096.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// Bytes per interop run: OUTBOARD_INTEROP_BYTES or 1 GiB.
+pub fn interop_bytes() -> u64 {
+    match std::env::var("OUTBOARD_INTEROP_BYTES") {
+        Ok(v) => {
+            parse_size(&v).unwrap_or_else(|| panic!("OUTBOARD_INTEROP_BYTES={v:?}: not a size"))
+        }
+        Err(_) => 1 << 30,
+    }
+}
+
+/// `--link KIND:eng0 --addr 10.77.0.2/24 [--gateway 10.77.0.1]` for a lab.
+pub fn engine_args(lab: &outboard_lab::Lab, kind: &str) -> Vec<String> {
+    let mut v = vec![
+        "--link".to_string(),
+        format!("{kind}:{}", lab.engine_iface()),
+        "--addr".to_string(),
+        format!("{}/{}", lab.engine_addr(), lab.engine_prefix()),
+    ];
+    if let Some(gw) = lab.gateway() {
+        v.push("--gateway".into());
+        v.push(gw.to_string());
+    }
+    v
+}
+
+/// A native-API example of `crates/outboard-api` (built by `cargo test --workspace`
+/// or `cargo build -p outboard-api --examples` next to the `outboard` binary).
+pub fn example(name: &str) -> PathBuf {
+    let p = std::path::Path::new(OUTBOARD).parent().expect("target dir").join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: the native-API examples are built by `cargo test --workspace` (or `cargo build -p outboard-api --examples`)",
+        p.display()
+    );
+    p
+}

@@ -686,7 +686,8 @@ impl Session {
                                 self.layout.params.mailbox_capacity,
                                 Arc::new(self.layout.arena.clone()),
                             );
-                            self.reset_mailbox(ep);
+                            // The new socket's mailbox starts empty, whoever used the slot before.
+                            outboard_board::ring::reset(&self.map, self.layout.endpoint_mailbox(ep));
                             self.eps[ep as usize] = Some(EpKind::Datagram { udp, mailbox });
                             self.polled.push(ep);
                             i64::from(ep)
@@ -737,12 +738,6 @@ impl Session {
         Ok(())
     }
 
-    fn reset_mailbox(&self, ep: u32) {
-        // Both indices back to 0 for the new socket (the previous user's ring is gone).
-        let off = self.layout.endpoint_mailbox(ep);
-        self.map.atomic_u32(off).store(0, Ordering::Release);
-        self.map.atomic_u32(off + 64).store(0, Ordering::Release);
-    }
 
     fn close_listener(&mut self, stack: &mut Stack, ep: u32) {
         if let Some(EpKind::Listener { lid }) = self.eps[ep as usize].as_ref() {
