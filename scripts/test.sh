@@ -28,6 +28,43 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
         echo "missing tools: ${need_pkgs[*]} (install them, as root, with apt-get)" >&2
     fi
 fi
+step "system packages for the socket-shim tests (curl, nginx, redis, iperf3, sockperf, wrk)"
+# tests/shim_apps.rs and `outboard bench apps` run these unmodified programs
+# under the shim (and on the kernel). They run in the tests' namespaces; the
+# services the packages would start are kept from starting (policy-rc.d) and
+# any that did start are stopped, so nothing holds their ports.
+app_pkgs=()
+for pair in curl:curl nginx:nginx-light redis-server:redis-server redis-benchmark:redis-tools \
+            redis-cli:redis-tools iperf3:iperf3 sockperf:sockperf wrk:wrk; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || app_pkgs+=("${pair#*:}")
+done
+if [ "${#app_pkgs[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        made_policy=0
+        if [ ! -e /usr/sbin/policy-rc.d ]; then
+            printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+            chmod +x /usr/sbin/policy-rc.d
+            made_policy=1
+        fi
+        apt-get update -qq
+        echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections 2>/dev/null || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${app_pkgs[@]}" || apt_rc=$?
+        [ "$made_policy" -eq 1 ] && rm -f /usr/sbin/policy-rc.d
+        [ "${apt_rc:-0}" -eq 0 ] || { echo "apt-get install ${app_pkgs[*]} failed" >&2; exit 1; }
+    else
+        echo "missing tools: ${app_pkgs[*]} (install them, as root, with apt-get)" >&2
+    fi
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    for svc in nginx redis-server iperf3; do
+        if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+            systemctl stop "$svc" || true
+        elif command -v service >/dev/null 2>&1; then
+            service "$svc" stop >/dev/null 2>&1 || true
+        fi
+    done
+fi
+
 if ! python3 -c 'import scapy' >/dev/null 2>&1; then
     python3 -m pip install --quiet scapy || echo "could not install scapy (pip install scapy)" >&2
 fi

@@ -8,6 +8,7 @@ mod bench;
 mod demo;
 mod engine_cmd;
 mod lab;
+mod run_cmd;
 mod sim;
 
 use clap::{Args, Parser, Subcommand};
@@ -37,6 +38,8 @@ enum Command {
     Stat(engine_cmd::StatArgs),
     /// The engine as a TCP client: connect, send a seeded stream, read until the server closes.
     Fetch(engine_cmd::FetchArgs),
+    /// Run an unmodified program with its sockets on an engine daemon (LD_PRELOAD socket shim).
+    Run(run_cmd::RunArgs),
     /// Network namespaces joined by veth pairs: the engine on one end, Linux on the other, impairment between.
     #[command(subcommand)]
     Lab(lab::LabCommand),
@@ -66,6 +69,8 @@ enum BenchCommand {
     Latency(bench::latency::LatencyArgs),
     /// Application-to-application throughput and CPU efficiency against write size, ours vs Linux TCP (no root).
     Throughput(bench::throughput::ThroughputArgs),
+    /// Unmodified servers (redis, nginx, iperf3, sockperf) under the socket shim vs on the kernel, on the lab's veth (root).
+    Apps(bench::apps::AppsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         Command::Engine(a) => engine_cmd::engine(&a),
         Command::Stat(a) => engine_cmd::stat(&a),
         Command::Fetch(a) => engine_cmd::fetch(&a),
+        Command::Run(a) => run_cmd::main(&a),
         Command::Lab(c) => lab::run(c),
         Command::Relay(a) => lab::relay(&a),
         Command::Bench(BenchCommand::Checksum(a)) => {
@@ -101,6 +107,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Link(a)) => bench::link::main(&a),
         Command::Bench(BenchCommand::Latency(a)) => bench::latency::main(&a),
         Command::Bench(BenchCommand::Throughput(a)) => bench::throughput::main(&a),
+        Command::Bench(BenchCommand::Apps(a)) => bench::apps::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -1,5 +1,6 @@
 //! `outboard bench …`: programs that measure ours beside the alternative in one run.
 
+pub mod apps;
 pub mod checksum;
 pub mod latency;
 pub mod link;

@@ -1,0 +1,928 @@
+//! `outboard bench apps`: unmodified servers under the socket shim (their
+//! sockets on an engine daemon) beside the same servers on the kernel, on the
+//! same veth pair, in one run (root).
+//!
+//! Method:
+//!
+//! - One lab (direct topology, MTU 1500, no impairment): `ob-N-eng` holds
+//!   eng0, `ob-N-lnx` holds lnx0 (10.77.0.1), the bridge between them. Every
+//!   client runs on Linux's side, in `ob-N-lnx`; every server in `ob-N-eng`.
+//! - **outboard** first: an engine daemon on eng0 (`--link af_xdp:eng0`, or
+//!   `--link af_packet`; 10.77.0.2/24, `--services none`), eng0 with no
+//!   kernel address; each server runs as
+//!   `ip netns exec ob-N-eng outboard run --name ENGINE -- SERVER …`.
+//! - **kernel** right after, on the same veth pair, the engine stopped: eng0
+//!   gets 10.77.0.3/24 for this phase only (removed after, as in
+//!   `bench link`), and the same servers run without the shim. The path
+//!   (lnx0, the bridge, eng0) and the lab's offload settings are the same.
+//! - The cases, each bounded (`--seconds` S, at least 1, whole seconds):
+//!   redis-server (`--save '' --appendonly no`) and `redis-benchmark -c 50
+//!   -n 30000*S -t get -q` (GET requests/s); nginx (`master_process off`,
+//!   one worker, a 4 KiB file) and `wrk -t2 -c16 -dS` (requests/s; socket
+//!   errors or non-2xx answers fail the run); `iperf3 -s -1` and
+//!   `iperf3 -c -t S -J` (Linux client to the server, Gbit/s received);
+//!   `sockperf server --tcp` and `sockperf ping-pong --tcp -t S` (round
+//!   trip p50 and p99, µs).
+//! - Ratio = outboard / kernel: above 1 is better for rates, below 1 is
+//!   better for latencies.
+//!
+//! Every server, the engine and the lab are stopped on every path out (guards),
+//! Ctrl-C included. Exit codes: 0 done; 1 a measurement failed (its message
+//! and the server's output say which); 2 bad arguments; 10 not root; 11 a
+//! program is missing; 12-14 the lab failed; 16 the shim library was not found.
+
+// A benchmark is the imperative shell: it reads the wall clock to measure.
+#![allow(clippy::disallowed_methods)]
+
+use super::peer::{machine, Machine};
+use clap::Args;
+use outboard_lab::{sys, Lab, LabConfig};
+use serde::Serialize;
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Ports of the servers (in the lab's own namespaces: nothing else there).
+const REDIS_PORT: u16 = 6379;
+const NGINX_PORT: u16 = 8080;
+const IPERF_PORT: u16 = 5201;
+const SOCKPERF_PORT: u16 = 11111;
+/// Longest any one step may take past its own duration.
+const SLACK: Duration = Duration::from_secs(60);
+
+#[derive(Args, Debug)]
+pub struct AppsArgs {
+    /// Seconds of each timed case (wrk, iperf3, sockperf; redis-benchmark sends 30000 GETs per second asked).
+    #[arg(long, default_value = "3", value_parser = crate::args::parse_non_negative)]
+    pub seconds: f64,
+    /// The engine's link: af_xdp or af_packet.
+    #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"])]
+    pub link: String,
+    /// The socket shim (default as for `outboard run`).
+    #[arg(long)]
+    pub shim: Option<PathBuf>,
+    /// Lab name (1 to 8 of a-z 0-9; default `ba` and this process's id in base 36).
+    #[arg(long)]
+    pub lab_name: Option<String>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub unit: String,
+    pub outboard: f64,
+    pub kernel: f64,
+    /// outboard / kernel (for latencies, lower is better).
+    pub ratio: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub command: String,
+    pub machine: Machine,
+    pub lab: String,
+    pub link: String,
+    pub seconds_per_case: u64,
+    /// The server address under the shim (the engine's).
+    pub engine_addr: String,
+    /// The server address on the kernel (eng0, that phase only).
+    pub kernel_addr: String,
+    pub shim: String,
+    pub rows: Vec<Row>,
+}
+
+/// One phase's figures.
+#[derive(Debug, Default)]
+struct Figures {
+    redis_get_rps: f64,
+    nginx_rps: f64,
+    iperf3_gbit: f64,
+    sockperf_p50_us: f64,
+    sockperf_p99_us: f64,
+}
+
+// ---------------------------------------------------------------- entry
+
+pub fn main(a: &AppsArgs) -> ExitCode {
+    if sys::euid() != 0 {
+        eprintln!(
+            "outboard bench apps: needs root (it builds network namespaces and a veth pair and runs the engine on AF_XDP/AF_PACKET); run it as root, e.g. with sudo"
+        );
+        return ExitCode::from(10);
+    }
+    let tools = [
+        ("redis-server", "redis-server"),
+        ("redis-benchmark", "redis-tools"),
+        ("nginx", "nginx-light"),
+        ("wrk", "wrk"),
+        ("iperf3", "iperf3"),
+        ("sockperf", "sockperf"),
+        ("bash", "bash"),
+    ];
+    let missing: Vec<String> = tools
+        .iter()
+        .filter(|(p, _)| !on_path(p))
+        .map(|(p, pkg)| format!("{p} (package {pkg})"))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("outboard bench apps: missing programs: {}; install them with apt-get (scripts/test.sh does)", missing.join(", "));
+        return ExitCode::from(11);
+    }
+    let shim = match crate::run_cmd::find_shim(a.shim.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("outboard bench apps: {e}");
+            return ExitCode::from(crate::run_cmd::NO_SHIM);
+        }
+    };
+    let name = a.lab_name.clone().unwrap_or_else(default_lab_name);
+    if let Err(e) = outboard_lab::validate_name(&name) {
+        eprintln!("outboard bench apps: {e}");
+        return ExitCode::from(2);
+    }
+    let _ = sys::install_stop_handler();
+    let lab = match Lab::up(&LabConfig::new(&name)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("outboard bench apps: lab {name}: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let secs = a.seconds.round().max(1.0) as u64;
+    let tmp = std::env::temp_dir().join(format!("outboard-bench-apps-{}", std::process::id()));
+    let result = std::fs::create_dir_all(&tmp)
+        .map_err(|e| format!("create {}: {e}", tmp.display()))
+        .and_then(|_| run(&lab, a, &shim, &tmp, secs));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let down = lab.teardown();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("outboard bench apps: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = down {
+        eprintln!("outboard bench apps: tearing down lab {name}: {e}");
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serialises")
+        );
+    } else {
+        print_table(&report);
+    }
+    ExitCode::SUCCESS
+}
+
+fn default_lab_name() -> String {
+    let mut n = std::process::id();
+    let mut s = String::from("ba");
+    for _ in 0..6 {
+        let d = (n % 36) as u8;
+        s.push(if d < 10 {
+            (b'0' + d) as char
+        } else {
+            (b'a' + d - 10) as char
+        });
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    s
+}
+
+fn on_path(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false)
+}
+
+fn stopped() -> Result<(), String> {
+    if sys::stop_requested() {
+        Err("interrupted".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// How the servers of one phase run.
+struct Side<'a> {
+    /// `ob-N-eng`.
+    eng_ns: String,
+    /// `ob-N-lnx`, where the clients run.
+    lnx_ns: String,
+    /// The servers' address.
+    addr: Ipv4Addr,
+    /// (`outboard` executable, engine name, shim, run dir) under the shim; None on the kernel.
+    shim: Option<(PathBuf, String, &'a Path, &'a Path)>,
+    tmp: PathBuf,
+    secs: u64,
+}
+
+fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Report, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+    let eng_ns = lab.engine_ns().to_string();
+    let lnx_ns = lab.linux_ns().to_string();
+    let iface = lab.engine_iface().to_string();
+    let engine_addr = lab.engine_addr();
+    let kernel_addr = Ipv4Addr::from(u32::from(engine_addr) + 1);
+    let run_dir = tmp.join("run");
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("create {}: {e}", run_dir.display()))?;
+    // ---- outboard: the engine on eng0, servers under the shim
+    stopped()?;
+    let engine = EngineProc::start(
+        &exe,
+        &eng_ns,
+        &a.link,
+        &iface,
+        engine_addr,
+        lab.engine_prefix(),
+        &run_dir,
+    )?;
+    let ours = {
+        let side = Side {
+            eng_ns: eng_ns.clone(),
+            lnx_ns: lnx_ns.clone(),
+            addr: engine_addr,
+            shim: Some((exe.clone(), engine.name.clone(), shim, &run_dir)),
+            tmp: tmp.join("outboard"),
+            secs,
+        };
+        measure(&side)
+    };
+    let log = engine.stop();
+    let ours = ours.map_err(|e| format!("under the shim: {e}\nengine log:\n{}", log.trim_end()))?;
+    // ---- kernel: the engine stopped, an address on eng0, the same servers
+    stopped()?;
+    let theirs = {
+        let _addr = EngAddr::add(&eng_ns, &iface, kernel_addr, lab.engine_prefix())?;
+        let side = Side {
+            eng_ns,
+            lnx_ns,
+            addr: kernel_addr,
+            shim: None,
+            tmp: tmp.join("kernel"),
+            secs,
+        };
+        measure(&side).map_err(|e| format!("on the kernel: {e}"))?
+    };
+    let row = |name: &str, unit: &str, o: f64, k: f64| Row {
+        name: name.into(),
+        unit: unit.into(),
+        outboard: o,
+        kernel: k,
+        ratio: if k > 0.0 { o / k } else { 0.0 },
+    };
+    let rows = vec![
+        row(
+            "redis GET (redis-benchmark -c 50)",
+            "requests/s",
+            ours.redis_get_rps,
+            theirs.redis_get_rps,
+        ),
+        row(
+            "nginx 4 KiB (wrk -t2 -c16)",
+            "requests/s",
+            ours.nginx_rps,
+            theirs.nginx_rps,
+        ),
+        row(
+            "iperf3 Linux client -> server",
+            "Gbit/s",
+            ours.iperf3_gbit,
+            theirs.iperf3_gbit,
+        ),
+        row(
+            "sockperf TCP ping-pong p50",
+            "us",
+            ours.sockperf_p50_us,
+            theirs.sockperf_p50_us,
+        ),
+        row(
+            "sockperf TCP ping-pong p99",
+            "us",
+            ours.sockperf_p99_us,
+            theirs.sockperf_p99_us,
+        ),
+    ];
+    let mut command = format!("outboard bench apps --seconds {}", a.seconds);
+    if a.link != "af_xdp" {
+        command.push_str(&format!(" --link {}", a.link));
+    }
+    if a.json {
+        command.push_str(" --json");
+    }
+    Ok(Report {
+        command,
+        machine: machine(),
+        lab: lab.name().to_string(),
+        link: a.link.clone(),
+        seconds_per_case: secs,
+        engine_addr: engine_addr.to_string(),
+        kernel_addr: kernel_addr.to_string(),
+        shim: shim.display().to_string(),
+        rows,
+    })
+}
+
+/// The four cases, one after the other, for one side.
+fn measure(s: &Side) -> Result<Figures, String> {
+    std::fs::create_dir_all(&s.tmp).map_err(|e| format!("create {}: {e}", s.tmp.display()))?;
+    let ip = s.addr.to_string();
+    let mut f = Figures::default();
+    let limit = Duration::from_secs(s.secs) + SLACK;
+    // redis
+    stopped()?;
+    {
+        let mut srv = s.server(
+            "redis",
+            &[
+                "redis-server",
+                "--port",
+                &REDIS_PORT.to_string(),
+                "--bind",
+                "0.0.0.0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                &s.tmp.display().to_string(),
+            ],
+            limit * 2,
+        )?;
+        s.wait_tcp(&ip, REDIS_PORT, &mut srv)?;
+        let n = (30_000 * s.secs).to_string();
+        let (out, err) = s.client(
+            &[
+                "redis-benchmark",
+                "-h",
+                &ip,
+                "-p",
+                &REDIS_PORT.to_string(),
+                "-c",
+                "50",
+                "-n",
+                &n,
+                "-t",
+                "get",
+                "-q",
+            ],
+            limit,
+        )?;
+        f.redis_get_rps = redis_get(&out, &err).map_err(|e| srv.with_log(e))?;
+        srv.check_alive()?;
+    }
+    // nginx
+    stopped()?;
+    {
+        let dir = s.tmp.join("nginx");
+        std::fs::create_dir_all(dir.join("www")).map_err(|e| format!("nginx dir: {e}"))?;
+        std::fs::write(dir.join("www/small"), vec![b'x'; 4096])
+            .map_err(|e| format!("nginx file: {e}"))?;
+        let conf = nginx_conf(&dir, NGINX_PORT)?;
+        let (d, c) = (dir.display().to_string(), conf.display().to_string());
+        let mut srv = s.server(
+            "nginx",
+            &[
+                "nginx",
+                "-p",
+                &d,
+                "-c",
+                &c,
+                "-g",
+                "daemon off; master_process off;",
+            ],
+            limit * 2,
+        )?;
+        s.wait_tcp(&ip, NGINX_PORT, &mut srv)?;
+        let url = format!("http://{ip}:{NGINX_PORT}/small");
+        let (out, err) = s.client(
+            &["wrk", "-t2", "-c16", &format!("-d{}s", s.secs), &url],
+            limit,
+        )?;
+        f.nginx_rps = wrk_rps(&out, &err).map_err(|e| srv.with_log(e))?;
+        srv.check_alive()?;
+    }
+    // iperf3
+    stopped()?;
+    {
+        let mut srv = s.server(
+            "iperf3",
+            &[
+                "iperf3",
+                "-s",
+                "-1",
+                "-p",
+                &IPERF_PORT.to_string(),
+                "--forceflush",
+            ],
+            limit * 2,
+        )?;
+        srv.wait_log("Server listening")?;
+        let (out, err) = s.client(
+            &[
+                "iperf3",
+                "-c",
+                &ip,
+                "-p",
+                &IPERF_PORT.to_string(),
+                "-t",
+                &s.secs.to_string(),
+                "-J",
+            ],
+            limit,
+        )?;
+        f.iperf3_gbit = iperf3_gbit(&out, &err).map_err(|e| srv.with_log(e))?;
+    }
+    // sockperf
+    stopped()?;
+    {
+        let port = SOCKPERF_PORT.to_string();
+        let mut srv = s.server(
+            "sockperf",
+            &["sockperf", "server", "--tcp", "-i", &ip, "-p", &port],
+            limit * 2,
+        )?;
+        s.wait_tcp(&ip, SOCKPERF_PORT, &mut srv)?;
+        let (out, err) = s.client(
+            &[
+                "sockperf",
+                "ping-pong",
+                "--tcp",
+                "-i",
+                &ip,
+                "-p",
+                &port,
+                "-t",
+                &s.secs.to_string(),
+            ],
+            limit,
+        )?;
+        let (p50, p99) = sockperf_p50_p99(&out, &err).map_err(|e| srv.with_log(e))?;
+        f.sockperf_p50_us = p50;
+        f.sockperf_p99_us = p99;
+        srv.check_alive()?;
+    }
+    Ok(f)
+}
+
+impl Side<'_> {
+    /// A server in the eng namespace (under the shim on our side), bounded by `timeout`.
+    fn server(&self, what: &str, args: &[&str], limit: Duration) -> Result<Server, String> {
+        let log = self.tmp.join(format!("{what}.log"));
+        let f = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
+        let f2 = f.try_clone().map_err(|e| format!("dup log: {e}"))?;
+        let mut c = Command::new("timeout");
+        c.args([
+            "-k",
+            "3",
+            &limit.as_secs().to_string(),
+            "ip",
+            "netns",
+            "exec",
+            &self.eng_ns,
+        ]);
+        if let Some((exe, engine, shim, run_dir)) = &self.shim {
+            c.arg(exe)
+                .args(["run", "--name", engine, "--shim"])
+                .arg(shim)
+                .arg("--")
+                .env("OUTBOARD_RUN_DIR", run_dir);
+        }
+        let child = c
+            .args(args)
+            .current_dir(&self.tmp)
+            .stdin(Stdio::null())
+            .stdout(f)
+            .stderr(f2)
+            .spawn()
+            .map_err(|e| format!("start {what}: {e}"))?;
+        Ok(Server {
+            child,
+            what: what.to_string(),
+            log,
+        })
+    }
+
+    /// A client in the Linux namespace; (stdout, stderr) if it succeeded.
+    fn client(&self, args: &[&str], limit: Duration) -> Result<(String, String), String> {
+        let o = Command::new("timeout")
+            .args([
+                "-k",
+                "3",
+                &limit.as_secs().to_string(),
+                "ip",
+                "netns",
+                "exec",
+                &self.lnx_ns,
+            ])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", args[0]))?;
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        );
+        if o.status.code() == Some(124) {
+            return Err(format!(
+                "{} ran past {limit:?}: {out}\n{err}",
+                args.join(" ")
+            ));
+        }
+        if !o.status.success() {
+            return Err(format!(
+                "{} failed ({}): {out}\n{err}",
+                args.join(" "),
+                o.status
+            ));
+        }
+        Ok((out, err))
+    }
+
+    /// Waits until IP:PORT takes TCP connections, probed from the Linux namespace.
+    fn wait_tcp(&self, ip: &str, port: u16, srv: &mut Server) -> Result<(), String> {
+        let t0 = Instant::now();
+        loop {
+            let ok = Command::new("timeout")
+                .args([
+                    "2",
+                    "ip",
+                    "netns",
+                    "exec",
+                    &self.lnx_ns,
+                    "bash",
+                    "-c",
+                    &format!("exec 3<>/dev/tcp/{ip}/{port}"),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return Ok(());
+            }
+            srv.check_alive()?;
+            stopped()?;
+            if t0.elapsed() > Duration::from_secs(20) {
+                return Err(srv.with_log(format!(
+                    "{} did not listen on {ip}:{port} within 20 s",
+                    srv.what
+                )));
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- parsers
+
+/// `redis-benchmark -q -t get`: GET requests per second.
+pub fn redis_get(out: &str, err: &str) -> Result<f64, String> {
+    let all = format!("{out}\n{err}");
+    let lower = all.to_ascii_lowercase();
+    if lower.contains("error") || lower.contains("refused") || lower.contains("reset") {
+        return Err(format!("redis-benchmark reported an error:\n{all}"));
+    }
+    all.split(['\r', '\n'])
+        .filter_map(|l| l.trim().strip_prefix("GET: "))
+        .filter(|r| r.contains("requests per second"))
+        .filter_map(|r| {
+            r.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .next_back()
+        .filter(|v| *v > 0.0)
+        .ok_or_else(|| format!("redis-benchmark reported no GET requests per second:\n{all}"))
+}
+
+/// wrk: requests per second (errors if wrk saw socket errors or non-2xx/3xx).
+pub fn wrk_rps(out: &str, err: &str) -> Result<f64, String> {
+    if out.contains("Socket errors") || out.contains("Non-2xx") {
+        return Err(format!("wrk saw errors:\n{out}\n{err}"));
+    }
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| *v > 0.0)
+        .ok_or_else(|| format!("wrk reported no requests:\n{out}\n{err}"))
+}
+
+/// iperf3 -J: Gbit/s received.
+pub fn iperf3_gbit(out: &str, err: &str) -> Result<f64, String> {
+    let v: serde_json::Value = serde_json::from_str(out)
+        .map_err(|e| format!("iperf3 -J printed no JSON ({e}):\n{out}\n{err}"))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!("iperf3: {e}"));
+    }
+    let r = &v["end"]["sum_received"];
+    match (r["bytes"].as_u64(), r["bits_per_second"].as_f64()) {
+        (Some(b), Some(bps)) if b > 0 && bps > 0.0 => Ok(bps / 1e9),
+        _ => Err(format!("iperf3 received nothing: {}", v["end"])),
+    }
+}
+
+/// sockperf ping-pong: (p50, p99) round-trip latency in µs.
+pub fn sockperf_p50_p99(out: &str, err: &str) -> Result<(f64, f64), String> {
+    let all = strip_ansi(&format!("{out}\n{err}"));
+    if all.contains("ERROR") {
+        return Err(format!("sockperf reported an error:\n{all}"));
+    }
+    let pct = |key: &str| -> Option<f64> {
+        all.lines().find_map(|l| {
+            let i = l.find(key)?;
+            l[i + key.len()..]
+                .trim_start_matches([' ', '='])
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+    };
+    match (pct("percentile 50.000"), pct("percentile 99.000")) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Ok((a, b)),
+        _ => Err(format!("sockperf reported no percentiles:\n{all}")),
+    }
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '\x1b' {
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An nginx config keeping everything under `dir` (runs as root without touching /var).
+fn nginx_conf(dir: &Path, port: u16) -> Result<PathBuf, String> {
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 30;\n\
+           client_body_temp_path {d}/client_body;\n  proxy_temp_path {d}/proxy;\n\
+           fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+           server {{ listen {port}; root {d}/www; }}\n}}\n"
+    );
+    let p = dir.join("nginx.conf");
+    std::fs::write(&p, conf).map_err(|e| format!("write {}: {e}", p.display()))?;
+    Ok(p)
+}
+
+// ---------------------------------------------------------------- processes
+
+/// A server (`timeout … ip netns exec …`); SIGTERM, then SIGKILL, on drop.
+struct Server {
+    child: Child,
+    what: String,
+    log: PathBuf,
+}
+
+impl Server {
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn with_log(&self, e: String) -> String {
+        format!("{e}\n{} output:\n{}", self.what, self.log_text().trim_end())
+    }
+
+    fn check_alive(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(Some(st)) => Err(self.with_log(format!("{} exited ({st})", self.what))),
+            _ => Ok(()),
+        }
+    }
+
+    fn wait_log(&mut self, pat: &str) -> Result<(), String> {
+        let t0 = Instant::now();
+        while !self.log_text().contains(pat) {
+            self.check_alive()?;
+            stopped()?;
+            if t0.elapsed() > Duration::from_secs(20) {
+                return Err(
+                    self.with_log(format!("{} did not print {pat:?} within 20 s", self.what))
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+/// SIGTERM (`timeout` passes it on), up to 5 s, then SIGKILL; reaped.
+fn terminate(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    let _ = sys::kill(child.id() as i32, libc::SIGTERM);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The engine daemon on eng0 (`--services none`).
+struct EngineProc {
+    child: Child,
+    name: String,
+    log: PathBuf,
+}
+
+impl EngineProc {
+    fn start(
+        exe: &Path,
+        ns: &str,
+        link: &str,
+        iface: &str,
+        addr: Ipv4Addr,
+        prefix: u8,
+        run_dir: &Path,
+    ) -> Result<EngineProc, String> {
+        let name = format!("bench-apps-{}", std::process::id());
+        let log = run_dir.join("engine.log");
+        let f = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
+        let f2 = f.try_clone().map_err(|e| format!("dup log: {e}"))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(exe)
+            .args([
+                "engine",
+                "--link",
+                &format!("{link}:{iface}"),
+                "--addr",
+                &format!("{addr}/{prefix}"),
+            ])
+            .args(["--name", &name, "--services", "none"])
+            .env("OUTBOARD_RUN_DIR", run_dir)
+            .stdin(Stdio::null())
+            .stdout(f)
+            .stderr(f2)
+            .spawn()
+            .map_err(|e| format!("start the engine: {e}"))?;
+        let mut e = EngineProc { child, name, log };
+        let board = run_dir.join(format!("{}.board", e.name));
+        let t0 = Instant::now();
+        while !board.exists() {
+            if let Ok(Some(st)) = e.child.try_wait() {
+                return Err(format!(
+                    "the engine exited at start ({st}): {}",
+                    e.log_text().trim_end()
+                ));
+            }
+            if t0.elapsed() > Duration::from_secs(10) || sys::stop_requested() {
+                return Err(format!(
+                    "the engine did not come up in 10 s: {}",
+                    e.log_text().trim_end()
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(e)
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn stop(mut self) -> String {
+        terminate(&mut self.child);
+        self.log_text()
+    }
+}
+
+impl Drop for EngineProc {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+/// The kernel phase's address on eng0; removed on drop.
+struct EngAddr {
+    ns: String,
+    iface: String,
+    cidr: String,
+}
+
+impl EngAddr {
+    fn add(ns: &str, iface: &str, addr: Ipv4Addr, prefix: u8) -> Result<EngAddr, String> {
+        let cidr = format!("{addr}/{prefix}");
+        let o = Command::new("timeout")
+            .args(["10", "ip", "-n", ns, "addr", "add", &cidr, "dev", iface])
+            .output()
+            .map_err(|e| format!("ip addr add: {e}"))?;
+        if !o.status.success() {
+            return Err(format!(
+                "ip -n {ns} addr add {cidr} dev {iface}: {}",
+                String::from_utf8_lossy(&o.stderr).trim_end()
+            ));
+        }
+        Ok(EngAddr {
+            ns: ns.into(),
+            iface: iface.into(),
+            cidr,
+        })
+    }
+}
+
+impl Drop for EngAddr {
+    fn drop(&mut self) {
+        let _ = Command::new("timeout")
+            .args([
+                "10",
+                "ip",
+                "-n",
+                &self.ns,
+                "addr",
+                "del",
+                &self.cidr,
+                "dev",
+                &self.iface,
+            ])
+            .output();
+    }
+}
+
+// ---------------------------------------------------------------- output
+
+pub fn print_table(r: &Report) {
+    println!(
+        "outboard bench apps: servers under the socket shim vs on the kernel, same veth pair ({})",
+        r.command
+    );
+    println!(
+        "machine: {} x {}, Linux {}; lab ob-{}-*, link {}, {} s per case; servers on {} (outboard) and {} (kernel), clients on Linux's side",
+        r.machine.nproc, r.machine.cpu_model, r.machine.kernel, r.lab, r.link, r.seconds_per_case, r.engine_addr, r.kernel_addr
+    );
+    println!(
+        "  {:<36} {:>11} {:>12} {:>12} {:>16}",
+        "case", "unit", "outboard", "kernel", "outboard/kernel"
+    );
+    for row in &r.rows {
+        println!(
+            "  {:<36} {:>11} {:>12.1} {:>12.1} {:>15.2}x",
+            row.name, row.unit, row.outboard, row.kernel, row.ratio
+        );
+    }
+    println!("  (rates: a ratio above 1 is better; latencies (us): below 1 is better)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers() {
+        let rb = "\rGET: rps=37152.0 (overall: 125513.5) avg_msec=0.219\r\rGET: 129032.26 requests per second, p50=0.215 msec\n";
+        assert_eq!(redis_get(rb, "").unwrap(), 129032.26);
+        assert!(redis_get("Error: Connection reset by peer", "").is_err());
+        let wrk = "  199767 requests in 2.10s, 45.15MB read\nRequests/sec:  95167.61\nTransfer/sec: 21.51MB\n";
+        assert_eq!(wrk_rps(wrk, "").unwrap(), 95167.61);
+        assert!(wrk_rps(
+            &format!("{wrk}  Socket errors: connect 0, read 3, write 0, timeout 0\n"),
+            ""
+        )
+        .is_err());
+        let ip = r#"{"end":{"sum_received":{"bytes":1000,"bits_per_second":2.5e9}}}"#;
+        assert_eq!(iperf3_gbit(ip, "").unwrap(), 2.5);
+        assert!(iperf3_gbit(r#"{"error":"unable to connect"}"#, "").is_err());
+        let sp = "sockperf: ---> percentile 99.000 =    4.835\nsockperf: ---> percentile 50.000 =    3.206\n";
+        assert_eq!(sockperf_p50_p99(sp, "").unwrap(), (3.206, 4.835));
+        assert!(sockperf_p50_p99("sockperf: \x1b[31mERROR: connect failed\x1b[0m", "").is_err());
+    }
+}

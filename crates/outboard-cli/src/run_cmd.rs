@@ -1,0 +1,175 @@
+//! `outboard run [--name NAME] [--shim PATH] -- CMD ARGS…`: runs an unmodified
+//! program with its sockets on an engine daemon, through the socket shim
+//! (`liboutboard_shim.so`, an `LD_PRELOAD` library).
+//!
+//! It puts the shim first in `LD_PRELOAD` (keeping what was there), sets
+//! `OUTBOARD_ENGINE` to the engine's name and `OUTBOARD_RUN_DIR` to the run
+//! directory the engine's board socket was found in (the one already set, or
+//! the default), checks that the engine is there, then `exec`s the program:
+//! its pid, stdio, signals and exit status are the program's, and what it
+//! execs in turn stays under the shim (`LD_PRELOAD` is inherited).
+//!
+//! The shim is `--shim PATH`, else `$OUTBOARD_SHIM`, else
+//! `liboutboard_shim.so` beside the `outboard` executable, else in its
+//! `deps/` directory (where `cargo build` leaves it).
+//!
+//! Exit codes (before the program runs): 2 bad command line; 3 no such
+//! engine (no board socket `RUN_DIR/NAME.board`); 16 shim library not found;
+//! 126 the program cannot be executed; 127 the program was not found.
+//! After the exec, the program's own.
+
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// The shim's file name.
+pub const SHIM_FILE: &str = "liboutboard_shim.so";
+/// Exit code: no engine of that name (same as `outboard stat`).
+pub const NO_ENGINE: u8 = 3;
+/// Exit code: the shim library was not found.
+pub const NO_SHIM: u8 = 16;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The engine daemon to use (its `outboard engine --name`).
+    #[arg(long, default_value = "default")]
+    pub name: String,
+    /// The shim library (default: $OUTBOARD_SHIM, else liboutboard_shim.so beside
+    /// this executable or in its deps/ directory).
+    #[arg(long)]
+    pub shim: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, num_args = 1.., value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// Where the shim is, or why it is not.
+pub fn find_shim(flag: Option<&Path>) -> Result<PathBuf, String> {
+    let (candidates, from): (Vec<PathBuf>, String) = if let Some(p) = flag {
+        (vec![p.to_path_buf()], "--shim".into())
+    } else if let Some(p) = std::env::var_os("OUTBOARD_SHIM").filter(|p| !p.is_empty()) {
+        (vec![PathBuf::from(p)], "$OUTBOARD_SHIM".into())
+    } else {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the outboard executable: {e}"))?;
+        let dir = exe.parent().unwrap_or(Path::new("/")).to_path_buf();
+        (
+            vec![dir.join(SHIM_FILE), dir.join("deps").join(SHIM_FILE)],
+            format!("beside {}", exe.display()),
+        )
+    };
+    for c in &candidates {
+        if c.is_file() {
+            // Absolute, so the program may change directory before loading it.
+            return Ok(std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
+        }
+    }
+    let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+    Err(format!(
+        "the socket shim {SHIM_FILE} was not found ({from}: {}); build it with `cargo build -p outboard-shim` \
+         (next to the outboard binary), or name it with --shim PATH or OUTBOARD_SHIM=PATH",
+        tried.join(", ")
+    ))
+}
+
+/// `shim` first, then what `LD_PRELOAD` held (without another copy of `shim`).
+pub fn preload_value(shim: &OsStr, existing: Option<&OsStr>) -> OsString {
+    let mut v = OsString::from(shim);
+    if let Some(old) = existing {
+        let old = old.to_string_lossy();
+        for p in old
+            .split([':', ' '])
+            .filter(|p| !p.is_empty() && OsStr::new(p) != shim)
+        {
+            v.push(":");
+            v.push(p);
+        }
+    }
+    v
+}
+
+pub fn main(a: &RunArgs) -> ExitCode {
+    if !valid_name(&a.name) {
+        eprintln!(
+            "outboard run: --name {:?}: use 1 to 64 of A-Z a-z 0-9 - _ .",
+            a.name
+        );
+        return ExitCode::from(2);
+    }
+    let shim = match find_shim(a.shim.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("outboard run: {e}");
+            return ExitCode::from(NO_SHIM);
+        }
+    };
+    let run_dir = outboard_engine::control::run_dir();
+    let board = outboard_engine::host::board_socket_path(&a.name);
+    let is_socket = std::fs::metadata(&board)
+        .map(|m| m.file_type().is_socket())
+        .unwrap_or(false);
+    if !is_socket {
+        eprintln!(
+            "outboard run: no engine named {:?} is running (no board socket {}); start one with \
+             `outboard engine --name {} --link ... --addr ...`, or set OUTBOARD_RUN_DIR as the engine had it",
+            a.name,
+            board.display(),
+            a.name
+        );
+        return ExitCode::from(NO_ENGINE);
+    }
+    let program = &a.command[0];
+    let preload = preload_value(shim.as_os_str(), std::env::var_os("LD_PRELOAD").as_deref());
+    let err = Command::new(program)
+        .args(&a.command[1..])
+        .env("LD_PRELOAD", preload)
+        .env("OUTBOARD_ENGINE", &a.name)
+        .env("OUTBOARD_RUN_DIR", &run_dir)
+        .exec();
+    // exec returns only on failure.
+    let code = match err.kind() {
+        std::io::ErrorKind::NotFound => 127,
+        _ => 126,
+    };
+    eprintln!(
+        "outboard run: cannot execute {}: {err}",
+        Path::new(program).display()
+    );
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_goes_first_once() {
+        let s = OsStr::new("/x/liboutboard_shim.so");
+        assert_eq!(
+            preload_value(s, None),
+            OsString::from("/x/liboutboard_shim.so")
+        );
+        assert_eq!(
+            preload_value(s, Some(OsStr::new("/a.so /x/liboutboard_shim.so:/b.so"))),
+            OsString::from("/x/liboutboard_shim.so:/a.so:/b.so")
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_name("e-1.x_y"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("a/b"));
+    }
+}

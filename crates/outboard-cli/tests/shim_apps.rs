@@ -1,0 +1,1139 @@
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+//! Unmodified programs over the engine through the socket shim
+//! (`liboutboard_shim.so`, started with `outboard run`).
+//!
+//! Without root: `outboard run` itself — the exit codes and messages for a
+//! missing engine, a missing shim, a bad name and a missing program, and the
+//! environment it gives the program (LD_PRELOAD first, OUTBOARD_ENGINE,
+//! OUTBOARD_RUN_DIR).
+//!
+//! As root, each test builds its own lab (ob-NAME-eng / ob-NAME-lnx, veth)
+//! and starts an engine daemon (`--services none`, af_xdp) on the eng side,
+//! which has no kernel address; programs on the eng side run as
+//! `ip netns exec ob-NAME-eng outboard run --name ENGINE -- PROGRAM …`,
+//! Linux's side as `ip netns exec ob-NAME-lnx PROGRAM …`:
+//!
+//! - curl under the shim downloads `OUTBOARD_SHIM_BYTES` (default 100 MiB) of
+//!   random bytes from Linux's `python3 -m http.server`; SHA-256 compared.
+//! - `python3 -m http.server` under the shim serves Linux's curl (8 MiB,
+//!   SHA-256 compared) and wrk (no socket errors, no non-2xx).
+//! - nginx (`master_process off`) under the shim: the same, with wrk -c16.
+//! - redis-server under the shim: redis-benchmark SET/GET from Linux, then
+//!   redis-cli SET/GET of a short and a 1 MiB value read back exactly.
+//! - iperf3 both ways (JSON: no error, bytes received > 0).
+//! - sockperf TCP ping-pong both ways, and UDP both ways.
+//!
+//! A program the test needs and cannot find fails the test (as root), with the
+//! package to install (`scripts/test.sh` installs them all). Every process is
+//! bounded by `timeout` and killed on drop; the lab goes down on drop.
+
+mod support;
+
+use outboard_lab::{Lab, LabConfig};
+use std::fs::File;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::{have, lab, lab_name, run_dir, skip_unless_root, EngineProc, OUTBOARD};
+
+// ------------------------------------------------------------ `outboard run` (no root)
+
+/// A private run directory holding a fake engine's board socket (a bound Unix socket).
+struct FakeEngine {
+    dir: PathBuf,
+    _listener: UnixListener,
+}
+
+impl FakeEngine {
+    fn new(tag: &str, name: &str) -> FakeEngine {
+        let dir = std::env::temp_dir().join(format!("ob-run-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let l =
+            UnixListener::bind(dir.join(format!("{name}.board"))).expect("bind fake board socket");
+        FakeEngine { dir, _listener: l }
+    }
+}
+
+impl Drop for FakeEngine {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn outboard_run(run_dir: &Path, args: &[&str]) -> Output {
+    Command::new(OUTBOARD)
+        .arg("run")
+        .args(args)
+        .env("OUTBOARD_RUN_DIR", run_dir)
+        .env_remove("OUTBOARD_SHIM")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run outboard")
+}
+
+fn dummy_shim(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ob-dummy-shim-{tag}-{}.so", std::process::id()));
+    std::fs::write(&p, b"not a library").unwrap();
+    p
+}
+
+#[test]
+fn run_without_the_engine_exits_3_and_says_how_to_start_it() {
+    let dir = std::env::temp_dir().join(format!("ob-run-none-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shim = dummy_shim("none");
+    let o = outboard_run(
+        &dir,
+        &[
+            "--name",
+            "nobody",
+            "--shim",
+            shim.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "stderr: {err}");
+    assert!(err.contains("no engine named \"nobody\""), "stderr: {err}");
+    assert!(
+        err.contains("outboard engine --name nobody"),
+        "stderr: {err}"
+    );
+    assert!(err.contains("OUTBOARD_RUN_DIR"), "stderr: {err}");
+    let _ = std::fs::remove_file(shim);
+}
+
+#[test]
+fn run_without_the_shim_exits_16_and_says_how_to_build_it() {
+    let fake = FakeEngine::new("noshim", "e1");
+    let missing = fake.dir.join("no-such-liboutboard_shim.so");
+    let o = outboard_run(
+        &fake.dir,
+        &[
+            "--name",
+            "e1",
+            "--shim",
+            missing.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(16), "stderr: {err}");
+    assert!(
+        err.contains("liboutboard_shim.so was not found"),
+        "stderr: {err}"
+    );
+    assert!(
+        err.contains("cargo build -p outboard-shim"),
+        "stderr: {err}"
+    );
+    assert!(err.contains("--shim"), "stderr: {err}");
+    // OUTBOARD_SHIM is the second place looked at.
+    let o = Command::new(OUTBOARD)
+        .args(["run", "--name", "e1", "--", "true"])
+        .env("OUTBOARD_RUN_DIR", &fake.dir)
+        .env("OUTBOARD_SHIM", &missing)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(16), "stderr: {err}");
+    assert!(err.contains("$OUTBOARD_SHIM"), "stderr: {err}");
+}
+
+#[test]
+fn run_rejects_a_bad_name_and_a_missing_command_with_2() {
+    let dir = std::env::temp_dir();
+    let o = outboard_run(&dir, &["--name", "a/b", "--", "true"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = outboard_run(&dir, &["--name", "x"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn run_of_a_missing_program_exits_127() {
+    let fake = FakeEngine::new("noprog", "e2");
+    let shim = dummy_shim("noprog");
+    let o = outboard_run(
+        &fake.dir,
+        &[
+            "--name",
+            "e2",
+            "--shim",
+            shim.to_str().unwrap(),
+            "--",
+            "/nonexistent/prog-xyz",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(127), "stderr: {err}");
+    assert!(err.contains("/nonexistent/prog-xyz"), "stderr: {err}");
+    let _ = std::fs::remove_file(shim);
+}
+
+#[test]
+fn run_puts_the_shim_first_in_ld_preload_and_names_the_engine() {
+    let fake = FakeEngine::new("env", "e3");
+    let shim = dummy_shim("env");
+    let shim_abs = std::fs::canonicalize(&shim).unwrap();
+    let o = Command::new(OUTBOARD)
+        .args([
+            "run",
+            "--name",
+            "e3",
+            "--shim",
+            shim.to_str().unwrap(),
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$LD_PRELOAD|$OUTBOARD_ENGINE|$OUTBOARD_RUN_DIR\"; exit 7",
+        ])
+        .env("OUTBOARD_RUN_DIR", &fake.dir)
+        .env("LD_PRELOAD", "/other/libx.so")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    // The program's exit status is the command's (exec, not spawn).
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "stdout: {out} stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        out.trim(),
+        format!(
+            "{}:/other/libx.so|e3|{}",
+            shim_abs.display(),
+            fake.dir.display()
+        ),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_file(shim);
+}
+
+// ------------------------------------------------------------ the lab (root)
+
+/// How long any one step may take before the test fails.
+const STEP: Duration = Duration::from_secs(60);
+
+/// Fails (as root) when a program is missing: which package to install.
+fn need(tools: &[(&str, &str)]) {
+    let missing: Vec<String> = tools
+        .iter()
+        .filter(|(p, _)| !have(p))
+        .map(|(p, pkg)| format!("{p} (apt-get install {pkg})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "missing programs: {}; scripts/test.sh installs them",
+        missing.join(", ")
+    );
+}
+
+/// The socket shim, beside the `outboard` binary the tests run (or in its deps/).
+fn shim_lib() -> PathBuf {
+    let dir = Path::new(OUTBOARD).parent().expect("target dir");
+    [dir.join("liboutboard_shim.so"), dir.join("deps").join("liboutboard_shim.so")]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "liboutboard_shim.so is not in {} (or deps/): build it with `cargo build -p outboard-shim` \
+                 (scripts/test.sh builds the whole workspace first)",
+                dir.display()
+            )
+        })
+}
+
+/// The real python3 (not a version-manager wrapper script).
+fn python3() -> String {
+    let o = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A lab, its engine daemon, and a scratch directory; all gone on drop
+/// (the engine before the lab).
+struct Rig {
+    engine: EngineProc,
+    lab: Lab,
+    tmp: PathBuf,
+    shim: PathBuf,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "engine {} log:\n{}",
+                self.engine.name,
+                self.engine.log_text()
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+impl Rig {
+    fn up(tag: &str) -> Rig {
+        let shim = shim_lib();
+        let name = lab_name(tag);
+        let lab = lab(&LabConfig::new(&name));
+        let mut args = support::engine_args(&lab, "af_xdp");
+        args.extend(["--services".to_string(), "none".to_string()]);
+        let engine = EngineProc::start(
+            lab.engine_ns(),
+            &format!("{name}-e"),
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        Rig {
+            engine,
+            lab,
+            tmp,
+            shim,
+        }
+    }
+
+    fn eip(&self) -> String {
+        self.lab.engine_addr().to_string()
+    }
+
+    fn lip(&self) -> String {
+        self.lab.linux_addr().to_string()
+    }
+
+    /// `timeout … ip netns exec ENG outboard run --name ENGINE -- ARGS`.
+    fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command {
+        let mut c = Command::new("timeout");
+        c.args([
+            "-k",
+            "3",
+            &limit.as_secs().to_string(),
+            "ip",
+            "netns",
+            "exec",
+            self.lab.engine_ns(),
+            OUTBOARD,
+            "run",
+        ])
+        .args(["--name", &self.engine.name, "--shim"])
+        .arg(&self.shim)
+        .arg("--")
+        .args(args)
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .env(
+            "OUTBOARD_LOG",
+            std::env::var("OUTBOARD_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(Stdio::null());
+        c
+    }
+
+    /// `timeout … ip netns exec LNX ARGS`.
+    fn linux_cmd(&self, limit: Duration, args: &[&str]) -> Command {
+        let mut c = Command::new("timeout");
+        c.args([
+            "-k",
+            "3",
+            &limit.as_secs().to_string(),
+            "ip",
+            "netns",
+            "exec",
+            self.lab.linux_ns(),
+        ])
+        .args(args)
+        .stdin(Stdio::null());
+        c
+    }
+
+    /// A server in the background, its output in `TMP/LOG.log`.
+    fn bg(&self, what: &str, mut c: Command) -> Bg {
+        let log = self.tmp.join(format!("{what}.log"));
+        let f = File::create(&log).unwrap();
+        let child = c
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        Bg {
+            child,
+            what: what.to_string(),
+            log,
+        }
+    }
+
+    /// Waits until IP:PORT takes TCP connections, probed from Linux's side.
+    fn wait_tcp(&self, ip: &str, port: u16, server: &mut Bg) {
+        let t0 = Instant::now();
+        loop {
+            let ok = Command::new("timeout")
+                .args([
+                    "2",
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.lab.linux_ns(),
+                    "bash",
+                    "-c",
+                ])
+                .arg(format!("exec 3<>/dev/tcp/{ip}/{port}"))
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return;
+            }
+            server.assert_running();
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{} never listened on {ip}:{port}: {}",
+                server.what,
+                server.text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Writes `n` pseudo-random bytes to TMP/NAME; returns its path.
+    fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
+        let p = self.tmp.join(name);
+        random_file(&p, n, seed);
+        p
+    }
+}
+
+fn random_file(p: &Path, n: u64, seed: u64) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, File::create(p).unwrap());
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut left = n;
+    let mut buf = vec![0u8; 1 << 16];
+    while left > 0 {
+        for c in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
+        }
+        let k = left.min(buf.len() as u64) as usize;
+        w.write_all(&buf[..k]).unwrap();
+        left -= k as u64;
+    }
+    w.flush().unwrap();
+}
+
+fn sha256(p: &Path) -> String {
+    let o = Command::new("sha256sum")
+        .arg(p)
+        .output()
+        .expect("sha256sum");
+    assert!(o.status.success(), "sha256sum {}", p.display());
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A background process; SIGTERM (then SIGKILL) on drop.
+struct Bg {
+    child: Child,
+    what: String,
+    log: PathBuf,
+}
+
+impl Bg {
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn assert_running(&mut self) {
+        if let Ok(Some(st)) = self.child.try_wait() {
+            panic!("{} exited ({st}): {}", self.what, self.text());
+        }
+    }
+
+    /// Waits until the log holds `pat`.
+    fn wait_log(&mut self, pat: &str) {
+        let t0 = Instant::now();
+        while !self.text().contains(pat) {
+            self.assert_running();
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{} never printed {pat:?}: {}",
+                self.what,
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for it to exit on its own (bounded); returns success and its log.
+    fn wait(mut self, limit: Duration) -> (bool, String) {
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return (st.success(), self.text());
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "{} ran past {limit:?}: {}",
+                self.what,
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // `timeout` passes SIGTERM on to the program.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("--- {} output:\n{}", self.what, self.text());
+        }
+    }
+}
+
+/// Runs a (timeout-bounded) command; (success, stdout, stderr).
+fn output(mut c: Command) -> (bool, String, String) {
+    let o = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    if o.status.code() == Some(124) {
+        panic!(
+            "{c:?} ran past its time limit: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// wrk's report: requests; fails on socket errors or non-2xx/3xx answers.
+fn check_wrk(out: &str, err: &str) -> (u64, f64) {
+    assert!(
+        !out.contains("Socket errors"),
+        "wrk saw socket errors:\n{out}\n{err}"
+    );
+    assert!(
+        !out.contains("Non-2xx"),
+        "wrk saw non-2xx answers:\n{out}\n{err}"
+    );
+    let reqs = out
+        .lines()
+        .find(|l| l.contains(" requests in "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{out}\n{err}"));
+    let rps = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(reqs > 0 && rps > 0.0, "wrk made no requests:\n{out}\n{err}");
+    (reqs, rps)
+}
+
+/// `redis-benchmark -q`: requests/s per test; fails on any error line.
+fn check_redis_benchmark(out: &str, err: &str, tests: &[&str]) -> Vec<f64> {
+    let all = format!("{out}\n{err}");
+    let lower = all.to_ascii_lowercase();
+    assert!(
+        !lower.contains("error") && !lower.contains("refused") && !lower.contains("reset"),
+        "redis-benchmark reported an error:\n{all}"
+    );
+    tests
+        .iter()
+        .map(|t| {
+            all.split(['\r', '\n'])
+                .filter_map(|l| l.trim().strip_prefix(&format!("{t}: ")))
+                .filter(|r| r.contains("requests per second"))
+                .filter_map(|r| {
+                    r.split_whitespace()
+                        .next()
+                        .and_then(|v| v.parse::<f64>().ok())
+                })
+                .next_back()
+                .filter(|v| *v > 0.0)
+                .unwrap_or_else(|| {
+                    panic!("redis-benchmark reported no {t} requests per second:\n{all}")
+                })
+        })
+        .collect()
+}
+
+/// iperf3 -J: bytes received (fails on an "error" key).
+fn check_iperf3(out: &str, err: &str) -> (u64, f64) {
+    let v: serde_json::Value = serde_json::from_str(out)
+        .unwrap_or_else(|e| panic!("iperf3 -J printed no JSON ({e}):\n{out}\n{err}"));
+    assert!(v.get("error").is_none(), "iperf3: {}", v["error"]);
+    let r = &v["end"]["sum_received"];
+    let bytes = r["bytes"].as_u64().unwrap_or(0);
+    assert!(bytes > 0, "iperf3 received nothing: {}", v["end"]);
+    (bytes, r["bits_per_second"].as_f64().unwrap_or(0.0))
+}
+
+/// sockperf ping-pong: (observations, avg, p50, p99) in µs; fails on errors.
+fn check_sockperf(out: &str, err: &str) -> (u64, f64, f64, f64) {
+    let all: String = strip_ansi(&format!("{out}\n{err}"));
+    assert!(!all.contains("ERROR"), "sockperf reported an error:\n{all}");
+    let after = |key: &str| -> Option<f64> {
+        all.lines().find_map(|l| {
+            let i = l.find(key)?;
+            l[i + key.len()..]
+                .trim_start_matches([' ', '='])
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()?
+                .parse()
+                .ok()
+        })
+    };
+    let obs = all
+        .lines()
+        .find_map(|l| {
+            let (n, rest) = l.split("Total ").nth(1)?.split_once(' ')?;
+            rest.starts_with("observations")
+                .then(|| n.parse::<u64>().ok())
+                .flatten()
+        })
+        .unwrap_or(0);
+    let avg = after("avg-latency=").unwrap_or(0.0);
+    let p50 = after("percentile 50.000").unwrap_or(0.0);
+    let p99 = after("percentile 99.000").unwrap_or(0.0);
+    assert!(
+        obs > 0 && avg > 0.0 && p50 > 0.0 && p99 > 0.0,
+        "sockperf measured nothing:\n{all}"
+    );
+    (obs, avg, p50, p99)
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\x1b' {
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Bytes of the curl download test: OUTBOARD_SHIM_BYTES or 100 MiB.
+fn shim_bytes() -> u64 {
+    match std::env::var("OUTBOARD_SHIM_BYTES") {
+        Ok(v) => support::parse_size(&v)
+            .unwrap_or_else(|| panic!("OUTBOARD_SHIM_BYTES={v:?}: not a size")),
+        Err(_) => 100 << 20,
+    }
+}
+
+#[test]
+fn shim_curl_downloads_from_a_linux_http_server() {
+    if skip_unless_root("shim_curl_downloads_from_a_linux_http_server") {
+        return;
+    }
+    need(&[
+        ("curl", "curl"),
+        ("python3", "python3"),
+        ("sha256sum", "coreutils"),
+    ]);
+    let rig = Rig::up("scurl");
+    let n = shim_bytes();
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let src = www.join("blob");
+    random_file(&src, n, 11);
+    let limit = STEP + Duration::from_secs(n / (4 << 20));
+    let py = python3();
+    let mut srv = rig.bg(
+        "linux-http",
+        rig.linux_cmd(
+            limit * 2,
+            &[
+                &py,
+                "-u",
+                "-m",
+                "http.server",
+                "--bind",
+                &rig.lip(),
+                "8000",
+                "--directory",
+                www.to_str().unwrap(),
+            ],
+        ),
+    );
+    rig.wait_tcp(&rig.lip(), 8000, &mut srv);
+    let dst = rig.tmp.join("got");
+    let t0 = Instant::now();
+    let (ok, out, err) = output(rig.shim_cmd(
+        limit,
+        &[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            &limit.as_secs().to_string(),
+            "-o",
+            dst.to_str().unwrap(),
+            "-w",
+            "%{size_download}",
+            &format!("http://{}:8000/blob", rig.lip()),
+        ],
+    ));
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(ok, "curl under the shim failed: {out}\n{err}");
+    assert_eq!(
+        std::fs::metadata(&dst).map(|m| m.len()).unwrap_or(0),
+        n,
+        "curl wrote a different size: {out}\n{err}"
+    );
+    assert_eq!(
+        sha256(&dst),
+        sha256(&src),
+        "the download differs from the file served"
+    );
+    eprintln!(
+        "shim curl: {} MiB in {secs:.1} s ({:.0} Mbit/s)",
+        n >> 20,
+        n as f64 * 8.0 / secs / 1e6
+    );
+}
+
+#[test]
+fn shim_python_http_server_serves_linux_curl_and_wrk() {
+    if skip_unless_root("shim_python_http_server_serves_linux_curl_and_wrk") {
+        return;
+    }
+    need(&[
+        ("curl", "curl"),
+        ("wrk", "wrk"),
+        ("python3", "python3"),
+        ("sha256sum", "coreutils"),
+    ]);
+    let rig = Rig::up("spy");
+    let src = rig.random_file("blob", 8 << 20, 12);
+    rig.random_file("small", 4096, 13);
+    let py = python3();
+    let mut srv = rig.bg(
+        "shim-http",
+        rig.shim_cmd(
+            STEP * 2,
+            &[
+                &py,
+                "-u",
+                "-m",
+                "http.server",
+                "--bind",
+                "0.0.0.0",
+                "8000",
+                "--directory",
+                rig.tmp.to_str().unwrap(),
+            ],
+        ),
+    );
+    rig.wait_tcp(&rig.eip(), 8000, &mut srv);
+    let dst = rig.tmp.join("got");
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "50",
+            "-o",
+            dst.to_str().unwrap(),
+            &format!("http://{}:8000/blob", rig.eip()),
+        ],
+    ));
+    assert!(
+        ok,
+        "Linux curl from the shim's http.server failed: {out}\n{err}"
+    );
+    assert_eq!(
+        sha256(&dst),
+        sha256(&src),
+        "what Linux's curl got differs from the file served"
+    );
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[
+            "wrk",
+            "-t2",
+            "-c8",
+            "-d3s",
+            &format!("http://{}:8000/small", rig.eip()),
+        ],
+    ));
+    assert!(ok, "wrk failed: {out}\n{err}");
+    let (reqs, rps) = check_wrk(&out, &err);
+    srv.assert_running();
+    eprintln!("shim python http.server: 8 MiB byte-exact; wrk {reqs} requests, {rps:.0}/s");
+}
+
+#[test]
+fn shim_nginx_serves_linux_curl_and_wrk() {
+    if skip_unless_root("shim_nginx_serves_linux_curl_and_wrk") {
+        return;
+    }
+    need(&[
+        ("nginx", "nginx-light"),
+        ("curl", "curl"),
+        ("wrk", "wrk"),
+        ("sha256sum", "coreutils"),
+    ]);
+    let rig = Rig::up("sngx");
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let src = www.join("blob");
+    random_file(&src, 8 << 20, 14);
+    random_file(&www.join("small"), 4096, 15);
+    let conf = nginx_conf(&rig.tmp, 8080);
+    let mut srv = rig.bg(
+        "shim-nginx",
+        rig.shim_cmd(
+            STEP * 2,
+            &[
+                "nginx",
+                "-p",
+                rig.tmp.to_str().unwrap(),
+                "-c",
+                conf.to_str().unwrap(),
+                "-g",
+                "daemon off; master_process off;",
+            ],
+        ),
+    );
+    rig.wait_tcp(&rig.eip(), 8080, &mut srv);
+    let dst = rig.tmp.join("got");
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "50",
+            "-o",
+            dst.to_str().unwrap(),
+            &format!("http://{}:8080/blob", rig.eip()),
+        ],
+    ));
+    let errlog = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
+    assert!(
+        ok,
+        "Linux curl from nginx under the shim failed: {out}\n{err}\nnginx error.log:\n{errlog}"
+    );
+    assert_eq!(
+        sha256(&dst),
+        sha256(&src),
+        "what Linux's curl got from nginx differs from the file"
+    );
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[
+            "wrk",
+            "-t2",
+            "-c16",
+            "-d3s",
+            &format!("http://{}:8080/small", rig.eip()),
+        ],
+    ));
+    let errlog = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
+    assert!(ok, "wrk failed: {out}\n{err}\nnginx error.log:\n{errlog}");
+    let (reqs, rps) = check_wrk(&out, &err);
+    srv.assert_running();
+    eprintln!("shim nginx: 8 MiB byte-exact; wrk {reqs} requests, {rps:.0}/s");
+}
+
+/// An nginx config that keeps everything under `dir` (runs as root without touching /var).
+fn nginx_conf(dir: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 30;\n\
+           client_body_temp_path {d}/client_body;\n  proxy_temp_path {d}/proxy;\n\
+           fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+           server {{ listen {port}; root {d}/www; }}\n}}\n"
+    );
+    let p = dir.join("nginx.conf");
+    std::fs::write(&p, conf).unwrap();
+    p
+}
+
+#[test]
+fn shim_redis_server_serves_linux_benchmark_and_cli() {
+    if skip_unless_root("shim_redis_server_serves_linux_benchmark_and_cli") {
+        return;
+    }
+    need(&[
+        ("redis-server", "redis-server"),
+        ("redis-benchmark", "redis-tools"),
+        ("redis-cli", "redis-tools"),
+    ]);
+    let rig = Rig::up("sred");
+    let mut srv = rig.bg(
+        "shim-redis",
+        rig.shim_cmd(
+            STEP * 3,
+            &[
+                "redis-server",
+                "--port",
+                "6379",
+                "--bind",
+                "0.0.0.0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                rig.tmp.to_str().unwrap(),
+            ],
+        ),
+    );
+    srv.wait_log("Ready to accept connections");
+    rig.wait_tcp(&rig.eip(), 6379, &mut srv);
+    let eip = rig.eip();
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[
+            "redis-benchmark",
+            "-h",
+            &eip,
+            "-p",
+            "6379",
+            "-c",
+            "50",
+            "-n",
+            "20000",
+            "-t",
+            "set,get",
+            "-q",
+        ],
+    ));
+    assert!(ok, "redis-benchmark failed: {out}\n{err}");
+    let rps = check_redis_benchmark(&out, &err, &["SET", "GET"]);
+    let cli = |args: &[&str]| {
+        let mut v = vec!["redis-cli", "-h", &eip, "-p", "6379"];
+        v.extend_from_slice(args);
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &v));
+        assert!(ok, "redis-cli {args:?}: {out}\n{err}");
+        out
+    };
+    assert_eq!(cli(&["SET", "k", "v"]).trim(), "OK");
+    assert_eq!(cli(&["GET", "k"]).trim_end_matches('\n'), "v");
+    // A 1 MiB value (printable, so redis-cli prints it as is) there and back.
+    let big: String = {
+        let p = rig.random_file("big.bin", 768 << 10, 16);
+        let o = Command::new("base64")
+            .args(["-w0"])
+            .arg(&p)
+            .output()
+            .expect("base64");
+        let mut s = String::from_utf8(o.stdout).unwrap();
+        s.truncate(1 << 20);
+        s
+    };
+    assert_eq!(big.len(), 1 << 20);
+    let bigf = rig.tmp.join("big.txt");
+    std::fs::write(&bigf, &big).unwrap();
+    let mut c = rig.linux_cmd(
+        STEP,
+        &["redis-cli", "-h", &eip, "-p", "6379", "-x", "SET", "big"],
+    );
+    c.stdin(File::open(&bigf).unwrap());
+    let (ok, out, err) = output(c);
+    assert!(
+        ok && out.trim() == "OK",
+        "redis-cli -x SET big (1 MiB): {out}\n{err}"
+    );
+    assert_eq!(cli(&["STRLEN", "big"]).trim(), (1u64 << 20).to_string());
+    let back = cli(&["GET", "big"]);
+    assert!(
+        back.trim_end_matches('\n') == big,
+        "the 1 MiB value read back differs ({} bytes back)",
+        back.len()
+    );
+    srv.assert_running();
+    eprintln!(
+        "shim redis: SET {:.0}/s, GET {:.0}/s; short and 1 MiB values read back",
+        rps[0], rps[1]
+    );
+}
+
+#[test]
+fn shim_iperf3_both_ways() {
+    if skip_unless_root("shim_iperf3_both_ways") {
+        return;
+    }
+    need(&[("iperf3", "iperf3")]);
+    let rig = Rig::up("sipf");
+    // Linux client -> iperf3 server under the shim.
+    let mut srv = rig.bg(
+        "shim-iperf3-server",
+        rig.shim_cmd(STEP, &["iperf3", "-s", "-1", "-p", "5201", "--forceflush"]),
+    );
+    srv.wait_log("Server listening");
+    let (_, out, err) = output(rig.linux_cmd(
+        STEP,
+        &["iperf3", "-c", &rig.eip(), "-p", "5201", "-t", "3", "-J"],
+    ));
+    let (b1, bps1) = check_iperf3(&out, &err);
+    let (ok, log) = srv.wait(STEP);
+    assert!(ok, "iperf3 server under the shim: {log}");
+    // iperf3 client under the shim -> Linux server.
+    let mut srv = rig.bg(
+        "linux-iperf3-server",
+        rig.linux_cmd(STEP, &["iperf3", "-s", "-1", "-p", "5202", "--forceflush"]),
+    );
+    srv.wait_log("Server listening");
+    let (_, out, err) = output(rig.shim_cmd(
+        STEP,
+        &["iperf3", "-c", &rig.lip(), "-p", "5202", "-t", "3", "-J"],
+    ));
+    let (b2, bps2) = check_iperf3(&out, &err);
+    let (ok, log) = srv.wait(STEP);
+    assert!(ok, "Linux iperf3 server: {log}");
+    eprintln!(
+        "shim iperf3: to the shim {} MiB ({:.2} Gbit/s); from the shim {} MiB ({:.2} Gbit/s)",
+        b1 >> 20,
+        bps1 / 1e9,
+        b2 >> 20,
+        bps2 / 1e9
+    );
+}
+
+/// sockperf ping-pong both ways; `tcp` or UDP (sockperf's default).
+fn sockperf_both_ways(tag: &str, tcp: bool) {
+    need(&[("sockperf", "sockperf")]);
+    let rig = Rig::up(tag);
+    let proto: &[&str] = if tcp { &["--tcp"] } else { &[] };
+    let mut results = Vec::new();
+    for (server_on_shim, port) in [(true, "11111"), (false, "11112")] {
+        let ip = if server_on_shim { rig.eip() } else { rig.lip() };
+        let mut sargs = vec!["sockperf", "server"];
+        sargs.extend_from_slice(proto);
+        sargs.extend_from_slice(&["-i", &ip, "-p", port]);
+        let mut cargs = vec!["sockperf", "ping-pong"];
+        cargs.extend_from_slice(proto);
+        cargs.extend_from_slice(&["-i", &ip, "-p", port, "-t", "2"]);
+        let (what, sc) = if server_on_shim {
+            ("shim-sockperf-server", rig.shim_cmd(STEP, &sargs))
+        } else {
+            ("linux-sockperf-server", rig.linux_cmd(STEP, &sargs))
+        };
+        let mut srv = rig.bg(what, sc);
+        if tcp {
+            rig.wait_tcp(&ip, port.parse().unwrap(), &mut srv);
+        } else {
+            std::thread::sleep(Duration::from_millis(1500));
+            srv.assert_running();
+        }
+        let cc = if server_on_shim {
+            rig.linux_cmd(STEP, &cargs)
+        } else {
+            rig.shim_cmd(STEP, &cargs)
+        };
+        let (ok, out, err) = output(cc);
+        let side = if server_on_shim {
+            "Linux client -> shim server"
+        } else {
+            "shim client -> Linux server"
+        };
+        assert!(ok, "sockperf {side} failed: {out}\n{err}");
+        let r = check_sockperf(&out, &err);
+        srv.assert_running();
+        results.push((side, r));
+    }
+    for (side, (obs, avg, p50, p99)) in results {
+        eprintln!(
+            "shim sockperf {} {side}: {obs} round trips, avg {avg:.1} us, p50 {p50:.1} us, p99 {p99:.1} us",
+            if tcp { "TCP" } else { "UDP" }
+        );
+    }
+}
+
+#[test]
+fn shim_sockperf_tcp_both_ways() {
+    if skip_unless_root("shim_sockperf_tcp_both_ways") {
+        return;
+    }
+    sockperf_both_ways("sspt", true);
+}
+
+#[test]
+fn shim_sockperf_udp_both_ways() {
+    if skip_unless_root("shim_sockperf_udp_both_ways") {
+        return;
+    }
+    sockperf_both_ways("sspu", false);
+}
+
+#[test]
+fn parsers_read_the_tools_reports() {
+    let wrk = "Running 2s test @ http://10.0.0.2:8080/x\n  2 threads and 16 connections\n  199767 requests in 2.10s, 45.15MB read\nRequests/sec:  95167.61\n";
+    assert_eq!(check_wrk(wrk, ""), (199767, 95167.61));
+    let rb = "\rSET: rps=0.0 (overall: -nan) avg_msec=-nan\r\rSET: 114285.72 requests per second, p50=0.215 msec\n\rGET: 129032.26 requests per second, p50=0.215 msec\n";
+    assert_eq!(
+        check_redis_benchmark(rb, "", &["SET", "GET"]),
+        vec![114285.72, 129032.26]
+    );
+    let sp = "sockperf: \x1b[2;35m====> avg-latency=3.311 (std-dev=3.018)\x1b[0m\nsockperf: \x1b[2;35mTotal 232842 observations\x1b[0m; each\nsockperf: ---> percentile 99.000 =    4.835\nsockperf: ---> percentile 50.000 =    3.206\n";
+    assert_eq!(check_sockperf(sp, ""), (232842, 3.311, 3.206, 4.835));
+    let ip = r#"{"start":{},"end":{"sum_received":{"bytes":1000,"bits_per_second":8000.0}}}"#;
+    assert_eq!(check_iperf3(ip, ""), (1000, 8000.0));
+}
