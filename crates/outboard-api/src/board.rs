@@ -88,6 +88,9 @@ pub(crate) struct EpLocal {
     pub mode: Option<Mode>,
     pub token: Option<(u64, crate::Interest)>,
     pub in_ready: bool,
+    /// Events the engine posted for this endpoint (wrapping): lets a caller
+    /// tell "something happened since I last looked" (edge-triggered waits).
+    pub events_seen: u32,
 }
 
 pub(crate) struct Inner {
@@ -112,6 +115,7 @@ pub(crate) struct Inner {
     spin_score: u8,
     sleeps: u32,
     pub engine_addr: Ipv4Addr,
+    pub net_prefix: u8, pub net_gateway: u32,
     pub mode: Mode,
     spin: Duration,
     pub copies: CopyCounters,
@@ -187,6 +191,7 @@ impl Board {
             spin_score: 4,
             sleeps: 0,
             engine_addr: Ipv4Addr::from(reply.engine_addr),
+            net_prefix: reply.prefix_len.min(32), net_gateway: reply.gateway,
             mode: opts.mode,
             spin: opts.spin,
             copies: CopyCounters::default(),
@@ -262,6 +267,55 @@ impl Board {
     #[doc(hidden)]
     pub fn __raw_command_for_tests(&self, c: outboard_board::Command) -> Result<()> {
         self.inner.borrow_mut().command(c)
+    }
+
+    /// The board's news word and futex, as a handle other threads may hold:
+    /// read `current()` before looking at any endpoint, then `wait` for it to
+    /// move. For callers that do their own waiting (the socket shim) with
+    /// endpoints in `Mode::NonBlocking`.
+    pub fn news(&self) -> News {
+        News { cond: self.inner.borrow().cond.clone() }
+    }
+    /// Moves the engine's pending events into the endpoints' state (what
+    /// every call does first); `Err(EngineGone)` once the engine is gone.
+    pub fn pump(&self) -> Result<()> {
+        let mut i = self.inner.borrow_mut();
+        i.check_alive()?;
+        i.pump()
+    }
+    /// Readiness of endpoint `id` now (after `pump`), as the event queue sees it.
+    pub fn readiness(&self, id: crate::EndpointId) -> crate::events::Readiness {
+        let mut i = self.inner.borrow_mut();
+        if id as usize >= i.eps.len() {
+            return crate::events::Readiness::default();
+        }
+        crate::events::readiness_of(&mut i, id)
+    }
+    /// Events the engine has posted for endpoint `id` so far (wrapping).
+    pub fn events_seen(&self, id: crate::EndpointId) -> u32 {
+        self.inner.borrow().eps.get(id as usize).map_or(0, |e| e.events_seen)
+    }
+    /// The descriptor of the attach socket: it hangs up when the engine dies
+    /// (a watcher thread may poll it for `POLLHUP`).
+    pub fn attach_socket_fd(&self) -> std::os::fd::RawFd {
+        self.inner.borrow().sock.as_raw_fd()
+    }
+    /// Marks the engine gone (a watcher saw its socket hang up): every later call says so.
+    pub fn mark_gone(&self) {
+        self.inner.borrow_mut().gone = true;
+    }
+    /// Starts a connect without waiting for the handshake (non-blocking
+    /// sockets): poll the result with [`PendingConnect::poll`].
+    pub fn connect_start(&self, addr: SocketAddrV4) -> Result<PendingConnect> {
+        let mut i = self.inner.borrow_mut();
+        i.check_alive()?;
+        let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
+        let cmd = Command { op: op::CONNECT, sync: slot, a: u64::from(u32::from(*addr.ip())), b: u64::from(addr.port()), ..Default::default() };
+        if let Err(e) = i.command(cmd) {
+            let _ = i.syncs.cancel(slot);
+            return Err(e);
+        }
+        Ok(PendingConnect { board: self.clone(), slot: Some(slot) })
     }
 
     fn open_ep(&self, ep: u32) {
@@ -390,6 +444,85 @@ impl Board {
     }
 }
 
+/// The board's news word (see [`Board::news`]); `Send + Sync`.
+#[derive(Clone)]
+pub struct News {
+    cond: Condition,
+}
+
+impl News {
+    pub fn current(&self) -> u32 {
+        self.cond.current()
+    }
+    /// Waits for the word to move past `seen`: spins `spin`, then sleeps;
+    /// `None` sleeps without a time limit (a signal handler without
+    /// SA_RESTART interrupts it, as it would a socket call).
+    pub fn wait(&self, seen: u32, spin: Duration, timeout: Option<Duration>) -> outboard_board::WaitOutcome {
+        match timeout {
+            Some(t) => self.cond.wait(seen, spin, t),
+            None => self.cond.wait_untimed(seen, spin),
+        }
+    }
+    /// Moves the word and wakes every sleeper (a watcher uses it when the engine dies).
+    pub fn signal(&self) {
+        self.cond.signal();
+    }
+}
+
+/// A connect in progress (see [`Board::connect_start`]). Dropping it before
+/// it completes abandons the attempt.
+pub struct PendingConnect {
+    board: Board,
+    slot: Option<u32>,
+}
+
+impl PendingConnect {
+    /// The outcome once the handshake finished (or failed); `None` while it runs.
+    pub fn poll(&mut self) -> Option<Result<Stream>> {
+        let slot = self.slot?;
+        let v = {
+            let mut i = self.board.inner.borrow_mut();
+            if let Err(e) = i.check_alive().and_then(|_| i.pump()) {
+                let _ = i.syncs.cancel(slot);
+                self.slot = None;
+                return Some(Err(e));
+            }
+            let v = i.syncs.take(slot)?;
+            i.free_syncs.push(slot);
+            self.slot = None;
+            v
+        };
+        if v < 0 {
+            return Some(Err(Error::from_errno((-v) as i32)));
+        }
+        let ep = v as u32;
+        if ep >= self.board.inner.borrow().layout.params.endpoints {
+            return Some(Err(Error::Invalid("the engine returned an endpoint out of range")));
+        }
+        self.board.open_ep(ep);
+        Some(Ok(Stream::new(self.board.clone(), ep)))
+    }
+}
+
+impl Drop for PendingConnect {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else { return };
+        let Ok(mut i) = self.board.inner.try_borrow_mut() else { return };
+        match i.syncs.cancel(slot) {
+            // The engine made the stream already: reset it, as closing a
+            // socket whose handshake just finished would.
+            outboard_board::sync::CancelOutcome::AlreadyDone(v) => {
+                i.free_syncs.push(slot);
+                if v >= 0 && (v as u64) < u64::from(i.layout.params.endpoints) {
+                    let _ = i.command(Command { op: op::ABORT, endpoint: v as u32, ..Default::default() });
+                }
+            }
+            // Cancelled: the slot is not reusable until the engine frees it.
+            _ => {}
+        }
+    }
+}
+
 impl Inner {
     /// The engine died, or dropped this board.
     pub fn check_alive(&mut self) -> Result<()> {
@@ -486,6 +619,7 @@ impl Inner {
                 }
             };
             let Some(ep) = self.eps.get_mut(e.endpoint as usize) else { continue };
+            ep.events_seen = ep.events_seen.wrapping_add(1);
             if e.kind & ev::ACCEPT != 0 {
                 ep.accepts.push_back(e.value as u32);
             }

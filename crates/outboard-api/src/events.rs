@@ -43,6 +43,23 @@ pub struct EventQueue {
     pub(crate) board: crate::board::Board,
 }
 
+/// What an endpoint is ready for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Readiness {
+    /// Data to read, a connection to accept, end of stream, or an error.
+    pub readable: bool,
+    /// Room to write (streams: connected, not shut down, region not full).
+    pub writable: bool,
+    pub error: bool,
+    /// The peer closed its side.
+    pub hup: bool,
+}
+
+pub(crate) fn readiness_of(i: &mut Inner, ep: EndpointId) -> Readiness {
+    let (readable, writable, error, hup) = readiness(i, ep);
+    Readiness { readable, writable, error, hup }
+}
+
 fn readiness(i: &mut Inner, ep: EndpointId) -> (bool, bool, bool, bool) {
     use outboard_board::proto::kind;
     let e = &i.eps[ep as usize];

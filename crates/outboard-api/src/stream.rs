@@ -250,6 +250,33 @@ impl Stream {
         }
     }
 
+    /// Copies received bytes into `buf` without consuming them (MSG_PEEK); never waits.
+    pub fn peek(&self, buf: &mut [u8]) -> Result<usize> {
+        self.check_regions()?;
+        let mut i = self.board.inner.borrow_mut();
+        i.pump()?;
+        let (avail, at, first) = self.rx_ready(&i);
+        let n = buf.len().min(avail);
+        let a = n.min(first);
+        i.map.copy_out(self.rx.0 + at, &mut buf[..a]);
+        i.map.copy_out(self.rx.0, &mut buf[a..n]);
+        Ok(n)
+    }
+    /// The stream's error, if it failed (as `recv`/`send` would return it).
+    pub fn error(&self) -> Option<Error> {
+        let i = self.board.inner.borrow();
+        self.stream_error(&i)
+    }
+    /// Bytes written but not yet acknowledged, and the transmit region's size.
+    pub fn unacked(&self) -> (u64, u64) {
+        let i = self.board.inner.borrow();
+        let ep = &i.eps[self.id as usize];
+        (ep.tx_produced.saturating_sub(i.tx_acked(self.id)), self.tx.1 as u64)
+    }
+    /// Size of the receive region (the most bytes that can wait unread).
+    pub fn rx_region_size(&self) -> usize {
+        self.rx.1
+    }
     /// True once the peer has sent FIN and every byte before it was consumed.
     pub fn at_eof(&self) -> bool {
         let mut i = self.board.inner.borrow_mut();

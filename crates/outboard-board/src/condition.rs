@@ -102,6 +102,32 @@ impl Condition {
             }
         }
     }
+    /// As `wait`, with no time limit: sleeps until the word moves or a
+    /// signal handler runs. Without a timeout the kernel restarts the futex
+    /// after a handler installed with SA_RESTART and returns EINTR after one
+    /// without: exactly what a blocking socket call does, so the socket shim
+    /// inherits Linux's restart rules.
+    pub fn wait_untimed(&self, seen: u32, spin: Duration) -> WaitOutcome {
+        let seq = self.seq();
+        if !spin.is_zero() && self.wait(seen, spin, spin) == WaitOutcome::Signalled {
+            return WaitOutcome::Signalled;
+        }
+        loop {
+            if seq.load(Ordering::Acquire) != seen {
+                return WaitOutcome::Signalled;
+            }
+            let waiters = self.waiters_word();
+            waiters.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            let r = if seq.load(Ordering::SeqCst) != seen { FutexWait::Changed } else { futex::wait(seq, seen, None) };
+            waiters.fetch_sub(1, Ordering::SeqCst);
+            match r {
+                FutexWait::Changed => return WaitOutcome::Signalled,
+                FutexWait::Interrupted => return WaitOutcome::Interrupted,
+                FutexWait::Woken | FutexWait::TimedOut => {}
+            }
+        }
+    }
     /// Sleepers announced now (for tests and stat).
     pub fn waiters(&self) -> u32 {
         self.waiters_word().load(Ordering::SeqCst)

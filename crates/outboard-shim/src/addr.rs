@@ -1,0 +1,70 @@
+//! Socket addresses between C and Rust, checked: a short or foreign address
+//! is an error, never a read past what the program gave.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// Reads an AF_INET address (or an IPv4-mapped AF_INET6 one, as dual-stack
+/// programs pass). `Err(errno)` for a bad pointer or length; `Ok(None)` for
+/// another family (the kernel's business).
+///
+/// # Safety
+/// `addr` must point to `len` readable bytes (or be null).
+pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Result<Option<SocketAddrV4>, i32> {
+    if addr.is_null() {
+        return Err(libc::EFAULT);
+    }
+    if (len as usize) < std::mem::size_of::<libc::sa_family_t>() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: at least the family field is readable (checked above).
+    let family = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sa_family_t>()) };
+    match i32::from(family) {
+        libc::AF_INET => {
+            if (len as usize) < std::mem::size_of::<libc::sockaddr_in>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: len covers a sockaddr_in.
+            let sin = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in>()) };
+            Ok(Some(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// True for `AF_UNSPEC` (connect's "dissolve the association").
+///
+/// # Safety
+/// As `read_v4`.
+pub unsafe fn is_unspec(addr: *const libc::sockaddr, len: libc::socklen_t) -> bool {
+    if addr.is_null() || (len as usize) < std::mem::size_of::<libc::sa_family_t>() {
+        return false;
+    }
+    // SAFETY: the family field is readable.
+    i32::from(unsafe { std::ptr::read_unaligned(addr.cast::<libc::sa_family_t>()) }) == libc::AF_UNSPEC
+}
+
+/// Writes `a` as a sockaddr_in the way the kernel does: truncated to the
+/// buffer's size, `*len` set to the full size. Null pointers write nothing.
+///
+/// # Safety
+/// `addr` must point to `*len` writable bytes; `len` must be valid (or both null).
+pub unsafe fn write_v4(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    let full = std::mem::size_of::<libc::sockaddr_in>();
+    // SAFETY: `len` is valid per the contract.
+    let room = unsafe { *len } as usize;
+    let n = room.min(full);
+    // SAFETY: copies n ≤ room bytes into the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&sin as *const libc::sockaddr_in).cast::<u8>(), addr.cast::<u8>(), n);
+        *len = full as libc::socklen_t;
+    }
+}

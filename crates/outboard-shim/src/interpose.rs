@@ -1,0 +1,971 @@
+//! The exported C functions that LD_PRELOAD puts in front of libc's. Each
+//! first checks, without a lock, whether the descriptor is one the shim
+//! tracks; every other descriptor (files, pipes, AF_UNIX, IPv6, kernel
+//! sockets) goes straight to libc, untouched.
+//!
+//! `fcntl` and `ioctl` are variadic in C; on x86-64 and AArch64 Linux a
+//! variadic argument travels in the same register as a fixed one, so they
+//! are declared with one fixed trailing argument (the only one these
+//! commands take).
+#![allow(clippy::missing_safety_doc)]
+
+use crate::ops::{self, Connect};
+use crate::poll::set_errno;
+use crate::real;
+use crate::sock::SResult;
+use crate::state::{in_shim, mark, Reentry, MARK_EPOLL, MARK_INTERNAL, MARK_SOCK};
+use libc::{c_int, c_uint, c_ulong, c_void, size_t, sockaddr, socklen_t, ssize_t};
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("the shim's variadic fcntl/ioctl rely on the x86-64 or AArch64 Linux calling convention");
+
+fn ret_int(r: SResult<()>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+/// Ends a send: EPIPE raises SIGPIPE unless MSG_NOSIGNAL (outside the shim,
+/// so a handler may use sockets).
+fn ret_sent(r: SResult<usize>, flags: c_int) -> ssize_t {
+    match r {
+        Ok(n) => n as ssize_t,
+        Err(e) => {
+            if e == libc::EPIPE && flags & libc::MSG_NOSIGNAL == 0 {
+                // SAFETY: raising a signal in this thread, as the kernel would.
+                unsafe { libc::raise(libc::SIGPIPE) };
+            }
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+fn ret_len(r: SResult<usize>) -> ssize_t {
+    match r {
+        Ok(n) => n as ssize_t,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+fn ours(fd: c_int) -> bool {
+    !in_shim() && mark(fd) == MARK_SOCK
+}
+
+/// Builds slices over an iovec array (null or zero-length entries are empty).
+///
+/// # Safety
+/// `iov` points to `n` iovecs whose buffers are valid for their lengths.
+unsafe fn iov_mut<'a>(iov: *const libc::iovec, n: c_int) -> Result<Vec<&'a mut [u8]>, i32> {
+    if n < 0 || n > libc::UIO_MAXIOV {
+        return Err(libc::EINVAL);
+    }
+    if n > 0 && iov.is_null() {
+        return Err(libc::EFAULT);
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    for i in 0..n as usize {
+        // SAFETY: i < n entries (caller).
+        let e = unsafe { *iov.add(i) };
+        if e.iov_len == 0 {
+            continue;
+        }
+        if e.iov_base.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: the caller's buffer of that length.
+        v.push(unsafe { std::slice::from_raw_parts_mut(e.iov_base.cast::<u8>(), e.iov_len) });
+    }
+    Ok(v)
+}
+
+unsafe fn buf_mut<'a>(p: *mut c_void, n: size_t) -> Result<&'a mut [u8], i32> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's buffer of n bytes.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), n) })
+}
+
+unsafe fn buf<'a>(p: *const c_void, n: size_t) -> Result<&'a [u8], i32> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's buffer of n bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
+}
+
+fn do_recv(fd: c_int, bufs: &mut [&mut [u8]], flags: c_int, from: &mut Option<SocketAddrV4>) -> SResult<usize> {
+    let _r = Reentry::enter();
+    ops::recv(fd, bufs, flags, from)
+}
+
+fn do_send(fd: c_int, bufs: &[&[u8]], flags: c_int, to: Option<SocketAddrV4>) -> SResult<usize> {
+    let _r = Reentry::enter();
+    ops::send(fd, bufs, flags, to)
+}
+
+// ---------------------------------------------------------------- sockets
+
+#[no_mangle]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int {
+    // SAFETY: passes the program's arguments on.
+    let fd = unsafe { real::socket(domain, ty, proto) };
+    if fd < 0 || in_shim() || domain != libc::AF_INET {
+        return fd;
+    }
+    let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    let stream = base == libc::SOCK_STREAM && (proto == 0 || proto == libc::IPPROTO_TCP);
+    let dgram = base == libc::SOCK_DGRAM && (proto == 0 || proto == libc::IPPROTO_UDP);
+    if stream || dgram {
+        let _r = Reentry::enter();
+        ops::new_socket(fd, stream, ty & libc::SOCK_NONBLOCK != 0);
+    }
+    fd
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::bind(fd, addr, len) };
+    }
+    let _r = Reentry::enter();
+    // SAFETY: the program's address argument.
+    let a = match unsafe { ops::read_addr(addr, len) } {
+        Ok(a) => a,
+        Err(e) => return ret_int(Err(e)),
+    };
+    match ops::bind(fd, a) {
+        Ok(true) => 0,
+        // SAFETY: passes the program's arguments on.
+        Ok(false) => unsafe { real::bind(fd, addr, len) },
+        Err(e) => ret_int(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::listen(fd, backlog) };
+    }
+    let _r = Reentry::enter();
+    match ops::listen(fd, backlog) {
+        Ok(true) => 0,
+        // SAFETY: passes the program's arguments on.
+        Ok(false) => unsafe { real::listen(fd, backlog) },
+        Err(e) => ret_int(Err(e)),
+    }
+}
+
+unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
+    let r = {
+        let _r = Reentry::enter();
+        ops::accept(fd, flags)
+    };
+    match r {
+        Ok((nfd, peer)) => {
+            // SAFETY: the program's address buffer.
+            unsafe { crate::addr::write_v4(peer, addr, len) };
+            nfd
+        }
+        Err(e) => {
+            if e == libc::EINTR {
+                crate::state::count(crate::state::Count::Eintr);
+            }
+            ret_int(Err(e))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::accept(fd, addr, len) };
+    }
+    // SAFETY: forwarded.
+    unsafe { accept_common(fd, addr, len, 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::accept4(fd, addr, len, flags) };
+    }
+    // SAFETY: forwarded.
+    unsafe { accept_common(fd, addr, len, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::connect(fd, addr, len) };
+    }
+    let r = {
+        let _r = Reentry::enter();
+        // SAFETY: the program's address argument.
+        let unspec = unsafe { crate::addr::is_unspec(addr, len) };
+        // SAFETY: as above.
+        match unsafe { ops::read_addr(addr, len) } {
+            Ok(a) => ops::connect(fd, a, unspec),
+            Err(e) => Connect::Engine(Err(e)),
+        }
+    };
+    match r {
+        Connect::Engine(r) => ret_int(r),
+        // SAFETY: passes the program's arguments on.
+        Connect::Kernel => unsafe { real::connect(fd, addr, len) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::shutdown(fd, how) };
+    }
+    let _r = Reentry::enter();
+    ret_int(ops::shutdown(fd, how))
+}
+
+unsafe fn name_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, peer: bool) -> c_int {
+    let r = {
+        let _r = Reentry::enter();
+        ops::sockname(fd, peer)
+    };
+    match r {
+        Ok(Some(a)) => {
+            if addr.is_null() || len.is_null() {
+                return ret_int(Err(libc::EFAULT));
+            }
+            // SAFETY: the program's buffer.
+            unsafe { crate::addr::write_v4(a, addr, len) };
+            0
+        }
+        // Undecided: the placeholder answers.
+        Ok(None) => unsafe {
+            // SAFETY: passes the program's arguments on.
+            if peer {
+                real::getpeername(fd, addr, len)
+            } else {
+                real::getsockname(fd, addr, len)
+            }
+        },
+        Err(e) => ret_int(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::getsockname(fd, addr, len) };
+    }
+    // SAFETY: forwarded.
+    unsafe { name_common(fd, addr, len, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::getpeername(fd, addr, len) };
+    }
+    // SAFETY: forwarded.
+    unsafe { name_common(fd, addr, len, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int {
+    if ours(fd) {
+        let r = {
+            let _r = Reentry::enter();
+            ops::setsockopt(fd, level, name, val, len)
+        };
+        if let Some(r) = r {
+            return ret_int(r);
+        }
+    }
+    // SAFETY: passes the program's arguments on.
+    unsafe { real::setsockopt(fd, level, name, val, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int {
+    if ours(fd) {
+        let r = {
+            let _r = Reentry::enter();
+            // SAFETY: the program's buffers.
+            unsafe { ops::getsockopt(fd, level, name, val, len) }
+        };
+        if let Some(r) = r {
+            return ret_int(r);
+        }
+    }
+    // SAFETY: passes the program's arguments on.
+    unsafe { real::getsockopt(fd, level, name, val, len) }
+}
+
+// ---------------------------------------------------------------- data
+
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, b: *mut c_void, n: size_t) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::read(fd, b, n) };
+    }
+    // SAFETY: the program's buffer.
+    match unsafe { buf_mut(b, n) } {
+        Ok(s) => ret_len(do_recv(fd, &mut [s], 0, &mut None)),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t) -> ssize_t {
+    if n > buflen {
+        // SAFETY: what glibc's own check does: abort.
+        unsafe { libc::abort() };
+    }
+    // SAFETY: forwarded.
+    unsafe { read(fd, b, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, b: *const c_void, n: size_t) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::write(fd, b, n) };
+    }
+    // SAFETY: the program's buffer.
+    match unsafe { buf(b, n) } {
+        Ok(s) => ret_sent(do_send(fd, &[s], 0, None), 0),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::readv(fd, iov, n) };
+    }
+    // SAFETY: the program's iovecs.
+    match unsafe { iov_mut(iov, n) } {
+        Ok(mut v) => ret_len(do_recv(fd, &mut v, 0, &mut None)),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::writev(fd, iov, n) };
+    }
+    // SAFETY: the program's iovecs (read only).
+    match unsafe { iov_mut(iov, n) } {
+        Ok(v) => {
+            let v: Vec<&[u8]> = v.into_iter().map(|s| &*s).collect();
+            ret_sent(do_send(fd, &v, 0, None), 0)
+        }
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recv(fd: c_int, b: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::recv(fd, b, n, flags) };
+    }
+    // SAFETY: the program's buffer.
+    match unsafe { buf_mut(b, n) } {
+        Ok(s) => ret_len(do_recv(fd, &mut [s], flags, &mut None)),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recv_chk(fd: c_int, b: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t {
+    if n > buflen {
+        // SAFETY: what glibc's own check does: abort.
+        unsafe { libc::abort() };
+    }
+    // SAFETY: forwarded.
+    unsafe { recv(fd, b, n, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::recvfrom(fd, b, n, flags, addr, len) };
+    }
+    let mut from = None;
+    // SAFETY: the program's buffer.
+    let r = match unsafe { buf_mut(b, n) } {
+        Ok(s) => do_recv(fd, &mut [s], flags, &mut from),
+        Err(e) => Err(e),
+    };
+    if let (Ok(_), Some(a)) = (&r, from) {
+        // SAFETY: the program's address buffer.
+        unsafe { crate::addr::write_v4(a, addr, len) };
+    }
+    ret_len(r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recvfrom_chk(
+    fd: c_int,
+    b: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: what glibc's own check does: abort.
+        unsafe { libc::abort() };
+    }
+    // SAFETY: forwarded.
+    unsafe { recvfrom(fd, b, n, flags, addr, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::recvmsg(fd, msg, flags) };
+    }
+    if msg.is_null() {
+        return ret_len(Err(libc::EFAULT));
+    }
+    // SAFETY: the program's msghdr.
+    let m = unsafe { &mut *msg };
+    // SAFETY: its iovecs.
+    let mut v = match unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) } {
+        Ok(v) => v,
+        Err(e) => return ret_len(Err(e)),
+    };
+    let mut from = None;
+    let r = do_recv(fd, &mut v, flags, &mut from);
+    if r.is_ok() {
+        m.msg_controllen = 0;
+        m.msg_flags = 0;
+        match from {
+            Some(a) if !m.msg_name.is_null() => {
+                let mut l = m.msg_namelen;
+                // SAFETY: the program's name buffer of msg_namelen bytes.
+                unsafe { crate::addr::write_v4(a, m.msg_name.cast(), &mut l) };
+                m.msg_namelen = l;
+            }
+            _ => m.msg_namelen = 0,
+        }
+    }
+    ret_len(r)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn send(fd: c_int, b: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::send(fd, b, n, flags) };
+    }
+    // SAFETY: the program's buffer.
+    match unsafe { buf(b, n) } {
+        Ok(s) => ret_sent(do_send(fd, &[s], flags, None), flags),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendto(fd: c_int, b: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::sendto(fd, b, n, flags, addr, len) };
+    }
+    let to = if addr.is_null() {
+        None
+    } else {
+        let _r = Reentry::enter();
+        // SAFETY: the program's address.
+        match unsafe { ops::read_addr(addr, len) } {
+            Ok(Some(a)) => {
+                // An undecided datagram socket is decided by its first destination.
+                match ops::decide_dgram(fd, a) {
+                    Ok(true) => Some(a),
+                    // SAFETY: passes the program's arguments on.
+                    Ok(false) => return unsafe { real::sendto(fd, b, n, flags, addr, len) },
+                    Err(e) => return ret_len(Err(e)),
+                }
+            }
+            Ok(None) => return ret_len(Err(libc::EAFNOSUPPORT)),
+            Err(e) => return ret_len(Err(e)),
+        }
+    };
+    // SAFETY: the program's buffer.
+    match unsafe { buf(b, n) } {
+        Ok(s) => ret_sent(do_send(fd, &[s], flags, to), flags),
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_int) -> ssize_t {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::sendmsg(fd, msg, flags) };
+    }
+    if msg.is_null() {
+        return ret_len(Err(libc::EFAULT));
+    }
+    // SAFETY: the program's msghdr.
+    let m = unsafe { &*msg };
+    if m.msg_controllen > 0 {
+        let _r = Reentry::enter();
+        crate::log::unsupported("sendmsg", "control messages", libc::EOPNOTSUPP);
+        return ret_len(Err(libc::EOPNOTSUPP));
+    }
+    let mut to = None;
+    if !m.msg_name.is_null() && m.msg_namelen > 0 {
+        let _r = Reentry::enter();
+        // SAFETY: the program's name of msg_namelen bytes.
+        match unsafe { ops::read_addr(m.msg_name.cast(), m.msg_namelen) } {
+            Ok(Some(a)) => match ops::decide_dgram(fd, a) {
+                Ok(true) => to = Some(a),
+                // SAFETY: passes the program's arguments on.
+                Ok(false) => return unsafe { real::sendmsg(fd, msg, flags) },
+                Err(e) => return ret_len(Err(e)),
+            },
+            Ok(None) => return ret_len(Err(libc::EAFNOSUPPORT)),
+            Err(e) => return ret_len(Err(e)),
+        }
+    }
+    // SAFETY: its iovecs (read only).
+    match unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) } {
+        Ok(v) => {
+            let v: Vec<&[u8]> = v.into_iter().map(|s| &*s).collect();
+            ret_sent(do_send(fd, &v, flags, to), flags)
+        }
+        Err(e) => ret_len(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmmsg(fd: c_int, v: *mut libc::mmsghdr, n: c_uint, flags: c_int, ts: *mut libc::timespec) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::recvmmsg(fd, v, n, flags, ts) };
+    }
+    if v.is_null() {
+        return ret_int(Err(libc::EFAULT));
+    }
+    // The first message waits as the socket says; the rest only if already there.
+    let mut got = 0;
+    for i in 0..n as usize {
+        let f = if i == 0 { flags & !libc::MSG_WAITFORONE } else { flags | libc::MSG_DONTWAIT };
+        // SAFETY: entry i of the program's array.
+        let r = unsafe { recvmsg(fd, &mut (*v.add(i)).msg_hdr, f) };
+        if r < 0 {
+            break;
+        }
+        // SAFETY: as above.
+        unsafe { (*v.add(i)).msg_len = r as c_uint };
+        got += 1;
+    }
+    if got == 0 {
+        -1
+    } else {
+        got
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmmsg(fd: c_int, v: *mut libc::mmsghdr, n: c_uint, flags: c_int) -> c_int {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::sendmmsg(fd, v, n, flags) };
+    }
+    if v.is_null() {
+        return ret_int(Err(libc::EFAULT));
+    }
+    let mut sent = 0;
+    for i in 0..n as usize {
+        // SAFETY: entry i of the program's array.
+        let r = unsafe { sendmsg(fd, &(*v.add(i)).msg_hdr, flags) };
+        if r < 0 {
+            break;
+        }
+        // SAFETY: as above.
+        unsafe { (*v.add(i)).msg_len = r as c_uint };
+        sent += 1;
+    }
+    if sent == 0 {
+        -1
+    } else {
+        sent
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut libc::off_t, n: size_t) -> ssize_t {
+    if !ours(out) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::sendfile(out, inp, off, n) };
+    }
+    let r = {
+        let _r = Reentry::enter();
+        ops::sendfile(out, inp, off, n)
+    };
+    ret_sent(r, 0)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut libc::off_t, n: size_t) -> ssize_t {
+    // SAFETY: forwarded (off_t is 64-bit on the targets we build for).
+    unsafe { sendfile(out, inp, off, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn splice(i: c_int, ioff: *mut libc::loff_t, o: c_int, ooff: *mut libc::loff_t, n: size_t, flags: c_uint) -> ssize_t {
+    if ours(i) || ours(o) {
+        let _r = Reentry::enter();
+        crate::log::unsupported("splice", "engine socket", libc::EINVAL);
+        return ret_len(Err(libc::EINVAL));
+    }
+    // SAFETY: passes the program's arguments on.
+    unsafe { real::splice(i, ioff, o, ooff, n, flags) }
+}
+
+// ---------------------------------------------------------------- descriptors
+
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if in_shim() {
+        // SAFETY: passes the arguments on.
+        return unsafe { real::close(fd) };
+    }
+    match mark(fd) {
+        // The shim's own descriptor: the program does not own it.
+        MARK_INTERNAL => return 0,
+        MARK_SOCK | MARK_EPOLL => {
+            let _r = Reentry::enter();
+            ops::forget(fd);
+        }
+        _ => {}
+    }
+    // SAFETY: passes the program's argument on.
+    unsafe { real::close(fd) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    if !in_shim() && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        let _r = Reentry::enter();
+        let hi = last.min(crate::state::MAX_FDS as c_uint - 1);
+        for fd in first..=hi {
+            match mark(fd as c_int) {
+                MARK_SOCK | MARK_EPOLL => ops::forget(fd as c_int),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: passes the program's arguments on.
+    unsafe { real::close_range(first, last, flags) }
+}
+
+fn tracked(fd: c_int) -> bool {
+    !in_shim() && matches!(mark(fd), MARK_SOCK | MARK_EPOLL)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: passes the program's argument on.
+    let n = unsafe { real::dup(fd) };
+    if n >= 0 && tracked(fd) {
+        let _r = Reentry::enter();
+        ops::share(fd, n);
+    }
+    n
+}
+
+unsafe fn dup_onto(fd: c_int, to: c_int, f: impl FnOnce() -> c_int) -> c_int {
+    if in_shim() {
+        return f();
+    }
+    if fd != to && matches!(mark(to), MARK_SOCK | MARK_EPOLL) {
+        let _r = Reentry::enter();
+        ops::forget(to);
+    }
+    let n = f();
+    if n >= 0 && fd != to && tracked(fd) {
+        let _r = Reentry::enter();
+        ops::share(fd, n);
+    }
+    n
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup2(fd: c_int, to: c_int) -> c_int {
+    // SAFETY: passes the program's arguments on.
+    unsafe { dup_onto(fd, to, || real::dup2(fd, to)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup3(fd: c_int, to: c_int, flags: c_int) -> c_int {
+    // SAFETY: passes the program's arguments on.
+    unsafe { dup_onto(fd, to, || real::dup3(fd, to, flags)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: passes the program's arguments on (see the module note on variadics).
+    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    if r < 0 || !tracked(fd) {
+        return r;
+    }
+    let _r = Reentry::enter();
+    match cmd {
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => ops::share(fd, r),
+        libc::F_SETFL => {
+            ops::set_nonblock(fd, arg as c_int & libc::O_NONBLOCK != 0);
+            if arg as c_int & libc::O_ASYNC != 0 && mark(fd) == MARK_SOCK {
+                crate::log::unsupported("fcntl", "O_ASYNC (SIGIO) on an engine socket", libc::EOPNOTSUPP);
+            }
+        }
+        _ => {}
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { fcntl(fd, cmd, arg) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
+    if ours(fd) {
+        let _r = Reentry::enter();
+        if req == libc::FIONBIO {
+            if arg.is_null() {
+                return ret_int(Err(libc::EFAULT));
+            }
+            // SAFETY: FIONBIO takes an int pointer.
+            let on = unsafe { *(arg as *const c_int) } != 0;
+            ops::set_nonblock(fd, on);
+        } else if let Some(r) = ops::ioctl_value(fd, req as u64) {
+            return match r {
+                Ok(v) => {
+                    if arg.is_null() {
+                        return ret_int(Err(libc::EFAULT));
+                    }
+                    // SAFETY: these requests take an int pointer.
+                    unsafe { *(arg as *mut c_int) = v };
+                    0
+                }
+                Err(e) => ret_int(Err(e)),
+            };
+        }
+    }
+    // SAFETY: passes the program's arguments on (interface queries and the
+    // like are about the host and the placeholder answers them).
+    unsafe { real::ioctl(fd, req, arg) }
+}
+
+// ---------------------------------------------------------------- waiting
+
+fn ms(timeout: c_int) -> Option<Duration> {
+    (timeout >= 0).then(|| Duration::from_millis(timeout as u64))
+}
+
+unsafe fn ts(t: *const libc::timespec) -> Result<Option<Duration>, i32> {
+    if t.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the program's timespec.
+    let t = unsafe { *t };
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        return Err(libc::EINVAL);
+    }
+    Ok(Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)))
+}
+
+unsafe fn poll_common(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: Option<Duration>, mask: *const libc::sigset_t) -> c_int {
+    if n > 0 && fds.is_null() {
+        return ret_int(Err(libc::EFAULT));
+    }
+    // SAFETY: the program's array of n pollfds.
+    let slice = if n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(fds, n as usize) } };
+    let _r = Reentry::enter();
+    // SAFETY: mask is the program's (or null).
+    unsafe { crate::poll::poll(slice, timeout, mask) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int {
+    if in_shim() {
+        let t = ms(timeout).map(|d| libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long });
+        let tp = t.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+        // SAFETY: passes the arguments on.
+        return unsafe { real::ppoll(fds, n, tp, std::ptr::null()) };
+    }
+    // SAFETY: forwarded.
+    unsafe { poll_common(fds, n, ms(timeout), std::ptr::null()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __poll_chk(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int, fdslen: size_t) -> c_int {
+    if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
+        // SAFETY: what glibc's own check does: abort.
+        unsafe { libc::abort() };
+    }
+    // SAFETY: forwarded.
+    unsafe { poll(fds, n, timeout) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ppoll(fds: *mut libc::pollfd, n: libc::nfds_t, t: *const libc::timespec, mask: *const libc::sigset_t) -> c_int {
+    if in_shim() {
+        // SAFETY: passes the arguments on.
+        return unsafe { real::ppoll(fds, n, t, mask) };
+    }
+    // SAFETY: the program's timespec.
+    match unsafe { ts(t) } {
+        // SAFETY: forwarded.
+        Ok(d) => unsafe { poll_common(fds, n, d, mask) },
+        Err(e) => ret_int(Err(e)),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __ppoll_chk(fds: *mut libc::pollfd, n: libc::nfds_t, t: *const libc::timespec, mask: *const libc::sigset_t, fdslen: size_t) -> c_int {
+    if (fdslen / std::mem::size_of::<libc::pollfd>()) < n as usize {
+        // SAFETY: what glibc's own check does: abort.
+        unsafe { libc::abort() };
+    }
+    // SAFETY: forwarded.
+    unsafe { ppoll(fds, n, t, mask) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn select(n: c_int, r: *mut libc::fd_set, w: *mut libc::fd_set, x: *mut libc::fd_set, t: *mut libc::timeval) -> c_int {
+    let timeout = if t.is_null() {
+        None
+    } else {
+        // SAFETY: the program's timeval.
+        let tv = unsafe { *t };
+        if tv.tv_sec < 0 || tv.tv_usec < 0 {
+            return ret_int(Err(libc::EINVAL));
+        }
+        Some(Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64))
+    };
+    let start = std::time::Instant::now();
+    let _r = Reentry::enter();
+    // SAFETY: the program's sets.
+    let res = unsafe { crate::poll::select(n, r, w, x, timeout, std::ptr::null()) };
+    if let (Some(d), false) = (timeout, t.is_null()) {
+        // Linux's select writes back the time left.
+        let left = d.saturating_sub(start.elapsed());
+        // SAFETY: the program's timeval.
+        unsafe { *t = libc::timeval { tv_sec: left.as_secs() as libc::time_t, tv_usec: left.subsec_micros() as libc::suseconds_t } };
+    }
+    res
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pselect(
+    n: c_int,
+    r: *mut libc::fd_set,
+    w: *mut libc::fd_set,
+    x: *mut libc::fd_set,
+    t: *const libc::timespec,
+    mask: *const libc::sigset_t,
+) -> c_int {
+    // SAFETY: the program's timespec.
+    let timeout = match unsafe { ts(t) } {
+        Ok(d) => d,
+        Err(e) => return ret_int(Err(e)),
+    };
+    let _r = Reentry::enter();
+    // SAFETY: the program's sets and mask.
+    unsafe { crate::poll::select(n, r, w, x, timeout, mask) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
+    if size <= 0 {
+        return ret_int(Err(libc::EINVAL));
+    }
+    // SAFETY: forwarded.
+    unsafe { epoll_create1(0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
+    // SAFETY: passes the program's argument on.
+    let fd = unsafe { real::epoll_create1(flags) };
+    if fd >= 0 && !in_shim() {
+        let _r = Reentry::enter();
+        ops::new_epoll(fd);
+    }
+    fd
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int {
+    if ours(fd) {
+        // SAFETY: the program's event (may be null for DEL).
+        let e = if ev.is_null() { None } else { Some(unsafe { ev.read_unaligned() }) };
+        let r = {
+            let _r = Reentry::enter();
+            ops::epoll_ctl(epfd, op, fd, e)
+        };
+        match r {
+            Ok(true) => return 0,
+            Ok(false) => {}
+            Err(e) => return ret_int(Err(e)),
+        }
+    }
+    // SAFETY: passes the program's arguments on.
+    unsafe { real::epoll_ctl(epfd, op, fd, ev) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(epfd: c_int, evs: *mut libc::epoll_event, max: c_int, timeout: c_int) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { epoll_pwait(epfd, evs, max, timeout, std::ptr::null()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait(epfd: c_int, evs: *mut libc::epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
+    if in_shim() || mark(epfd) != MARK_EPOLL {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::epoll_pwait(epfd, evs, max, timeout, mask) };
+    }
+    let _r = Reentry::enter();
+    // SAFETY: the program's array and mask.
+    unsafe { crate::poll::epoll_wait(epfd, evs, max, timeout, mask) }
+}

@@ -1,0 +1,807 @@
+//! The socket calls for descriptors the shim tracks, as plain Rust over the
+//! socket objects: each returns `Ok(value)` or `Err(errno)`. interpose.rs
+//! turns them into the C calling convention.
+
+use crate::addr;
+use crate::epoll::EpollSet;
+use crate::poll::errno;
+use crate::sock::{errno_of, Kind, SResult, Sock};
+use crate::state::{self, count, lock, set_mark, Count, Guard, MARK_KERNEL, MARK_SOCK, MAX_FDS};
+use crate::wait::{self, Slept};
+use outboard_api::{Error, News};
+use std::cell::RefCell;
+use std::net::SocketAddrV4;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+fn sock_of(st: &Guard, fd: RawFd) -> SResult<Rc<RefCell<Sock>>> {
+    st.sock(fd).ok_or(libc::EBADF)
+}
+
+/// Hands an undecided socket to the kernel for good: the placeholder is the
+/// socket. Epoll interests move to the kernel's instances.
+pub fn to_kernel(st: &mut Guard, fd: RawFd) {
+    let Some(s) = st.socks.remove(&fd) else { return };
+    let fds: Vec<RawFd> = st.socks.iter().filter(|(_, v)| Rc::ptr_eq(v, &s)).map(|(k, _)| *k).collect();
+    for f in fds.iter().copied().chain([fd]) {
+        st.socks.remove(&f);
+        set_mark(f, MARK_KERNEL);
+        for (epfd, set) in st.epolls.iter() {
+            if let Some(i) = set.borrow_mut().interests.remove(&f) {
+                let mut ev = libc::epoll_event { events: i.events, u64: i.data };
+                // SAFETY: adds a kernel descriptor to the program's epoll instance.
+                unsafe { crate::real::epoll_ctl(*epfd, libc::EPOLL_CTL_ADD, f, &mut ev) };
+            }
+        }
+    }
+    count(Count::KernelSockets);
+}
+
+/// Generic wait loop: runs `op` under the lock until it completes, sleeping
+/// between tries unless the socket (or the call) is non-blocking.
+/// `timeout` is the socket's SO_RCVTIMEO/SO_SNDTIMEO (`pick` chooses).
+fn blocking<T>(
+    fd: RawFd,
+    dontwait: bool,
+    pick: fn(&Sock) -> Option<Duration>,
+    mut op: impl FnMut(&mut Guard, &mut Sock) -> Option<SResult<T>>,
+) -> SResult<T> {
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let (news, seq, timeout): (Option<News>, u32, Option<Duration>) = {
+            let mut st = lock();
+            let s = sock_of(&st, fd)?;
+            let news = st.news.clone();
+            let seq = news.as_ref().map_or(0, |n| n.current());
+            if let Some(b) = st.board.clone() {
+                let _ = b.pump();
+            }
+            let mut sock = s.borrow_mut();
+            if let Some(r) = op(&mut st, &mut sock) {
+                st.push_counters();
+                return r;
+            }
+            if dontwait || sock.nonblock {
+                return Err(libc::EAGAIN);
+            }
+            (news, seq, pick(&sock))
+        };
+        let Some(news) = news else { return Err(libc::EAGAIN) };
+        if wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+            // Let the op see the engine gone (the API checks the socket).
+            let st = lock();
+            if let Some(b) = &st.board {
+                b.mark_gone();
+            }
+            continue;
+        }
+        let rest = match timeout {
+            Some(t) => {
+                let d = *deadline.get_or_insert_with(|| Instant::now() + t);
+                let r = d.saturating_duration_since(Instant::now());
+                if r.is_zero() {
+                    return Err(libc::EAGAIN);
+                }
+                Some(r)
+            }
+            None => None,
+        };
+        match wait::sleep(&news, seq, rest) {
+            Slept::News => {}
+            Slept::TimedOut => {}
+            Slept::Interrupted => return Err(libc::EINTR),
+        }
+    }
+}
+
+fn rcvtimeo(s: &Sock) -> Option<Duration> {
+    s.opts.rcvtimeo
+}
+fn sndtimeo(s: &Sock) -> Option<Duration> {
+    s.opts.sndtimeo
+}
+
+/// Byte ranges of an iovec list from `skip` bytes on.
+fn advance<'a>(bufs: &'a mut [&mut [u8]], mut skip: usize) -> Vec<&'a mut [u8]> {
+    let mut out = Vec::new();
+    for b in bufs.iter_mut() {
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        out.push(&mut b[skip..]);
+        skip = 0;
+    }
+    out
+}
+
+pub fn recv(fd: RawFd, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddrV4>) -> SResult<usize> {
+    const KNOWN: i32 = libc::MSG_PEEK | libc::MSG_DONTWAIT | libc::MSG_WAITALL | libc::MSG_TRUNC | libc::MSG_NOSIGNAL | libc::MSG_CMSG_CLOEXEC;
+    if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
+        crate::log::unsupported("recv", "flags", libc::EOPNOTSUPP);
+        return Err(libc::EOPNOTSUPP);
+    }
+    let want: usize = bufs.iter().map(|b| b.len()).sum();
+    let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
+    let mut got = 0usize;
+    loop {
+        let r = {
+            let mut part = advance(bufs, got);
+            blocking(fd, flags & libc::MSG_DONTWAIT != 0, rcvtimeo, |_, s| s.recv(&mut part, flags, from))
+        };
+        match r {
+            Ok(n) => {
+                got += n;
+                if !waitall || n == 0 || got >= want || !s_is_stream(fd) {
+                    return Ok(got);
+                }
+            }
+            Err(e) if got > 0 && (e == libc::EAGAIN || e == libc::EINTR) => return Ok(got),
+            Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
+        }
+    }
+}
+
+fn s_is_stream(fd: RawFd) -> bool {
+    let st = lock();
+    st.sock(fd).is_some_and(|s| s.borrow().stream)
+}
+
+/// Sends; a blocking stream sends everything (or until a signal, with a partial count).
+/// `Err(EPIPE)` means: raise SIGPIPE unless MSG_NOSIGNAL (the caller does it).
+pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> SResult<usize> {
+    const KNOWN: i32 = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | libc::MSG_MORE | libc::MSG_EOR | libc::MSG_CONFIRM;
+    if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
+        crate::log::unsupported("send", "flags", libc::EOPNOTSUPP);
+        return Err(libc::EOPNOTSUPP);
+    }
+    let want: usize = bufs.iter().map(|b| b.len()).sum();
+    let mut sent = 0usize;
+    loop {
+        let r = {
+            let mut rest: Vec<&[u8]> = Vec::with_capacity(bufs.len());
+            let mut skip = sent;
+            for b in bufs {
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                rest.push(&b[skip..]);
+                skip = 0;
+            }
+            let mut stream = true;
+            let r = blocking(fd, flags & libc::MSG_DONTWAIT != 0, sndtimeo, |_, s| {
+                stream = s.stream;
+                s.send(&rest, to)
+            });
+            (r, stream)
+        };
+        match r {
+            (Ok(n), true) => {
+                sent += n;
+                if sent >= want || n == 0 {
+                    return Ok(sent);
+                }
+                // A blocking stream keeps going; a non-blocking one returns the partial count.
+                let nonblock = flags & libc::MSG_DONTWAIT != 0 || {
+                    let st = lock();
+                    st.sock(fd).is_some_and(|s| s.borrow().nonblock)
+                };
+                if nonblock {
+                    return Ok(sent);
+                }
+            }
+            (Ok(n), false) => return Ok(n),
+            (Err(e), _) if sent > 0 && (e == libc::EAGAIN || e == libc::EINTR) => return Ok(sent),
+            (Err(e), _) => return if sent > 0 { Ok(sent) } else { Err(e) },
+        }
+    }
+}
+
+pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4)> {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(libc::EINVAL);
+    }
+    blocking(fd, false, rcvtimeo, |st, s| {
+        let opts = s.opts;
+        let l = match &mut s.kind {
+            Kind::Listener(l) => l,
+            Kind::Inherited => {
+                count(Count::ForkInherited);
+                return Some(Err(libc::EOPNOTSUPP));
+            }
+            _ => return Some(Err(libc::EINVAL)),
+        };
+        let stream = match l.accept() {
+            Ok(x) => x,
+            Err(Error::WouldBlock) => return None,
+            Err(e) => return Some(Err(errno_of(&e, false))),
+        };
+        // SAFETY: a plain socket() for the placeholder descriptor.
+        let nfd = unsafe { crate::real::socket(libc::AF_INET, libc::SOCK_STREAM | flags, 0) };
+        if nfd < 0 {
+            let e = errno();
+            stream.abort();
+            return Some(Err(e));
+        }
+        if nfd as usize >= MAX_FDS {
+            stream.abort();
+            // SAFETY: our own new descriptor.
+            unsafe { crate::real::close(nfd) };
+            return Some(Err(libc::EMFILE));
+        }
+        let peer = stream.peer_addr();
+        let mut ns = Sock::new(true, flags & libc::SOCK_NONBLOCK != 0);
+        ns.opts = opts;
+        ns.opts.rcvtimeo = None;
+        ns.opts.sndtimeo = None;
+        ns.peer = Some(peer);
+        ns.kind = Kind::Stream(stream);
+        ns.apply_opts();
+        st.socks.insert(nfd, Rc::new(RefCell::new(ns)));
+        set_mark(nfd, MARK_SOCK);
+        count(Count::EngineSockets);
+        Some(Ok((nfd, peer)))
+    })
+}
+
+/// What `connect` decided.
+pub enum Connect {
+    /// Done here (engine socket): the result.
+    Engine(SResult<()>),
+    /// The kernel takes it: call the real connect.
+    Kernel,
+}
+
+pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
+    let started = {
+        let mut st = lock();
+        let Ok(s) = sock_of(&st, fd) else { return Connect::Kernel };
+        let mut sock = s.borrow_mut();
+        sock.settle();
+        match &mut sock.kind {
+            Kind::Undecided | Kind::Bound => {
+                let Some(a) = a else {
+                    drop(sock);
+                    to_kernel(&mut st, fd);
+                    return Connect::Kernel;
+                };
+                let net = st.net();
+                let Some(net) = net.filter(|n| n.serves(*a.ip())) else {
+                    drop(sock);
+                    count(Count::KernelFallbackConnects);
+                    to_kernel(&mut st, fd);
+                    return Connect::Kernel;
+                };
+                let board = st.board().expect("net() attached");
+                if sock.stream {
+                    match board.connect_start(a) {
+                        Ok(p) => {
+                            sock.kind = Kind::Connecting(p);
+                            sock.peer = Some(a);
+                            sock.transitions = sock.transitions.wrapping_add(1);
+                            count(Count::EngineSockets);
+                        }
+                        Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
+                    }
+                    let _ = net;
+                    if sock.nonblock {
+                        return Connect::Engine(Err(libc::EINPROGRESS));
+                    }
+                    true
+                } else {
+                    let port = sock.bound.map_or(0, |b| b.port());
+                    match board.bind_udp(port) {
+                        Ok(d) => {
+                            sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
+                            sock.kind = Kind::Dgram(d);
+                            sock.peer = Some(a);
+                            count(Count::EngineSockets);
+                            return Connect::Engine(Ok(()));
+                        }
+                        Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
+                    }
+                }
+            }
+            Kind::Connecting(_) => return Connect::Engine(Err(if sock.nonblock { libc::EALREADY } else { libc::EALREADY })),
+            Kind::Stream(_) => return Connect::Engine(Err(libc::EISCONN)),
+            Kind::Listener(_) => return Connect::Engine(Err(libc::EISCONN)),
+            Kind::Failed => {
+                let e = sock.take_error();
+                return Connect::Engine(Err(if e != 0 { e } else { libc::ECONNABORTED }));
+            }
+            Kind::Dgram(_) => {
+                if unspec {
+                    sock.peer = None;
+                    return Connect::Engine(Ok(()));
+                }
+                let Some(a) = a else { return Connect::Engine(Err(libc::EAFNOSUPPORT)) };
+                sock.peer = Some(a);
+                return Connect::Engine(Ok(()));
+            }
+            Kind::Inherited => {
+                count(Count::ForkInherited);
+                return Connect::Engine(Err(libc::EOPNOTSUPP));
+            }
+        }
+    };
+    debug_assert!(started);
+    // A blocking connect waits for the handshake (SO_SNDTIMEO bounds it: EINPROGRESS, as Linux).
+    let r = blocking(fd, false, sndtimeo, |_, s| {
+        s.settle();
+        match &s.kind {
+        Kind::Stream(_) => Some(Ok(())),
+        Kind::Failed => Some(Err(s.take_error())),
+        _ => None,
+        }
+    });
+    Connect::Engine(match r {
+        Err(libc::EAGAIN) => Err(libc::EINPROGRESS),
+        r => r,
+    })
+}
+
+/// `Ok(true)`: the engine took it; `Ok(false)`: the kernel should bind.
+pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
+    let mut st = lock();
+    let s = sock_of(&st, fd)?;
+    let mut sock = s.borrow_mut();
+    match sock.kind {
+        Kind::Undecided => {}
+        Kind::Inherited => {
+            count(Count::ForkInherited);
+            return Err(libc::EOPNOTSUPP);
+        }
+        _ => return Err(libc::EINVAL),
+    }
+    let Some(a) = a else {
+        drop(sock);
+        to_kernel(&mut st, fd);
+        return Ok(false);
+    };
+    let local = st.net().is_some_and(|n| n.is_local(*a.ip()));
+    // Port 0 for a stream: the kernel picks ports for listeners (the engine listens on given ports).
+    if !local || (sock.stream && a.port() == 0) {
+        drop(sock);
+        to_kernel(&mut st, fd);
+        return Ok(false);
+    }
+    if sock.stream {
+        let clash = st.socks.values().any(|o| {
+            if Rc::ptr_eq(o, &s) {
+                return false;
+            }
+            let o = o.borrow();
+            o.stream
+                && matches!(o.kind, Kind::Bound | Kind::Listener(_))
+                && o.bound.is_some_and(|b| b.port() == a.port())
+                && !(o.opts.reuseport && sock.opts.reuseport)
+        });
+        if clash {
+            return Err(libc::EADDRINUSE);
+        }
+        sock.bound = Some(a);
+        sock.kind = Kind::Bound;
+        sock.transitions = sock.transitions.wrapping_add(1);
+        return Ok(true);
+    }
+    let board = st.board().expect("net() attached");
+    match board.bind_udp(a.port()) {
+        Ok(d) => {
+            sock.bound = Some(SocketAddrV4::new(*a.ip(), d.local_port()));
+            sock.kind = Kind::Dgram(d);
+            sock.transitions = sock.transitions.wrapping_add(1);
+            count(Count::EngineSockets);
+            Ok(true)
+        }
+        Err(e) => Err(errno_of(&e, false)),
+    }
+}
+
+/// `Ok(true)`: listening on the engine; `Ok(false)`: the kernel should listen.
+pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
+    let mut st = lock();
+    let s = sock_of(&st, fd)?;
+    let mut sock = s.borrow_mut();
+    if !sock.stream {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let backlog = backlog.clamp(1, 4096) as u32;
+    match &sock.kind {
+        Kind::Undecided => {
+            drop(sock);
+            to_kernel(&mut st, fd);
+            Ok(false)
+        }
+        Kind::Listener(_) => {
+            sock.backlog = backlog;
+            Ok(true)
+        }
+        Kind::Bound => {
+            let port = sock.bound.map_or(0, |b| b.port());
+            let board = st.board().ok_or(libc::ENETDOWN)?;
+            match board.listen(port, backlog) {
+                Ok(l) => {
+                    sock.kind = Kind::Listener(l);
+                    sock.backlog = backlog;
+                    sock.transitions = sock.transitions.wrapping_add(1);
+                    count(Count::EngineSockets);
+                    Ok(true)
+                }
+                Err(e) => Err(errno_of(&e, false)),
+            }
+        }
+        Kind::Inherited => {
+            count(Count::ForkInherited);
+            Err(libc::EOPNOTSUPP)
+        }
+        _ => Err(libc::EINVAL),
+    }
+}
+
+pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
+    let st = lock();
+    let s = sock_of(&st, fd)?;
+    let mut sock = s.borrow_mut();
+    if !(libc::SHUT_RD..=libc::SHUT_RDWR).contains(&how) {
+        return Err(libc::EINVAL);
+    }
+    sock.settle();
+    let rd = how != libc::SHUT_WR;
+    let wr = how != libc::SHUT_RD;
+    let has_peer = sock.peer.is_some();
+    match &mut sock.kind {
+        Kind::Stream(x) => {
+            if wr {
+                x.shutdown().map_err(|e| errno_of(&e, true))?;
+            }
+        }
+        Kind::Inherited => {
+            count(Count::ForkInherited);
+            return Err(libc::EOPNOTSUPP);
+        }
+        Kind::Dgram(_) if has_peer => {}
+        _ => return Err(libc::ENOTCONN),
+    }
+    sock.shut_rd |= rd;
+    sock.shut_wr |= wr;
+    sock.transitions = sock.transitions.wrapping_add(1);
+    Ok(())
+}
+
+pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<SocketAddrV4>> {
+    let st = lock();
+    let s = sock_of(&st, fd)?;
+    let mut sock = s.borrow_mut();
+    sock.settle();
+    let r = match (&sock.kind, peer) {
+        (Kind::Undecided, _) | (Kind::Inherited, _) => return Ok(None),
+        (Kind::Stream(x), false) => Some(x.local_addr()),
+        (Kind::Stream(x), true) => Some(x.peer_addr()),
+        (Kind::Listener(_) | Kind::Bound, false) => sock.bound,
+        (Kind::Dgram(d), false) => Some(SocketAddrV4::new(sock.bound.map_or(std::net::Ipv4Addr::UNSPECIFIED, |b| *b.ip()), d.local_port())),
+        (Kind::Dgram(_), true) => sock.peer,
+        (Kind::Connecting(_), false) => Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0)),
+        _ => None,
+    };
+    match r {
+        Some(a) => Ok(Some(a)),
+        None if peer => Err(libc::ENOTCONN),
+        None => Ok(Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0))),
+    }
+}
+
+/// Forgets `fd` (closing the engine side when it was the last descriptor of
+/// the socket). The caller closes the kernel descriptor.
+pub fn forget(fd: RawFd) {
+    let mut st = lock();
+    if let Some(set) = st.epolls.remove(&fd) {
+        set_mark(fd, MARK_KERNEL);
+        drop(set);
+        return;
+    }
+    let Some(s) = st.socks.remove(&fd) else { return };
+    set_mark(fd, MARK_KERNEL);
+    for set in st.epolls.values() {
+        set.borrow_mut().interests.remove(&fd);
+    }
+    let last = !st.socks.values().any(|o| Rc::ptr_eq(o, &s));
+    if !last {
+        return;
+    }
+    let mut sock = s.borrow_mut();
+    let linger = sock.opts.linger;
+    let kind = std::mem::replace(&mut sock.kind, Kind::Failed);
+    match kind {
+        // SO_LINGER with zero time: reset, as Linux does.
+        Kind::Stream(x) if linger == Some(0) => x.abort(),
+        Kind::Stream(x) => {
+            if let Some(secs) = linger.filter(|_| !sock.nonblock) {
+                // SO_LINGER with time on a blocking socket: wait (bounded) for
+                // the peer to acknowledge what is queued, then close.
+                drop(sock);
+                drop(st);
+                linger_wait(&x, Duration::from_secs(u64::from(secs)));
+                let _st = lock();
+                drop(x);
+                return;
+            }
+            drop(x);
+        }
+        Kind::Inherited => std::mem::forget(kind),
+        other => drop(other),
+    }
+    st.push_counters();
+}
+
+fn linger_wait(x: &outboard_api::Stream, limit: Duration) {
+    let end = Instant::now() + limit;
+    loop {
+        let (news, seq, done) = {
+            let st = lock();
+            let news = st.news.clone();
+            let seq = news.as_ref().map_or(0, |n| n.current());
+            if let Some(b) = &st.board {
+                let _ = b.pump();
+            }
+            (news, seq, x.unacked().0 == 0 || x.error().is_some())
+        };
+        let rest = end.saturating_duration_since(Instant::now());
+        if done || rest.is_zero() {
+            return;
+        }
+        let Some(news) = news else { return };
+        if let Slept::Interrupted = wait::sleep(&news, seq, Some(rest)) {
+            return;
+        }
+    }
+}
+
+/// `new` now also names the socket (or epoll set) `old` names.
+pub fn share(old: RawFd, new: RawFd) {
+    let mut st = lock();
+    if let Some(s) = st.sock(old) {
+        st.socks.insert(new, s);
+        set_mark(new, MARK_SOCK);
+    } else if let Some(e) = st.epolls.get(&old).cloned() {
+        st.epolls.insert(new, e);
+        set_mark(new, state::MARK_EPOLL);
+    }
+}
+
+pub fn new_socket(fd: RawFd, stream: bool, nonblock: bool) {
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return;
+    }
+    let mut st = lock();
+    st.socks.insert(fd, Rc::new(RefCell::new(Sock::new(stream, nonblock))));
+    set_mark(fd, MARK_SOCK);
+}
+
+pub fn new_epoll(fd: RawFd) {
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return;
+    }
+    let mut st = lock();
+    st.epolls.insert(fd, Rc::new(RefCell::new(EpollSet::default())));
+    set_mark(fd, state::MARK_EPOLL);
+}
+
+/// epoll_ctl for an engine socket (`Ok(false)`: the kernel's business).
+pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, ev: Option<libc::epoll_event>) -> SResult<bool> {
+    let st = lock();
+    let Some(s) = st.sock(fd) else { return Ok(false) };
+    let Some(set) = st.epolls.get(&epfd).cloned() else {
+        // An epoll instance we do not know (made before we loaded?): the kernel would see only the placeholder.
+        crate::log::unsupported("epoll_ctl", "engine socket in an untracked epoll instance", libc::EPERM);
+        return Err(libc::EPERM);
+    };
+    let mut set = set.borrow_mut();
+    match op {
+        libc::EPOLL_CTL_ADD => {
+            if set.interests.contains_key(&fd) {
+                return Err(libc::EEXIST);
+            }
+            let ev = ev.ok_or(libc::EFAULT)?;
+            set.interests.insert(fd, crate::epoll::Interest { sock: s, events: ev.events, data: ev.u64, last_key: None, disarmed: false });
+        }
+        libc::EPOLL_CTL_MOD => {
+            let ev = ev.ok_or(libc::EFAULT)?;
+            let i = set.interests.get_mut(&fd).ok_or(libc::ENOENT)?;
+            i.events = ev.events;
+            i.data = ev.u64;
+            i.last_key = None;
+            i.disarmed = false;
+        }
+        libc::EPOLL_CTL_DEL => {
+            set.interests.remove(&fd).ok_or(libc::ENOENT)?;
+        }
+        _ => return Err(libc::EINVAL),
+    }
+    drop(set);
+    // Wake sleepers of this set so they look again.
+    if let Some(n) = &st.news {
+        n.signal();
+    }
+    Ok(true)
+}
+
+pub fn set_nonblock(fd: RawFd, on: bool) {
+    let st = lock();
+    if let Some(s) = st.sock(fd) {
+        s.borrow_mut().nonblock = on;
+    }
+}
+
+/// FIONREAD / SIOCOUTQ for engine sockets; None: not ours to answer.
+pub fn ioctl_value(fd: RawFd, req: u64) -> Option<SResult<i32>> {
+    let st = lock();
+    let s = st.sock(fd)?;
+    let mut sock = s.borrow_mut();
+    sock.settle();
+    match (&mut sock.kind, req) {
+        (Kind::Undecided, _) => None,
+        (Kind::Stream(x), r) if r == libc::FIONREAD => Some(Ok(x.readable_bytes().min(i32::MAX as usize) as i32)),
+        (Kind::Stream(x), r) if r == libc::TIOCOUTQ => Some(Ok(x.unacked().0.min(i32::MAX as u64) as i32)),
+        (Kind::Dgram(d), r) if r == libc::FIONREAD => Some(Ok(match d.begin_get() {
+            Ok((m, _)) => m.len() as i32,
+            Err(_) => 0,
+        })),
+        (Kind::Listener(_) | Kind::Bound | Kind::Connecting(_) | Kind::Failed, r) if r == libc::FIONREAD => Some(Ok(0)),
+        _ => None,
+    }
+}
+
+/// sendfile into an engine stream, by copying through a buffer.
+pub fn sendfile(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: usize) -> SResult<usize> {
+    if state::mark(inp) == MARK_SOCK {
+        return Err(libc::EINVAL);
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut done = 0usize;
+    // SAFETY: off is null or a valid off_t (the caller's contract).
+    let mut pos: Option<libc::off_t> = if off.is_null() { None } else { Some(unsafe { *off }) };
+    while done < count_ {
+        // Room first, so whatever is read from the file is sent whole.
+        let room = match blocking(out, done > 0, sndtimeo, |_, s| {
+            s.settle();
+            match &s.kind {
+                Kind::Stream(x) => {
+                    if let Some(e) = s.error() {
+                        return Some(Err(errno_of(&e, true)));
+                    }
+                    let (unacked, size) = x.unacked();
+                    let room = size.saturating_sub(unacked) as usize;
+                    if s.shut_wr {
+                        return Some(Err(libc::EPIPE));
+                    }
+                    (room > 0).then_some(Ok(room))
+                }
+                _ => Some(Err(libc::EINVAL)),
+            }
+        }) {
+            Ok(r) => r,
+            Err(e) if done > 0 && (e == libc::EAGAIN || e == libc::EINTR) => break,
+            Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
+        };
+        let want = room.min(buf.len()).min(count_ - done);
+        // SAFETY: reads into our buffer from the program's file descriptor.
+        let n = unsafe {
+            match pos {
+                Some(p) => crate::real::pread(inp, buf.as_mut_ptr().cast(), want, p),
+                None => crate::real::read(inp, buf.as_mut_ptr().cast(), want),
+            }
+        };
+        if n < 0 {
+            let e = errno();
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
+        if n == 0 {
+            break;
+        }
+        let n = n as usize;
+        let sent = send(out, &[&buf[..n]], libc::MSG_NOSIGNAL, None)?;
+        done += sent;
+        if let Some(p) = pos.as_mut() {
+            *p += sent as libc::off_t;
+        }
+        if sent < n {
+            if pos.is_none() {
+                // Put back what did not go (the file offset moves by what was sent, as Linux's does).
+                // SAFETY: lseek on the program's file descriptor.
+                unsafe { crate::real::lseek(inp, -((n - sent) as libc::off_t), libc::SEEK_CUR) };
+            }
+            break;
+        }
+    }
+    if let Some(p) = pos {
+        // SAFETY: off is a valid off_t (checked non-null above).
+        unsafe { *off = p };
+    }
+    Ok(done)
+}
+
+impl Sock {
+    pub fn error(&self) -> Option<Error> {
+        match &self.kind {
+            Kind::Stream(x) => x.error(),
+            _ => None,
+        }
+    }
+}
+
+pub fn setsockopt(fd: RawFd, level: i32, name: i32, val: *const libc::c_void, len: libc::socklen_t) -> Option<SResult<()>> {
+    let st = lock();
+    let s = st.sock(fd)?;
+    let mut sock = s.borrow_mut();
+    match sock.kind {
+        // Undecided: the kernel placeholder takes it too (the caller passes
+        // it on); we keep what we understand for if the engine gets it.
+        Kind::Undecided => {
+            let _ = crate::sockopt::set_quiet(&mut sock, level, name, val, len);
+            None
+        }
+        Kind::Inherited => {
+            count(Count::ForkInherited);
+            Some(Err(libc::EOPNOTSUPP))
+        }
+        _ => Some(crate::sockopt::set(&mut sock, level, name, val, len)),
+    }
+}
+
+/// # Safety
+/// `val`/`len` as getsockopt's contract.
+pub unsafe fn getsockopt(fd: RawFd, level: i32, name: i32, val: *mut libc::c_void, len: *mut libc::socklen_t) -> Option<SResult<()>> {
+    let st = lock();
+    let s = st.sock(fd)?;
+    let mut sock = s.borrow_mut();
+    match sock.kind {
+        Kind::Undecided => None,
+        Kind::Inherited => {
+            count(Count::ForkInherited);
+            Some(Err(libc::EOPNOTSUPP))
+        }
+        // SAFETY: forwarded contract.
+        _ => Some(unsafe { crate::sockopt::get(&mut sock, level, name, val, len) }),
+    }
+}
+
+/// Reads a socket address argument (`Err`: EFAULT/EINVAL).
+///
+/// # Safety
+/// As `addr::read_v4`.
+pub unsafe fn read_addr(a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<SocketAddrV4>> {
+    // SAFETY: forwarded contract.
+    unsafe { addr::read_v4(a, len) }
+}
+
+/// A datagram's destination decides an undecided datagram socket:
+/// `Ok(true)` the engine sends it, `Ok(false)` the kernel does.
+pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
+    let mut st = lock();
+    let s = sock_of(&st, fd)?;
+    let mut sock = s.borrow_mut();
+    let serves = |st: &mut Guard| st.net().is_some_and(|n| n.serves(*a.ip()));
+    match sock.kind {
+        Kind::Undecided if !sock.stream => {
+            if !serves(&mut st) {
+                drop(sock);
+                to_kernel(&mut st, fd);
+                return Ok(false);
+            }
+            let board = st.board().expect("net() attached");
+            let d = board.bind_udp(0).map_err(|e| errno_of(&e, false))?;
+            sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
+            sock.kind = Kind::Dgram(d);
+            sock.transitions = sock.transitions.wrapping_add(1);
+            count(Count::EngineSockets);
+            Ok(true)
+        }
+        Kind::Dgram(_) if !serves(&mut st) => {
+            crate::log::unsupported("sendto", "destination the engine does not reach from an engine socket", libc::ENETUNREACH);
+            Err(libc::ENETUNREACH)
+        }
+        _ => Ok(true),
+    }
+}

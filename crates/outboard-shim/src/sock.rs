@@ -1,0 +1,423 @@
+//! One socket as the shim sees it. An AF_INET socket starts `Undecided`
+//! (a real kernel socket holds its descriptor number); `bind`, `connect` or
+//! a first `sendto` decides whether the engine or the kernel gets it. An
+//! engine socket keeps the kernel socket as a placeholder (so descriptor
+//! numbers, `fstat` and `F_GETFL` stay real) and never uses it for traffic.
+//!
+//! Every operation here runs with the process-wide lock held and never
+//! waits: `None` means "would block", and the caller (interpose.rs) decides
+//! whether to sleep or return EAGAIN.
+
+use outboard_api::{Board, Datagram, Error, Listener, PendingConnect, Stream};
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+pub type SResult<T> = Result<T, i32>;
+
+pub enum Kind {
+    /// Not bound or connected yet (the kernel placeholder may still become the socket).
+    Undecided,
+    /// Bound to an address the engine serves (TCP: not listening yet).
+    Bound,
+    Listener(Listener),
+    Connecting(PendingConnect),
+    Stream(Stream),
+    Dgram(Datagram),
+    /// A connect failed; `so_error` says why.
+    Failed,
+    /// Inherited across fork from a parent that owns it: only `close` works.
+    Inherited,
+}
+
+/// Socket options the shim keeps for engine sockets (and applies when the
+/// connection exists).
+#[derive(Debug, Clone, Copy)]
+pub struct Opts {
+    pub reuseaddr: bool,
+    pub reuseport: bool,
+    pub nodelay: bool,
+    pub keepalive: bool,
+    pub keepidle_s: u32,
+    pub keepintvl_s: u32,
+    pub keepcnt: u32,
+    pub rcvbuf: Option<u32>,
+    pub sndbuf: Option<u32>,
+    /// SO_LINGER: Some(seconds) when on.
+    pub linger: Option<u32>,
+    pub rcvtimeo: Option<Duration>,
+    pub sndtimeo: Option<Duration>,
+}
+
+impl Default for Opts {
+    fn default() -> Opts {
+        // Linux's defaults (net.ipv4.tcp_keepalive_*).
+        Opts {
+            reuseaddr: false,
+            reuseport: false,
+            nodelay: false,
+            keepalive: false,
+            keepidle_s: 7200,
+            keepintvl_s: 75,
+            keepcnt: 9,
+            rcvbuf: None,
+            sndbuf: None,
+            linger: None,
+            rcvtimeo: None,
+            sndtimeo: None,
+        }
+    }
+}
+
+pub struct Sock {
+    pub kind: Kind,
+    /// SOCK_STREAM (else SOCK_DGRAM).
+    pub stream: bool,
+    /// O_NONBLOCK of the open file (shared by dup'ed descriptors, as in the kernel).
+    pub nonblock: bool,
+    /// What the program bound (getsockname shows it as bound: 0.0.0.0 stays 0.0.0.0).
+    pub bound: Option<SocketAddrV4>,
+    /// The connected peer (datagram sockets: the default destination and receive filter).
+    pub peer: Option<SocketAddrV4>,
+    /// Pending SO_ERROR.
+    pub so_error: i32,
+    /// The stream's failure was returned once already (later reads see end of stream, writes EPIPE).
+    pub err_reported: bool,
+    pub shut_rd: bool,
+    pub shut_wr: bool,
+    pub backlog: u32,
+    pub opts: Opts,
+    /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
+    pub transitions: u32,
+}
+
+/// Maps an API error to the errno a Linux socket gives.
+pub fn errno_of(e: &Error, stream: bool) -> i32 {
+    match e {
+        Error::EngineGone if stream => libc::ECONNRESET,
+        Error::EngineGone => libc::ENETDOWN,
+        Error::Attach(_) => libc::ENETDOWN,
+        e => e.errno(),
+    }
+}
+
+impl Sock {
+    pub fn new(stream: bool, nonblock: bool) -> Sock {
+        Sock {
+            kind: Kind::Undecided,
+            stream,
+            nonblock,
+            bound: None,
+            peer: None,
+            so_error: 0,
+            err_reported: false,
+            shut_rd: false,
+            shut_wr: false,
+            backlog: 0,
+            opts: Opts::default(),
+            transitions: 0,
+        }
+    }
+
+    pub fn inherited(old: &Sock) -> Sock {
+        let mut s = Sock::new(old.stream, old.nonblock);
+        s.kind = match old.kind {
+            Kind::Undecided => Kind::Undecided,
+            _ => Kind::Inherited,
+        };
+        s.bound = old.bound;
+        s.opts = old.opts;
+        s
+    }
+
+    pub fn is_engine(&self) -> bool {
+        !matches!(self.kind, Kind::Undecided | Kind::Inherited)
+    }
+
+    /// Moves a connect in progress forward (without waiting).
+    pub fn settle(&mut self) {
+        let Kind::Connecting(p) = &mut self.kind else { return };
+        match p.poll() {
+            None => {}
+            Some(Ok(s)) => {
+                self.kind = Kind::Stream(s);
+                self.transitions = self.transitions.wrapping_add(1);
+                self.apply_opts();
+            }
+            Some(Err(e)) => {
+                self.so_error = errno_of(&e, true);
+                self.kind = Kind::Failed;
+                self.transitions = self.transitions.wrapping_add(1);
+            }
+        }
+    }
+
+    /// Pushes the options that the engine implements to a new connection.
+    pub fn apply_opts(&mut self) {
+        let o = self.opts;
+        if let Kind::Stream(s) = &mut self.kind {
+            if o.nodelay {
+                let _ = s.set_nodelay(true);
+            }
+            if o.keepalive {
+                let _ = s.set_keepalive(Some(keepalive_of(&o)));
+            }
+        }
+    }
+
+    /// The failure to report now, once (SO_ERROR, or the first call after it).
+    pub fn take_error(&mut self) -> i32 {
+        if self.so_error != 0 {
+            let e = self.so_error;
+            self.so_error = 0;
+            self.err_reported = true;
+            return e;
+        }
+        if self.err_reported {
+            return 0;
+        }
+        if let Kind::Stream(s) = &self.kind {
+            if let Some(e) = s.error() {
+                self.err_reported = true;
+                return errno_of(&e, true);
+            }
+        }
+        0
+    }
+
+    /// Receives into `bufs` (stream or datagram); `None`: nothing yet.
+    pub fn recv(&mut self, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddrV4>) -> Option<SResult<usize>> {
+        self.settle();
+        let peek = flags & libc::MSG_PEEK != 0;
+        let trunc = flags & libc::MSG_TRUNC != 0;
+        match &mut self.kind {
+            Kind::Stream(s) => {
+                if self.shut_rd {
+                    return Some(Ok(0));
+                }
+                if peek {
+                    let first = bufs.iter_mut().find(|b| !b.is_empty());
+                    let Some(b) = first else { return Some(Ok(0)) };
+                    return match s.peek(b) {
+                        Ok(0) => self.recv_nothing(),
+                        Ok(n) => Some(Ok(n)),
+                        Err(e) => Some(Err(errno_of(&e, true))),
+                    };
+                }
+                let mut total = 0usize;
+                for b in bufs.iter_mut() {
+                    if b.is_empty() {
+                        continue;
+                    }
+                    match s.recv(b) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            total += n;
+                            if n < b.len() {
+                                break;
+                            }
+                        }
+                        Err(Error::WouldBlock) => break,
+                        Err(e) if total == 0 && !self.err_reported => {
+                            self.err_reported = true;
+                            return Some(Err(errno_of(&e, true)));
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if total > 0 {
+                    return Some(Ok(total));
+                }
+                if bufs.iter().all(|b| b.is_empty()) {
+                    return Some(Ok(0));
+                }
+                self.recv_nothing()
+            }
+            Kind::Dgram(d) => {
+                let peer = self.peer;
+                loop {
+                    let (n, src) = match d.begin_get() {
+                        Ok((msg, src)) => {
+                            let mut off = 0;
+                            for b in bufs.iter_mut() {
+                                let k = b.len().min(msg.len() - off);
+                                b[..k].copy_from_slice(&msg[off..off + k]);
+                                off += k;
+                                if off == msg.len() {
+                                    break;
+                                }
+                            }
+                            (if trunc { msg.len() } else { off }, src)
+                        }
+                        Err(Error::WouldBlock) => return None,
+                        Err(e) => return Some(Err(errno_of(&e, false))),
+                    };
+                    // A connected datagram socket takes only its peer's datagrams.
+                    let wanted = peer.map_or(true, |p| p == src);
+                    if !peek || !wanted {
+                        let _ = d.end_get();
+                    }
+                    if wanted {
+                        *from = Some(src);
+                        return Some(Ok(n));
+                    }
+                }
+            }
+            Kind::Failed => {
+                let e = self.take_error();
+                Some(if e != 0 { Err(e) } else { Ok(0) })
+            }
+            Kind::Listener(_) | Kind::Bound | Kind::Undecided if self.stream => Some(Err(libc::ENOTCONN)),
+            Kind::Connecting(_) => None,
+            Kind::Inherited => Some(Err(libc::EOPNOTSUPP)),
+            _ => None,
+        }
+    }
+
+    /// No bytes now: end of stream, the failure (once), or "wait".
+    fn recv_nothing(&mut self) -> Option<SResult<usize>> {
+        let Kind::Stream(s) = &self.kind else { return None };
+        if let Some(e) = s.error() {
+            if !self.err_reported {
+                self.err_reported = true;
+                return Some(Err(errno_of(&e, true)));
+            }
+            return Some(Ok(0));
+        }
+        if s.at_eof() {
+            return Some(Ok(0));
+        }
+        None
+    }
+
+    /// Sends what fits now from `bufs` (streams), or one datagram.
+    /// Errors that raise SIGPIPE come back as `Err(EPIPE)`.
+    pub fn send(&mut self, bufs: &[&[u8]], to: Option<SocketAddrV4>) -> Option<SResult<usize>> {
+        self.settle();
+        match &mut self.kind {
+            Kind::Stream(s) => {
+                if self.shut_wr {
+                    return Some(Err(libc::EPIPE));
+                }
+                if let Some(e) = s.error() {
+                    if !self.err_reported {
+                        self.err_reported = true;
+                        return Some(Err(errno_of(&e, true)));
+                    }
+                    return Some(Err(libc::EPIPE));
+                }
+                let mut total = 0usize;
+                for b in bufs {
+                    if b.is_empty() {
+                        continue;
+                    }
+                    match s.send(b) {
+                        Ok(n) => {
+                            total += n;
+                            if n < b.len() {
+                                break;
+                            }
+                        }
+                        Err(Error::WouldBlock) => break,
+                        Err(e) if total == 0 => {
+                            let e = errno_of(&e, true);
+                            return Some(Err(if e == libc::EPIPE || self.err_reported { libc::EPIPE } else { e }));
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if total > 0 || bufs.iter().all(|b| b.is_empty()) {
+                    return Some(Ok(total));
+                }
+                None
+            }
+            Kind::Dgram(d) => {
+                let Some(to) = to.or(self.peer) else { return Some(Err(libc::EDESTADDRREQ)) };
+                let len: usize = bufs.iter().map(|b| b.len()).sum();
+                let buf = match d.begin_put() {
+                    Ok(b) => b,
+                    Err(Error::WouldBlock) => return None,
+                    Err(e) => return Some(Err(errno_of(&e, false))),
+                };
+                if len > buf.len() {
+                    let _ = d.end_put_to(0, to);
+                    return Some(Err(libc::EMSGSIZE));
+                }
+                let mut off = 0;
+                for b in bufs {
+                    buf[off..off + b.len()].copy_from_slice(b);
+                    off += b.len();
+                }
+                Some(d.end_put_to(len, to).map(|_| len).map_err(|e| errno_of(&e, false)))
+            }
+            Kind::Connecting(_) => None,
+            Kind::Failed => {
+                let e = self.take_error();
+                Some(Err(if e != 0 { e } else { libc::EPIPE }))
+            }
+            Kind::Inherited => Some(Err(libc::EOPNOTSUPP)),
+            _ if self.stream => Some(Err(libc::EPIPE)),
+            _ => Some(Err(libc::EDESTADDRREQ)),
+        }
+    }
+
+    /// poll(2) bits for this socket now.
+    pub fn poll_bits(&mut self, board: Option<&Board>) -> i16 {
+        use libc::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
+        self.settle();
+        let rd = POLLIN | POLLRDNORM;
+        let wr = POLLOUT | POLLWRNORM;
+        let pending_err = if self.so_error != 0 { POLLERR } else { 0 };
+        match &self.kind {
+            // An unconnected TCP socket polls as POLLOUT|POLLHUP on Linux.
+            Kind::Undecided | Kind::Bound if self.stream => wr | POLLHUP,
+            Kind::Undecided | Kind::Bound => wr,
+            Kind::Inherited => POLLERR | POLLHUP,
+            Kind::Failed => wr | POLLERR | POLLHUP | rd,
+            Kind::Connecting(_) => 0,
+            Kind::Listener(l) => {
+                let r = board.map(|b| b.readiness(l.id())).unwrap_or_default();
+                if r.readable { rd } else { 0 }
+            }
+            Kind::Dgram(d) => {
+                let r = board.map(|b| b.readiness(d.id())).unwrap_or_default();
+                (if r.readable { rd } else { 0 }) | (if r.writable { wr } else { 0 }) | pending_err
+            }
+            Kind::Stream(s) => {
+                let r = board.map(|b| b.readiness(s.id())).unwrap_or_default();
+                let mut bits = pending_err;
+                if r.readable || self.shut_rd {
+                    bits |= rd;
+                }
+                if r.hup {
+                    bits |= POLLRDHUP | rd;
+                }
+                if (r.writable && !self.shut_wr) || r.error {
+                    bits |= wr;
+                }
+                if r.error && !self.err_reported {
+                    bits |= POLLERR;
+                }
+                if r.error || (r.hup && self.shut_wr) {
+                    bits |= POLLHUP;
+                }
+                bits
+            }
+        }
+    }
+
+    /// What changed lately, for edge-triggered waits: the engine's events for
+    /// the endpoint and our own state changes.
+    pub fn news_key(&self, board: Option<&Board>) -> u64 {
+        let ev = match (&self.kind, board) {
+            (Kind::Stream(s), Some(b)) => b.events_seen(s.id()),
+            (Kind::Listener(l), Some(b)) => b.events_seen(l.id()),
+            (Kind::Dgram(d), Some(b)) => b.events_seen(d.id()),
+            _ => 0,
+        };
+        (u64::from(self.transitions) << 32) | u64::from(ev)
+    }
+}
+
+pub fn keepalive_of(o: &Opts) -> (Duration, Duration, u32) {
+    (Duration::from_secs(u64::from(o.keepidle_s)), Duration::from_secs(u64::from(o.keepintvl_s)), o.keepcnt)
+}

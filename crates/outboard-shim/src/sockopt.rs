@@ -1,0 +1,323 @@
+//! setsockopt/getsockopt for engine sockets. Options the engine honours are
+//! kept and applied to the connection; options it cannot honour are refused
+//! with ENOPROTOOPT and counted (never silently accepted).
+
+use crate::sock::{keepalive_of, Kind, Sock};
+use crate::state::{count, Count};
+use libc::{c_int, c_void, socklen_t};
+use std::time::Duration;
+
+/// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_snd_wnd`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct LinuxTcpInfo {
+    pub state: u8,
+    pub ca_state: u8,
+    pub retransmits: u8,
+    pub probes: u8,
+    pub backoff: u8,
+    pub options: u8,
+    /// snd_wscale:4 | rcv_wscale:4 (low nibble first).
+    pub wscales: u8,
+    pub app_limited: u8,
+    pub rto: u32,
+    pub ato: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub unacked: u32,
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub fackets: u32,
+    pub last_data_sent: u32,
+    pub last_ack_sent: u32,
+    pub last_data_recv: u32,
+    pub last_ack_recv: u32,
+    pub pmtu: u32,
+    pub rcv_ssthresh: u32,
+    pub rtt: u32,
+    pub rttvar: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub advmss: u32,
+    pub reordering: u32,
+    pub rcv_rtt: u32,
+    pub rcv_space: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: u64,
+    pub max_pacing_rate: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub notsent_bytes: u32,
+    pub min_rtt: u32,
+    pub data_segs_in: u32,
+    pub data_segs_out: u32,
+    pub delivery_rate: u64,
+    pub busy_time: u64,
+    pub rwnd_limited: u64,
+    pub sndbuf_limited: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    pub dsack_dups: u32,
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    pub snd_wnd: u32,
+}
+const _: () = assert!(std::mem::size_of::<LinuxTcpInfo>() == 232);
+
+/// Fills Linux's tcp_info from what the engine publishes.
+pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
+    let mut t = LinuxTcpInfo::default();
+    match &sock.kind {
+        Kind::Stream(s) => {
+            let i = s.tcp_info();
+            t.state = i.state;
+            t.ca_state = i.ca_state;
+            t.retransmits = i.retransmits;
+            t.backoff = i.backoff;
+            t.options = i.options;
+            t.wscales = (i.snd_wscale & 0xf) | (i.rcv_wscale << 4);
+            t.rto = i.rto_us;
+            t.snd_mss = i.snd_mss;
+            t.rcv_mss = i.rcv_mss;
+            t.advmss = i.snd_mss;
+            t.unacked = i.unacked;
+            t.rtt = i.rtt_us;
+            t.rttvar = i.rttvar_us;
+            t.snd_ssthresh = i.snd_ssthresh;
+            t.snd_cwnd = i.snd_cwnd;
+            t.total_retrans = i.total_retrans;
+            t.bytes_acked = i.bytes_acked;
+            t.bytes_received = i.bytes_received;
+            t.segs_out = i.segs_out;
+            t.segs_in = i.segs_in;
+            t.pmtu = i.snd_mss + 40;
+        }
+        Kind::Listener(_) => t.state = 10,    // TCP_LISTEN
+        Kind::Connecting(_) => t.state = 2,   // TCP_SYN_SENT
+        _ => t.state = 7,                     // TCP_CLOSE
+    }
+    t
+}
+
+fn read_int(val: *const c_void, len: socklen_t) -> Result<i32, i32> {
+    if val.is_null() {
+        return Err(libc::EFAULT);
+    }
+    if (len as usize) < std::mem::size_of::<c_int>() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: at least an int is readable (checked).
+    Ok(unsafe { std::ptr::read_unaligned(val.cast::<c_int>()) })
+}
+
+fn read_timeval(val: *const c_void, len: socklen_t) -> Result<Option<Duration>, i32> {
+    if val.is_null() {
+        return Err(libc::EFAULT);
+    }
+    if (len as usize) < std::mem::size_of::<libc::timeval>() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: a timeval is readable (checked).
+    let tv = unsafe { std::ptr::read_unaligned(val.cast::<libc::timeval>()) };
+    if tv.tv_sec < 0 || !(0..1_000_000).contains(&tv.tv_usec) {
+        return Err(libc::EDOM);
+    }
+    let d = Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64);
+    Ok(if d.is_zero() { None } else { Some(d) })
+}
+
+/// setsockopt for an engine socket (the value was also given to the kernel
+/// placeholder while undecided). `Ok` if kept; `Err(errno)` otherwise.
+pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> Result<(), i32> {
+    let o = &mut sock.opts;
+    let mut keepalive_changed = false;
+    let mut nodelay_changed = false;
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
+        (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
+            o.keepalive = read_int(val, len)? != 0;
+            keepalive_changed = true;
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => o.rcvbuf = Some(read_int(val, len)?.max(0) as u32),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.sndbuf = Some(read_int(val, len)?.max(0) as u32),
+        (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => o.rcvtimeo = read_timeval(val, len)?,
+        (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => o.sndtimeo = read_timeval(val, len)?,
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            if val.is_null() {
+                return Err(libc::EFAULT);
+            }
+            if (len as usize) < std::mem::size_of::<libc::linger>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: a struct linger is readable (checked).
+            let l = unsafe { std::ptr::read_unaligned(val.cast::<libc::linger>()) };
+            o.linger = (l.l_onoff != 0).then_some(l.l_linger.max(0) as u32);
+        }
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
+            o.nodelay = read_int(val, len)? != 0;
+            nodelay_changed = true;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => {
+            let v = read_int(val, len)?;
+            if !(1..=32767).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            o.keepidle_s = v as u32;
+            keepalive_changed = true;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => {
+            let v = read_int(val, len)?;
+            if !(1..=32767).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            o.keepintvl_s = v as u32;
+            keepalive_changed = true;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => {
+            let v = read_int(val, len)?;
+            if !(1..=127).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            o.keepcnt = v as u32;
+            keepalive_changed = true;
+        }
+        // Hints a program may set that change nothing it can observe here:
+        // accepted as Linux does (no error), on purpose.
+        (libc::SOL_SOCKET, libc::SO_PRIORITY)
+        | (libc::IPPROTO_IP, libc::IP_TOS)
+        | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
+            read_int(val, len)?;
+        }
+        _ => {
+            count(Count::UnsupportedOptions);
+            if crate::log::debug_enabled() {
+                crate::log::debug(&format!("unsupported setsockopt level={level} name={name} errno=ENOPROTOOPT"));
+            }
+            return Err(libc::ENOPROTOOPT);
+        }
+    }
+    let o = sock.opts;
+    if let Kind::Stream(s) = &mut sock.kind {
+        if nodelay_changed {
+            s.set_nodelay(o.nodelay).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+        if keepalive_changed {
+            let ka = o.keepalive.then(|| keepalive_of(&o));
+            s.set_keepalive(ka).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+    }
+    Ok(())
+}
+
+/// As `set`, without counting or logging: options given to a socket before
+/// the engine or the kernel took it (the kernel placeholder answers for it).
+pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> Result<(), i32> {
+    let known = matches!(
+        (level, name),
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_REUSEPORT | libc::SO_KEEPALIVE | libc::SO_RCVBUF | libc::SO_SNDBUF
+            | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
+            | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT)
+    );
+    if !known {
+        return Ok(());
+    }
+    set(sock, level, name, val, len)
+}
+
+/// Writes an option value the way the kernel does (truncated to the
+/// caller's buffer, `*len` set to what was written).
+///
+/// # Safety
+/// `val` must point to `*len` writable bytes; `len` must be valid.
+pub unsafe fn put<T: Copy>(v: &T, val: *mut c_void, len: *mut socklen_t) -> Result<(), i32> {
+    if val.is_null() || len.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: len is valid per the contract.
+    let room = unsafe { *len } as usize;
+    let n = room.min(std::mem::size_of::<T>());
+    // SAFETY: copies n ≤ room bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping((v as *const T).cast::<u8>(), val.cast::<u8>(), n);
+        *len = n as socklen_t;
+    }
+    Ok(())
+}
+
+/// getsockopt for an engine socket.
+///
+/// # Safety
+/// As `put`.
+pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> Result<(), i32> {
+    let o = sock.opts;
+    let int = |v: i32| -> Result<(), i32> {
+        // SAFETY: forwarded contract.
+        unsafe { put(&v, val, len) }
+    };
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_ERROR) => {
+            sock.settle();
+            let e = sock.take_error();
+            int(e)
+        }
+        (libc::SOL_SOCKET, libc::SO_TYPE) => int(if sock.stream { libc::SOCK_STREAM } else { libc::SOCK_DGRAM }),
+        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(libc::AF_INET),
+        (libc::SOL_SOCKET, libc::SO_PROTOCOL) => int(if sock.stream { libc::IPPROTO_TCP } else { libc::IPPROTO_UDP }),
+        (libc::SOL_SOCKET, libc::SO_ACCEPTCONN) => int(i32::from(matches!(sock.kind, Kind::Listener(_)))),
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(o.reuseaddr)),
+        (libc::SOL_SOCKET, libc::SO_REUSEPORT) => int(i32::from(o.reuseport)),
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(o.keepalive)),
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) | (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+            // What the engine really uses: the stream's region (Linux, too,
+            // reports the buffer it uses rather than what was asked).
+            let region = match &sock.kind {
+                Kind::Stream(s) => s.rx_region_size() as i32,
+                _ => {
+                    let asked = if name == libc::SO_RCVBUF { o.rcvbuf } else { o.sndbuf };
+                    asked.map_or(256 * 1024, |v| (v.saturating_mul(2)).min(i32::MAX as u32) as i32)
+                }
+            };
+            int(region)
+        }
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            let l = libc::linger { l_onoff: i32::from(o.linger.is_some()), l_linger: o.linger.unwrap_or(0) as i32 };
+            // SAFETY: forwarded contract.
+            unsafe { put(&l, val, len) }
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVTIMEO) | (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => {
+            let d = if name == libc::SO_RCVTIMEO { o.rcvtimeo } else { o.sndtimeo }.unwrap_or_default();
+            let tv = libc::timeval { tv_sec: d.as_secs() as libc::time_t, tv_usec: d.subsec_micros() as libc::suseconds_t };
+            // SAFETY: forwarded contract.
+            unsafe { put(&tv, val, len) }
+        }
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(i32::from(o.nodelay)),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(o.keepidle_s as i32),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(o.keepintvl_s as i32),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(o.keepcnt as i32),
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+            let mss = match &sock.kind {
+                Kind::Stream(s) => s.tcp_info().snd_mss as i32,
+                _ => 536,
+            };
+            int(mss)
+        }
+        (libc::IPPROTO_TCP, libc::TCP_INFO) => {
+            let t = tcp_info(sock);
+            // SAFETY: forwarded contract.
+            unsafe { put(&t, val, len) }
+        }
+        _ => {
+            count(Count::UnsupportedOptions);
+            if crate::log::debug_enabled() {
+                crate::log::debug(&format!("unsupported getsockopt level={level} name={name} errno=ENOPROTOOPT"));
+            }
+            Err(libc::ENOPROTOOPT)
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! The process's shim state: one board (attached lazily, at the first socket
+//! the engine should own), the table of engine-owned descriptors, and the
+//! lock that serialises every use of the board (the native API's board is
+//! single-threaded; the shim makes it safe for a multi-threaded program by
+//! holding one process-wide lock around each short operation and never
+//! while sleeping).
+//!
+//! Two fast paths need no lock: `mark(fd)` (an atomic byte per descriptor
+//! says whether the shim owns it, so `read` on a file costs one load), and
+//! the thread-local reentrancy flag (while the shim itself runs, every
+//! interposed call goes straight to libc).
+
+use crate::sock::Sock;
+use crate::epoll::EpollSet;
+use outboard_api::{AttachOptions, Board, News};
+use outboard_board::BoardParams;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Descriptors the mark table covers; an engine socket needs a placeholder
+/// descriptor below this (above it, sockets stay with the kernel).
+pub const MAX_FDS: usize = 1 << 16;
+
+pub const MARK_KERNEL: u8 = 0;
+/// An AF_INET socket the shim tracks (undecided, or owned by the engine).
+pub const MARK_SOCK: u8 = 1;
+/// An epoll instance the shim tracks (it may hold engine sockets).
+pub const MARK_EPOLL: u8 = 2;
+/// The shim's own descriptors (the attach socket, wake-up eventfds): the
+/// program may not close them.
+pub const MARK_INTERNAL: u8 = 3;
+
+static MARKS: [AtomicU8; MAX_FDS] = [const { AtomicU8::new(0) }; MAX_FDS];
+
+pub fn mark(fd: RawFd) -> u8 {
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return MARK_KERNEL;
+    }
+    MARKS[fd as usize].load(Ordering::Acquire)
+}
+
+pub fn set_mark(fd: RawFd, m: u8) {
+    if fd >= 0 && (fd as usize) < MAX_FDS {
+        MARKS[fd as usize].store(m, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static IN_SHIM: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while this thread runs shim code: interposed calls then go straight
+/// to libc (the native API and Rust's std call `write`, `poll`, `close`…).
+pub fn in_shim() -> bool {
+    IN_SHIM.with(|c| c.get())
+}
+
+/// Marks this thread as inside the shim until dropped.
+pub struct Reentry(bool);
+impl Reentry {
+    pub fn enter() -> Reentry {
+        Reentry(IN_SHIM.with(|c| c.replace(true)))
+    }
+}
+impl Drop for Reentry {
+    fn drop(&mut self) {
+        let was = self.0;
+        IN_SHIM.with(|c| c.set(was));
+    }
+}
+
+/// What the shim counts; shown per board by `outboard stat`.
+#[derive(Debug, Clone, Copy)]
+pub enum Count {
+    EngineSockets = 0,
+    KernelSockets = 1,
+    Unsupported = 2,
+    UnsupportedOptions = 3,
+    ForkInherited = 4,
+    PollWaits = 5,
+    BlockingSleeps = 6,
+    Eintr = 7,
+    KernelFallbackConnects = 8,
+}
+pub const COUNTS: usize = 9;
+
+/// Counted here first; pushed into the board's application counters (which
+/// the engine shows) whenever the board is at hand.
+static COUNTERS: [AtomicU64; COUNTS] = [const { AtomicU64::new(0) }; COUNTS];
+
+pub fn count(c: Count) {
+    COUNTERS[c as usize].fetch_add(1, Ordering::Relaxed);
+}
+pub fn counter(c: Count) -> u64 {
+    COUNTERS[c as usize].load(Ordering::Relaxed)
+}
+
+/// The engine's network, as far as routing decisions go.
+#[derive(Debug, Clone, Copy)]
+pub struct Net {
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+    pub gateway: Option<Ipv4Addr>,
+}
+
+impl Net {
+    /// Destinations the engine reaches: its subnet (not its own address's
+    /// network or broadcast), and any other unicast address if it has a gateway.
+    pub fn serves(&self, dst: Ipv4Addr) -> bool {
+        if dst.is_loopback() || dst.is_unspecified() || dst.is_multicast() || dst.is_broadcast() {
+            return false;
+        }
+        let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix.min(32))) };
+        let (d, a) = (u32::from(dst), u32::from(self.addr));
+        if d & mask == a & mask {
+            return d != a && d & !mask != 0 && d & !mask != !mask;
+        }
+        self.gateway.is_some()
+    }
+    /// Local addresses a server may bind to and be served by the engine.
+    pub fn is_local(&self, a: Ipv4Addr) -> bool {
+        a.is_unspecified() || a == self.addr
+    }
+}
+
+pub struct Shim {
+    pub pid: u32,
+    pub board: Option<Board>,
+    pub news: Option<News>,
+    pub net: Option<Net>,
+    attach_failed: bool,
+    pub socks: HashMap<RawFd, Rc<RefCell<Sock>>>,
+    pub epolls: HashMap<RawFd, Rc<RefCell<EpollSet>>>,
+    pushed: [u64; COUNTS],
+}
+
+// SAFETY: the board and every socket object (Rc/RefCell inside) are only
+// ever touched with the process-wide `STATE` lock held, so no two threads
+// use them at once; nothing of them escapes the lock.
+unsafe impl Send for Shim {}
+
+static STATE: Mutex<Option<Shim>> = Mutex::new(None);
+
+pub struct Guard(MutexGuard<'static, Option<Shim>>, #[allow(dead_code)] Reentry);
+
+impl std::ops::Deref for Guard {
+    type Target = Shim;
+    fn deref(&self) -> &Shim {
+        self.0.as_ref().expect("initialised in lock()")
+    }
+}
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Shim {
+        self.0.as_mut().expect("initialised in lock()")
+    }
+}
+
+/// Takes the process-wide lock (and marks this thread as inside the shim).
+pub fn lock() -> Guard {
+    let r = Reentry::enter();
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = Some(Shim {
+            pid: std::process::id(),
+            board: None,
+            news: None,
+            net: None,
+            attach_failed: false,
+            socks: HashMap::new(),
+            epolls: HashMap::new(),
+            pushed: [0; COUNTS],
+        });
+    }
+    Guard(g, r)
+}
+
+fn env_u32(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+/// The engine this process attaches to (`OUTBOARD_ENGINE`, as `outboard run --name` sets it).
+pub fn engine_name() -> String {
+    std::env::var("OUTBOARD_ENGINE").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "outboard".into())
+}
+
+impl Shim {
+    /// The board, attaching on first use. None (and the kernel keeps every
+    /// socket) when no engine is there: said once, loudly.
+    pub fn board(&mut self) -> Option<Board> {
+        if let Some(b) = &self.board {
+            return Some(b.clone());
+        }
+        if self.attach_failed {
+            return None;
+        }
+        let name = engine_name();
+        // Streams: 2 regions each. Many-connection servers need many streams;
+        // pages are only allocated as they are touched.
+        let streams = env_u32("OUTBOARD_STREAMS", 256).clamp(4, 4096);
+        let region_kib = env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384);
+        let params = BoardParams {
+            command_capacity: 4096,
+            event_capacity: 16384,
+            endpoints: (streams * 2 + 64).next_power_of_two(),
+            syncs: 1024,
+            stream_buffer: region_kib * 1024,
+            stream_buffers: streams * 2,
+            ..BoardParams::default()
+        };
+        let opts = AttachOptions { params, mode: outboard_api::Mode::NonBlocking, ..AttachOptions::default() };
+        match Board::attach_with(&name, &opts) {
+            Ok(b) => {
+                set_mark(b.attach_socket_fd(), MARK_INTERNAL);
+                let net = b.engine_net();
+                self.net = Some(Net { addr: net.addr, prefix: net.prefix_len, gateway: net.gateway });
+                self.news = Some(b.news());
+                crate::wait::start_watcher(&b);
+                crate::log::info(&format!("attached to engine {name:?} at {}/{}", net.addr, net.prefix_len));
+                self.board = Some(b.clone());
+                Some(b)
+            }
+            Err(e) => {
+                self.attach_failed = true;
+                crate::log::warn(&format!("no engine: every socket stays with the kernel ({e})"));
+                None
+            }
+        }
+    }
+
+    /// The engine's network, attaching if needed.
+    pub fn net(&mut self) -> Option<Net> {
+        self.board()?;
+        self.net
+    }
+
+    /// Copies new counts into the board's application counters.
+    pub fn push_counters(&mut self) {
+        let Some(b) = &self.board else { return };
+        for i in 0..COUNTS {
+            let now = COUNTERS[i].load(Ordering::Relaxed);
+            if now != self.pushed[i] {
+                b.app_counter_add(i, now.wrapping_sub(self.pushed[i]));
+                self.pushed[i] = now;
+            }
+        }
+    }
+
+    pub fn sock(&self, fd: RawFd) -> Option<Rc<RefCell<Sock>>> {
+        self.socks.get(&fd).cloned()
+    }
+}
+
+/// After fork, in the child: the engine sockets are the parent's (the board
+/// is single-producer). Forget them without closing anything in the
+/// parent's board, close the inherited attach socket (so the engine still
+/// notices the parent's death), and start afresh: the child attaches its own
+/// board if it makes engine sockets of its own. Inherited ones fail with
+/// EOPNOTSUPP (counted) except `close`.
+pub fn forget_after_fork(shim: &mut Shim) {
+    if let Some(b) = shim.board.take() {
+        let fd = b.attach_socket_fd();
+        set_mark(fd, MARK_KERNEL);
+        // SAFETY: closes the inherited copy of our attach socket in this (child) process.
+        unsafe { crate::real::close(fd) };
+        std::mem::forget(b);
+    }
+    let socks = std::mem::take(&mut shim.socks);
+    for (fd, s) in &socks {
+        let inherited = Sock::inherited(&s.borrow());
+        shim.socks.insert(*fd, Rc::new(RefCell::new(inherited)));
+    }
+    std::mem::forget(socks);
+    let epolls = std::mem::take(&mut shim.epolls);
+    for fd in epolls.keys() {
+        set_mark(*fd, MARK_KERNEL);
+    }
+    std::mem::forget(epolls);
+    if let Some(n) = shim.news.take() {
+        std::mem::forget(n);
+    }
+    shim.net = None;
+    shim.attach_failed = false;
+    shim.pid = std::process::id();
+    shim.pushed = [0; COUNTS];
+}
+
+thread_local! {
+    static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<Shim>>>> = const { RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    let _r = Reentry::enter();
+    let g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    FORK_GUARD.with(|f| *f.borrow_mut() = Some(g));
+    crate::wait::before_fork();
+}
+extern "C" fn after_fork_parent() {
+    crate::wait::after_fork();
+    FORK_GUARD.with(|f| f.borrow_mut().take());
+}
+extern "C" fn after_fork_child() {
+    let _r = Reentry::enter();
+    crate::wait::after_fork_child();
+    FORK_GUARD.with(|f| {
+        if let Some(mut g) = f.borrow_mut().take() {
+            if let Some(shim) = g.as_mut() {
+                forget_after_fork(shim);
+            }
+        }
+    });
+}
+
+/// Runs once when the library loads.
+pub fn init() {
+    // SAFETY: registers plain extern "C" handlers.
+    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
+}
