@@ -27,6 +27,21 @@ pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Resu
             let sin = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in>()) };
             Ok(Some(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))))
         }
+        libc::AF_INET6 => {
+            if (len as usize) < std::mem::size_of::<libc::sockaddr_in6>() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: len covers a sockaddr_in6.
+            let sin6 = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in6>()) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            let port = u16::from_be(sin6.sin6_port);
+            // `::` (a dual-stack wildcard) and IPv4-mapped addresses are IPv4
+            // to the engine; other IPv6 addresses are the kernel's.
+            if ip.is_unspecified() {
+                return Ok(Some(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)));
+            }
+            Ok(ip.to_ipv4_mapped().map(|v4| SocketAddrV4::new(v4, port)))
+        }
         _ => Ok(None),
     }
 }
@@ -52,6 +67,10 @@ pub unsafe fn write_v4(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut lib
     if addr.is_null() || len.is_null() {
         return;
     }
+    if crate::addr::V6_CONTEXT.with(|c| c.get()) {
+        // SAFETY: forwarded contract.
+        return unsafe { write_v6(a, addr, len) };
+    }
     let sin = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: a.port().to_be(),
@@ -67,4 +86,41 @@ pub unsafe fn write_v4(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut lib
         std::ptr::copy_nonoverlapping((&sin as *const libc::sockaddr_in).cast::<u8>(), addr.cast::<u8>(), n);
         *len = full as libc::socklen_t;
     }
+}
+
+thread_local! {
+    /// Set while an IPv6 socket's address is written back (dual-stack sockets see IPv4-mapped addresses).
+    pub static V6_CONTEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Writes `a` for a dual-stack AF_INET6 socket: `::` for 0.0.0.0, else `::ffff:a.b.c.d`.
+///
+/// # Safety
+/// As `write_v4`.
+pub unsafe fn write_v6(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
+    let ip = if a.ip().is_unspecified() { std::net::Ipv6Addr::UNSPECIFIED } else { a.ip().to_ipv6_mapped() };
+    let sin6 = libc::sockaddr_in6 {
+        sin6_family: libc::AF_INET6 as libc::sa_family_t,
+        sin6_port: a.port().to_be(),
+        sin6_flowinfo: 0,
+        sin6_addr: libc::in6_addr { s6_addr: ip.octets() },
+        sin6_scope_id: 0,
+    };
+    let full = std::mem::size_of::<libc::sockaddr_in6>();
+    // SAFETY: `len` is valid per the contract.
+    let room = unsafe { *len } as usize;
+    let n = room.min(full);
+    // SAFETY: copies n ≤ room bytes into the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&sin6 as *const libc::sockaddr_in6).cast::<u8>(), addr.cast::<u8>(), n);
+        *len = full as libc::socklen_t;
+    }
+}
+
+/// Runs `f` with addresses written in IPv6 form when `v6`.
+pub fn with_family<T>(v6: bool, f: impl FnOnce() -> T) -> T {
+    V6_CONTEXT.with(|c| c.set(v6));
+    let r = f();
+    V6_CONTEXT.with(|c| c.set(false));
+    r
 }

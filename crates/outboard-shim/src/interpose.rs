@@ -126,7 +126,7 @@ fn do_send(fd: c_int, bufs: &[&[u8]], flags: c_int, to: Option<SocketAddrV4>) ->
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int {
     // SAFETY: passes the program's arguments on.
     let fd = unsafe { real::socket(domain, ty, proto) };
-    if fd < 0 || in_shim() || domain != libc::AF_INET {
+    if fd < 0 || in_shim() || (domain != libc::AF_INET && domain != libc::AF_INET6) {
         return fd;
     }
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int
     let dgram = base == libc::SOCK_DGRAM && (proto == 0 || proto == libc::IPPROTO_UDP);
     if stream || dgram {
         let _r = Reentry::enter();
-        ops::new_socket(fd, stream, ty & libc::SOCK_NONBLOCK != 0);
+        ops::new_socket(fd, stream, domain == libc::AF_INET6, ty & libc::SOCK_NONBLOCK != 0);
     }
     fd
 }
@@ -180,9 +180,9 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
         ops::accept(fd, flags)
     };
     match r {
-        Ok((nfd, peer)) => {
+        Ok((nfd, peer, v6)) => {
             // SAFETY: the program's address buffer.
-            unsafe { crate::addr::write_v4(peer, addr, len) };
+            crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(peer, addr, len) });
             nfd
         }
         Err(e) => {
@@ -253,12 +253,12 @@ unsafe fn name_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, peer:
         ops::sockname(fd, peer)
     };
     match r {
-        Ok(Some(a)) => {
+        Ok(Some((a, v6))) => {
             if addr.is_null() || len.is_null() {
                 return ret_int(Err(libc::EFAULT));
             }
             // SAFETY: the program's buffer.
-            unsafe { crate::addr::write_v4(a, addr, len) };
+            crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, addr, len) });
             0
         }
         // Undecided: the placeholder answers.
@@ -427,9 +427,18 @@ pub unsafe extern "C" fn recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c
         Ok(s) => do_recv(fd, &mut [s], flags, &mut from),
         Err(e) => Err(e),
     };
+    if r.is_ok() && from.is_none() && !len.is_null() {
+        // A stream has no source address to give (Linux sets the length to 0).
+        // SAFETY: the program's length word.
+        unsafe { *len = 0 };
+    }
     if let (Ok(_), Some(a)) = (&r, from) {
+        let v6 = {
+            let _r = Reentry::enter();
+            ops::is_v6(fd)
+        };
         // SAFETY: the program's address buffer.
-        unsafe { crate::addr::write_v4(a, addr, len) };
+        crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, addr, len) });
     }
     ret_len(r)
 }
@@ -476,8 +485,12 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
         match from {
             Some(a) if !m.msg_name.is_null() => {
                 let mut l = m.msg_namelen;
+                let v6 = {
+                    let _r = Reentry::enter();
+                    ops::is_v6(fd)
+                };
                 // SAFETY: the program's name buffer of msg_namelen bytes.
-                unsafe { crate::addr::write_v4(a, m.msg_name.cast(), &mut l) };
+                crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, m.msg_name.cast(), &mut l) });
                 m.msg_namelen = l;
             }
             _ => m.msg_namelen = 0,
@@ -505,22 +518,13 @@ pub unsafe extern "C" fn sendto(fd: c_int, b: *const c_void, n: size_t, flags: c
         // SAFETY: passes the program's arguments on.
         return unsafe { real::sendto(fd, b, n, flags, addr, len) };
     }
-    let to = if addr.is_null() {
-        None
-    } else {
+    let to = {
         let _r = Reentry::enter();
         // SAFETY: the program's address.
-        match unsafe { ops::read_addr(addr, len) } {
-            Ok(Some(a)) => {
-                // An undecided datagram socket is decided by its first destination.
-                match ops::decide_dgram(fd, a) {
-                    Ok(true) => Some(a),
-                    // SAFETY: passes the program's arguments on.
-                    Ok(false) => return unsafe { real::sendto(fd, b, n, flags, addr, len) },
-                    Err(e) => return ret_len(Err(e)),
-                }
-            }
-            Ok(None) => return ret_len(Err(libc::EAFNOSUPPORT)),
+        match unsafe { ops::destination(fd, addr, len) } {
+            Ok(Some(to)) => to,
+            // SAFETY: passes the program's arguments on.
+            Ok(None) => return unsafe { real::sendto(fd, b, n, flags, addr, len) },
             Err(e) => return ret_len(Err(e)),
         }
     };
@@ -547,21 +551,17 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_i
         crate::log::unsupported("sendmsg", "control messages", libc::EOPNOTSUPP);
         return ret_len(Err(libc::EOPNOTSUPP));
     }
-    let mut to = None;
-    if !m.msg_name.is_null() && m.msg_namelen > 0 {
+    let to = {
         let _r = Reentry::enter();
+        let (name, namelen) = if m.msg_namelen > 0 { (m.msg_name as *const sockaddr, m.msg_namelen) } else { (std::ptr::null(), 0) };
         // SAFETY: the program's name of msg_namelen bytes.
-        match unsafe { ops::read_addr(m.msg_name.cast(), m.msg_namelen) } {
-            Ok(Some(a)) => match ops::decide_dgram(fd, a) {
-                Ok(true) => to = Some(a),
-                // SAFETY: passes the program's arguments on.
-                Ok(false) => return unsafe { real::sendmsg(fd, msg, flags) },
-                Err(e) => return ret_len(Err(e)),
-            },
-            Ok(None) => return ret_len(Err(libc::EAFNOSUPPORT)),
+        match unsafe { ops::destination(fd, name, namelen) } {
+            Ok(Some(to)) => to,
+            // SAFETY: passes the program's arguments on.
+            Ok(None) => return unsafe { real::sendmsg(fd, msg, flags) },
             Err(e) => return ret_len(Err(e)),
         }
-    }
+    };
     // SAFETY: its iovecs (read only).
     match unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) } {
         Ok(v) => {

@@ -199,12 +199,13 @@ pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> 
     }
 }
 
-pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4)> {
+pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(libc::EINVAL);
     }
     blocking(fd, false, rcvtimeo, |st, s| {
         let opts = s.opts;
+        let v6 = s.v6;
         let l = match &mut s.kind {
             Kind::Listener(l) => l,
             Kind::Inherited => {
@@ -219,7 +220,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4)> {
             Err(e) => return Some(Err(errno_of(&e, false))),
         };
         // SAFETY: a plain socket() for the placeholder descriptor.
-        let nfd = unsafe { crate::real::socket(libc::AF_INET, libc::SOCK_STREAM | flags, 0) };
+        let nfd = unsafe { crate::real::socket(if v6 { libc::AF_INET6 } else { libc::AF_INET }, libc::SOCK_STREAM | flags, 0) };
         if nfd < 0 {
             let e = errno();
             stream.abort();
@@ -232,7 +233,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4)> {
             return Some(Err(libc::EMFILE));
         }
         let peer = stream.peer_addr();
-        let mut ns = Sock::new(true, flags & libc::SOCK_NONBLOCK != 0);
+        let mut ns = Sock::new(true, v6, flags & libc::SOCK_NONBLOCK != 0);
         ns.opts = opts;
         ns.opts.rcvtimeo = None;
         ns.opts.sndtimeo = None;
@@ -242,7 +243,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4)> {
         st.socks.insert(nfd, Rc::new(RefCell::new(ns)));
         set_mark(nfd, MARK_SOCK);
         count(Count::EngineSockets);
-        Some(Ok((nfd, peer)))
+        Some(Ok((nfd, peer, v6)))
     })
 }
 
@@ -360,7 +361,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
         to_kernel(&mut st, fd);
         return Ok(false);
     };
-    let local = st.net().is_some_and(|n| n.is_local(*a.ip()));
+    let local = !(sock.v6 && sock.opts.v6only) && st.net().is_some_and(|n| n.is_local(*a.ip()));
     // Port 0 for a stream: the kernel picks ports for listeners (the engine listens on given ports).
     if !local || (sock.stream && a.port() == 0) {
         drop(sock);
@@ -470,7 +471,7 @@ pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
     Ok(())
 }
 
-pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<SocketAddrV4>> {
+pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> {
     let st = lock();
     let s = sock_of(&st, fd)?;
     let mut sock = s.borrow_mut();
@@ -486,9 +487,9 @@ pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<SocketAddrV4>> {
         _ => None,
     };
     match r {
-        Some(a) => Ok(Some(a)),
+        Some(a) => Ok(Some((a, sock.v6))),
         None if peer => Err(libc::ENOTCONN),
-        None => Ok(Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0))),
+        None => Ok(Some((SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0), sock.v6))),
     }
 }
 
@@ -570,12 +571,12 @@ pub fn share(old: RawFd, new: RawFd) {
     }
 }
 
-pub fn new_socket(fd: RawFd, stream: bool, nonblock: bool) {
+pub fn new_socket(fd: RawFd, stream: bool, v6: bool, nonblock: bool) {
     if fd < 0 || fd as usize >= MAX_FDS {
         return;
     }
     let mut st = lock();
-    st.socks.insert(fd, Rc::new(RefCell::new(Sock::new(stream, nonblock))));
+    st.socks.insert(fd, Rc::new(RefCell::new(Sock::new(stream, v6, nonblock))));
     set_mark(fd, MARK_SOCK);
 }
 
@@ -803,5 +804,31 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
             Err(libc::ENETUNREACH)
         }
         _ => Ok(true),
+    }
+}
+
+/// True for a (dual-stack) AF_INET6 socket.
+pub fn is_v6(fd: RawFd) -> bool {
+    let st = lock();
+    st.sock(fd).is_some_and(|s| s.borrow().v6)
+}
+
+/// The destination of a sendto/sendmsg: `Ok(Some(None))` none (streams
+/// ignore one, as Linux's TCP does), `Ok(Some(Some(a)))` send there through
+/// the engine, `Ok(None)` the kernel sends it (an undecided datagram socket
+/// whose first destination the engine does not reach).
+///
+/// # Safety
+/// As `addr::read_v4` (null is fine).
+pub unsafe fn destination(fd: RawFd, a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<Option<SocketAddrV4>>> {
+    if a.is_null() || s_is_stream(fd) {
+        return Ok(Some(None));
+    }
+    // SAFETY: forwarded contract.
+    let Some(to) = (unsafe { addr::read_v4(a, len) })? else { return Err(libc::EAFNOSUPPORT) };
+    if decide_dgram(fd, to)? {
+        Ok(Some(Some(to)))
+    } else {
+        Ok(None)
     }
 }

@@ -42,6 +42,8 @@ pub struct Opts {
     pub keepcnt: u32,
     pub rcvbuf: Option<u32>,
     pub sndbuf: Option<u32>,
+    /// IPV6_V6ONLY (an IPv6-only socket is the kernel's).
+    pub v6only: bool,
     /// SO_LINGER: Some(seconds) when on.
     pub linger: Option<u32>,
     pub rcvtimeo: Option<Duration>,
@@ -56,6 +58,7 @@ impl Default for Opts {
             reuseport: false,
             nodelay: false,
             keepalive: false,
+            v6only: false,
             keepidle_s: 7200,
             keepintvl_s: 75,
             keepcnt: 9,
@@ -72,6 +75,8 @@ pub struct Sock {
     pub kind: Kind,
     /// SOCK_STREAM (else SOCK_DGRAM).
     pub stream: bool,
+    /// An AF_INET6 socket (dual-stack: the engine serves its IPv4 side; addresses are shown IPv4-mapped).
+    pub v6: bool,
     /// O_NONBLOCK of the open file (shared by dup'ed descriptors, as in the kernel).
     pub nonblock: bool,
     /// What the program bound (getsockname shows it as bound: 0.0.0.0 stays 0.0.0.0).
@@ -101,10 +106,11 @@ pub fn errno_of(e: &Error, stream: bool) -> i32 {
 }
 
 impl Sock {
-    pub fn new(stream: bool, nonblock: bool) -> Sock {
+    pub fn new(stream: bool, v6: bool, nonblock: bool) -> Sock {
         Sock {
             kind: Kind::Undecided,
             stream,
+            v6,
             nonblock,
             bound: None,
             peer: None,
@@ -119,7 +125,7 @@ impl Sock {
     }
 
     pub fn inherited(old: &Sock) -> Sock {
-        let mut s = Sock::new(old.stream, old.nonblock);
+        let mut s = Sock::new(old.stream, old.v6, old.nonblock);
         s.kind = match old.kind {
             Kind::Undecided => Kind::Undecided,
             _ => Kind::Inherited,

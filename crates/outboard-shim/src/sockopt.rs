@@ -187,10 +187,17 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.keepcnt = v as u32;
             keepalive_changed = true;
         }
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => {
+            if !matches!(sock.kind, Kind::Undecided) {
+                return Err(libc::EINVAL);
+            }
+            o.v6only = read_int(val, len)? != 0;
+        }
         // Hints a program may set that change nothing it can observe here:
         // accepted as Linux does (no error), on purpose.
         (libc::SOL_SOCKET, libc::SO_PRIORITY)
         | (libc::IPPROTO_IP, libc::IP_TOS)
+        | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
         | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
             read_int(val, len)?;
         }
@@ -223,6 +230,7 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
         (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_REUSEPORT | libc::SO_KEEPALIVE | libc::SO_RCVBUF | libc::SO_SNDBUF
             | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
             | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT)
+            | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
     );
     if !known {
         return Ok(());
@@ -267,7 +275,8 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
             int(e)
         }
         (libc::SOL_SOCKET, libc::SO_TYPE) => int(if sock.stream { libc::SOCK_STREAM } else { libc::SOCK_DGRAM }),
-        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(libc::AF_INET),
+        (libc::SOL_SOCKET, libc::SO_DOMAIN) => int(if sock.v6 { libc::AF_INET6 } else { libc::AF_INET }),
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) if sock.v6 => int(i32::from(o.v6only)),
         (libc::SOL_SOCKET, libc::SO_PROTOCOL) => int(if sock.stream { libc::IPPROTO_TCP } else { libc::IPPROTO_UDP }),
         (libc::SOL_SOCKET, libc::SO_ACCEPTCONN) => int(i32::from(matches!(sock.kind, Kind::Listener(_)))),
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int(i32::from(o.reuseaddr)),
