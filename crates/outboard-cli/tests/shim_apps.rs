@@ -1025,7 +1025,7 @@ fn shim_iperf3_both_ways() {
     // Linux client -> iperf3 server under the shim.
     let mut srv = rig.bg(
         "shim-iperf3-server",
-        rig.shim_cmd(STEP, &["iperf3", "-s", "-1", "-p", "5201", "--forceflush"]),
+        rig.shim_cmd(STEP, &["iperf3", "-s", "-1", "-B", &rig.eip(), "-p", "5201", "--forceflush"]),
     );
     srv.wait_log("Server listening");
     let (_, out, err) = output(rig.linux_cmd(
@@ -1038,7 +1038,7 @@ fn shim_iperf3_both_ways() {
     // iperf3 client under the shim -> Linux server.
     let mut srv = rig.bg(
         "linux-iperf3-server",
-        rig.linux_cmd(STEP, &["iperf3", "-s", "-1", "-p", "5202", "--forceflush"]),
+        rig.linux_cmd(STEP, &["iperf3", "-s", "-1", "-B", &rig.lip(), "-p", "5202", "--forceflush"]),
     );
     srv.wait_log("Server listening");
     let (_, out, err) = output(rig.shim_cmd(

@@ -19,7 +19,7 @@
 //!   redis-server (`--save '' --appendonly no`) and `redis-benchmark -c 50
 //!   -n 30000*S -t get -q` (GET requests/s); nginx (`master_process off`,
 //!   one worker, a 4 KiB file) and `wrk -t2 -c16 -dS` (requests/s; socket
-//!   errors or non-2xx answers fail the run); `iperf3 -s -1` and
+//!   errors or non-2xx answers fail the run); `iperf3 -s -1 -B ADDR` and
 //!   `iperf3 -c -t S -J` (Linux client to the server, Gbit/s received);
 //!   `sockperf server --tcp` and `sockperf ping-pong --tcp -t S` (round
 //!   trip p50 and p99, µs).
@@ -260,7 +260,15 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
         measure(&side)
     };
     let log = engine.stop();
-    let ours = ours.map_err(|e| format!("under the shim: {e}\nengine log:\n{}", log.trim_end()))?;
+    let (ours, ours_errors) =
+        ours.map_err(|e| format!("under the shim: {e}\nengine log:\n{}", log.trim_end()))?;
+    let mut errors: Vec<String> = ours_errors
+        .into_iter()
+        .map(|e| format!("under the shim: {e}"))
+        .collect();
+    if !errors.is_empty() {
+        errors.push(format!("engine log:\n{}", log.trim_end()));
+    }
     // ---- kernel: the engine stopped, an address on eng0, the same servers
     stopped()?;
     let theirs = {
@@ -275,6 +283,12 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
         };
         measure(&side).map_err(|e| format!("on the kernel: {e}"))?
     };
+    let (theirs, their_errors) = theirs;
+    errors.extend(
+        their_errors
+            .into_iter()
+            .map(|e| format!("on the kernel: {e}")),
+    );
     let row = |name: &str, unit: &str, o: f64, k: f64| Row {
         name: name.into(),
         unit: unit.into(),
@@ -314,6 +328,22 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
             theirs.sockperf_p99_us,
         ),
     ];
+    if !errors.is_empty() {
+        let measured: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "  {}: outboard {:.1}, kernel {:.1} {} (0 = failed)",
+                    r.name, r.outboard, r.kernel, r.unit
+                )
+            })
+            .collect();
+        return Err(format!(
+            "some cases failed:\n{}\nwhat was measured:\n{}",
+            errors.join("\n"),
+            measured.join("\n")
+        ));
+    }
     let mut command = format!("outboard bench apps --seconds {}", a.seconds);
     if a.link != "af_xdp" {
         command.push_str(&format!(" --link {}", a.link));
@@ -335,14 +365,16 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
 }
 
 /// The four cases, one after the other, for one side.
-fn measure(s: &Side) -> Result<Figures, String> {
+fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
     std::fs::create_dir_all(&s.tmp).map_err(|e| format!("create {}: {e}", s.tmp.display()))?;
     let ip = s.addr.to_string();
     let mut f = Figures::default();
+    // A case that fails is reported; the next one still runs.
+    let mut errors = Vec::new();
     let limit = Duration::from_secs(s.secs) + SLACK;
     // redis
     stopped()?;
-    {
+    let r = (|| -> Result<(), String> {
         let mut srv = s.server(
             "redis",
             &[
@@ -366,29 +398,36 @@ fn measure(s: &Side) -> Result<Figures, String> {
         )?;
         s.wait_tcp(&ip, REDIS_PORT, &mut srv)?;
         let n = (30_000 * s.secs).to_string();
-        let (out, err) = s.client(
-            &[
-                "redis-benchmark",
-                "-h",
-                &ip,
-                "-p",
-                &REDIS_PORT.to_string(),
-                "-c",
-                "50",
-                "-n",
-                &n,
-                "-t",
-                "get",
-                "-q",
-            ],
-            limit,
-        )?;
+        let (out, err) = s
+            .client(
+                &[
+                    "redis-benchmark",
+                    "-h",
+                    &ip,
+                    "-p",
+                    &REDIS_PORT.to_string(),
+                    "-c",
+                    "50",
+                    "-n",
+                    &n,
+                    "-t",
+                    "get",
+                    "-q",
+                ],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
         f.redis_get_rps = redis_get(&out, &err).map_err(|e| srv.with_log(e))?;
         srv.check_alive()?;
+        Ok(())
+    })();
+    if let Err(e) = r {
+        errors.push(format!("redis: {e}"));
     }
+
     // nginx
     stopped()?;
-    {
+    let r = (|| -> Result<(), String> {
         let dir = s.tmp.join("nginx");
         std::fs::create_dir_all(dir.join("www")).map_err(|e| format!("nginx dir: {e}"))?;
         std::fs::write(dir.join("www/small"), vec![b'x'; 4096])
@@ -410,22 +449,32 @@ fn measure(s: &Side) -> Result<Figures, String> {
         )?;
         s.wait_tcp(&ip, NGINX_PORT, &mut srv)?;
         let url = format!("http://{ip}:{NGINX_PORT}/small");
-        let (out, err) = s.client(
-            &["wrk", "-t2", "-c16", &format!("-d{}s", s.secs), &url],
-            limit,
-        )?;
+        let (out, err) = s
+            .client(
+                &["wrk", "-t2", "-c16", &format!("-d{}s", s.secs), &url],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
         f.nginx_rps = wrk_rps(&out, &err).map_err(|e| srv.with_log(e))?;
         srv.check_alive()?;
+        Ok(())
+    })();
+    if let Err(e) = r {
+        errors.push(format!("nginx: {e}"));
     }
+
     // iperf3
     stopped()?;
-    {
+    let r = (|| -> Result<(), String> {
         let mut srv = s.server(
             "iperf3",
             &[
                 "iperf3",
                 "-s",
                 "-1",
+                // An IPv4 listener: by default iperf3 listens on [::], which stays on the kernel.
+                "-B",
+                &ip,
                 "-p",
                 &IPERF_PORT.to_string(),
                 "--forceflush",
@@ -433,24 +482,31 @@ fn measure(s: &Side) -> Result<Figures, String> {
             limit * 2,
         )?;
         srv.wait_log("Server listening")?;
-        let (out, err) = s.client(
-            &[
-                "iperf3",
-                "-c",
-                &ip,
-                "-p",
-                &IPERF_PORT.to_string(),
-                "-t",
-                &s.secs.to_string(),
-                "-J",
-            ],
-            limit,
-        )?;
+        let (out, err) = s
+            .client(
+                &[
+                    "iperf3",
+                    "-c",
+                    &ip,
+                    "-p",
+                    &IPERF_PORT.to_string(),
+                    "-t",
+                    &s.secs.to_string(),
+                    "-J",
+                ],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
         f.iperf3_gbit = iperf3_gbit(&out, &err).map_err(|e| srv.with_log(e))?;
+        Ok(())
+    })();
+    if let Err(e) = r {
+        errors.push(format!("iperf3: {e}"));
     }
+
     // sockperf
     stopped()?;
-    {
+    let r = (|| -> Result<(), String> {
         let port = SOCKPERF_PORT.to_string();
         let mut srv = s.server(
             "sockperf",
@@ -458,26 +514,32 @@ fn measure(s: &Side) -> Result<Figures, String> {
             limit * 2,
         )?;
         s.wait_tcp(&ip, SOCKPERF_PORT, &mut srv)?;
-        let (out, err) = s.client(
-            &[
-                "sockperf",
-                "ping-pong",
-                "--tcp",
-                "-i",
-                &ip,
-                "-p",
-                &port,
-                "-t",
-                &s.secs.to_string(),
-            ],
-            limit,
-        )?;
+        let (out, err) = s
+            .client(
+                &[
+                    "sockperf",
+                    "ping-pong",
+                    "--tcp",
+                    "-i",
+                    &ip,
+                    "-p",
+                    &port,
+                    "-t",
+                    &s.secs.to_string(),
+                ],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
         let (p50, p99) = sockperf_p50_p99(&out, &err).map_err(|e| srv.with_log(e))?;
         f.sockperf_p50_us = p50;
         f.sockperf_p99_us = p99;
         srv.check_alive()?;
+        Ok(())
+    })();
+    if let Err(e) = r {
+        errors.push(format!("sockperf: {e}"));
     }
-    Ok(f)
+    Ok((f, errors))
 }
 
 impl Side<'_> {
