@@ -416,6 +416,16 @@ impl Rig {
         }
     }
 
+    /// The engine's board counters: (applications attached ever, stream
+    /// bytes read by applications, stream bytes they sent that peers
+    /// acknowledged — counted while the sending endpoint is open, so a server
+    /// that closes right after its last write may show less than it sent).
+    fn through_engine(&self) -> (u64, u64, u64) {
+        let h = &self.engine.stat()["host"];
+        let n = |k: &str| h[k].as_u64().unwrap_or(0);
+        (n("attached"), n("rx_delivered"), n("tx_delivered"))
+    }
+
     /// Writes `n` pseudo-random bytes to TMP/NAME; returns its path.
     fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
         let p = self.tmp.join(name);
@@ -741,6 +751,8 @@ fn shim_curl_downloads_from_a_linux_http_server() {
         sha256(&src),
         "the download differs from the file served"
     );
+    let (attached, rx, _) = rig.through_engine();
+    assert!(attached >= 1 && rx >= n, "the engine did not carry the download: {attached} attached, {rx} bytes read through boards");
     eprintln!(
         "shim curl: {} MiB in {secs:.1} s ({:.0} Mbit/s)",
         n >> 20,
@@ -803,6 +815,11 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
         sha256(&dst),
         sha256(&src),
         "what Linux's curl got differs from the file served"
+    );
+    let (attached, _, tx) = rig.through_engine();
+    assert!(
+        attached >= 1 && tx > 0,
+        "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
     );
     let (ok, out, err) = output(rig.linux_cmd(
         STEP,
@@ -877,6 +894,11 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
         sha256(&dst),
         sha256(&src),
         "what Linux's curl got from nginx differs from the file"
+    );
+    let (attached, _, tx) = rig.through_engine();
+    assert!(
+        attached >= 1 && tx > 0,
+        "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
     );
     let (ok, out, err) = output(rig.linux_cmd(
         STEP,
@@ -1025,7 +1047,19 @@ fn shim_iperf3_both_ways() {
     // Linux client -> iperf3 server under the shim.
     let mut srv = rig.bg(
         "shim-iperf3-server",
-        rig.shim_cmd(STEP, &["iperf3", "-s", "-1", "-B", &rig.eip(), "-p", "5201", "--forceflush"]),
+        rig.shim_cmd(
+            STEP,
+            &[
+                "iperf3",
+                "-s",
+                "-1",
+                "-B",
+                &rig.eip(),
+                "-p",
+                "5201",
+                "--forceflush",
+            ],
+        ),
     );
     srv.wait_log("Server listening");
     let (_, out, err) = output(rig.linux_cmd(
@@ -1038,7 +1072,19 @@ fn shim_iperf3_both_ways() {
     // iperf3 client under the shim -> Linux server.
     let mut srv = rig.bg(
         "linux-iperf3-server",
-        rig.linux_cmd(STEP, &["iperf3", "-s", "-1", "-B", &rig.lip(), "-p", "5202", "--forceflush"]),
+        rig.linux_cmd(
+            STEP,
+            &[
+                "iperf3",
+                "-s",
+                "-1",
+                "-B",
+                &rig.lip(),
+                "-p",
+                "5202",
+                "--forceflush",
+            ],
+        ),
     );
     srv.wait_log("Server listening");
     let (_, out, err) = output(rig.shim_cmd(
