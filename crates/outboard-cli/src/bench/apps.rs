@@ -472,7 +472,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
                 "iperf3",
                 "-s",
                 "-1",
-                // An IPv4 listener: by default iperf3 listens on [::], which stays on the kernel.
+                // The same IPv4 listener on both sides (by default iperf3 listens on dual-stack [::]).
                 "-B",
                 &ip,
                 "-p",
