@@ -21,6 +21,7 @@ mod datagram;
 mod embedded;
 mod error;
 mod events;
+mod info;
 mod listener;
 mod stream;
 
@@ -29,6 +30,7 @@ pub use datagram::Datagram;
 pub use embedded::{EmbeddedEngine, InlineEngine};
 pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Ready};
+pub use info::*;
 pub use listener::Listener;
 pub use stream::Stream;
 

@@ -37,9 +37,15 @@ pub struct AttachReply {
     pub params: BoardParams,
     /// The engine's IPv4 address (host order), for the application's information.
     pub engine_addr: u32,
-    pub _pad: u32,
+    /// The engine's subnet: `engine_addr/prefix_len` (0..=32) is on its link.
+    pub prefix_len: u8,
+    pub _pad: [u8; 3],
+    /// The engine's default gateway (host order), 0 = none: destinations
+    /// off the subnet are served only through it.
+    pub gateway: u32,
+    pub _pad2: u32,
 }
-const _: () = assert!(std::mem::size_of::<AttachReply>() == 64);
+const _: () = assert!(std::mem::size_of::<AttachReply>() == 72);
 // SAFETY: repr(C), integers only, no padding.
 unsafe impl Pod for AttachReply {}
 
@@ -129,4 +135,39 @@ pub fn peer_gone(sock: &UnixStream) -> bool {
     // SAFETY: one valid pollfd, zero timeout.
     let n = unsafe { libc::poll(&mut p, 1, 0) };
     n > 0 && p.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_round_trips_with_its_routing_facts() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let r = AttachReply {
+            magic: ATTACH_MAGIC,
+            status: 0,
+            board_bytes: 1 << 20,
+            params: BoardParams::default(),
+            engine_addr: u32::from(std::net::Ipv4Addr::new(10, 0, 0, 1)),
+            prefix_len: 24,
+            _pad: [0; 3],
+            gateway: u32::from(std::net::Ipv4Addr::new(10, 0, 0, 254)),
+            _pad2: 0,
+        };
+        send_record(&a, &r, &[]).unwrap();
+        let (got, fds) = recv_record::<AttachReply>(&b).unwrap();
+        assert_eq!(got, r);
+        assert!(fds.is_empty());
+    }
+
+    #[test]
+    fn a_short_reply_is_an_error_not_garbage() {
+        let (a, b) = UnixStream::pair().unwrap();
+        // A version-1 engine's 64-byte reply, then a hang-up.
+        use std::io::Write;
+        (&a).write_all(&[0u8; 64]).unwrap();
+        drop(a);
+        assert!(recv_record::<AttachReply>(&b).is_err());
+    }
 }

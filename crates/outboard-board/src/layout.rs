@@ -21,7 +21,9 @@ use crate::ring::ring_bytes;
 use crate::shm::Pod;
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
-pub const VERSION: u32 = 1;
+/// 2: `AttachReply` carries the engine's prefix and gateway, status records
+/// are 256 bytes (TCP_INFO words), the header holds application counters.
+pub const VERSION: u32 = 2;
 pub const HEADER_BYTES: usize = 4096;
 
 /// Header field offsets.
@@ -41,6 +43,57 @@ pub mod header {
     pub const EVENT_CONDITION: usize = 192;
     /// `BoardParams` copied here for the application's information.
     pub const PARAMS: usize = 256;
+    /// `[u64; APP_COUNTERS_LEN]`: counters written only by the application
+    /// (`app_counter::*` slots). The engine reads them (Relaxed) for
+    /// `outboard stat` and trusts them for nothing else.
+    pub const APP_COUNTERS: usize = 1024;
+    pub const APP_COUNTERS_LEN: usize = 16;
+}
+const _: () = assert!(header::APP_COUNTERS + 8 * header::APP_COUNTERS_LEN <= HEADER_BYTES);
+// Past the condition and the params (nothing else lives there), on a cache line of its own.
+const _: () = assert!(header::APP_COUNTERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
+const _: () = assert!(header::APP_COUNTERS >= header::EVENT_CONDITION + crate::condition::CONDITION_BYTES);
+const _: () = assert!(header::APP_COUNTERS % 64 == 0);
+
+/// Slots of the header's application counters (what a socket shim did and
+/// could not do); `NAMES` gives each its `outboard stat` name.
+pub mod app_counter {
+    /// Sockets the shim gave to the engine.
+    pub const ENGINE_SOCKETS: usize = 0;
+    /// Sockets passed through to the kernel.
+    pub const KERNEL_SOCKETS: usize = 1;
+    /// Calls refused with a documented errno.
+    pub const UNSUPPORTED: usize = 2;
+    /// Socket options refused.
+    pub const UNSUPPORTED_OPTIONS: usize = 3;
+    /// Calls on engine sockets inherited across fork.
+    pub const FORK_INHERITED: usize = 4;
+    /// poll/select/epoll waits that slept.
+    pub const POLL_WAITS: usize = 5;
+    /// Blocking socket calls that slept.
+    pub const BLOCKING_SLEEPS: usize = 6;
+    /// Calls interrupted by signals.
+    pub const EINTR: usize = 7;
+    /// Connects to addresses the engine does not serve (given to the kernel).
+    pub const KERNEL_FALLBACK_CONNECTS: usize = 8;
+    pub const NAMES: [&str; 9] = [
+        "engine_sockets",
+        "kernel_sockets",
+        "unsupported",
+        "unsupported_options",
+        "fork_inherited",
+        "poll_waits",
+        "blocking_sleeps",
+        "eintr",
+        "kernel_fallback_connects",
+    ];
+    /// The stat name of `slot` (`slot_N` for slots without a name yet).
+    pub fn name(slot: usize) -> std::borrow::Cow<'static, str> {
+        match NAMES.get(slot) {
+            Some(n) => std::borrow::Cow::Borrowed(n),
+            None => std::borrow::Cow::Owned(format!("slot_{slot}")),
+        }
+    }
 }
 pub const SLEEP_EVENTFD: u32 = 1;
 pub const SLEEP_FUTEX: u32 = 2;
@@ -101,7 +154,8 @@ pub struct EndpointStatus {
     pub generation: u32,
     /// `proto::kind::*`.
     pub kind: u32,
-    /// TCP state number (0 closed … see outboard_tcp::State order), for stat and TCP_INFO.
+    /// TCP state number (0 closed … see outboard_tcp::State order), for stat.
+    /// `info_bytes` has the Linux-numbered one.
     pub state: u32,
     /// Positive errno once the endpoint failed, else 0.
     pub error: u32,
@@ -119,9 +173,31 @@ pub struct EndpointStatus {
     /// IPv4 << 16 | port.
     pub local: u64,
     pub remote: u64,
-    pub _spare: [u64; 5],
+    // TCP_INFO (streams; a listener has only its state): written by the
+    // engine whenever it publishes the stream's status, read word by word.
+    /// Bytes `tcp_info::*` (a little-endian u64; byte 7 is 0).
+    pub info_bytes: u64,
+    pub rto_us: u32,
+    /// Payload bytes per full segment sent.
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    /// Smoothed RTT (0 before the first sample) and its variation.
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// Segments; 0x7fff_ffff while unset.
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    /// Retransmitted segments, ever.
+    pub total_retrans: u32,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub _pad2: u32,
+    pub retrans_bytes: u64,
+    pub _spare: [u64; 13],
 }
-const _: () = assert!(std::mem::size_of::<EndpointStatus>() == 128);
+const _: () = assert!(std::mem::size_of::<EndpointStatus>() == 256);
 // SAFETY: repr(C), integers only, no padding.
 unsafe impl Pod for EndpointStatus {}
 
@@ -140,6 +216,58 @@ pub mod status {
     pub const TX_SIZE: usize = 64;
     pub const LOCAL: usize = 72;
     pub const REMOTE: usize = 80;
+    pub const INFO_BYTES: usize = 88;
+    pub const RTO_US: usize = 96;
+    pub const SND_MSS: usize = 100;
+    pub const RCV_MSS: usize = 104;
+    pub const UNACKED: usize = 108;
+    pub const RTT_US: usize = 112;
+    pub const RTTVAR_US: usize = 116;
+    pub const SND_SSTHRESH: usize = 120;
+    pub const SND_CWND: usize = 124;
+    pub const TOTAL_RETRANS: usize = 128;
+    pub const SEGS_OUT: usize = 132;
+    pub const SEGS_IN: usize = 136;
+    pub const RETRANS_BYTES: usize = 144;
+}
+
+/// Byte indexes inside `EndpointStatus::info_bytes`, and their values
+/// (numbered as Linux's `struct tcp_info`, so a shim copies them as they are).
+pub mod tcp_info {
+    pub const STATE: usize = 0;
+    pub const CA_STATE: usize = 1;
+    /// Consecutive retransmission timeouts without progress (saturating at 255).
+    pub const RETRANSMITS: usize = 2;
+    /// RTO backoff exponent (saturating at 255).
+    pub const BACKOFF: usize = 3;
+    /// `OPT_*` bits.
+    pub const OPTIONS: usize = 4;
+    pub const SND_WSCALE: usize = 5;
+    pub const RCV_WSCALE: usize = 6;
+
+    pub const TCP_ESTABLISHED: u8 = 1;
+    pub const TCP_SYN_SENT: u8 = 2;
+    pub const TCP_SYN_RECV: u8 = 3;
+    pub const TCP_FIN_WAIT1: u8 = 4;
+    pub const TCP_FIN_WAIT2: u8 = 5;
+    pub const TCP_TIME_WAIT: u8 = 6;
+    pub const TCP_CLOSE: u8 = 7;
+    pub const TCP_CLOSE_WAIT: u8 = 8;
+    pub const TCP_LAST_ACK: u8 = 9;
+    pub const TCP_LISTEN: u8 = 10;
+    pub const TCP_CLOSING: u8 = 11;
+
+    pub const OPT_TIMESTAMPS: u8 = 1;
+    pub const OPT_SACK: u8 = 2;
+    pub const OPT_WSCALE: u8 = 4;
+
+    /// The `info_bytes` word from its bytes.
+    pub fn pack(b: [u8; 8]) -> u64 {
+        u64::from_le_bytes(b)
+    }
+    pub fn unpack(w: u64) -> [u8; 8] {
+        w.to_le_bytes()
+    }
 }
 // The offsets above are the record's fields: keep them tied at compile time.
 const _: () = {
@@ -157,6 +285,19 @@ const _: () = {
     assert!(offset_of!(EndpointStatus, tx_size) == status::TX_SIZE);
     assert!(offset_of!(EndpointStatus, local) == status::LOCAL);
     assert!(offset_of!(EndpointStatus, remote) == status::REMOTE);
+    assert!(offset_of!(EndpointStatus, info_bytes) == status::INFO_BYTES);
+    assert!(offset_of!(EndpointStatus, rto_us) == status::RTO_US);
+    assert!(offset_of!(EndpointStatus, snd_mss) == status::SND_MSS);
+    assert!(offset_of!(EndpointStatus, rcv_mss) == status::RCV_MSS);
+    assert!(offset_of!(EndpointStatus, unacked) == status::UNACKED);
+    assert!(offset_of!(EndpointStatus, rtt_us) == status::RTT_US);
+    assert!(offset_of!(EndpointStatus, rttvar_us) == status::RTTVAR_US);
+    assert!(offset_of!(EndpointStatus, snd_ssthresh) == status::SND_SSTHRESH);
+    assert!(offset_of!(EndpointStatus, snd_cwnd) == status::SND_CWND);
+    assert!(offset_of!(EndpointStatus, total_retrans) == status::TOTAL_RETRANS);
+    assert!(offset_of!(EndpointStatus, segs_out) == status::SEGS_OUT);
+    assert!(offset_of!(EndpointStatus, segs_in) == status::SEGS_IN);
+    assert!(offset_of!(EndpointStatus, retrans_bytes) == status::RETRANS_BYTES);
 };
 
 pub mod flags {
@@ -273,6 +414,23 @@ mod tests {
         }
         assert_eq!(l.endpoint_stride % 64, 0);
         assert_eq!(l.endpoint_mailbox(1) % 64, 0);
+    }
+
+    #[test]
+    fn app_counters_fit_the_header_and_every_slot_is_named() {
+        assert_eq!(app_counter::NAMES.len(), app_counter::KERNEL_FALLBACK_CONNECTS + 1);
+        assert_eq!(app_counter::name(app_counter::EINTR), "eintr");
+        assert_eq!(app_counter::name(app_counter::ENGINE_SOCKETS), "engine_sockets");
+        assert_eq!(app_counter::name(12), "slot_12");
+    }
+
+    #[test]
+    fn status_records_stay_64_aligned_and_info_bytes_round_trip() {
+        let l = BoardLayout::new(BoardParams::default()).unwrap();
+        assert_eq!(l.endpoint_status(1) % 64, 0);
+        assert_eq!((l.endpoint_status(0) + status::RETRANS_BYTES) % 8, 0);
+        let b = [tcp_info::TCP_ESTABLISHED, 3, 0, 2, tcp_info::OPT_SACK | tcp_info::OPT_WSCALE, 7, 9, 0];
+        assert_eq!(tcp_info::unpack(tcp_info::pack(b)), b);
     }
 
     #[test]

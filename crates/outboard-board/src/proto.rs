@@ -52,7 +52,9 @@ pub mod op {
     pub const UDP_SEND: u32 = 9;
     /// Datagram: a = board offset of a received message's buffer, given back.
     pub const UDP_RELEASE: u32 = 10;
-    /// Stream: a = option (`opt::*`), b = value.
+    /// Stream: a = option (`opt::*`), b = value (more in `c`..`e` where
+    /// the option says). A bad value is counted (`bad_options`) and ignored,
+    /// not a violation: the application learns of it from its own checks.
     pub const SET_OPTION: u32 = 11;
     /// The application detaches cleanly (its socket closes next): streams
     /// still open are closed gracefully, not reset.
@@ -62,6 +64,13 @@ pub mod op {
 /// Options for `op::SET_OPTION`.
 pub mod opt {
     pub const NODELAY: u64 = 1;
+    /// RFC 1122 §4.2.3.6 keep-alives: b = 0 off / 1 on, c = idle ms,
+    /// d = interval ms, e = probes (SO_KEEPALIVE, TCP_KEEPIDLE,
+    /// TCP_KEEPINTVL, TCP_KEEPCNT).
+    pub const KEEPALIVE: u64 = 2;
+    /// Bounds of `KEEPALIVE`'s values (Linux takes at most 2^31 ms and 127 probes).
+    pub const KEEPALIVE_MAX_MS: u64 = 1 << 31;
+    pub const KEEPALIVE_MAX_PROBES: u64 = 127;
 }
 
 /// One event, 16 bytes: `kind` is a set of `ev::*` bits.

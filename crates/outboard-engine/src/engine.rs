@@ -224,6 +224,8 @@ impl Engine {
                     max_board_bytes: set.max_board_bytes,
                     stream_buffer: u32::try_from(buf).map_err(|_| EngineError::Config("TCP buffers over 4 GiB".into()))?,
                     engine_addr: u32::from(set.addr),
+                    prefix_len: set.prefix_len,
+                    gateway: set.gateway.map_or(0, u32::from),
                 };
                 let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon)
                     .map_err(|e| EngineError::Config(e.to_string()))?;

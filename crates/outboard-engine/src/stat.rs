@@ -106,6 +106,12 @@ fn mib(b: usize) -> String {
     format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
 }
 
+/// The engine's answer to `stat` (JSON) as a snapshot; `Err` with the
+/// answer itself when it is not one (an error from the engine).
+pub fn parse(answer: &str) -> Result<Snapshot, String> {
+    serde_json::from_str(answer).map_err(|_| answer.to_string())
+}
+
 /// The text form of `outboard stat`.
 pub fn render(s: &Snapshot) -> String {
     let mut o = String::new();
@@ -198,6 +204,13 @@ pub fn render(s: &Snapshot) -> String {
             b.session, b.pid, mib(b.board_bytes), b.endpoints, b.commands, b.events, b.signals, b.accepts,
             b.datagrams_in, b.datagrams_out
         );
+        if b.bad_options != 0 {
+            let _ = writeln!(o, "    bad options {}", b.bad_options);
+        }
+        if !b.app.is_empty() {
+            let app: Vec<String> = b.app.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "    app: {}", app.join(" "));
+        }
     }
     let _ = writeln!(o, "\ncounters (non-zero):");
     for (k, v) in s.stack.iter().filter(|(_, v)| **v != 0) {

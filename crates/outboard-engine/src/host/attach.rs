@@ -37,6 +37,10 @@ pub struct BoardLimits {
     /// The smallest stream region (the stack's TCP buffer size).
     pub stream_buffer: u32,
     pub engine_addr: u32,
+    /// The engine's subnet prefix and default gateway (host order, 0 = none):
+    /// told to applications so they know which destinations the engine serves.
+    pub prefix_len: u8,
+    pub gateway: u32,
 }
 
 struct Shared {
@@ -260,7 +264,10 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
             board_bytes: 0,
             params: req.params,
             engine_addr: sh.limits.engine_addr,
-            _pad: 0,
+            prefix_len: sh.limits.prefix_len.min(32),
+            _pad: [0; 3],
+            gateway: sh.limits.gateway,
+            _pad2: 0,
         };
         let _ = send_record(&stream, &r, &[]);
     };
@@ -301,7 +308,10 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
         board_bytes: layout.total as u64,
         params,
         engine_addr: sh.limits.engine_addr,
-        _pad: 0,
+        prefix_len: sh.limits.prefix_len.min(32),
+        _pad: [0; 3],
+        gateway: sh.limits.gateway,
+        _pad2: 0,
     };
     send_record(&stream, &reply, &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
     drop(memfd);

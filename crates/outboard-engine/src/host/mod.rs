@@ -20,9 +20,9 @@ use crate::log::{self, Level};
 use outboard_stack::{ConnId, Stack};
 use outboard_time::Instant;
 use session::Session;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::RawFd;
-use outboard_board::layout::{SLEEP_EVENTFD, SLEEP_FUTEX};
+use outboard_board::layout::{app_counter, SLEEP_EVENTFD, SLEEP_FUTEX};
 use std::sync::atomic::Ordering;
 
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -54,6 +54,14 @@ pub struct BoardRow {
     pub accepts: u64,
     pub datagrams_in: u64,
     pub datagrams_out: u64,
+    /// SET_OPTION commands refused (unknown option or value out of range).
+    #[serde(default)]
+    pub bad_options: u64,
+    /// The application's own counters (`layout::app_counter`, by name),
+    /// non-zero ones only: what a socket shim did and could not do. Written
+    /// by the application: shown, never trusted.
+    #[serde(default)]
+    pub app: BTreeMap<String, u64>,
 }
 
 #[derive(Default)]
@@ -111,6 +119,14 @@ impl Host {
                 accepts: s.counters.accepts,
                 datagrams_in: s.counters.datagrams_in,
                 datagrams_out: s.counters.datagrams_out,
+                bad_options: s.counters.bad_options,
+                app: s
+                    .app_counters()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| **v != 0)
+                    .map(|(k, v)| (app_counter::name(k).into_owned(), *v))
+                    .collect(),
             })
             .collect()
     }

@@ -5,12 +5,13 @@
 
 use super::region::BoardRegion;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
-use outboard_board::layout::{flags, header, status, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
+use outboard_board::layout::{flags, header, status, tcp_info, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
 use outboard_board::mailbox::Descriptor;
 use outboard_board::proto::{ev, kind, op, opt};
 use outboard_board::sync::CompleteError;
 use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, MailboxProducer, Mapping, Producer, SyncTable};
 use outboard_stack::{ConnId, ListenerId, Stack, StackError, UdpId};
+use outboard_tcp::conn::ConnInfo;
 use outboard_tcp::{Event as TcpEvent, State};
 use outboard_time::Instant;
 use std::collections::VecDeque;
@@ -18,6 +19,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Commands taken from one board per turn, so one application cannot starve the rest.
 pub const COMMANDS_PER_TURN: usize = 256;
@@ -60,6 +62,8 @@ pub(super) struct StreamEp {
     published_flags: u32,
     published_error: u32,
     connect_sync: Option<u32>,
+    /// The TCP_INFO words in the status record now (written only when they change).
+    published_info: Option<(u8, ConnInfo)>,
 }
 
 pub(super) enum EpKind {
@@ -83,6 +87,8 @@ pub struct SessionCounters {
     /// Stream bytes delivered: consumed by the application (rx), acknowledged by the peer (tx).
     pub rx_delivered: u64,
     pub tx_delivered: u64,
+    /// SET_OPTION commands with an unknown option or a value out of range (ignored).
+    pub bad_options: u64,
 }
 
 pub struct Session {
@@ -128,6 +134,45 @@ fn state_number(s: State) -> u32 {
         State::LastAck => 8,
         State::TimeWait => 9,
     }
+}
+
+/// `State` numbered as Linux's `tcp_states.h` (TCP_INFO's `tcpi_state`).
+fn linux_state(s: State) -> u8 {
+    match s {
+        State::Established => tcp_info::TCP_ESTABLISHED,
+        State::SynSent => tcp_info::TCP_SYN_SENT,
+        State::SynReceived => tcp_info::TCP_SYN_RECV,
+        State::FinWait1 => tcp_info::TCP_FIN_WAIT1,
+        State::FinWait2 => tcp_info::TCP_FIN_WAIT2,
+        State::TimeWait => tcp_info::TCP_TIME_WAIT,
+        State::Closed => tcp_info::TCP_CLOSE,
+        State::CloseWait => tcp_info::TCP_CLOSE_WAIT,
+        State::LastAck => tcp_info::TCP_LAST_ACK,
+        State::Closing => tcp_info::TCP_CLOSING,
+    }
+}
+
+/// Keep-alive settings from a SET_OPTION KEEPALIVE command: `Ok(None)` turns
+/// them off; `Err` for a value out of range (the command is then ignored).
+pub(super) fn keepalive_option(c: &Command) -> Result<Option<(Duration, Duration, u32)>, ()> {
+    match c.b {
+        0 => Ok(None),
+        1 => {
+            let ms = |v: u64| if (1..=opt::KEEPALIVE_MAX_MS).contains(&v) { Ok(Duration::from_millis(v)) } else { Err(()) };
+            let probes = if (1..=opt::KEEPALIVE_MAX_PROBES).contains(&c.e) { c.e as u32 } else { return Err(()) };
+            Ok(Some((ms(c.c)?, ms(c.d)?, probes)))
+        }
+        _ => Err(()),
+    }
+}
+
+fn sat_u8(v: u32) -> u8 {
+    u8::try_from(v).unwrap_or(u8::MAX)
+}
+
+fn low_u32(v: u64) -> u32 {
+    // Linux's segs_in/segs_out are u32 that wrap; so do ours.
+    v as u32
 }
 
 fn addr_word(a: SocketAddrV4) -> u64 {
@@ -355,6 +400,7 @@ impl Session {
             published_flags: 0,
             published_error: 0,
             connect_sync: sync,
+            published_info: None,
         }));
         Some(ep)
     }
@@ -374,6 +420,11 @@ impl Session {
             let (e, f) = (s.error, s.flags);
             if let Some(slot) = s.connect_sync.take() {
                 sync_done = Some((slot, -i64::from(e.max(1))));
+            }
+            let info = s.published_info.map_or(ConnInfo::default(), |(_, i)| i);
+            if s.published_info.map(|(st, _)| st) != Some(tcp_info::TCP_CLOSE) {
+                s.published_info = Some((tcp_info::TCP_CLOSE, info));
+                Self::write_info(&self.map, self.layout.endpoint_status(ep), tcp_info::TCP_CLOSE, &info);
             }
             self.write_flags(ep, f, e);
             if bits != 0 {
@@ -415,8 +466,13 @@ impl Session {
             c.request_writable();
         }
         let state = state_number(c.state());
+        let info = (linux_state(c.state()), c.info());
         let base = self.layout.endpoint_status(ep);
         self.map.atomic_u32(base + status::STATE).store(state, Ordering::Relaxed);
+        if s.published_info != Some(info) {
+            s.published_info = Some(info);
+            Self::write_info(&self.map, base, info.0, &info.1);
+        }
         if rx_total != s.rx_published {
             s.rx_published = rx_total;
             self.map.atomic_u64(base + status::RX_TOTAL).store(rx_total, Ordering::Release);
@@ -457,6 +513,44 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// The TCP_INFO words of a status record (Release: a reader that sees
+    /// one word sees the record's earlier bytes; the words are independent).
+    fn write_info(m: &Mapping, base: usize, state: u8, i: &ConnInfo) {
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        let opts = bit(i.timestamps, tcp_info::OPT_TIMESTAMPS) | bit(i.sack, tcp_info::OPT_SACK) | bit(i.wscale, tcp_info::OPT_WSCALE);
+        let mut b = [0u8; 8];
+        b[tcp_info::STATE] = state;
+        b[tcp_info::CA_STATE] = i.ca_state as u8;
+        b[tcp_info::RETRANSMITS] = sat_u8(i.rto_count);
+        b[tcp_info::BACKOFF] = sat_u8(i.backoff);
+        b[tcp_info::OPTIONS] = opts;
+        b[tcp_info::SND_WSCALE] = i.snd_wscale;
+        b[tcp_info::RCV_WSCALE] = i.rcv_wscale;
+        for (off, v) in [
+            (status::RTO_US, i.rto_us),
+            (status::SND_MSS, i.snd_mss),
+            (status::RCV_MSS, i.rcv_mss),
+            (status::UNACKED, i.unacked_segs),
+            (status::RTT_US, i.srtt_us),
+            (status::RTTVAR_US, i.rttvar_us),
+            (status::SND_SSTHRESH, i.ssthresh_segs),
+            (status::SND_CWND, i.cwnd_segs),
+            (status::TOTAL_RETRANS, low_u32(i.retransmits)),
+            (status::SEGS_OUT, low_u32(i.segments_out)),
+            (status::SEGS_IN, low_u32(i.segments_in)),
+        ] {
+            m.atomic_u32(base + off).store(v, Ordering::Release);
+        }
+        m.atomic_u64(base + status::RETRANS_BYTES).store(i.retransmitted_bytes, Ordering::Release);
+        m.atomic_u64(base + status::INFO_BYTES).store(tcp_info::pack(b), Ordering::Release);
+    }
+
+    /// The application's own counters from the board header (`app_counter::*`):
+    /// for display only, never trusted.
+    pub fn app_counters(&self) -> [u64; header::APP_COUNTERS_LEN] {
+        std::array::from_fn(|k| self.map.atomic_u64(header::APP_COUNTERS + 8 * k).load(Ordering::Relaxed))
     }
 
     fn write_flags(&self, ep: u32, f: u32, e: u32) {
@@ -544,6 +638,8 @@ impl Session {
                             Ok(lid) => {
                                 let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
                                 let base = self.layout.endpoint_status(ep);
+                                let listen = tcp_info::pack([tcp_info::TCP_LISTEN, 0, 0, 0, 0, 0, 0, 0]);
+                                self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
                                 self.map.atomic_u64(base + status::LOCAL).store(
                                     addr_word(SocketAddrV4::new(stack.config().addr, port)),
                                     Ordering::Relaxed,
@@ -641,10 +737,27 @@ impl Session {
             }
             op::SET_OPTION => {
                 let i = self.ep_index(c.endpoint, "set option")?;
+                // Options apply to the stream as it is now (an accepted one
+                // inherits nothing from its listener: the application sets them).
+                let keepalive = match c.a {
+                    opt::NODELAY => None,
+                    opt::KEEPALIVE => match keepalive_option(&c) {
+                        Ok(k) => Some(k),
+                        Err(()) => {
+                            self.counters.bad_options += 1;
+                            return Ok(());
+                        }
+                    },
+                    _ => {
+                        self.counters.bad_options += 1;
+                        return Ok(());
+                    }
+                };
                 if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
                     if let Some(conn) = stack.tcp(s.conn) {
-                        if c.a == opt::NODELAY {
-                            conn.set_nodelay(c.b != 0);
+                        match keepalive {
+                            Some(k) => conn.set_keepalive(now, k),
+                            None => conn.set_nodelay(c.b != 0),
                         }
                     }
                 }
@@ -857,5 +970,53 @@ impl Session {
         self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
         self.cond.signal();
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ka(b: u64, c: u64, d: u64, e: u64) -> Command {
+        Command { op: op::SET_OPTION, a: opt::KEEPALIVE, b, c, d, e, ..Default::default() }
+    }
+
+    #[test]
+    fn keepalive_values_are_checked_before_use() {
+        assert_eq!(keepalive_option(&ka(0, 0, 0, 0)), Ok(None));
+        assert_eq!(
+            keepalive_option(&ka(1, 7_200_000, 75_000, 9)),
+            Ok(Some((Duration::from_secs(7200), Duration::from_secs(75), 9)))
+        );
+        assert_eq!(
+            keepalive_option(&ka(1, 1 << 31, 1, 127)),
+            Ok(Some((Duration::from_millis(1 << 31), Duration::from_millis(1), 127)))
+        );
+        for bad in [
+            ka(2, 1000, 1000, 3),
+            ka(1, 0, 1000, 3),
+            ka(1, 1000, 0, 3),
+            ka(1, (1 << 31) + 1, 1000, 3),
+            ka(1, 1000, u64::MAX, 3),
+            ka(1, 1000, 1000, 0),
+            ka(1, 1000, 1000, 128),
+            ka(u64::MAX, 1000, 1000, 3),
+        ] {
+            assert_eq!(keepalive_option(&bad), Err(()), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn states_are_numbered_as_linux_numbers_them() {
+        assert_eq!(linux_state(State::Established), 1);
+        assert_eq!(linux_state(State::SynSent), 2);
+        assert_eq!(linux_state(State::SynReceived), 3);
+        assert_eq!(linux_state(State::FinWait1), 4);
+        assert_eq!(linux_state(State::FinWait2), 5);
+        assert_eq!(linux_state(State::TimeWait), 6);
+        assert_eq!(linux_state(State::Closed), 7);
+        assert_eq!(linux_state(State::CloseWait), 8);
+        assert_eq!(linux_state(State::LastAck), 9);
+        assert_eq!(linux_state(State::Closing), 11);
     }
 }

@@ -45,6 +45,52 @@ const DEFAULT_MSS: usize = 536;
 /// the peer's slow start is not slowed by delayed ACKs.
 const QUICKACK_SEGMENTS: u32 = 16;
 
+/// Congestion-avoidance state, numbered as Linux's `tcpi_ca_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum CaState {
+    #[default]
+    Open = 0,
+    /// Duplicate ACKs or SACKed data seen, no recovery yet.
+    Disorder = 1,
+    /// Fast recovery (RFC 6675 / RFC 6582).
+    Recovery = 3,
+    /// After a retransmission timeout, until the data then in flight is acknowledged.
+    Loss = 4,
+}
+
+/// A connection's `TCP_INFO`-style facts (`Connection::info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConnInfo {
+    pub ca_state: CaState,
+    /// Consecutive retransmission timeouts without progress (Linux `tcpi_retransmits`).
+    pub rto_count: u32,
+    /// Current RTO backoff exponent (Linux `tcpi_backoff`).
+    pub backoff: u32,
+    pub rto_us: u32,
+    /// 0 before the first RTT sample.
+    pub srtt_us: u32,
+    pub rttvar_us: u32,
+    /// Payload bytes per full segment we send (options excluded).
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub cwnd_segs: u32,
+    /// 0x7fff_ffff while unset (Linux's TCP_INFINITE_SSTHRESH).
+    pub ssthresh_segs: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked_segs: u32,
+    /// Negotiated options: RFC 7323 timestamps and window scaling, RFC 2018 SACK.
+    pub timestamps: bool,
+    pub sack: bool,
+    pub wscale: bool,
+    pub snd_wscale: u8,
+    pub rcv_wscale: u8,
+    pub retransmits: u64,
+    pub retransmitted_bytes: u64,
+    pub segments_in: u64,
+    pub segments_out: u64,
+}
+
 /// One TCP connection: the RFC 9293 transmission control block plus the
 /// RFC 7323 / 2018 / 6675 / 6298 state, buffers and timers. See the module
 /// docs for the call order. The buffers take memory only while they can hold
@@ -487,6 +533,50 @@ impl Connection {
         s.memory = self.memory_in_use();
         s.reordering = self.rec.reordering;
         s
+    }
+
+    /// What Linux's `TCP_INFO` reports, from this connection's own state:
+    /// cheap (no allocation, no scoreboard walk), for publishing often.
+    pub fn info(&self) -> ConnInfo {
+        let mss = self.data_mss().max(1);
+        let segs = |bytes: usize| u32::try_from(bytes / mss).unwrap_or(u32::MAX);
+        // Linux's TCP_INFINITE_SSTHRESH for "not set yet".
+        let ssthresh = match self.cc.ssthresh() {
+            s if s >= 0x7fff_ffff => 0x7fff_ffff,
+            s => segs(s),
+        };
+        let ca_state = if self.rec.in_recovery {
+            CaState::Recovery
+        } else if self.rec.rto_recover.is_some() {
+            CaState::Loss
+        } else if self.rec.dupacks > 0 || (self.sack_ok && !self.rec.scoreboard.is_empty()) {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        let to_us = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX);
+        ConnInfo {
+            ca_state,
+            rto_count: self.rto_count,
+            backoff: self.rtt.backoff_count(),
+            rto_us: to_us(self.rtt.rto()),
+            srtt_us: self.rtt.srtt().map_or(0, to_us),
+            rttvar_us: to_us(self.rtt.rttvar()),
+            snd_mss: u32::try_from(mss).unwrap_or(u32::MAX),
+            rcv_mss: u32::try_from(self.rcv_mss).unwrap_or(u32::MAX),
+            cwnd_segs: segs(self.cc.cwnd()),
+            ssthresh_segs: ssthresh,
+            unacked_segs: u32::try_from(recovery::seq_sub(self.snd_max, self.snd_una).div_ceil(mss)).unwrap_or(u32::MAX),
+            timestamps: self.ts_ok,
+            sack: self.sack_ok,
+            wscale: self.wscale_ok,
+            snd_wscale: if self.wscale_ok { self.snd_wscale } else { 0 },
+            rcv_wscale: if self.wscale_ok { self.rcv_wscale } else { 0 },
+            retransmits: self.stats.retransmits,
+            retransmitted_bytes: self.stats.retransmitted_bytes,
+            segments_in: self.stats.segments_in,
+            segments_out: self.stats.segments_out,
+        }
     }
 
     /// The largest segment the link takes for new data now (TSO/GSO; 0 = one

@@ -1,0 +1,243 @@
+//! What a socket layer over the API needs beyond reading and writing:
+//! keep-alives, `TCP_INFO`, which destinations the engine serves, and the
+//! application's own counters (shown per board by `outboard stat`).
+
+use crate::{Board, Error, Result, Stream};
+use outboard_board::layout::{header, status, tcp_info};
+use outboard_board::proto::{op, opt};
+use outboard_board::Command;
+use std::net::Ipv4Addr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+pub use outboard_board::layout::app_counter;
+
+/// A stream's `TCP_INFO`, as the engine last published it (fields named and
+/// numbered as Linux's `struct tcp_info`: `state` 1 = ESTABLISHED …,
+/// `options` `TCPI_OPT_*` bits).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    pub state: u8,
+    /// 0 open, 1 disorder, 3 recovery, 4 loss.
+    pub ca_state: u8,
+    /// Consecutive retransmission timeouts without progress.
+    pub retransmits: u8,
+    /// RTO backoff exponent.
+    pub backoff: u8,
+    /// `TCPI_OPT_TIMESTAMPS` (1), `TCPI_OPT_SACK` (2), `TCPI_OPT_WSCALE` (4).
+    pub options: u8,
+    pub snd_wscale: u8,
+    pub rcv_wscale: u8,
+    pub rto_us: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    /// Smoothed RTT (0 before the first sample) and its variation.
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// In segments; 0x7fff_ffff while unset.
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    /// Retransmitted segments, ever.
+    pub total_retrans: u32,
+    /// Stream bytes the peer acknowledged / bytes received in order.
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    /// Retransmitted payload bytes, ever.
+    pub bytes_retrans: u64,
+}
+
+pub const TCPI_OPT_TIMESTAMPS: u8 = tcp_info::OPT_TIMESTAMPS;
+pub const TCPI_OPT_SACK: u8 = tcp_info::OPT_SACK;
+pub const TCPI_OPT_WSCALE: u8 = tcp_info::OPT_WSCALE;
+
+/// Whole milliseconds for a keep-alive time, rounded up (1 ms ..= 2^31 ms).
+fn keepalive_ms(d: Duration) -> Result<u64> {
+    let ms = d.as_nanos().div_ceil(1_000_000);
+    match u64::try_from(ms) {
+        Ok(ms) if (1..=opt::KEEPALIVE_MAX_MS).contains(&ms) => Ok(ms),
+        _ => Err(Error::Invalid("keep-alive time must be 1 ms ..= 2^31 ms")),
+    }
+}
+
+impl Stream {
+    /// RFC 1122 §4.2.3.6 keep-alives (SO_KEEPALIVE with TCP_KEEPIDLE,
+    /// TCP_KEEPINTVL, TCP_KEEPCNT): `Some((idle, interval, probes))` probes
+    /// the peer after `idle` without a segment, every `interval`, and times
+    /// the stream out (`Error::TimedOut`, ETIMEDOUT) after `probes`
+    /// unanswered probes; `None` turns them off. `Error::Invalid` for times
+    /// outside 1 ms ..= 2^31 ms (sub-millisecond times round up) or probes
+    /// outside 1..=127.
+    pub fn set_keepalive(&mut self, ka: Option<(Duration, Duration, u32)>) -> Result<()> {
+        let (b, c, d, e) = match ka {
+            None => (0, 0, 0, 0),
+            Some((idle, interval, probes)) => {
+                if !(1..=opt::KEEPALIVE_MAX_PROBES).contains(&u64::from(probes)) {
+                    return Err(Error::Invalid("keep-alive probes must be 1..=127"));
+                }
+                (1, keepalive_ms(idle)?, keepalive_ms(interval)?, u64::from(probes))
+            }
+        };
+        let mut i = self.board.inner.borrow_mut();
+        i.command(Command {
+            op: op::SET_OPTION,
+            endpoint: self.id,
+            a: opt::KEEPALIVE,
+            b,
+            c,
+            d,
+            e,
+            ..Default::default()
+        })
+    }
+
+    /// The stream's `TCP_INFO` as the engine last published it (each word
+    /// read on its own: the fields may come from neighbouring updates).
+    pub fn tcp_info(&self) -> TcpInfo {
+        let i = self.board.inner.borrow();
+        let base = i.layout.endpoint_status(self.id);
+        let w32 = |off: usize| i.map.atomic_u32(base + off).load(Ordering::Acquire);
+        let w64 = |off: usize| i.map.atomic_u64(base + off).load(Ordering::Acquire);
+        let b = tcp_info::unpack(w64(status::INFO_BYTES));
+        TcpInfo {
+            state: b[tcp_info::STATE],
+            ca_state: b[tcp_info::CA_STATE],
+            retransmits: b[tcp_info::RETRANSMITS],
+            backoff: b[tcp_info::BACKOFF],
+            options: b[tcp_info::OPTIONS],
+            snd_wscale: b[tcp_info::SND_WSCALE],
+            rcv_wscale: b[tcp_info::RCV_WSCALE],
+            rto_us: w32(status::RTO_US),
+            snd_mss: w32(status::SND_MSS),
+            rcv_mss: w32(status::RCV_MSS),
+            unacked: w32(status::UNACKED),
+            rtt_us: w32(status::RTT_US),
+            rttvar_us: w32(status::RTTVAR_US),
+            snd_ssthresh: w32(status::SND_SSTHRESH),
+            snd_cwnd: w32(status::SND_CWND),
+            total_retrans: w32(status::TOTAL_RETRANS),
+            bytes_acked: w64(status::TX_ACKED),
+            bytes_received: w64(status::RX_TOTAL),
+            segs_out: w32(status::SEGS_OUT),
+            segs_in: w32(status::SEGS_IN),
+            bytes_retrans: w64(status::RETRANS_BYTES),
+        }
+    }
+}
+
+/// The engine's place on its network, from the attach reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineNet {
+    pub addr: Ipv4Addr,
+    /// 0..=32.
+    pub prefix_len: u8,
+    pub gateway: Option<Ipv4Addr>,
+}
+
+impl EngineNet {
+    fn mask(&self) -> u32 {
+        match self.prefix_len {
+            0 => 0,
+            p => u32::MAX << (32 - u32::from(p.min(32))),
+        }
+    }
+
+    /// Whether `dst` is on the engine's subnet.
+    pub fn on_link(&self, dst: Ipv4Addr) -> bool {
+        let m = self.mask();
+        u32::from(dst) & m == u32::from(self.addr) & m
+    }
+
+    /// Whether a connection or datagram to `dst` goes through the engine:
+    /// a unicast address on its subnet, or any other routable unicast
+    /// address when it has a gateway. Never 0.0.0.0, broadcast (limited,
+    /// or the subnet's own), loopback or multicast; never a link-local
+    /// address off the subnet (RFC 3927 §2.6.2: routers do not forward them).
+    pub fn serves(&self, dst: Ipv4Addr) -> bool {
+        if dst.is_unspecified() || dst.is_broadcast() || dst.is_loopback() || dst.is_multicast() {
+            return false;
+        }
+        if self.on_link(dst) {
+            // The subnet's directed broadcast (RFC 919), where the subnet has one (RFC 3021: /31 has none).
+            let m = self.mask();
+            return self.prefix_len >= 31 || u32::from(dst) | m != u32::MAX;
+        }
+        // 240.0.0.0/4 is reserved (RFC 1112 §4): nothing routes it.
+        let reserved = u32::from(dst) >> 28 == 0xf;
+        self.gateway.is_some() && !dst.is_link_local() && !reserved
+    }
+}
+
+impl Board {
+    /// The engine's address, subnet and gateway: which destinations it serves.
+    pub fn engine_net(&self) -> EngineNet {
+        let i = self.inner.borrow();
+        EngineNet {
+            addr: i.engine_addr,
+            prefix_len: i.net_prefix.min(32),
+            gateway: (i.net_gateway != 0).then(|| Ipv4Addr::from(i.net_gateway)),
+        }
+    }
+
+    /// Adds `n` to the application counter `slot` (`app_counter::*`; slots
+    /// 0..16, others ignored). The engine shows them in `outboard stat`.
+    pub fn app_counter_add(&self, slot: usize, n: u64) {
+        if slot < header::APP_COUNTERS_LEN {
+            let i = self.inner.borrow();
+            i.map.atomic_u64(header::APP_COUNTERS + 8 * slot).fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// All 16 application counters.
+    pub fn app_counters(&self) -> [u64; header::APP_COUNTERS_LEN] {
+        let i = self.inner.borrow();
+        std::array::from_fn(|k| i.map.atomic_u64(header::APP_COUNTERS + 8 * k).load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(prefix_len: u8, gateway: Option<[u8; 4]>) -> EngineNet {
+        EngineNet { addr: Ipv4Addr::new(10, 0, 0, 1), prefix_len, gateway: gateway.map(Ipv4Addr::from) }
+    }
+
+    #[test]
+    fn serves_the_subnet_and_through_a_gateway_the_rest() {
+        let n = net(24, None);
+        assert!(n.serves(Ipv4Addr::new(10, 0, 0, 2)));
+        assert!(n.serves(Ipv4Addr::new(10, 0, 0, 1)));
+        assert!(!n.serves(Ipv4Addr::new(10, 0, 0, 255)), "directed broadcast");
+        assert!(!n.serves(Ipv4Addr::new(10, 0, 1, 2)), "off the subnet, no gateway");
+        assert!(!n.serves(Ipv4Addr::new(8, 8, 8, 8)));
+        for never in [[0, 0, 0, 0], [255, 255, 255, 255], [127, 0, 0, 1], [224, 0, 0, 1], [239, 1, 2, 3]] {
+            assert!(!n.serves(Ipv4Addr::from(never)), "{never:?}");
+            assert!(!net(24, Some([10, 0, 0, 254])).serves(Ipv4Addr::from(never)), "{never:?}");
+        }
+        let g = net(24, Some([10, 0, 0, 254]));
+        assert!(g.serves(Ipv4Addr::new(8, 8, 8, 8)));
+        assert!(g.serves(Ipv4Addr::new(10, 0, 1, 2)));
+        assert!(!g.serves(Ipv4Addr::new(169, 254, 1, 1)), "link-local is not routed");
+        assert!(!g.serves(Ipv4Addr::new(240, 0, 0, 1)), "reserved");
+        // /31 and /32: no directed broadcast to exclude.
+        assert!(net(31, None).serves(Ipv4Addr::new(10, 0, 0, 0)));
+        assert!(net(32, None).serves(Ipv4Addr::new(10, 0, 0, 1)));
+        assert!(!net(32, None).serves(Ipv4Addr::new(10, 0, 0, 2)));
+        // /0 with no gateway: everything is on link.
+        assert!(net(0, None).serves(Ipv4Addr::new(8, 8, 8, 8)));
+    }
+
+    #[test]
+    fn keepalive_times_round_up_and_are_bounded() {
+        assert_eq!(keepalive_ms(Duration::from_micros(1)).unwrap(), 1);
+        assert_eq!(keepalive_ms(Duration::from_millis(1500)).unwrap(), 1500);
+        assert_eq!(keepalive_ms(Duration::from_millis(1 << 31)).unwrap(), 1 << 31);
+        assert!(keepalive_ms(Duration::ZERO).is_err());
+        assert!(keepalive_ms(Duration::from_millis((1 << 31) + 1)).is_err());
+        assert!(keepalive_ms(Duration::MAX).is_err());
+    }
+}
