@@ -508,17 +508,14 @@ impl Drop for PendingConnect {
     fn drop(&mut self) {
         let Some(slot) = self.slot.take() else { return };
         let Ok(mut i) = self.board.inner.try_borrow_mut() else { return };
-        match i.syncs.cancel(slot) {
-            // The engine made the stream already: reset it, as closing a
-            // socket whose handshake just finished would.
-            outboard_board::sync::CancelOutcome::AlreadyDone(v) => {
-                i.free_syncs.push(slot);
-                if v >= 0 && (v as u64) < u64::from(i.layout.params.endpoints) {
-                    let _ = i.command(Command { op: op::ABORT, endpoint: v as u32, ..Default::default() });
-                }
+        // The engine made the stream already: reset it, as closing a socket
+        // whose handshake just finished would. (Cancelled: the slot is not
+        // reusable until the engine frees it.)
+        if let outboard_board::sync::CancelOutcome::AlreadyDone(v) = i.syncs.cancel(slot) {
+            i.free_syncs.push(slot);
+            if v >= 0 && (v as u64) < u64::from(i.layout.params.endpoints) {
+                let _ = i.command(Command { op: op::ABORT, endpoint: v as u32, ..Default::default() });
             }
-            // Cancelled: the slot is not reusable until the engine frees it.
-            _ => {}
         }
     }
 }

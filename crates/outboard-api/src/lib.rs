@@ -25,11 +25,11 @@ mod info;
 mod listener;
 mod stream;
 
-pub use board::{AttachOptions, Board, CopyCounters, Mode};
+pub use board::{AttachOptions, Board, CopyCounters, Mode, News, PendingConnect};
 pub use datagram::Datagram;
 pub use embedded::{EmbeddedEngine, InlineEngine};
 pub use error::{Error, Result};
-pub use events::{EventQueue, Interest, Ready};
+pub use events::{EventQueue, Interest, Readiness, Ready};
 pub use info::*;
 pub use listener::Listener;
 pub use stream::Stream;

@@ -273,6 +273,12 @@ impl Stream {
         let ep = &i.eps[self.id as usize];
         (ep.tx_produced.saturating_sub(i.tx_acked(self.id)), self.tx.1 as u64)
     }
+    /// True once the peer's FIN arrived (whether or not its bytes were read).
+    pub fn peer_closed(&self) -> bool {
+        let mut i = self.board.inner.borrow_mut();
+        let _ = i.pump();
+        i.peer_closed(self.id)
+    }
     /// Size of the receive region (the most bytes that can wait unread).
     pub fn rx_region_size(&self) -> usize {
         self.rx.1

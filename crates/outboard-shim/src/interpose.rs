@@ -66,7 +66,7 @@ fn ours(fd: c_int) -> bool {
 /// # Safety
 /// `iov` points to `n` iovecs whose buffers are valid for their lengths.
 unsafe fn iov_mut<'a>(iov: *const libc::iovec, n: c_int) -> Result<Vec<&'a mut [u8]>, i32> {
-    if n < 0 || n > libc::UIO_MAXIOV {
+    if !(0..=libc::UIO_MAXIOV).contains(&n) {
         return Err(libc::EINVAL);
     }
     if n > 0 && iov.is_null() {
@@ -636,7 +636,8 @@ pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut libc::off_t,
     }
     let r = {
         let _r = Reentry::enter();
-        ops::sendfile(out, inp, off, n)
+        // SAFETY: the program's offset pointer (or null).
+        unsafe { ops::sendfile(out, inp, off, n) }
     };
     ret_sent(r, 0)
 }
@@ -776,7 +777,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
             // SAFETY: FIONBIO takes an int pointer.
             let on = unsafe { *(arg as *const c_int) } != 0;
             ops::set_nonblock(fd, on);
-        } else if let Some(r) = ops::ioctl_value(fd, req as u64) {
+        } else if let Some(r) = ops::ioctl_value(fd, req) {
             return match r {
                 Ok(v) => {
                     if arg.is_null() {

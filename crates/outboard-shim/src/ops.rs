@@ -261,6 +261,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
         let Ok(s) = sock_of(&st, fd) else { return Connect::Kernel };
         let mut sock = s.borrow_mut();
         sock.settle();
+        let confirmable = !sock.connect_confirmed && sock.peer.is_some();
         match &mut sock.kind {
             Kind::Undecided | Kind::Bound => {
                 let Some(a) = a else {
@@ -305,7 +306,11 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                     }
                 }
             }
-            Kind::Connecting(_) => return Connect::Engine(Err(if sock.nonblock { libc::EALREADY } else { libc::EALREADY })),
+            Kind::Connecting(_) => return Connect::Engine(Err(libc::EALREADY)),
+            Kind::Stream(_) if confirmable => {
+                sock.connect_confirmed = true;
+                return Connect::Engine(Ok(()));
+            }
             Kind::Stream(_) => return Connect::Engine(Err(libc::EISCONN)),
             Kind::Listener(_) => return Connect::Engine(Err(libc::EISCONN)),
             Kind::Failed => {
@@ -331,10 +336,13 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
     // A blocking connect waits for the handshake (SO_SNDTIMEO bounds it: EINPROGRESS, as Linux).
     let r = blocking(fd, false, sndtimeo, |_, s| {
         s.settle();
-        match &s.kind {
-        Kind::Stream(_) => Some(Ok(())),
-        Kind::Failed => Some(Err(s.take_error())),
-        _ => None,
+        match s.kind {
+            Kind::Stream(_) => {
+                s.connect_confirmed = true;
+                Some(Ok(()))
+            }
+            Kind::Failed => Some(Err(s.take_error())),
+            _ => None,
         }
     });
     Connect::Engine(match r {
@@ -361,7 +369,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
         to_kernel(&mut st, fd);
         return Ok(false);
     };
-    let local = !(sock.v6 && sock.opts.v6only) && st.net().is_some_and(|n| n.is_local(*a.ip()));
+    let local = !(sock.v6 && sock.opts.v6only) && st.net().is_some_and(|n| state::is_local(&n, *a.ip()));
     // Port 0 for a stream: the kernel picks ports for listeners (the engine listens on given ports).
     if !local || (sock.stream && a.port() == 0) {
         drop(sock);
@@ -655,7 +663,10 @@ pub fn ioctl_value(fd: RawFd, req: u64) -> Option<SResult<i32>> {
 }
 
 /// sendfile into an engine stream, by copying through a buffer.
-pub fn sendfile(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: usize) -> SResult<usize> {
+///
+/// # Safety
+/// `off` is null or points to a valid `off_t`.
+pub unsafe fn sendfile(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: usize) -> SResult<usize> {
     if state::mark(inp) == MARK_SOCK {
         return Err(libc::EINVAL);
     }

@@ -97,7 +97,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
             set_errno(e);
             return -1;
         }
-        let mut n_kernel = 0;
+        let mut n_kernel: i32 = 0;
         for i in 0..nk {
             if kfds[i].fd >= 0 {
                 fds[i].revents = kfds[i].revents;
@@ -107,7 +107,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
             }
         }
         if n_kernel > 0 || now_only {
-            return (n_kernel + n_eng) as i32;
+            return n_kernel + n_eng;
         }
         if left(deadline).is_some_and(|d| d.is_zero()) {
             return 0;

@@ -89,6 +89,8 @@ pub struct Sock {
     pub err_reported: bool,
     pub shut_rd: bool,
     pub shut_wr: bool,
+    /// A non-blocking connect's success was seen by a later connect() (Linux returns 0 once, then EISCONN).
+    pub connect_confirmed: bool,
     pub backlog: u32,
     pub opts: Opts,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
@@ -118,6 +120,7 @@ impl Sock {
             err_reported: false,
             shut_rd: false,
             shut_wr: false,
+            connect_confirmed: false,
             backlog: 0,
             opts: Opts::default(),
             transitions: 0,
@@ -305,9 +308,14 @@ impl Sock {
                     return Some(Err(libc::EPIPE));
                 }
                 if let Some(e) = s.error() {
+                    let mut e = errno_of(&e, true);
+                    // A reset after the peer's FIN (CLOSE-WAIT) is EPIPE on Linux (tcp_reset).
+                    if e == libc::ECONNRESET && s.peer_closed() {
+                        e = libc::EPIPE;
+                    }
                     if !self.err_reported {
                         self.err_reported = true;
-                        return Some(Err(errno_of(&e, true)));
+                        return Some(Err(e));
                     }
                     return Some(Err(libc::EPIPE));
                 }

@@ -100,32 +100,12 @@ pub fn counter(c: Count) -> u64 {
     COUNTERS[c as usize].load(Ordering::Relaxed)
 }
 
-/// The engine's network, as far as routing decisions go.
-#[derive(Debug, Clone, Copy)]
-pub struct Net {
-    pub addr: Ipv4Addr,
-    pub prefix: u8,
-    pub gateway: Option<Ipv4Addr>,
-}
+/// The engine's network (which destinations it serves).
+pub type Net = outboard_api::EngineNet;
 
-impl Net {
-    /// Destinations the engine reaches: its subnet (not its own address's
-    /// network or broadcast), and any other unicast address if it has a gateway.
-    pub fn serves(&self, dst: Ipv4Addr) -> bool {
-        if dst.is_loopback() || dst.is_unspecified() || dst.is_multicast() || dst.is_broadcast() {
-            return false;
-        }
-        let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix.min(32))) };
-        let (d, a) = (u32::from(dst), u32::from(self.addr));
-        if d & mask == a & mask {
-            return d != a && d & !mask != 0 && d & !mask != !mask;
-        }
-        self.gateway.is_some()
-    }
-    /// Local addresses a server may bind to and be served by the engine.
-    pub fn is_local(&self, a: Ipv4Addr) -> bool {
-        a.is_unspecified() || a == self.addr
-    }
+/// Local addresses a server may bind to and be served by the engine.
+pub fn is_local(net: &Net, a: Ipv4Addr) -> bool {
+    a.is_unspecified() || a == net.addr
 }
 
 pub struct Shim {
@@ -185,7 +165,7 @@ fn env_u32(name: &str, default: u32) -> u32 {
 
 /// The engine this process attaches to (`OUTBOARD_ENGINE`, as `outboard run --name` sets it).
 pub fn engine_name() -> String {
-    std::env::var("OUTBOARD_ENGINE").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "outboard".into())
+    std::env::var("OUTBOARD_ENGINE").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "default".into())
 }
 
 impl Shim {
@@ -217,7 +197,7 @@ impl Shim {
             Ok(b) => {
                 set_mark(b.attach_socket_fd(), MARK_INTERNAL);
                 let net = b.engine_net();
-                self.net = Some(Net { addr: net.addr, prefix: net.prefix_len, gateway: net.gateway });
+                self.net = Some(net);
                 self.news = Some(b.news());
                 crate::wait::start_watcher(&b);
                 crate::log::info(&format!("attached to engine {name:?} at {}/{}", net.addr, net.prefix_len));
@@ -241,8 +221,8 @@ impl Shim {
     /// Copies new counts into the board's application counters.
     pub fn push_counters(&mut self) {
         let Some(b) = &self.board else { return };
-        for i in 0..COUNTS {
-            let now = COUNTERS[i].load(Ordering::Relaxed);
+        for (i, c) in COUNTERS.iter().enumerate() {
+            let now = c.load(Ordering::Relaxed);
             if now != self.pushed[i] {
                 b.app_counter_add(i, now.wrapping_sub(self.pushed[i]));
                 self.pushed[i] = now;

@@ -1,0 +1,173 @@
+//! The socket shim's error cases against Linux's, across the lab's veth
+//! (root): `tests/shim/errno_cases.c` runs once on the kernel's stack (in
+//! the Linux namespace) and once under the shim (in the engine's namespace,
+//! through `outboard run`), both against the same kernel peer
+//! (`tests/shim/errno_peer.c`); every line (an errno, a SIGPIPE count, a
+//! poll result) must be the same. The keepalive case makes the peer go
+//! silent with an nftables rule after the connection is up: both must end
+//! in ETIMEDOUT.
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+
+mod support;
+
+use outboard_lab::LabConfig;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
+
+const BASE: u16 = 30000;
+
+fn shim_lib() -> PathBuf {
+    let p = Path::new(OUTBOARD).parent().expect("target dir").join("liboutboard_shim.so");
+    assert!(p.exists(), "{} is missing: `cargo build -p outboard-shim` (scripts/test.sh builds it)", p.display());
+    p
+}
+
+fn compile(src: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(src.trim_end_matches(".c"));
+    let srcp = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim").join(src);
+    let st = Command::new("cc").args(["-O1", "-Wall", "-o"]).arg(&out).arg(&srcp).status().expect("cc (install gcc)");
+    assert!(st.success(), "compiling {src} failed");
+    out
+}
+
+/// Runs `cmd` (the cases program), returns its stdout lines; on "READY"
+/// runs `on_ready` (the keepalive case).
+fn run_lines(mut cmd: Command, mut on_ready: impl FnMut()) -> Vec<String> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn cases");
+    let out = child.stdout.take().expect("stdout");
+    let mut lines = Vec::new();
+    for line in BufReader::new(out).lines() {
+        let line = line.expect("line");
+        if line == "READY" {
+            on_ready();
+            continue;
+        }
+        lines.push(line);
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "cases exited {}: {}", o.status, String::from_utf8_lossy(&o.stderr));
+    lines
+}
+
+/// A child killed (and reaped) when the test ends, even by a panic.
+struct KillOnDrop(std::process::Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Nft<'a> {
+    ns: &'a str,
+}
+impl Nft<'_> {
+    fn cmd(&self, script: &str) -> bool {
+        Command::new("ip").args(["netns", "exec", self.ns, "nft", script]).status().is_ok_and(|s| s.success())
+    }
+    fn drop_from_port(&self, port: u16) {
+        let _ = self.cmd("delete table inet obshimerr");
+        assert!(self.cmd("add table inet obshimerr"));
+        assert!(self.cmd("add chain inet obshimerr out { type filter hook output priority 0 ; }"));
+        assert!(self.cmd(&format!("add rule inet obshimerr out tcp sport {port} drop")));
+    }
+    fn clear(&self) {
+        let _ = self.cmd("delete table inet obshimerr");
+    }
+}
+impl Drop for Nft<'_> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[test]
+fn shim_error_cases_match_linux() {
+    if skip_unless_root("shim_error_cases_match_linux") {
+        return;
+    }
+    let shim = shim_lib();
+    let dir = std::env::temp_dir().join(format!("ob-shim-errno-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = compile("errno_cases.c", &dir);
+    let peer_bin = compile("errno_peer.c", &dir);
+
+    let name = lab_name("errno");
+    let lab = lab(&LabConfig::new(&name));
+    let mut args = support::engine_args(&lab, "af_xdp");
+    args.extend(["--services".into(), "none".into()]);
+    let engine = EngineProc::start(lab.engine_ns(), &format!("{name}-e"), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let lip = lab.linux_addr().to_string();
+
+    let mut peer = KillOnDrop(Command::new("ip")
+        .args(["netns", "exec", lab.linux_ns()])
+        .arg(&peer_bin)
+        .args([&lip, &BASE.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("peer"));
+    let mut first = String::new();
+    BufReader::new(peer.0.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "listening");
+
+    let kernel_cmd = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["-k", "2", "40", "ip", "netns", "exec", lab.linux_ns()]).arg(&cases).args([&lip, &BASE.to_string()]).args(extra);
+        c
+    };
+    let shim_cmd = |extra: &[&str]| {
+        let mut c = Command::new("timeout");
+        c.args(["-k", "2", "40", "ip", "netns", "exec", lab.engine_ns(), OUTBOARD, "run", "--name", &engine.name, "--shim"])
+            .arg(&shim)
+            .arg("--")
+            .arg(&cases)
+            .args([&lip, &BASE.to_string()])
+            .args(extra)
+            .env("OUTBOARD_RUN_DIR", support::run_dir());
+        c
+    };
+
+    let t0 = Instant::now();
+    let kernel = run_lines(kernel_cmd(&[]), || {});
+    let shimmed = run_lines(shim_cmd(&[]), || {});
+    eprintln!("kernel:\n  {}\nshim:\n  {}", kernel.join("\n  "), shimmed.join("\n  "));
+    assert_eq!(kernel.len(), shimmed.len(), "both runs print every case");
+    for (k, s) in kernel.iter().zip(&shimmed) {
+        assert_eq!(k, s, "the shim's result differs from Linux's");
+    }
+    // Both agreeing is not enough: they must agree on the right answers.
+    for want in [
+        "connect_refused ECONNREFUSED",
+        "nonblocking_connect_refused EINPROGRESS poll=1 out=1 err=1 so_error=ECONNREFUSED",
+        "reset recv=ECONNRESET then=0",
+        "nonblocking_recv EAGAIN",
+        "nonblocking_accept EAGAIN",
+        "bind_in_use EADDRINUSE",
+        "send_after_shutdown EPIPE sigpipes=1 nosignal=EPIPE sigpipes=1",
+        "recv_interrupted EINTR alarms=1",
+        "recv_timeout EAGAIN",
+        "connect_connected EISCONN",
+        "recv_closed EBADF",
+        "accept_interrupted EINTR alarms=1",
+    ] {
+        assert!(shimmed.iter().any(|l| l == want), "expected line {want:?}");
+    }
+
+    // ETIMEDOUT: keepalive (1 s idle, 1 s interval, 2 probes) against a peer gone silent.
+    let nft = Nft { ns: lab.linux_ns() };
+    for (what, cmd) in [("kernel", kernel_cmd(&["keepalive"])), ("shim", shim_cmd(&["keepalive"]))] {
+        let t = Instant::now();
+        let lines = run_lines(cmd, || nft.drop_from_port(BASE + 3));
+        nft.clear();
+        assert_eq!(lines, vec!["keepalive_timeout ETIMEDOUT".to_string()], "{what}");
+        assert!(t.elapsed() < Duration::from_secs(20), "{what}: keepalive took {:?}", t.elapsed());
+    }
+    eprintln!("error cases took {:?}", t0.elapsed());
+    drop(peer);
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
