@@ -40,11 +40,16 @@ pub struct AttachOptions {
     pub mode: Mode,
     /// Spin this long before sleeping in `Mode::Blocking`.
     pub spin: Duration,
+    /// An eventfd the engine writes while any thread of this application
+    /// sleeps in poll/epoll on it (see [`News::poller_enter`]): for
+    /// applications that wait on kernel descriptors and the board at once.
+    /// The engine keeps its own copy.
+    pub wake_fd: Option<std::os::fd::RawFd>,
 }
 
 impl Default for AttachOptions {
     fn default() -> Self {
-        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20) }
+        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20), wake_fd: None }
     }
 }
 
@@ -146,7 +151,8 @@ impl Board {
         let attach_err = |what: &str, e: std::io::Error| Error::Attach(format!("{what}: {e}"));
         sock.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| attach_err("socket", e))?;
         let req = AttachRequest { magic: ATTACH_MAGIC, version: VERSION, pid: std::process::id(), _pad: 0, params: opts.params };
-        send_record(&sock, &req, &[]).map_err(|e| attach_err("sending the request", e))?;
+        let fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().collect();
+        send_record(&sock, &req, &fds).map_err(|e| attach_err("sending the request", e))?;
         let (reply, mut fds) = recv_record::<AttachReply>(&sock).map_err(|e| attach_err("reading the reply", e))?;
         if reply.magic != ATTACH_MAGIC {
             return Err(Error::Attach("the engine answered with a bad magic number".into()));
@@ -274,7 +280,8 @@ impl Board {
     /// move. For callers that do their own waiting (the socket shim) with
     /// endpoints in `Mode::NonBlocking`.
     pub fn news(&self) -> News {
-        News { cond: self.inner.borrow().cond.clone() }
+        let i = self.inner.borrow();
+        News { cond: i.cond.clone(), map: i.map.clone() }
     }
     /// Moves the engine's pending events into the endpoints' state (what
     /// every call does first); `Err(EngineGone)` once the engine is gone.
@@ -448,6 +455,7 @@ impl Board {
 #[derive(Clone)]
 pub struct News {
     cond: Condition,
+    map: Arc<Mapping>,
 }
 
 impl News {
@@ -462,6 +470,17 @@ impl News {
             Some(t) => self.cond.wait(seen, spin, t),
             None => self.cond.wait_untimed(seen, spin),
         }
+    }
+    /// Announces a thread about to sleep in poll/epoll on the wake eventfd:
+    /// from now on the engine writes it when it signals. Re-read `current()`
+    /// after this and before sleeping (SeqCst pairs with the engine's bump
+    /// and read: one of the two sees the other).
+    pub fn poller_enter(&self) {
+        self.map.atomic_u32(outboard_board::layout::header::APP_POLLERS).fetch_add(1, Ordering::SeqCst);
+    }
+    /// The thread woke; returns how many still sleep on the eventfd.
+    pub fn poller_exit(&self) -> u32 {
+        self.map.atomic_u32(outboard_board::layout::header::APP_POLLERS).fetch_sub(1, Ordering::SeqCst).saturating_sub(1)
     }
     /// Moves the word and wakes every sleeper (a watcher uses it when the engine dies).
     pub fn signal(&self) {

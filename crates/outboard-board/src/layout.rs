@@ -43,6 +43,11 @@ pub mod header {
     pub const EVENT_CONDITION: usize = 192;
     /// `BoardParams` copied here for the application's information.
     pub const PARAMS: usize = 256;
+    /// u32: how many of the application's threads sleep in poll/epoll on its
+    /// wake eventfd (the one it gave at attach). While non-zero, the engine
+    /// writes that eventfd whenever it signals `EVENT_CONDITION` (CLAN's
+    /// tripwire: a kernel-pollable wake-up beside the futex).
+    pub const APP_POLLERS: usize = 320;
     /// `[u64; APP_COUNTERS_LEN]`: counters written only by the application
     /// (`app_counter::*` slots). The engine reads them (Relaxed) for
     /// `outboard stat` and trusts them for nothing else.
@@ -53,6 +58,8 @@ const _: () = assert!(header::APP_COUNTERS + 8 * header::APP_COUNTERS_LEN <= HEA
 // Past the condition and the params (nothing else lives there), on a cache line of its own.
 const _: () = assert!(header::APP_COUNTERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
 const _: () = assert!(header::APP_COUNTERS >= header::EVENT_CONDITION + crate::condition::CONDITION_BYTES);
+const _: () = assert!(header::APP_POLLERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
+const _: () = assert!(header::APP_COUNTERS >= header::APP_POLLERS + 4);
 const _: () = assert!(header::APP_COUNTERS % 64 == 0);
 
 /// Slots of the header's application counters (what a socket shim did and

@@ -98,6 +98,7 @@ pub(crate) unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<
         params: params_from_c(&o.params),
         mode: mode(o.mode)?,
         spin: Duration::from_micros(u64::from(o.spin_us)),
+        wake_fd: None,
     })
 }
 

@@ -41,7 +41,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
     for &i in &engine {
         kfds[i].fd = -1;
     }
-    let efd = wait::thread_eventfd();
+    let efd = wait::wake_fd();
     kfds.push(libc::pollfd { fd: efd, events: libc::POLLIN, revents: 0 });
     let nk = fds.len();
     loop {
@@ -78,17 +78,18 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
         }
         let ts = if now_only { Some(to_timespec(Duration::ZERO)) } else { rest.map(to_timespec) };
         let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
-        let use_efd = !now_only && efd >= 0;
-        if use_efd {
-            state::count(Count::PollWaits);
-            wait::register(efd, seq);
+        let use_efd = !now_only && efd >= 0 && news.as_ref().is_some_and(|n| wait::poll_enter(n, seq));
+        if !now_only && efd >= 0 && !use_efd {
+            continue; // news arrived while announcing: look again
         }
         let count = if use_efd { kfds.len() } else { nk };
         // SAFETY: our own array and length; ts lives across the call.
         let r = unsafe { crate::real::ppoll(kfds.as_mut_ptr(), count as libc::nfds_t, tp, sigmask) };
         let e = errno();
         if use_efd {
-            wait::unregister(efd);
+            if let Some(n) = &news {
+                wait::poll_exit(n);
+            }
         }
         if r < 0 {
             if e == libc::EINTR {
@@ -217,7 +218,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
     }
     let max = max as usize;
     let deadline = (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
-    let efd = wait::thread_eventfd();
+    let efd = wait::wake_fd();
     let mut out = Vec::with_capacity(max.min(1024));
     loop {
         out.clear();
@@ -266,15 +267,17 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         if n_eng >= max {
             return n_eng as i32;
         }
-        if !now_only {
-            state::count(Count::PollWaits);
-            wait::register(efd, seq);
+        let announced = !now_only && news.as_ref().is_some_and(|n| wait::poll_enter(n, seq));
+        if !now_only && !announced {
+            continue; // news arrived while announcing: look again
         }
         // SAFETY: the rest of the caller's array.
         let r = unsafe { crate::real::epoll_pwait(epfd, evs.add(n_eng), (max - n_eng) as i32, tmo, sigmask) };
         let e = errno();
-        if !now_only {
-            wait::unregister(efd);
+        if announced {
+            if let Some(n) = &news {
+                wait::poll_exit(n);
+            }
         }
         if r < 0 {
             if n_eng > 0 {

@@ -192,7 +192,8 @@ impl Shim {
             stream_buffers: streams * 2,
             ..BoardParams::default()
         };
-        let opts = AttachOptions { params, mode: outboard_api::Mode::NonBlocking, ..AttachOptions::default() };
+        let wake_fd = crate::wait::make_wake_fd();
+        let opts = AttachOptions { params, mode: outboard_api::Mode::NonBlocking, wake_fd, ..AttachOptions::default() };
         match Board::attach_with(&name, &opts) {
             Ok(b) => {
                 set_mark(b.attach_socket_fd(), MARK_INTERNAL);

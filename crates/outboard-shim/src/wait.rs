@@ -7,21 +7,23 @@
 //!   Linux's rules for socket calls. With SO_RCVTIMEO/SO_SNDTIMEO set,
 //!   signals always give EINTR, as on Linux.
 //! - poll/select/epoll over engine sockets (mixed with kernel descriptors or
-//!   not) sleep in the kernel, on the program's own descriptors plus this
-//!   thread's wake-up eventfd. One waker thread per process sleeps on the
-//!   board's futex while any thread waits this way and writes the eventfds of
-//!   the waiters whose news word has moved (the waiter registers the value it
-//!   saw before it looked at its sockets: no wake-up can be lost).
+//!   not) sleep in the kernel, on the program's own descriptors plus the
+//!   process's wake eventfd, which the engine writes while any thread is
+//!   announced in the board's pollers word (CLAN's tripwire). A thread
+//!   announces itself, re-reads the news word, sleeps, and on waking leaves;
+//!   the last one out empties the eventfd (under a small lock, so no thread
+//!   can announce itself between the count reaching zero and the emptying —
+//!   no wake-up is lost, and a stale one costs one extra look).
 //! - A watcher thread sleeps in poll() on the attach socket: when the engine
 //!   dies it hangs up, and the watcher marks the board gone and wakes everyone.
 //!
-//! Idle, all three sleep in the kernel: an idle program under the shim uses no CPU.
+//! Idle, all of them sleep in the kernel: an idle program under the shim uses no CPU.
 
 use crate::state::{self, Reentry};
 use outboard_api::{Board, News};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long a waiting call spins on the news word before sleeping.
@@ -35,59 +37,66 @@ pub fn spin() -> Duration {
     Duration::from_micros(u64::from(v))
 }
 
-struct Waiters {
-    list: Vec<(RawFd, u32)>,
-    news: Option<News>,
-    waker_running: bool,
-}
-
-static WAITERS: Mutex<Waiters> = Mutex::new(Waiters { list: Vec::new(), news: None, waker_running: false });
-static WAITERS_CV: Condvar = Condvar::new();
 /// The engine's attach socket hung up.
 pub static ENGINE_GONE: AtomicBool = AtomicBool::new(false);
-
-fn waiters() -> std::sync::MutexGuard<'static, Waiters> {
-    WAITERS.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// The process's wake eventfd (given to the engine at attach), or -1.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// Serialises announcing/leaving with emptying the eventfd.
+static POLLERS: Mutex<()> = Mutex::new(());
 
 thread_local! {
-    static FORK_WAITERS: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Waiters>>> = const { std::cell::RefCell::new(None) };
-    static EVENTFD: std::cell::Cell<RawFd> = const { std::cell::Cell::new(-1) };
+    static FORK_POLLERS: std::cell::RefCell<Option<std::sync::MutexGuard<'static, ()>>> = const { std::cell::RefCell::new(None) };
+}
+
+fn pollers() -> std::sync::MutexGuard<'static, ()> {
+    POLLERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub fn before_fork() {
-    let g = waiters();
-    FORK_WAITERS.with(|f| *f.borrow_mut() = Some(g));
+    let g = pollers();
+    FORK_POLLERS.with(|f| *f.borrow_mut() = Some(g));
 }
 pub fn after_fork() {
-    FORK_WAITERS.with(|f| f.borrow_mut().take());
+    FORK_POLLERS.with(|f| f.borrow_mut().take());
 }
 pub fn after_fork_child() {
-    FORK_WAITERS.with(|f| {
-        if let Some(mut g) = f.borrow_mut().take() {
-            // The threads are gone in the child: start from nothing.
-            g.list.clear();
-            if let Some(n) = g.news.take() {
-                std::mem::forget(n);
-            }
-            g.waker_running = false;
-        }
-    });
+    FORK_POLLERS.with(|f| f.borrow_mut().take());
+    // The parent's eventfd is not the child's business (a new board brings a new one).
+    let fd = WAKE_FD.swap(-1, Ordering::SeqCst);
+    if fd >= 0 {
+        state::set_mark(fd, state::MARK_KERNEL);
+        // SAFETY: closes our inherited copy.
+        unsafe { crate::real::close(fd) };
+    }
     ENGINE_GONE.store(false, Ordering::Relaxed);
 }
 
-/// Starts the watcher and waker threads for a newly attached board.
+/// Makes the process's wake eventfd (for the attach request), marked internal.
+pub fn make_wake_fd() -> Option<RawFd> {
+    // SAFETY: plain eventfd creation.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    state::set_mark(fd, state::MARK_INTERNAL);
+    WAKE_FD.store(fd, Ordering::SeqCst);
+    Some(fd)
+}
+
+pub fn wake_fd() -> RawFd {
+    WAKE_FD.load(Ordering::Relaxed)
+}
+
+fn ring(efd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an eventfd.
+    unsafe { crate::real::write(efd, (&one as *const u64).cast(), 8) };
+}
+
+/// Starts the watcher thread for a newly attached board.
 pub fn start_watcher(board: &Board) {
     let fd = board.attach_socket_fd();
     let news = board.news();
-    {
-        let mut w = waiters();
-        w.news = Some(news.clone());
-        if !w.waker_running {
-            w.waker_running = true;
-            let _ = std::thread::Builder::new().name("outboard-waker".into()).spawn(waker);
-        }
-    }
     let _ = std::thread::Builder::new().name("outboard-watch".into()).spawn(move || {
         let _r = Reentry::enter();
         let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
@@ -107,83 +116,41 @@ pub fn start_watcher(board: &Board) {
         ENGINE_GONE.store(true, Ordering::SeqCst);
         crate::log::warn("the engine is gone: engine sockets fail from now on");
         news.signal();
-        wake_all();
+        let efd = wake_fd();
+        if efd >= 0 {
+            ring(efd);
+        }
     });
 }
 
-fn waker() {
-    let _r = Reentry::enter();
-    loop {
-        let (news, seen) = {
-            let mut w = waiters();
-            while w.list.is_empty() || w.news.is_none() {
-                w = WAITERS_CV.wait(w).unwrap_or_else(|e| e.into_inner());
-            }
-            let news = w.news.clone().expect("checked");
-            let now = news.current();
-            w.list.retain(|&(efd, seen)| {
-                if seen != now {
-                    ring(efd);
-                    false
-                } else {
-                    true
-                }
-            });
-            if w.list.is_empty() {
-                continue;
-            }
-            (news, now)
-        };
-        news.wait(seen, Duration::ZERO, Some(Duration::from_secs(1)));
+/// Announces this thread as sleeping on the wake eventfd; false (and not
+/// announced) if the news word already left `seen`.
+pub fn poll_enter(news: &News, seen: u32) -> bool {
+    let _g = pollers();
+    news.poller_enter();
+    if news.current() != seen || ENGINE_GONE.load(Ordering::Relaxed) {
+        leave(news);
+        return false;
     }
+    state::count(state::Count::PollWaits);
+    true
 }
 
-fn ring(efd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to an eventfd.
-    unsafe { crate::real::write(efd, (&one as *const u64).cast(), 8) };
+/// This thread woke from a sleep `poll_enter` announced.
+pub fn poll_exit(news: &News) {
+    let _g = pollers();
+    leave(news);
 }
 
-fn wake_all() {
-    let mut w = waiters();
-    for &(efd, _) in &w.list {
-        ring(efd);
-    }
-    w.list.clear();
-}
-
-/// This thread's wake-up eventfd (made on first use, marked internal).
-pub fn thread_eventfd() -> RawFd {
-    EVENTFD.with(|c| {
-        if c.get() >= 0 {
-            return c.get();
+fn leave(news: &News) {
+    if news.poller_exit() == 0 {
+        let efd = wake_fd();
+        if efd >= 0 {
+            let mut v: u64 = 0;
+            // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
+            unsafe { crate::real::read(efd, (&mut v as *mut u64).cast(), 8) };
         }
-        // SAFETY: plain eventfd creation.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd >= 0 {
-            state::set_mark(fd, state::MARK_INTERNAL);
-            c.set(fd);
-        }
-        fd
-    })
-}
-
-/// Registers this thread's eventfd to be rung when the news word leaves `seen`.
-pub fn register(efd: RawFd, seen: u32) {
-    let mut w = waiters();
-    w.list.push((efd, seen));
-    WAITERS_CV.notify_one();
-}
-
-/// Takes the registration back (if the waker has not already) and empties the eventfd.
-pub fn unregister(efd: RawFd) {
-    {
-        let mut w = waiters();
-        w.list.retain(|&(f, _)| f != efd);
     }
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
-    unsafe { crate::real::read(efd, (&mut v as *mut u64).cast(), 8) };
 }
 
 /// Outcome of one sleep of a blocking call.

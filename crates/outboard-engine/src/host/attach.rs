@@ -27,6 +27,8 @@ pub struct NewSession {
     pub sock: UnixStream,
     pub pid: u32,
     pub dead: Arc<AtomicBool>,
+    /// The application's wake eventfd, if it gave one (checked to be an eventfd, made non-blocking).
+    pub wake: Option<OwnedFd>,
 }
 
 /// What boards look like on this engine.
@@ -252,11 +254,30 @@ fn serve(listener: Option<UnixListener>, sh: Arc<Shared>) {
 }
 
 /// The engine's side of the handshake, then the session goes to the shard.
+/// The descriptor an application sent as its wake eventfd, if it is one:
+/// anything else (a pipe that could fill and block the engine, a socket) is
+/// dropped. Made non-blocking so a full counter can never stall the shard.
+fn checked_eventfd(fd: OwnedFd) -> Option<OwnedFd> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    if link.to_str() != Some("anon_inode:[eventfd]") {
+        return None;
+    }
+    // SAFETY: F_GETFL/F_SETFL on a descriptor we own.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if fl < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) < 0 {
+            return None;
+        }
+    }
+    Some(fd)
+}
+
 fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let (req, _fds) = recv_record::<AttachRequest>(&stream)?;
+    let (req, fds) = recv_record::<AttachRequest>(&stream)?;
+    let wake = fds.into_iter().next().and_then(checked_eventfd);
     let refuse = |errno: i32| {
         let r = AttachReply {
             magic: ATTACH_MAGIC,
@@ -318,7 +339,7 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     stream.set_read_timeout(None)?;
     let dead = Arc::new(AtomicBool::new(false));
     let watch_copy = stream.try_clone()?;
-    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, dead: dead.clone() };
+    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, dead: dead.clone(), wake };
     {
         let tx = sh.tx.lock().map_err(|_| io::Error::other("attach channel poisoned"))?;
         if tx.send(session).is_err() {

@@ -116,6 +116,8 @@ pub struct Session {
     hints: Vec<u32>,
     hinted: Vec<u32>,
     posted: bool,
+    /// The application's wake eventfd (written while it has threads in poll/epoll on it).
+    wake: Option<std::os::fd::OwnedFd>,
     /// The application said DETACH: its hang-up that follows is not a death.
     pub detached: bool,
     pub counters: SessionCounters,
@@ -213,6 +215,7 @@ impl Session {
             hints: vec![0; p.endpoints as usize],
             hinted: Vec::new(),
             posted: false,
+            wake: n.wake,
             detached: false,
             counters: SessionCounters::default(),
             layout: l,
@@ -313,8 +316,20 @@ impl Session {
             if self.cond.signal() {
                 self.counters.signals += 1;
             }
+            self.ring_wake();
         }
         Ok(())
+    }
+
+    /// Writes the application's wake eventfd if any of its threads sleeps
+    /// in poll/epoll on it (after the condition's bump: SeqCst pairs with the
+    /// application announcing itself and then re-reading the word).
+    fn ring_wake(&self) {
+        if let Some(fd) = &self.wake {
+            if self.map.atomic_u32(header::APP_POLLERS).load(Ordering::SeqCst) != 0 {
+                super::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
+            }
+        }
     }
 
     // ---- endpoints ----
@@ -969,6 +984,7 @@ impl Session {
         }
         self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
         self.cond.signal();
+        self.ring_wake();
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 }
