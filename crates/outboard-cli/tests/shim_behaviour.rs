@@ -1,0 +1,960 @@
+//! The socket shim's behaviour, without root: engine daemons on a private
+//! shared-memory fabric (each test its own fabric, engine names and
+//! OUTBOARD_RUN_DIR), programs (Python scripts, shell tools) run under the
+//! shim through `outboard run --name ENGINE --shim liboutboard_shim.so`.
+//!
+//! - fork: inherited engine sockets fail with EOPNOTSUPP in the child (close
+//!   succeeds), the child makes sockets of its own, the parent keeps serving;
+//! - idle: a server with an idle connection sleeps (CPU, thread states);
+//! - pass-through: programs that never use an engine address run unchanged;
+//! - mixed poll/epoll over an engine socket and a pipe;
+//! - unsupported options and flags fail, are named and counted;
+//! - TCP_INFO and the other read-back options;
+//! - many threads: ThreadingHTTPServer serving 20 parallel downloads.
+//!
+//! Every process is killed (its whole process group) on drop, even when the
+//! test panics; every wait is bounded. The tests run one at a time (a lock):
+//! timing checks on a small machine need it.
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
+
+// ---------------------------------------------------------------- harness
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test at a time (2-core machines; CPU and timing checks).
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shim_lib() -> PathBuf {
+    let p = Path::new(OUTBOARD).parent().expect("target dir").join("liboutboard_shim.so");
+    assert!(
+        p.exists(),
+        "the socket shim {} is missing: build it with `cargo build -p outboard-shim` (scripts/test.sh builds it)",
+        p.display()
+    );
+    p
+}
+
+/// The real Python executable (not a pyenv wrapper script), so the pid of
+/// the program `outboard run` execs is the interpreter's.
+fn python() -> &'static str {
+    static PY: OnceLock<String> = OnceLock::new();
+    PY.get_or_init(|| {
+        let o = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 is needed by these tests");
+        assert!(o.status.success(), "python3 does not run: {}", String::from_utf8_lossy(&o.stderr));
+        let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert!(!p.is_empty() && Path::new(&p).exists(), "python3 reports no executable: {p:?}");
+        p
+    })
+}
+
+fn have(prog: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn sigkill_group(pid: u32) {
+    // SAFETY: plain kill(2) of a process group this test created.
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+}
+
+/// A background engine daemon: SIGTERM, then SIGKILL, reaped on drop.
+struct Engine {
+    name: String,
+    addr: String,
+    child: Child,
+}
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) of our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A private fabric with engines 10.0.0.1, 10.0.0.2…; its run directory is
+/// removed on drop (after the engines are gone).
+struct Net {
+    dir: PathBuf,
+    engines: Vec<Engine>,
+}
+
+impl Net {
+    fn new(tag: &str, n: usize) -> Net {
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("ob-shimbeh-{pid}-{tag}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fabric = format!("fabric:sb{tag}{pid}");
+        let mut net = Net { dir, engines: Vec::new() };
+        for i in 0..n {
+            let name = format!("sb-{tag}-{pid}-{}", (b'a' + i as u8) as char);
+            let addr = format!("10.0.0.{}", i + 1);
+            let child = Command::new(OUTBOARD)
+                .args(["engine", "--link", &fabric, "--addr", &format!("{addr}/24"), "--name", &name, "--services", "none", "--log-level", "warn"])
+                .env("OUTBOARD_RUN_DIR", &net.dir)
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("spawn outboard engine");
+            net.engines.push(Engine { name, addr, child });
+        }
+        for i in 0..n {
+            let t0 = Instant::now();
+            while net.try_stat(i).is_none() {
+                assert!(t0.elapsed() < Duration::from_secs(15), "engine {} did not come up", net.engines[i].name);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        net
+    }
+
+    fn name(&self, i: usize) -> &str {
+        &self.engines[i].name
+    }
+    fn addr(&self, i: usize) -> &str {
+        &self.engines[i].addr
+    }
+
+    fn try_stat(&self, i: usize) -> Option<Value> {
+        let out = Command::new(OUTBOARD)
+            .args(["stat", "--json", "--name", &self.engines[i].name])
+            .env("OUTBOARD_RUN_DIR", &self.dir)
+            .output()
+            .expect("run outboard stat");
+        out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+    }
+
+    fn stat(&self, i: usize) -> Value {
+        self.try_stat(i).unwrap_or_else(|| panic!("outboard stat of engine {} failed", self.name(i)))
+    }
+
+    /// `outboard run` of `cmd` on engine `i`, with extra environment.
+    fn run(&self, i: usize, cmd: &[&str], env: &[(&str, &str)]) -> Prog {
+        let mut c = Command::new(OUTBOARD);
+        c.args(["run", "--name", self.name(i), "--shim"]).arg(shim_lib()).arg("--").args(cmd);
+        c.env("OUTBOARD_RUN_DIR", &self.dir);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        Prog::spawn(c, &format!("{} (engine {})", cmd.join(" "), self.name(i)))
+    }
+
+    /// A Python script (`python3 -u -c SCRIPT ARGS…`) under the shim on engine `i`.
+    fn py(&self, i: usize, script: &str, args: &[&str], env: &[(&str, &str)]) -> Prog {
+        let mut cmd = vec![python(), "-u", "-c", script];
+        cmd.extend_from_slice(args);
+        let mut p = self.run(i, &cmd, env);
+        p.what = format!("python script {:?}… {args:?} (engine {})", script.trim().lines().next().unwrap_or(""), self.name(i));
+        p
+    }
+
+    fn boards(&self, i: usize) -> Vec<Value> {
+        self.stat(i)["boards"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        self.engines.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A program in its own process group: stdout lines arrive on a channel (and
+/// are kept), stderr is kept; the group is SIGKILLed and reaped on drop.
+struct Prog {
+    child: Child,
+    what: String,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    out: Arc<Mutex<String>>,
+    err: Arc<Mutex<String>>,
+    out_done: Arc<AtomicBool>,
+    err_done: Arc<AtomicBool>,
+}
+
+impl Prog {
+    fn spawn(mut c: Command, what: &str) -> Prog {
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+        let (tx, lines) = channel();
+        let out = Arc::new(Mutex::new(String::new()));
+        let err = Arc::new(Mutex::new(String::new()));
+        let out_done = Arc::new(AtomicBool::new(false));
+        let err_done = Arc::new(AtomicBool::new(false));
+        {
+            let so = child.stdout.take().unwrap();
+            let (out, done) = (out.clone(), out_done.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(so).lines() {
+                    let Ok(line) = line else { break };
+                    out.lock().unwrap().push_str(&format!("{line}\n"));
+                    let _ = tx.send(line);
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+        }
+        {
+            let mut se = child.stderr.take().unwrap();
+            let (err, done) = (err.clone(), err_done.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                loop {
+                    match se.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => err.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n])),
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+        }
+        let stdin = child.stdin.take();
+        Prog { child, what: what.to_string(), stdin, lines, out, err, out_done, err_done }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn stdout(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+    fn stderr(&self) -> String {
+        self.err.lock().unwrap().clone()
+    }
+
+    fn report(&self) -> String {
+        format!("{}\n--- stdout:\n{}--- stderr:\n{}", self.what, self.stdout(), self.stderr())
+    }
+
+    /// The next stdout line starting with `prefix` (earlier lines skipped), within `limit`.
+    fn expect_line(&self, prefix: &str, limit: Duration) -> String {
+        let end = Instant::now() + limit;
+        loop {
+            let rest = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(rest) {
+                Ok(l) if l.starts_with(prefix) => return l,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no line {prefix:?} within {limit:?} from {}", self.report())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    panic!("{} ended its output without a line {prefix:?}: {}", self.what, self.report())
+                }
+            }
+        }
+    }
+
+    fn send_stdin(&mut self, s: &str) {
+        let w = self.stdin.as_mut().expect("stdin open");
+        w.write_all(s.as_bytes()).expect("write to the program's stdin");
+        w.flush().unwrap();
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Waits (bounded) for the program to exit; returns (exit code, stdout, stderr).
+    fn finish(&mut self, limit: Duration) -> (i32, String, String) {
+        self.close_stdin();
+        let end = Instant::now() + limit;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                break s;
+            }
+            if Instant::now() >= end {
+                sigkill_group(self.pid());
+                let _ = self.child.wait();
+                panic!("{} did not exit within {limit:?}; killed. {}", self.what, self.report());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Output may still be in flight (bounded: a grandchild could hold the pipes).
+        let t0 = Instant::now();
+        while !(self.out_done.load(Ordering::SeqCst) && self.err_done.load(Ordering::SeqCst)) && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        use std::os::unix::process::ExitStatusExt;
+        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        (code, self.stdout(), self.stderr())
+    }
+
+    /// Like `finish`, asserting exit status 0; returns stdout.
+    fn finish_ok(&mut self, limit: Duration) -> String {
+        let (code, out, _) = self.finish(limit);
+        assert_eq!(code, 0, "{} exited {code}: {}", self.what, self.report());
+        out
+    }
+}
+
+impl Drop for Prog {
+    fn drop(&mut self) {
+        sigkill_group(self.pid());
+        let _ = self.child.wait();
+    }
+}
+
+/// A command without the shim, bounded by `timeout`.
+fn plain(cmd: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["-k", "2", "30"])
+        .args(cmd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"))
+}
+
+/// A TCP server for the peer engine: `echo` (optionally answering after
+/// DELAY seconds) or `sink` (reads to EOF, then prints the count). Prints
+/// "ready" when listening and "conn LOCAL PEER" per connection.
+const SERVER: &str = r#"
+import socket, sys, threading, time
+port, mode, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", port))
+s.listen(64)
+print("ready", flush=True)
+def serve(c, a):
+    print("conn %s:%d %s:%d" % (c.getsockname() + a), flush=True)
+    n = 0
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        n += len(d)
+        if mode == "echo":
+            if delay:
+                time.sleep(delay)
+            c.sendall(d)
+    print("eof %d" % n, flush=True)
+    c.close()
+while True:
+    c, a = s.accept()
+    threading.Thread(target=serve, args=(c, a), daemon=True).start()
+"#;
+
+fn start_server(net: &Net, i: usize, port: u16, mode: &str, delay: f64) -> Prog {
+    let p = net.py(i, SERVER, &[&port.to_string(), mode, &delay.to_string()], &[]);
+    p.expect_line("ready", Duration::from_secs(15));
+    p
+}
+
+fn json_line(line: &str, prefix: &str) -> Value {
+    let j = line.strip_prefix(prefix).unwrap_or(line).trim();
+    serde_json::from_str(j).unwrap_or_else(|e| panic!("not JSON after {prefix:?} ({e}): {line}"))
+}
+
+// ---------------------------------------------------------------- 1. fork
+
+const FORK_PROG: &str = r#"
+import os, socket, sys, json
+port, peer, peer_port = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+lst = socket.socket()
+lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+lst.bind(("0.0.0.0", port))
+lst.listen(8)
+print("listening %d" % os.getpid(), flush=True)
+pid = os.fork()
+if pid == 0:
+    res = {"pid": os.getpid()}
+    def attempt(name, f):
+        try:
+            f()
+            res[name] = 0
+        except OSError as e:
+            res[name] = e.errno
+    attempt("accept", lst.accept)
+    attempt("getsockname", lst.getsockname)
+    attempt("getpeername", lst.getpeername)
+    try:
+        res["getsockname_value"] = "%s:%d" % lst.getsockname()
+    except OSError as e:
+        res["getsockname_value"] = "errno %d" % e.errno
+    attempt("setsockopt", lambda: lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1))
+    attempt("getsockopt", lambda: lst.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+    attempt("listen", lambda: lst.listen(4))
+    attempt("send", lambda: lst.send(b"x"))
+    attempt("recv", lambda: lst.recv(1))
+    attempt("shutdown", lambda: lst.shutdown(socket.SHUT_RDWR))
+    attempt("close", lst.close)
+    try:
+        c = socket.create_connection((peer, peer_port), timeout=15)
+        res["child_local"] = c.getsockname()[0]
+        c.sendall(b"child-hello")
+        got = b""
+        while len(got) < 11:
+            d = c.recv(64)
+            if not d:
+                break
+            got += d
+        res["child_echo"] = got.decode()
+        c.close()
+    except OSError as e:
+        res["child_echo"] = "error: %r" % (e,)
+    print("child " + json.dumps(res), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child-exited %d %d" % (pid, status), flush=True)
+c, a = lst.accept()
+d = c.recv(100)
+c.sendall(d)
+print("parent-accepted %s %s" % (a[0], d.decode()), flush=True)
+c.close()
+lst.close()
+"#;
+
+const CLIENT_ECHO: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+msg = sys.argv[3].encode()
+s.sendall(msg)
+got = b""
+while len(got) < len(msg):
+    d = s.recv(100)
+    if not d:
+        break
+    got += d
+print("echo " + got.decode(), flush=True)
+s.close()
+"#;
+
+#[test]
+fn fork_child_gets_eopnotsupp_on_inherited_sockets_and_the_parent_keeps_serving() {
+    let _s = serial();
+    let net = Net::new("fork", 2);
+    let peer = start_server(&net, 1, 7100, "echo", 0.0);
+    let mut prog = net.py(0, FORK_PROG, &["7000", net.addr(1), "7100"], &[]);
+    let parent_pid: u64 = prog.expect_line("listening", Duration::from_secs(15))[10..].trim().parse().unwrap();
+    assert_eq!(parent_pid, u64::from(prog.pid()), "outboard run execs the program (same pid)");
+    let child_line = prog.expect_line("child ", Duration::from_secs(20));
+    let child = json_line(&child_line, "child ");
+    eprintln!("fork child: {child}");
+    // Every call but close on the inherited listener: EOPNOTSUPP (docs/SHIM.md
+    // "fork and exec"). Collected, so the rest of the test still runs and reports.
+    let eop = i64::from(libc::EOPNOTSUPP);
+    let wrong: Vec<String> = ["accept", "getsockname", "getpeername", "setsockopt", "getsockopt", "listen", "send", "recv", "shutdown"]
+        .iter()
+        .filter(|call| child[**call].as_i64() != Some(eop))
+        .map(|call| format!("{call} gave {} (errno; 0 = success)", child[*call]))
+        .collect();
+    assert_eq!(child["close"].as_i64(), Some(0), "child: close of the inherited listener succeeds: {child}");
+    assert_eq!(child["child_echo"], "child-hello", "child: its own socket to engine B works: {child}\n{}", prog.report());
+    assert_eq!(child["child_local"], net.addr(0), "child's socket is on engine A: {child}");
+    let child_pid = child["pid"].as_u64().unwrap();
+    let exited = prog.expect_line("child-exited", Duration::from_secs(10));
+    assert!(exited.ends_with(" 0"), "child exit status: {exited}");
+    peer.expect_line(&format!("conn {}:7100 {}:", net.addr(1), net.addr(0)), Duration::from_secs(5));
+
+    // The parent's board is still attached; the child's is gone.
+    let t0 = Instant::now();
+    let boards = loop {
+        let b = net.boards(0);
+        let has_child = b.iter().any(|x| x["pid"].as_u64() == Some(child_pid));
+        if !has_child || t0.elapsed() > Duration::from_secs(3) {
+            break b;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("engine A boards after the child exited: {}", Value::Array(boards.clone()));
+    assert!(boards.iter().any(|x| x["pid"].as_u64() == Some(parent_pid)), "the parent's board is attached: {boards:?}");
+    assert!(!boards.iter().any(|x| x["pid"].as_u64() == Some(child_pid)), "the child's board went with it: {boards:?}");
+
+    // A client on engine B reaches the parent's listener.
+    let mut cli = net.py(1, CLIENT_ECHO, &[net.addr(0), "7000", "after-fork"], &[]);
+    let out = cli.finish_ok(Duration::from_secs(20));
+    assert!(out.contains("echo after-fork"), "client: {}", cli.report());
+    let acc = prog.expect_line("parent-accepted", Duration::from_secs(10));
+    assert_eq!(acc, format!("parent-accepted {} after-fork", net.addr(1)));
+    prog.finish_ok(Duration::from_secs(10));
+    assert!(
+        wrong.is_empty(),
+        "in the fork child, calls on the inherited engine listener must fail with EOPNOTSUPP ({eop}); instead: {}\nchild: {child}\n{}",
+        wrong.join("; "),
+        prog.report()
+    );
+}
+
+// ---------------------------------------------------------------- 2. idle
+
+const IDLE_SERVER: &str = r#"
+import socket, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(8)
+print("ready", flush=True)
+c, a = s.accept()
+def reader():
+    print("reader %d" % threading.get_native_id(), flush=True)
+    d = c.recv(100)
+    print("reader-got %r" % d, flush=True)
+threading.Thread(target=reader).start()
+c2, a2 = s.accept()   # the main thread stays blocked in accept
+"#;
+
+const IDLE_CLIENT: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+s.settimeout(None)
+print("connected", flush=True)
+sys.stdin.readline()
+s.sendall(b"wake")
+print("sent", flush=True)
+sys.stdin.readline()
+"#;
+
+fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// (state, utime + stime in ticks) of a process or thread from its stat file.
+fn proc_stat(path: &Path) -> Option<(char, u64)> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); utime is field 14, stime 15.
+    let st = f.first()?.chars().next()?;
+    Some((st, f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?))
+}
+
+fn thread_states(pid: u32) -> Vec<(u32, char, String)> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for e in rd.flatten() {
+            let tid: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default().trim().to_string();
+            if let Some((st, _)) = proc_stat(&e.path().join("stat")) {
+                v.push((tid, st, comm));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn an_idle_server_under_the_shim_sleeps() {
+    let _s = serial();
+    let net = Net::new("idle", 2);
+    let srv = net.py(0, IDLE_SERVER, &["7200"], &[]);
+    srv.expect_line("ready", Duration::from_secs(15));
+    let mut cli = net.py(1, IDLE_CLIENT, &[net.addr(0), "7200"], &[]);
+    cli.expect_line("connected", Duration::from_secs(15));
+    let reader: u32 = srv.expect_line("reader ", Duration::from_secs(10))[7..].trim().parse().unwrap();
+    let pid = srv.pid();
+    let stat_path = PathBuf::from(format!("/proc/{pid}/stat"));
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert!(comm.starts_with("python"), "pid {pid} is the interpreter itself, not a wrapper: comm {comm:?}");
+    // Let the connection and both blocked calls settle.
+    std::thread::sleep(Duration::from_millis(500));
+
+    let (_, cpu0) = proc_stat(&stat_path).expect("server stat");
+    let t0 = Instant::now();
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(400));
+        samples.push(thread_states(pid));
+    }
+    let (_, cpu1) = proc_stat(&stat_path).expect("server stat");
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = (cpu1 - cpu0) as f64 / clk_tck();
+    eprintln!("idle server under the shim: {cpu:.3} s CPU in {wall:.2} s ({:.2} %); threads: {:?}", 100.0 * cpu / wall, samples.last().unwrap());
+    assert!(wall >= 2.0);
+    assert!(cpu / wall < 0.02, "the idle server used {:.2} % CPU (limit 2 %)\n{}", 100.0 * cpu / wall, srv.report());
+    for (k, threads) in samples.iter().enumerate() {
+        assert!(threads.len() >= 2, "the server has its threads: {threads:?}");
+        for (tid, st, comm) in threads {
+            assert_eq!(*st, 'S', "sample {k}: thread {tid} ({comm}) of the idle server is in state {st}, not S (sleeping): {threads:?}");
+        }
+        let r = threads.iter().find(|t| t.0 == reader).unwrap_or_else(|| panic!("reader thread {reader} missing: {threads:?}"));
+        assert_eq!(r.1, 'S', "the thread blocked in recv() on an engine socket sleeps: {threads:?}");
+    }
+    // The blocked recv really was on the engine socket: it wakes for the peer's bytes.
+    cli.send_stdin("go\n");
+    cli.expect_line("sent", Duration::from_secs(10));
+    let got = srv.expect_line("reader-got", Duration::from_secs(10));
+    assert_eq!(got, "reader-got b'wake'");
+    cli.finish(Duration::from_secs(10));
+}
+
+// ---------------------------------------------------------------- 3. pass-through
+
+const PASS_SCRIPT: &str = r#"
+import os, socket, sys, tempfile
+maps = open("/proc/self/maps").read()
+sys.stderr.write("shim-loaded %s\n" % ("liboutboard_shim" in maps))
+out = []
+a, b = socket.socketpair()
+a.sendall(b"unix")
+out.append(b.recv(10).decode())
+a.close(); b.close()
+r, w = os.pipe()
+os.write(w, b"pipe")
+out.append(os.read(r, 10).decode())
+os.close(r); os.close(w)
+with tempfile.TemporaryFile() as f:
+    f.write(b"file"); f.flush(); f.seek(0)
+    out.append(f.read().decode())
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.bind(("127.0.0.1", 0))
+srv.listen(4)
+cli = socket.create_connection(srv.getsockname(), timeout=10)
+conn, addr = srv.accept()
+cli.sendall(b"tcp-lo")
+out.append(conn.recv(10).decode())
+conn.sendall(b"tcp-back")
+out.append(cli.recv(10).decode())
+out.append(addr[0])
+out.append(conn.getsockname()[0])
+cli.close(); conn.close(); srv.close()
+u1 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u1.bind(("127.0.0.1", 0))
+u2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u2.settimeout(10); u1.settimeout(10)
+u2.sendto(b"udp-lo", u1.getsockname())
+d, fr = u1.recvfrom(100)
+out.append(d.decode())
+out.append(fr[0])
+u1.sendto(b"udp-back", fr)
+out.append(u2.recv(100).decode())
+print(" ".join(out))
+"#;
+
+#[test]
+fn programs_that_never_use_an_engine_address_run_unchanged() {
+    let _s = serial();
+    let net = Net::new("pass", 1);
+    let mut cases: Vec<Vec<&str>> = vec![vec!["sh", "-c", "echo hi | cat"], vec!["sysctl", "-n", "kernel.ostype"], vec![python(), "-c", PASS_SCRIPT]];
+    if have("ip") {
+        cases.push(vec!["ip", "-o", "link", "show", "lo"]);
+    } else {
+        eprintln!("SKIPPED (loudly): `ip` is not installed: the `ip -o link show lo` case did not run");
+    }
+    for cmd in &cases {
+        let want = plain(cmd);
+        assert!(want.status.success(), "{cmd:?} fails even without the shim: {}", String::from_utf8_lossy(&want.stderr));
+        let mut p = net.run(0, cmd, &[]);
+        let (code, out, err) = p.finish(Duration::from_secs(30));
+        assert_eq!(code, 0, "{cmd:?} under the shim exited {code}: {}", p.report());
+        assert_eq!(out, String::from_utf8_lossy(&want.stdout), "{cmd:?}: output under the shim differs from without it (stderr: {err})");
+        eprintln!("{:?} -> {:?}", cmd.first(), out.trim());
+        if cmd[0] == python() {
+            assert!(err.contains("shim-loaded True"), "the shim was loaded into python: {err}");
+            assert_eq!(out.trim(), "unix pipe file tcp-lo tcp-back 127.0.0.1 127.0.0.1 udp-lo 127.0.0.1 udp-back");
+        }
+    }
+    assert_eq!(plain(&["sh", "-c", "echo hi | cat"]).stdout, b"hi\n");
+    // The shim really is in those programs.
+    let mut p = net.run(0, &["cat", "/proc/self/maps"], &[]);
+    let maps = p.finish_ok(Duration::from_secs(10));
+    assert!(maps.contains("liboutboard_shim.so"), "cat under `outboard run` has the shim mapped");
+    // …and the engine saw nothing of them.
+    let s = net.stat(0);
+    assert_eq!(s["connections"].as_array().map(Vec::len), Some(0), "no connections on the engine: {}", s["connections"]);
+    assert_eq!(s["boards"].as_array().map(Vec::len), Some(0), "no board left attached: {}", s["boards"]);
+    for k in ["tcp_segments_in", "tcp_segments_out", "tcp_connections_opened", "tcp_connections_accepted", "udp_datagrams_in", "udp_datagrams_out"] {
+        let v = s["stack"][k].as_u64().unwrap_or_else(|| panic!("engine stat lacks stack counter {k}: {}", s["stack"]));
+        assert_eq!(v, 0, "engine stack counter {k}: {}", s["stack"]);
+    }
+}
+
+// ---------------------------------------------------------------- 4. mixed poll/epoll
+
+const MIXED_SCRIPT: &str = r#"
+import json, os, select, socket, sys, threading, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+s.settimeout(None)
+r, w = os.pipe()
+names = {s.fileno(): "sock", r: "pipe"}
+ep = select.epoll()
+ep.register(s.fileno(), select.EPOLLIN)
+ep.register(r, select.EPOLLIN)
+pl = select.poll()
+pl.register(s.fileno(), select.POLLIN)
+pl.register(r, select.POLLIN)
+def later(f):
+    threading.Timer(0.2, f).start()
+def wait(kind, timeout_s):
+    t = time.monotonic()
+    if kind == "epoll":
+        ev = ep.poll(timeout_s)
+    else:
+        ev = pl.poll(int(timeout_s * 1000))
+    dt = time.monotonic() - t
+    return sorted(names.get(fd, str(fd)) for fd, m in ev if m & select.POLLIN), dt, [m for fd, m in ev]
+for kind in ("epoll", "poll"):
+    ready, dt, masks = wait(kind, 0.5)
+    print(json.dumps({"kind": kind, "case": "timeout", "ready": ready, "dt": dt, "masks": masks}), flush=True)
+    later(lambda: os.write(w, b"p"))
+    ready, dt, masks = wait(kind, 5)
+    print(json.dumps({"kind": kind, "case": "pipe", "ready": ready, "dt": dt, "masks": masks}), flush=True)
+    assert os.read(r, 10) == b"p"
+    s.sendall(b"ping")   # the peer echoes after 0.2 s
+    ready, dt, masks = wait(kind, 5)
+    print(json.dumps({"kind": kind, "case": "sock", "ready": ready, "dt": dt, "masks": masks}), flush=True)
+    got = b""
+    while len(got) < 4:
+        got += s.recv(10)
+    assert got == b"ping", got
+    ready, dt, masks = wait(kind, 0)
+    print(json.dumps({"kind": kind, "case": "drained", "ready": ready, "dt": dt, "masks": masks}), flush=True)
+print("done", flush=True)
+s.close()
+"#;
+
+#[test]
+fn poll_and_epoll_mix_an_engine_socket_and_a_pipe() {
+    let _s = serial();
+    let net = Net::new("mix", 2);
+    let _peer = start_server(&net, 1, 7300, "echo", 0.2);
+    let mut p = net.py(0, MIXED_SCRIPT, &[net.addr(1), "7300"], &[]);
+    let out = p.finish_ok(Duration::from_secs(60));
+    let rows: Vec<Value> = out.lines().filter(|l| l.starts_with('{')).map(|l| json_line(l, "")).collect();
+    eprintln!("{out}");
+    assert_eq!(rows.len(), 8, "every case ran: {}", p.report());
+    for r in &rows {
+        let dt = r["dt"].as_f64().unwrap();
+        let ready: Vec<&str> = r["ready"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        match r["case"].as_str().unwrap() {
+            "timeout" => {
+                assert!(ready.is_empty(), "{r}: nothing ready on a timeout");
+                assert!((0.25..=0.75).contains(&dt), "{r}: a 0.5 s timeout took {dt:.3} s (±50 %)");
+            }
+            "pipe" => {
+                assert_eq!(ready, ["pipe"], "{r}: the pipe (alone) is ready");
+                assert!((0.1..2.0).contains(&dt), "{r}: woken by the pipe write after ~0.2 s, took {dt:.3} s");
+            }
+            "sock" => {
+                assert_eq!(ready, ["sock"], "{r}: the engine socket (alone) is ready");
+                assert!((0.1..2.0).contains(&dt), "{r}: woken by the peer's bytes after ~0.2 s, took {dt:.3} s");
+            }
+            "drained" => assert!(ready.is_empty(), "{r}: nothing left ready"),
+            other => panic!("unknown case {other}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- 5. unsupported
+
+const UNSUPPORTED_SCRIPT: &str = r#"
+import errno, socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+s.settimeout(None)
+try:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+    print("cork ok", flush=True)
+except OSError as e:
+    print("cork %d" % e.errno, flush=True)
+try:
+    s.send(b"!", socket.MSG_OOB)
+    print("oob ok", flush=True)
+except OSError as e:
+    print("oob %d" % e.errno, flush=True)
+s.sendall(b"still-works")
+got = b""
+while len(got) < 11:
+    got += s.recv(64)
+print("echo " + got.decode(), flush=True)
+sys.stdin.readline()
+s.close()
+"#;
+
+#[test]
+fn unsupported_options_and_flags_fail_are_named_and_counted() {
+    let _s = serial();
+    let net = Net::new("unsup", 2);
+    let _peer = start_server(&net, 1, 7400, "echo", 0.0);
+    let mut p = net.py(0, UNSUPPORTED_SCRIPT, &[net.addr(1), "7400"], &[("OUTBOARD_LOG", "debug")]);
+    let cork = p.expect_line("cork", Duration::from_secs(15));
+    assert_eq!(cork, format!("cork {}", libc::ENOPROTOOPT), "setsockopt(TCP_CORK) on an engine socket: {}", p.report());
+    let oob = p.expect_line("oob", Duration::from_secs(10));
+    assert_eq!(oob, format!("oob {}", libc::EOPNOTSUPP), "send(MSG_OOB) on an engine socket: {}", p.report());
+    assert_eq!(p.expect_line("echo", Duration::from_secs(10)), "echo still-works", "the socket still works");
+
+    // While it is attached: its board's application counters.
+    let pid = u64::from(p.pid());
+    let t0 = Instant::now();
+    let app = loop {
+        let boards = net.boards(0);
+        let app = boards.iter().find(|b| b["pid"].as_u64() == Some(pid)).map(|b| b["app"].clone());
+        if let Some(a) = &app {
+            if a["unsupported_options"].as_u64().unwrap_or(0) >= 1 && a["unsupported"].as_u64().unwrap_or(0) >= 1 {
+                break a.clone();
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(2), "engine A's board of pid {pid} lacks the counts after 2 s: {boards:?}\n{}", p.report());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("board app counters: {app}");
+    assert!(app["engine_sockets"].as_u64().unwrap_or(0) >= 1, "{app}");
+
+    let (code, _, err) = p.finish(Duration::from_secs(10));
+    assert_eq!(code, 0, "{}", p.report());
+    let unsup: Vec<&str> = err.lines().filter(|l| l.contains("unsupported")).collect();
+    eprintln!("shim's unsupported lines:\n{}", unsup.join("\n"));
+    let cork_named = format!("setsockopt level={} name={}", libc::IPPROTO_TCP, libc::TCP_CORK);
+    assert!(unsup.iter().any(|l| l.contains(&cork_named) && l.contains("ENOPROTOOPT")), "a line names setsockopt TCP_CORK ({cork_named}): {err}");
+    assert!(unsup.iter().any(|l| l.contains("call=send") && l.contains("flags")), "a line names send's flags (MSG_OOB): {err}");
+}
+
+// ---------------------------------------------------------------- 6. TCP_INFO
+
+const TCPINFO_SCRIPT: &str = r#"
+import json, socket, struct, sys
+peer, port = sys.argv[1], int(sys.argv[2])
+s = socket.create_connection((peer, port), timeout=30)
+s.settimeout(None)
+data = bytes(range(256)) * 4096
+s.sendall(data)
+raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+u8 = struct.unpack_from("8B", raw, 0)
+names = ["rto", "ato", "snd_mss", "rcv_mss", "unacked", "sacked", "lost", "retrans", "fackets",
+         "last_data_sent", "last_ack_sent", "last_data_recv", "last_ack_recv", "pmtu", "rcv_ssthresh",
+         "rtt", "rttvar", "snd_ssthresh", "snd_cwnd"]
+u32 = struct.unpack_from("%dI" % len(names), raw, 8)
+info = dict(zip(["state", "ca_state", "retransmits", "probes", "backoff", "options", "wscales", "flags"], u8))
+info.update(zip(names, u32))
+info["len"] = len(raw)
+r = {"info": info}
+r["so_type"] = s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
+r["so_error"] = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+r["nodelay0"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+r["nodelay1"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+r["nodelay2"] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+r["sockname"] = list(s.getsockname())
+r["peername"] = list(s.getpeername())
+print("result " + json.dumps(r), flush=True)
+s.shutdown(socket.SHUT_WR)
+print("tail %r" % s.recv(10), flush=True)
+s.close()
+"#;
+
+#[test]
+fn tcp_info_and_socket_options_read_back_the_engine_connection() {
+    let _s = serial();
+    let net = Net::new("tinfo", 2);
+    let peer = start_server(&net, 1, 7600, "sink", 0.0);
+    let mut p = net.py(0, TCPINFO_SCRIPT, &[net.addr(1), "7600"], &[]);
+    let r = json_line(&p.expect_line("result ", Duration::from_secs(60)), "result ");
+    eprintln!("{r}");
+    let i = &r["info"];
+    let g = |k: &str| i[k].as_u64().unwrap_or_else(|| panic!("tcp_info lacks {k}: {i}"));
+    assert_eq!(g("len"), 232, "getsockopt(TCP_INFO, 232) fills 232 bytes");
+    assert_eq!(g("state"), 1, "tcpi_state is TCP_ESTABLISHED: {i}");
+    assert!(g("rtt") > 0, "tcpi_rtt: {i}");
+    assert!(g("snd_mss") > 0, "tcpi_snd_mss: {i}");
+    assert!(g("snd_cwnd") > 0, "tcpi_snd_cwnd: {i}");
+    assert!(g("options") & 2 != 0, "tcpi_options has TCPI_OPT_SACK: {i}");
+    assert!(g("options") & 4 != 0, "tcpi_options has TCPI_OPT_WSCALE: {i}");
+    assert_eq!(r["so_type"].as_i64(), Some(i64::from(libc::SOCK_STREAM)));
+    assert_eq!(r["so_error"].as_i64(), Some(0));
+    assert_eq!(r["nodelay1"].as_i64().map(|v| v != 0), Some(true), "TCP_NODELAY set reads back: {r}");
+    assert_eq!(r["nodelay2"].as_i64(), Some(0), "TCP_NODELAY cleared reads back: {r}");
+    assert_eq!(r["sockname"][0], net.addr(0), "getsockname is engine A's address: {r}");
+    assert_eq!(r["peername"], serde_json::json!([net.addr(1), 7600]), "getpeername is the server on engine B: {r}");
+    let port = r["sockname"][1].as_u64().unwrap();
+    assert!(port > 0);
+    // The server saw the same pair, and all of the MiB.
+    peer.expect_line(&format!("conn {}:7600 {}:{port}", net.addr(1), net.addr(0)), Duration::from_secs(5));
+    assert_eq!(peer.expect_line("eof", Duration::from_secs(30)), format!("eof {}", 1 << 20));
+    p.finish_ok(Duration::from_secs(20));
+}
+
+// ---------------------------------------------------------------- 7. many threads
+
+const DOWNLOADS: &str = r#"
+import hashlib, json, sys, threading, urllib.request
+url, n = sys.argv[1], int(sys.argv[2])
+barrier = threading.Barrier(n)
+res = [None] * n
+def get(k):
+    try:
+        barrier.wait(30)
+        with urllib.request.urlopen(url, timeout=90) as r:
+            body = r.read()
+        res[k] = {"len": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+    except Exception as e:
+        res[k] = {"error": repr(e)}
+ts = [threading.Thread(target=get, args=(k,)) for k in range(n)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("result " + json.dumps(res), flush=True)
+"#;
+
+#[test]
+fn threading_http_server_serves_20_parallel_downloads() {
+    let _s = serial();
+    let net = Net::new("http", 2);
+    let root = net.dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut blob = vec![0u8; 2 << 20];
+    std::fs::File::open("/dev/urandom").unwrap().read_exact(&mut blob).unwrap();
+    std::fs::write(root.join("blob"), &blob).unwrap();
+    let want = plain(&[python(), "-c", &format!("import hashlib; print(hashlib.sha256(open({:?},'rb').read()).hexdigest())", root.join("blob").display().to_string())]);
+    let want = String::from_utf8_lossy(&want.stdout).trim().to_string();
+    assert_eq!(want.len(), 64);
+
+    let srv = net.run(0, &[python(), "-u", "-m", "http.server", "--bind", "0.0.0.0", "--directory", root.to_str().unwrap(), "8000"], &[]);
+    srv.expect_line("Serving HTTP", Duration::from_secs(15));
+    let url = format!("http://{}:8000/blob", net.addr(0));
+    let t0 = Instant::now();
+    let mut cli = net.py(1, DOWNLOADS, &[&url, "20"], &[]);
+    let r = json_line(&cli.expect_line("result ", Duration::from_secs(180)), "result ");
+    eprintln!("20 parallel downloads of 2 MiB through the shim on both ends: {:.1} s", t0.elapsed().as_secs_f64());
+    cli.finish_ok(Duration::from_secs(20));
+    let rows = r.as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    for (k, row) in rows.iter().enumerate() {
+        assert!(row.get("error").is_none(), "download {k} failed: {row}\nserver: {}\nclient: {}", srv.report(), cli.report());
+        assert_eq!(row["len"].as_u64(), Some(2 << 20), "download {k}: {row}");
+        assert_eq!(row["sha256"], want.as_str(), "download {k}: sha256 differs");
+    }
+    let served = srv.stderr().matches("\"GET /blob HTTP/1.1\" 200").count();
+    assert_eq!(served, 20, "the server logged 20 GETs: {}", srv.report());
+    // The engine carried them: 20 connections to A:8000, each 2 MiB out.
+    let s = net.stat(0);
+    let local = format!("{}:8000", net.addr(0));
+    let conns: Vec<&Value> = s["connections"].as_array().unwrap().iter().filter(|c| c["local"] == local.as_str()).collect();
+    assert_eq!(conns.len(), 20, "engine A shows the 20 connections (TIME-WAIT or closing): {}", s["connections"]);
+    for c in &conns {
+        assert!(c["bytes_out"].as_u64().unwrap() >= 2 << 20, "each carried the file: {c}");
+    }
+}
