@@ -15,6 +15,15 @@ use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+/// A call on an engine socket inherited across fork: counted, named at debug level.
+pub fn inherited(call: &str) -> i32 {
+    count(Count::ForkInherited);
+    if crate::log::debug_enabled() {
+        crate::log::debug(&format!("fork-inherited call={call} errno=EOPNOTSUPP (engine sockets stay with the parent)"));
+    }
+    libc::EOPNOTSUPP
+}
+
 fn sock_of(st: &Guard, fd: RawFd) -> SResult<Rc<RefCell<Sock>>> {
     st.sock(fd).ok_or(libc::EBADF)
 }
@@ -119,7 +128,7 @@ fn advance<'a>(bufs: &'a mut [&mut [u8]], mut skip: usize) -> Vec<&'a mut [u8]> 
 pub fn recv(fd: RawFd, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddrV4>) -> SResult<usize> {
     const KNOWN: i32 = libc::MSG_PEEK | libc::MSG_DONTWAIT | libc::MSG_WAITALL | libc::MSG_TRUNC | libc::MSG_NOSIGNAL | libc::MSG_CMSG_CLOEXEC;
     if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
-        crate::log::unsupported("recv", "flags", libc::EOPNOTSUPP);
+        crate::log::unsupported("recv", if flags & libc::MSG_OOB != 0 { "flag MSG_OOB" } else { "unknown flags" }, libc::EOPNOTSUPP);
         return Err(libc::EOPNOTSUPP);
     }
     let want: usize = bufs.iter().map(|b| b.len()).sum();
@@ -153,7 +162,7 @@ fn s_is_stream(fd: RawFd) -> bool {
 pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> SResult<usize> {
     const KNOWN: i32 = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | libc::MSG_MORE | libc::MSG_EOR | libc::MSG_CONFIRM;
     if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
-        crate::log::unsupported("send", "flags", libc::EOPNOTSUPP);
+        crate::log::unsupported("send", if flags & libc::MSG_OOB != 0 { "flag MSG_OOB" } else { "unknown flags" }, libc::EOPNOTSUPP);
         return Err(libc::EOPNOTSUPP);
     }
     let want: usize = bufs.iter().map(|b| b.len()).sum();
@@ -208,10 +217,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
         let v6 = s.v6;
         let l = match &mut s.kind {
             Kind::Listener(l) => l,
-            Kind::Inherited => {
-                count(Count::ForkInherited);
-                return Some(Err(libc::EOPNOTSUPP));
-            }
+            Kind::Inherited => return Some(Err(inherited("accept"))),
             _ => return Some(Err(libc::EINVAL)),
         };
         let stream = match l.accept() {
@@ -326,10 +332,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                 sock.peer = Some(a);
                 return Connect::Engine(Ok(()));
             }
-            Kind::Inherited => {
-                count(Count::ForkInherited);
-                return Connect::Engine(Err(libc::EOPNOTSUPP));
-            }
+            Kind::Inherited => return Connect::Engine(Err(inherited("connect"))),
         }
     };
     debug_assert!(started);
@@ -358,10 +361,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
     let mut sock = s.borrow_mut();
     match sock.kind {
         Kind::Undecided => {}
-        Kind::Inherited => {
-            count(Count::ForkInherited);
-            return Err(libc::EOPNOTSUPP);
-        }
+        Kind::Inherited => return Err(inherited("bind/shutdown")),
         _ => return Err(libc::EINVAL),
     }
     let Some(a) = a else {
@@ -441,10 +441,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
                 Err(e) => Err(errno_of(&e, false)),
             }
         }
-        Kind::Inherited => {
-            count(Count::ForkInherited);
-            Err(libc::EOPNOTSUPP)
-        }
+        Kind::Inherited => Err(inherited("listen")),
         _ => Err(libc::EINVAL),
     }
 }
@@ -466,10 +463,7 @@ pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
                 x.shutdown().map_err(|e| errno_of(&e, true))?;
             }
         }
-        Kind::Inherited => {
-            count(Count::ForkInherited);
-            return Err(libc::EOPNOTSUPP);
-        }
+        Kind::Inherited => return Err(inherited("bind/shutdown")),
         Kind::Dgram(_) if has_peer => {}
         _ => return Err(libc::ENOTCONN),
     }
@@ -485,7 +479,8 @@ pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> 
     let mut sock = s.borrow_mut();
     sock.settle();
     let r = match (&sock.kind, peer) {
-        (Kind::Undecided, _) | (Kind::Inherited, _) => return Ok(None),
+        (Kind::Undecided, _) => return Ok(None),
+        (Kind::Inherited, _) => return Err(inherited(if peer { "getpeername" } else { "getsockname" })),
         (Kind::Stream(x), false) => Some(x.local_addr()),
         (Kind::Stream(x), true) => Some(x.peer_addr()),
         (Kind::Listener(_) | Kind::Bound, false) => sock.bound,
@@ -754,10 +749,7 @@ pub fn setsockopt(fd: RawFd, level: i32, name: i32, val: *const libc::c_void, le
             let _ = crate::sockopt::set_quiet(&mut sock, level, name, val, len);
             None
         }
-        Kind::Inherited => {
-            count(Count::ForkInherited);
-            Some(Err(libc::EOPNOTSUPP))
-        }
+        Kind::Inherited => Some(Err(inherited("setsockopt/getsockopt"))),
         _ => Some(crate::sockopt::set(&mut sock, level, name, val, len)),
     }
 }
@@ -770,10 +762,7 @@ pub unsafe fn getsockopt(fd: RawFd, level: i32, name: i32, val: *mut libc::c_voi
     let mut sock = s.borrow_mut();
     match sock.kind {
         Kind::Undecided => None,
-        Kind::Inherited => {
-            count(Count::ForkInherited);
-            Some(Err(libc::EOPNOTSUPP))
-        }
+        Kind::Inherited => Some(Err(inherited("setsockopt/getsockopt"))),
         // SAFETY: forwarded contract.
         _ => Some(unsafe { crate::sockopt::get(&mut sock, level, name, val, len) }),
     }

@@ -277,7 +277,7 @@ impl Sock {
             }
             Kind::Listener(_) | Kind::Bound | Kind::Undecided if self.stream => Some(Err(libc::ENOTCONN)),
             Kind::Connecting(_) => None,
-            Kind::Inherited => Some(Err(libc::EOPNOTSUPP)),
+            Kind::Inherited => Some(Err(crate::ops::inherited("recv/send"))),
             _ => None,
         }
     }
@@ -368,7 +368,7 @@ impl Sock {
                 let e = self.take_error();
                 Some(Err(if e != 0 { e } else { libc::EPIPE }))
             }
-            Kind::Inherited => Some(Err(libc::EOPNOTSUPP)),
+            Kind::Inherited => Some(Err(crate::ops::inherited("recv/send"))),
             _ if self.stream => Some(Err(libc::EPIPE)),
             _ => Some(Err(libc::EDESTADDRREQ)),
         }
