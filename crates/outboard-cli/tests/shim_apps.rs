@@ -295,9 +295,14 @@ impl Drop for Rig {
 
 impl Rig {
     fn up(tag: &str) -> Rig {
+        Rig::up_with(tag, outboard_lab::Impairment::default())
+    }
+
+    /// A lab whose path goes through the seeded impairment relay.
+    fn up_with(tag: &str, impairment: outboard_lab::Impairment) -> Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
-        let lab = lab(&LabConfig::new(&name));
+        let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
         let mut args = support::engine_args(&lab, "af_xdp");
         args.extend(["--services".to_string(), "none".to_string()]);
         let engine = EngineProc::start(
@@ -1172,3 +1177,58 @@ fn parsers_read_the_tools_reports() {
     let ip = r#"{"start":{},"end":{"sum_received":{"bytes":1000,"bits_per_second":8000.0}}}"#;
     assert_eq!(check_iperf3(ip, ""), (1000, 8000.0));
 }
+
+/// The engine's TCP under the shim through every impairment the relay has
+/// (loss, duplication, reordering, corruption, each way): nginx under the
+/// shim serves Linux's curl, and curl under the shim downloads from Linux's
+/// http.server; both byte-exact.
+#[test]
+fn shim_nginx_and_curl_through_an_impaired_path() {
+    if skip_unless_root("shim_nginx_and_curl_through_an_impaired_path") {
+        return;
+    }
+    need(&[("nginx", "nginx-light"), ("curl", "curl"), ("python3", "python3"), ("sha256sum", "coreutils")]);
+    let imp = outboard_lab::Impairment {
+        loss: 0.01,
+        duplicate: 0.01,
+        corrupt: 0.001,
+        reorder: 0.05,
+        reorder_delay_ms: 2.0,
+        ..Default::default()
+    };
+    let rig = Rig::up_with("simp", imp);
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let src = www.join("blob");
+    random_file(&src, 32 << 20, 21);
+    let conf = nginx_conf(&rig.tmp, 8080);
+    let mut ngx = rig.bg(
+        "shim-nginx",
+        rig.shim_cmd(STEP * 3, &["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"]),
+    );
+    rig.wait_tcp(&rig.eip(), 8080, &mut ngx);
+    let dst = rig.tmp.join("got-from-nginx");
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &format!("http://{}:8080/blob", rig.eip())],
+    ));
+    assert!(ok, "Linux curl from nginx under the shim, impaired path: {out}\n{err}");
+    assert_eq!(sha256(&dst), sha256(&src), "nginx → Linux curl through the impairments");
+
+    let py = python3();
+    let mut srv = rig.bg(
+        "linux-http",
+        rig.linux_cmd(STEP * 2, &[&py, "-u", "-m", "http.server", "--bind", &rig.lip(), "8000", "--directory", www.to_str().unwrap()]),
+    );
+    rig.wait_tcp(&rig.lip(), 8000, &mut srv);
+    let dst2 = rig.tmp.join("got-from-linux");
+    let (ok, out, err) = output(rig.shim_cmd(
+        STEP,
+        &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst2.to_str().unwrap(), &format!("http://{}:8000/blob", rig.lip())],
+    ));
+    assert!(ok, "curl under the shim from Linux, impaired path: {out}\n{err}");
+    assert_eq!(sha256(&dst2), sha256(&src), "Linux http.server → curl under the shim through the impairments");
+    let (seg_in, seg_out) = (rig.engine.counter("tcp_segments_in"), rig.engine.counter("tcp_segments_out"));
+    eprintln!("impaired path: 32 MiB each way byte-exact; engine TCP segments in {seg_in}, out {seg_out}");
+}
+

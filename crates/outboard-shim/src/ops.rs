@@ -61,11 +61,7 @@ fn blocking<T>(
         let (news, seq, timeout): (Option<News>, u32, Option<Duration>) = {
             let mut st = lock();
             let s = sock_of(&st, fd)?;
-            let news = st.news.clone();
-            let seq = news.as_ref().map_or(0, |n| n.current());
-            if let Some(b) = st.board.clone() {
-                let _ = b.pump();
-            }
+            let (news, seq, _) = st.look();
             let mut sock = s.borrow_mut();
             if let Some(r) = op(&mut st, &mut sock) {
                 st.push_counters();
@@ -544,11 +540,7 @@ fn linger_wait(x: &outboard_api::Stream, limit: Duration) {
     loop {
         let (news, seq, done) = {
             let st = lock();
-            let news = st.news.clone();
-            let seq = news.as_ref().map_or(0, |n| n.current());
-            if let Some(b) = &st.board {
-                let _ = b.pump();
-            }
+            let (news, seq, _) = st.look();
             (news, seq, x.unacked().0 == 0 || x.error().is_some())
         };
         let rest = end.saturating_duration_since(Instant::now());
@@ -727,15 +719,6 @@ pub unsafe fn sendfile(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: us
         unsafe { *off = p };
     }
     Ok(done)
-}
-
-impl Sock {
-    pub fn error(&self) -> Option<Error> {
-        match &self.kind {
-            Kind::Stream(x) => x.error(),
-            _ => None,
-        }
-    }
 }
 
 pub fn setsockopt(fd: RawFd, level: i32, name: i32, val: *const libc::c_void, len: libc::socklen_t) -> Option<SResult<()>> {

@@ -47,12 +47,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
     loop {
         let (n_eng, news, seq) = {
             let mut st = lock();
-            let news = st.news.clone();
-            let seq = news.as_ref().map_or(0, |n| n.current());
-            let board = st.board.clone();
-            if let Some(b) = &board {
-                let _ = b.pump();
-            }
+            let (news, seq, board) = st.look();
             let mut n = 0;
             for &i in &engine {
                 let bits = match st.sock(fds[i].fd) {
@@ -224,12 +219,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         out.clear();
         let (news, seq) = {
             let mut st = lock();
-            let news = st.news.clone();
-            let seq = news.as_ref().map_or(0, |n| n.current());
-            let board = st.board.clone();
-            if let Some(b) = &board {
-                let _ = b.pump();
-            }
+            let (news, seq, board) = st.look();
             let Some(set) = st.epolls.get(&epfd).cloned() else {
                 set_errno(libc::EBADF);
                 return -1;

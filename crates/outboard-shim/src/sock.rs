@@ -173,6 +173,14 @@ impl Sock {
         }
     }
 
+    /// The stream's failure, if any.
+    pub fn error(&self) -> Option<Error> {
+        match &self.kind {
+            Kind::Stream(x) => x.error(),
+            _ => None,
+        }
+    }
+
     /// The failure to report now, once (SO_ERROR, or the first call after it).
     pub fn take_error(&mut self) -> i32 {
         if self.so_error != 0 {

@@ -231,6 +231,19 @@ impl Shim {
         }
     }
 
+    /// The first step of every look at engine sockets: read the news word
+    /// (before looking, so a later wait cannot miss what arrives meanwhile),
+    /// then move the engine's pending events into the endpoints' state.
+    pub fn look(&self) -> (Option<News>, u32, Option<Board>) {
+        let news = self.news.clone();
+        let seq = news.as_ref().map_or(0, |n| n.current());
+        let board = self.board.clone();
+        if let Some(b) = &board {
+            let _ = b.pump();
+        }
+        (news, seq, board)
+    }
+
     pub fn sock(&self, fd: RawFd) -> Option<Rc<RefCell<Sock>>> {
         self.socks.get(&fd).cloned()
     }
