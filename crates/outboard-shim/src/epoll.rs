@@ -36,37 +36,53 @@ pub struct EpollSet {
 }
 
 impl EpollSet {
-    /// Appends ready engine interests to `out` (at most `max` in all).
+    /// Appends ready engine interests to `out` (at most `max` in all),
+    /// starting where the last call stopped so none waits forever.
     pub fn collect(&mut self, board: Option<&Board>, out: &mut Vec<libc::epoll_event>, max: usize) {
         let start = self.cursor;
-        let keys: Vec<RawFd> = self.interests.range(start..).chain(self.interests.range(..start)).map(|(k, _)| *k).collect();
-        for fd in keys {
-            if out.len() >= max {
-                self.cursor = fd;
-                return;
+        let mut stop = None;
+        for (&fd, i) in self.interests.range_mut(start..) {
+            if !report(i, board, out, max) {
+                stop = Some(fd);
+                break;
             }
-            let Some(i) = self.interests.get_mut(&fd) else { continue };
-            if i.disarmed {
-                continue;
-            }
-            let mut s = i.sock.borrow_mut();
-            let always = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
-            let bits = (s.poll_bits(board) as u16 as u32) & (i.events | always);
-            if bits == 0 {
-                continue;
-            }
-            if i.events & libc::EPOLLET as u32 != 0 {
-                let key = s.news_key(board);
-                if i.last_key == Some(key) {
-                    continue;
-                }
-                i.last_key = Some(key);
-            }
-            if i.events & libc::EPOLLONESHOT as u32 != 0 {
-                i.disarmed = true;
-            }
-            out.push(libc::epoll_event { events: bits, u64: i.data });
         }
-        self.cursor = 0;
+        if stop.is_none() {
+            for (&fd, i) in self.interests.range_mut(..start) {
+                if !report(i, board, out, max) {
+                    stop = Some(fd);
+                    break;
+                }
+            }
+        }
+        self.cursor = stop.unwrap_or(0);
     }
+}
+
+/// Adds `i` to `out` if it is to be reported now; false when `out` is full.
+fn report(i: &mut Interest, board: Option<&Board>, out: &mut Vec<libc::epoll_event>, max: usize) -> bool {
+    if out.len() >= max {
+        return false;
+    }
+    if i.disarmed {
+        return true;
+    }
+    let mut s = i.sock.borrow_mut();
+    let always = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+    let bits = (s.poll_bits(board) as u16 as u32) & (i.events | always);
+    if bits == 0 {
+        return true;
+    }
+    if i.events & libc::EPOLLET as u32 != 0 {
+        let key = s.news_key(board);
+        if i.last_key == Some(key) {
+            return true;
+        }
+        i.last_key = Some(key);
+    }
+    if i.events & libc::EPOLLONESHOT as u32 != 0 {
+        i.disarmed = true;
+    }
+    out.push(libc::epoll_event { events: bits, u64: i.data });
+    true
 }

@@ -657,7 +657,20 @@ pub unsafe fn sendfile(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: us
     if state::mark(inp) == MARK_SOCK {
         return Err(libc::EINVAL);
     }
-    let mut buf = vec![0u8; 64 * 1024];
+    thread_local! {
+        // One buffer per thread, reused: sendfile of small files is common (nginx).
+        static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0u8; 64 * 1024]);
+    }
+    BUF.with(|b| {
+        let mut buf = b.borrow_mut();
+        // SAFETY: forwarded contract.
+        unsafe { sendfile_with(out, inp, off, count_, &mut buf) }
+    })
+}
+
+/// # Safety
+/// As `sendfile`.
+unsafe fn sendfile_with(out: RawFd, inp: RawFd, off: *mut libc::off_t, count_: usize, buf: &mut [u8]) -> SResult<usize> {
     let mut done = 0usize;
     // SAFETY: off is null or a valid off_t (the caller's contract).
     let mut pos: Option<libc::off_t> = if off.is_null() { None } else { Some(unsafe { *off }) };
