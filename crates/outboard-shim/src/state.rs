@@ -96,9 +96,6 @@ static COUNTERS: [AtomicU64; COUNTS] = [const { AtomicU64::new(0) }; COUNTS];
 pub fn count(c: Count) {
     COUNTERS[c as usize].fetch_add(1, Ordering::Relaxed);
 }
-pub fn counter(c: Count) -> u64 {
-    COUNTERS[c as usize].load(Ordering::Relaxed)
-}
 
 /// The engine's network (which destinations it serves).
 pub type Net = outboard_api::EngineNet;

@@ -141,7 +141,7 @@ pub fn main(a: &AppsArgs) -> ExitCode {
             return ExitCode::from(crate::run_cmd::NO_SHIM);
         }
     };
-    let name = a.lab_name.clone().unwrap_or_else(default_lab_name);
+    let name = a.lab_name.clone().unwrap_or_else(|| super::lab_name("ba"));
     if let Err(e) = outboard_lab::validate_name(&name) {
         eprintln!("outboard bench apps: {e}");
         return ExitCode::from(2);
@@ -161,44 +161,9 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         .and_then(|_| run(&lab, a, &shim, &tmp, secs));
     let _ = std::fs::remove_dir_all(&tmp);
     let down = lab.teardown();
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("outboard bench apps: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    if let Err(e) = down {
-        eprintln!("outboard bench apps: tearing down lab {name}: {e}");
-    }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("report serialises")
-        );
-    } else {
-        print_table(&report);
-    }
-    ExitCode::SUCCESS
+    super::finish("apps", &name, result, down, a.json, print_table)
 }
 
-fn default_lab_name() -> String {
-    let mut n = std::process::id();
-    let mut s = String::from("ba");
-    for _ in 0..6 {
-        let d = (n % 36) as u8;
-        s.push(if d < 10 {
-            (b'0' + d) as char
-        } else {
-            (b'a' + d - 10) as char
-        });
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    s
-}
 
 fn on_path(prog: &str) -> bool {
     std::env::var_os("PATH")

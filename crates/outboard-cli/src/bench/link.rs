@@ -226,7 +226,7 @@ pub fn main(a: &LinkArgs) -> ExitCode {
         eprintln!("outboard bench link: {}", skipped.join("; "));
         return ExitCode::from(2);
     }
-    let name = a.lab_name.clone().unwrap_or_else(default_lab_name);
+    let name = a.lab_name.clone().unwrap_or_else(|| super::lab_name("bl"));
     if let Err(e) = outboard_lab::validate_name(&name) {
         eprintln!("outboard bench link: {e}");
         return ExitCode::from(2);
@@ -245,44 +245,9 @@ pub fn main(a: &LinkArgs) -> ExitCode {
     let dur = Duration::from_secs_f64(a.seconds.max(0.05));
     let result = run(&name, &links, a, dur, skipped);
     let down = lab.teardown();
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("outboard bench link: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    if let Err(e) = down {
-        eprintln!("outboard bench link: tearing down lab {name}: {e}");
-    }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("report serialises")
-        );
-    } else {
-        print_table(&report);
-    }
-    ExitCode::SUCCESS
+    super::finish("link", &name, result, down, a.json, print_table)
 }
 
-fn default_lab_name() -> String {
-    let mut n = std::process::id();
-    let mut s = String::from("bl");
-    for _ in 0..6 {
-        let d = (n % 36) as u8;
-        s.push(if d < 10 {
-            (b'0' + d) as char
-        } else {
-            (b'a' + d - 10) as char
-        });
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    s
-}
 
 fn run(
     lab: &str,
