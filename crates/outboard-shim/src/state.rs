@@ -13,6 +13,7 @@
 use crate::sock::Sock;
 use crate::epoll::EpollSet;
 use outboard_api::{AttachOptions, Board, News};
+use outboard_board::layout::app_counter;
 use outboard_board::BoardParams;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -74,20 +75,21 @@ impl Drop for Reentry {
     }
 }
 
-/// What the shim counts; shown per board by `outboard stat`.
+/// What the shim counts; shown per board by `outboard stat` (the slots of
+/// the board's application counters, `layout::app_counter`).
 #[derive(Debug, Clone, Copy)]
 pub enum Count {
-    EngineSockets = 0,
-    KernelSockets = 1,
-    Unsupported = 2,
-    UnsupportedOptions = 3,
-    ForkInherited = 4,
-    PollWaits = 5,
-    BlockingSleeps = 6,
-    Eintr = 7,
-    KernelFallbackConnects = 8,
+    EngineSockets = app_counter::ENGINE_SOCKETS as isize,
+    KernelSockets = app_counter::KERNEL_SOCKETS as isize,
+    Unsupported = app_counter::UNSUPPORTED as isize,
+    UnsupportedOptions = app_counter::UNSUPPORTED_OPTIONS as isize,
+    ForkInherited = app_counter::FORK_INHERITED as isize,
+    PollWaits = app_counter::POLL_WAITS as isize,
+    BlockingSleeps = app_counter::BLOCKING_SLEEPS as isize,
+    Eintr = app_counter::EINTR as isize,
+    KernelFallbackConnects = app_counter::KERNEL_FALLBACK_CONNECTS as isize,
 }
-pub const COUNTS: usize = 9;
+pub const COUNTS: usize = app_counter::NAMES.len();
 
 /// Counted here first; pushed into the board's application counters (which
 /// the engine shows) whenever the board is at hand.
