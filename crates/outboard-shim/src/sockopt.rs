@@ -95,7 +95,9 @@ pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
             t.bytes_received = i.bytes_received;
             t.segs_out = i.segs_out;
             t.segs_in = i.segs_in;
-            t.pmtu = i.snd_mss + 40;
+            // The path MTU the MSS came from: IPv4 and TCP headers, and the timestamp option when in use.
+            let ts = if i.options & outboard_api::TCPI_OPT_TIMESTAMPS != 0 { 12 } else { 0 };
+            t.pmtu = i.snd_mss + 40 + ts;
         }
         Kind::Listener(_) => t.state = 10,    // TCP_LISTEN
         Kind::Connecting(_) => t.state = 2,   // TCP_SYN_SENT
