@@ -958,3 +958,27 @@ fn threading_http_server_serves_20_parallel_downloads() {
         assert!(c["bytes_out"].as_u64().unwrap() >= 2 << 20, "each carried the file: {c}");
     }
 }
+
+// ---------------------------------------------------------------- 8. stdio
+
+/// glibc's stdio bypasses `read`/`write`: a FILE made by `fdopen` on an
+/// engine socket must still carry bytes through the engine, and after
+/// `fclose` the descriptor number, reused for a file, must be the file's.
+#[test]
+fn stdio_over_an_engine_socket_and_the_descriptor_after_fclose() {
+    let _g = serial();
+    let net = Net::new("stdio", 2);
+    let dir = net.dir.clone();
+    let bin = dir.join("behaviour_fdopen");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim/behaviour_fdopen.c");
+    let st = Command::new("cc").args(["-O1", "-Wall", "-o"]).arg(&bin).arg(&src).status().expect("cc (install gcc)");
+    assert!(st.success(), "compiling behaviour_fdopen.c failed");
+    let file = dir.join("content");
+    std::fs::write(&file, "file-bytes\n").unwrap();
+    let _srv = start_server(&net, 1, 7700, "echo", 0.0);
+    let mut p = net.run(0, &[bin.to_str().unwrap(), net.addr(1), "7700", file.to_str().unwrap()], &[]);
+    let out = p.finish_ok(Duration::from_secs(20));
+    assert!(out.contains("echo: hello"), "the line went through the engine and came back: {out}");
+    assert!(out.contains("fd reused=1 read=11 ok=1"), "the reused descriptor reads the file: {out}");
+}
+

@@ -680,6 +680,66 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     unsafe { real::close(fd) }
 }
 
+/// glibc's stdio reads and writes a FILE's descriptor through internal
+/// calls the shim cannot see; so `fdopen` on an engine socket gives a FILE
+/// whose I/O goes through the shim's `read`/`write`/`close` (`fopencookie`).
+/// Its `fileno()` is -1 (documented in SHIM.md).
+#[no_mangle]
+pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const libc::c_char) -> *mut libc::FILE {
+    if !ours(fd) {
+        // SAFETY: passes the program's arguments on.
+        return unsafe { real::fdopen(fd, mode) };
+    }
+    let io = CookieIo { read: Some(cookie_read), write: Some(cookie_write), seek: None, close: Some(cookie_close) };
+    // SAFETY: the cookie is the descriptor number; the functions match glibc's cookie_io_functions_t.
+    unsafe { fopencookie(fd as isize as *mut c_void, mode, io) }
+}
+
+/// glibc's `cookie_io_functions_t`.
+#[repr(C)]
+struct CookieIo {
+    read: Option<unsafe extern "C" fn(*mut c_void, *mut libc::c_char, size_t) -> ssize_t>,
+    write: Option<unsafe extern "C" fn(*mut c_void, *const libc::c_char, size_t) -> ssize_t>,
+    seek: Option<unsafe extern "C" fn(*mut c_void, *mut i64, c_int) -> c_int>,
+    close: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+}
+
+extern "C" {
+    fn fopencookie(cookie: *mut c_void, mode: *const libc::c_char, io: CookieIo) -> *mut libc::FILE;
+}
+
+unsafe extern "C" fn cookie_read(c: *mut c_void, buf: *mut libc::c_char, n: size_t) -> ssize_t {
+    // SAFETY: stdio's buffer of n bytes.
+    unsafe { read(c as isize as c_int, buf.cast(), n) }
+}
+
+unsafe extern "C" fn cookie_write(c: *mut c_void, buf: *const libc::c_char, n: size_t) -> ssize_t {
+    // SAFETY: stdio's buffer of n bytes. A cookie writer reports an error as 0.
+    unsafe { write(c as isize as c_int, buf.cast(), n).max(0) }
+}
+
+unsafe extern "C" fn cookie_close(c: *mut c_void) -> c_int {
+    // SAFETY: closes the descriptor the FILE was opened on.
+    unsafe { close(c as isize as c_int) }
+}
+
+/// A stream opened on an engine socket by other means than `fdopen` (none
+/// known) would be closed by libc without calling `close`: forget the socket
+/// here too, or a later descriptor with the same number would be taken for it.
+#[no_mangle]
+pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
+    if !in_shim() && !f.is_null() {
+        // SAFETY: the program's open FILE.
+        let fd = unsafe { libc::fileno(f) };
+        if matches!(mark(fd), MARK_SOCK | MARK_EPOLL) {
+            let _r = Reentry::enter();
+            ops::forget(fd);
+        }
+    }
+    // SAFETY: passes the program's argument on.
+    unsafe { real::fclose(f) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
     if !in_shim() && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {

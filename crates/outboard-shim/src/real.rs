@@ -81,4 +81,6 @@ real_fns! {
     sendmmsg(fd: c_int, v: *mut libc::mmsghdr, n: libc::c_uint, flags: c_int) -> c_int;
     close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int;
     splice(i: c_int, ioff: *mut libc::loff_t, o: c_int, ooff: *mut libc::loff_t, n: usize, flags: libc::c_uint) -> isize;
+    fclose(f: *mut libc::FILE) -> c_int;
+    fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
 }
