@@ -28,6 +28,8 @@
 //! bounded by `timeout` and killed on drop; the lab goes down on drop.
 
 mod support;
+#[path = "../src/bench/tools.rs"]
+mod tools;
 
 use outboard_lab::{Lab, LabConfig};
 use std::fs::File;
@@ -431,6 +433,37 @@ impl Rig {
         (n("attached"), n("rx_delivered"), n("tx_delivered"))
     }
 
+    /// Linux's curl fetches `/blob` from the server under the shim on `port`
+    /// (it must equal `src`, and the engine must have carried it), then
+    /// Linux's wrk runs `conns` connections on `/small` for 3 s with no
+    /// error. `log` adds the server's own log to a failure.
+    fn serve_linux_curl_and_wrk(
+        &self,
+        what: &str,
+        port: u16,
+        src: &Path,
+        conns: u32,
+        log: impl Fn() -> String,
+    ) -> tools::Wrk {
+        let dst = self.tmp.join("got");
+        let url = |name: &str| format!("http://{}:{port}/{name}", self.eip());
+        let (ok, out, err) = output(self.linux_cmd(
+            STEP,
+            &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")],
+        ));
+        assert!(ok, "Linux curl from {what} failed: {out}\n{err}{}", log());
+        assert_eq!(sha256(&dst), sha256(src), "what Linux's curl got from {what} differs from the file");
+        let (attached, _, tx) = self.through_engine();
+        assert!(
+            attached >= 1 && tx > 0,
+            "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
+        );
+        let c = format!("-c{conns}");
+        let (ok, out, err) = output(self.linux_cmd(STEP, &["wrk", "-t2", &c, "-d3s", &url("small")]));
+        assert!(ok, "wrk failed: {out}\n{err}{}", log());
+        tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}{}", log()))
+    }
+
     /// Writes `n` pseudo-random bytes to TMP/NAME; returns its path.
     fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
         let p = self.tmp.join(name);
@@ -567,119 +600,10 @@ fn output(mut c: Command) -> (bool, String, String) {
     )
 }
 
-/// wrk's report: requests; fails on socket errors or non-2xx/3xx answers.
-fn check_wrk(out: &str, err: &str) -> (u64, f64) {
-    assert!(
-        !out.contains("Socket errors"),
-        "wrk saw socket errors:\n{out}\n{err}"
-    );
-    assert!(
-        !out.contains("Non-2xx"),
-        "wrk saw non-2xx answers:\n{out}\n{err}"
-    );
-    let reqs = out
-        .lines()
-        .find(|l| l.contains(" requests in "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no request count in wrk's output:\n{out}\n{err}"));
-    let rps = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or(0.0);
-    assert!(reqs > 0 && rps > 0.0, "wrk made no requests:\n{out}\n{err}");
-    (reqs, rps)
-}
-
-/// `redis-benchmark -q`: requests/s per test; fails on any error line.
-fn check_redis_benchmark(out: &str, err: &str, tests: &[&str]) -> Vec<f64> {
-    let all = format!("{out}\n{err}");
-    let lower = all.to_ascii_lowercase();
-    assert!(
-        !lower.contains("error") && !lower.contains("refused") && !lower.contains("reset"),
-        "redis-benchmark reported an error:\n{all}"
-    );
-    tests
-        .iter()
-        .map(|t| {
-            all.split(['\r', '\n'])
-                .filter_map(|l| l.trim().strip_prefix(&format!("{t}: ")))
-                .filter(|r| r.contains("requests per second"))
-                .filter_map(|r| {
-                    r.split_whitespace()
-                        .next()
-                        .and_then(|v| v.parse::<f64>().ok())
-                })
-                .next_back()
-                .filter(|v| *v > 0.0)
-                .unwrap_or_else(|| {
-                    panic!("redis-benchmark reported no {t} requests per second:\n{all}")
-                })
-        })
-        .collect()
-}
-
-/// iperf3 -J: bytes received (fails on an "error" key).
-fn check_iperf3(out: &str, err: &str) -> (u64, f64) {
-    let v: serde_json::Value = serde_json::from_str(out)
-        .unwrap_or_else(|e| panic!("iperf3 -J printed no JSON ({e}):\n{out}\n{err}"));
-    assert!(v.get("error").is_none(), "iperf3: {}", v["error"]);
-    let r = &v["end"]["sum_received"];
-    let bytes = r["bytes"].as_u64().unwrap_or(0);
-    assert!(bytes > 0, "iperf3 received nothing: {}", v["end"]);
-    (bytes, r["bits_per_second"].as_f64().unwrap_or(0.0))
-}
-
-/// sockperf ping-pong: (observations, avg, p50, p99) in µs; fails on errors.
-fn check_sockperf(out: &str, err: &str) -> (u64, f64, f64, f64) {
-    let all: String = strip_ansi(&format!("{out}\n{err}"));
-    assert!(!all.contains("ERROR"), "sockperf reported an error:\n{all}");
-    let after = |key: &str| -> Option<f64> {
-        all.lines().find_map(|l| {
-            let i = l.find(key)?;
-            l[i + key.len()..]
-                .trim_start_matches([' ', '='])
-                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .next()?
-                .parse()
-                .ok()
-        })
-    };
-    let obs = all
-        .lines()
-        .find_map(|l| {
-            let (n, rest) = l.split("Total ").nth(1)?.split_once(' ')?;
-            rest.starts_with("observations")
-                .then(|| n.parse::<u64>().ok())
-                .flatten()
-        })
-        .unwrap_or(0);
-    let avg = after("avg-latency=").unwrap_or(0.0);
-    let p50 = after("percentile 50.000").unwrap_or(0.0);
-    let p99 = after("percentile 99.000").unwrap_or(0.0);
-    assert!(
-        obs > 0 && avg > 0.0 && p50 > 0.0 && p99 > 0.0,
-        "sockperf measured nothing:\n{all}"
-    );
-    (obs, avg, p50, p99)
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c == '\x1b' {
-            for d in it.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// The tool's report, or the test fails with what it printed.
+#[track_caller]
+fn must<T>(r: Result<T, String>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Bytes of the curl download test: OUTBOARD_SHIM_BYTES or 100 MiB.
@@ -798,48 +722,12 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
         ),
     );
     rig.wait_tcp(&rig.eip(), 8000, &mut srv);
-    let dst = rig.tmp.join("got");
-    let (ok, out, err) = output(rig.linux_cmd(
-        STEP,
-        &[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "50",
-            "-o",
-            dst.to_str().unwrap(),
-            &format!("http://{}:8000/blob", rig.eip()),
-        ],
-    ));
-    assert!(
-        ok,
-        "Linux curl from the shim's http.server failed: {out}\n{err}"
-    );
-    assert_eq!(
-        sha256(&dst),
-        sha256(&src),
-        "what Linux's curl got differs from the file served"
-    );
-    let (attached, _, tx) = rig.through_engine();
-    assert!(
-        attached >= 1 && tx > 0,
-        "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
-    );
-    let (ok, out, err) = output(rig.linux_cmd(
-        STEP,
-        &[
-            "wrk",
-            "-t2",
-            "-c8",
-            "-d3s",
-            &format!("http://{}:8000/small", rig.eip()),
-        ],
-    ));
-    assert!(ok, "wrk failed: {out}\n{err}");
-    let (reqs, rps) = check_wrk(&out, &err);
+    let w = rig.serve_linux_curl_and_wrk("the shim's http.server", 8000, &src, 8, String::new);
     srv.assert_running();
-    eprintln!("shim python http.server: 8 MiB byte-exact; wrk {reqs} requests, {rps:.0}/s");
+    eprintln!(
+        "shim python http.server: 8 MiB byte-exact; wrk {} requests, {:.0}/s",
+        w.requests, w.per_s
+    );
 }
 
 #[test]
@@ -859,7 +747,7 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
     let src = www.join("blob");
     random_file(&src, 8 << 20, 14);
     random_file(&www.join("small"), 4096, 15);
-    let conf = nginx_conf(&rig.tmp, 8080);
+    let conf = must(tools::nginx_conf(&rig.tmp, 8080));
     let mut srv = rig.bg(
         "shim-nginx",
         rig.shim_cmd(
@@ -876,66 +764,13 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
         ),
     );
     rig.wait_tcp(&rig.eip(), 8080, &mut srv);
-    let dst = rig.tmp.join("got");
-    let (ok, out, err) = output(rig.linux_cmd(
-        STEP,
-        &[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "50",
-            "-o",
-            dst.to_str().unwrap(),
-            &format!("http://{}:8080/blob", rig.eip()),
-        ],
-    ));
-    let errlog = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
-    assert!(
-        ok,
-        "Linux curl from nginx under the shim failed: {out}\n{err}\nnginx error.log:\n{errlog}"
-    );
-    assert_eq!(
-        sha256(&dst),
-        sha256(&src),
-        "what Linux's curl got from nginx differs from the file"
-    );
-    let (attached, _, tx) = rig.through_engine();
-    assert!(
-        attached >= 1 && tx > 0,
-        "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
-    );
-    let (ok, out, err) = output(rig.linux_cmd(
-        STEP,
-        &[
-            "wrk",
-            "-t2",
-            "-c16",
-            "-d3s",
-            &format!("http://{}:8080/small", rig.eip()),
-        ],
-    ));
-    let errlog = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
-    assert!(ok, "wrk failed: {out}\n{err}\nnginx error.log:\n{errlog}");
-    let (reqs, rps) = check_wrk(&out, &err);
+    let errlog = || {
+        let log = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
+        format!("\nnginx error.log:\n{log}")
+    };
+    let w = rig.serve_linux_curl_and_wrk("nginx under the shim", 8080, &src, 16, errlog);
     srv.assert_running();
-    eprintln!("shim nginx: 8 MiB byte-exact; wrk {reqs} requests, {rps:.0}/s");
-}
-
-/// An nginx config that keeps everything under `dir` (runs as root without touching /var).
-fn nginx_conf(dir: &Path, port: u16) -> PathBuf {
-    let d = dir.display();
-    let conf = format!(
-        "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 30;\n\
-           client_body_temp_path {d}/client_body;\n  proxy_temp_path {d}/proxy;\n\
-           fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-           server {{ listen {port}; root {d}/www; }}\n}}\n"
-    );
-    let p = dir.join("nginx.conf");
-    std::fs::write(&p, conf).unwrap();
-    p
+    eprintln!("shim nginx: 8 MiB byte-exact; wrk {} requests, {:.0}/s", w.requests, w.per_s);
 }
 
 #[test]
@@ -993,7 +828,7 @@ fn shim_redis_server_serves_linux_benchmark_and_cli() {
         ],
     ));
     assert!(ok, "redis-benchmark failed: {out}\n{err}");
-    let rps = check_redis_benchmark(&out, &err, &["SET", "GET"]);
+    let rps = ["SET", "GET"].map(|t| must(tools::redis_benchmark(&out, &err, t)));
     let cli = |args: &[&str]| {
         let mut v = vec!["redis-cli", "-h", &eip, "-p", "6379"];
         v.extend_from_slice(args);
@@ -1060,7 +895,7 @@ fn shim_iperf3_both_ways() {
         STEP,
         &["iperf3", "-c", &rig.eip(), "-p", "5201", "-t", "3", "-J"],
     ));
-    let (b1, bps1) = check_iperf3(&out, &err);
+    let to_shim = must(tools::iperf3(&out, &err));
     let (ok, log) = srv.wait(STEP);
     assert!(ok, "iperf3 server under the shim: {log}");
     // iperf3 client under the shim -> Linux server.
@@ -1085,15 +920,15 @@ fn shim_iperf3_both_ways() {
         STEP,
         &["iperf3", "-c", &rig.lip(), "-p", "5202", "-t", "3", "-J"],
     ));
-    let (b2, bps2) = check_iperf3(&out, &err);
+    let from_shim = must(tools::iperf3(&out, &err));
     let (ok, log) = srv.wait(STEP);
     assert!(ok, "Linux iperf3 server: {log}");
     eprintln!(
         "shim iperf3: to the shim {} MiB ({:.2} Gbit/s); from the shim {} MiB ({:.2} Gbit/s)",
-        b1 >> 20,
-        bps1 / 1e9,
-        b2 >> 20,
-        bps2 / 1e9
+        to_shim.bytes >> 20,
+        to_shim.bits_per_s / 1e9,
+        from_shim.bytes >> 20,
+        from_shim.bits_per_s / 1e9
     );
 }
 
@@ -1135,14 +970,18 @@ fn sockperf_both_ways(tag: &str, tcp: bool) {
             "shim client -> Linux server"
         };
         assert!(ok, "sockperf {side} failed: {out}\n{err}");
-        let r = check_sockperf(&out, &err);
+        let r = must(tools::sockperf(&out, &err));
         srv.assert_running();
         results.push((side, r));
     }
-    for (side, (obs, avg, p50, p99)) in results {
+    for (side, r) in results {
         eprintln!(
-            "shim sockperf {} {side}: {obs} round trips, avg {avg:.1} us, p50 {p50:.1} us, p99 {p99:.1} us",
-            if tcp { "TCP" } else { "UDP" }
+            "shim sockperf {} {side}: {} round trips, avg {:.1} us, p50 {:.1} us, p99 {:.1} us",
+            if tcp { "TCP" } else { "UDP" },
+            r.observations,
+            r.avg_us,
+            r.p50_us,
+            r.p99_us
         );
     }
 }
@@ -1161,21 +1000,6 @@ fn shim_sockperf_udp_both_ways() {
         return;
     }
     sockperf_both_ways("sspu", false);
-}
-
-#[test]
-fn parsers_read_the_tools_reports() {
-    let wrk = "Running 2s test @ http://10.0.0.2:8080/x\n  2 threads and 16 connections\n  199767 requests in 2.10s, 45.15MB read\nRequests/sec:  95167.61\n";
-    assert_eq!(check_wrk(wrk, ""), (199767, 95167.61));
-    let rb = "\rSET: rps=0.0 (overall: -nan) avg_msec=-nan\r\rSET: 114285.72 requests per second, p50=0.215 msec\n\rGET: 129032.26 requests per second, p50=0.215 msec\n";
-    assert_eq!(
-        check_redis_benchmark(rb, "", &["SET", "GET"]),
-        vec![114285.72, 129032.26]
-    );
-    let sp = "sockperf: \x1b[2;35m====> avg-latency=3.311 (std-dev=3.018)\x1b[0m\nsockperf: \x1b[2;35mTotal 232842 observations\x1b[0m; each\nsockperf: ---> percentile 99.000 =    4.835\nsockperf: ---> percentile 50.000 =    3.206\n";
-    assert_eq!(check_sockperf(sp, ""), (232842, 3.311, 3.206, 4.835));
-    let ip = r#"{"start":{},"end":{"sum_received":{"bytes":1000,"bits_per_second":8000.0}}}"#;
-    assert_eq!(check_iperf3(ip, ""), (1000, 8000.0));
 }
 
 /// The engine's TCP under the shim through every impairment the relay has
@@ -1201,7 +1025,7 @@ fn shim_nginx_and_curl_through_an_impaired_path() {
     std::fs::create_dir_all(&www).unwrap();
     let src = www.join("blob");
     random_file(&src, 32 << 20, 21);
-    let conf = nginx_conf(&rig.tmp, 8080);
+    let conf = must(tools::nginx_conf(&rig.tmp, 8080));
     let mut ngx = rig.bg(
         "shim-nginx",
         rig.shim_cmd(STEP * 3, &["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"]),

@@ -34,7 +34,9 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
+use super::lab_engine::{terminate, EngineProc, KernelAddr};
 use super::peer::{machine, Machine};
+use super::tools;
 use clap::Args;
 use outboard_lab::{sys, Lab, LabConfig};
 use serde::Serialize;
@@ -205,13 +207,13 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
     // ---- outboard: the engine on eng0, servers under the shim
     stopped()?;
     let engine = EngineProc::start(
-        &exe,
         &eng_ns,
-        &a.link,
-        &iface,
-        engine_addr,
-        lab.engine_prefix(),
+        &format!("{}:{iface}", a.link),
+        &format!("{engine_addr}/{}", lab.engine_prefix()),
+        "none",
+        format!("bench-apps-{}", std::process::id()),
         &run_dir,
+        run_dir.join("engine.log"),
     )?;
     let ours = {
         let side = Side {
@@ -237,7 +239,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
     // ---- kernel: the engine stopped, an address on eng0, the same servers
     stopped()?;
     let theirs = {
-        let _addr = EngAddr::add(&eng_ns, &iface, kernel_addr, lab.engine_prefix())?;
+        let _addr = KernelAddr::add(&eng_ns, &iface, &format!("{kernel_addr}/{}", lab.engine_prefix()))?;
         let side = Side {
             eng_ns,
             lnx_ns,
@@ -382,7 +384,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
                 limit,
             )
             .map_err(|e| srv.with_log(e))?;
-        f.redis_get_rps = redis_get(&out, &err).map_err(|e| srv.with_log(e))?;
+        f.redis_get_rps = tools::redis_benchmark(&out, &err, "GET").map_err(|e| srv.with_log(e))?;
         srv.check_alive()?;
         Ok(())
     })();
@@ -397,7 +399,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         std::fs::create_dir_all(dir.join("www")).map_err(|e| format!("nginx dir: {e}"))?;
         std::fs::write(dir.join("www/small"), vec![b'x'; 4096])
             .map_err(|e| format!("nginx file: {e}"))?;
-        let conf = nginx_conf(&dir, NGINX_PORT)?;
+        let conf = tools::nginx_conf(&dir, NGINX_PORT)?;
         let (d, c) = (dir.display().to_string(), conf.display().to_string());
         let mut srv = s.server(
             "nginx",
@@ -420,7 +422,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
                 limit,
             )
             .map_err(|e| srv.with_log(e))?;
-        f.nginx_rps = wrk_rps(&out, &err).map_err(|e| srv.with_log(e))?;
+        f.nginx_rps = tools::wrk(&out, &err).map_err(|e| srv.with_log(e))?.per_s;
         srv.check_alive()?;
         Ok(())
     })();
@@ -462,7 +464,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
                 limit,
             )
             .map_err(|e| srv.with_log(e))?;
-        f.iperf3_gbit = iperf3_gbit(&out, &err).map_err(|e| srv.with_log(e))?;
+        f.iperf3_gbit = tools::iperf3(&out, &err).map_err(|e| srv.with_log(e))?.bits_per_s / 1e9;
         Ok(())
     })();
     if let Err(e) = r {
@@ -495,9 +497,9 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
                 limit,
             )
             .map_err(|e| srv.with_log(e))?;
-        let (p50, p99) = sockperf_p50_p99(&out, &err).map_err(|e| srv.with_log(e))?;
-        f.sockperf_p50_us = p50;
-        f.sockperf_p99_us = p99;
+        let r = tools::sockperf(&out, &err).map_err(|e| srv.with_log(e))?;
+        f.sockperf_p50_us = r.p50_us;
+        f.sockperf_p99_us = r.p99_us;
         srv.check_alive()?;
         Ok(())
     })();
@@ -616,110 +618,6 @@ impl Side<'_> {
     }
 }
 
-// ---------------------------------------------------------------- parsers
-
-/// `redis-benchmark -q -t get`: GET requests per second.
-pub fn redis_get(out: &str, err: &str) -> Result<f64, String> {
-    let all = format!("{out}\n{err}");
-    let lower = all.to_ascii_lowercase();
-    if lower.contains("error") || lower.contains("refused") || lower.contains("reset") {
-        return Err(format!("redis-benchmark reported an error:\n{all}"));
-    }
-    all.split(['\r', '\n'])
-        .filter_map(|l| l.trim().strip_prefix("GET: "))
-        .filter(|r| r.contains("requests per second"))
-        .filter_map(|r| {
-            r.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .next_back()
-        .filter(|v| *v > 0.0)
-        .ok_or_else(|| format!("redis-benchmark reported no GET requests per second:\n{all}"))
-}
-
-/// wrk: requests per second (errors if wrk saw socket errors or non-2xx/3xx).
-pub fn wrk_rps(out: &str, err: &str) -> Result<f64, String> {
-    if out.contains("Socket errors") || out.contains("Non-2xx") {
-        return Err(format!("wrk saw errors:\n{out}\n{err}"));
-    }
-    out.lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| *v > 0.0)
-        .ok_or_else(|| format!("wrk reported no requests:\n{out}\n{err}"))
-}
-
-/// iperf3 -J: Gbit/s received.
-pub fn iperf3_gbit(out: &str, err: &str) -> Result<f64, String> {
-    let v: serde_json::Value = serde_json::from_str(out)
-        .map_err(|e| format!("iperf3 -J printed no JSON ({e}):\n{out}\n{err}"))?;
-    if let Some(e) = v.get("error") {
-        return Err(format!("iperf3: {e}"));
-    }
-    let r = &v["end"]["sum_received"];
-    match (r["bytes"].as_u64(), r["bits_per_second"].as_f64()) {
-        (Some(b), Some(bps)) if b > 0 && bps > 0.0 => Ok(bps / 1e9),
-        _ => Err(format!("iperf3 received nothing: {}", v["end"])),
-    }
-}
-
-/// sockperf ping-pong: (p50, p99) round-trip latency in µs.
-pub fn sockperf_p50_p99(out: &str, err: &str) -> Result<(f64, f64), String> {
-    let all = strip_ansi(&format!("{out}\n{err}"));
-    if all.contains("ERROR") {
-        return Err(format!("sockperf reported an error:\n{all}"));
-    }
-    let pct = |key: &str| -> Option<f64> {
-        all.lines().find_map(|l| {
-            let i = l.find(key)?;
-            l[i + key.len()..]
-                .trim_start_matches([' ', '='])
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-    };
-    match (pct("percentile 50.000"), pct("percentile 99.000")) {
-        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Ok((a, b)),
-        _ => Err(format!("sockperf reported no percentiles:\n{all}")),
-    }
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c == '\x1b' {
-            for d in it.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// An nginx config keeping everything under `dir` (runs as root without touching /var).
-fn nginx_conf(dir: &Path, port: u16) -> Result<PathBuf, String> {
-    let d = dir.display();
-    let conf = format!(
-        "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n  sendfile on;\n  keepalive_timeout 30;\n\
-           client_body_temp_path {d}/client_body;\n  proxy_temp_path {d}/proxy;\n\
-           fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-           server {{ listen {port}; root {d}/www; }}\n}}\n"
-    );
-    let p = dir.join("nginx.conf");
-    std::fs::write(&p, conf).map_err(|e| format!("write {}: {e}", p.display()))?;
-    Ok(p)
-}
-
 // ---------------------------------------------------------------- processes
 
 /// A server (`timeout … ip netns exec …`); SIGTERM, then SIGKILL, on drop.
@@ -767,143 +665,6 @@ impl Drop for Server {
     }
 }
 
-/// SIGTERM (`timeout` passes it on), up to 5 s, then SIGKILL; reaped.
-fn terminate(child: &mut Child) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return;
-    }
-    let _ = sys::kill(child.id() as i32, libc::SIGTERM);
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(5) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// The engine daemon on eng0 (`--services none`).
-struct EngineProc {
-    child: Child,
-    name: String,
-    log: PathBuf,
-}
-
-impl EngineProc {
-    fn start(
-        exe: &Path,
-        ns: &str,
-        link: &str,
-        iface: &str,
-        addr: Ipv4Addr,
-        prefix: u8,
-        run_dir: &Path,
-    ) -> Result<EngineProc, String> {
-        let name = format!("bench-apps-{}", std::process::id());
-        let log = run_dir.join("engine.log");
-        let f = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
-        let f2 = f.try_clone().map_err(|e| format!("dup log: {e}"))?;
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(exe)
-            .args([
-                "engine",
-                "--link",
-                &format!("{link}:{iface}"),
-                "--addr",
-                &format!("{addr}/{prefix}"),
-            ])
-            .args(["--name", &name, "--services", "none"])
-            .env("OUTBOARD_RUN_DIR", run_dir)
-            .stdin(Stdio::null())
-            .stdout(f)
-            .stderr(f2)
-            .spawn()
-            .map_err(|e| format!("start the engine: {e}"))?;
-        let mut e = EngineProc { child, name, log };
-        let board = run_dir.join(format!("{}.board", e.name));
-        let t0 = Instant::now();
-        while !board.exists() {
-            if let Ok(Some(st)) = e.child.try_wait() {
-                return Err(format!(
-                    "the engine exited at start ({st}): {}",
-                    e.log_text().trim_end()
-                ));
-            }
-            if t0.elapsed() > Duration::from_secs(10) || sys::stop_requested() {
-                return Err(format!(
-                    "the engine did not come up in 10 s: {}",
-                    e.log_text().trim_end()
-                ));
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        Ok(e)
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn stop(mut self) -> String {
-        terminate(&mut self.child);
-        self.log_text()
-    }
-}
-
-impl Drop for EngineProc {
-    fn drop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
-
-/// The kernel phase's address on eng0; removed on drop.
-struct EngAddr {
-    ns: String,
-    iface: String,
-    cidr: String,
-}
-
-impl EngAddr {
-    fn add(ns: &str, iface: &str, addr: Ipv4Addr, prefix: u8) -> Result<EngAddr, String> {
-        let cidr = format!("{addr}/{prefix}");
-        let o = Command::new("timeout")
-            .args(["10", "ip", "-n", ns, "addr", "add", &cidr, "dev", iface])
-            .output()
-            .map_err(|e| format!("ip addr add: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "ip -n {ns} addr add {cidr} dev {iface}: {}",
-                String::from_utf8_lossy(&o.stderr).trim_end()
-            ));
-        }
-        Ok(EngAddr {
-            ns: ns.into(),
-            iface: iface.into(),
-            cidr,
-        })
-    }
-}
-
-impl Drop for EngAddr {
-    fn drop(&mut self) {
-        let _ = Command::new("timeout")
-            .args([
-                "10",
-                "ip",
-                "-n",
-                &self.ns,
-                "addr",
-                "del",
-                &self.cidr,
-                "dev",
-                &self.iface,
-            ])
-            .output();
-    }
-}
 
 // ---------------------------------------------------------------- output
 
@@ -927,29 +688,4 @@ pub fn print_table(r: &Report) {
         );
     }
     println!("  (rates: a ratio above 1 is better; latencies (us): below 1 is better)");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parsers() {
-        let rb = "\rGET: rps=37152.0 (overall: 125513.5) avg_msec=0.219\r\rGET: 129032.26 requests per second, p50=0.215 msec\n";
-        assert_eq!(redis_get(rb, "").unwrap(), 129032.26);
-        assert!(redis_get("Error: Connection reset by peer", "").is_err());
-        let wrk = "  199767 requests in 2.10s, 45.15MB read\nRequests/sec:  95167.61\nTransfer/sec: 21.51MB\n";
-        assert_eq!(wrk_rps(wrk, "").unwrap(), 95167.61);
-        assert!(wrk_rps(
-            &format!("{wrk}  Socket errors: connect 0, read 3, write 0, timeout 0\n"),
-            ""
-        )
-        .is_err());
-        let ip = r#"{"end":{"sum_received":{"bytes":1000,"bits_per_second":2.5e9}}}"#;
-        assert_eq!(iperf3_gbit(ip, "").unwrap(), 2.5);
-        assert!(iperf3_gbit(r#"{"error":"unable to connect"}"#, "").is_err());
-        let sp = "sockperf: ---> percentile 99.000 =    4.835\nsockperf: ---> percentile 50.000 =    3.206\n";
-        assert_eq!(sockperf_p50_p99(sp, "").unwrap(), (3.206, 4.835));
-        assert!(sockperf_p50_p99("sockperf: \x1b[31mERROR: connect failed\x1b[0m", "").is_err());
-    }
 }

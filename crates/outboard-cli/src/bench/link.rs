@@ -33,6 +33,7 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
+use super::lab_engine::{EngineProc, KernelAddr};
 use clap::{Args, ValueEnum};
 use outboard_engine::stat::Snapshot;
 use outboard_lab::{sys, Lab, LabConfig};
@@ -42,8 +43,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -324,7 +324,15 @@ fn run_link(
     let lnx_ns = &outboard_lab::namespace(lab, "lnx");
     stopped()?;
     // ---- ours
-    let engine = EngineProc::start(eng_ns, link, run_dir)?;
+    let engine = EngineProc::start(
+        eng_ns,
+        &format!("{link}:eng0"),
+        &format!("{ENGINE_ADDR}/24"),
+        "sink,echo",
+        format!("bench-{}", std::process::id()),
+        run_dir,
+        run_dir.join(format!("engine-{link}.log")),
+    )?;
     let engine_side = (|| {
         let s0 = engine.stat()?;
         let rx0 = iface_rx(eng_ns, "eng0")?;
@@ -357,7 +365,7 @@ fn run_link(
     let engine_side = engine_side.map_err(|e| format!("{e}\nengine log:\n{}", log.trim_end()))?;
     stopped()?;
     // ---- Linux, on the same veth, engine stopped
-    let _addr = EngAddr::add(eng_ns)?;
+    let _addr = KernelAddr::add(eng_ns, "eng0", &format!("{LINUX_SERVER_ADDR}/24"))?;
     let sink = LinuxServer::start(eng_ns, SINK_PORT, ServerKind::Sink)?;
     let rx0 = iface_rx(eng_ns, "eng0")?;
     let tput = throughput_client(lnx_ns, SocketAddrV4::new(LINUX_SERVER_ADDR, SINK_PORT), dur)
@@ -581,26 +589,6 @@ fn ethtool_k(ns: &str, iface: &str) -> Result<BTreeMap<String, String>, String> 
     Ok(m)
 }
 
-/// LINUX_SERVER_ADDR on eng0 for the Linux case; removed on drop.
-struct EngAddr {
-    ns: String,
-}
-
-impl EngAddr {
-    fn add(ns: &str) -> Result<EngAddr, String> {
-        let cidr = format!("{LINUX_SERVER_ADDR}/24");
-        ip(ns, &["addr", "add", &cidr, "dev", "eng0"])?;
-        Ok(EngAddr { ns: ns.to_string() })
-    }
-}
-
-impl Drop for EngAddr {
-    fn drop(&mut self) {
-        let cidr = format!("{LINUX_SERVER_ADDR}/24");
-        let _ = ip(&self.ns, &["addr", "del", &cidr, "dev", "eng0"]);
-    }
-}
-
 /// `ethtool -K IFACE tx on` on every kernel end of the path (lnx0, the
 /// bridge's ports and the bridge) for one case; back off on drop (the lab's
 /// setting). With any hop left off, that hop segments the super-packets.
@@ -646,120 +634,6 @@ fn ethtool_set(ns: &str, iface: &str, tx: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------- the engine
-
-struct EngineProc {
-    child: Child,
-    name: String,
-    run_dir: PathBuf,
-    log: PathBuf,
-}
-
-impl EngineProc {
-    fn start(ns: &str, link: &str, run_dir: &std::path::Path) -> Result<EngineProc, String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
-        let name = format!("bench-{}", std::process::id());
-        let log = run_dir.join(format!("engine-{link}.log"));
-        let logf = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
-        let logf2 = logf.try_clone().map_err(|e| format!("dup log: {e}"))?;
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(&exe)
-            .args([
-                "engine",
-                "--link",
-                &format!("{link}:eng0"),
-                "--addr",
-                &format!("{ENGINE_ADDR}/24"),
-            ])
-            .args(["--name", &name, "--services", "sink,echo"])
-            .env("OUTBOARD_RUN_DIR", run_dir)
-            .stdin(Stdio::null())
-            .stdout(logf)
-            .stderr(logf2)
-            .spawn()
-            .map_err(|e| format!("start the engine: {e}"))?;
-        let mut e = EngineProc {
-            child,
-            name,
-            run_dir: run_dir.to_path_buf(),
-            log,
-        };
-        let t0 = Instant::now();
-        loop {
-            if e.stat().is_ok() {
-                return Ok(e);
-            }
-            if let Ok(Some(st)) = e.child.try_wait() {
-                return Err(format!(
-                    "the engine exited at start ({st}): {}",
-                    e.log_text().trim_end()
-                ));
-            }
-            if t0.elapsed() > Duration::from_secs(10) || sys::stop_requested() {
-                return Err(format!(
-                    "the engine did not come up in 10 s: {}",
-                    e.log_text().trim_end()
-                ));
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn stat(&self) -> Result<Snapshot, String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
-        let out = Command::new("timeout")
-            .arg("10")
-            .arg(exe)
-            .args(["stat", "--json", "--name", &self.name])
-            .env("OUTBOARD_RUN_DIR", &self.run_dir)
-            .output()
-            .map_err(|e| format!("outboard stat: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "outboard stat failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat: {e}"))
-    }
-
-    /// SIGTERM, up to 5 s, then SIGKILL; returns the engine's log.
-    fn stop(mut self) -> String {
-        self.terminate();
-        self.log_text()
-    }
-
-    fn terminate(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        // `ip netns exec` execs the engine: the child's pid is the engine's.
-        let _ = sys::kill(self.child.id() as i32, 15);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for EngineProc {
-    fn drop(&mut self) {
-        self.terminate();
-    }
 }
 
 // ---------------------------------------------------------------- Linux servers

@@ -1,12 +1,14 @@
 //! `outboard bench …`: programs that measure ours beside the alternative in one run.
 
 pub mod apps;
+pub mod lab_engine;
 pub mod checksum;
 pub mod latency;
 pub mod link;
 pub mod peer;
 pub mod plot;
 pub mod throughput;
+pub mod tools;
 
 /// A lab name for a bench run: `prefix` and this process's id in base 36
 /// (≤ 8 characters, as lab names must be).
