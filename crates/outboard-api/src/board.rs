@@ -74,6 +74,14 @@ pub struct Board {
     pub(crate) inner: Rc<RefCell<Inner>>,
 }
 
+/// Counts (wrapping) of the events the engine posted for one endpoint, by
+/// what they can make it: see [`Board::edges`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Edges {
+    pub readable: u32,
+    pub writable: u32,
+}
+
 /// What the application knows of one endpoint.
 #[derive(Default)]
 pub(crate) struct EpLocal {
@@ -93,9 +101,15 @@ pub(crate) struct EpLocal {
     pub mode: Option<Mode>,
     pub token: Option<(u64, crate::Interest)>,
     pub in_ready: bool,
-    /// Events the engine posted for this endpoint (wrapping): lets a caller
-    /// tell "something happened since I last looked" (edge-triggered waits).
-    pub events_seen: u32,
+    /// Events the engine posted for this endpoint (wrapping) that could make
+    /// it readable (data, a connection, end of stream, an error) and
+    /// writable (room acknowledged, connected, a send buffer back, an
+    /// error): lets a caller tell "something it waits for happened since I
+    /// last looked" (edge-triggered waits, which Linux wakes only for
+    /// events of the kinds they ask for).
+    pub edges: Edges,
+    /// On `Inner::changed` (not yet taken by `Board::take_changed`).
+    pub in_changed: bool,
 }
 
 pub(crate) struct Inner {
@@ -125,6 +139,9 @@ pub(crate) struct Inner {
     spin: Duration,
     pub copies: CopyCounters,
     pub ready: Vec<u32>,
+    /// Endpoints the engine posted events for since the last
+    /// `Board::take_changed`, each once (bounded by the endpoint count).
+    pub changed: Vec<u32>,
     /// Keeps an embedded engine alive while boards use it.
     pub _engine: Option<Arc<dyn std::any::Any>>,
     /// An inline engine: this thread runs its turns whenever it waits.
@@ -202,6 +219,7 @@ impl Board {
             spin: opts.spin,
             copies: CopyCounters::default(),
             ready: Vec::new(),
+            changed: Vec::new(),
             _engine: engine,
             driver: None,
             sock,
@@ -298,9 +316,25 @@ impl Board {
         }
         crate::events::readiness_of(&mut i, id)
     }
-    /// Events the engine has posted for endpoint `id` so far (wrapping).
-    pub fn events_seen(&self, id: crate::EndpointId) -> u32 {
-        self.inner.borrow().eps.get(id as usize).map_or(0, |e| e.events_seen)
+    /// Events of each kind the engine has posted for endpoint `id` so far.
+    pub fn edges(&self, id: crate::EndpointId) -> Edges {
+        self.inner.borrow().eps.get(id as usize).map_or(Edges::default(), |e| e.edges)
+    }
+    /// Moves into `out` (cleared first) the endpoints the engine posted
+    /// events for since the last call, each once: what a caller that keeps
+    /// its own ready lists (the shim's epoll) looks at instead of every
+    /// endpoint. Events reach the list when they are pumped (every call
+    /// pumps); an id may name an endpoint closed since.
+    pub fn take_changed(&self, out: &mut Vec<crate::EndpointId>) {
+        out.clear();
+        let mut i = self.inner.borrow_mut();
+        let i = &mut *i;
+        std::mem::swap(out, &mut i.changed);
+        for &ep in out.iter() {
+            if let Some(e) = i.eps.get_mut(ep as usize) {
+                e.in_changed = false;
+            }
+        }
     }
     /// The descriptor of the attach socket: it hangs up when the engine dies
     /// (a watcher thread may poll it for `POLLHUP`).
@@ -326,9 +360,7 @@ impl Board {
     }
 
     fn open_ep(&self, ep: u32) {
-        let mut b = self.inner.borrow_mut();
-        let mode = b.mode;
-        b.eps[ep as usize] = EpLocal { open: true, mode: Some(mode), ..Default::default() };
+        self.inner.borrow_mut().open_ep(ep);
     }
 
     /// Sends a command that completes a sync, and waits for the result.
@@ -623,6 +655,14 @@ impl Inner {
         outboard_engine::host::ring_eventfd(self.doorbell.as_raw_fd());
     }
 
+    /// Endpoint `ep` (in range) starts afresh, open, in the board's mode
+    /// (still on `changed` if it was: one entry per id keeps it bounded).
+    pub(crate) fn open_ep(&mut self, ep: u32) {
+        let mode = self.mode;
+        let e = &mut self.eps[ep as usize];
+        *e = EpLocal { open: true, mode: Some(mode), in_changed: e.in_changed, ..Default::default() };
+    }
+
     /// Drains the event ring into the endpoints' state. O(1) per event.
     pub fn pump(&mut self) -> Result<()> {
         loop {
@@ -635,7 +675,16 @@ impl Inner {
                 }
             };
             let Some(ep) = self.eps.get_mut(e.endpoint as usize) else { continue };
-            ep.events_seen = ep.events_seen.wrapping_add(1);
+            if e.kind & (ev::READABLE | ev::ACCEPT | ev::PEER_CLOSED | ev::ERROR) != 0 {
+                ep.edges.readable = ep.edges.readable.wrapping_add(1);
+            }
+            if e.kind & (ev::WRITABLE | ev::BUF_RETURN | ev::ERROR) != 0 {
+                ep.edges.writable = ep.edges.writable.wrapping_add(1);
+            }
+            if !ep.in_changed {
+                ep.in_changed = true;
+                self.changed.push(e.endpoint);
+            }
             if e.kind & ev::ACCEPT != 0 {
                 ep.accepts.push_back(e.value as u32);
             }
@@ -647,7 +696,7 @@ impl Inner {
             if e.kind & ev::CLOSED != 0 {
                 let ep = &mut self.eps[e.endpoint as usize];
                 if !ep.open {
-                    *ep = EpLocal::default();
+                    *ep = EpLocal { in_changed: ep.in_changed, ..Default::default() };
                 }
                 continue;
             }

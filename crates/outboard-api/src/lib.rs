@@ -25,7 +25,7 @@ mod info;
 mod listener;
 mod stream;
 
-pub use board::{AttachOptions, Board, CopyCounters, Mode, News, PendingConnect};
+pub use board::{AttachOptions, Board, CopyCounters, Edges, Mode, News, PendingConnect};
 pub use datagram::Datagram;
 pub use embedded::{EmbeddedEngine, InlineEngine};
 pub use error::{Error, Result};

@@ -35,8 +35,7 @@ impl Listener {
             if ep as usize >= b.eps.len() {
                 return Err(Error::Invalid("the engine accepted into an endpoint out of range"));
             }
-            let mode = b.mode;
-            b.eps[ep as usize] = crate::board::EpLocal { open: true, mode: Some(mode), ..Default::default() };
+            b.open_ep(ep);
         }
         Ok(Stream::new(self.board.clone(), ep))
     }

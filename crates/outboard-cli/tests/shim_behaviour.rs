@@ -11,6 +11,10 @@
 //! - unsupported options and flags fail, are named and counted;
 //! - TCP_INFO and the other read-back options;
 //! - many threads: ThreadingHTTPServer serving 20 parallel downloads.
+//! - stdio (`fdopen`) over an engine socket;
+//! - epoll semantics over 200 engine connections (LT, ET, one-shot,
+//!   maxevents, delete and close);
+//! - the engine dying under programs waiting in epoll and poll.
 //!
 //! Every process is killed (its whole process group) on drop, even when the
 //! test panics; every wait is bounded. The tests run one at a time (a lock):
@@ -982,3 +986,180 @@ fn stdio_over_an_engine_socket_and_the_descriptor_after_fclose() {
     assert!(out.contains("fd reused=1 read=11 ok=1"), "the reused descriptor reads the file: {out}");
 }
 
+
+// ---------------------------------------------------------------- 9. epoll over many sockets
+
+/// 200 engine connections (to an echo server on the other engine) in epoll
+/// sets: Linux's level-triggered, edge-triggered, one-shot, maxevents and
+/// delete/close semantics with only a few of them active, and what a wait
+/// costs with every connection idle (printed, not asserted).
+const EPOLL_MANY_SCRIPT: &str = r#"
+import json, select, socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conns = [socket.create_connection((host, port), timeout=15) for _ in range(n)]
+for c in conns:
+    c.setblocking(False)
+idx = {c.fileno(): i for i, c in enumerate(conns)}
+res = {}
+def ready(ep, timeout):
+    return sorted(idx[fd] for fd, m in ep.poll(timeout))
+def wait_for(ep, want, limit=10.0):
+    got, t = set(), time.monotonic()
+    while not want <= got and time.monotonic() - t < limit:
+        got |= set(ready(ep, 1.0))
+    return sorted(got)
+def drain(i):
+    got = b""
+    while True:
+        try:
+            d = conns[i].recv(100)
+        except BlockingIOError:
+            return got
+        if not d:
+            return got
+        got += d
+lt = select.epoll()
+for c in conns:
+    lt.register(c.fileno(), select.EPOLLIN)
+res["idle"] = ready(lt, 0.2)
+t = time.perf_counter()
+for _ in range(2000):
+    lt.poll(0)
+res["idle_wait_us"] = (time.perf_counter() - t) / 2000 * 1e6
+active = sorted({3, 42, 77, 150 % n, n - 1})
+for i in active:
+    conns[i].send(b"x")
+res["active"] = active
+res["lt_first"] = wait_for(lt, set(active))
+time.sleep(0.1)
+res["lt_again"] = ready(lt, 0)
+for i in active:
+    drain(i)
+res["lt_drained"] = ready(lt, 0)
+out = select.epoll()
+for c in conns:
+    out.register(c.fileno(), select.EPOLLOUT)
+seen = []
+for _ in range((n + 63) // 64):
+    seen += [idx[fd] for fd, m in out.poll(0, 64)]
+res["out_calls_distinct"] = len(set(seen))
+res["out_calls_total"] = len(seen)
+et = select.epoll()
+for c in conns:
+    et.register(c.fileno(), select.EPOLLIN | select.EPOLLET)
+conns[5].send(b"e1")
+res["et_first"] = wait_for(et, {5})
+res["et_unread_again"] = ready(et, 0.3)
+conns[5].send(b"e2")
+res["et_new_data"] = wait_for(et, {5})
+drain(5)
+one = select.epoll()
+one.register(conns[6].fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+conns[6].send(b"o")
+res["oneshot_first"] = wait_for(one, {6})
+res["oneshot_again"] = ready(one, 0.3)
+one.modify(conns[6].fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+res["oneshot_rearmed"] = ready(one, 0)
+drain(6)
+lt.unregister(conns[3].fileno())
+conns[3].send(b"d")
+gone = conns[77]
+del idx[gone.fileno()]
+gone.close()
+conns[8].send(b"z")
+res["after_del_close"] = wait_for(lt, {8})
+time.sleep(0.2)
+res["after_del_close"] = sorted(set(res["after_del_close"]) | set(ready(lt, 0)))
+print(json.dumps(res), flush=True)
+"#;
+
+#[test]
+fn epoll_semantics_over_200_engine_connections() {
+    let _g = serial();
+    let net = Net::new("epmany", 2);
+    let _srv = start_server(&net, 1, 7800, "echo", 0.0);
+    let mut p = net.py(0, EPOLL_MANY_SCRIPT, &[net.addr(1), "7800", "200"], &[]);
+    let out = p.finish_ok(Duration::from_secs(90));
+    let line = out.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no result: {}", p.report()));
+    let r = json_line(line, "");
+    eprintln!("{r}");
+    let list = |k: &str| -> Vec<u64> { r[k].as_array().unwrap_or_else(|| panic!("{k} missing: {r}")).iter().map(|v| v.as_u64().unwrap()).collect() };
+    let active = list("active");
+    assert!(list("idle").is_empty(), "200 idle connections: nothing ready: {r}");
+    assert_eq!(list("lt_first"), active, "exactly the connections with data became ready: {r}");
+    assert_eq!(list("lt_again"), active, "level-triggered: unread data is reported again: {r}");
+    assert!(list("lt_drained").is_empty(), "after reading, nothing is ready: {r}");
+    // Linux's ready list is round-robin: 4 × 64 reports, the first 200 of them distinct.
+    assert_eq!(r["out_calls_total"], 256, "EPOLLOUT, all writable, maxevents 64: 64 a call: {r}");
+    assert_eq!(r["out_calls_distinct"], 200, "… and every connection within four calls: {r}");
+    assert_eq!(list("et_first"), [5], "edge-triggered: the new data is reported: {r}");
+    assert!(list("et_unread_again").is_empty(), "edge-triggered: unread data is not reported again: {r}");
+    assert_eq!(list("et_new_data"), [5], "edge-triggered: more data is a new edge: {r}");
+    assert_eq!(list("oneshot_first"), [6], "one-shot: reported once: {r}");
+    assert!(list("oneshot_again").is_empty(), "one-shot: disarmed after: {r}");
+    assert_eq!(list("oneshot_rearmed"), [6], "one-shot: EPOLL_CTL_MOD re-arms it: {r}");
+    assert_eq!(list("after_del_close"), [8], "a deleted and a closed descriptor are not reported: {r}");
+    eprintln!("epoll_wait(0) over 200 idle engine connections: {:.1} us", r["idle_wait_us"].as_f64().unwrap_or(0.0));
+}
+
+// ---------------------------------------------------------------- 10. the engine dies
+
+/// A program waiting in epoll (level- and edge-triggered) and in poll on
+/// engine connections when its engine is killed: every wait returns with
+/// the connections failed, and recv says ECONNRESET, as for a reset.
+const ENGINE_DEATH_SCRIPT: &str = r#"
+import json, select, socket, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+a = socket.create_connection((host, port), timeout=15)
+b = socket.create_connection((host, port), timeout=15)
+for s in (a, b):
+    s.setblocking(False)
+lt, et = select.epoll(), select.epoll()
+lt.register(a.fileno(), select.EPOLLIN)
+et.register(b.fileno(), select.EPOLLIN | select.EPOLLET)
+res = {"quiet": lt.poll(0.2) + et.poll(0)}
+print("waiting", flush=True)
+t = time.monotonic()
+res["lt"] = [m for fd, m in lt.poll(20)]
+res["lt_s"] = time.monotonic() - t
+res["et"] = [m for fd, m in et.poll(5)]
+pl = select.poll()
+pl.register(a.fileno(), select.POLLIN)
+res["poll"] = [m for fd, m in pl.poll(5000)]
+for name, s in (("recv_a", a), ("recv_b", b)):
+    try:
+        res[name] = "data %r" % s.recv(10)
+    except OSError as e:
+        res[name] = e.errno
+print(json.dumps(res), flush=True)
+"#;
+
+#[test]
+fn waits_on_engine_sockets_end_when_the_engine_dies() {
+    let _g = serial();
+    let net = Net::new("death", 2);
+    let _srv = start_server(&net, 1, 7900, "echo", 0.0);
+    let mut p = net.py(0, ENGINE_DEATH_SCRIPT, &[net.addr(1), "7900"], &[("OUTBOARD_LOG", "info")]);
+    p.expect_line("waiting", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) of our own child, the engine the program is attached to.
+    unsafe { libc::kill(net.engines[0].child.id() as i32, libc::SIGKILL) };
+    let out = p.finish_ok(Duration::from_secs(40));
+    let line = out.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no result: {}", p.report()));
+    let r = json_line(line, "");
+    eprintln!("{r}");
+    let masks = |k: &str| -> Vec<u32> { r[k].as_array().unwrap_or_else(|| panic!("{k} missing: {r}")).iter().map(|v| v.as_u64().unwrap() as u32).collect() };
+    assert!(p.stderr().contains("the engine is gone"), "the shim said so: {}", p.report());
+    assert!(r["quiet"].as_array().is_some_and(|v| v.is_empty()), "nothing ready before: {r}");
+    let failed = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+    for k in ["lt", "et"] {
+        let m = masks(k);
+        assert!(m.len() == 1 && m[0] & failed == failed, "{k}: the connection reported failed (EPOLLERR|EPOLLHUP): {r}");
+    }
+    assert!(r["lt_s"].as_f64().unwrap() < 10.0, "the wait ended soon after the engine died: {r}");
+    let m = masks("poll");
+    let pfail = (libc::POLLERR | libc::POLLHUP) as u32;
+    assert!(m.len() == 1 && m[0] & pfail == pfail, "poll: failed too: {r}");
+    assert_eq!(r["recv_a"], libc::ECONNRESET, "recv after the engine died: ECONNRESET: {r}");
+    assert_eq!(r["recv_b"], libc::ECONNRESET, "… on every stream: {r}");
+}

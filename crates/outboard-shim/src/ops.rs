@@ -37,7 +37,7 @@ pub fn to_kernel(st: &mut Guard, fd: RawFd) {
         st.socks.remove(&f);
         set_mark(f, MARK_KERNEL);
         for (epfd, set) in st.epolls.iter() {
-            if let Some(i) = set.borrow_mut().interests.remove(&f) {
+            if let Some(i) = set.borrow_mut().remove(f) {
                 let mut ev = libc::epoll_event { events: i.events, u64: i.data };
                 // SAFETY: adds a kernel descriptor to the program's epoll instance.
                 unsafe { crate::real::epoll_ctl(*epfd, libc::EPOLL_CTL_ADD, f, &mut ev) };
@@ -284,7 +284,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                         Ok(p) => {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
-                            sock.transitions = sock.transitions.wrapping_add(1);
+                            sock.bump();
                             count(Count::EngineSockets);
                         }
                         Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
@@ -388,7 +388,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
         }
         sock.bound = Some(a);
         sock.kind = Kind::Bound;
-        sock.transitions = sock.transitions.wrapping_add(1);
+        sock.bump();
         return Ok(true);
     }
     let board = st.board().expect("net() attached");
@@ -396,7 +396,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
         Ok(d) => {
             sock.bound = Some(SocketAddrV4::new(*a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
-            sock.transitions = sock.transitions.wrapping_add(1);
+            sock.bump();
             count(Count::EngineSockets);
             Ok(true)
         }
@@ -430,7 +430,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
                 Ok(l) => {
                     sock.kind = Kind::Listener(l);
                     sock.backlog = backlog;
-                    sock.transitions = sock.transitions.wrapping_add(1);
+                    sock.bump();
                     count(Count::EngineSockets);
                     Ok(true)
                 }
@@ -465,7 +465,7 @@ pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
     }
     sock.shut_rd |= rd;
     sock.shut_wr |= wr;
-    sock.transitions = sock.transitions.wrapping_add(1);
+    sock.bump();
     Ok(())
 }
 
@@ -504,7 +504,7 @@ pub fn forget(fd: RawFd) {
     let Some(s) = st.socks.remove(&fd) else { return };
     set_mark(fd, MARK_KERNEL);
     for set in st.epolls.values() {
-        set.borrow_mut().interests.remove(&fd);
+        set.borrow_mut().remove(fd);
     }
     let last = !st.socks.values().any(|o| Rc::ptr_eq(o, &s));
     if !last {
@@ -596,22 +596,15 @@ pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, ev: Option<libc::epoll_event>)
     let mut set = set.borrow_mut();
     match op {
         libc::EPOLL_CTL_ADD => {
-            if set.interests.contains_key(&fd) {
-                return Err(libc::EEXIST);
-            }
             let ev = ev.ok_or(libc::EFAULT)?;
-            set.interests.insert(fd, crate::epoll::Interest { sock: s, events: ev.events, data: ev.u64, last_key: None, disarmed: false });
+            set.add(fd, s, ev.events, ev.u64)?;
         }
         libc::EPOLL_CTL_MOD => {
             let ev = ev.ok_or(libc::EFAULT)?;
-            let i = set.interests.get_mut(&fd).ok_or(libc::ENOENT)?;
-            i.events = ev.events;
-            i.data = ev.u64;
-            i.last_key = None;
-            i.disarmed = false;
+            set.modify(fd, ev.events, ev.u64)?;
         }
         libc::EPOLL_CTL_DEL => {
-            set.interests.remove(&fd).ok_or(libc::ENOENT)?;
+            set.remove(fd).ok_or(libc::ENOENT)?;
         }
         _ => return Err(libc::EINVAL),
     }
@@ -791,7 +784,7 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
             let d = board.bind_udp(0).map_err(|e| errno_of(&e, false))?;
             sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
             sock.kind = Kind::Dgram(d);
-            sock.transitions = sock.transitions.wrapping_add(1);
+            sock.bump();
             count(Count::EngineSockets);
             Ok(true)
         }

@@ -225,7 +225,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
                 return -1;
             };
             let mut set = set.borrow_mut();
-            set.collect(board.as_ref(), &mut out, max);
+            st.collect_epoll(board.as_ref(), &mut set, &mut out, max);
             if out.is_empty() && efd >= 0 && !set.wake_fds.contains(&efd) {
                 let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: WAKE_TOKEN };
                 // SAFETY: adds our eventfd to the program's epoll instance.

@@ -9,7 +9,10 @@
 //! whether to sleep or return EAGAIN.
 
 use outboard_api::{Board, Datagram, Error, Listener, PendingConnect, Stream};
+use crate::epoll::Inbox;
 use std::net::SocketAddrV4;
+use std::os::fd::RawFd;
+use std::rc::Weak;
 use std::time::Duration;
 
 pub type SResult<T> = Result<T, i32>;
@@ -95,6 +98,9 @@ pub struct Sock {
     pub opts: Opts,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
+    /// The epoll sets watching this socket, and under which descriptor
+    /// (`bump` makes it a candidate there).
+    pub watchers: Vec<(Weak<Inbox>, RawFd)>,
 }
 
 /// Maps an API error to the errno a Linux socket gives.
@@ -124,6 +130,7 @@ impl Sock {
             backlog: 0,
             opts: Opts::default(),
             transitions: 0,
+            watchers: Vec::new(),
         }
     }
 
@@ -138,6 +145,29 @@ impl Sock {
         s
     }
 
+    /// The socket's state changed in the shim (not through an engine
+    /// event): edge-triggered epoll sees news, and every epoll set watching
+    /// it looks at it on its next wait.
+    pub fn bump(&mut self) {
+        self.transitions = self.transitions.wrapping_add(1);
+        for (inbox, fd) in &self.watchers {
+            if let Some(i) = inbox.upgrade() {
+                i.push(*fd);
+            }
+        }
+    }
+
+    /// The engine endpoint of a listener or a stream: the engine posts an
+    /// event on it for every change of its readiness (other sockets' epoll
+    /// interests are looked at on every wait).
+    pub fn evented_endpoint(&self) -> Option<u32> {
+        match &self.kind {
+            Kind::Listener(l) => Some(l.id()),
+            Kind::Stream(s) => Some(s.id()),
+            _ => None,
+        }
+    }
+
     pub fn is_engine(&self) -> bool {
         !matches!(self.kind, Kind::Undecided | Kind::Inherited)
     }
@@ -149,13 +179,13 @@ impl Sock {
             None => {}
             Some(Ok(s)) => {
                 self.kind = Kind::Stream(s);
-                self.transitions = self.transitions.wrapping_add(1);
+                self.bump();
                 self.apply_opts();
             }
             Some(Err(e)) => {
                 self.so_error = errno_of(&e, true);
                 self.kind = Kind::Failed;
-                self.transitions = self.transitions.wrapping_add(1);
+                self.bump();
             }
         }
     }
@@ -389,6 +419,15 @@ impl Sock {
         let rd = POLLIN | POLLRDNORM;
         let wr = POLLOUT | POLLWRNORM;
         let pending_err = if self.so_error != 0 { POLLERR } else { 0 };
+        if crate::wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+            // The engine died: its sockets fail (streams ECONNRESET, the rest
+            // ENETDOWN); they poll ready so the program finds out.
+            match &self.kind {
+                Kind::Listener(_) => return rd | POLLERR,
+                Kind::Stream(_) | Kind::Dgram(_) | Kind::Connecting(_) => return rd | wr | POLLERR | POLLHUP,
+                _ => {}
+            }
+        }
         match &self.kind {
             // An unconnected TCP socket polls as POLLOUT|POLLHUP on Linux.
             Kind::Undecided | Kind::Bound if self.stream => wr | POLLHUP,
@@ -427,16 +466,27 @@ impl Sock {
         }
     }
 
-    /// What changed lately, for edge-triggered waits: the engine's events for
-    /// the endpoint and our own state changes.
-    pub fn news_key(&self, board: Option<&Board>) -> u64 {
-        let ev = match (&self.kind, board) {
-            (Kind::Stream(s), Some(b)) => b.events_seen(s.id()),
-            (Kind::Listener(l), Some(b)) => b.events_seen(l.id()),
-            (Kind::Dgram(d), Some(b)) => b.events_seen(d.id()),
-            _ => 0,
+    /// What changed lately, for an edge-triggered wait for `events`
+    /// (EPOLLIN, EPOLLOUT…): the engine's events of those kinds for the
+    /// endpoint (an acknowledgement is no edge for a reader, as on Linux)
+    /// and our own state changes.
+    pub fn news_key(&self, board: Option<&Board>, events: u32) -> u64 {
+        let e = match (&self.kind, board) {
+            (Kind::Stream(s), Some(b)) => b.edges(s.id()),
+            (Kind::Listener(l), Some(b)) => b.edges(l.id()),
+            (Kind::Dgram(d), Some(b)) => b.edges(d.id()),
+            _ => outboard_api::Edges::default(),
         };
-        (u64::from(self.transitions) << 32) | u64::from(ev)
+        let rd = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLPRI) as u32;
+        let mut ev = 0u32;
+        if events & rd != 0 {
+            ev = ev.wrapping_add(e.readable);
+        }
+        if events & libc::EPOLLOUT as u32 != 0 {
+            ev = ev.wrapping_add(e.writable);
+        }
+        let gone = u64::from(crate::wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed)) << 63;
+        gone | (u64::from(self.transitions & 0x7fff_ffff) << 32) | u64::from(ev)
     }
 }
 

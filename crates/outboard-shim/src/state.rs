@@ -19,7 +19,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -115,6 +115,12 @@ pub struct Shim {
     attach_failed: bool,
     pub socks: HashMap<RawFd, Rc<RefCell<Sock>>>,
     pub epolls: HashMap<RawFd, Rc<RefCell<EpollSet>>>,
+    /// Engine endpoint → the listener or stream socket on it, as epoll last
+    /// saw it: which sockets an engine event concerns.
+    by_endpoint: HashMap<u32, Weak<RefCell<Sock>>>,
+    /// Scratch lists of `collect_epoll` (kept to avoid allocating per wait).
+    changed: Vec<u32>,
+    seen_eps: Vec<(u32, Rc<RefCell<Sock>>)>,
     pushed: [u64; COUNTS],
 }
 
@@ -152,6 +158,9 @@ pub fn lock() -> Guard {
             attach_failed: false,
             socks: HashMap::new(),
             epolls: HashMap::new(),
+            by_endpoint: HashMap::new(),
+            changed: Vec::new(),
+            seen_eps: Vec::new(),
             pushed: [0; COUNTS],
         });
     }
@@ -238,6 +247,10 @@ impl Shim {
         let seq = news.as_ref().map_or(0, |n| n.current());
         let board = self.board.clone();
         if let Some(b) = &board {
+            if crate::wait::ENGINE_GONE.load(Ordering::Relaxed) {
+                // The watcher saw the engine die: every call on its sockets fails from now on.
+                b.mark_gone();
+            }
             let _ = b.pump();
         }
         (news, seq, board)
@@ -245,6 +258,61 @@ impl Shim {
 
     pub fn sock(&self, fd: RawFd) -> Option<Rc<RefCell<Sock>>> {
         self.socks.get(&fd).cloned()
+    }
+
+    /// One look of an epoll wait at `set`'s engine interests: appends the
+    /// ready ones to `out` (at most `max`). Costs O(candidates): the
+    /// endpoints the engine posted events for since the last look are
+    /// handed to the sets watching their sockets first (see epoll.rs).
+    /// Call after `look`, which pumped the events in.
+    pub fn collect_epoll(&mut self, board: Option<&Board>, set: &mut EpollSet, out: &mut Vec<libc::epoll_event>, max: usize) {
+        set.begin_wait();
+        if crate::wait::ENGINE_GONE.load(Ordering::Relaxed) {
+            set.engine_gone();
+        }
+        let mut first = true;
+        loop {
+            self.hand_out_changes(board);
+            // Another pass only for what became a candidate during the last
+            // (a socket's state changed while it was looked at).
+            if !set.absorb_inbox() && !first {
+                break;
+            }
+            first = false;
+            let mut seen = std::mem::take(&mut self.seen_eps);
+            set.collect(board, out, max, &mut seen);
+            for (ep, sock) in seen.drain(..) {
+                let known = self.by_endpoint.get(&ep).is_some_and(|w| std::ptr::eq(w.as_ptr(), Rc::as_ptr(&sock)));
+                if !known {
+                    self.by_endpoint.insert(ep, Rc::downgrade(&sock));
+                }
+            }
+            self.seen_eps = seen;
+            if out.len() >= max {
+                break;
+            }
+        }
+    }
+
+    /// Makes every socket the engine posted news for since the last call a
+    /// candidate in each epoll set watching it.
+    fn hand_out_changes(&mut self, board: Option<&Board>) {
+        let Some(b) = board else { return };
+        b.take_changed(&mut self.changed);
+        for ep in &self.changed {
+            let Some(sock) = self.by_endpoint.get(ep).and_then(Weak::upgrade) else { continue };
+            let Ok(sock) = sock.try_borrow() else { continue };
+            // The id may have been reused by a socket epoll has not looked at
+            // yet: that one is a candidate already.
+            if sock.evented_endpoint() != Some(*ep) {
+                continue;
+            }
+            for (inbox, fd) in &sock.watchers {
+                if let Some(i) = inbox.upgrade() {
+                    i.push(*fd);
+                }
+            }
+        }
     }
 }
 
@@ -273,6 +341,7 @@ pub fn forget_after_fork(shim: &mut Shim) {
         set_mark(*fd, MARK_KERNEL);
     }
     std::mem::forget(epolls);
+    std::mem::forget(std::mem::take(&mut shim.by_endpoint));
     if let Some(n) = shim.news.take() {
         std::mem::forget(n);
     }
