@@ -74,12 +74,16 @@ pub struct Board {
     pub(crate) inner: Rc<RefCell<Inner>>,
 }
 
-/// Counts (wrapping) of the events the engine posted for one endpoint, by
-/// what they can make it: see [`Board::edges`].
+/// What an endpoint has become readable and writable by so far (see
+/// [`Board::edges`]): each moves exactly when a new edge of its kind
+/// happens, so an edge-triggered waiter compares them with what it last
+/// reported. For a stream, bytes received (plus end of stream and an error)
+/// and bytes acknowledged (plus connected and an error); for listeners and
+/// datagram sockets, the events of each kind the engine posted (wrapping).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Edges {
-    pub readable: u32,
-    pub writable: u32,
+    pub readable: u64,
+    pub writable: u64,
 }
 
 /// What the application knows of one endpoint.
@@ -316,9 +320,25 @@ impl Board {
         }
         crate::events::readiness_of(&mut i, id)
     }
-    /// Events of each kind the engine has posted for endpoint `id` so far.
+    /// What endpoint `id` has become readable and writable by so far, as
+    /// counters that move exactly when a new edge of that kind happens (see
+    /// [`Edges`]).
     pub fn edges(&self, id: crate::EndpointId) -> Edges {
-        self.inner.borrow().eps.get(id as usize).map_or(Edges::default(), |e| e.edges)
+        let i = self.inner.borrow();
+        let Some(e) = i.eps.get(id as usize) else { return Edges::default() };
+        let kind = i.map.atomic_u32(i.layout.endpoint_status(id) + status::KIND).load(Ordering::Acquire);
+        if kind != outboard_board::proto::kind::STREAM {
+            return e.edges;
+        }
+        // A stream's are read from its status record, as its readiness is:
+        // counting events instead would see data before its event is pumped
+        // and report one arrival twice. Each term only grows.
+        let f = i.flags(id);
+        let (closed, failed) = (u64::from(f & flags::PEER_CLOSED != 0), u64::from(i.error(id) != 0));
+        Edges {
+            readable: i.rx_total(id) + closed + failed,
+            writable: i.tx_acked(id) + u64::from(f & flags::CONNECTED != 0) + failed,
+        }
     }
     /// Moves into `out` (cleared first) the endpoints the engine posted
     /// events for since the last call, each once: what a caller that keeps

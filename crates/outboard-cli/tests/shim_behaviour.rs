@@ -14,7 +14,8 @@
 //! - stdio (`fdopen`) over an engine socket;
 //! - epoll semantics over 200 engine connections (LT, ET, one-shot,
 //!   maxevents, delete and close);
-//! - the engine dying under programs waiting in epoll and poll.
+//! - the engine dying under programs waiting in epoll and poll;
+//! - 200 threads blocked in recv, each woken for its own connection.
 //!
 //! Every process is killed (its whole process group) on drop, even when the
 //! test panics; every wait is bounded. The tests run one at a time (a lock):
@@ -1162,4 +1163,67 @@ fn waits_on_engine_sockets_end_when_the_engine_dies() {
     assert!(m.len() == 1 && m[0] & pfail == pfail, "poll: failed too: {r}");
     assert_eq!(r["recv_a"], libc::ECONNRESET, "recv after the engine died: ECONNRESET: {r}");
     assert_eq!(r["recv_b"], libc::ECONNRESET, "… on every stream: {r}");
+}
+
+// ---------------------------------------------------------------- 11. many blocked threads
+
+/// 200 connections to a server with a thread blocked in recv on each (the
+/// shim wakes only the threads whose connections had events): rounds of
+/// requests on random connections are each answered by their own thread,
+/// and when the client closes them (half, then the rest), every thread sees
+/// its end of stream.
+const MANY_BLOCKED_CLIENT: &str = r#"
+import random, socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conns = [socket.create_connection((host, port), timeout=15) for _ in range(n)]
+random.seed(5)
+for _ in range(5):
+    pick = random.sample(range(n), 20)
+    for i in pick:
+        conns[i].sendall(b"r%d;" % i)
+    for i in pick:
+        want, got = b"r%d;" % i, b""
+        while len(got) < len(want):
+            d = conns[i].recv(64)
+            if not d:
+                break
+            got += d
+        assert got == want, (i, got)
+print("answered", flush=True)
+time.sleep(1)  # every server thread asleep in recv again
+# Half, then the rest: the threads that end (the first to block, which
+# sleeps on the board for the others, among them) must leave someone
+# watching the board for the threads still waiting.
+for c in conns[: n // 2]:
+    c.close()
+time.sleep(0.5)
+for c in conns[n // 2 :]:
+    c.close()
+print("closed", flush=True)
+"#;
+
+#[test]
+fn two_hundred_threads_blocked_in_recv_are_each_woken_for_their_own_connection() {
+    let _g = serial();
+    let net = Net::new("blocked", 2);
+    let srv = start_server(&net, 1, 7950, "echo", 0.0);
+    let mut c = net.py(0, MANY_BLOCKED_CLIENT, &[net.addr(1), "7950", "200"], &[]);
+    let out = c.finish_ok(Duration::from_secs(60));
+    assert!(out.contains("answered") && out.contains("closed"), "{}", c.report());
+    // Every server thread saw its end of stream and closed its connection.
+    let t0 = Instant::now();
+    loop {
+        // (Lines from different threads may run together: count the words.)
+        let eofs = srv.stdout().matches("eof ").count();
+        if eofs == 200 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "{eofs} of 200 server threads saw the end of stream in 15 s: {}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    while net.stat(1)["connections"].as_array().is_some_and(|v| !v.is_empty()) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "connections left on the server's engine: {}", net.stat(1)["connections"]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

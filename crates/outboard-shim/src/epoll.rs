@@ -25,22 +25,23 @@
 use crate::sock::Sock;
 use outboard_api::Board;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
 /// The `data` our wake-up eventfds carry in the kernel's epoll instance (filtered out of results).
 pub const WAKE_TOKEN: u64 = 0x0B0A_2D5E_1F00_D00D;
 
-/// Descriptors of a set whose sockets changed state in the shim (pushed by
-/// `Sock::bump`, which holds it weakly); taken at the next wait.
+/// Descriptors of a set whose sockets changed (pushed by `Sock::bump` and
+/// by the shim handing out engine events; sockets hold it weakly), taken at
+/// the set's next wait. A set: a set nobody waits on stays bounded.
 #[derive(Default)]
-pub struct Inbox(RefCell<Vec<RawFd>>);
+pub struct Inbox(RefCell<HashSet<RawFd>>);
 
 impl Inbox {
     pub fn push(&self, fd: RawFd) {
         if let Ok(mut v) = self.0.try_borrow_mut() {
-            v.push(fd);
+            v.insert(fd);
         }
     }
 }
@@ -73,6 +74,8 @@ pub struct EpollSet {
     next_id: u64,
     wait_no: u64,
     gone_seen: bool,
+    /// Reused by `absorb_inbox` (no allocation per wait).
+    scratch: Vec<RawFd>,
 }
 
 impl EpollSet {
@@ -122,6 +125,11 @@ impl EpollSet {
                 self.queue.push_front((fd, i.id));
             }
         }
+        if self.queue.len() > 2 * self.interests.len() + 64 {
+            // Entries of deleted interests pile up in a set nobody waits on: drop them.
+            let interests = &self.interests;
+            self.queue.retain(|(fd, id)| interests.get(fd).is_some_and(|i| i.id == *id && i.queued));
+        }
     }
 
     /// The engine died: every interest is a candidate once more (each
@@ -144,11 +152,14 @@ impl EpollSet {
 
     /// Moves what the inbox holds onto the queue; true if anything was new.
     pub fn absorb_inbox(&mut self) -> bool {
-        let fds = std::mem::take(&mut *self.inbox.0.borrow_mut());
         let before = self.queue.len();
-        for fd in fds {
+        let mut fds = std::mem::take(&mut self.scratch);
+        fds.extend(self.inbox.0.borrow_mut().drain());
+        for &fd in &fds {
             self.enqueue(fd);
         }
+        fds.clear();
+        self.scratch = fds;
         self.queue.len() > before
     }
 

@@ -8,7 +8,7 @@ use crate::poll::errno;
 use crate::sock::{errno_of, Kind, SResult, Sock};
 use crate::state::{self, count, lock, set_mark, Count, Guard, MARK_KERNEL, MARK_SOCK, MAX_FDS};
 use crate::wait::{self, Slept};
-use outboard_api::{Error, News};
+use outboard_api::Error;
 use std::cell::RefCell;
 use std::net::SocketAddrV4;
 use std::os::fd::RawFd;
@@ -54,11 +54,28 @@ fn blocking<T>(
     fd: RawFd,
     dontwait: bool,
     pick: fn(&Sock) -> Option<Duration>,
+    op: impl FnMut(&mut Guard, &mut Sock) -> Option<SResult<T>>,
+) -> SResult<T> {
+    let mut reg = None;
+    let r = blocking_registered(fd, dontwait, pick, op, &mut reg);
+    if let Some(reg) = reg {
+        lock().waiters.unregister(&reg);
+    }
+    r
+}
+
+/// `blocking`, with the registration among the blocked calls (made at the
+/// first wait) left in `reg` for the caller to drop.
+fn blocking_registered<T>(
+    fd: RawFd,
+    dontwait: bool,
+    pick: fn(&Sock) -> Option<Duration>,
     mut op: impl FnMut(&mut Guard, &mut Sock) -> Option<SResult<T>>,
+    reg: &mut Option<wait::Registration>,
 ) -> SResult<T> {
     let mut deadline: Option<Instant> = None;
     loop {
-        let (news, seq, timeout): (Option<News>, u32, Option<Duration>) = {
+        let (news, seq, timeout, role) = {
             let mut st = lock();
             let s = sock_of(&st, fd)?;
             let (news, seq, _) = st.look();
@@ -70,7 +87,9 @@ fn blocking<T>(
             if dontwait || sock.nonblock {
                 return Err(libc::EAGAIN);
             }
-            (news, seq, pick(&sock))
+            let r = reg.get_or_insert_with(|| st.waiters.register(sock.evented_endpoint()));
+            let role = st.waiters.role(r);
+            (news, seq, pick(&sock), role)
         };
         let Some(news) = news else { return Err(libc::EAGAIN) };
         if wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed) {
@@ -92,7 +111,11 @@ fn blocking<T>(
             }
             None => None,
         };
-        match wait::sleep(&news, seq, rest) {
+        let slept = match (role, reg.as_ref()) {
+            (wait::Role::Follower(seen), Some(r)) => wait::follow(r, seen, rest),
+            _ => wait::sleep(&news, seq, rest),
+        };
+        match slept {
             Slept::News => {}
             Slept::TimedOut => {}
             Slept::Interrupted => return Err(libc::EINTR),
@@ -539,7 +562,7 @@ fn linger_wait(x: &outboard_api::Stream, limit: Duration) {
     let end = Instant::now() + limit;
     loop {
         let (news, seq, done) = {
-            let st = lock();
+            let mut st = lock();
             let (news, seq, _) = st.look();
             (news, seq, x.unacked().0 == 0 || x.error().is_some())
         };

@@ -159,7 +159,9 @@ impl Sock {
 
     /// The engine endpoint of a listener or a stream: the engine posts an
     /// event on it for every change of its readiness (other sockets' epoll
-    /// interests are looked at on every wait).
+    /// interests are looked at on every wait, and calls blocked on them are
+    /// woken by any event: a datagram socket's send room is board-wide, a
+    /// connect in progress completes through a sync slot).
     pub fn evented_endpoint(&self) -> Option<u32> {
         match &self.kind {
             Kind::Listener(l) => Some(l.id()),
@@ -467,9 +469,11 @@ impl Sock {
     }
 
     /// What changed lately, for an edge-triggered wait for `events`
-    /// (EPOLLIN, EPOLLOUT…): the engine's events of those kinds for the
-    /// endpoint (an acknowledgement is no edge for a reader, as on Linux)
-    /// and our own state changes.
+    /// (EPOLLIN, EPOLLOUT…): the endpoint's edges of those kinds (bytes
+    /// arriving for a reader, acknowledged for a writer: an acknowledgement
+    /// is no edge for a reader, as on Linux; see `Board::edges`), our own
+    /// state changes and the engine's death. Each term only grows, so the
+    /// sum moves whenever one does.
     pub fn news_key(&self, board: Option<&Board>, events: u32) -> u64 {
         let e = match (&self.kind, board) {
             (Kind::Stream(s), Some(b)) => b.edges(s.id()),
@@ -478,15 +482,16 @@ impl Sock {
             _ => outboard_api::Edges::default(),
         };
         let rd = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLPRI) as u32;
-        let mut ev = 0u32;
+        let mut ev = 0u64;
         if events & rd != 0 {
             ev = ev.wrapping_add(e.readable);
         }
         if events & libc::EPOLLOUT as u32 != 0 {
             ev = ev.wrapping_add(e.writable);
         }
-        let gone = u64::from(crate::wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed)) << 63;
-        gone | (u64::from(self.transitions & 0x7fff_ffff) << 32) | u64::from(ev)
+        // Our own state changes and the engine's death are edges too.
+        let gone = u64::from(crate::wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed));
+        ev.wrapping_add(u64::from(self.transitions) << 40).wrapping_add(gone << 63)
     }
 }
 

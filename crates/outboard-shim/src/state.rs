@@ -121,6 +121,8 @@ pub struct Shim {
     /// Scratch lists of `collect_epoll` (kept to avoid allocating per wait).
     changed: Vec<u32>,
     seen_eps: Vec<(u32, Rc<RefCell<Sock>>)>,
+    /// Threads blocked in calls on engine sockets.
+    pub waiters: crate::wait::Waiters,
     pushed: [u64; COUNTS],
 }
 
@@ -161,6 +163,7 @@ pub fn lock() -> Guard {
             by_endpoint: HashMap::new(),
             changed: Vec::new(),
             seen_eps: Vec::new(),
+            waiters: Default::default(),
             pushed: [0; COUNTS],
         });
     }
@@ -242,7 +245,9 @@ impl Shim {
     /// The first step of every look at engine sockets: read the news word
     /// (before looking, so a later wait cannot miss what arrives meanwhile),
     /// then move the engine's pending events into the endpoints' state.
-    pub fn look(&self) -> (Option<News>, u32, Option<Board>) {
+    /// The events it moved are handed out at once: to the epoll sets
+    /// watching their sockets, and to the blocked calls waiting for them.
+    pub fn look(&mut self) -> (Option<News>, u32, Option<Board>) {
         let news = self.news.clone();
         let seq = news.as_ref().map_or(0, |n| n.current());
         let board = self.board.clone();
@@ -252,6 +257,7 @@ impl Shim {
                 b.mark_gone();
             }
             let _ = b.pump();
+            self.hand_out_changes(Some(b), seq);
         }
         (news, seq, board)
     }
@@ -272,7 +278,8 @@ impl Shim {
         }
         let mut first = true;
         loop {
-            self.hand_out_changes(board);
+            let news = self.news.as_ref().map_or(0, |n| n.current());
+            self.hand_out_changes(board, news);
             // Another pass only for what became a candidate during the last
             // (a socket's state changed while it was looked at).
             if !set.absorb_inbox() && !first {
@@ -295,10 +302,12 @@ impl Shim {
     }
 
     /// Makes every socket the engine posted news for since the last call a
-    /// candidate in each epoll set watching it.
-    fn hand_out_changes(&mut self, board: Option<&Board>) {
+    /// candidate in each epoll set watching it, and wakes the blocked calls
+    /// waiting for it.
+    fn hand_out_changes(&mut self, board: Option<&Board>, news: u32) {
         let Some(b) = board else { return };
         b.take_changed(&mut self.changed);
+        self.waiters.wake_for(&self.changed, news);
         for ep in &self.changed {
             let Some(sock) = self.by_endpoint.get(ep).and_then(Weak::upgrade) else { continue };
             let Ok(sock) = sock.try_borrow() else { continue };
@@ -342,6 +351,8 @@ pub fn forget_after_fork(shim: &mut Shim) {
     }
     std::mem::forget(epolls);
     std::mem::forget(std::mem::take(&mut shim.by_endpoint));
+    // The threads blocked in the parent are not in the child.
+    std::mem::forget(std::mem::take(&mut shim.waiters));
     if let Some(n) = shim.news.take() {
         std::mem::forget(n);
     }

@@ -1,7 +1,10 @@
 //! How the shim sleeps.
 //!
 //! - A blocking call on one engine socket sleeps on the board's futex (the
-//!   news word the engine bumps when it posts events), after a short spin.
+//!   news word the engine bumps when it posts events), after a short spin —
+//!   if it is the only one blocked, or the leader among those blocked; the
+//!   others sleep each on a word of its own and are woken only for their
+//!   own endpoints' events (see `Waiters`).
 //!   Without a timeout the futex sleep is restarted by the kernel after a
 //!   signal handler with SA_RESTART and returns EINTR after one without —
 //!   Linux's rules for socket calls. With SO_RCVTIMEO/SO_SNDTIMEO set,
@@ -227,4 +230,135 @@ pub fn spin_for_news(news: &News, seen: u32) -> bool {
     }
     spin_paid(true);
     true
+}
+
+// ---------------------------------------------------------------- blocked threads
+
+/// A thread blocked in a call on one engine socket. One blocked thread,
+/// the leader, sleeps on the board's futex (which the engine wakes for
+/// every event); the others, followers, sleep each on a word of their own,
+/// and whoever looks at the board next (the leader, woken, or any thread
+/// in any call) wakes just the followers whose endpoints had events. So an
+/// event costs one or two wake-ups, not one per blocked thread — a program
+/// with a thread per connection does not wake them all for every packet.
+pub struct Waiter {
+    word: AtomicU32,
+}
+
+impl Waiter {
+    fn wake(&self) {
+        self.word.fetch_add(1, Ordering::SeqCst);
+        outboard_board::futex::wake(&self.word, 1);
+    }
+}
+
+/// A blocked call's registration (see [`Waiters`]).
+pub struct Registration {
+    token: u64,
+    endpoint: Option<u32>,
+    waiter: std::sync::Arc<Waiter>,
+}
+
+/// How a blocked call sleeps this time.
+pub enum Role {
+    /// On the board's futex.
+    Leader,
+    /// On its own word, while it still holds this value.
+    Follower(u32),
+}
+
+/// The blocked calls of the process (kept under the shim's lock).
+#[derive(Default)]
+pub struct Waiters {
+    leader: Option<u64>,
+    /// By the endpoint each waits for; `None`: any event may concern it
+    /// (datagram sockets, whose send room is board-wide; a connect in progress).
+    by_endpoint: std::collections::HashMap<Option<u32>, Vec<(u64, std::sync::Arc<Waiter>)>>,
+    next: u64,
+    /// The news word when the followers waiting for any event were last woken.
+    any_woken_at: Option<u32>,
+}
+
+impl Waiters {
+    pub fn register(&mut self, endpoint: Option<u32>) -> Registration {
+        self.next += 1;
+        let waiter = std::sync::Arc::new(Waiter { word: AtomicU32::new(0) });
+        self.by_endpoint.entry(endpoint).or_default().push((self.next, waiter.clone()));
+        Registration { token: self.next, endpoint, waiter }
+    }
+
+    /// The call is done waiting. While nobody leads (the leader left, and
+    /// the follower it woke to lead next has not slept yet), each call that
+    /// leaves wakes another: the one woken may itself be about to leave, and
+    /// the followers must never be left with nobody on the board's futex.
+    pub fn unregister(&mut self, reg: &Registration) {
+        if let Some(v) = self.by_endpoint.get_mut(&reg.endpoint) {
+            v.retain(|(t, _)| *t != reg.token);
+            if v.is_empty() {
+                self.by_endpoint.remove(&reg.endpoint);
+            }
+        }
+        if self.leader == Some(reg.token) {
+            self.leader = None;
+        }
+        if self.leader.is_none() {
+            // It leads from its next wait (or, leaving too, passes this on).
+            if let Some((_, w)) = self.by_endpoint.values().flatten().next() {
+                w.wake();
+            }
+        }
+    }
+
+    /// How `reg` sleeps now: it leads if nobody does.
+    pub fn role(&mut self, reg: &Registration) -> Role {
+        match self.leader {
+            None => {
+                self.leader = Some(reg.token);
+                Role::Leader
+            }
+            Some(t) if t == reg.token => Role::Leader,
+            Some(_) => Role::Follower(reg.waiter.word.load(Ordering::SeqCst)),
+        }
+    }
+
+    /// Wakes the followers waiting for the endpoints in `changed`, and those
+    /// waiting for any event if the news word moved (`news`, read before
+    /// the events were moved in) since they were last woken — a sync
+    /// completing (a connect) moves it without an endpoint's event. Every
+    /// one of them when the engine is gone.
+    pub fn wake_for(&mut self, changed: &[u32], news: u32) {
+        if self.by_endpoint.is_empty() {
+            return;
+        }
+        if ENGINE_GONE.load(Ordering::Relaxed) {
+            self.by_endpoint.values().flatten().for_each(|(_, w)| w.wake());
+            return;
+        }
+        for ep in changed {
+            if let Some(v) = self.by_endpoint.get(&Some(*ep)) {
+                v.iter().for_each(|(_, w)| w.wake());
+            }
+        }
+        if self.any_woken_at != Some(news) {
+            if let Some(v) = self.by_endpoint.get(&None) {
+                self.any_woken_at = Some(news);
+                v.iter().for_each(|(_, w)| w.wake());
+            }
+        }
+    }
+}
+
+/// A follower's sleep: until its word leaves `seen` (a leader or another
+/// call woke it), at most `timeout`; the same signal rules as [`sleep`].
+pub fn follow(reg: &Registration, seen: u32, timeout: Option<Duration>) -> Slept {
+    use outboard_board::futex::{wait, FutexWait};
+    state::count(state::Count::BlockingSleeps);
+    match wait(&reg.waiter.word, seen, timeout) {
+        FutexWait::Woken | FutexWait::Changed => Slept::News,
+        FutexWait::TimedOut => Slept::TimedOut,
+        FutexWait::Interrupted => {
+            state::count(state::Count::Eintr);
+            Slept::Interrupted
+        }
+    }
 }
