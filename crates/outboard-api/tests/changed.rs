@@ -4,18 +4,13 @@
 //! and `edges` tells readable edges (data) from writable ones
 //! (acknowledgements).
 
-use outboard_api::{AttachOptions, Board, EmbeddedEngine, Mode};
-use outboard_engine::engine::EngineSettings;
-use outboard_engine::link::LinkSpec;
+mod common;
+
+use common::engine;
+use outboard_api::{AttachOptions, Board, Mode};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
-fn engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
-    let link: LinkSpec = fabric.parse().expect("link spec");
-    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
-    s.control = false;
-    EmbeddedEngine::start(s).expect("engine starts")
-}
 
 /// Pumps `board`, then checks `done`, until it holds (bounded).
 fn until(board: &Board, what: &str, mut done: impl FnMut() -> bool) {

@@ -2,18 +2,13 @@
 //! Two embedded engines on one shared-memory fabric, an application on
 //! each: the native API end to end, no root.
 
-use outboard_api::{AttachOptions, EmbeddedEngine, Error, InlineEngine, Interest, Mode};
+mod common;
+
+use common::engine;
+use outboard_api::{AttachOptions, Error, InlineEngine, Interest, Mode};
 use std::time::Duration;
-use outboard_engine::engine::EngineSettings;
-use outboard_engine::link::LinkSpec;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-fn engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
-    let link: LinkSpec = fabric.parse().expect("link spec");
-    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
-    s.control = false;
-    EmbeddedEngine::start(s).expect("engine starts")
-}
 
 fn pattern(i: u64) -> u8 {
     (i.wrapping_mul(2654435761) >> 7) as u8
@@ -183,10 +178,7 @@ fn event_queue_over_many_streams_and_errors() {
 }
 
 fn inline(fabric: &str, name: &str, last: u8) -> InlineEngine {
-    let link: LinkSpec = fabric.parse().expect("link spec");
-    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
-    s.control = false;
-    InlineEngine::start(s).expect("inline engine starts")
+    InlineEngine::start(common::settings(fabric, name, last)).expect("inline engine starts")
 }
 
 #[test]

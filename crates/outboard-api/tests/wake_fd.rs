@@ -3,19 +3,14 @@
 //! while a thread is announced in the pollers word, and not otherwise; a
 //! descriptor that is not an eventfd is refused without harm.
 
-use outboard_api::{AttachOptions, EmbeddedEngine, Mode};
-use outboard_engine::engine::EngineSettings;
-use outboard_engine::link::LinkSpec;
+mod common;
+
+use common::engine;
+use outboard_api::{AttachOptions, Mode};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-fn engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
-    let link: LinkSpec = fabric.parse().expect("link spec");
-    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
-    s.control = false;
-    EmbeddedEngine::start(s).expect("engine starts")
-}
 
 fn eventfd() -> RawFd {
     // SAFETY: plain eventfd creation.

@@ -195,20 +195,7 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .status();
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(3) {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        support::terminate(&mut self.child, Duration::from_secs(3));
     }
 }
 

@@ -556,22 +556,8 @@ impl Bg {
     }
 
     fn stop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
         // `timeout` passes SIGTERM on to the program.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        support::terminate(&mut self.child, Duration::from_secs(5));
     }
 }
 
@@ -784,29 +770,9 @@ fn shim_redis_server_serves_linux_benchmark_and_cli() {
         ("redis-cli", "redis-tools"),
     ]);
     let rig = Rig::up("sred");
-    let mut srv = rig.bg(
-        "shim-redis",
-        rig.shim_cmd(
-            STEP * 3,
-            &[
-                "redis-server",
-                "--port",
-                "6379",
-                "--bind",
-                "0.0.0.0",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--protected-mode",
-                "no",
-                "--daemonize",
-                "no",
-                "--dir",
-                rig.tmp.to_str().unwrap(),
-            ],
-        ),
-    );
+    let cmd = tools::redis_server_cmd(6379, &rig.tmp);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let mut srv = rig.bg("shim-redis", rig.shim_cmd(STEP * 3, &cmd));
     srv.wait_log("Ready to accept connections");
     rig.wait_tcp(&rig.eip(), 6379, &mut srv);
     let eip = rig.eip();

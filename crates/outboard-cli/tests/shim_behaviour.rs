@@ -22,6 +22,8 @@
 //! timing checks on a small machine need it.
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 
+mod support;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -90,17 +92,7 @@ struct Engine {
 }
 impl Drop for Engine {
     fn drop(&mut self) {
-        // SAFETY: kill(2) of our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(3) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        support::terminate(&mut self.child, Duration::from_secs(3));
     }
 }
 

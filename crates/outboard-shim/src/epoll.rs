@@ -61,6 +61,8 @@ pub struct Interest {
     queued: bool,
     /// The wait (`EpollSet::wait_no`) that last reported it.
     reported: u64,
+    /// The endpoint last handed to the shim's endpoint index for it.
+    indexed: Option<u32>,
 }
 
 #[derive(Default)]
@@ -91,7 +93,7 @@ impl EpollSet {
         }
         self.next_id += 1;
         let id = self.next_id;
-        self.interests.insert(fd, Interest { sock, events, data, last_key: None, disarmed: false, id, queued: false, reported: 0 });
+        self.interests.insert(fd, Interest { sock, events, data, last_key: None, disarmed: false, id, queued: false, reported: 0, indexed: None });
         self.enqueue(fd);
         Ok(())
     }
@@ -165,8 +167,9 @@ impl EpollSet {
 
     /// Looks at the candidates (each once per call) and appends the ready
     /// ones to `out` (at most `max` in all; none twice in one wait). Pushes
-    /// the engine endpoints of the sockets looked at onto `seen_eps`, for
-    /// the shim's endpoint index.
+    /// onto `seen_eps` the engine endpoints of the sockets looked at, the
+    /// first time each interest sees its socket on one, for the shim's
+    /// endpoint index.
     pub fn collect(&mut self, board: Option<&Board>, out: &mut Vec<libc::epoll_event>, max: usize, seen_eps: &mut Vec<(u32, Rc<RefCell<Sock>>)>) {
         for _ in 0..self.queue.len() {
             if out.len() >= max {
@@ -184,8 +187,9 @@ impl EpollSet {
             if reported {
                 i.reported = self.wait_no;
             }
-            if let Some(ep) = ep {
-                seen_eps.push((ep, i.sock.clone()));
+            if let Some(e) = ep.filter(|_| ep != i.indexed) {
+                i.indexed = ep;
+                seen_eps.push((e, i.sock.clone()));
             }
             if requeue {
                 self.queue.push_back((fd, id));

@@ -64,19 +64,15 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
         };
         let rest = left(deadline);
         let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
-        if !now_only {
-            if let Some(news) = &news {
-                if wait::spin_for_news(news, seq) {
-                    continue;
-                }
-            }
-        }
+        let use_efd = match (&news, now_only) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq) {
+                None => continue, // news arrived: look again
+                Some(announced) => announced,
+            },
+            _ => false,
+        };
         let ts = if now_only { Some(to_timespec(Duration::ZERO)) } else { rest.map(to_timespec) };
         let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
-        let use_efd = !now_only && efd >= 0 && news.as_ref().is_some_and(|n| wait::poll_enter(n, seq));
-        if !now_only && efd >= 0 && !use_efd {
-            continue; // news arrived while announcing: look again
-        }
         let count = if use_efd { kfds.len() } else { nk };
         // SAFETY: our own array and length; ts lives across the call.
         let r = unsafe { crate::real::ppoll(kfds.as_mut_ptr(), count as libc::nfds_t, tp, sigmask) };
@@ -242,25 +238,21 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
             // SAFETY: i < n_eng ≤ max.
             unsafe { evs.add(i).write_unaligned(*ev) };
         }
-        let rest = left(deadline);
-        let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
-        if !now_only {
-            if let Some(news) = &news {
-                if wait::spin_for_news(news, seq) {
-                    continue;
-                }
-            }
-        }
-        let tmo = if now_only { 0 } else { rest.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32) };
-        // Round a sub-millisecond remainder up, so a short timeout still sleeps.
-        let tmo = if !now_only && tmo == 0 && rest.is_some_and(|d| !d.is_zero()) { 1 } else { tmo };
         if n_eng >= max {
             return n_eng as i32;
         }
-        let announced = !now_only && news.as_ref().is_some_and(|n| wait::poll_enter(n, seq));
-        if !now_only && !announced {
-            continue; // news arrived while announcing: look again
-        }
+        let rest = left(deadline);
+        let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
+        let announced = match (&news, now_only) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq) {
+                None => continue, // news arrived: look again
+                Some(announced) => announced,
+            },
+            _ => false,
+        };
+        let tmo = if now_only { 0 } else { rest.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32) };
+        // Round a sub-millisecond remainder up, so a short timeout still sleeps.
+        let tmo = if !now_only && tmo == 0 && rest.is_some_and(|d| !d.is_zero()) { 1 } else { tmo };
         // SAFETY: the rest of the caller's array.
         let r = unsafe { crate::real::epoll_pwait(epfd, evs.add(n_eng), (max - n_eng) as i32, tmo, sigmask) };
         let e = errno();

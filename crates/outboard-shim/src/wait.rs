@@ -128,7 +128,7 @@ pub fn start_watcher(board: &Board) {
 
 /// Announces this thread as sleeping on the wake eventfd; false (and not
 /// announced) if the news word already left `seen`.
-pub fn poll_enter(news: &News, seen: u32) -> bool {
+fn poll_enter(news: &News, seen: u32) -> bool {
     let _g = pollers();
     news.poller_enter();
     if news.current() != seen || ENGINE_GONE.load(Ordering::Relaxed) {
@@ -212,8 +212,23 @@ pub fn sleep(news: &News, seen: u32, timeout: Option<Duration>) -> Slept {
     }
 }
 
+/// What a poll-type wait does when its look found nothing ready and it
+/// may sleep: spin for news, then announce the thread on the wake eventfd.
+/// `None`: news arrived, look again. `Some(true)`: sleep in the kernel with
+/// the eventfd too, and `poll_exit` after; `Some(false)`: there is no
+/// eventfd, sleep on the program's descriptors alone.
+pub fn before_kernel_sleep(news: &News, seen: u32) -> Option<bool> {
+    if spin_for_news(news, seen) {
+        return None;
+    }
+    if wake_fd() < 0 {
+        return Some(false);
+    }
+    poll_enter(news, seen).then_some(true)
+}
+
 /// Spins up to the spin time for the news word to leave `seen`; true if it did.
-pub fn spin_for_news(news: &News, seen: u32) -> bool {
+fn spin_for_news(news: &News, seen: u32) -> bool {
     let spin = spin_now();
     if spin.is_zero() {
         return false;

@@ -332,6 +332,16 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
 }
 
 /// The four cases, one after the other, for one side.
+/// Runs one case of `measure` (after checking for Ctrl-C): its failure is
+/// recorded in `errors` under `name`, and the run goes on.
+fn case(errors: &mut Vec<String>, name: &str, run: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    stopped()?;
+    if let Err(e) = run() {
+        errors.push(format!("{name}: {e}"));
+    }
+    Ok(())
+}
+
 fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
     std::fs::create_dir_all(&s.tmp).map_err(|e| format!("create {}: {e}", s.tmp.display()))?;
     let ip = s.addr.to_string();
@@ -340,29 +350,10 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
     let mut errors = Vec::new();
     let limit = Duration::from_secs(s.secs) + SLACK;
     // redis
-    stopped()?;
-    let r = (|| -> Result<(), String> {
-        let mut srv = s.server(
-            "redis",
-            &[
-                "redis-server",
-                "--port",
-                &REDIS_PORT.to_string(),
-                "--bind",
-                "0.0.0.0",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--protected-mode",
-                "no",
-                "--daemonize",
-                "no",
-                "--dir",
-                &s.tmp.display().to_string(),
-            ],
-            limit * 2,
-        )?;
+    case(&mut errors, "redis", || {
+        let cmd = tools::redis_server_cmd(REDIS_PORT, &s.tmp);
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let mut srv = s.server("redis", &cmd, limit * 2)?;
         s.wait_tcp(&ip, REDIS_PORT, &mut srv)?;
         let n = (30_000 * s.secs).to_string();
         let (out, err) = s
@@ -387,14 +378,10 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         f.redis_get_rps = tools::redis_benchmark(&out, &err, "GET").map_err(|e| srv.with_log(e))?;
         srv.check_alive()?;
         Ok(())
-    })();
-    if let Err(e) = r {
-        errors.push(format!("redis: {e}"));
-    }
+    })?;
 
     // nginx
-    stopped()?;
-    let r = (|| -> Result<(), String> {
+    case(&mut errors, "nginx", || {
         let dir = s.tmp.join("nginx");
         std::fs::create_dir_all(dir.join("www")).map_err(|e| format!("nginx dir: {e}"))?;
         std::fs::write(dir.join("www/small"), vec![b'x'; 4096])
@@ -425,14 +412,10 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         f.nginx_rps = tools::wrk(&out, &err).map_err(|e| srv.with_log(e))?.per_s;
         srv.check_alive()?;
         Ok(())
-    })();
-    if let Err(e) = r {
-        errors.push(format!("nginx: {e}"));
-    }
+    })?;
 
     // iperf3
-    stopped()?;
-    let r = (|| -> Result<(), String> {
+    case(&mut errors, "iperf3", || {
         let mut srv = s.server(
             "iperf3",
             &[
@@ -466,14 +449,10 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
             .map_err(|e| srv.with_log(e))?;
         f.iperf3_gbit = tools::iperf3(&out, &err).map_err(|e| srv.with_log(e))?.bits_per_s / 1e9;
         Ok(())
-    })();
-    if let Err(e) = r {
-        errors.push(format!("iperf3: {e}"));
-    }
+    })?;
 
     // sockperf
-    stopped()?;
-    let r = (|| -> Result<(), String> {
+    case(&mut errors, "sockperf", || {
         let port = SOCKPERF_PORT.to_string();
         let mut srv = s.server(
             "sockperf",
@@ -502,10 +481,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         f.sockperf_p99_us = r.p99_us;
         srv.check_alive()?;
         Ok(())
-    })();
-    if let Err(e) = r {
-        errors.push(format!("sockperf: {e}"));
-    }
+    })?;
     Ok((f, errors))
 }
 

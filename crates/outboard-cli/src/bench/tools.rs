@@ -138,6 +138,19 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// redis-server's command line for a throwaway server in the foreground:
+/// `port` on every address, no persistence, no protected mode, its files
+/// under `dir`.
+pub fn redis_server_cmd(port: u16, dir: &Path) -> Vec<String> {
+    let (port, dir) = (port.to_string(), dir.display().to_string());
+    [
+        "redis-server", "--port", &port, "--bind", "0.0.0.0", "--save", "", "--appendonly", "no",
+        "--protected-mode", "no", "--daemonize", "no", "--dir", &dir,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// Writes `dir/nginx.conf`: one worker serving `dir/www` on `port`, with its
 /// logs, pid and temporary files under `dir` (so it runs as root without
 /// touching /var).

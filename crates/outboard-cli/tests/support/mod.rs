@@ -154,16 +154,7 @@ impl EngineProc {
 
     fn terminate(&mut self) {
         // `ip netns exec` execs the engine, so the child pid is the engine's.
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(3) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        terminate(&mut self.child, Duration::from_secs(3));
     }
 }
 
@@ -176,6 +167,25 @@ impl Drop for EngineProc {
 }
 
 /// Sizes like 1GiB, 256M, 4096.
+/// Stops `child` if it still runs: SIGTERM, up to `grace` for it to exit,
+/// then SIGKILL; reaped either way.
+pub fn terminate(child: &mut Child, grace: Duration) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < grace {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());

@@ -1,0 +1,19 @@
+//! What the API's integration tests share.
+
+use outboard_api::EmbeddedEngine;
+use outboard_engine::engine::EngineSettings;
+use outboard_engine::link::LinkSpec;
+use std::net::Ipv4Addr;
+
+/// Settings of an engine on `fabric` at 10.0.0.`last`/24, with no control socket.
+pub fn settings(fabric: &str, name: &str, last: u8) -> EngineSettings {
+    let link: LinkSpec = fabric.parse().expect("link spec");
+    let mut s = EngineSettings::new(name, link, Ipv4Addr::new(10, 0, 0, last), 24);
+    s.control = false;
+    s
+}
+
+/// An embedded engine with [`settings`].
+pub fn engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
+    EmbeddedEngine::start(settings(fabric, name, last)).expect("engine starts")
+}
