@@ -5,6 +5,7 @@
 //! application's whole life: its hang-up is how each side learns the other
 //! is gone (the kernel closes it when a process dies, SIGKILL included).
 
+use crate::addr::NetAddr;
 use crate::layout::BoardParams;
 use crate::shm::Pod;
 use std::io;
@@ -26,28 +27,47 @@ const _: () = assert!(std::mem::size_of::<AttachRequest>() == 56);
 // SAFETY: repr(C), u32s only.
 unsafe impl Pod for AttachRequest {}
 
+/// The engine's answer. Its first 56 bytes (magic, status, board size,
+/// params) are where every layout version had them, so an application of
+/// any version can read a refusal; `version` sits where version 2 had the
+/// engine's IPv4 address.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttachReply {
     pub magic: u32,
-    /// 0, or a positive errno saying why the engine refused.
+    /// 0, or a positive errno saying why the engine refused
+    /// (`EPROTONOSUPPORT`: the application's layout version is not the engine's).
     pub status: u32,
     pub board_bytes: u64,
-    /// The parameters the engine used (it may lower what was asked).
+    /// The parameters the engine used (it may lower what was asked; `shards` is the engine's).
     pub params: BoardParams,
-    /// The engine's IPv4 address (host order), for the application's information.
-    pub engine_addr: u32,
-    /// The engine's subnet: `engine_addr/prefix_len` (0..=32) is on its link.
+    /// The engine's board layout version (`layout::VERSION`).
+    pub version: u32,
+    /// The engine's subnet: `engine_addr/prefix_len` is on its link.
     pub prefix_len: u8,
     pub _pad: [u8; 3],
-    /// The engine's default gateway (host order), 0 = none: destinations
+    /// The engine's address, for the application's information.
+    pub engine_addr: NetAddr,
+    /// The engine's default gateway (`FAMILY_NONE` = none): destinations
     /// off the subnet are served only through it.
-    pub gateway: u32,
-    pub _pad2: u32,
+    pub gateway: NetAddr,
 }
-const _: () = assert!(std::mem::size_of::<AttachReply>() == 72);
-// SAFETY: repr(C), integers only, no padding.
+const _: () = assert!(std::mem::size_of::<AttachReply>() == 112);
+const _: () = assert!(std::mem::offset_of!(AttachReply, version) == 56);
+// SAFETY: repr(C), integers and NetAddr (itself Pod) only, no padding.
 unsafe impl Pod for AttachReply {}
+
+/// Bytes of a reply that every layout version shares (through `params`).
+pub const REPLY_COMMON_BYTES: usize = 56;
+
+/// What the application tells its user when the engine refused it for its
+/// layout version: both versions, and what to do.
+pub fn version_refusal(engine: u32, ours: u32) -> String {
+    format!(
+        "the engine speaks board layout version {engine} and this application version {ours}: \
+         rebuild the application against the engine's outboard (or run an engine of layout version {ours})"
+    )
+}
 
 fn as_bytes<T: Pod>(v: &T) -> &[u8] {
     // SAFETY: T is Pod (plain integers, no padding that matters); the slice covers exactly *v.
@@ -92,6 +112,14 @@ pub fn send_record<T: Pod>(sock: &UnixStream, record: &T, fds: &[RawFd]) -> io::
 /// Receives one `T` and up to 4 descriptors sent with it. A short or empty
 /// read is an error (the peer closed or sent garbage).
 pub fn recv_record<T: Pod>(sock: &UnixStream) -> io::Result<(T, Vec<OwnedFd>)> {
+    let (v, _, fds) = recv_record_prefix::<T>(sock, std::mem::size_of::<T>())?;
+    Ok((v, fds))
+}
+
+/// As `recv_record`, but a record cut short after at least `min` bytes (a
+/// peer of another layout version that sent a smaller record and closed) is
+/// accepted: the missing bytes read as zero, and the count says how many came.
+pub fn recv_record_prefix<T: Pod>(sock: &UnixStream, min: usize) -> io::Result<(T, usize, Vec<OwnedFd>)> {
     let mut buf = vec![0u8; std::mem::size_of::<T>()];
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut cbuf = [0u64; 8];
@@ -121,12 +149,12 @@ pub fn recv_record<T: Pod>(sock: &UnixStream) -> io::Result<(T, Vec<OwnedFd>)> {
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    if n as usize != buf.len() {
+    if (n as usize) < min.min(buf.len()) {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short attach message (peer closed?)"));
     }
-    // SAFETY: buf holds exactly size_of::<T>() bytes and T is Pod.
+    // SAFETY: buf holds exactly size_of::<T>() bytes (zero past what came) and T is Pod.
     let v = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<T>()) };
-    Ok((v, fds))
+    Ok((v, n as usize, fds))
 }
 
 /// True if the peer of `sock` has hung up (a non-blocking poll, no data consumed).
@@ -149,11 +177,11 @@ mod tests {
             status: 0,
             board_bytes: 1 << 20,
             params: BoardParams::default(),
-            engine_addr: u32::from(std::net::Ipv4Addr::new(10, 0, 0, 1)),
+            version: crate::layout::VERSION,
             prefix_len: 24,
             _pad: [0; 3],
-            gateway: u32::from(std::net::Ipv4Addr::new(10, 0, 0, 254)),
-            _pad2: 0,
+            engine_addr: NetAddr::from(std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 0)),
+            gateway: NetAddr::from(std::net::SocketAddrV4::new([10, 0, 0, 254].into(), 0)),
         };
         send_record(&a, &r, &[]).unwrap();
         let (got, fds) = recv_record::<AttachReply>(&b).unwrap();
@@ -169,5 +197,21 @@ mod tests {
         (&a).write_all(&[0u8; 64]).unwrap();
         drop(a);
         assert!(recv_record::<AttachReply>(&b).is_err());
+    }
+
+    #[test]
+    fn a_refusal_from_an_engine_of_another_version_is_read_as_far_as_it_goes() {
+        let (a, b) = UnixStream::pair().unwrap();
+        // A version-2 engine's 72-byte refusal: magic, EPROTO, zero size, params, then its IPv4 words.
+        let mut old = [0u8; 72];
+        old[0..4].copy_from_slice(&ATTACH_MAGIC.to_ne_bytes());
+        old[4..8].copy_from_slice(&(libc::EPROTO as u32).to_ne_bytes());
+        use std::io::Write;
+        (&a).write_all(&old).unwrap();
+        drop(a);
+        let (r, n, _) = recv_record_prefix::<AttachReply>(&b, REPLY_COMMON_BYTES).unwrap();
+        assert_eq!((n, r.magic, r.status), (72, ATTACH_MAGIC, libc::EPROTO as u32));
+        let m = version_refusal(3, 2);
+        assert!(m.contains("version 3") && m.contains("version 2"), "{m}");
     }
 }

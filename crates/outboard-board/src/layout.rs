@@ -3,17 +3,28 @@
 //! offsets or sizes back from the board.
 //!
 //! ```text
-//! 0        header (4 KiB): magic, version, params, engine_sleeping, engine_state,
-//!          the event condition (the application sleeps on it)
-//!          command ring   (Command × command_capacity)   application → engine
-//!          event ring     (Event × event_capacity)       engine → application
+//! 0        header (4 KiB): magic, version, params, engine_state, the event
+//!          condition (the application sleeps on it), application counters
+//!          per shard s (0..shards):
+//!            shard control (128 B): engine_sleeping, engine_doorbell (own cache lines)
+//!            command ring   (Command × command_capacity)   application → shard s
+//!            event ring     (Event × event_capacity)       shard s → application
 //!          endpoints      (status record + datagram mailbox) × endpoints
 //!          syncs          (u64 × syncs)
 //! arena    class 0: datagram receive buffers (the engine fills them)
 //!          class 1: datagram send buffers (the application fills them)
 //!          class 2: stream regions (one per direction per stream)
 //! ```
+//!
+//! Shards: every shard of the engine has its own command and event ring and
+//! its own sleeping/doorbell words, so no two engine threads ever produce
+//! into or consume from one ring. An endpoint belongs to one shard for its
+//! whole life (its status record says which); its commands go to that
+//! shard's ring. Endpoint ids are partitioned: shard `s` opens only ids with
+//! `id % shards == s`. Commands that create an endpoint go to the shard the
+//! application chooses (shard 0 with one shard); DETACH goes to every shard.
 
+use crate::addr::NetAddr;
 use crate::arena::{ArenaLayout, ClassSpec};
 use crate::mailbox::Descriptor;
 use crate::proto::{Command, Event};
@@ -23,22 +34,24 @@ use crate::shm::Pod;
 pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// 2: `AttachReply` carries the engine's prefix and gateway, status records
 /// are 256 bytes (TCP_INFO words), the header holds application counters.
-pub const VERSION: u32 = 2;
+/// 3: family-neutral addresses (`NetAddr` in commands, status records,
+/// datagram buffers and the attach reply); one command ring, event ring and
+/// sleeping/doorbell pair per shard; endpoints record their shard.
+pub const VERSION: u32 = 3;
+/// Most shards a board can serve.
+pub const MAX_SHARDS: u32 = 64;
+/// Bytes before a received datagram's payload in its buffer: its source address.
+pub const DGRAM_HEADER: usize = 32;
+const _: () = assert!(std::mem::size_of::<NetAddr>() <= DGRAM_HEADER);
 pub const HEADER_BYTES: usize = 4096;
 
 /// Header field offsets.
 pub mod header {
     pub const MAGIC: usize = 0;
     pub const VERSION: usize = 8;
-    /// u32: non-zero while the engine sleeps, saying how to wake it:
-    /// `SLEEP_EVENTFD` (write the doorbell eventfd) or `SLEEP_FUTEX` (bump
-    /// `ENGINE_DOORBELL` and wake it).
-    pub const ENGINE_SLEEPING: usize = 64;
-    /// u32: the futex a sleeping engine waits on (with its link) when `ENGINE_SLEEPING == SLEEP_FUTEX`.
-    pub const ENGINE_DOORBELL: usize = 96;
     /// u32: `ENGINE_RUNNING`, or `ENGINE_GONE` once the engine dropped this board.
     pub const ENGINE_STATE: usize = 128;
-    /// The condition the application sleeps on; the engine signals it after
+    /// The condition the application sleeps on; every shard signals it after
     /// posting events or completing syncs.
     pub const EVENT_CONDITION: usize = 192;
     /// `BoardParams` copied here for the application's information.
@@ -102,6 +115,16 @@ pub mod app_counter {
         }
     }
 }
+/// Offsets inside a shard's control block (`BoardLayout::shard_control`).
+pub mod shard_control {
+    /// u32: non-zero while the shard sleeps, saying how to wake it:
+    /// `SLEEP_EVENTFD` (write the doorbell eventfd) or `SLEEP_FUTEX` (bump
+    /// `ENGINE_DOORBELL` and wake it).
+    pub const ENGINE_SLEEPING: usize = 0;
+    /// u32: the futex a sleeping shard waits on (with its link) when `ENGINE_SLEEPING == SLEEP_FUTEX`.
+    pub const ENGINE_DOORBELL: usize = 64;
+    pub const BYTES: usize = 128;
+}
 pub const SLEEP_EVENTFD: u32 = 1;
 pub const SLEEP_FUTEX: u32 = 2;
 pub const ENGINE_RUNNING: u32 = 1;
@@ -120,7 +143,8 @@ pub struct BoardParams {
     pub dgram_size: u32,
     pub stream_buffer: u32,
     pub stream_buffers: u32,
-    pub _reserved: u32,
+    /// Shards serving the board: the engine's, whatever the application asked.
+    pub shards: u32,
 }
 const _: () = assert!(std::mem::size_of::<BoardParams>() == 40);
 // SAFETY: repr(C), u32s only.
@@ -138,7 +162,7 @@ impl Default for BoardParams {
             dgram_size: 2048,
             stream_buffer: 1024 * 1024,
             stream_buffers: 32,
-            _reserved: 0,
+            shards: 1,
         }
     }
 }
@@ -168,7 +192,8 @@ pub struct EndpointStatus {
     pub error: u32,
     /// `flags::*`.
     pub flags: u32,
-    pub _pad: u32,
+    /// The shard that owns the endpoint (its commands go to that shard's ring).
+    pub shard: u32,
     /// Bytes placed in order in the receive region since the stream opened (Release after the bytes).
     pub rx_total: u64,
     /// Bytes of the transmit stream acknowledged and given back.
@@ -177,9 +202,7 @@ pub struct EndpointStatus {
     pub rx_size: u64,
     pub tx_offset: u64,
     pub tx_size: u64,
-    /// IPv4 << 16 | port.
-    pub local: u64,
-    pub remote: u64,
+    pub _reserved: [u64; 2],
     // TCP_INFO (streams; a listener has only its state): written by the
     // engine whenever it publishes the stream's status, read word by word.
     /// Bytes `tcp_info::*` (a little-endian u64; byte 7 is 0).
@@ -202,7 +225,11 @@ pub struct EndpointStatus {
     pub segs_in: u32,
     pub _pad2: u32,
     pub retrans_bytes: u64,
-    pub _spare: [u64; 13],
+    /// The endpoint's addresses (listeners and datagram sockets: local
+    /// only), written before the endpoint's id is published.
+    pub local: NetAddr,
+    pub remote: NetAddr,
+    pub _spare: [u64; 7],
 }
 const _: () = assert!(std::mem::size_of::<EndpointStatus>() == 256);
 // SAFETY: repr(C), integers only, no padding.
@@ -215,14 +242,13 @@ pub mod status {
     pub const STATE: usize = 8;
     pub const ERROR: usize = 12;
     pub const FLAGS: usize = 16;
+    pub const SHARD: usize = 20;
     pub const RX_TOTAL: usize = 24;
     pub const TX_ACKED: usize = 32;
     pub const RX_OFFSET: usize = 40;
     pub const RX_SIZE: usize = 48;
     pub const TX_OFFSET: usize = 56;
     pub const TX_SIZE: usize = 64;
-    pub const LOCAL: usize = 72;
-    pub const REMOTE: usize = 80;
     pub const INFO_BYTES: usize = 88;
     pub const RTO_US: usize = 96;
     pub const SND_MSS: usize = 100;
@@ -236,6 +262,8 @@ pub mod status {
     pub const SEGS_OUT: usize = 132;
     pub const SEGS_IN: usize = 136;
     pub const RETRANS_BYTES: usize = 144;
+    pub const LOCAL: usize = 152;
+    pub const REMOTE: usize = 176;
 }
 
 /// Byte indexes inside `EndpointStatus::info_bytes`, and their values
@@ -284,6 +312,7 @@ const _: () = {
     assert!(offset_of!(EndpointStatus, state) == status::STATE);
     assert!(offset_of!(EndpointStatus, error) == status::ERROR);
     assert!(offset_of!(EndpointStatus, flags) == status::FLAGS);
+    assert!(offset_of!(EndpointStatus, shard) == status::SHARD);
     assert!(offset_of!(EndpointStatus, rx_total) == status::RX_TOTAL);
     assert!(offset_of!(EndpointStatus, tx_acked) == status::TX_ACKED);
     assert!(offset_of!(EndpointStatus, rx_offset) == status::RX_OFFSET);
@@ -318,14 +347,23 @@ pub mod flags {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardLayout {
     pub params: BoardParams,
-    pub command_ring: usize,
-    pub event_ring: usize,
+    /// One entry per shard (`params.shards`).
+    pub shards: Vec<ShardRings>,
     pub endpoints: usize,
     /// Bytes per endpoint (status record + mailbox ring), 64-aligned.
     pub endpoint_stride: usize,
     pub syncs: usize,
     pub arena: ArenaLayout,
     pub total: usize,
+}
+
+/// Where one shard's part of the board sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardRings {
+    /// The shard's control block (`shard_control::*`).
+    pub control: usize,
+    pub command_ring: usize,
+    pub event_ring: usize,
 }
 
 fn align(x: usize, a: usize) -> usize {
@@ -354,11 +392,20 @@ impl BoardLayout {
         if p.stream_buffer < 4096 || p.stream_buffer % 4096 != 0 || p.stream_buffer > 1 << 30 {
             return Err(LayoutError::Invalid("stream_buffer must be a multiple of 4096 up to 1 GiB"));
         }
+        if p.shards == 0 || p.shards > MAX_SHARDS {
+            return Err(LayoutError::Invalid("shards must be 1..=64"));
+        }
         let mut at = HEADER_BYTES;
-        let command_ring = at;
-        at = align(at + ring_bytes::<Command>(p.command_capacity), 64);
-        let event_ring = at;
-        at = align(at + ring_bytes::<Event>(p.event_capacity), 64);
+        let mut shards = Vec::with_capacity(p.shards as usize);
+        for _ in 0..p.shards {
+            let control = at;
+            at += shard_control::BYTES;
+            let command_ring = at;
+            at = align(at + ring_bytes::<Command>(p.command_capacity), 64);
+            let event_ring = at;
+            at = align(at + ring_bytes::<Event>(p.event_capacity), 64);
+            shards.push(ShardRings { control, command_ring, event_ring });
+        }
         let endpoints = at;
         let endpoint_stride = align(
             std::mem::size_of::<EndpointStatus>() + ring_bytes::<Descriptor>(p.mailbox_capacity),
@@ -385,8 +432,7 @@ impl BoardLayout {
         }
         Ok(BoardLayout {
             params: p,
-            command_ring,
-            event_ring,
+            shards,
             endpoints,
             endpoint_stride,
             syncs,
@@ -398,6 +444,14 @@ impl BoardLayout {
     pub fn endpoint_status(&self, ep: u32) -> usize {
         assert!(ep < self.params.endpoints);
         self.endpoints + ep as usize * self.endpoint_stride
+    }
+    /// Board offset of shard `shard`'s `shard_control` word at `field` (`shard < params.shards`).
+    pub fn shard_control(&self, shard: u32, field: usize) -> usize {
+        self.shards[shard as usize].control + field
+    }
+    /// The shard that may open endpoint `ep` (ids are partitioned: `ep % shards`).
+    pub fn shard_of(&self, ep: u32) -> u32 {
+        ep % self.params.shards
     }
     /// Board offset of endpoint `ep`'s datagram mailbox ring.
     pub fn endpoint_mailbox(&self, ep: u32) -> usize {
@@ -412,8 +466,9 @@ mod tests {
     #[test]
     fn default_layout_is_ordered_aligned_and_in_bounds() {
         let l = BoardLayout::new(BoardParams::default()).unwrap();
-        assert!(l.command_ring >= HEADER_BYTES);
-        assert!(l.event_ring > l.command_ring && l.endpoints > l.event_ring && l.syncs > l.endpoints);
+        let s0 = l.shards[0];
+        assert!(s0.control >= HEADER_BYTES && s0.command_ring >= s0.control + shard_control::BYTES);
+        assert!(s0.event_ring > s0.command_ring && l.endpoints > s0.event_ring && l.syncs > l.endpoints);
         let last = l.arena.classes.last().unwrap();
         assert!(last.offset + last.size as usize * last.count as usize <= l.total);
         for c in &l.arena.classes {
@@ -421,6 +476,24 @@ mod tests {
         }
         assert_eq!(l.endpoint_stride % 64, 0);
         assert_eq!(l.endpoint_mailbox(1) % 64, 0);
+    }
+
+    #[test]
+    fn every_shard_has_rings_of_its_own() {
+        let l = BoardLayout::new(BoardParams { shards: 4, ..Default::default() }).unwrap();
+        assert_eq!(l.shards.len(), 4);
+        for w in l.shards.windows(2) {
+            assert!(w[1].control >= w[0].event_ring + ring_bytes::<Event>(l.params.event_capacity));
+        }
+        for s in &l.shards {
+            assert_eq!(s.control % 64, 0);
+            assert_eq!(s.command_ring % 64, 0);
+            assert_eq!(s.event_ring % 64, 0);
+        }
+        assert!(l.endpoints >= l.shards[3].event_ring + ring_bytes::<Event>(l.params.event_capacity));
+        assert_eq!((l.shard_of(5), l.shard_of(8)), (1, 0));
+        assert!(BoardLayout::new(BoardParams { shards: 0, ..Default::default() }).is_err());
+        assert!(BoardLayout::new(BoardParams { shards: MAX_SHARDS + 1, ..Default::default() }).is_err());
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! - [`condition`]: a sequence word; `wait` polls it, then sleeps on a futex
 //!   in the board; `signal` wakes only when someone sleeps.
 //! - [`sync`]: one-word results written once and read once, cancellable.
-//! - [`proto`]: the command and event records.
+//! - [`proto`]: the command and event records; [`command`]: commands as
+//!   typed values (`decode`, total, for the engine; `encode` for applications).
+//! - [`addr`]: family-neutral socket addresses (`NetAddr`) as every record carries them.
+//! - [`attach`]: the attach handshake, with the layout version check.
 //!
 //! # Trust
 //!
@@ -31,8 +34,10 @@
 //! board is ever followed as a pointer. Bytes of payload are plain data: the
 //! other side may change them at any time, which can only garble its own data.
 
+pub mod addr;
 pub mod arena;
 pub mod attach;
+pub mod command;
 pub mod condition;
 pub mod futex;
 pub mod layout;
@@ -42,10 +47,12 @@ pub mod ring;
 pub mod shm;
 pub mod sync;
 
+pub use addr::NetAddr;
 pub use arena::{ArenaLayout, BufRef, ClassSpec, FreeList, OwnerTable, Side};
 pub use condition::{Condition, WaitOutcome};
 pub use layout::{BoardLayout, BoardParams, EndpointStatus};
 pub use mailbox::{Descriptor, MailboxConsumer, MailboxProducer};
+pub use command::{BoardCommand, CommandViolation};
 pub use proto::{Command, Event};
 pub use ring::{Consumer, Producer, RingError};
 pub use shm::{Mapping, Pod};

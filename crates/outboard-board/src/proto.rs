@@ -29,8 +29,9 @@ unsafe impl Pod for Command {}
 pub mod op {
     /// a = port, b = backlog → sync: endpoint or -errno.
     pub const LISTEN: u32 = 1;
-    /// a = IPv4 address (host order), b = port → sync: endpoint once
-    /// established, or -errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH…).
+    /// a, b, c = the destination (`NetAddr` as three words) → sync: endpoint
+    /// once established, or -errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH,
+    /// EAFNOSUPPORT for a family the engine does not run…).
     pub const CONNECT: u32 = 2;
     /// Stream: a = total bytes the application has written into the
     /// endpoint's transmit region since it opened.
@@ -46,9 +47,9 @@ pub mod op {
     pub const ABORT: u32 = 7;
     /// a = port (0: any) → sync: endpoint or -errno.
     pub const UDP_BIND: u32 = 8;
-    /// Datagram: a = board offset of the payload, b = length, c = IPv4
-    /// destination, d = port. The buffer passes to the engine and comes
-    /// back with a `BUF_RETURN` event.
+    /// Datagram: a = board offset of the payload, b = length, c, d, e = the
+    /// destination (`NetAddr` as three words). The buffer passes to the
+    /// engine and comes back with a `BUF_RETURN` event.
     pub const UDP_SEND: u32 = 9;
     /// Datagram: a = board offset of a received message's buffer, given back.
     pub const UDP_RELEASE: u32 = 10;

@@ -22,7 +22,7 @@ fn params() -> BoardParams {
         dgram_size: 64,
         stream_buffer: 4096,
         stream_buffers: 1,
-        _reserved: 0,
+        shards: 1,
     }
 }
 
@@ -30,10 +30,10 @@ fn params() -> BoardParams {
 /// edge cases: (control words: ring indices, syncs, condition; record
 /// fields: commands' op, sync, offset and length, descriptors' offset and len).
 fn hot_words(l: &BoardLayout) -> (Vec<usize>, Vec<usize>) {
-    let mut control = vec![l.command_ring, l.command_ring + 64, l.event_ring, l.event_ring + 64];
+    let mut control = vec![l.shards[0].command_ring, l.shards[0].command_ring + 64, l.shards[0].event_ring, l.shards[0].event_ring + 64];
     let mut fields = Vec::new();
     for i in 0..l.params.command_capacity as usize {
-        let rec = l.command_ring + 128 + 64 * i;
+        let rec = l.shards[0].command_ring + 128 + 64 * i;
         fields.extend([rec, rec + 8, rec + 16, rec + 24]);
     }
     for ep in 0..l.params.endpoints {
@@ -94,8 +94,8 @@ impl Engine {
         let arena = Arc::new(l.arena.clone());
         let eps = 0..p.endpoints;
         Engine {
-            commands: Consumer::with_start(map.clone(), l.command_ring, p.command_capacity, start),
-            events: Producer::with_start(map.clone(), l.event_ring, p.event_capacity, start),
+            commands: Consumer::with_start(map.clone(), l.shards[0].command_ring, p.command_capacity, start),
+            events: Producer::with_start(map.clone(), l.shards[0].event_ring, p.event_capacity, start),
             inboxes: eps
                 .clone()
                 .map(|ep| MailboxConsumer::new(map.clone(), l.endpoint_mailbox(ep), p.mailbox_capacity))
@@ -192,8 +192,8 @@ impl Engine {
 /// and the command records name plausible buffers. The rest stays garbage.
 fn plausible(map: &Mapping, l: &BoardLayout, start: u32, fills: &[u32], cmds: &[(u32, u64, u64)]) {
     let u = |at: usize, v: u32| map.atomic_u32(at).store(v, std::sync::atomic::Ordering::Relaxed);
-    u(l.command_ring + 64, start.wrapping_add(fills[0]));
-    u(l.event_ring, start.wrapping_sub(fills[1]));
+    u(l.shards[0].command_ring + 64, start.wrapping_add(fills[0]));
+    u(l.shards[0].event_ring, start.wrapping_sub(fills[1]));
     for ep in 0..l.params.endpoints {
         // The engine's mailbox sides start at 0.
         let m = l.endpoint_mailbox(ep);
@@ -201,8 +201,8 @@ fn plausible(map: &Mapping, l: &BoardLayout, start: u32, fills: &[u32], cmds: &[
         u(m + 64, fills[2 + ep as usize]);
     }
     for (i, &(op, a, b)) in cmds.iter().enumerate() {
-        let old: Command = map.read(l.command_ring + 128 + 64 * i);
-        map.write(l.command_ring + 128 + 64 * i, Command { op, a, b, ..old });
+        let old: Command = map.read(l.shards[0].command_ring + 128 + 64 * i);
+        map.write(l.shards[0].command_ring + 128 + 64 * i, Command { op, a, b, ..old });
     }
 }
 

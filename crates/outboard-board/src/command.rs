@@ -1,0 +1,222 @@
+//! Commands as typed values: the one place where a command record's bytes
+//! become meaning ("parse, don't validate").
+//!
+//! The engine copies a [`Command`] record out of shared memory once and
+//! calls [`decode`]; it then acts only on the [`BoardCommand`] it got. The
+//! decode is total: every 64-byte pattern gives a command or a
+//! [`CommandViolation`], never a panic. What decoding can check from the
+//! record and the board's own sizes (endpoint ids and sync slots in range,
+//! ports that fit, addresses of a known family, option values in range) it
+//! checks here; what needs the engine's tables (is the endpoint open, is the
+//! buffer the application's) the engine checks when it acts.
+//!
+//! Applications build their records with [`BoardCommand::encode`], so both
+//! sides share one definition of every field (a property test checks that
+//! `decode(encode(c)) == c`).
+
+use crate::addr::{AddrError, NetAddr};
+use crate::proto::{op, opt, Command};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// An endpoint id below the board's endpoint count (not necessarily open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint(pub u32);
+
+/// A sync slot below the board's sync count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SyncSlot(pub u32);
+
+/// RFC 1122 §4.2.3.6 keep-alive settings (Linux's SO_KEEPALIVE, TCP_KEEPIDLE,
+/// TCP_KEEPINTVL, TCP_KEEPCNT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    pub idle: Duration,
+    pub interval: Duration,
+    pub probes: u32,
+}
+
+/// A stream option (`op::SET_OPTION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamOption {
+    NoDelay(bool),
+    /// `None` turns keep-alives off.
+    KeepAlive(Option<KeepAlive>),
+    /// An unknown option or a value out of range: counted (`bad_options`)
+    /// and ignored, not a violation (the application checks its own values).
+    Invalid,
+}
+
+/// One decoded command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoardCommand {
+    /// Listen on `port` of the engine's address. `port` is `None` when the
+    /// record's port is 0 or does not fit 16 bits (answered EINVAL).
+    Listen { sync: SyncSlot, port: Option<u16>, backlog: u32 },
+    /// Connect to `to` (port 0 is answered EINVAL).
+    Connect { sync: SyncSlot, to: SocketAddr },
+    /// Stream: the application has written `written` bytes in all into its transmit region.
+    Push { ep: Endpoint, written: u64 },
+    /// Stream: the application has consumed `read` bytes in all from its receive region.
+    Consumed { ep: Endpoint, read: u64 },
+    /// Stream: no more data from us (FIN after what is queued).
+    Shutdown { ep: Endpoint },
+    /// Any endpoint: done with it (graceful for a stream).
+    Close { ep: Endpoint },
+    /// Stream: reset now.
+    Abort { ep: Endpoint },
+    /// A datagram socket on `port` (0: any).
+    UdpBind { sync: SyncSlot, port: u16 },
+    /// Datagram: send `len` bytes at board offset `offset` to `to`; the
+    /// buffer passes to the engine and comes back with `BUF_RETURN`.
+    UdpSend { ep: Endpoint, offset: u64, len: u64, to: SocketAddr },
+    /// Give back a received datagram's buffer (its board offset).
+    UdpRelease { offset: u64 },
+    SetOption { ep: Endpoint, option: StreamOption },
+    /// The application detaches cleanly (streams close gracefully).
+    Detach,
+}
+
+/// Why a command record is not a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandViolation {
+    UnknownOp(u32),
+    /// The endpoint id is past the board's endpoints.
+    BadEndpoint(&'static str),
+    /// The sync slot is past the board's syncs.
+    BadSync,
+    BadAddress(&'static str, AddrError),
+    /// A port or length field that cannot hold what it says.
+    BadField(&'static str),
+}
+
+impl std::fmt::Display for CommandViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandViolation::UnknownOp(o) => write!(f, "unknown command {o}"),
+            CommandViolation::BadEndpoint(w) => write!(f, "bad endpoint in {w}"),
+            CommandViolation::BadSync => write!(f, "bad sync slot"),
+            CommandViolation::BadAddress(w, e) => write!(f, "bad address in {w}: {e}"),
+            CommandViolation::BadField(w) => write!(f, "impossible value in {w}"),
+        }
+    }
+}
+
+/// The board's sizes that bound ids (from its `BoardParams`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub endpoints: u32,
+    pub syncs: u32,
+}
+
+/// Decodes one command record copied out of a board.
+pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> {
+    let ep = |what| if c.endpoint < b.endpoints { Ok(Endpoint(c.endpoint)) } else { Err(CommandViolation::BadEndpoint(what)) };
+    let sync = || if c.sync < b.syncs { Ok(SyncSlot(c.sync)) } else { Err(CommandViolation::BadSync) };
+    let port = |v: u64, what| u16::try_from(v).map_err(|_| CommandViolation::BadField(what));
+    let addr = |w: [u64; 3], what| NetAddr::from_words(w).to_socket_addr().map_err(|e| CommandViolation::BadAddress(what, e));
+    Ok(match c.op {
+        op::LISTEN => BoardCommand::Listen {
+            sync: sync()?,
+            port: u16::try_from(c.a).ok().filter(|p| *p != 0),
+            backlog: c.b.clamp(1, 4096) as u32,
+        },
+        op::CONNECT => BoardCommand::Connect { sync: sync()?, to: addr([c.a, c.b, c.c], "connect")? },
+        op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
+        op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
+        op::SHUTDOWN => BoardCommand::Shutdown { ep: ep("shutdown")? },
+        op::CLOSE => BoardCommand::Close { ep: ep("close")? },
+        op::ABORT => BoardCommand::Abort { ep: ep("close")? },
+        op::UDP_BIND => BoardCommand::UdpBind { sync: sync()?, port: port(c.a, "bind port")? },
+        op::UDP_SEND => BoardCommand::UdpSend {
+            ep: ep("udp send")?,
+            offset: c.a,
+            len: c.b,
+            to: addr([c.c, c.d, c.e], "udp send")?,
+        },
+        op::UDP_RELEASE => BoardCommand::UdpRelease { offset: c.a },
+        op::SET_OPTION => BoardCommand::SetOption { ep: ep("set option")?, option: stream_option(c) },
+        op::DETACH => BoardCommand::Detach,
+        other => return Err(CommandViolation::UnknownOp(other)),
+    })
+}
+
+fn stream_option(c: &Command) -> StreamOption {
+    match c.a {
+        opt::NODELAY => StreamOption::NoDelay(c.b != 0),
+        opt::KEEPALIVE => match c.b {
+            0 => StreamOption::KeepAlive(None),
+            1 => {
+                let ms = |v: u64| (1..=opt::KEEPALIVE_MAX_MS).contains(&v).then(|| Duration::from_millis(v));
+                let probes = (1..=opt::KEEPALIVE_MAX_PROBES).contains(&c.e).then_some(c.e as u32);
+                match (ms(c.c), ms(c.d), probes) {
+                    (Some(idle), Some(interval), Some(probes)) => {
+                        StreamOption::KeepAlive(Some(KeepAlive { idle, interval, probes }))
+                    }
+                    _ => StreamOption::Invalid,
+                }
+            }
+            _ => StreamOption::Invalid,
+        },
+        _ => StreamOption::Invalid,
+    }
+}
+
+impl BoardCommand {
+    /// The record an application puts in the command ring.
+    pub fn encode(&self) -> Command {
+        let mut c = Command::default();
+        let put_addr = |c: &mut Command, a: SocketAddr, at: usize| {
+            let w = NetAddr::from(a).to_words();
+            let slots: [&mut u64; 5] = [&mut c.a, &mut c.b, &mut c.c, &mut c.d, &mut c.e];
+            for (i, s) in slots.into_iter().enumerate().skip(at).take(3) {
+                *s = w[i - at];
+            }
+        };
+        match *self {
+            BoardCommand::Listen { sync, port, backlog } => {
+                c.op = op::LISTEN;
+                c.sync = sync.0;
+                c.a = u64::from(port.unwrap_or(0));
+                c.b = u64::from(backlog);
+            }
+            BoardCommand::Connect { sync, to } => {
+                c.op = op::CONNECT;
+                c.sync = sync.0;
+                put_addr(&mut c, to, 0);
+            }
+            BoardCommand::Push { ep, written } => (c.op, c.endpoint, c.a) = (op::PUSH, ep.0, written),
+            BoardCommand::Consumed { ep, read } => (c.op, c.endpoint, c.a) = (op::CONSUMED, ep.0, read),
+            BoardCommand::Shutdown { ep } => (c.op, c.endpoint) = (op::SHUTDOWN, ep.0),
+            BoardCommand::Close { ep } => (c.op, c.endpoint) = (op::CLOSE, ep.0),
+            BoardCommand::Abort { ep } => (c.op, c.endpoint) = (op::ABORT, ep.0),
+            BoardCommand::UdpBind { sync, port } => (c.op, c.sync, c.a) = (op::UDP_BIND, sync.0, u64::from(port)),
+            BoardCommand::UdpSend { ep, offset, len, to } => {
+                (c.op, c.endpoint, c.a, c.b) = (op::UDP_SEND, ep.0, offset, len);
+                put_addr(&mut c, to, 2);
+            }
+            BoardCommand::UdpRelease { offset } => (c.op, c.a) = (op::UDP_RELEASE, offset),
+            BoardCommand::SetOption { ep, option } => {
+                (c.op, c.endpoint) = (op::SET_OPTION, ep.0);
+                match option {
+                    StreamOption::NoDelay(on) => (c.a, c.b) = (opt::NODELAY, u64::from(on)),
+                    StreamOption::KeepAlive(None) => (c.a, c.b) = (opt::KEEPALIVE, 0),
+                    StreamOption::KeepAlive(Some(k)) => {
+                        c.a = opt::KEEPALIVE;
+                        c.b = 1;
+                        c.c = k.idle.as_millis().min(u128::from(u64::MAX)) as u64;
+                        c.d = k.interval.as_millis().min(u128::from(u64::MAX)) as u64;
+                        c.e = u64::from(k.probes);
+                    }
+                    // An option number nobody defines.
+                    StreamOption::Invalid => c.a = u64::MAX,
+                }
+            }
+            BoardCommand::Detach => c.op = op::DETACH,
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+use super::*;
+use proptest::prelude::*;
+
+const B: Bounds = Bounds { endpoints: 256, syncs: 64 };
+
+fn ka(b: u64, c: u64, d: u64, e: u64) -> Command {
+    Command { op: op::SET_OPTION, a: opt::KEEPALIVE, b, c, d, e, ..Default::default() }
+}
+
+fn option_of(c: &Command) -> StreamOption {
+    match decode(c, B) {
+        Ok(BoardCommand::SetOption { option, .. }) => option,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn keepalive_values_are_checked_before_use() {
+    assert_eq!(option_of(&ka(0, 0, 0, 0)), StreamOption::KeepAlive(None));
+    let k = |i, v, p| StreamOption::KeepAlive(Some(KeepAlive { idle: i, interval: v, probes: p }));
+    assert_eq!(option_of(&ka(1, 7_200_000, 75_000, 9)), k(Duration::from_secs(7200), Duration::from_secs(75), 9));
+    assert_eq!(option_of(&ka(1, 1 << 31, 1, 127)), k(Duration::from_millis(1 << 31), Duration::from_millis(1), 127));
+    for bad in [
+        ka(2, 1000, 1000, 3),
+        ka(1, 0, 1000, 3),
+        ka(1, 1000, 0, 3),
+        ka(1, (1 << 31) + 1, 1000, 3),
+        ka(1, 1000, u64::MAX, 3),
+        ka(1, 1000, 1000, 0),
+        ka(1, 1000, 1000, 128),
+        ka(u64::MAX, 1000, 1000, 3),
+    ] {
+        assert_eq!(option_of(&bad), StreamOption::Invalid, "{bad:?}");
+    }
+    let unknown = Command { op: op::SET_OPTION, a: 99, b: 1, ..Default::default() };
+    assert_eq!(option_of(&unknown), StreamOption::Invalid);
+}
+
+#[test]
+fn ids_past_the_board_are_violations() {
+    let push = Command { op: op::PUSH, endpoint: 256, a: 1, ..Default::default() };
+    assert_eq!(decode(&push, B), Err(CommandViolation::BadEndpoint("push")));
+    let listen = Command { op: op::LISTEN, sync: 64, a: 80, ..Default::default() };
+    assert_eq!(decode(&listen, B), Err(CommandViolation::BadSync));
+    assert_eq!(decode(&Command { op: 0, ..Default::default() }, B), Err(CommandViolation::UnknownOp(0)));
+    let bind = Command { op: op::UDP_BIND, a: 70_000, ..Default::default() };
+    assert_eq!(decode(&bind, B), Err(CommandViolation::BadField("bind port")));
+}
+
+#[test]
+fn listen_keeps_its_einval_cases_as_values() {
+    for a in [0, 70_000] {
+        let c = Command { op: op::LISTEN, a, b: 0, ..Default::default() };
+        assert_eq!(decode(&c, B), Ok(BoardCommand::Listen { sync: SyncSlot(0), port: None, backlog: 1 }));
+    }
+}
+
+#[test]
+fn addresses_of_both_families_and_garbage() {
+    for to in ["10.0.0.1:80", "[2001:db8::1]:443"] {
+        let to: SocketAddr = to.parse().unwrap();
+        let c = BoardCommand::Connect { sync: SyncSlot(3), to };
+        assert_eq!(decode(&c.encode(), B), Ok(c));
+        let s = BoardCommand::UdpSend { ep: Endpoint(7), offset: 4096, len: 10, to };
+        assert_eq!(decode(&s.encode(), B), Ok(s));
+    }
+    // A CONNECT with the IPv4 word of layout version 2 (no family tag) is refused as such.
+    let old = Command { op: op::CONNECT, a: u64::from(u32::from(std::net::Ipv4Addr::new(10, 0, 0, 1))), b: 80, ..Default::default() };
+    assert!(matches!(decode(&old, B), Err(CommandViolation::BadAddress("connect", _))));
+}
+
+fn any_option() -> impl Strategy<Value = StreamOption> {
+    prop_oneof![
+        any::<bool>().prop_map(StreamOption::NoDelay),
+        Just(StreamOption::KeepAlive(None)),
+        (1u64..=opt::KEEPALIVE_MAX_MS, 1u64..=opt::KEEPALIVE_MAX_MS, 1u32..=127).prop_map(|(i, v, p)| {
+            StreamOption::KeepAlive(Some(KeepAlive { idle: Duration::from_millis(i), interval: Duration::from_millis(v), probes: p }))
+        }),
+        Just(StreamOption::Invalid),
+    ]
+}
+
+fn any_addr() -> impl Strategy<Value = SocketAddr> {
+    prop_oneof![
+        (any::<u32>(), any::<u16>()).prop_map(|(a, p)| SocketAddr::from((std::net::Ipv4Addr::from(a), p))),
+        (any::<u128>(), any::<u16>(), any::<u32>())
+            .prop_map(|(a, p, s)| SocketAddr::V6(std::net::SocketAddrV6::new(a.into(), p, 0, s))),
+    ]
+}
+
+fn any_command() -> impl Strategy<Value = BoardCommand> {
+    let ep = (0u32..B.endpoints).prop_map(Endpoint);
+    let sync = (0u32..B.syncs).prop_map(SyncSlot);
+    prop_oneof![
+        (sync.clone(), proptest::option::of(1u16..), 1u32..=4096)
+            .prop_map(|(sync, port, backlog)| BoardCommand::Listen { sync, port, backlog }),
+        (sync.clone(), any_addr()).prop_map(|(sync, to)| BoardCommand::Connect { sync, to }),
+        (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
+        (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),
+        ep.clone().prop_map(|ep| BoardCommand::Shutdown { ep }),
+        ep.clone().prop_map(|ep| BoardCommand::Close { ep }),
+        ep.clone().prop_map(|ep| BoardCommand::Abort { ep }),
+        (sync, any::<u16>()).prop_map(|(sync, port)| BoardCommand::UdpBind { sync, port }),
+        (ep.clone(), any::<u64>(), any::<u64>(), any_addr())
+            .prop_map(|(ep, offset, len, to)| BoardCommand::UdpSend { ep, offset, len, to }),
+        any::<u64>().prop_map(|offset| BoardCommand::UdpRelease { offset }),
+        (ep, any_option()).prop_map(|(ep, option)| BoardCommand::SetOption { ep, option }),
+        Just(BoardCommand::Detach),
+    ]
+}
+
+proptest! {
+    /// Every record decodes to a command or a violation; never a panic.
+    #[test]
+    fn decoding_is_total(op in 0u32..16, endpoint: u32, sync: u32, flags: u32,
+                         a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) {
+        let rec = Command { op, endpoint, sync, flags, a, b, c, d, e, f };
+        let _ = decode(&rec, B);
+        let _ = decode(&rec, Bounds { endpoints: 0, syncs: 0 });
+    }
+
+    /// What an application encodes, the engine decodes to the same command.
+    #[test]
+    fn encode_then_decode_is_the_identity(cmd in any_command()) {
+        prop_assert_eq!(decode(&cmd.encode(), B), Ok(cmd));
+    }
+}
