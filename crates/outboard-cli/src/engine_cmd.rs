@@ -26,7 +26,7 @@
 
 use crate::args::{parse_non_negative, parse_probability, parse_size};
 use clap::Args;
-use outboard_engine::client::{FetchPlan, FetchState};
+use outboard_engine::client::{FetchPlan, FetchState, Fetches};
 use outboard_engine::engine::{Engine, EngineError, EngineSettings, DEFAULT_MEMORY_CAP};
 use outboard_engine::link::LinkSpec;
 use outboard_engine::log::{self, Level};
@@ -382,7 +382,7 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
     });
     let deadline = outboard_engine::clock::now() + Duration::from_secs_f64(a.timeout_s);
     let r = engine.run(stop, |s| {
-        s.fetches.iter().all(|f| f.is_finished()) || outboard_engine::clock::now() >= deadline
+        s.apps.get::<Fetches>().is_none_or(Fetches::all_finished) || outboard_engine::clock::now() >= deadline
     });
     if let Err(e) = r {
         return fail(&e);
@@ -391,7 +391,10 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
     let linger = outboard_engine::clock::now() + Duration::from_millis(50);
     let _ = engine.run(stop, |_| outboard_engine::clock::now() >= linger);
     let now = outboard_engine::clock::now();
-    let report = engine.shard.fetches[0].report(now);
+    let Some(report) = engine.fetches().first().map(|f| f.report(now)) else {
+        eprintln!("outboard: the engine has no client to fetch with");
+        return ExitCode::from(1);
+    };
     let echo_ok = !a.expect_echo
         || (report.bytes_received == report.bytes_sent && report.sha256_received == report.sha256_sent);
     let ok = report.state == FetchState::Done && echo_ok && report.bytes_sent == a.send;

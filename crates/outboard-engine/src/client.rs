@@ -5,6 +5,7 @@
 //! against a source the receive side alone is measured. Pure logic over a
 //! [`Stack`], time passed in.
 
+use crate::app::{AppCx, ShardApp};
 use outboard_impair::ByteStream;
 use outboard_stack::{ConnId, Stack, StackError};
 use outboard_tcp::Event;
@@ -238,6 +239,68 @@ impl Fetch {
             total_s: end.saturating_duration_since(self.started).as_secs_f64(),
             retransmits: self.retransmits,
         }
+    }
+}
+
+/// The shard's client fetches: one `ShardApp` holding every `Fetch` started
+/// on the shard (tag: the fetch's index).
+#[derive(Debug, Default)]
+pub struct Fetches {
+    list: Vec<Fetch>,
+}
+
+impl Fetches {
+    /// Starts a fetch (from `local_port`, 0: any) and claims its connection.
+    pub fn start(&mut self, cx: &mut AppCx<'_>, plan: FetchPlan, local_port: u16) {
+        let f = Fetch::start(cx.stack, cx.now, plan, local_port);
+        if let Some(c) = f.conn() {
+            cx.claim(c, self.list.len() as u64);
+        }
+        self.list.push(f);
+    }
+    pub fn list(&self) -> &[Fetch] {
+        &self.list
+    }
+    pub fn all_finished(&self) -> bool {
+        self.list.iter().all(Fetch::is_finished)
+    }
+    fn poll_one(&mut self, cx: &mut AppCx<'_>, i: usize) {
+        let f = &mut self.list[i];
+        f.poll(cx.stack, cx.now);
+        if f.is_finished() {
+            if let Some(c) = f.conn() {
+                cx.release(c);
+            }
+        }
+    }
+}
+
+impl ShardApp for Fetches {
+    fn kind(&self) -> &'static str {
+        "fetch"
+    }
+    /// Clients refill their send buffers as ACKs free room.
+    fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
+        for i in 0..self.list.len() {
+            if !self.list[i].is_finished() {
+                self.poll_one(cx, i);
+            }
+        }
+        false
+    }
+    fn on_ready(&mut self, cx: &mut AppCx<'_>, _conn: ConnId, tag: u64) {
+        if (tag as usize) < self.list.len() {
+            self.poll_one(cx, tag as usize);
+        }
+    }
+    fn owner_label(&self, _tag: u64) -> String {
+        "fetch".to_string()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 

@@ -4,7 +4,7 @@
 //! kind maps to a distinct exit code (`EngineError::exit_code`).
 
 use crate::capture::PcapWriter;
-use crate::client::{Fetch, FetchPlan};
+use crate::client::{FetchPlan, Fetches};
 use crate::control::{ControlError, ControlInbox, ControlServer};
 use crate::host::{AttachServer, BoardLimits, Host, LocalAttacher};
 use crate::link::{self, LinkError, LinkOptions, LinkSpec};
@@ -137,7 +137,9 @@ impl EngineError {
 
 /// A started engine: one shard plus its control socket.
 pub struct Engine {
-    pub shard: Shard,
+    /// The engine's shards (one per core it is given; one today), each
+    /// owning its stack, link, apps and buffers.
+    pub shards: Vec<Shard>,
     control: Option<(ControlServer, ControlInbox)>,
     attach: Option<AttachServer>,
 }
@@ -187,6 +189,8 @@ impl Engine {
         cfg.offloads = outboard_stack::LinkOffloads { tso_max: link.offloads().tso_max };
         let mut stack = Stack::new(cfg, now);
         let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
+        // Applications (boards) are told the engine's shard count at attach.
+        const SHARD: u32 = 0;
         let pcap = match &set.pcap {
             Some(p) => Some(PcapWriter::create(p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?),
             None => None,
@@ -213,7 +217,9 @@ impl Engine {
                 ),
             ],
         );
-        let mut shard = Shard::new(&set.name, stack, link, services, pcap, set.memory_cap, now);
+        let mut shard = Shard::new(&set.name, SHARD, stack, link, pcap, set.memory_cap, now);
+        shard.add_app(Box::new(services));
+        shard.add_app(Box::new(Fetches::default()));
         let attach = match set.boards {
             BoardAttach::Off => None,
             BoardAttach::Daemon if !set.control => None,
@@ -223,17 +229,18 @@ impl Engine {
                 let limits = BoardLimits {
                     max_board_bytes: set.max_board_bytes,
                     stream_buffer: u32::try_from(buf).map_err(|_| EngineError::Config("TCP buffers over 4 GiB".into()))?,
-                    engine_addr: u32::from(set.addr),
+                    engine_addr: std::net::IpAddr::V4(set.addr),
                     prefix_len: set.prefix_len,
-                    gateway: set.gateway.map_or(0, u32::from),
+                    gateway: set.gateway.map(std::net::IpAddr::V4),
+                    shards: 1,
                 };
                 let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon)
                     .map_err(|e| EngineError::Config(e.to_string()))?;
-                shard.host = Host::new(Some(inbox));
+                shard.add_app(Box::new(Host::new(SHARD, Some(inbox))));
                 Some(server)
             }
         };
-        Ok(Engine { shard, control, attach })
+        Ok(Engine { shards: vec![shard], control, attach })
     }
 
     /// Makes in-process attachments (embedded mode; daemon mode too).
@@ -241,19 +248,35 @@ impl Engine {
         self.attach.as_ref().map(|a| a.local_attacher())
     }
 
-    /// Starts a client connection on the shard.
-    pub fn fetch(&mut self, plan: FetchPlan) {
-        let now = crate::clock::now();
-        let f = Fetch::start(&mut self.shard.stack, now, plan, 0);
-        self.shard.fetches.push(f);
+    /// Shard 0 (the one that serves control requests and runs fetches).
+    pub fn shard(&self) -> &Shard {
+        &self.shards[0]
+    }
+    pub fn shard_mut(&mut self) -> &mut Shard {
+        &mut self.shards[0]
     }
 
-    /// One turn of the shard in the caller's thread, then control requests
+    /// Starts a client connection on shard 0.
+    pub fn fetch(&mut self, plan: FetchPlan) {
+        let now = crate::clock::now();
+        self.shard_mut().with_app::<Fetches, _>(now, |f, cx| f.start(cx, plan, 0));
+    }
+
+    /// The fetches started with `fetch`.
+    pub fn fetches(&self) -> &[crate::client::Fetch] {
+        self.shard().apps.get::<Fetches>().map_or(&[], |f| f.list())
+    }
+
+    /// One turn of every shard in the caller's thread, then control requests
     /// (an inline engine: the application drives it). True if it did work.
     pub fn turn(&mut self) -> Result<bool, EngineError> {
         let now = crate::clock::now();
-        let work = self.shard.turn(now).map_err(EngineError::Link)?;
-        self.shard.serve_control(self.control.as_mut().map(|c| &mut c.1), now);
+        let mut work = false;
+        for s in &mut self.shards {
+            work |= s.turn(now).map_err(EngineError::Link)?;
+        }
+        let control = self.control.as_mut().map(|c| &mut c.1);
+        self.shards[0].serve_control(control, now);
         Ok(work)
     }
 
@@ -261,13 +284,16 @@ impl Engine {
     pub fn idle(&mut self, longest: std::time::Duration) -> Result<(), EngineError> {
         let now = crate::clock::now();
         let longest = outboard_time::Duration::from_nanos(longest.as_nanos().min(u128::from(u64::MAX)) as u64);
-        self.shard.sleep(self.control.as_ref().map(|c| &c.1), now, longest).map_err(EngineError::Link)
+        let control = self.control.as_ref().map(|c| &c.1);
+        self.shards[0].sleep(control, now, longest).map_err(EngineError::Link)
     }
 
     /// Tells every attached application the engine is going away.
     pub fn shutdown(&mut self) {
-        let Shard { host, stack, .. } = &mut self.shard;
-        host.shutdown(stack);
+        let now = crate::clock::now();
+        for s in &mut self.shards {
+            s.apps.shutdown(&mut s.stack, now);
+        }
     }
 
     /// Runs until `stop` is set or `done` says so.
@@ -277,7 +303,11 @@ impl Engine {
         done: impl FnMut(&Shard) -> bool,
     ) -> Result<(), EngineError> {
         let inbox = self.control.as_mut().map(|c| &mut c.1);
-        let r = self.shard.run(stop, inbox, done).map_err(EngineError::Link);
+        // One shard runs in the calling thread; the engine starts no more yet.
+        let [shard] = &mut self.shards[..] else {
+            return Err(EngineError::Config(format!("this engine runs one shard, not {}", self.shards.len())));
+        };
+        let r = shard.run(stop, inbox, done).map_err(EngineError::Link);
         if let Err(e) = &r {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
         }

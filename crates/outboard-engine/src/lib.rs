@@ -3,12 +3,15 @@
 //! # Map
 //!
 //! - [`shard`]: the loop. Each turn: receive a burst from the link → the
-//!   stack demultiplexes and runs the protocols → the shard's applications
-//!   (built-in [`services`] and [`client`] fetches) get the connections the
-//!   stack reports ready → expired timers (the stack indexes them in the
-//!   hierarchical [`timer_wheel`]) → transmit a burst, building each frame in
-//!   the link's own slot → flush. Idle: spin briefly, then sleep on the link
-//!   (and the control doorbell) until the next deadline.
+//!   stack demultiplexes and runs the protocols → expired timers (the stack
+//!   indexes them in the hierarchical [`timer_wheel`]) → the shard's apps →
+//!   transmit a burst, building each frame in the link's own slot → flush.
+//!   Idle: spin briefly, then sleep on the link (and the control doorbell
+//!   and the apps' wake sources) until the next deadline.
+//! - [`app`]: the seam. Everything that runs on a shard — built-in
+//!   [`services`], board sessions ([`host`]), [`client`] fetches, and the
+//!   kinds to come — is a `ShardApp`, driven the same way, with one table
+//!   from connection to owner.
 //! - [`link`]: the `Link` trait and its kinds: `af_xdp`, `af_packet`, `tap`,
 //!   `fabric` (shared memory between engine processes, seeded faults).
 //! - [`engine`]: settings → a started engine (link, stack, services, control
@@ -24,6 +27,7 @@
 // Unsafe code is allowed only in `link` (rings, shared memory, syscalls).
 #![deny(unsafe_code)]
 
+pub mod app;
 pub mod capture;
 pub mod client;
 #[allow(unsafe_code)]

@@ -3,13 +3,14 @@
 //! (RFC 864) over TCP and UDP, and a bulk `source`/`sink` pair for
 //! benchmarks. Pure logic over a [`Stack`]: no I/O, time passed in.
 //!
-//! Each service is an application of the stack like any other: it listens,
-//! accepts, and is told which of its connections have events through
-//! `Stack::tcp_poll_ready`. Backpressure is the TCP kind: echo reads only as
+//! The services are one `ShardApp` like any other: they listen, accept
+//! (claiming each connection in the shard's owner table), and are told
+//! which of their connections have events. Backpressure is the TCP kind: echo reads only as
 //! much as it can send back right away (so a client that does not read
 //! stops being read), source and chargen fill the send buffer only when it
 //! has room.
 
+use crate::app::{AppCx, ShardApp};
 use outboard_stack::{ConnId, ListenerId, Stack, StackError, UdpId};
 use outboard_tcp::Event;
 use outboard_time::Instant;
@@ -137,6 +138,20 @@ pub struct ServiceCounters {
     pub udp_datagrams_out: u64,
 }
 
+impl ServiceCounters {
+    /// Adds the same service's counters from another shard.
+    pub fn add(&mut self, o: &ServiceCounters) {
+        self.tcp_accepted += o.tcp_accepted;
+        self.tcp_closed += o.tcp_closed;
+        self.tcp_reset += o.tcp_reset;
+        self.tcp_active += o.tcp_active;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.udp_datagrams_in += o.udp_datagrams_in;
+        self.udp_datagrams_out += o.udp_datagrams_out;
+    }
+}
+
 #[derive(Debug)]
 struct ServiceConn {
     service: usize,
@@ -208,58 +223,40 @@ impl Services {
         &self.counters
     }
 
-    /// Which service a connection belongs to, if any.
-    pub fn owner_of(&self, id: ConnId) -> Option<ServiceSpec> {
-        self.conns.get(&id).map(|c| self.specs[c.service])
-    }
-
-    /// Whether `id` is one of the services' connections.
-    pub fn owns(&self, id: ConnId) -> bool {
-        self.conns.contains_key(&id)
-    }
-
-    /// Accepts new connections (when `may_accept` says so: false over the
-    /// memory cap; asked only when a connection is waiting, at most once per
-    /// call) and serves UDP. Returns whether anything happened.
-    pub fn poll(&mut self, stack: &mut Stack, now: Instant, may_accept: &mut dyn FnMut(&Stack) -> bool) -> bool {
+    /// Accepts new connections (when the shard's memory cap allows: asked
+    /// only when a connection is waiting, at most once per call) and serves UDP.
+    fn accept_and_serve_udp(&mut self, cx: &mut AppCx<'_>) -> bool {
         let mut work = false;
         let mut accept: Option<bool> = None;
         for li in 0..self.listeners.len() {
             let (l, svc) = self.listeners[li];
-            if !stack.tcp_accept_pending(l) || !*accept.get_or_insert_with(|| may_accept(stack)) {
+            if !cx.stack.tcp_accept_pending(l) || !*accept.get_or_insert_with(|| cx.may_accept()) {
                 continue;
             }
-            while let Some(id) = stack.tcp_accept(l) {
+            while let Some(id) = cx.stack.tcp_accept(l) {
                 work = true;
                 self.counters[svc].tcp_accepted += 1;
                 self.counters[svc].tcp_active += 1;
                 self.conns.insert(id, ServiceConn { service: svc, offset: 0, shut: false });
-                self.serve(stack, id);
+                cx.claim(id, svc as u64);
+                self.serve(cx, id);
             }
         }
         for ui in 0..self.udp.len() {
             let (u, svc) = self.udp[ui];
-            work |= self.serve_udp(stack, now, u, svc);
+            work |= self.serve_udp(cx.stack, cx.now, u, svc);
         }
         work
     }
 
-    /// Serves a connection the stack says has events. False if not ours.
-    pub fn handle_ready(&mut self, stack: &mut Stack, id: ConnId) -> bool {
-        if !self.conns.contains_key(&id) {
-            return false;
-        }
-        self.serve(stack, id);
-        true
-    }
-
-    fn serve(&mut self, stack: &mut Stack, id: ConnId) {
+    fn serve(&mut self, cx: &mut AppCx<'_>, id: ConnId) {
         let Some(sc) = self.conns.get_mut(&id) else { return };
         let svc = sc.service;
         let kind = self.specs[svc].kind;
         let ctr = &mut self.counters[svc];
-        let Some(conn) = stack.tcp(id) else {
+        let Some(conn) = cx.stack.tcp(id) else {
             self.conns.remove(&id);
+            cx.release(id);
             return;
         };
         let mut finished = false;
@@ -339,7 +336,8 @@ impl Services {
             ctr.tcp_closed += 1;
             ctr.tcp_active = ctr.tcp_active.saturating_sub(1);
             self.conns.remove(&id);
-            stack.tcp_release(id);
+            cx.stack.tcp_release(id);
+            cx.release(id);
         }
     }
 
@@ -371,6 +369,31 @@ impl Services {
             }
         }
         work
+    }
+}
+
+impl ShardApp for Services {
+    fn kind(&self) -> &'static str {
+        "services"
+    }
+    fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
+        self.accept_and_serve_udp(cx)
+    }
+    fn on_ready(&mut self, cx: &mut AppCx<'_>, conn: ConnId, _tag: u64) {
+        self.serve(cx, conn);
+    }
+    /// `tag` is the service's index: its `NAME:PORT`.
+    fn owner_label(&self, tag: u64) -> String {
+        self.specs.get(tag as usize).map_or_else(String::new, |s| s.to_string())
+    }
+    fn report(&self, snap: &mut crate::stat::Snapshot) {
+        snap.services = self.counters.clone();
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 

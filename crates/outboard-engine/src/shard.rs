@@ -1,10 +1,10 @@
 //! A shard: one stack, one link, run to completion.
 //!
 //! Each turn: receive a burst from the link → the stack demultiplexes and
-//! runs the protocols → the services and clients (the shard's
-//! applications until boards arrive) get the connections the stack says
-//! have events → expire timers → transmit a burst, building each frame in
-//! the link's own slot → flush. `turn` takes the time as an argument and
+//! runs the protocols → expire timers → the shard's apps (built-in
+//! services, board sessions, client fetches: every `app::ShardApp`) poll
+//! and get the connections the stack says have events → transmit a burst,
+//! building each frame in the link's own slot → flush. `turn` takes the time as an argument and
 //! does only the link's I/O; `run` is the loop that reads the clock and
 //! sleeps.
 //!
@@ -19,17 +19,15 @@
 //! `MAX_SLEEP`, so a stop flag is seen within that. An idle engine thus
 //! costs a wake-up per `MAX_SLEEP` plus its TCP timers.
 //!
-//! Seams for many shards (one today): the shard owns its stack, link,
-//! services and buffers outright and shares nothing; connect() would pick a
-//! source port with `steer::pick_source_port` for its shard index.
+//! Many shards: a shard owns its stack, link, apps and buffers outright and
+//! shares nothing; its `index` is the one its boards' rings and endpoints
+//! are numbered by.
 
+use crate::app::{Apps, ShardApp};
 use crate::capture::PcapWriter;
-use crate::client::Fetch;
 use crate::control::ControlInbox;
-use crate::host::Host;
 use crate::link::{Link, LinkError, TxStatus};
-use crate::services::Services;
-use crate::stat::{ConnRow, LinkSnapshot, ShardCounters, Snapshot};
+use crate::stat::{ConnRow, LinkSnapshot, ShardCounters, ShardRow, Snapshot};
 use outboard_stack::Stack;
 use outboard_time::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,15 +42,14 @@ pub const SPIN: Duration = Duration::from_micros(50);
 pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 
 pub struct Shard {
+    /// Which shard of its engine this is (0-based).
+    pub index: u32,
     pub stack: Stack,
     link: Box<dyn Link>,
-    pub services: Services,
-    pub fetches: Vec<Fetch>,
-    /// Applications attached through boards.
-    pub host: Host,
+    /// What runs on the shard, and the one table from connection to owner.
+    pub apps: Apps,
     pcap: Option<PcapWriter>,
     counters: ShardCounters,
-    memory_cap: usize,
     started: Instant,
     cpu_at_start: Duration,
     name: String,
@@ -61,22 +58,20 @@ pub struct Shard {
 impl Shard {
     pub fn new(
         name: &str,
+        index: u32,
         stack: Stack,
         link: Box<dyn Link>,
-        services: Services,
         pcap: Option<PcapWriter>,
         memory_cap: usize,
         now: Instant,
     ) -> Shard {
         Shard {
+            index,
             stack,
             link,
-            services,
-            fetches: Vec::new(),
-            host: Host::default(),
+            apps: Apps::new(memory_cap),
             pcap,
             counters: ShardCounters::default(),
-            memory_cap,
             started: now,
             cpu_at_start: crate::clock::thread_cpu_time(),
             name: name.to_string(),
@@ -85,6 +80,17 @@ impl Shard {
 
     pub fn link(&self) -> &dyn Link {
         &*self.link
+    }
+
+    /// Adds something to run on this shard.
+    pub fn add_app(&mut self, app: Box<dyn ShardApp>) {
+        self.apps.add(app);
+    }
+
+    /// Runs `f` on this shard's first app of type `A` (with its context: the
+    /// stack, the time, its owner-table entries).
+    pub fn with_app<A: ShardApp, R>(&mut self, now: Instant, f: impl FnOnce(&mut A, &mut crate::app::AppCx<'_>) -> R) -> Option<R> {
+        self.apps.with(&mut self.stack, now, f)
     }
 
     /// One run-to-completion turn at `now`. True if it did any work.
@@ -114,33 +120,9 @@ impl Shard {
         Ok(work)
     }
 
-    /// The shard's applications: services and client fetches.
+    /// The shard's apps: poll each, hand out ready connections, flush.
     fn applications(&mut self, now: Instant) -> bool {
-        // The memory scan is O(connections): only when someone waits to be accepted.
-        let (cap, paused) = (self.memory_cap, &mut self.counters.accept_paused_turns);
-        let mut may_accept = |stack: &Stack| {
-            let ok = stack.memory_in_use() < cap;
-            if !ok {
-                *paused += 1;
-            }
-            ok
-        };
-        let mut work = self.services.poll(&mut self.stack, now, &mut may_accept);
-        work |= self.host.poll(&mut self.stack, now, &mut may_accept);
-        while let Some(id) = self.stack.tcp_poll_ready() {
-            work = true;
-            if !self.services.handle_ready(&mut self.stack, id) && !self.host.handle_ready(&mut self.stack, id) {
-                if let Some(f) = self.fetches.iter_mut().find(|f| f.conn() == Some(id)) {
-                    f.poll(&mut self.stack, now);
-                }
-            }
-        }
-        // Clients refill their send buffers as ACKs free room.
-        for f in self.fetches.iter_mut().filter(|f| !f.is_finished()) {
-            f.poll(&mut self.stack, now);
-        }
-        self.host.flush();
-        work
+        self.apps.turn(&mut self.stack, now)
     }
 
     fn transmit(&mut self, now: Instant) -> Result<bool, LinkError> {
@@ -212,7 +194,7 @@ impl Shard {
             self.sleep(inbox.as_deref(), now, MAX_SLEEP)?;
             idle_since = None;
         }
-        self.host.shutdown(&mut self.stack);
+        self.apps.shutdown(&mut self.stack, crate::clock::now());
         if let Some(p) = self.pcap.as_mut() {
             p.flush();
         }
@@ -240,15 +222,15 @@ impl Shard {
             return Ok(());
         }
         // Applications ring the doorbell only while the boards say we sleep.
-        if self.host.prepare_sleep(self.link.wakes_on_futex()) {
-            self.host.after_sleep();
+        if self.apps.prepare_sleep(self.link.wakes_on_futex()) {
+            self.apps.after_sleep();
             return Ok(());
         }
-        let fds: Vec<_> = inbox.map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
-        let futexes = self.host.sleep_futexes();
-        self.link.wait_with(timeout, &fds, &futexes)?;
-        drop(futexes);
-        self.host.after_sleep();
+        let mut wake = self.apps.wake_sources();
+        wake.fds.extend(inbox.map(|i| i.doorbell_fd()));
+        self.link.wait_with(timeout, &wake.fds, &wake.futexes)?;
+        drop(wake);
+        self.apps.after_sleep();
         self.counters.sleeps += 1;
         Ok(())
     }
@@ -271,18 +253,10 @@ impl Shard {
         self.counters.cpu_s = crate::clock::thread_cpu_time()
             .saturating_sub(self.cpu_at_start)
             .as_secs_f64();
+        self.counters.accept_paused_turns = self.apps.admission.paused_turns;
         let cfg = self.stack.config();
-        let owner = |id| {
-            if let Some(s) = self.services.owner_of(id) {
-                s.to_string()
-            } else if let Some(session) = self.host.owner_of(id) {
-                format!("board:{session}")
-            } else if self.fetches.iter().any(|f| f.conn() == Some(id) && !f.is_finished()) {
-                "fetch".to_string()
-            } else {
-                String::new()
-            }
-        };
+        let apps = &self.apps;
+        let owner = |id| apps.owner_label(id);
         let connections = self
             .stack
             .tcp_connections()
@@ -304,22 +278,31 @@ impl Shard {
                 memory: s.memory,
             })
             .collect();
-        Snapshot {
+        let connections: Vec<ConnRow> = connections;
+        let mut snap = Snapshot {
             name: self.name.clone(),
             pid: std::process::id(),
             addr: format!("{}/{}", cfg.addr, cfg.prefix_len),
             gateway: cfg.gateway.map(|g| g.to_string()),
             link: LinkSnapshot::new(&self.link.info(), &self.link.counters()),
             shard: self.counters.clone(),
+            shards: vec![ShardRow {
+                shard: self.index,
+                counters: self.counters.clone(),
+                connections: connections.len(),
+                memory_in_use: self.stack.memory_in_use(),
+            }],
             stack: self.stack.stats().iter().map(|(k, v)| (k.to_string(), v)).collect(),
             memory_in_use: self.stack.memory_in_use(),
-            memory_cap: self.memory_cap,
+            memory_cap: self.apps.admission.memory_cap,
             arp_entries: self.stack.arp_entries(),
             connections,
-            services: self.services.counters().to_vec(),
-            boards: self.host.rows(),
-            host: self.host.totals(),
-            board_memory: self.host.board_bytes(),
-        }
+            services: Vec::new(),
+            boards: Vec::new(),
+            host: Default::default(),
+            board_memory: 0,
+        };
+        self.apps.report(&mut snap);
+        snap
     }
 }

@@ -28,7 +28,7 @@ pub struct ConnRow {
     pub memory: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ShardCounters {
     /// Loop turns, and turns that found work.
     pub turns: u64,
@@ -41,6 +41,30 @@ pub struct ShardCounters {
     /// Turns in which a waiting connection was not accepted: memory over the cap.
     pub accept_paused_turns: u64,
     pub pcap_frames: u64,
+}
+
+impl ShardCounters {
+    /// Adds another shard's counters (CPU adds up; wall time is the longest).
+    pub fn add(&mut self, o: &ShardCounters) {
+        self.turns += o.turns;
+        self.busy_turns += o.busy_turns;
+        self.sleeps += o.sleeps;
+        self.cpu_s += o.cpu_s;
+        self.wall_s = self.wall_s.max(o.wall_s);
+        self.accept_paused_turns += o.accept_paused_turns;
+        self.pcap_frames += o.pcap_frames;
+    }
+}
+
+/// One shard of the engine, for `outboard stat` (`shards: [...]` in JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardRow {
+    pub shard: u32,
+    #[serde(flatten)]
+    pub counters: ShardCounters,
+    /// TCP connections the shard holds, and its stack's memory.
+    pub connections: usize,
+    pub memory_in_use: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,7 +104,11 @@ pub struct Snapshot {
     pub addr: String,
     pub gateway: Option<String>,
     pub link: LinkSnapshot,
+    /// The engine's shards together (the sum of `shards`).
     pub shard: ShardCounters,
+    /// Each shard on its own.
+    #[serde(default)]
+    pub shards: Vec<ShardRow>,
     /// Every stack counter (frames, drops by reason, checksum failures, ARP, ICMP, TCP, UDP).
     pub stack: BTreeMap<String, u64>,
     pub memory_in_use: usize,
@@ -96,6 +124,33 @@ pub struct Snapshot {
     /// Bytes of every board mapped now (beside the stack's `memory_in_use`).
     #[serde(default)]
     pub board_memory: usize,
+}
+
+impl Snapshot {
+    /// One engine's snapshot from its shards' (each with its own row): the
+    /// engine-wide fields are the sums, `shards` lists every shard's row.
+    /// `None` for no shards.
+    pub fn merge(parts: Vec<Snapshot>) -> Option<Snapshot> {
+        let mut it = parts.into_iter();
+        let mut all = it.next()?;
+        for p in it {
+            all.shard.add(&p.shard);
+            all.shards.extend(p.shards);
+            for (k, v) in p.stack {
+                *all.stack.entry(k).or_insert(0) += v;
+            }
+            all.memory_in_use += p.memory_in_use;
+            all.arp_entries = all.arp_entries.max(p.arp_entries);
+            all.connections.extend(p.connections);
+            all.boards.extend(p.boards);
+            all.board_memory += p.board_memory;
+            all.host.add(&p.host);
+            for (mine, theirs) in all.services.iter_mut().zip(&p.services) {
+                mine.add(theirs);
+            }
+        }
+        Some(all)
+    }
 }
 
 pub fn mac_string(m: &[u8; 6]) -> String {
@@ -135,12 +190,21 @@ pub fn render(s: &Snapshot) -> String {
     );
     let lc: Vec<String> = s.link.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(o, "  {}", lc.join(" "));
-    let cpu_pct = if s.shard.wall_s > 0.0 { 100.0 * s.shard.cpu_s / s.shard.wall_s } else { 0.0 };
-    let _ = writeln!(
-        o,
-        "shard 0: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {}",
-        s.shard.turns, s.shard.busy_turns, s.shard.sleeps, s.shard.cpu_s, s.shard.wall_s, cpu_pct, s.shard.accept_paused_turns
-    );
+    // An engine from before per-shard rows reports its one shard as the sum.
+    let rows = if s.shards.is_empty() {
+        vec![ShardRow { counters: s.shard.clone(), connections: s.connections.len(), memory_in_use: s.memory_in_use, ..Default::default() }]
+    } else {
+        s.shards.clone()
+    };
+    for r in &rows {
+        let c = &r.counters;
+        let cpu_pct = if c.wall_s > 0.0 { 100.0 * c.cpu_s / c.wall_s } else { 0.0 };
+        let _ = writeln!(
+            o,
+            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {}",
+            r.shard, c.turns, c.busy_turns, c.sleeps, c.cpu_s, c.wall_s, cpu_pct, c.accept_paused_turns, r.connections
+        );
+    }
     let _ = writeln!(
         o,
         "memory {} of cap {}; arp entries {}",

@@ -52,7 +52,7 @@ impl Running {
             };
             let _ = tx.send(Ok(()));
             e.run(&s2, |_| false).expect("engine run");
-            (e.shard.link().info(), e.shard.link().counters())
+            (e.shard().link().info(), e.shard().link().counters())
         });
         rx.recv_timeout(Duration::from_secs(20))
             .expect("engine thread answers")

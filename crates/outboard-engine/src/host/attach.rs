@@ -10,7 +10,9 @@
 use crate::control::run_dir;
 use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
 use outboard_board::layout::{header, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
-use outboard_board::{BoardLayout, Mapping};
+use crate::log::{self, Level};
+use outboard_board::{BoardLayout, Mapping, NetAddr};
+use std::net::SocketAddr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -38,11 +40,13 @@ pub struct BoardLimits {
     pub max_board_bytes: usize,
     /// The smallest stream region (the stack's TCP buffer size).
     pub stream_buffer: u32,
-    pub engine_addr: u32,
-    /// The engine's subnet prefix and default gateway (host order, 0 = none):
-    /// told to applications so they know which destinations the engine serves.
+    pub engine_addr: std::net::IpAddr,
+    /// The engine's subnet prefix and default gateway: told to applications
+    /// so they know which destinations the engine serves.
     pub prefix_len: u8,
-    pub gateway: u32,
+    pub gateway: Option<std::net::IpAddr>,
+    /// Shards the engine runs: every board gets a ring pair per shard.
+    pub shards: u32,
 }
 
 struct Shared {
@@ -278,29 +282,40 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
     let (req, fds) = recv_record::<AttachRequest>(&stream)?;
     let wake = fds.into_iter().next().and_then(checked_eventfd);
-    let refuse = |errno: i32| {
-        let r = AttachReply {
-            magic: ATTACH_MAGIC,
-            status: errno as u32,
-            board_bytes: 0,
-            params: req.params,
-            engine_addr: sh.limits.engine_addr,
-            prefix_len: sh.limits.prefix_len.min(32),
-            _pad: [0; 3],
-            gateway: sh.limits.gateway,
-            _pad2: 0,
-        };
-        let _ = send_record(&stream, &r, &[]);
+    let reply = |status: i32, board_bytes: u64, params: BoardParams| AttachReply {
+        magic: ATTACH_MAGIC,
+        status: status as u32,
+        board_bytes,
+        params,
+        version: VERSION,
+        prefix_len: sh.limits.prefix_len,
+        _pad: [0; 3],
+        engine_addr: NetAddr::from(SocketAddr::new(sh.limits.engine_addr, 0)),
+        gateway: NetAddr::from(sh.limits.gateway.map(|g| SocketAddr::new(g, 0))),
     };
-    if req.magic != ATTACH_MAGIC || req.version != VERSION {
+    let refuse = |errno: i32| {
+        let _ = send_record(&stream, &reply(errno, 0, req.params), &[]);
+    };
+    if req.magic != ATTACH_MAGIC {
         refuse(libc::EPROTO);
+        return Ok(());
+    }
+    if req.version != VERSION {
+        // An application built for another board layout: refuse it by name
+        // (its reply's first bytes are where every version reads them).
+        log::event(
+            Level::Warn,
+            "app_refused",
+            &[("pid", &req.pid), ("app_layout_version", &req.version), ("engine_layout_version", &VERSION)],
+        );
+        refuse(libc::EPROTONOSUPPORT);
         return Ok(());
     }
     // A stream region holds at least one TCP buffer (the window offered in
     // the SYN); an application may ask for more (up to 16 MiB; the window
     // grows into it), rounded up to whole pages.
     let asked = req.params.stream_buffer.clamp(sh.limits.stream_buffer, MAX_STREAM_REGION);
-    let params = BoardParams { stream_buffer: asked.div_ceil(4096) * 4096, _reserved: 0, ..req.params };
+    let params = BoardParams { stream_buffer: asked.div_ceil(4096) * 4096, shards: sh.limits.shards, ..req.params };
     let layout = match BoardLayout::new(params) {
         Ok(l) if l.total <= sh.limits.max_board_bytes => l,
         Ok(_) => {
@@ -323,18 +338,7 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     map.write(header::VERSION, VERSION);
     map.write(header::PARAMS, params);
     map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
-    let reply = AttachReply {
-        magic: ATTACH_MAGIC,
-        status: 0,
-        board_bytes: layout.total as u64,
-        params,
-        engine_addr: sh.limits.engine_addr,
-        prefix_len: sh.limits.prefix_len.min(32),
-        _pad: [0; 3],
-        gateway: sh.limits.gateway,
-        _pad2: 0,
-    };
-    send_record(&stream, &reply, &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
+    send_record(&stream, &reply(0, layout.total as u64, params), &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
     drop(memfd);
     stream.set_read_timeout(None)?;
     let dead = Arc::new(AtomicBool::new(false));

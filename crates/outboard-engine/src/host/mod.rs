@@ -1,8 +1,9 @@
 //! The host interface: applications attached through boards (DESIGN.md
-//! items 6, 7 and 10). The shard calls `Host::poll` each turn (new
-//! applications, dead ones, commands, accepts, datagrams),
-//! `Host::handle_ready` for each connection the stack reports with events,
-//! and `Host::flush` at the end of the turn (events out, sleepers woken).
+//! items 6, 7 and 10). `Host` is the shard's `ShardApp` for boards: its
+//! `poll` takes new applications, dead ones, commands, accepts and
+//! datagrams; `on_ready` updates the stream a connection belongs to (the
+//! tag in the shard's owner table is the session and endpoint); `flush`
+//! publishes events and wakes sleeping applications.
 //!
 //! Trust: a board is hostile input. A session that writes garbage is
 //! disconnected (`violations`), never trusted for an offset or a length; its
@@ -16,11 +17,11 @@ mod session;
 pub use attach::{board_socket_path, ring_eventfd, AttachError, AttachInbox, AttachServer, BoardLimits, LocalAttacher, NewSession};
 pub use session::{SessionCounters, Violation};
 
+use crate::app::{AppCx, ShardApp, WakeSources};
 use crate::log::{self, Level};
-use outboard_stack::{ConnId, Stack};
-use outboard_time::Instant;
+use outboard_stack::ConnId;
 use session::Session;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use outboard_board::layout::{app_counter, SLEEP_EVENTFD, SLEEP_FUTEX};
 use std::sync::atomic::Ordering;
@@ -39,6 +40,18 @@ pub struct HostCounters {
     /// over these is the copies per delivered byte (when only boards move TCP data).
     pub rx_delivered: u64,
     pub tx_delivered: u64,
+}
+
+impl HostCounters {
+    /// Adds another shard's counters.
+    pub fn add(&mut self, o: &HostCounters) {
+        self.attached += o.attached;
+        self.detached += o.detached;
+        self.died += o.died;
+        self.violations += o.violations;
+        self.rx_delivered += o.rx_delivered;
+        self.tx_delivered += o.tx_delivered;
+    }
 }
 
 /// One attached application, for `outboard stat`.
@@ -64,12 +77,21 @@ pub struct BoardRow {
     pub app: BTreeMap<String, u64>,
 }
 
+/// The owner-table tag of a board connection: its session and endpoint.
+fn tag(session: u64, ep: u32) -> u64 {
+    (session << 32) | u64::from(ep)
+}
+
+fn untag(tag: u64) -> (u64, u32) {
+    (tag >> 32, tag as u32)
+}
+
 #[derive(Default)]
 pub struct Host {
+    /// The shard this host serves (its boards' rings).
+    shard: u32,
     inbox: Option<AttachInbox>,
     sessions: Vec<Session>,
-    /// Which session and endpoint own each board connection.
-    conns: HashMap<ConnId, (u64, u32)>,
     next_id: u64,
     /// Each board's doorbell value when the shard went to sleep.
     doorbells: Vec<u32>,
@@ -77,8 +99,8 @@ pub struct Host {
 }
 
 impl Host {
-    pub fn new(inbox: Option<AttachInbox>) -> Host {
-        Host { inbox, ..Default::default() }
+    pub fn new(shard: u32, inbox: Option<AttachInbox>) -> Host {
+        Host { shard, inbox, ..Default::default() }
     }
 
     /// The counters, with the delivered bytes of live sessions added in.
@@ -89,11 +111,6 @@ impl Host {
             c.tx_delivered += s.counters.tx_delivered;
         }
         c
-    }
-
-    /// The board session owning a connection, if any.
-    pub fn owner_of(&self, id: ConnId) -> Option<u64> {
-        self.conns.get(&id).map(|(sid, _)| *sid)
     }
 
     /// The doorbell applications ring when the shard sleeps.
@@ -131,67 +148,35 @@ impl Host {
             .collect()
     }
 
-    /// Before sleeping: tells every board the engine sleeps and how to wake
-    /// it (a futex when the link sleeps on futexes, else the doorbell fd),
-    /// notes each board's doorbell word, and says whether a command arrived
-    /// meanwhile (then do not sleep).
-    pub fn prepare_sleep(&mut self, futex: bool) -> bool {
-        let how = if futex { SLEEP_FUTEX } else { SLEEP_EVENTFD };
-        self.doorbells.clear();
-        for s in &self.sessions {
-            self.doorbells.push(s.engine_doorbell().load(Ordering::SeqCst));
-            s.set_engine_sleeping(how);
-        }
-        std::sync::atomic::fence(Ordering::SeqCst);
-        self.sessions.iter().any(|s| s.has_commands() || s.dead.load(Ordering::Acquire))
-    }
+}
 
-    /// The futex words (and the values seen before sleeping) to sleep on.
-    pub fn sleep_futexes(&self) -> Vec<(&std::sync::atomic::AtomicU32, u32)> {
-        self.sessions.iter().zip(&self.doorbells).map(|(s, v)| (s.engine_doorbell(), *v)).collect()
-    }
-
-    pub fn after_sleep(&mut self) {
-        for s in &self.sessions {
-            s.set_engine_sleeping(0);
-        }
-        if let Some(i) = &self.inbox {
-            i.drain_doorbell();
-        }
+impl ShardApp for Host {
+    fn kind(&self) -> &'static str {
+        "boards"
     }
 
     /// New and dead applications, commands, accepts, datagrams.
-    pub fn poll(&mut self, stack: &mut Stack, now: Instant, may_accept: &mut dyn FnMut(&Stack) -> bool) -> bool {
+    fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
         let mut work = false;
         if let Some(inbox) = self.inbox.as_mut() {
             while let Some(n) = inbox.try_next() {
                 self.next_id += 1;
                 log::event(Level::Info, "app_attached", &[("session", &self.next_id), ("pid", &n.pid), ("board_bytes", &n.layout.total)]);
-                self.sessions.push(Session::new(self.next_id, n));
+                self.sessions.push(Session::new(self.next_id, self.shard, n));
                 self.counters.attached += 1;
                 work = true;
             }
         }
-        let conns = &mut self.conns;
         let mut i = 0;
         while i < self.sessions.len() {
             let s = &mut self.sessions[i];
-            let sid = s.id;
-            let mut owned = |c: ConnId, ep: Option<u32>| match ep {
-                Some(ep) => {
-                    conns.insert(c, (sid, ep));
-                }
-                None => {
-                    conns.remove(&c);
-                }
-            };
             let outcome = if s.dead.load(Ordering::Acquire) {
                 // Its last commands may hold a DETACH sent just before the hang-up.
-                let _ = s.run_commands(stack, now, &mut owned);
+                let _ = run_session(s, cx, |s, sc| s.run_commands(sc));
                 Err(None)
             } else {
-                s.run_commands(stack, now, &mut owned)
-                    .and_then(|w| Ok(w | s.poll_endpoints(stack, may_accept, &mut owned)?))
+                run_session(s, cx, |s, sc| s.run_commands(sc))
+                    .and_then(|w| Ok(w | run_session(s, cx, |s, sc| s.poll_endpoints(sc))?))
                     .map_err(Some)
             };
             match outcome {
@@ -202,7 +187,10 @@ impl Host {
                 Err(why) => {
                     work = true;
                     let mut s = self.sessions.swap_remove(i);
-                    s.teardown(stack, &mut owned);
+                    let _ = run_session(&mut s, cx, |s, sc| {
+                        s.teardown(sc);
+                        Ok(false)
+                    });
                     self.counters.rx_delivered += s.counters.rx_delivered;
                     self.counters.tx_delivered += s.counters.tx_delivered;
                     match why {
@@ -225,20 +213,19 @@ impl Host {
         work
     }
 
-    /// A connection the stack reports with events. False if no board owns it.
-    pub fn handle_ready(&mut self, stack: &mut Stack, id: ConnId) -> bool {
-        let Some(&(sid, ep)) = self.conns.get(&id) else { return false };
+    /// A board connection has events: bring its stream's status up to date.
+    fn on_ready(&mut self, cx: &mut AppCx<'_>, _conn: ConnId, tag: u64) {
+        let (sid, ep) = untag(tag);
         if let Some(s) = self.sessions.iter_mut().find(|s| s.id == sid) {
-            if s.update_stream(stack, ep).is_err() {
+            if s.update_stream(cx.stack, ep).is_err() {
                 // A bad sync slot named by a connect: found on the next poll as well.
                 s.dead.store(true, Ordering::Release);
             }
         }
-        true
     }
 
     /// Publishes the turn's events and wakes sleeping applications.
-    pub fn flush(&mut self) {
+    fn flush(&mut self) {
         for s in &mut self.sessions {
             if s.flush().is_err() {
                 s.dead.store(true, Ordering::Release);
@@ -246,13 +233,95 @@ impl Host {
         }
     }
 
+    fn owner_label(&self, tag: u64) -> String {
+        format!("board:{}", untag(tag).0)
+    }
+
+    fn report(&self, snap: &mut crate::stat::Snapshot) {
+        snap.boards = self.rows();
+        snap.host = self.totals();
+        snap.board_memory = self.board_bytes();
+    }
+
+    /// Tells every board the shard sleeps and how to wake it (a futex when
+    /// the link sleeps on futexes, else the doorbell fd), notes each board's
+    /// doorbell word, and says whether a command arrived meanwhile (then the
+    /// shard does not sleep).
+    fn prepare_sleep(&mut self, futex: bool) -> bool {
+        let how = if futex { SLEEP_FUTEX } else { SLEEP_EVENTFD };
+        self.doorbells.clear();
+        for s in &self.sessions {
+            self.doorbells.push(s.engine_doorbell().load(Ordering::SeqCst));
+            s.set_engine_sleeping(how);
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.sessions.iter().any(|s| s.has_commands() || s.dead.load(Ordering::Acquire))
+    }
+
+    /// The attach doorbell, and every board's doorbell word with the value seen before sleeping.
+    fn wake_sources<'a>(&'a self, out: &mut WakeSources<'a>) {
+        out.fds.extend(self.inbox.as_ref().map(|i| i.doorbell_fd()));
+        out.futexes.extend(self.sessions.iter().zip(&self.doorbells).map(|(s, v)| (s.engine_doorbell(), *v)));
+    }
+
+    fn after_sleep(&mut self) {
+        for s in &self.sessions {
+            s.set_engine_sleeping(0);
+        }
+        if let Some(i) = &self.inbox {
+            i.drain_doorbell();
+        }
+    }
+
     /// The engine stops: every application learns it at once.
-    pub fn shutdown(&mut self, stack: &mut Stack) {
-        let conns = &mut self.conns;
+    fn shutdown(&mut self, cx: &mut AppCx<'_>) {
         for mut s in self.sessions.drain(..) {
-            s.teardown(stack, &mut |c, _| {
-                conns.remove(&c);
+            let _ = run_session(&mut s, cx, |s, sc| {
+                s.teardown(sc);
+                Ok(false)
             });
         }
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// What a session works with: the stack, the time, the accept check, and
+/// the connections it claimed (`Some(endpoint)`) or gave up (`None`) this
+/// call, which `run_session` enters in the shard's owner table.
+pub struct SessionCx<'a> {
+    pub stack: &'a mut outboard_stack::Stack,
+    pub now: outboard_time::Instant,
+    pub admission: &'a mut crate::app::Admission,
+    claims: &'a mut Vec<(ConnId, Option<u32>)>,
+}
+
+impl SessionCx<'_> {
+    pub fn owned(&mut self, conn: ConnId, ep: Option<u32>) {
+        self.claims.push((conn, ep));
+    }
+}
+
+/// Runs `f` on a session, then records its claims in the shard's owner table.
+fn run_session(
+    s: &mut Session,
+    cx: &mut AppCx<'_>,
+    f: impl FnOnce(&mut Session, &mut SessionCx<'_>) -> Result<bool, Violation>,
+) -> Result<bool, Violation> {
+    let sid = s.id;
+    let mut claims: Vec<(ConnId, Option<u32>)> = Vec::new();
+    let (stack, now, admission) = cx.parts();
+    let r = f(s, &mut SessionCx { stack, now, admission, claims: &mut claims });
+    for (c, ep) in claims {
+        match ep {
+            Some(ep) => cx.claim(c, tag(sid, ep)),
+            None => cx.release(c),
+        }
+    }
+    r
 }

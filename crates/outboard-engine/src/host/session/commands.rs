@@ -1,0 +1,302 @@
+//! Acting on commands: each record is copied out of the command ring once,
+//! decoded into a typed `BoardCommand` (`outboard_board::command::decode`),
+//! and only the typed value is acted on. What decoding cannot know (is the
+//! endpoint open and of the right kind, is the buffer the application's) is
+//! checked here against the engine's own tables.
+
+use super::{EpKind, Session, Violation, COMMANDS_PER_TURN};
+use crate::host::SessionCx;
+use outboard_board::arena::Side;
+use outboard_board::command::{decode, BoardCommand, Endpoint, StreamOption, SyncSlot};
+use outboard_board::layout::{status, tcp_info, CLASS_DGRAM_RX};
+use outboard_board::proto::{ev, kind};
+use outboard_board::{MailboxProducer, NetAddr};
+use outboard_stack::{ConnId, Stack, StackError};
+use outboard_time::Instant;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Session {
+    /// Runs up to `COMMANDS_PER_TURN` commands. `owned` learns which
+    /// connections this session now owns or gave up.
+    pub fn run_commands(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
+        let (stack, now, claims) = (&mut *sc.stack, sc.now, &mut *sc.claims);
+        let owned = &mut |c: ConnId, ep: Option<u32>| claims.push((c, ep));
+        let mut work = false;
+        for _ in 0..COMMANDS_PER_TURN {
+            let record = match self.cmds.begin_get() {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(_) => return Err(Violation::Corrupt("command ring tail")),
+            };
+            self.cmds.end_get();
+            self.counters.commands += 1;
+            work = true;
+            let cmd = decode(&record, self.bounds)?;
+            self.act(stack, now, cmd, owned)?;
+        }
+        Ok(work)
+    }
+
+    /// The endpoint's slot if it is open.
+    fn open_slot(&self, ep: Endpoint, what: &'static str) -> Result<usize, Violation> {
+        match self.eps.get(ep.0 as usize) {
+            Some(Some(_)) => Ok(ep.0 as usize),
+            _ => Err(Violation::BadEndpoint(what)),
+        }
+    }
+
+    /// Acts on one decoded command.
+    pub(crate) fn act(
+        &mut self,
+        stack: &mut Stack,
+        now: Instant,
+        cmd: BoardCommand,
+        owned: &mut dyn FnMut(ConnId, Option<u32>),
+    ) -> Result<(), Violation> {
+        match cmd {
+            BoardCommand::Listen { sync, port, backlog } => self.listen(stack, sync, port, backlog)?,
+            BoardCommand::Connect { sync, to } => self.connect(stack, now, sync, to, owned)?,
+            BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
+            BoardCommand::Consumed { ep, read } => {
+                let i = self.open_slot(ep, "consumed")?;
+                let Some(EpKind::Stream(s)) = self.eps[i].as_mut() else {
+                    return Err(Violation::BadEndpoint("consumed"));
+                };
+                if read < s.rx_consumed || read > s.rx_published {
+                    return Err(Violation::BadLength("consumed more than was delivered"));
+                }
+                let n = (read - s.rx_consumed) as usize;
+                if n > 0 {
+                    s.rx_consumed = read;
+                    self.counters.rx_delivered += n as u64;
+                    if let Some(conn) = stack.tcp(s.conn) {
+                        conn.recv_consume(n);
+                    }
+                }
+            }
+            BoardCommand::Shutdown { ep } => {
+                let i = self.open_slot(ep, "shutdown")?;
+                if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
+                    if let Some(conn) = stack.tcp(s.conn) {
+                        conn.shutdown_write();
+                    }
+                }
+            }
+            BoardCommand::SetOption { ep, option } => {
+                let i = self.open_slot(ep, "set option")?;
+                if option == StreamOption::Invalid {
+                    self.counters.bad_options += 1;
+                    return Ok(());
+                }
+                // Options apply to the stream as it is now (an accepted one
+                // inherits nothing from its listener: the application sets them).
+                if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
+                    if let Some(conn) = stack.tcp(s.conn) {
+                        match option {
+                            StreamOption::NoDelay(on) => conn.set_nodelay(on),
+                            StreamOption::KeepAlive(k) => {
+                                conn.set_keepalive(now, k.map(|k| (k.idle, k.interval, k.probes)))
+                            }
+                            StreamOption::Invalid => {}
+                        }
+                    }
+                }
+            }
+            BoardCommand::Close { ep } | BoardCommand::Abort { ep } => {
+                let i = self.open_slot(ep, "close")?;
+                match self.eps[i].as_ref() {
+                    Some(EpKind::Stream(_)) => {
+                        let abort = matches!(cmd, BoardCommand::Abort { .. });
+                        if let Some(conn) = self.drop_stream(stack, ep.0, abort) {
+                            owned(conn, None);
+                        }
+                    }
+                    Some(EpKind::Listener { .. }) => self.close_listener(stack, ep.0),
+                    Some(EpKind::Datagram { udp, .. }) => {
+                        stack.udp_close(*udp);
+                        self.close_ep(ep.0);
+                    }
+                    None => {}
+                }
+            }
+            BoardCommand::UdpBind { sync, port } => self.udp_bind(stack, sync, port)?,
+            BoardCommand::UdpSend { ep, offset, len, to } => {
+                let i = self.open_slot(ep, "udp send")?;
+                let Some(EpKind::Datagram { udp, .. }) = self.eps[i].as_ref() else {
+                    return Err(Violation::BadEndpoint("udp send"));
+                };
+                let udp = *udp;
+                let buf = self.layout.arena.locate(offset, len).ok_or(Violation::BadBuffer)?;
+                if self.owners.owner(buf) != Some(Side::App) {
+                    return Err(Violation::BadBuffer);
+                }
+                // SAFETY: `locate` checked [offset, offset + len) lies inside one
+                // arena buffer, which lies inside the mapping; the engine holds no
+                // other slice of it. The application may change the bytes
+                // meanwhile: payload only.
+                let data = unsafe { self.map.bytes(offset as usize, len as usize) };
+                let sent = match to {
+                    SocketAddr::V4(to) => stack.udp_send_to(now, udp, to, data).is_ok(),
+                    // This engine runs IPv4 only so far: counted, not sent.
+                    SocketAddr::V6(_) => false,
+                };
+                if sent {
+                    self.counters.datagrams_out += 1;
+                } else {
+                    self.counters.datagrams_unsent += 1;
+                }
+                // The bytes are in a frame now (or dropped): the buffer goes straight back.
+                self.post(ep.0, ev::BUF_RETURN, offset);
+            }
+            BoardCommand::UdpRelease { offset } => {
+                let buf = self.layout.arena.locate(offset, 0).ok_or(Violation::BadBuffer)?;
+                if buf.class != CLASS_DGRAM_RX {
+                    return Err(Violation::BadBuffer);
+                }
+                self.owners.transfer(buf, Side::App, Side::Engine).map_err(|_| Violation::BadBuffer)?;
+                self.dgram_rx.free(buf);
+            }
+            BoardCommand::Detach => self.detached = true,
+        }
+        Ok(())
+    }
+
+    fn listen(&mut self, stack: &mut Stack, sync: SyncSlot, port: Option<u16>, backlog: u32) -> Result<(), Violation> {
+        let result = match port {
+            None => -i64::from(libc::EINVAL),
+            Some(_) if self.free_eps.is_empty() => -i64::from(libc::EMFILE),
+            Some(port) => match stack.tcp_listen(port, backlog as usize) {
+                Ok(lid) => {
+                    let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
+                    let base = self.layout.endpoint_status(ep);
+                    let listen = tcp_info::pack([tcp_info::TCP_LISTEN, 0, 0, 0, 0, 0, 0, 0]);
+                    self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
+                    let local = SocketAddrV4::new(stack.config().addr, port);
+                    self.map.write(base + status::LOCAL, NetAddr::from(local));
+                    self.eps[ep as usize] = Some(EpKind::Listener { lid });
+                    self.polled.push(ep);
+                    i64::from(ep)
+                }
+                Err(e) => stack_errno(e),
+            },
+        };
+        if !self.sync_result(sync.0, result)? && result >= 0 {
+            self.close_listener(stack, result as u32);
+        }
+        Ok(())
+    }
+
+    fn connect(
+        &mut self,
+        stack: &mut Stack,
+        now: Instant,
+        sync: SyncSlot,
+        to: SocketAddr,
+        owned: &mut dyn FnMut(ConnId, Option<u32>),
+    ) -> Result<(), Violation> {
+        let result = match to {
+            _ if to.port() == 0 => Err(-i64::from(libc::EINVAL)),
+            // The board carries IPv6; this engine's stack runs IPv4 only so far.
+            SocketAddr::V6(_) => Err(-i64::from(libc::EAFNOSUPPORT)),
+            SocketAddr::V4(to) => match stack.tcp_connect(now, to) {
+                Ok(conn) => match self.new_stream(stack, conn, Some(sync.0)) {
+                    Some(ep) => {
+                        owned(conn, Some(ep));
+                        Ok(ep)
+                    }
+                    None => {
+                        if let Some(k) = stack.tcp(conn) {
+                            k.abort();
+                        }
+                        stack.tcp_release(conn);
+                        Err(-i64::from(libc::ENOBUFS))
+                    }
+                },
+                Err(e) => Err(stack_errno(e)),
+            },
+        };
+        match result {
+            // The sync completes when the handshake does (update_stream).
+            Ok(ep) => self.update_stream(stack, ep)?,
+            Err(v) => {
+                self.sync_result(sync.0, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, stack: &mut Stack, ep: Endpoint, written: u64) -> Result<(), Violation> {
+        let i = self.open_slot(ep, "push")?;
+        let Some(EpKind::Stream(s)) = self.eps[i].as_mut() else { return Err(Violation::BadEndpoint("push")) };
+        if written < s.tx_pushed {
+            return Err(Violation::BadLength("push went backwards"));
+        }
+        let n = written - s.tx_pushed;
+        if n > 0 {
+            let Some(conn) = stack.tcp(s.conn) else { return Ok(()) };
+            let room = conn.send_capacity() as u64;
+            if room == 0 {
+                // Reset or shut down meanwhile: the application learns it from the status.
+                return Ok(());
+            }
+            if n > room {
+                return Err(Violation::BadLength("push beyond the transmit region"));
+            }
+            let took = conn.send_in_place(n as usize).unwrap_or(0) as u64;
+            s.tx_pushed += took;
+            conn.request_writable();
+        }
+        Ok(())
+    }
+
+    fn udp_bind(&mut self, stack: &mut Stack, sync: SyncSlot, port: u16) -> Result<(), Violation> {
+        let result = if self.free_eps.is_empty() {
+            -i64::from(libc::EMFILE)
+        } else {
+            match stack.udp_bind(port) {
+                Ok(udp) => {
+                    let ep = self.open_ep(kind::DATAGRAM).expect("checked non-empty");
+                    let local = stack.udp_local_port(udp).unwrap_or(port);
+                    let base = self.layout.endpoint_status(ep);
+                    self.map.write(base + status::LOCAL, NetAddr::from(SocketAddrV4::new(stack.config().addr, local)));
+                    let mailbox = MailboxProducer::new(
+                        self.map.clone(),
+                        self.layout.endpoint_mailbox(ep),
+                        self.layout.params.mailbox_capacity,
+                        Arc::new(self.layout.arena.clone()),
+                    );
+                    // The new socket's mailbox starts empty, whoever used the slot before.
+                    outboard_board::ring::reset(&self.map, self.layout.endpoint_mailbox(ep));
+                    self.eps[ep as usize] = Some(EpKind::Datagram { udp, mailbox });
+                    self.polled.push(ep);
+                    i64::from(ep)
+                }
+                Err(e) => stack_errno(e),
+            }
+        };
+        if !self.sync_result(sync.0, result)? && result >= 0 {
+            if let Some(EpKind::Datagram { udp, .. }) = self.eps[result as usize].as_ref() {
+                stack.udp_close(*udp);
+            }
+            self.close_ep(result as u32);
+        }
+        Ok(())
+    }
+
+    pub(super) fn close_listener(&mut self, stack: &mut Stack, ep: u32) {
+        if let Some(EpKind::Listener { lid }) = self.eps[ep as usize].as_ref() {
+            stack.tcp_unlisten(*lid);
+        }
+        self.close_ep(ep);
+    }
+}
+
+fn stack_errno(e: StackError) -> i64 {
+    -i64::from(match e {
+        StackError::AddrInUse => libc::EADDRINUSE,
+        StackError::NoEphemeralPorts => libc::EADDRNOTAVAIL,
+        _ => libc::EINVAL,
+    })
+}

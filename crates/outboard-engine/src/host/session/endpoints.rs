@@ -1,0 +1,119 @@
+//! A session's endpoint table: opening and closing endpoint slots (ids
+//! partitioned among shards), giving streams their board regions, and the
+//! sync results that hand new endpoints to the application.
+
+use super::{EpKind, Session, StreamEp, Violation};
+use crate::host::region::BoardRegion;
+use outboard_board::layout::status;
+use outboard_board::proto::{ev, kind};
+use outboard_board::sync::CompleteError;
+use outboard_board::{EndpointStatus, NetAddr};
+use outboard_stack::{ConnId, Stack};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+impl Session {
+    pub(super) fn open_ep(&mut self, kind_code: u32) -> Option<u32> {
+        let ep = self.free_eps.pop()?;
+        let g = self.generations[ep as usize].wrapping_add(1);
+        self.generations[ep as usize] = g;
+        let base = self.layout.endpoint_status(ep);
+        // A fresh status record; the application learns the id only after this.
+        self.map.write(base, EndpointStatus { generation: g, kind: kind_code, shard: self.shard, ..Default::default() });
+        Some(ep)
+    }
+
+    pub(super) fn close_ep(&mut self, ep: u32) {
+        self.polled.retain(|&p| p != ep);
+        if self.eps[ep as usize].take().is_some() {
+            let base = self.layout.endpoint_status(ep);
+            self.map.atomic_u32(base + status::KIND).store(kind::FREE, Ordering::Release);
+            self.free_eps.push(ep);
+            self.post(ep, ev::CLOSED, 0);
+        }
+    }
+
+    pub(super) fn sync_result(&mut self, slot: u32, value: i64) -> Result<bool, Violation> {
+        match self.syncs.complete(slot, value) {
+            Ok(()) => {
+                self.post(u32::MAX, ev::SYNC, u64::from(slot));
+                Ok(true)
+            }
+            Err(CompleteError::Cancelled) => {
+                self.syncs.release_cancelled(slot);
+                Ok(false)
+            }
+            Err(CompleteError::NotPending) => Err(Violation::BadSync),
+        }
+    }
+
+    /// Gives a stream connection its two board regions. None when the board has none left.
+    fn attach_regions(&mut self, stack: &mut Stack, conn: ConnId) -> Option<(u64, u64, usize)> {
+        let (tx, rx) = {
+            let mut f = self.regions.lock().ok()?;
+            if f.len() < 2 {
+                return None;
+            }
+            (f.alloc()?, f.alloc()?)
+        };
+        let a = &self.layout.arena;
+        let (txo, rxo, size) = (a.offset_of(tx), a.offset_of(rx), a.size_of(tx));
+        let txr = BoardRegion::new(self.map.clone(), tx, txo, size, self.regions.clone());
+        let rxr = BoardRegion::new(self.map.clone(), rx, rxo, size, self.regions.clone());
+        let c = stack.tcp(conn)?;
+        let moved = c.attach_storage(Box::new(txr), Box::new(rxr));
+        self.counters.migrated_bytes += moved as u64;
+        Some((txo as u64, rxo as u64, size))
+    }
+
+    pub(super) fn new_stream(&mut self, stack: &mut Stack, conn: ConnId, sync: Option<u32>) -> Option<u32> {
+        if self.free_eps.is_empty() {
+            return None;
+        }
+        let (txo, rxo, size) = self.attach_regions(stack, conn)?;
+        let ep = self.open_ep(kind::STREAM)?;
+        let mut st = self.map.read::<EndpointStatus>(self.layout.endpoint_status(ep));
+        st.rx_offset = rxo;
+        st.rx_size = size as u64;
+        st.tx_offset = txo;
+        st.tx_size = size as u64;
+        if let Some(c) = stack.tcp(conn) {
+            let t = c.tuple();
+            st.local = NetAddr::from(SocketAddr::from(t.local));
+            st.remote = NetAddr::from(SocketAddr::from(t.remote));
+        }
+        self.map.write(self.layout.endpoint_status(ep), st);
+        self.eps[ep as usize] = Some(EpKind::Stream(StreamEp {
+            conn,
+            tx_pushed: 0,
+            rx_consumed: 0,
+            rx_published: 0,
+            acked_published: 0,
+            flags: 0,
+            error: 0,
+            published_flags: 0,
+            published_error: 0,
+            connect_sync: sync,
+            published_info: None,
+        }));
+        Some(ep)
+    }
+
+    /// Closes (or aborts) a stream and frees its endpoint; the connection
+    /// lingers in the stack (FIN, TIME-WAIT) holding its regions until done.
+    pub(super) fn drop_stream(&mut self, stack: &mut Stack, ep: u32, abort: bool) -> Option<ConnId> {
+        let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_ref() else { return None };
+        let conn = s.conn;
+        if let Some(c) = stack.tcp(conn) {
+            if abort {
+                c.abort();
+            } else {
+                c.close();
+            }
+        }
+        stack.tcp_release(conn);
+        self.close_ep(ep);
+        Some(conn)
+    }
+
+}

@@ -1,0 +1,247 @@
+//! One attached application on one shard: its board, its endpoints, and
+//! the commands it sends. Everything read from the board is copied out and
+//! decoded or checked against the engine's own records before it is used; a
+//! command that breaks the rules is a violation, and the application is
+//! disconnected.
+//!
+//! The parts, by concern:
+//! - this file: the session's state, the command loop, teardown;
+//! - `commands`: acting on decoded commands (`BoardCommand`);
+//! - `endpoints`: the endpoint table, stream regions, sync results;
+//! - `publish`: status records, TCP_INFO words, stream events;
+//! - `datagrams`: accepts into listeners, datagram delivery;
+//! - `events`: the event queue (overflow, hints) and wake-ups.
+
+mod commands;
+mod datagrams;
+mod endpoints;
+mod events;
+mod publish;
+
+use crate::host::SessionCx;
+use outboard_board::arena::{FreeList, OwnerTable, Side};
+use outboard_board::command::{Bounds, CommandViolation};
+use outboard_board::layout::{header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
+use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, MailboxProducer, Mapping, Producer, SyncTable};
+use outboard_stack::{ConnId, ListenerId, UdpId};
+use outboard_tcp::conn::ConnInfo;
+use std::collections::VecDeque;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Commands taken from one board per turn, so one application cannot starve the rest.
+pub const COMMANDS_PER_TURN: usize = 256;
+/// Datagrams delivered to one socket per turn.
+const DATAGRAMS_PER_TURN: usize = 64;
+
+/// Why an application was disconnected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Violation {
+    /// A command record that decodes to no command.
+    Command(CommandViolation),
+    /// A ring index that cannot be (the application scribbled on it).
+    Corrupt(&'static str),
+    /// A command about an endpoint that is not open, or not of the kind it needs.
+    BadEndpoint(&'static str),
+    /// A sync slot completed that nobody armed.
+    BadSync,
+    BadBuffer,
+    BadLength(&'static str),
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::Command(c) => write!(f, "{c}"),
+            Violation::Corrupt(w) => write!(f, "corrupt {w}"),
+            Violation::BadEndpoint(w) => write!(f, "bad endpoint in {w}"),
+            Violation::BadSync => write!(f, "bad sync slot"),
+            Violation::BadBuffer => write!(f, "a buffer the application does not hold"),
+            Violation::BadLength(w) => write!(f, "impossible length in {w}"),
+        }
+    }
+}
+
+impl From<CommandViolation> for Violation {
+    fn from(c: CommandViolation) -> Violation {
+        Violation::Command(c)
+    }
+}
+
+pub(super) struct StreamEp {
+    pub conn: ConnId,
+    tx_pushed: u64,
+    rx_consumed: u64,
+    rx_published: u64,
+    acked_published: u64,
+    flags: u32,
+    error: u32,
+    /// What the status record says now (ours; never read back from the board).
+    published_flags: u32,
+    published_error: u32,
+    connect_sync: Option<u32>,
+    /// The TCP_INFO words in the status record now (written only when they change).
+    published_info: Option<(u8, ConnInfo)>,
+}
+
+pub(super) enum EpKind {
+    Listener { lid: ListenerId },
+    Stream(StreamEp),
+    Datagram { udp: UdpId, mailbox: MailboxProducer },
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SessionCounters {
+    pub commands: u64,
+    pub events: u64,
+    pub signals: u64,
+    pub accepts: u64,
+    pub accepts_deferred: u64,
+    pub datagrams_in: u64,
+    pub datagrams_dropped: u64,
+    pub datagrams_out: u64,
+    /// Datagrams the application asked to send that the stack could not
+    /// (no route, a family the engine does not run, too long).
+    pub datagrams_unsent: u64,
+    /// Bytes moved from an accepted connection's early heap ring into its board region.
+    pub migrated_bytes: u64,
+    /// Stream bytes delivered: consumed by the application (rx), acknowledged by the peer (tx).
+    pub rx_delivered: u64,
+    pub tx_delivered: u64,
+    /// SET_OPTION commands with an unknown option or a value out of range (ignored).
+    pub bad_options: u64,
+}
+
+pub struct Session {
+    pub id: u64,
+    pub pid: u32,
+    /// The shard this session runs on: its rings, and the endpoint ids it opens.
+    pub shard: u32,
+    bounds: Bounds,
+    pub map: Arc<Mapping>,
+    layout: BoardLayout,
+    sock: UnixStream,
+    pub dead: Arc<AtomicBool>,
+    cmds: Consumer<Command>,
+    events: Producer<Event>,
+    cond: Condition,
+    syncs: SyncTable,
+    pub(super) eps: Vec<Option<EpKind>>,
+    /// Listener and datagram endpoints: what `poll_endpoints` visits each turn
+    /// (not every endpoint slot).
+    polled: Vec<u32>,
+    generations: Vec<u32>,
+    free_eps: Vec<u32>,
+    regions: Arc<Mutex<FreeList>>,
+    dgram_rx: FreeList,
+    owners: OwnerTable,
+    overflow: VecDeque<Event>,
+    /// Hint bits waiting per endpoint while the event ring is full, and which endpoints have some.
+    hints: Vec<u32>,
+    hinted: Vec<u32>,
+    posted: bool,
+    /// The application's wake eventfd (written while it has threads in poll/epoll on it).
+    wake: Option<std::os::fd::OwnedFd>,
+    /// The application said DETACH: its hang-up that follows is not a death.
+    pub detached: bool,
+    pub counters: SessionCounters,
+}
+
+impl Session {
+    /// The session of application `n` on shard `shard` of the engine.
+    pub fn new(id: u64, shard: u32, n: crate::host::attach::NewSession) -> Session {
+        let l = n.layout;
+        let map = n.map;
+        let p = l.params;
+        let rings = l.shards[shard as usize];
+        let stream_bufs = (0..l.arena.classes[CLASS_STREAM as usize].count).map(|index| BufRef { class: CLASS_STREAM, index });
+        let rx_bufs = (0..l.arena.classes[CLASS_DGRAM_RX as usize].count).map(|index| BufRef { class: CLASS_DGRAM_RX, index });
+        let owners = OwnerTable::new(&l.arena, |b| if b.class == CLASS_DGRAM_TX { Side::App } else { Side::Engine });
+        Session {
+            id,
+            pid: n.pid,
+            shard,
+            bounds: Bounds { endpoints: p.endpoints, syncs: p.syncs },
+            cmds: Consumer::new(map.clone(), rings.command_ring, p.command_capacity),
+            events: Producer::new(map.clone(), rings.event_ring, p.event_capacity),
+            cond: Condition::new(map.clone(), header::EVENT_CONDITION),
+            syncs: SyncTable::new(map.clone(), l.syncs, p.syncs),
+            eps: (0..p.endpoints).map(|_| None).collect(),
+            polled: Vec::new(),
+            generations: vec![0; p.endpoints as usize],
+            // This shard's share of the ids (`BoardLayout::shard_of`).
+            free_eps: (0..p.endpoints).rev().filter(|e| l.shard_of(*e) == shard).collect(),
+            regions: Arc::new(Mutex::new(FreeList::new(stream_bufs))),
+            dgram_rx: FreeList::new(rx_bufs),
+            owners,
+            overflow: VecDeque::new(),
+            hints: vec![0; p.endpoints as usize],
+            hinted: Vec::new(),
+            posted: false,
+            wake: n.wake,
+            detached: false,
+            counters: SessionCounters::default(),
+            layout: l,
+            sock: n.sock,
+            dead: n.dead,
+            map,
+        }
+    }
+
+    pub fn board_bytes(&self) -> usize {
+        self.layout.total
+    }
+    pub fn endpoints_open(&self) -> usize {
+        self.eps.iter().filter(|e| e.is_some()).count()
+    }
+
+    /// Whether commands wait (checked before the shard sleeps). Garbage counts as work: the next turn finds it.
+    pub fn has_commands(&self) -> bool {
+        self.cmds.available().map_or(true, |n| n > 0)
+    }
+
+    /// `how`: 0 awake, else `SLEEP_EVENTFD` / `SLEEP_FUTEX` (how applications must wake us).
+    pub fn set_engine_sleeping(&self, how: u32) {
+        let at = self.layout.shard_control(self.shard, shard_control::ENGINE_SLEEPING);
+        self.map.atomic_u32(at).store(how, Ordering::SeqCst);
+    }
+
+    /// The board's engine doorbell word (futex wake-ups).
+    pub fn engine_doorbell(&self) -> &std::sync::atomic::AtomicU32 {
+        self.map.atomic_u32(self.layout.shard_control(self.shard, shard_control::ENGINE_DOORBELL))
+    }
+
+    /// The application's own counters from the board header (`app_counter::*`):
+    /// for display only, never trusted.
+    pub fn app_counters(&self) -> [u64; header::APP_COUNTERS_LEN] {
+        std::array::from_fn(|k| self.map.atomic_u64(header::APP_COUNTERS + 8 * k).load(Ordering::Relaxed))
+    }
+
+    /// The application died or broke the rules: reset its streams, close its
+    /// sockets, tell it (if alive) that the engine is gone for it.
+    pub fn teardown(&mut self, sc: &mut SessionCx<'_>) {
+        let (stack, claims) = (&mut *sc.stack, &mut *sc.claims);
+        let mut owned = |c: ConnId, ep: Option<u32>| claims.push((c, ep));
+        for ep in 0..self.eps.len() as u32 {
+            match self.eps[ep as usize].as_ref() {
+                Some(EpKind::Stream(_)) => {
+                    // A clean detach closes (FIN after what is queued); a death resets.
+                    if let Some(conn) = self.drop_stream(stack, ep, !self.detached) {
+                        owned(conn, None);
+                    }
+                }
+                Some(EpKind::Listener { .. }) => self.close_listener(stack, ep),
+                Some(EpKind::Datagram { udp, .. }) => {
+                    stack.udp_close(*udp);
+                    self.close_ep(ep);
+                }
+                None => {}
+            }
+        }
+        self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
+        self.cond.signal();
+        self.ring_wake();
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+    }
+}
