@@ -11,6 +11,8 @@
 //! application dies (its socket hangs up; see `attach`).
 
 mod attach;
+#[doc(hidden)]
+pub mod hostile;
 mod region;
 mod session;
 
@@ -101,6 +103,14 @@ pub struct Host {
 impl Host {
     pub fn new(shard: u32, inbox: Option<AttachInbox>) -> Host {
         Host { shard, inbox, ..Default::default() }
+    }
+
+    /// Takes an application attached by other means than the attach thread
+    /// (in-process tests and the fuzz target).
+    pub(crate) fn adopt(&mut self, n: NewSession) {
+        self.next_id += 1;
+        self.sessions.push(Session::new(self.next_id, self.shard, n));
+        self.counters.attached += 1;
     }
 
     /// The counters, with the delivered bytes of live sessions added in.

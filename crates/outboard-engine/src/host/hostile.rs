@@ -1,0 +1,199 @@
+//! The hostile-board rule exercised without processes: one board session
+//! on a real stack, in this thread, driven by arbitrary bytes — command
+//! records the engine decodes, and scribbles anywhere in the board (ring
+//! indices, status records, sync slots, buffers) — between shard turns.
+//! Used by the `board_commands` fuzz target and by a property test; the
+//! rule is that nothing panics, a session that breaks the rules is torn
+//! down (its board marked `ENGINE_GONE`), and the stack stays bounded.
+
+use super::attach::NewSession;
+use super::Host;
+use crate::app::Apps;
+use outboard_board::command::{BoardCommand, Endpoint, StreamOption, SyncSlot};
+use outboard_board::layout::{header, BoardParams, ENGINE_GONE, ENGINE_RUNNING, MAGIC, VERSION};
+use outboard_board::{BoardLayout, Command, Mapping, Producer};
+use outboard_stack::{Stack, StackConfig};
+use outboard_time::{Duration, Instant};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What a run came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostileOutcome {
+    /// Records the run put in the command ring.
+    pub commands: u64,
+    /// The session was torn down (a violation, or a DETACH).
+    pub torn_down: bool,
+    /// Frames the stack produced (SYNs, datagrams).
+    pub frames_out: u64,
+}
+
+fn small_params() -> BoardParams {
+    BoardParams {
+        command_capacity: 64,
+        event_capacity: 64,
+        endpoints: 16,
+        mailbox_capacity: 8,
+        syncs: 16,
+        dgram_buffers: 8,
+        dgram_size: 2048,
+        stream_buffer: 16 * 1024,
+        stream_buffers: 8,
+        shards: 1,
+    }
+}
+
+/// A small reader over the fuzzer's bytes (zeros once they run out).
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        let n = N.min(self.0.len());
+        b[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        b
+    }
+    fn u8(&mut self) -> u8 {
+        self.take::<1>()[0]
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+}
+
+/// Runs one session through `input` (at most a few hundred steps).
+pub fn drive_board(input: &[u8]) -> HostileOutcome {
+    let mut out = HostileOutcome::default();
+    let Ok(layout) = BoardLayout::new(small_params()) else { return out };
+    let Ok(map) = Mapping::anonymous_shared(layout.total) else { return out };
+    let map = Arc::new(map);
+    map.write(header::MAGIC, MAGIC);
+    map.write(header::VERSION, VERSION);
+    map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
+    let Ok((app_sock, engine_sock)) = UnixStream::pair() else { return out };
+    let dead = Arc::new(AtomicBool::new(false));
+    let rings = layout.shards[0];
+    let mut cmds: Producer<Command> = Producer::new(map.clone(), rings.command_ring, layout.params.command_capacity);
+    let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, dead: dead.clone(), wake: None };
+
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let mut cfg = StackConfig::new([2, 0, 0, 0, 0, 1], Ipv4Addr::new(10, 9, 0, 1), 24);
+    cfg.secret = [7; 16];
+    // Stream regions hold at least the stack's TCP buffers (attach sees to it).
+    cfg.tcp.send_buffer = small_params().stream_buffer as usize;
+    cfg.tcp.recv_buffer = small_params().stream_buffer as usize;
+    let mut stack = Stack::new(cfg, now);
+    let mut host = Host::new(0, None);
+    host.adopt(session);
+    let mut apps = Apps::new(64 << 20);
+    apps.add(Box::new(host));
+
+    let mut b = Bytes(input);
+    let mut frame = vec![0u8; 2048];
+    for _ in 0..256 {
+        if b.0.is_empty() {
+            break;
+        }
+        match b.u8() % 8 {
+            // A well-formed command from a few bytes (reaches deep paths quickly).
+            0..=2 => {
+                let ep = Endpoint(u32::from(b.u8() % 20));
+                let sync = SyncSlot(u32::from(b.u8() % 20));
+                let port = u16::from(b.u8() % 4) + 5000;
+                let to = SocketAddr::from((Ipv4Addr::new(10, 9, 0, 2), port));
+                let c = match b.u8() % 10 {
+                    0 => BoardCommand::Listen { sync, port: Some(port), backlog: 4 },
+                    1 => BoardCommand::Connect { sync, to },
+                    2 => BoardCommand::Push { ep, written: b.u64() % 40_000 },
+                    3 => BoardCommand::Consumed { ep, read: b.u64() % 40_000 },
+                    4 => BoardCommand::UdpBind { sync, port },
+                    5 => BoardCommand::UdpSend { ep, offset: u64::from(b.u32()) % layout.total as u64, len: u64::from(b.u8()), to },
+                    6 => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
+                    7 => BoardCommand::Shutdown { ep },
+                    8 => BoardCommand::Close { ep },
+                    _ => BoardCommand::Abort { ep },
+                };
+                let _ = cmds.put(c.encode());
+                out.commands += 1;
+            }
+            // An arbitrary 64-byte record.
+            3 => {
+                let r = Command {
+                    op: b.u32() % 16,
+                    endpoint: b.u32(),
+                    sync: b.u32(),
+                    flags: b.u32(),
+                    a: b.u64(),
+                    b: b.u64(),
+                    c: b.u64(),
+                    d: b.u64(),
+                    e: b.u64(),
+                    f: b.u64(),
+                };
+                let _ = cmds.put(r);
+                out.commands += 1;
+            }
+            // Scribble on the board anywhere (ring indices and records included).
+            4 => {
+                let at = b.u32() as usize % layout.total;
+                let bytes: [u8; 16] = b.take();
+                let n = bytes.len().min(layout.total - at);
+                map.copy_in(at, &bytes[..n]);
+            }
+            // Time passes.
+            5 => now = now + Duration::from_millis(u64::from(b.u8()) * 10),
+            // A turn: the shard's apps, the stack's timers, its frames out.
+            _ => {
+                if stack.poll_timeout().is_some_and(|t| t <= now) {
+                    stack.handle_timeout(now);
+                }
+                apps.turn(&mut stack, now);
+                while stack.poll_transmit(now, &mut frame).is_some() {
+                    out.frames_out += 1;
+                }
+            }
+        }
+    }
+    apps.turn(&mut stack, now);
+    out.torn_down = map.atomic_u32(header::ENGINE_STATE).load(Ordering::Acquire) == ENGINE_GONE;
+    // The application hangs up: whatever is left is torn down, and nothing stays owned.
+    drop(app_sock);
+    dead.store(true, Ordering::Release);
+    apps.turn(&mut stack, now);
+    assert_eq!(map.atomic_u32(header::ENGINE_STATE).load(Ordering::Acquire), ENGINE_GONE, "a dead session is torn down");
+    assert!(apps.owners().is_empty(), "a torn-down session owns no connection");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_listen_then_garbage_tears_the_session_down() {
+        // op 0 (a typed command), listen; then an arbitrary record with op 0 (unknown); then a turn.
+        let mut input = vec![0u8, 0, 0, 0, 0];
+        input.push(3);
+        input.extend_from_slice(&[0u8; 64]);
+        input.push(7);
+        let out = drive_board(&input);
+        assert_eq!(out.commands, 2);
+        assert!(out.torn_down, "an unknown command is a violation");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Any bytes: no panic, and a dead session frees everything (checked inside).
+        #[test]
+        fn arbitrary_commands_and_scribbles_never_break_the_engine(input in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            drive_board(&input);
+        }
+    }
+}
