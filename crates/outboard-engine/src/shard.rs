@@ -8,8 +8,8 @@
 //! does only the link's I/O; `run` is the loop that reads the clock and
 //! sleeps.
 //!
-//! Offloads: frames go through the links' `receive_meta`/`transmit_meta`
-//! and the stack's `receive_frame_offloaded`/`poll_transmit_meta`; the
+//! Offloads: frames go through the links' `receive`/`transmit` with their
+//! metas and the stack's `receive_frame_offloaded`/`poll_transmit_meta`; the
 //! stack was built with the link's `offloads()` (engine), so a link without
 //! offloads sees only plain frames.
 //!
@@ -20,8 +20,9 @@
 //! costs a wake-up per `MAX_SLEEP` plus its TCP timers.
 //!
 //! Seams for many shards (one today): the shard owns its stack, link,
-//! services and buffers outright and shares nothing; connect() would pick a
-//! source port with `steer::pick_source_port` for its shard index.
+//! services and buffers outright and shares nothing; the stack's
+//! `tcp_connect` picks source ports that steer to the shard index and count
+//! in its `StackConfig` (`outboard_stack::steer`).
 
 use crate::capture::PcapWriter;
 use crate::client::Fetch;
@@ -94,7 +95,7 @@ impl Shard {
         {
             let stack = &mut self.stack;
             let pcap = &mut self.pcap;
-            let n = self.link.receive_meta(RX_BURST, &mut |f, meta| {
+            let n = self.link.receive(RX_BURST, &mut |f, meta| {
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
                 }
@@ -150,7 +151,7 @@ impl Shard {
         for _ in 0..TX_BURST {
             // With offloads the stack builds TSO segments in the link's slot
             // and says how the kernel must cut and checksum them.
-            let status = self.link.transmit_meta(&mut |buf| {
+            let status = self.link.transmit(&mut |buf| {
                 let (n, meta) = stack.poll_transmit_meta(now, buf)?;
                 if let Some(p) = pcap.as_mut() {
                     match meta.csum {
@@ -246,7 +247,7 @@ impl Shard {
         }
         let fds: Vec<_> = inbox.map(|i| i.doorbell_fd()).into_iter().chain(self.host.doorbell_fd()).collect();
         let futexes = self.host.sleep_futexes();
-        self.link.wait_with(timeout, &fds, &futexes)?;
+        self.link.wait(timeout, &fds, &futexes)?;
         drop(futexes);
         self.host.after_sleep();
         self.counters.sleeps += 1;
