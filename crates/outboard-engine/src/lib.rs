@@ -18,9 +18,6 @@
 //!   socket, capture), with errors that map to exit codes and hints.
 //! - [`control`] + [`stat`]: the Unix control socket and the snapshot
 //!   `outboard stat` renders; [`capture`]: `--pcap`; [`log`]: logfmt events.
-//! - [`pool`], [`steer`]: buffer pools with watermarks and a hard cap, and
-//!   Toeplitz RSS steering with `pick_source_port`, the seams for many
-//!   shards (one shard runs today; see `shard` for what sharing-nothing means).
 //! - [`clock`], [`signals`]: the only places that read the clock or install
 //!   signal handlers; protocol code gets time passed in.
 
@@ -39,16 +36,12 @@ pub mod host;
 #[allow(unsafe_code)]
 pub mod link;
 pub mod log;
-pub mod pool;
 pub mod services;
 pub mod shard;
 #[allow(unsafe_code)]
 pub mod signals;
 pub mod stat;
-pub mod steer;
 
-pub use pool::{Buffer, BufferPool, PoolConfig, PoolError, PoolStats, Pressure};
-pub use steer::{pick_source_port, shard_for, FlowTuple, Steering, MICROSOFT_RSS_KEY};
 /// The hierarchical timer wheel lives in `outboard-time` so the stack can index its timers with it.
 pub use outboard_time::timer_wheel;
 pub use outboard_time::TimerWheel;

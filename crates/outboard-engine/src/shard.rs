@@ -8,8 +8,8 @@
 //! does only the link's I/O; `run` is the loop that reads the clock and
 //! sleeps.
 //!
-//! Offloads: frames go through the links' `receive_meta`/`transmit_meta`
-//! and the stack's `receive_frame_offloaded`/`poll_transmit_meta`; the
+//! Offloads: frames go through the links' `receive`/`transmit` with their
+//! metas and the stack's `receive_frame_offloaded`/`poll_transmit_meta`; the
 //! stack was built with the link's `offloads()` (engine), so a link without
 //! offloads sees only plain frames.
 //!
@@ -21,7 +21,9 @@
 //!
 //! Many shards: a shard owns its stack, link, apps and buffers outright and
 //! shares nothing; its `index` is the one its boards' rings and endpoints
-//! are numbered by.
+//! are numbered by, and its stack's `tcp_connect` picks source ports that
+//! steer back to it (`outboard_stack::steer`, from the shard index and count
+//! in its `StackConfig`).
 
 use crate::app::{Apps, ShardApp};
 use crate::capture::PcapWriter;
@@ -100,7 +102,7 @@ impl Shard {
         {
             let stack = &mut self.stack;
             let pcap = &mut self.pcap;
-            let n = self.link.receive_meta(RX_BURST, &mut |f, meta| {
+            let n = self.link.receive(RX_BURST, &mut |f, meta| {
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
                 }
@@ -132,7 +134,7 @@ impl Shard {
         for _ in 0..TX_BURST {
             // With offloads the stack builds TSO segments in the link's slot
             // and says how the kernel must cut and checksum them.
-            let status = self.link.transmit_meta(&mut |buf| {
+            let status = self.link.transmit(&mut |buf| {
                 let (n, meta) = stack.poll_transmit_meta(now, buf)?;
                 if let Some(p) = pcap.as_mut() {
                     match meta.csum {
@@ -228,7 +230,7 @@ impl Shard {
         }
         let mut wake = self.apps.wake_sources();
         wake.fds.extend(inbox.map(|i| i.doorbell_fd()));
-        self.link.wait_with(timeout, &wake.fds, &wake.futexes)?;
+        self.link.wait(timeout, &wake.fds, &wake.futexes)?;
         drop(wake);
         self.apps.after_sleep();
         self.counters.sleeps += 1;

@@ -218,7 +218,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
     ns.ip(&["link", "set", "obt-k", "up"]);
 
     ns.run_in(|| {
-        use outboard_engine::link::TxStatus;
+        use outboard_engine::link::{TxMeta, TxStatus};
         let mut link = AfPacketLink::open("obt-s", &opts(None)).expect("open");
         let mac = link.mac();
         let kmac = outboard_engine::link::sys::if_mac("obt-k").expect("kernel-side MAC");
@@ -249,7 +249,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
             match link
                 .transmit(&mut |buf| {
                     called += 1;
-                    Some(udp_frame(buf, mac, kmac, seq, 7001))
+                    Some((udp_frame(buf, mac, kmac, seq, 7001), TxMeta::default()))
                 })
                 .expect("transmit")
             {
@@ -279,7 +279,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
             for _ in 0..50 {
                 let s = seq;
                 assert_eq!(
-                    link.transmit(&mut |buf| Some(udp_frame(buf, mac, kmac, s, 7001)))
+                    link.transmit(&mut |buf| Some((udp_frame(buf, mac, kmac, s, 7001), TxMeta::default())))
                         .unwrap(),
                     TxStatus::Queued
                 );
@@ -324,12 +324,12 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
                     && f[36..38] == 7002u16.to_be_bytes()
             };
             for _ in 0..50 {
-                link.receive(512, &mut |f| seen += u64::from(is_ours(f)))
+                link.receive(512, &mut |f, _| seen += u64::from(is_ours(f)))
                     .unwrap();
                 if seen >= u64::from((batch + 1) * 100) {
                     break;
                 }
-                link.wait(Duration::from_millis(2), &[]).unwrap();
+                link.wait(Duration::from_millis(2), &[], &[]).unwrap();
             }
         }
         let c = link.counters();
@@ -352,7 +352,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
         std::thread::sleep(Duration::from_millis(50));
         let mut seen2 = 0u64;
         for _ in 0..10 {
-            link.receive(1024, &mut |f| {
+            link.receive(1024, &mut |f, _| {
                 seen2 += u64::from(f.len() >= 42 && f[36..38] == 7002u16.to_be_bytes())
             })
             .unwrap();

@@ -9,7 +9,7 @@
 
 use outboard_engine::clock;
 use outboard_engine::link::af_xdp::AfXdpLink;
-use outboard_engine::link::{Link, LinkError, LinkOptions, TxStatus};
+use outboard_engine::link::{Link, LinkError, LinkOptions, TxMeta, TxStatus};
 use outboard_time::Duration;
 use outboard_wire::checksum::{checksum, Accumulator};
 use std::net::Ipv4Addr;
@@ -192,7 +192,7 @@ fn send(link: &mut AfXdpLink, frame: &[u8]) {
         let st = link
             .transmit(&mut |slot: &mut [u8]| {
                 slot[..frame.len()].copy_from_slice(frame);
-                Some(frame.len())
+                Some((frame.len(), TxMeta::default()))
             })
             .expect("transmit");
         match st {
@@ -347,9 +347,9 @@ fn ping_through(tag: char, peer_mtu: Option<&str>) -> String {
             if let Some(st) = ping.try_wait().expect("ping wait") {
                 break st;
             }
-            link.wait(Duration::from_millis(20), &[]).expect("wait");
+            link.wait(Duration::from_millis(20), &[], &[]).expect("wait");
             let mut replies = Vec::new();
-            link.receive(64, &mut |f: &[u8]| {
+            link.receive(64, &mut |f: &[u8], _| {
                 if let Some(r) = arp_reply(f, mac, ours) {
                     arps += 1;
                     replies.push(r);
@@ -434,9 +434,9 @@ fn jumbo_ping_is_answered_with_multi_buffer_frames() {
             if let Some(st) = ping.try_wait().expect("ping wait") {
                 break st;
             }
-            link.wait(Duration::from_millis(20), &[]).expect("wait");
+            link.wait(Duration::from_millis(20), &[], &[]).expect("wait");
             let mut replies = Vec::new();
-            link.receive(64, &mut |f: &[u8]| {
+            link.receive(64, &mut |f: &[u8], _| {
                 if let Some(r) = arp_reply(f, mac, ours) {
                     arps += 1;
                     replies.push(r);
@@ -521,7 +521,7 @@ fn only_frames_for_our_address_reach_the_socket() {
         let kernel = snmp(&p, &p.ns_a, "Ip", "InReceives") - before;
         let (mut for_us, mut for_other, mut rest) = (0, 0, 0);
         for _ in 0..10 {
-            link.receive(256, &mut |f: &[u8]| match icmp_of(f) {
+            link.receive(256, &mut |f: &[u8], _| match icmp_of(f) {
                 Some((d, 8)) if d == ours => for_us += 1,
                 Some((d, _)) if d == other => for_other += 1,
                 _ => rest += 1,

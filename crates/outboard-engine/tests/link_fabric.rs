@@ -4,7 +4,7 @@
 
 use outboard_engine::clock;
 use outboard_engine::link::fabric::{layout, port_mac, FabricLink};
-use outboard_engine::link::{Link, LinkError, LinkOptions, LinkSpec, TxStatus};
+use outboard_engine::link::{Link, LinkError, LinkOptions, LinkSpec, TxMeta, TxStatus};
 use outboard_impair::{FaultConfig, FaultStats};
 use outboard_time::{Duration, Instant};
 use std::collections::{HashSet, VecDeque};
@@ -81,14 +81,14 @@ fn check(f: &[u8]) -> u32 {
 fn send(link: &mut FabricLink, f: &[u8]) -> TxStatus {
     link.transmit(&mut |buf: &mut [u8]| {
         buf[..f.len()].copy_from_slice(f);
-        Some(f.len())
+        Some((f.len(), TxMeta::default()))
     })
     .expect("transmit")
 }
 
 fn recv(link: &mut FabricLink, max: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    link.receive(max, &mut |f: &[u8]| out.push(f.to_vec())).expect("receive");
+    link.receive(max, &mut |f: &[u8], _| out.push(f.to_vec())).expect("receive");
     out
 }
 
@@ -99,7 +99,7 @@ fn recv_n(link: &mut FabricLink, count: usize, timeout: Duration) -> Vec<Vec<u8>
     while out.len() < count && clock::now() < deadline {
         let got = recv(link, count - out.len());
         if got.is_empty() {
-            link.wait(Duration::from_millis(20), &[]).expect("wait");
+            link.wait(Duration::from_millis(20), &[], &[]).expect("wait");
         }
         out.extend(got);
     }
@@ -158,7 +158,7 @@ fn two_ports_exchange_frames_both_ways() {
                 progress = true;
             }
             if !progress {
-                link.wait(Duration::from_millis(5), &[]).expect("wait");
+                link.wait(Duration::from_millis(5), &[], &[]).expect("wait");
             }
         }
         (next, got)
@@ -312,7 +312,7 @@ fn idle_wait_sleeps_without_spinning() {
     let (r, w) = (fds[0], fds[1]);
     for also in [&[][..], &[r][..]] {
         let (t0, c0) = (clock::now(), thread_cpu());
-        a.wait(Duration::from_millis(200), also).expect("wait");
+        a.wait(Duration::from_millis(200), also, &[]).expect("wait");
         let (el, cpu) = (clock::now() - t0, thread_cpu() - c0);
         eprintln!("idle wait (also {also:?}): {el:?} elapsed, {cpu:?} CPU");
         assert!(el >= Duration::from_millis(195) && el < Duration::from_millis(1000), "{el:?}");
@@ -329,7 +329,7 @@ fn idle_wait_sleeps_without_spinning() {
         let t0 = clock::now();
         let mut got = Vec::new();
         while got.is_empty() && clock::now() - t0 < Duration::from_secs(5) {
-            a.wait(Duration::from_secs(5), &[]).expect("wait");
+            a.wait(Duration::from_secs(5), &[], &[]).expect("wait");
             got = recv(&mut a, 8);
         }
         (clock::now() - t0, got)
@@ -341,7 +341,7 @@ fn idle_wait_sleeps_without_spinning() {
     // SAFETY: writing one byte from a valid buffer to our own pipe.
     assert_eq!(unsafe { libc::write(w, b"x".as_ptr().cast(), 1) }, 1);
     let t0 = clock::now();
-    a.wait(Duration::from_secs(5), &[r]).expect("wait");
+    a.wait(Duration::from_secs(5), &[r], &[]).expect("wait");
     let el = clock::now() - t0;
     assert!(el < Duration::from_millis(500), "{el:?}");
     // SAFETY: closing the two pipe fds we opened, once.
@@ -511,17 +511,17 @@ fn link_open_dispatches_to_the_default_directory() {
     let f = frame(b.mac(), a.mac(), DATA, 3);
     let st = a.transmit(&mut |buf: &mut [u8]| {
         buf[..f.len()].copy_from_slice(&f);
-        Some(f.len())
+        Some((f.len(), TxMeta::default()))
     });
     assert_eq!(st.expect("transmit"), TxStatus::Queued);
     a.flush().expect("flush");
     let mut got = Vec::new();
     for _ in 0..100 {
-        b.receive(8, &mut |x: &[u8]| got.push(x.to_vec())).expect("receive");
+        b.receive(8, &mut |x: &[u8], _| got.push(x.to_vec())).expect("receive");
         if !got.is_empty() {
             break;
         }
-        b.wait(Duration::from_millis(20), &[]).expect("wait");
+        b.wait(Duration::from_millis(20), &[], &[]).expect("wait");
     }
     assert_eq!(got, vec![f]);
     drop((a, b));
@@ -570,7 +570,7 @@ fn echo_through_child(
             }
         }
         if peer.is_none() {
-            link.wait(Duration::from_millis(20), &[]).expect("wait");
+            link.wait(Duration::from_millis(20), &[], &[]).expect("wait");
         }
     }
     let peer = peer.expect("child said hello");
@@ -599,7 +599,7 @@ fn echo_through_child(
                 _ => break,
             }
         }
-        link.receive(256, &mut |f: &[u8]| {
+        link.receive(256, &mut |f: &[u8], _| {
             if ethertype(f) == DATA {
                 assert_eq!(&f[..6], &me);
                 back.push(check(f));
@@ -608,7 +608,7 @@ fn echo_through_child(
         })
         .expect("receive");
         if !progress {
-            link.wait(Duration::from_millis(2), &[]).expect("wait");
+            link.wait(Duration::from_millis(2), &[], &[]).expect("wait");
         }
     }
     eprintln!("{tag}: {next} sent, {} back in {:?}", back.len(), clock::now() - t0);
@@ -623,7 +623,7 @@ fn echo_through_child(
         assert!(clock::now() < stop_deadline, "child did not stop");
         let _ = send(&mut link, &frame(peer, me, STOP, 0));
         let _ = recv(&mut link, 256);
-        link.wait(Duration::from_millis(20), &[]).expect("wait");
+        link.wait(Duration::from_millis(20), &[], &[]).expect("wait");
     };
     let out = guard.0.take().unwrap().wait_with_output().expect("child output");
     let out = String::from_utf8_lossy(&out.stdout);
@@ -694,7 +694,7 @@ fn fabric_child_echo() {
             last_hello = clock::now();
         }
         let n = link
-            .receive(256, &mut |f: &[u8]| match ethertype(f) {
+            .receive(256, &mut |f: &[u8], _| match ethertype(f) {
                 DATA => {
                     got_data = true;
                     let mut e = f.to_vec();
@@ -715,7 +715,7 @@ fn fabric_child_echo() {
             sent += 1;
         }
         if n == 0 && sent == 0 {
-            link.wait(Duration::from_millis(5), &[]).expect("child wait");
+            link.wait(Duration::from_millis(5), &[], &[]).expect("child wait");
         }
     }
     println!("CHILD-STATS {:?} {:?}", link.counters(), link.fabric_stats());

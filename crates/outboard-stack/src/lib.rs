@@ -11,7 +11,8 @@
 //! next-hop resolution, the transmit queue, fragmentation), `arp` (cache),
 //! `reassembly`, `icmp`, `transport` (UDP/TCP receive), `udp` (sockets),
 //! `tcp_table` + `listener` + `tcp_input` (connections, listeners, demux),
-//! `route`, `ratelimit`, `stats`.
+//! `route`, `ratelimit`, `stats`, `steer` (the NIC's RSS hash in software,
+//! for source ports that steer home).
 //!
 //! Memory: every queue is bounded — ARP entries and their pending frames,
 //! reassembly bytes, UDP receive queues, the transmit queue, SYN queues (SYN
@@ -29,6 +30,7 @@ mod ratelimit;
 mod reassembly;
 mod route;
 mod stats;
+pub mod steer;
 mod tcp_input;
 mod tcp_table;
 mod transport;
@@ -66,6 +68,12 @@ pub struct StackConfig {
     /// Embryonic (SYN-RECEIVED) connections per listener before SYN cookies take over.
     pub syn_queue_cap: usize,
     pub ephemeral_ports: (u16, u16),
+    /// This stack's shard among `shard_count` (one stack per shard, each on
+    /// its own NIC queue): `tcp_connect` picks a source port whose returning
+    /// segments the NIC's RSS hash steers to this shard (`steer`). Shard 0
+    /// of 1, the default, takes any free port.
+    pub shard_index: u16,
+    pub shard_count: u16,
     /// What the link does for us (virtio-net header offloads); none by default.
     pub offloads: LinkOffloads,
 }
@@ -135,6 +143,8 @@ impl StackConfig {
             reassembly_timeout: Duration::from_secs(30),
             syn_queue_cap: 128,
             ephemeral_ports: (32768, 60999),
+            shard_index: 0,
+            shard_count: 1,
             offloads: LinkOffloads::default(),
         }
     }
@@ -337,13 +347,18 @@ impl Stack {
     ) -> Result<ConnId, StackError> {
         let port = self
             .tcp
-            .ephemeral_port(self.cfg.addr, remote, self.cfg.ephemeral_ports)
+            .ephemeral_port(
+                self.cfg.addr,
+                remote,
+                self.cfg.ephemeral_ports,
+                (self.cfg.shard_index, self.cfg.shard_count),
+            )
             .ok_or(StackError::NoEphemeralPorts)?;
         self.tcp_connect_from(now, port, remote)
     }
 
-    /// `tcp_connect` from a chosen local port (the engine picks one whose
-    /// 4-tuple hash steers to this shard). AddrInUse if the 4-tuple exists.
+    /// `tcp_connect` from a chosen local port (which need not steer to this
+    /// shard). AddrInUse if the 4-tuple exists.
     pub fn tcp_connect_from(
         &mut self,
         now: Instant,

@@ -138,28 +138,31 @@ impl TcpTable {
         local_ip: std::net::Ipv4Addr,
         remote: SocketAddrV4,
         range: (u16, u16),
+        (shard, nshards): (u16, u16),
     ) -> Option<u16> {
         let (lo, hi) = (range.0.min(range.1), range.0.max(range.1));
         if lo == 0 {
             return None;
         }
-        let span = u32::from(hi - lo) + 1;
-        for _ in 0..span {
-            let port = if (lo..=hi).contains(&self.port_cursor) {
-                self.port_cursor
-            } else {
-                lo
-            };
-            self.port_cursor = if port == hi { lo } else { port + 1 };
-            let tuple = FourTuple {
-                local: SocketAddrV4::new(local_ip, port),
-                remote,
-            };
-            if !self.by_tuple.contains_key(&tuple) && !self.listener_by_port.contains_key(&port) {
-                return Some(port);
-            }
-        }
-        None
+        let (by_tuple, listener_by_port) = (&self.by_tuple, &self.listener_by_port);
+        let port = crate::steer::pick_source_port_from(
+            local_ip,
+            (*remote.ip(), remote.port()),
+            shard,
+            nshards,
+            lo..=hi,
+            self.port_cursor,
+            |port| {
+                let tuple = FourTuple {
+                    local: SocketAddrV4::new(local_ip, port),
+                    remote,
+                };
+                !by_tuple.contains_key(&tuple) && !listener_by_port.contains_key(&port)
+            },
+        )?;
+        // The next search starts after it.
+        self.port_cursor = if port == hi { lo } else { port + 1 };
+        Some(port)
     }
 
     /// The connection may have output or a new deadline: serve it in `poll_transmit`.

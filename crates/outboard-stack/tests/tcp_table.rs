@@ -1,8 +1,9 @@
-//! The connection table through the public API: port allocation, listener
-//! and accept-queue bounds, freeing released connections.
+//! The connection table through the public API: port allocation (also by
+//! shard), listener and accept-queue bounds, freeing released connections.
 mod common;
 
 use common::*;
+use outboard_stack::steer::{shard_for, FlowTuple};
 use outboard_stack::{Stack, StackError};
 use outboard_tcp::State;
 use outboard_time::Duration;
@@ -44,6 +45,45 @@ fn ephemeral_port_skips_listening_ports_and_connect_from_checks_the_tuple() {
     assert!(s
         .tcp_connect_from(t(0), 5555, SocketAddrV4::new(IP_B, 80))
         .is_ok());
+}
+
+#[test]
+fn with_four_shards_each_connects_from_ports_that_steer_home() {
+    // 16 ports shared out by the RSS hash: each shard's stack takes exactly
+    // those whose returning segments hash to it, then runs out.
+    let remote = SocketAddrV4::new(IP_B, 80);
+    let steers_to = |port: u16| {
+        let returning = FlowTuple {
+            src_ip: IP_B,
+            dst_ip: IP_A,
+            src_port: 80,
+            dst_port: port,
+        };
+        shard_for(&returning, 4)
+    };
+    let mut all = Vec::new();
+    for shard in 0..4 {
+        let mut c = cfg(MAC_A, IP_A, 1);
+        c.ephemeral_ports = (40000, 40015);
+        c.shard_index = shard;
+        c.shard_count = 4;
+        let mut s = Stack::new(c, t(0));
+        let mine = (40000..=40015).filter(|&p| steers_to(p) == shard).count();
+        assert!(mine > 0, "16 ports give every shard some");
+        for _ in 0..mine {
+            let id = s.tcp_connect(t(0), remote).unwrap();
+            let port = s.tcp(id).unwrap().tuple().local.port();
+            assert_eq!(steers_to(port), shard, "port {port} on shard {shard}");
+            all.push(port);
+        }
+        assert_eq!(
+            s.tcp_connect(t(0), remote),
+            Err(StackError::NoEphemeralPorts),
+            "shard {shard} has only {mine} ports"
+        );
+    }
+    all.sort();
+    assert_eq!(all, (40000..=40015).collect::<Vec<_>>(), "every port on exactly one shard");
 }
 
 #[test]

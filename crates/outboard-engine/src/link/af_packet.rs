@@ -39,10 +39,10 @@
 //! the peer's GSO frames whole with their checksum state (`RxMeta`). Slots
 //! are then 66048 bytes (a 64 KiB frame plus headers), 63 to a 4 MiB block,
 //! two blocks per ring: 126 RX and 126 TX slots, 16 MiB mapped.
-//! `info().offloads` is `["vnet_hdr", "tso4", "rx-csum"]`. Plain `receive`
-//! finishes partial checksums in software. TSO is used only when the device
-//! has it on (`ethtool -k`, read with `ETHTOOL_GTSO` at open): without it the
-//! kernel refuses GSO frames from AF_PACKET, so we send MSS-sized frames.
+//! `info().offloads` is `["vnet_hdr", "tso4", "rx-csum"]`. TSO is used only
+//! when the device has it on (`ethtool -k`, read with `ETHTOOL_GTSO` at
+//! open): without it the kernel refuses GSO frames from AF_PACKET, so we
+//! send MSS-sized frames.
 //!
 //! # Malformed frames and `tx_errors`
 //!
@@ -364,12 +364,10 @@ impl AfPacketLink {
         }
     }
 
-    /// Walks up to `max` RX slots. `finish`: complete partial checksums here
-    /// and report no meta (plain `receive`).
+    /// Walks up to `max` RX slots.
     fn read_frames(
         &mut self,
         max: usize,
-        finish: bool,
         rx: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, LinkError> {
         let vh = self.hdr_len();
@@ -404,12 +402,12 @@ impl AfPacketLink {
                 // checked, so the vnet header and the frame lie inside this
                 // slot, which the kernel does not touch until we hand it back
                 // below; the borrow ends before that.
-                let whole = unsafe { std::slice::from_raw_parts_mut(slot.add(mac_off - vh), vh + snap) };
-                let (vhdr, frame) = whole.split_at_mut(vh);
-                let (mut meta, gso, start, off) = if self.vnet {
+                let whole = unsafe { std::slice::from_raw_parts(slot.add(mac_off - vh), vh + snap) };
+                let (vhdr, frame) = whole.split_at(vh);
+                let (meta, gso) = if self.vnet {
                     vnet::read(vhdr)
                 } else {
-                    (RxMeta::default(), vnet::GSO_NONE, 0, 0)
+                    (RxMeta::default(), vnet::GSO_NONE)
                 };
                 self.counters.rx_frames += 1;
                 self.counters.rx_bytes += snap as u64;
@@ -418,12 +416,6 @@ impl AfPacketLink {
                 }
                 if gso != vnet::GSO_NONE || snap > self.mtu + 14 + VLAN_HLEN {
                     self.counters.rx_gro_frames += 1;
-                }
-                if finish {
-                    if meta.csum == RxCsum::Partial {
-                        vnet::finish_csum(frame, start, off);
-                    }
-                    meta = RxMeta::default();
                 }
                 rx(frame, meta);
             }
@@ -485,26 +477,15 @@ impl Link for AfPacketLink {
         self.mtu
     }
 
-    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
-        self.read_frames(max, true, &mut |f, _| rx(f))
-    }
-
-    fn receive_meta(
+    fn receive(
         &mut self,
         max: usize,
         rx: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, LinkError> {
-        self.read_frames(max, false, rx)
+        self.read_frames(max, rx)
     }
 
     fn transmit(
-        &mut self,
-        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> Result<TxStatus, LinkError> {
-        self.transmit_meta(&mut |buf| fill(buf).map(|n| (n, TxMeta::default())))
-    }
-
-    fn transmit_meta(
         &mut self,
         fill: &mut MetaFill<'_>,
     ) -> Result<TxStatus, LinkError> {
@@ -592,7 +573,12 @@ impl Link for AfPacketLink {
         Ok(())
     }
 
-    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        also: &[RawFd],
+        _futexes: &[(&AtomicU32, u32)],
+    ) -> Result<(), LinkError> {
         if Self::load_status(self.rx_slot(self.rx_idx)) & libc::TP_STATUS_USER != 0 {
             return Ok(());
         }

@@ -11,27 +11,32 @@
 //!
 //! Contract every link keeps:
 //! - `receive` hands each frame to the callback borrowed from the link's own
-//!   memory (a ring slot where the kernel allows it) and takes it back when
-//!   the callback returns: the stack copies what it keeps.
+//!   memory (a ring slot where the kernel allows it), with its [`RxMeta`],
+//!   and takes it back when the callback returns: the stack copies what it
+//!   keeps.
 //! - `transmit` lends the callback a frame-sized slot (at least
 //!   `mtu() + 14` bytes, a ring slot where the kernel allows it) to build
-//!   one frame in place; the frame leaves at the latest on `flush`.
+//!   one frame in place and say, with a [`TxMeta`], how to finish it; the
+//!   frame leaves at the latest on `flush`.
 //! - Nothing blocks but `wait`.
 //! - Frames the link cannot take (ring full) are reported as
 //!   [`TxStatus::Full`], never silently lost; frames the kernel dropped
 //!   before we saw them are reported in [`LinkCounters::rx_kernel_drops`]
 //!   where the kernel tells.
+//! - A link without offloads reports `RxMeta::default()` for every frame and
+//!   takes only `TxMeta::default()`; a caller that wants plain frames ignores
+//!   the one and passes the other.
 //!
 //! Offloads (TAP and AF_PACKET, `LinkOptions::offloads`): every frame
 //! carries a `struct virtio_net_hdr` (module [`vnet`]) between us and the
-//! kernel. `transmit_meta` takes TCP segments of up to 64 KiB that the kernel
-//! cuts into MTU-sized frames (GSO, `TxMeta`), `receive_meta` reports
-//! checksums the kernel verified or never computed and hands over GRO/GSO
-//! frames larger than the MTU (`RxMeta`). The plain `receive`/`transmit`
-//! still work on such a link: they complete partial checksums in software
-//! and send without offloads. `info().offloads` lists what is on
-//! (`vnet_hdr`, `tso4`, `rx-csum`); counters `tx_gso_frames`,
-//! `rx_csum_offloaded`, `rx_gro_frames` show them used.
+//! kernel. `transmit` takes TCP segments of up to 64 KiB that the kernel
+//! cuts into MTU-sized frames (GSO, `TxMeta`), `receive` reports checksums
+//! the kernel verified or never computed and hands over GRO/GSO frames
+//! larger than the MTU (`RxMeta`): a caller that ignores the meta must open
+//! the link with offloads off, or it sees frames whose checksum holds only
+//! the pseudo-header sum. `info().offloads` lists what is on (`vnet_hdr`,
+//! `tso4`, `rx-csum`); counters `tx_gso_frames`, `rx_csum_offloaded`,
+//! `rx_gro_frames` show them used.
 //!
 //! Unsafe code (rings in shared memory, syscalls) lives only in the link
 //! modules and `sys`, each block with a `// SAFETY:` comment.
@@ -40,6 +45,7 @@ use outboard_time::Duration;
 use serde::Serialize;
 use std::fmt;
 use std::os::fd::RawFd;
+use std::sync::atomic::AtomicU32;
 
 pub mod af_packet;
 pub mod af_xdp;
@@ -60,16 +66,24 @@ pub const TSO_MAX: usize = 65536;
 /// segment plus its headers and some room.
 pub const TSO_FRAME: usize = 65536 + 256;
 
-/// The callback of `Link::transmit_meta`: builds a frame in the slot and
+/// The callback of `Link::transmit`: builds a frame in the slot and
 /// returns its length and how the link must finish it.
 pub type MetaFill<'a> = dyn FnMut(&mut [u8]) -> Option<(usize, TxMeta)> + 'a;
+
+/// What a link without offloads keeps of a `transmit` callback's answer: the
+/// frame length. Such a link takes only default metas (checked in debug builds).
+pub(crate) fn without_offloads(filled: Option<(usize, TxMeta)>) -> Option<usize> {
+    let (n, meta) = filled?;
+    debug_assert_eq!(meta, TxMeta::default(), "offload meta on a link without offloads");
+    Some(n)
+}
 
 /// Offloads a link has on (through virtio-net headers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offloads {
-    /// Largest TCP segment payload `transmit_meta` takes as one GSO frame; 0 = none.
+    /// Largest TCP segment payload `transmit` takes as one GSO frame; 0 = none.
     pub tso_max: usize,
-    /// `receive_meta` reports checksums the kernel verified or left partial.
+    /// `receive` reports checksums the kernel verified or left partial.
     pub rx_csum: bool,
 }
 
@@ -98,8 +112,8 @@ pub mod vnet {
         h[8..10].copy_from_slice(&off.to_ne_bytes());
     }
 
-    /// A received header: (its meta, GSO type, csum_start, csum_offset).
-    pub fn read(h: &[u8]) -> (RxMeta, u8, usize, usize) {
+    /// A received header: (its meta, GSO type).
+    pub fn read(h: &[u8]) -> (RxMeta, u8) {
         let flags = h[0];
         let csum = if flags & F_NEEDS_CSUM != 0 {
             RxCsum::Partial
@@ -108,13 +122,11 @@ pub mod vnet {
         } else {
             RxCsum::None
         };
-        let start = u16::from_ne_bytes([h[6], h[7]]) as usize;
-        let off = u16::from_ne_bytes([h[8], h[9]]) as usize;
-        (RxMeta { csum }, h[1], start, off)
+        (RxMeta { csum }, h[1])
     }
 
-    /// Completes a partial checksum in software (for callers of the plain
-    /// `receive`): the field at `start + off` holds the pseudo-header sum,
+    /// Completes a partial checksum in software (for a capture of a frame
+    /// sent with one): the field at `start + off` holds the pseudo-header sum,
     /// the sum over `frame[start..]` finishes it. False if out of range.
     pub fn finish_csum(frame: &mut [u8], start: usize, off: usize) -> bool {
         let at = start + off;
@@ -237,62 +249,42 @@ pub trait Link: Send {
     fn mac(&self) -> [u8; 6];
     /// IP MTU (frames are at most `mtu() + 14` bytes).
     fn mtu(&self) -> usize;
-    /// Hands up to `max` received frames to `rx`, one call each; returns how many.
-    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError>;
-    /// Lends `fill` one transmit slot; `fill` writes a frame at its start and
-    /// returns its length, or None when it has nothing to send.
-    fn transmit(
+    /// Hands up to `max` received frames to `rx`, one call each, with what
+    /// the link knows about each (checksum verified or partial; GRO-merged
+    /// frames may exceed `mtu() + 14`; a link without offloads reports
+    /// `RxMeta::default()`); returns how many.
+    fn receive(
         &mut self,
-        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> Result<TxStatus, LinkError>;
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError>;
+    /// Lends `fill` one transmit slot; `fill` writes a frame at its start and
+    /// returns its length and how the link must finish it (GSO, partial
+    /// checksum), or None when it has nothing to send. The slot is
+    /// `TSO_FRAME` bytes when `offloads().tso_max > 0`. A link without
+    /// offloads takes only `TxMeta::default()`.
+    fn transmit(&mut self, fill: &mut MetaFill<'_>) -> Result<TxStatus, LinkError>;
     /// Makes every queued frame leave (a kick syscall on ring links); reclaims completed slots.
     fn flush(&mut self) -> Result<(), LinkError>;
-    /// Sleeps until a frame may have arrived, `timeout` passed, or (on
-    /// fd-based links) one of `also` became readable. Spurious wake-ups are allowed.
-    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError>;
-    /// Whether `wait_with` also sleeps on futex words (shared memory), so
-    /// applications can wake the shard with a futex instead of an fd.
-    fn wakes_on_futex(&self) -> bool {
-        false
-    }
-    /// `wait`, also returning when one of `futexes` no longer holds its
-    /// expected value (links that say `wakes_on_futex`; others ignore them).
-    fn wait_with(
+    /// Sleeps until a frame may have arrived, `timeout` passed, (on
+    /// fd-based links) one of `also` became readable, or (on links that say
+    /// `wakes_on_futex`; others ignore them) one of `futexes` no longer holds
+    /// its expected value. Spurious wake-ups are allowed.
+    fn wait(
         &mut self,
         timeout: Duration,
         also: &[RawFd],
-        futexes: &[(&std::sync::atomic::AtomicU32, u32)],
-    ) -> Result<(), LinkError> {
-        let _ = futexes;
-        self.wait(timeout, also)
+        futexes: &[(&AtomicU32, u32)],
+    ) -> Result<(), LinkError>;
+    /// Whether `wait` also sleeps on futex words (shared memory), so
+    /// applications can wake the shard with a futex instead of an fd.
+    fn wakes_on_futex(&self) -> bool {
+        false
     }
     fn counters(&self) -> LinkCounters;
     /// Offloads this link has on; none unless the link says so.
     fn offloads(&self) -> Offloads {
         Offloads::default()
-    }
-    /// `receive` with what the link knows about each frame (checksum
-    /// verified or partial; GRO-merged frames may exceed `mtu() + 14`).
-    fn receive_meta(
-        &mut self,
-        max: usize,
-        rx: &mut dyn FnMut(&[u8], RxMeta),
-    ) -> Result<usize, LinkError> {
-        self.receive(max, &mut |f| rx(f, RxMeta::default()))
-    }
-    /// `transmit` where `fill` also says how the link must finish the frame
-    /// (GSO, partial checksum). The slot is `TSO_FRAME` bytes when
-    /// `offloads().tso_max > 0`. A link without offloads takes only
-    /// default metas.
-    fn transmit_meta(
-        &mut self,
-        fill: &mut MetaFill<'_>,
-    ) -> Result<TxStatus, LinkError> {
-        self.transmit(&mut |buf| {
-            let (n, meta) = fill(buf)?;
-            debug_assert_eq!(meta, TxMeta::default(), "offload meta on a link without offloads");
-            Some(n)
-        })
     }
 }
 

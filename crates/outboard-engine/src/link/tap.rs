@@ -39,8 +39,7 @@
 //! - the kernel hands us its GSO segments whole (up to 64 KiB, `GSO_TCPV4`,
 //!   counted in `rx_gro_frames`) with `NEEDS_CSUM` (CHECKSUM_PARTIAL: the
 //!   checksum holds only the pseudo-header sum) or `DATA_VALID`;
-//!   `receive_meta` passes that on, plain `receive` finishes a partial
-//!   checksum in software first.
+//!   `receive` passes that on in its `RxMeta`.
 //!
 //! `info().offloads` is then `["vnet_hdr", "tso4", "rx-csum"]`, the
 //! transmit slot `TSO_FRAME` bytes.
@@ -208,12 +207,10 @@ impl TapLink {
         }
     }
 
-    /// Reads up to `max` frames. `finish`: complete partial checksums here
-    /// and report no meta (plain `receive`).
+    /// Reads up to `max` frames.
     fn read_frames(
         &mut self,
         max: usize,
-        finish: bool,
         rx: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, LinkError> {
         let hdr = self.hdr_len();
@@ -252,10 +249,10 @@ impl TapLink {
                 self.counters.rx_oversize += 1;
                 continue;
             }
-            let (mut meta, gso, start, off) = if self.vnet {
+            let (meta, gso) = if self.vnet {
                 vnet::read(&self.rx_buf[..hdr])
             } else {
-                (RxMeta::default(), vnet::GSO_NONE, 0, 0)
+                (RxMeta::default(), vnet::GSO_NONE)
             };
             self.counters.rx_frames += 1;
             self.counters.rx_bytes += flen as u64;
@@ -265,14 +262,7 @@ impl TapLink {
             if gso != vnet::GSO_NONE || flen > self.mtu + 14 {
                 self.counters.rx_gro_frames += 1;
             }
-            let frame = &mut self.rx_buf[hdr..len];
-            if finish {
-                if meta.csum == RxCsum::Partial {
-                    vnet::finish_csum(frame, start, off);
-                }
-                meta = RxMeta::default();
-            }
-            rx(frame, meta);
+            rx(&self.rx_buf[hdr..len], meta);
         }
         Ok(n)
     }
@@ -326,26 +316,15 @@ impl Link for TapLink {
         self.mtu
     }
 
-    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
-        self.read_frames(max, true, &mut |f, _| rx(f))
-    }
-
-    fn receive_meta(
+    fn receive(
         &mut self,
         max: usize,
         rx: &mut dyn FnMut(&[u8], RxMeta),
     ) -> Result<usize, LinkError> {
-        self.read_frames(max, false, rx)
+        self.read_frames(max, rx)
     }
 
     fn transmit(
-        &mut self,
-        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> Result<TxStatus, LinkError> {
-        self.transmit_meta(&mut |buf| fill(buf).map(|n| (n, TxMeta::default())))
-    }
-
-    fn transmit_meta(
         &mut self,
         fill: &mut MetaFill<'_>,
     ) -> Result<TxStatus, LinkError> {
@@ -386,7 +365,12 @@ impl Link for TapLink {
         self.retry_stuck().map(|_| ())
     }
 
-    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        also: &[RawFd],
+        _futexes: &[(&AtomicU32, u32)],
+    ) -> Result<(), LinkError> {
         let mut fds = Vec::with_capacity(1 + also.len());
         fds.push(self.fd.as_raw_fd());
         fds.extend_from_slice(also);

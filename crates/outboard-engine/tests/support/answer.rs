@@ -3,7 +3,7 @@
 //! when `ping` is missing or OBT_TEST_NO_PING=1).
 #![allow(dead_code)]
 
-use outboard_engine::link::{Link, TxStatus};
+use outboard_engine::link::{Link, TxMeta, TxStatus};
 use outboard_wire::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr,
     Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Packet, Ipv4Repr, RxChecksum,
@@ -143,9 +143,9 @@ pub fn serve(link: &mut dyn Link, ans: &mut Answerer, limit: Duration, done: &dy
         if done() {
             break;
         }
-        link.wait(Duration::from_millis(10), &[]).expect("wait");
+        link.wait(Duration::from_millis(10), &[], &[]).expect("wait");
         let mut replies = Vec::new();
-        link.receive(64, &mut |f| {
+        link.receive(64, &mut |f, _| {
             if let Some(r) = ans.answer(f) {
                 replies.push(r);
             }
@@ -155,7 +155,7 @@ pub fn serve(link: &mut dyn Link, ans: &mut Answerer, limit: Duration, done: &dy
             let st = link
                 .transmit(&mut |buf| {
                     buf[..r.len()].copy_from_slice(r);
-                    Some(r.len())
+                    Some((r.len(), TxMeta::default()))
                 })
                 .expect("transmit");
             assert_eq!(

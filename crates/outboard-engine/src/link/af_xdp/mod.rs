@@ -890,7 +890,12 @@ impl Link for AfXdpLink {
         self.mtu
     }
 
-    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+    fn receive(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
+        let rx = &mut |f: &[u8]| rx(f, RxMeta::default());
         if self.multi {
             return self.receive_multi(max, rx);
         }
@@ -927,10 +932,8 @@ impl Link for AfXdpLink {
         Ok(n as usize)
     }
 
-    fn transmit(
-        &mut self,
-        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> Result<TxStatus, LinkError> {
+    fn transmit(&mut self, fill: &mut MetaFill<'_>) -> Result<TxStatus, LinkError> {
+        let fill = &mut |buf: &mut [u8]| without_offloads(fill(buf));
         if self.multi {
             return self.transmit_multi(fill);
         }
@@ -1006,7 +1009,12 @@ impl Link for AfXdpLink {
         Ok(())
     }
 
-    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
+    fn wait(
+        &mut self,
+        timeout: Duration,
+        also: &[RawFd],
+        _futexes: &[(&AtomicU32, u32)],
+    ) -> Result<(), LinkError> {
         if self.rx.available() > 0 {
             return Ok(());
         }

@@ -495,10 +495,15 @@ impl Link for FabricLink {
         self.mtu
     }
 
-    fn receive(&mut self, max: usize, rx: &mut dyn FnMut(&[u8])) -> Result<usize, LinkError> {
+    fn receive(
+        &mut self,
+        max: usize,
+        rx: &mut dyn FnMut(&[u8], RxMeta),
+    ) -> Result<usize, LinkError> {
         if max == 0 {
             return Ok(0);
         }
+        let rx = &mut |f: &[u8]| rx(f, RxMeta::default());
         let now = clock::now().as_nanos();
         let mut n = self.pop_due(now, max, rx);
         for k in 0..PORTS {
@@ -513,10 +518,7 @@ impl Link for FabricLink {
         Ok(n)
     }
 
-    fn transmit(
-        &mut self,
-        fill: &mut dyn FnMut(&mut [u8]) -> Option<usize>,
-    ) -> Result<TxStatus, LinkError> {
+    fn transmit(&mut self, fill: &mut MetaFill<'_>) -> Result<TxStatus, LinkError> {
         if self.all_destinations_full() {
             self.counters.tx_full += 1;
             self.blocked_full = true;
@@ -525,7 +527,7 @@ impl Link for FabricLink {
         self.blocked_full = false;
         let mut staging = std::mem::take(&mut self.staging);
         let cap = staging.len();
-        let filled = fill(&mut staging);
+        let filled = without_offloads(fill(&mut staging));
         let result = match filled {
             None => Ok(TxStatus::Idle),
             Some(len) if !(14..=cap).contains(&len) => {
@@ -565,15 +567,11 @@ impl Link for FabricLink {
         Ok(())
     }
 
-    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<(), LinkError> {
-        self.wait_with(timeout, also, &[])
-    }
-
     fn wakes_on_futex(&self) -> bool {
         true
     }
 
-    fn wait_with(
+    fn wait(
         &mut self,
         timeout: Duration,
         also: &[RawFd],

@@ -3,9 +3,10 @@
 //! NICs steer received packets with the Toeplitz RSS hash over the IPv4
 //! 4-tuple and an indirection table (RETA) that maps the hash's low bits to a
 //! queue. A connection must live on one shard for its whole life, so the
-//! engine computes the same function in software: to steer from a software
-//! stage, and to pick, at `connect()`, a source port whose *returning*
-//! packets the NIC will deliver to the calling shard (DESIGN.md item 5).
+//! stack computes the same function in software: to pick, at
+//! `Stack::tcp_connect`, a source port whose *returning* packets the NIC
+//! will deliver to the calling shard (DESIGN.md item 5), and for an engine
+//! to steer from a software stage.
 //!
 //! The hash input is the tuple as the NIC sees it on receive: source is the
 //! remote peer, destination is us.
@@ -205,7 +206,8 @@ pub fn pick_source_port_from(
                 src_port: remote.1,
                 dst_port: port,
             };
-            shard_for(&tuple, nshards) == shard && is_free(port)
+            // One shard owns every flow: skip the hash.
+            (nshards <= 1 || shard_for(&tuple, nshards) == shard) && is_free(port)
         })
 }
 
