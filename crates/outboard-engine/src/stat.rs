@@ -282,3 +282,77 @@ pub fn render(s: &Snapshot) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(shard: u32, turns: u64, conns: usize, counter: u64) -> Snapshot {
+        let counters = ShardCounters { turns, cpu_s: 1.0, wall_s: 2.0 + f64::from(shard), ..Default::default() };
+        let row = |i: usize| ConnRow {
+            local: format!("10.0.0.1:{i}"),
+            remote: "10.0.0.2:7".into(),
+            state: "Established".into(),
+            owner: String::new(),
+            send_queue: 0,
+            recv_queue: 0,
+            cwnd: 0,
+            srtt_us: 0,
+            retransmits: 0,
+            challenge_acks: 0,
+            dropped_segments: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            memory: 0,
+        };
+        Snapshot {
+            name: "e".into(),
+            pid: 1,
+            addr: "10.0.0.1/24".into(),
+            gateway: None,
+            link: LinkSnapshot::new(
+                &LinkInfo { kind: "fabric".into(), name: "f".into(), mode: String::new(), mtu: 1500, mac: [0; 6], offloads: Vec::new() },
+                &LinkCounters::default(),
+            ),
+            shard: counters.clone(),
+            shards: vec![ShardRow { shard, counters, connections: conns, memory_in_use: 100 }],
+            stack: [("frames_in".to_string(), counter)].into_iter().collect(),
+            memory_in_use: 100,
+            memory_cap: 1000,
+            arp_entries: 1,
+            connections: (0..conns).map(row).collect(),
+            services: Vec::new(),
+            boards: Vec::new(),
+            host: Default::default(),
+            board_memory: 0,
+        }
+    }
+
+    #[test]
+    fn an_engine_snapshot_lists_every_shard_and_sums_them() {
+        let all = Snapshot::merge(vec![snap(0, 10, 2, 5), snap(1, 7, 3, 4)]).unwrap();
+        assert_eq!(all.shards.iter().map(|r| r.shard).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(all.shard.turns, 17);
+        assert_eq!(all.shard.cpu_s, 2.0);
+        assert_eq!(all.shard.wall_s, 3.0, "wall time is the longest, not a sum");
+        assert_eq!(all.connections.len(), 5);
+        assert_eq!(all.stack["frames_in"], 9);
+        assert_eq!(all.memory_in_use, 200);
+        let json = serde_json::to_value(&all).unwrap();
+        assert_eq!(json["shards"].as_array().unwrap().len(), 2);
+        assert_eq!(json["shards"][1]["turns"], 7, "a row carries its counters flat");
+        assert_eq!(json["shard"]["turns"], 17, "the old field stays, as the sum");
+        let text = render(&all);
+        assert!(text.contains("shard 0: turns 10") && text.contains("shard 1: turns 7"), "{text}");
+        assert!(Snapshot::merge(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_without_shard_rows_still_parses_and_renders() {
+        let mut v = serde_json::to_value(snap(0, 3, 0, 1)).unwrap();
+        v.as_object_mut().unwrap().remove("shards");
+        let s: Snapshot = serde_json::from_value(v).unwrap();
+        assert!(s.shards.is_empty());
+        assert!(render(&s).contains("shard 0: turns 3"));
+    }
+}
