@@ -19,13 +19,19 @@
  *  - Errors return -1 (NULL for functions returning a handle) and set errno:
  *    EAGAIN (non-blocking, nothing to do now), ESHUTDOWN (the engine died or
  *    dropped this board), ECONNREFUSED, ECONNRESET, ETIMEDOUT, EADDRINUSE,
- *    EHOSTUNREACH, EPIPE (shut down for writing), ENOBUFS (the board is full),
+ *    EHOSTUNREACH, EAFNOSUPPORT (an address family the engine does not run),
+ *    EPIPE (shut down for writing), ENOBUFS (the board is full),
  *    EINVAL (a NULL handle or pointer, or a call that makes no sense now).
  *  - A panic inside the library is caught and returned as -1/NULL with EIO.
  *  - A board and every handle made from it must be used from one thread at a
  *    time (attach one board per thread that talks to the engine). Hand them to
  *    another thread only all together, with proper synchronisation.
- *  - IPv4 addresses are uint32_t in host byte order (OB_IPV4(10, 0, 0, 1)).
+ *  - Addresses of either family are ob_addr_t (family OB_AF_INET or
+ *    OB_AF_INET6, port in host byte order, address bytes in network order),
+ *    taken and given by the *_addr calls, ob_stream_local and ob_stream_peer.
+ *    The older IPv4 calls take and give uint32_t in host byte order
+ *    (OB_IPV4(10, 0, 0, 1)); an IPv4 getter on an IPv6 address fails with
+ *    EAFNOSUPPORT.
  */
 
 
@@ -59,6 +65,16 @@
  * Returned by the `*_id` functions for a NULL handle (with `errno = EINVAL`).
  */
 #define OB_NO_ENDPOINT UINT32_MAX
+
+/**
+ * `ob_addr_t.family` of an IPv4 address (Linux's `AF_INET`).
+ */
+#define OB_AF_INET 2
+
+/**
+ * `ob_addr_t.family` of an IPv6 address (Linux's `AF_INET6`).
+ */
+#define OB_AF_INET6 10
 
 /**
  * Interest and readiness bit: data to read, a connection to accept, or end of stream.
@@ -187,6 +203,22 @@ typedef struct ob_attach_options_t {
 } ob_attach_options_t;
 
 /**
+ * A socket address of either family, as the family-neutral calls
+ * (`ob_connect_addr`, `ob_send_to_addr`, `ob_recv_from_addr`,
+ * `ob_stream_local`, ...) take and give it. `family` is `OB_AF_INET` (2)
+ * or `OB_AF_INET6` (10); `port` is in host byte order; `addr` holds the
+ * address bytes in network order (IPv4: the first 4, the rest ignored on
+ * input and zero on output); `scope_id` is an IPv6 link-local address's
+ * interface (0 otherwise).
+ */
+typedef struct ob_addr_t {
+  uint16_t family;
+  uint16_t port;
+  uint32_t scope_id;
+  uint8_t addr[16];
+} ob_addr_t;
+
+/**
  * Bytes the library copied for the application (`ob_send`, `ob_recv`,
  * `ob_send_to`, `ob_recv_from`); the zero-copy calls copy nothing.
  */
@@ -283,9 +315,17 @@ int ob_detach(struct ob_board_t *board);
 int ob_engine_alive(const struct ob_board_t *board);
 
 /**
- * The engine's IPv4 address in host byte order; 0 (errno EINVAL) for NULL.
+ * The engine's IPv4 address in host byte order; 0 with errno EINVAL for
+ * NULL, EAFNOSUPPORT for an engine whose address is IPv6 (see
+ * `ob_engine_address`).
  */
 uint32_t ob_engine_addr(const struct ob_board_t *board);
+
+/**
+ * The engine's address, of either family, into `*out` (port 0). Returns 0,
+ * or -1 with EINVAL for NULL.
+ */
+int ob_engine_address(const struct ob_board_t *board, struct ob_addr_t *out);
 
 /**
  * Copies the board's copy counters into `*out`. Returns 0 or -1 (EINVAL).
@@ -306,6 +346,15 @@ struct ob_listener_t *ob_listen(struct ob_board_t *board, uint16_t port, uint32_
  * (ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENOBUFS, ESHUTDOWN).
  */
 struct ob_stream_t *ob_connect(struct ob_board_t *board, uint32_t ipv4, uint16_t port);
+
+/**
+ * Connects to `*to` (either family) and waits for the handshake, as
+ * `ob_connect`. Returns NULL with errno on failure: as `ob_connect`, and
+ * EAFNOSUPPORT for a family the engine does not run (today's engines run
+ * IPv4 only) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
+ * `OB_AF_INET6`; EINVAL for NULL.
+ */
+struct ob_stream_t *ob_connect_addr(struct ob_board_t *board, const struct ob_addr_t *to);
 
 /**
  * A UDP socket on `port` of the engine's address (0: any free port).
@@ -463,15 +512,29 @@ ssize_t ob_readable_bytes(const struct ob_stream_t *s);
 
 /**
  * The stream's local address: `*ipv4` (host byte order) and `*port`, each
- * pointer may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+ * pointer may be NULL. Returns 0, or -1 with EINVAL for a NULL stream,
+ * EAFNOSUPPORT for an IPv6 stream (use `ob_stream_local`).
  */
 int ob_stream_local_addr(const struct ob_stream_t *s, uint32_t *ipv4, uint16_t *port);
 
 /**
  * The peer's address: `*ipv4` (host byte order) and `*port`, each pointer
- * may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+ * may be NULL. Returns 0, or -1 with EINVAL for a NULL stream,
+ * EAFNOSUPPORT for an IPv6 stream (use `ob_stream_peer`).
  */
 int ob_stream_peer_addr(const struct ob_stream_t *s, uint32_t *ipv4, uint16_t *port);
+
+/**
+ * The stream's local address, of either family, into `*out`. Returns 0, or
+ * -1 with EINVAL for NULL.
+ */
+int ob_stream_local(const struct ob_stream_t *s, struct ob_addr_t *out);
+
+/**
+ * The peer's address, of either family, into `*out`. Returns 0, or -1 with
+ * EINVAL for NULL.
+ */
+int ob_stream_peer(const struct ob_stream_t *s, struct ob_addr_t *out);
 
 /**
  * Sends `buf[0..len]` as one datagram to `ipv4:port` (host byte order).
@@ -480,15 +543,34 @@ int ob_stream_peer_addr(const struct ob_stream_t *s, uint32_t *ipv4, uint16_t *p
 ssize_t ob_send_to(struct ob_dgram_t *d, const void *buf, size_t len, uint32_t ipv4, uint16_t port);
 
 /**
+ * Sends `buf[0..len]` as one datagram to `*to` (either family). Returns the
+ * count sent, or -1 with errno (EAFNOSUPPORT for an `ob_addr_t.family`
+ * that is neither `OB_AF_INET` nor `OB_AF_INET6`; EINVAL for NULL).
+ */
+ssize_t ob_send_to_addr(struct ob_dgram_t *d,
+                        const void *buf,
+                        size_t len,
+                        const struct ob_addr_t *to);
+
+/**
  * Copies the next datagram into `buf` (at most `len` bytes) and its source
  * into `*from_ipv4` (host byte order) and `*from_port` (each may be NULL).
- * Returns its length, or -1 with errno (EAGAIN when non-blocking and none).
+ * Returns its length, or -1 with errno (EAGAIN when non-blocking and none;
+ * EAFNOSUPPORT when its source is IPv6 and a source pointer was given: the
+ * datagram is consumed — use `ob_recv_from_addr`).
  */
 ssize_t ob_recv_from(struct ob_dgram_t *d,
                      void *buf,
                      size_t len,
                      uint32_t *from_ipv4,
                      uint16_t *from_port);
+
+/**
+ * Copies the next datagram into `buf` (at most `len` bytes) and its source,
+ * of either family, into `*from` (may be NULL). Returns its length, or -1
+ * with errno (EAGAIN when non-blocking and none).
+ */
+ssize_t ob_recv_from_addr(struct ob_dgram_t *d, void *buf, size_t len, struct ob_addr_t *from);
 
 /**
  * Zero-copy send, step 1: sets `*buf`, `*len` to a board buffer for one
@@ -505,16 +587,36 @@ int ob_dgram_begin_put(struct ob_dgram_t *d, void **buf, size_t *len);
 int ob_dgram_end_put_to(struct ob_dgram_t *d, size_t n, uint32_t ipv4, uint16_t port);
 
 /**
+ * Zero-copy send, step 2: sends the first `n` bytes of the
+ * `ob_dgram_begin_put` buffer to `*to` (either family). Returns 0, or -1
+ * with errno (EAFNOSUPPORT for an unknown `ob_addr_t.family`, EINVAL for
+ * NULL; the buffer stays taken: retry, or give it back with `n` = 0 and a
+ * valid address).
+ */
+int ob_dgram_end_put_to_addr(struct ob_dgram_t *d, size_t n, const struct ob_addr_t *to);
+
+/**
  * Zero-copy receive, step 1: sets `*buf`, `*len` to the next datagram in
  * place and `*from_ipv4`, `*from_port` to its source (these two may be
  * NULL). It stays valid until `ob_dgram_end_get`. Returns 0, or -1 with
- * errno (EAGAIN when non-blocking and none).
+ * errno (EAGAIN when non-blocking and none; EAFNOSUPPORT when its source
+ * is IPv6 and a source pointer was given: the datagram is given back to the
+ * engine — use `ob_dgram_begin_get_addr`).
  */
 int ob_dgram_begin_get(struct ob_dgram_t *d,
                        const void **buf,
                        size_t *len,
                        uint32_t *from_ipv4,
                        uint16_t *from_port);
+
+/**
+ * Zero-copy receive, step 1, either family: as `ob_dgram_begin_get`, with
+ * the source into `*from` (may be NULL). Returns 0, or -1 with errno.
+ */
+int ob_dgram_begin_get_addr(struct ob_dgram_t *d,
+                            const void **buf,
+                            size_t *len,
+                            struct ob_addr_t *from);
 
 /**
  * Zero-copy receive, step 2: gives the datagram `ob_dgram_begin_get`

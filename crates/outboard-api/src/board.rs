@@ -6,13 +6,14 @@
 #![allow(clippy::disallowed_methods)] // The application's side waits on the real clock.
 
 use crate::{Datagram, Error, EventQueue, Listener, Result, Stream};
-use outboard_board::attach::{peer_gone, recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
-use outboard_board::layout::{flags, header, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, SLEEP_FUTEX, VERSION};
-use outboard_board::proto::{ev, op};
-use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, FreeList, MailboxConsumer, Mapping, Producer, SyncTable};
+use outboard_board::attach::{peer_gone, recv_record_prefix, send_record, version_refusal, AttachReply, AttachRequest, ATTACH_MAGIC, REPLY_COMMON_BYTES};
+use outboard_board::command::{Endpoint, SyncSlot};
+use outboard_board::layout::{flags, header, shard_control, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, SLEEP_FUTEX, VERSION};
+use outboard_board::proto::ev;
+use outboard_board::{BoardCommand, BoardLayout, BufRef, Command, Condition, Consumer, Event, FreeList, MailboxConsumer, Mapping, NetAddr, Producer, SyncTable};
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
@@ -61,6 +62,10 @@ pub struct CopyCounters {
     pub recv_copied: u64,
 }
 
+/// The shard that LISTEN, CONNECT and UDP_BIND go to: the home shard (a
+/// later change spreads them over the engine's shards).
+pub(crate) const HOME_SHARD: u32 = 0;
+
 /// How often a call checks that the engine's socket is still up.
 const LIVENESS_EVERY: Duration = Duration::from_millis(100);
 /// Longest single futex sleep (so engine death is noticed within a second).
@@ -90,6 +95,9 @@ pub struct Edges {
 #[derive(Default)]
 pub(crate) struct EpLocal {
     pub open: bool,
+    /// The shard that owns the endpoint (its commands go to that shard's
+    /// ring), from its status record when it opened.
+    pub shard: u32,
     pub rx_consumed: u64,
     pub tx_produced: u64,
     pub accepts: VecDeque<u32>,
@@ -120,8 +128,9 @@ pub(crate) struct Inner {
     sock: UnixStream,
     pub map: Arc<Mapping>,
     pub layout: BoardLayout,
-    cmds: Producer<Command>,
-    events: Consumer<Event>,
+    /// One command ring and one event ring per shard of the engine (index = shard).
+    cmds: Vec<Producer<Command>>,
+    events: Vec<Consumer<Event>>,
     cond: Condition,
     syncs: SyncTable,
     doorbell: OwnedFd,
@@ -137,8 +146,9 @@ pub(crate) struct Inner {
     /// CPU the application is there to save.
     spin_score: u8,
     sleeps: u32,
-    pub engine_addr: Ipv4Addr,
-    pub net_prefix: u8, pub net_gateway: u32,
+    pub engine_addr: IpAddr,
+    pub net_prefix: u8,
+    pub net_gateway: Option<IpAddr>,
     pub mode: Mode,
     spin: Duration,
     pub copies: CopyCounters,
@@ -174,9 +184,15 @@ impl Board {
         let req = AttachRequest { magic: ATTACH_MAGIC, version: VERSION, pid: std::process::id(), _pad: 0, params: opts.params };
         let fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().collect();
         send_record(&sock, &req, &fds).map_err(|e| attach_err("sending the request", e))?;
-        let (reply, mut fds) = recv_record::<AttachReply>(&sock).map_err(|e| attach_err("reading the reply", e))?;
+        // A reply as short as the part every layout version shares is read:
+        // an engine of another version still says why it refused.
+        let (reply, got, mut fds) =
+            recv_record_prefix::<AttachReply>(&sock, REPLY_COMMON_BYTES).map_err(|e| attach_err("reading the reply", e))?;
         if reply.magic != ATTACH_MAGIC {
             return Err(Error::Attach("the engine answered with a bad magic number".into()));
+        }
+        if let Some(why) = version_mismatch(&reply, got) {
+            return Err(Error::Attach(why));
         }
         if reply.status != 0 {
             return Err(Error::Attach(format!(
@@ -200,13 +216,21 @@ impl Board {
         if map.read::<u64>(header::MAGIC) != MAGIC {
             return Err(Error::Attach("the board has no magic number".into()));
         }
+        let engine_addr = reply
+            .engine_addr
+            .to_socket_addr()
+            .map_err(|e| Error::Attach(format!("the engine's address: {e}")))?
+            .ip();
+        let net_gateway =
+            reply.gateway.to_option().map_err(|e| Error::Attach(format!("the engine's gateway: {e}")))?.map(|g| g.ip());
+        let prefix_max = if engine_addr.is_ipv4() { 32 } else { 128 };
         sock.set_read_timeout(None).map_err(|e| attach_err("socket", e))?;
         let p = layout.params;
         let tx_class = &layout.arena.classes[CLASS_DGRAM_TX as usize];
         let dgram_tx = FreeList::new((0..tx_class.count).rev().map(|index| BufRef { class: CLASS_DGRAM_TX, index }));
         let inner = Inner {
-            cmds: Producer::new(map.clone(), layout.command_ring, p.command_capacity),
-            events: Consumer::new(map.clone(), layout.event_ring, p.event_capacity),
+            cmds: layout.shards.iter().map(|s| Producer::new(map.clone(), s.command_ring, p.command_capacity)).collect(),
+            events: layout.shards.iter().map(|s| Consumer::new(map.clone(), s.event_ring, p.event_capacity)).collect(),
             cond: Condition::new(map.clone(), header::EVENT_CONDITION),
             syncs: SyncTable::new(map.clone(), layout.syncs, p.syncs),
             eps: (0..p.endpoints).map(|_| EpLocal::default()).collect(),
@@ -217,8 +241,9 @@ impl Board {
             alive_calls: 0,
             spin_score: 4,
             sleeps: 0,
-            engine_addr: Ipv4Addr::from(reply.engine_addr),
-            net_prefix: reply.prefix_len.min(32), net_gateway: reply.gateway,
+            engine_addr,
+            net_prefix: reply.prefix_len.min(prefix_max),
+            net_gateway,
             mode: opts.mode,
             spin: opts.spin,
             copies: CopyCounters::default(),
@@ -236,20 +261,24 @@ impl Board {
 
     /// Listens on `port` of the engine's address.
     pub fn listen(&self, port: u16, backlog: u32) -> Result<Listener> {
-        let ep = self.request(op::LISTEN, u64::from(port), u64::from(backlog), None)?;
+        // Port 0 goes to the engine as it is (it answers EINVAL).
+        let ep = self.request(|sync| BoardCommand::Listen { sync, port: Some(port).filter(|p| *p != 0), backlog }, None)?;
         self.open_ep(ep);
         Ok(Listener { board: self.clone(), id: ep })
     }
     /// Connects; waits for the handshake (blocking or polling as the board's
-    /// mode says; a non-blocking board waits too, sleeping).
-    pub fn connect(&self, addr: SocketAddrV4) -> Result<Stream> {
-        let ep = self.request(op::CONNECT, u64::from(u32::from(*addr.ip())), u64::from(addr.port()), None)?;
+    /// mode says; a non-blocking board waits too, sleeping). Either family:
+    /// the engine answers a family it does not run with
+    /// `Error::AddrFamily` (EAFNOSUPPORT; today's engines run IPv4 only).
+    pub fn connect(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
+        let to = addr.into();
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
     /// A datagram socket on `port` (0: any).
     pub fn bind_udp(&self, port: u16) -> Result<Datagram> {
-        let ep = self.request(op::UDP_BIND, u64::from(port), 0, None)?;
+        let ep = self.request(|sync| BoardCommand::UdpBind { sync, port }, None)?;
         self.open_ep(ep);
         {
             let mut b = self.inner.borrow_mut();
@@ -264,8 +293,9 @@ impl Board {
     pub fn event_queue(&self) -> EventQueue {
         EventQueue { board: self.clone() }
     }
-    /// The engine's address.
-    pub fn engine_addr(&self) -> Ipv4Addr {
+    /// The engine's address (IPv4 on today's engines; match on it, or use
+    /// [`crate::EngineNet::serves`], rather than assume a family).
+    pub fn engine_addr(&self) -> IpAddr {
         self.inner.borrow().engine_addr
     }
     pub fn copy_counters(&self) -> CopyCounters {
@@ -293,8 +323,12 @@ impl Board {
 
     /// For the hostile-application tests only: queue an arbitrary command.
     #[doc(hidden)]
+    /// It goes to the ring of the shard of `c.endpoint` (the home shard when
+    /// that is out of range).
     pub fn __raw_command_for_tests(&self, c: outboard_board::Command) -> Result<()> {
-        self.inner.borrow_mut().command(c)
+        let mut i = self.inner.borrow_mut();
+        let shard = if c.endpoint < i.layout.params.endpoints { i.ep_shard(c.endpoint) } else { HOME_SHARD };
+        i.put_command(shard, c)
     }
 
     /// The board's news word and futex, as a handle other threads may hold:
@@ -367,12 +401,12 @@ impl Board {
     }
     /// Starts a connect without waiting for the handshake (non-blocking
     /// sockets): poll the result with [`PendingConnect::poll`].
-    pub fn connect_start(&self, addr: SocketAddrV4) -> Result<PendingConnect> {
+    pub fn connect_start(&self, addr: impl Into<SocketAddr>) -> Result<PendingConnect> {
+        let to = addr.into();
         let mut i = self.inner.borrow_mut();
         i.check_alive()?;
         let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
-        let cmd = Command { op: op::CONNECT, sync: slot, a: u64::from(u32::from(*addr.ip())), b: u64::from(addr.port()), ..Default::default() };
-        if let Err(e) = i.command(cmd) {
+        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to }) {
             let _ = i.syncs.cancel(slot);
             return Err(e);
         }
@@ -383,13 +417,14 @@ impl Board {
         self.inner.borrow_mut().open_ep(ep);
     }
 
-    /// Sends a command that completes a sync, and waits for the result.
-    fn request(&self, code: u32, a: u64, b: u64, mode: Option<Mode>) -> Result<u32> {
+    /// Sends a command that completes a sync (`cmd` builds it for the slot
+    /// taken), and waits for the result.
+    fn request(&self, cmd: impl FnOnce(SyncSlot) -> BoardCommand, mode: Option<Mode>) -> Result<u32> {
         let slot = {
             let mut i = self.inner.borrow_mut();
             i.check_alive()?;
             let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
-            i.command(Command { op: code, sync: slot, a, b, ..Default::default() })?;
+            i.command(cmd(SyncSlot(slot)))?;
             slot
         };
         let mode = match mode.unwrap_or(self.inner.borrow().mode) {
@@ -585,7 +620,7 @@ impl Drop for PendingConnect {
         if let outboard_board::sync::CancelOutcome::AlreadyDone(v) = i.syncs.cancel(slot) {
             i.free_syncs.push(slot);
             if v >= 0 && (v as u64) < u64::from(i.layout.params.endpoints) {
-                let _ = i.command(Command { op: op::ABORT, endpoint: v as u32, ..Default::default() });
+                let _ = i.command(BoardCommand::Abort { ep: Endpoint(v as u32) });
             }
         }
     }
@@ -626,13 +661,60 @@ impl Inner {
         None
     }
 
-    /// Queues a command and rings the doorbell if the engine sleeps. Waits
-    /// (spinning, then yielding) while the command ring is full.
-    pub fn command(&mut self, c: Command) -> Result<()> {
+    /// The shard that owns endpoint `ep` (in range): the one its status
+    /// record named when it opened; for an endpoint not open here, the
+    /// shard whose ids it is in (`layout.shard_of`).
+    pub fn ep_shard(&self, ep: u32) -> u32 {
+        match self.eps.get(ep as usize) {
+            Some(e) if e.open => e.shard,
+            _ => self.layout.shard_of(ep),
+        }
+    }
+
+    /// The shard whose ring `c` goes to: the endpoint's shard, or the home
+    /// shard for commands that create an endpoint. (DETACH goes to every
+    /// shard: see `command`; UDP_RELEASE names no endpoint: the datagram
+    /// socket sends it with `put_command` to its own shard.)
+    fn route(&self, c: &BoardCommand) -> u32 {
+        match *c {
+            BoardCommand::Listen { .. } | BoardCommand::Connect { .. } | BoardCommand::UdpBind { .. } => HOME_SHARD,
+            BoardCommand::Push { ep, .. }
+            | BoardCommand::Consumed { ep, .. }
+            | BoardCommand::Shutdown { ep }
+            | BoardCommand::Close { ep }
+            | BoardCommand::Abort { ep }
+            | BoardCommand::UdpSend { ep, .. }
+            | BoardCommand::SetOption { ep, .. } => self.ep_shard(ep.0),
+            BoardCommand::UdpRelease { .. } | BoardCommand::Detach => HOME_SHARD,
+        }
+    }
+
+    /// Queues a command in its shard's ring (DETACH: in every shard's) and
+    /// rings that shard's doorbell if it sleeps.
+    pub fn command(&mut self, c: BoardCommand) -> Result<()> {
+        if c == BoardCommand::Detach {
+            let rec = c.encode();
+            let mut first_err = None;
+            for shard in 0..self.cmds.len() as u32 {
+                if let Err(e) = self.put_command(shard, rec) {
+                    first_err.get_or_insert(e);
+                }
+            }
+            return first_err.map_or(Ok(()), Err);
+        }
+        let shard = self.route(&c);
+        self.put_command(shard, c.encode())
+    }
+
+    /// Queues a command record in shard `shard`'s ring and rings that
+    /// shard's doorbell if it sleeps. Waits (spinning, then yielding) while
+    /// the ring is full.
+    pub fn put_command(&mut self, shard: u32, c: Command) -> Result<()> {
         self.check_alive()?;
+        let s = (shard as usize).min(self.cmds.len() - 1);
         let start = Instant::now();
         loop {
-            match self.cmds.put(c) {
+            match self.cmds[s].put(c) {
                 Ok(true) => break,
                 Ok(false) => {
                     if let Some(d) = self.driver.clone() {
@@ -656,13 +738,14 @@ impl Inner {
             d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
             return Ok(());
         }
-        // The engine sets ENGINE_SLEEPING and then re-checks the ring (SeqCst);
-        // we published and then check the flag: one of us sees the other.
+        // The shard sets its ENGINE_SLEEPING and then re-checks its ring
+        // (SeqCst); we published and then check the flag: one of us sees the other.
         std::sync::atomic::fence(Ordering::SeqCst);
-        match self.map.atomic_u32(header::ENGINE_SLEEPING).load(Ordering::SeqCst) {
+        let shard = s as u32;
+        match self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_SLEEPING)).load(Ordering::SeqCst) {
             0 => {}
             SLEEP_FUTEX => {
-                let w = self.map.atomic_u32(header::ENGINE_DOORBELL);
+                let w = self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_DOORBELL));
                 w.fetch_add(1, Ordering::SeqCst);
                 outboard_board::futex::wake(w, 1);
             }
@@ -679,14 +762,25 @@ impl Inner {
     /// (still on `changed` if it was: one entry per id keeps it bounded).
     pub(crate) fn open_ep(&mut self, ep: u32) {
         let mode = self.mode;
+        // The engine wrote the record before it published the id. A shard
+        // out of range (never, from a sound engine) falls back to the id's.
+        let named = self.status_u32(ep, status::SHARD);
+        let shard = if named < self.layout.params.shards { named } else { self.layout.shard_of(ep) };
         let e = &mut self.eps[ep as usize];
-        *e = EpLocal { open: true, mode: Some(mode), in_changed: e.in_changed, ..Default::default() };
+        *e = EpLocal { open: true, shard, mode: Some(mode), in_changed: e.in_changed, ..Default::default() };
     }
 
-    /// Drains the event ring into the endpoints' state. O(1) per event.
+    /// Drains every shard's event ring into the endpoints' state. O(1) per event.
     pub fn pump(&mut self) -> Result<()> {
+        for shard in 0..self.events.len() {
+            self.pump_shard(shard)?;
+        }
+        Ok(())
+    }
+
+    fn pump_shard(&mut self, shard: usize) -> Result<()> {
         loop {
-            let e = match self.events.get() {
+            let e = match self.events[shard].get() {
                 Ok(Some(e)) => e,
                 Ok(None) => return Ok(()),
                 Err(_) => {
@@ -754,9 +848,11 @@ impl Inner {
         let ok = |(o, s): (u64, u64)| s > 0 && o.checked_add(s).is_some_and(|e| e <= self.map.len() as u64);
         (ok(r) && ok(t)).then_some(((r.0 as usize, r.1 as usize), (t.0 as usize, t.1 as usize)))
     }
-    pub fn addr(&self, ep: u32, field: usize) -> SocketAddrV4 {
-        let w = self.status_u64(ep, field);
-        SocketAddrV4::new(Ipv4Addr::from((w >> 16) as u32), w as u16)
+    /// The address at `field` (`status::LOCAL` / `status::REMOTE`) of an
+    /// endpoint's status record; `None` while the record holds none (or
+    /// garbage: the application trusts the engine, but does not crash on it).
+    pub fn addr(&self, ep: u32, field: usize) -> Option<SocketAddr> {
+        self.map.read::<NetAddr>(self.layout.endpoint_status(ep) + field).to_socket_addr().ok()
     }
     pub fn peer_closed(&self, ep: u32) -> bool {
         self.flags(ep) & flags::PEER_CLOSED != 0
@@ -768,8 +864,37 @@ impl Drop for Inner {
         // Say so, then close the socket: the engine closes what is left
         // gracefully (a process that dies without this gets resets).
         if !self.gone {
-            let _ = self.command(Command { op: op::DETACH, ..Default::default() });
+            let _ = self.command(BoardCommand::Detach);
         }
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 }
+
+/// Why the engine's reply shows it speaks another board layout version, or
+/// `None` when it speaks ours. `got` is how many bytes of the reply came: an
+/// engine of layout version 2 answers with 72 bytes (its IPv4 address where
+/// `version` is now), older ones with no more than that.
+fn version_mismatch(reply: &AttachReply, got: usize) -> Option<String> {
+    const V2_REPLY_BYTES: usize = 72;
+    let refused = matches!(reply.status as i32, libc::EPROTONOSUPPORT | libc::EPROTO);
+    let whole = got >= std::mem::size_of::<AttachReply>();
+    if !refused && whole && reply.version == VERSION {
+        return None;
+    }
+    let version_came = got >= std::mem::offset_of!(AttachReply, version) + 4;
+    Some(if got == V2_REPLY_BYTES {
+        version_refusal(2, VERSION)
+    } else if version_came && reply.version == VERSION && !refused {
+        format!("the engine's attach reply was cut short ({got} of {} bytes)", std::mem::size_of::<AttachReply>())
+    } else if !version_came || reply.version == 0 {
+        format!(
+            "an engine of an earlier board layout version (2 or older) refused this application of version {VERSION}: \
+             rebuild the application against the engine's outboard (or run an engine of layout version {VERSION})"
+        )
+    } else {
+        version_refusal(reply.version, VERSION)
+    })
+}
+
+#[cfg(test)]
+mod tests;

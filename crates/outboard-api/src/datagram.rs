@@ -1,14 +1,15 @@
 //! Datagrams: received ones are messages in the socket's mailbox (a buffer
-//! the engine filled, lent to us until `end_get` gives it back); sent ones
+//! the engine filled, lent to us until `end_get` gives it back: its source
+//! address in the first `layout::DGRAM_HEADER` bytes, then the payload); sent ones
 //! are written into one of our send buffers and handed to the engine, which
 //! copies it into a frame and hands the buffer back (`BUF_RETURN`).
 
 use crate::board::{Board, Mode};
 use crate::{EndpointId, Error, Result};
-use outboard_board::layout::status;
-use outboard_board::proto::op;
-use outboard_board::Command;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use outboard_board::command::Endpoint;
+use outboard_board::layout::{status, DGRAM_HEADER};
+use outboard_board::{BoardCommand, Descriptor, NetAddr};
+use std::net::SocketAddr;
 
 /// A UDP socket through the engine. Received datagrams are messages in the
 /// socket's mailbox (read in place with `begin_get`/`end_get`); sent ones
@@ -30,9 +31,12 @@ impl Datagram {
         self.board.inner.borrow_mut().eps[self.id as usize].mode = Some(mode);
     }
     pub fn local_port(&self) -> u16 {
-        self.board.inner.borrow().addr(self.id, status::LOCAL).port()
+        self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }
-    pub fn send_to(&mut self, data: &[u8], to: SocketAddrV4) -> Result<usize> {
+    /// Sends one datagram to `to` (either family: the engine drops one of a
+    /// family it does not run).
+    pub fn send_to(&mut self, data: &[u8], to: impl Into<SocketAddr>) -> Result<usize> {
+        let to = to.into();
         let buf = self.begin_put()?;
         if data.len() > buf.len() {
             let _ = self.end_put_to(0, to);
@@ -43,7 +47,7 @@ impl Datagram {
         self.end_put_to(data.len(), to)?;
         Ok(data.len())
     }
-    pub fn recv_from(&mut self, buf: &mut [u8]) -> Result<(usize, SocketAddrV4)> {
+    pub fn recv_from(&mut self, buf: &mut [u8]) -> Result<(usize, SocketAddr)> {
         let (n, from) = {
             let (msg, from) = self.begin_get()?;
             let n = msg.len().min(buf.len());
@@ -75,7 +79,8 @@ impl Datagram {
         Ok(unsafe { std::slice::from_raw_parts_mut(map.as_ptr().add(off), size) })
     }
     /// Sends the first `n` bytes of the `begin_put` buffer to `to` (n = 0 gives the buffer back unsent).
-    pub fn end_put_to(&mut self, n: usize, to: SocketAddrV4) -> Result<()> {
+    pub fn end_put_to(&mut self, n: usize, to: impl Into<SocketAddr>) -> Result<()> {
+        let to = to.into();
         let mut i = self.board.inner.borrow_mut();
         let b = i.eps[self.id as usize].put_buf.take().ok_or(Error::Invalid("end_put_to without begin_put"))?;
         let (off, size) = (i.layout.arena.offset_of(b), i.layout.arena.size_of(b));
@@ -87,18 +92,10 @@ impl Datagram {
             i.dgram_tx.free(b);
             return Err(Error::Errno(libc::EMSGSIZE));
         }
-        i.command(Command {
-            op: op::UDP_SEND,
-            endpoint: self.id,
-            a: off as u64,
-            b: n as u64,
-            c: u64::from(u32::from(*to.ip())),
-            d: u64::from(to.port()),
-            ..Default::default()
-        })
+        i.command(BoardCommand::UdpSend { ep: Endpoint(self.id), offset: off as u64, len: n as u64, to })
     }
     /// The next datagram in place, and its source.
-    pub fn begin_get(&mut self) -> Result<(&[u8], SocketAddrV4)> {
+    pub fn begin_get(&mut self) -> Result<(&[u8], SocketAddr)> {
         let mut err = None;
         let id = self.id as usize;
         self.board.wait(self.mode(), None, |i| {
@@ -123,15 +120,14 @@ impl Datagram {
         }
         let i = self.board.inner.borrow();
         let d = i.eps[id].held.ok_or(Error::WouldBlock)?;
-        if i.layout.arena.locate(u64::from(d.offset), u64::from(d.len)).is_none() {
-            return Err(Error::Invalid("the engine posted a datagram outside the board"));
-        }
+        let (payload, len) = received(&i.layout.arena, d)?;
+        let from = i.map.read::<NetAddr>(d.offset as usize).to_socket_addr();
         let map = i.map.clone();
         drop(i);
-        let from = SocketAddrV4::new(Ipv4Addr::from(d.aux), d.tag as u16);
-        // SAFETY: checked to lie in one arena buffer inside the mapping; the
-        // engine lent it to us until `end_get`.
-        let msg = unsafe { std::slice::from_raw_parts(map.as_ptr().add(d.offset as usize), d.len as usize) };
+        let from = from.map_err(|_| Error::Invalid("the engine posted a datagram without a source address"))?;
+        // SAFETY: checked by `received` to lie in one arena buffer inside the
+        // mapping; the engine lent it to us until `end_get`.
+        let msg = unsafe { std::slice::from_raw_parts(map.as_ptr().add(payload), len) };
         Ok((msg, from))
     }
     /// Gives the datagram `begin_get` returned back to the engine.
@@ -142,7 +138,9 @@ impl Datagram {
         if let Some(m) = i.eps[id].mailbox.as_mut() {
             m.end_get();
         }
-        i.command(Command { op: op::UDP_RELEASE, endpoint: self.id, a: u64::from(d.offset), ..Default::default() })
+        // The buffer's start, to the shard that lent it (the socket's).
+        let shard = i.ep_shard(self.id);
+        i.put_command(shard, BoardCommand::UdpRelease { offset: u64::from(d.offset) }.encode())
     }
 }
 
@@ -150,7 +148,17 @@ impl Drop for Datagram {
     fn drop(&mut self) {
         if let Ok(mut i) = self.board.inner.try_borrow_mut() {
             i.eps[self.id as usize].open = false;
-            let _ = i.command(Command { op: op::CLOSE, endpoint: self.id, ..Default::default() });
+            let _ = i.command(BoardCommand::Close { ep: Endpoint(self.id) });
         }
     }
+}
+
+/// Where a received datagram's payload is (board offset, length): after its
+/// source address, the whole of both inside one arena buffer.
+fn received(arena: &outboard_board::ArenaLayout, d: Descriptor) -> Result<(usize, usize)> {
+    let whole = DGRAM_HEADER as u64 + u64::from(d.len);
+    if arena.locate(u64::from(d.offset), whole).is_none() {
+        return Err(Error::Invalid("the engine posted a datagram outside the board"));
+    }
+    Ok((d.offset as usize + DGRAM_HEADER, d.len as usize))
 }

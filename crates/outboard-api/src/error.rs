@@ -15,6 +15,8 @@ pub enum Error {
     AddrInUse,
     /// No route / host unreachable.
     Unreachable,
+    /// An address of a family the engine does not run (today: IPv6).
+    AddrFamily,
     /// The stream was shut down for writing, or the endpoint is closed.
     Closed,
     /// The board has no free endpoint, sync or buffer.
@@ -37,6 +39,7 @@ impl Error {
             Error::TimedOut => libc::ETIMEDOUT,
             Error::AddrInUse => libc::EADDRINUSE,
             Error::Unreachable => libc::EHOSTUNREACH,
+            Error::AddrFamily => libc::EAFNOSUPPORT,
             Error::Closed => libc::EPIPE,
             Error::NoResources(_) => libc::ENOBUFS,
             Error::Invalid(_) => libc::EINVAL,
@@ -52,6 +55,7 @@ impl Error {
             libc::ETIMEDOUT => Error::TimedOut,
             libc::EADDRINUSE => Error::AddrInUse,
             libc::EHOSTUNREACH | libc::ENETUNREACH => Error::Unreachable,
+            libc::EAFNOSUPPORT => Error::AddrFamily,
             libc::EPIPE => Error::Closed,
             other => Error::Errno(other),
         }
@@ -68,6 +72,7 @@ impl fmt::Display for Error {
             Error::TimedOut => write!(f, "connection timed out"),
             Error::AddrInUse => write!(f, "address in use"),
             Error::Unreachable => write!(f, "no route to host"),
+            Error::AddrFamily => write!(f, "address family not supported by the engine"),
             Error::Closed => write!(f, "endpoint closed for writing"),
             Error::NoResources(what) => write!(f, "the board has no free {what}"),
             Error::Invalid(why) => write!(f, "invalid call: {why}"),
@@ -78,3 +83,18 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_map_both_ways() {
+        for e in [libc::ECONNREFUSED, libc::ECONNRESET, libc::ETIMEDOUT, libc::EADDRINUSE, libc::EHOSTUNREACH, libc::EAFNOSUPPORT, libc::EPIPE] {
+            assert_eq!(Error::from_errno(e).errno(), e);
+        }
+        // An IPv6 destination: the engine answers EAFNOSUPPORT.
+        assert!(matches!(Error::from_errno(libc::EAFNOSUPPORT), Error::AddrFamily));
+        assert!(matches!(Error::from_errno(libc::EMSGSIZE), Error::Errno(libc::EMSGSIZE)));
+    }
+}

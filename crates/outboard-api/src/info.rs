@@ -4,9 +4,10 @@
 
 use crate::{Board, Error, Result, Stream};
 use outboard_board::layout::{header, status, tcp_info};
-use outboard_board::proto::{op, opt};
-use outboard_board::Command;
-use std::net::Ipv4Addr;
+use outboard_board::command::{Endpoint, KeepAlive, StreamOption};
+use outboard_board::proto::opt;
+use outboard_board::BoardCommand;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -72,26 +73,20 @@ impl Stream {
     /// outside 1 ms ..= 2^31 ms (sub-millisecond times round up) or probes
     /// outside 1..=127.
     pub fn set_keepalive(&mut self, ka: Option<(Duration, Duration, u32)>) -> Result<()> {
-        let (b, c, d, e) = match ka {
-            None => (0, 0, 0, 0),
+        let option = StreamOption::KeepAlive(match ka {
+            None => None,
             Some((idle, interval, probes)) => {
                 if !(1..=opt::KEEPALIVE_MAX_PROBES).contains(&u64::from(probes)) {
                     return Err(Error::Invalid("keep-alive probes must be 1..=127"));
                 }
-                (1, keepalive_ms(idle)?, keepalive_ms(interval)?, u64::from(probes))
+                // Whole milliseconds, rounded up here: the record carries milliseconds.
+                let idle = Duration::from_millis(keepalive_ms(idle)?);
+                let interval = Duration::from_millis(keepalive_ms(interval)?);
+                Some(KeepAlive { idle, interval, probes })
             }
-        };
+        });
         let mut i = self.board.inner.borrow_mut();
-        i.command(Command {
-            op: op::SET_OPTION,
-            endpoint: self.id,
-            a: opt::KEEPALIVE,
-            b,
-            c,
-            d,
-            e,
-            ..Default::default()
-        })
+        i.command(BoardCommand::SetOption { ep: Endpoint(self.id), option })
     }
 
     /// The stream's `TCP_INFO` as the engine last published it (each word
@@ -128,27 +123,41 @@ impl Stream {
     }
 }
 
-/// The engine's place on its network, from the attach reply.
+/// The engine's place on its network, from the attach reply. Addresses are
+/// family-neutral (`IpAddr`); today's engines run IPv4 only, and
+/// [`EngineNet::serves`] says so for IPv6 destinations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineNet {
-    pub addr: Ipv4Addr,
-    /// 0..=32.
+    pub addr: IpAddr,
+    /// 0..=32 for an IPv4 engine (0..=128 for IPv6).
     pub prefix_len: u8,
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Option<IpAddr>,
 }
 
 impl EngineNet {
-    fn mask(&self) -> u32 {
+    fn mask_v4(&self) -> u32 {
         match self.prefix_len {
             0 => 0,
             p => u32::MAX << (32 - u32::from(p.min(32))),
         }
     }
 
-    /// Whether `dst` is on the engine's subnet.
-    pub fn on_link(&self, dst: Ipv4Addr) -> bool {
-        let m = self.mask();
-        u32::from(dst) & m == u32::from(self.addr) & m
+    /// Whether `dst` is on the engine's subnet (of the same family as the engine's address).
+    pub fn on_link(&self, dst: impl Into<IpAddr>) -> bool {
+        match (self.addr, dst.into()) {
+            (IpAddr::V4(a), IpAddr::V4(d)) => {
+                let m = self.mask_v4();
+                u32::from(d) & m == u32::from(a) & m
+            }
+            (IpAddr::V6(a), IpAddr::V6(d)) => {
+                let m = match self.prefix_len.min(128) {
+                    0 => 0,
+                    p => u128::MAX << (128 - u32::from(p)),
+                };
+                u128::from(d) & m == u128::from(a) & m
+            }
+            _ => false,
+        }
     }
 
     /// Whether a connection or datagram to `dst` goes through the engine:
@@ -156,13 +165,16 @@ impl EngineNet {
     /// address when it has a gateway. Never 0.0.0.0, broadcast (limited,
     /// or the subnet's own), loopback or multicast; never a link-local
     /// address off the subnet (RFC 3927 §2.6.2: routers do not forward them).
-    pub fn serves(&self, dst: Ipv4Addr) -> bool {
+    /// IPv6 destinations: never, until the engine runs IPv6 (an
+    /// IPv4-mapped one is for the caller to unwrap first).
+    pub fn serves(&self, dst: impl Into<IpAddr>) -> bool {
+        let (IpAddr::V4(dst), IpAddr::V4(_)) = (dst.into(), self.addr) else { return false };
         if dst.is_unspecified() || dst.is_broadcast() || dst.is_loopback() || dst.is_multicast() {
             return false;
         }
         if self.on_link(dst) {
             // The subnet's directed broadcast (RFC 919), where the subnet has one (RFC 3021: /31 has none).
-            let m = self.mask();
+            let m = self.mask_v4();
             return self.prefix_len >= 31 || u32::from(dst) | m != u32::MAX;
         }
         // 240.0.0.0/4 is reserved (RFC 1112 §4): nothing routes it.
@@ -175,11 +187,7 @@ impl Board {
     /// The engine's address, subnet and gateway: which destinations it serves.
     pub fn engine_net(&self) -> EngineNet {
         let i = self.inner.borrow();
-        EngineNet {
-            addr: i.engine_addr,
-            prefix_len: i.net_prefix.min(32),
-            gateway: (i.net_gateway != 0).then(|| Ipv4Addr::from(i.net_gateway)),
-        }
+        EngineNet { addr: i.engine_addr, prefix_len: i.net_prefix, gateway: i.net_gateway }
     }
 
     /// Adds `n` to the application counter `slot` (`app_counter::*`; slots
@@ -201,9 +209,10 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     fn net(prefix_len: u8, gateway: Option<[u8; 4]>) -> EngineNet {
-        EngineNet { addr: Ipv4Addr::new(10, 0, 0, 1), prefix_len, gateway: gateway.map(Ipv4Addr::from) }
+        EngineNet { addr: Ipv4Addr::new(10, 0, 0, 1).into(), prefix_len, gateway: gateway.map(|g| Ipv4Addr::from(g).into()) }
     }
 
     #[test]
@@ -229,6 +238,25 @@ mod tests {
         assert!(!net(32, None).serves(Ipv4Addr::new(10, 0, 0, 2)));
         // /0 with no gateway: everything is on link.
         assert!(net(0, None).serves(Ipv4Addr::new(8, 8, 8, 8)));
+    }
+
+    #[test]
+    fn ipv6_destinations_are_not_served_until_the_engine_runs_ipv6() {
+        let g = net(0, Some([10, 0, 0, 254]));
+        for v6 in ["2001:db8::1", "::ffff:10.0.0.2", "::1", "fe80::1"] {
+            let d: std::net::Ipv6Addr = v6.parse().unwrap();
+            assert!(!g.serves(d), "{v6}");
+            assert!(!g.serves(IpAddr::V6(d)), "{v6}");
+            assert!(!g.on_link(d), "{v6}");
+        }
+        // Family-neutral callers pass `IpAddr`; IPv4 ones still pass `Ipv4Addr`.
+        assert!(g.serves(IpAddr::V4(Ipv4Addr::new(8, 8, 8, 8))));
+        // An IPv6 engine's subnet (for when it runs IPv6): on-link by prefix.
+        let v6 = EngineNet { addr: "2001:db8::1".parse::<IpAddr>().unwrap(), prefix_len: 64, gateway: None };
+        assert!(v6.on_link("2001:db8::2".parse::<IpAddr>().unwrap()));
+        assert!(!v6.on_link("2001:db9::2".parse::<IpAddr>().unwrap()));
+        assert!(!v6.on_link(Ipv4Addr::new(10, 0, 0, 1)));
+        assert!(!v6.serves(Ipv4Addr::new(10, 0, 0, 1)), "an IPv6 engine does not serve IPv4");
     }
 
     #[test]

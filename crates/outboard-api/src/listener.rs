@@ -1,8 +1,8 @@
 use crate::board::{Board, Mode};
 use crate::{EndpointId, Error, Result, Stream};
+use outboard_board::command::Endpoint;
 use outboard_board::layout::status;
-use outboard_board::proto::op;
-use outboard_board::Command;
+use outboard_board::BoardCommand;
 
 /// A listening TCP port on the engine's address. The engine accepts
 /// connections into the listener's backlog by itself (while the board has
@@ -40,7 +40,7 @@ impl Listener {
         Ok(Stream::new(self.board.clone(), ep))
     }
     pub fn local_port(&self) -> u16 {
-        self.board.inner.borrow().addr(self.id, status::LOCAL).port()
+        self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }
 }
 
@@ -48,7 +48,7 @@ impl Drop for Listener {
     fn drop(&mut self) {
         if let Ok(mut i) = self.board.inner.try_borrow_mut() {
             i.eps[self.id as usize].open = false;
-            let _ = i.command(Command { op: op::CLOSE, endpoint: self.id, ..Default::default() });
+            let _ = i.command(BoardCommand::Close { ep: Endpoint(self.id) });
         }
     }
 }

@@ -6,10 +6,14 @@
 
 use crate::board::{Board, Inner, Mode};
 use crate::{EndpointId, Error, Result};
+use outboard_board::command::{Endpoint, StreamOption};
 use outboard_board::layout::status;
-use outboard_board::proto::{op, opt};
-use outboard_board::Command;
-use std::net::SocketAddrV4;
+use outboard_board::BoardCommand;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+/// What an address getter gives when the status record holds no address
+/// (as a v2 board's zero words read: `0.0.0.0:0`).
+pub(crate) const NO_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
 
 /// A TCP stream through the engine. Its bytes live in two regions of the
 /// board: the engine writes received bytes into one (read them in place with
@@ -109,14 +113,14 @@ impl Stream {
         let ep = &mut i.eps[self.id as usize];
         ep.tx_produced += n as u64;
         let total = ep.tx_produced;
-        i.command(Command { op: op::PUSH, endpoint: self.id, a: total, ..Default::default() })
+        i.command(BoardCommand::Push { ep: Endpoint(self.id), written: total })
     }
 
     fn consumed(&self, i: &mut Inner, n: usize) -> Result<()> {
         let ep = &mut i.eps[self.id as usize];
         ep.rx_consumed += n as u64;
         let total = ep.rx_consumed;
-        i.command(Command { op: op::CONSUMED, endpoint: self.id, a: total, ..Default::default() })
+        i.command(BoardCommand::Consumed { ep: Endpoint(self.id), read: total })
     }
 
     /// Copies as much of `data` as fits now (at least 1 byte unless non-blocking).
@@ -297,17 +301,20 @@ impl Stream {
             return Ok(());
         }
         i.eps[self.id as usize].shut = true;
-        i.command(Command { op: op::SHUTDOWN, endpoint: self.id, ..Default::default() })
+        i.command(BoardCommand::Shutdown { ep: Endpoint(self.id) })
     }
     pub fn set_nodelay(&mut self, on: bool) -> Result<()> {
         let mut i = self.board.inner.borrow_mut();
-        i.command(Command { op: op::SET_OPTION, endpoint: self.id, a: opt::NODELAY, b: u64::from(on), ..Default::default() })
+        i.command(BoardCommand::SetOption { ep: Endpoint(self.id), option: StreamOption::NoDelay(on) })
     }
-    pub fn local_addr(&self) -> SocketAddrV4 {
-        self.board.inner.borrow().addr(self.id, status::LOCAL)
+    /// The stream's local address (either family; `0.0.0.0:0` if the engine
+    /// published none).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.board.inner.borrow().addr(self.id, status::LOCAL).unwrap_or(NO_ADDR)
     }
-    pub fn peer_addr(&self) -> SocketAddrV4 {
-        self.board.inner.borrow().addr(self.id, status::REMOTE)
+    /// The peer's address (either family; `0.0.0.0:0` if the engine published none).
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.board.inner.borrow().addr(self.id, status::REMOTE).unwrap_or(NO_ADDR)
     }
     /// Bytes that can be read now without waiting.
     pub fn readable_bytes(&self) -> usize {
@@ -322,7 +329,7 @@ impl Stream {
     pub fn abort(self) {
         let mut i = self.board.inner.borrow_mut();
         i.eps[self.id as usize].open = false;
-        let _ = i.command(Command { op: op::ABORT, endpoint: self.id, ..Default::default() });
+        let _ = i.command(BoardCommand::Abort { ep: Endpoint(self.id) });
     }
 }
 
@@ -333,7 +340,7 @@ impl Drop for Stream {
                 return;
             }
             i.eps[self.id as usize].open = false;
-            let _ = i.command(Command { op: op::CLOSE, endpoint: self.id, ..Default::default() });
+            let _ = i.command(BoardCommand::Close { ep: Endpoint(self.id) });
         }
     }
 }

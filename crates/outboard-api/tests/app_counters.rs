@@ -4,8 +4,8 @@
 //! counted, not punished.
 
 use outboard_api::{app_counter, AttachOptions, EmbeddedEngine};
-use outboard_board::proto::{op, opt};
-use outboard_board::Command;
+use outboard_board::command::{Endpoint, KeepAlive, StreamOption};
+use outboard_board::BoardCommand;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use outboard_engine::stat::{parse, render, Snapshot};
@@ -47,26 +47,17 @@ fn app_counters_and_bad_options_show_in_stat() {
     assert_eq!((c[0], c[7], c[8], c[12]), (3, 5, 2, 9));
     assert_eq!(c.iter().sum::<u64>(), 19);
 
-    // A stream, and a keep-alive option with a bad value sent raw: counted and ignored.
+    // A stream, and keep-alive options the API would refuse, sent as records:
+    // counted and ignored (an idle time of 0 ms, and an option nobody defines).
     let mut l = board.listen(7300, 4).expect("listen");
     let board_b = b.attach(&AttachOptions::default()).expect("attach b");
     let mut cb = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7300)).expect("connect");
     let mut s = l.accept().expect("accept");
-    board
-        .__raw_command_for_tests(Command {
-            op: op::SET_OPTION,
-            endpoint: s.id(),
-            a: opt::KEEPALIVE,
-            b: 1,
-            c: 0,
-            d: 1000,
-            e: 3,
-            ..Default::default()
-        })
-        .expect("command");
-    board
-        .__raw_command_for_tests(Command { op: op::SET_OPTION, endpoint: s.id(), a: 999, b: 1, ..Default::default() })
-        .expect("command");
+    let ka = KeepAlive { idle: Duration::ZERO, interval: Duration::from_secs(1), probes: 3 };
+    for option in [StreamOption::KeepAlive(Some(ka)), StreamOption::Invalid] {
+        let c = BoardCommand::SetOption { ep: Endpoint(s.id()), option };
+        board.__raw_command_for_tests(c.encode()).expect("command");
+    }
     // The stream still works (no violation).
     cb.send_all(b"ping").expect("send");
     let mut four = [0u8; 4];

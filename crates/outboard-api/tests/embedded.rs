@@ -87,7 +87,7 @@ fn datagrams_both_ways_copying_and_in_place() {
     }
     let (n, from) = got.expect("no datagram arrived");
     assert!(buf[..n].starts_with(b"hello "));
-    assert_eq!(*from.ip(), Ipv4Addr::new(10, 0, 0, 2));
+    assert_eq!(from.ip(), std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
     assert_eq!(from.port(), ub.local_port());
     // In place, back: write into a board buffer, read the reply in place.
     ua.set_mode(Mode::Blocking);
@@ -97,7 +97,7 @@ fn datagrams_both_ways_copying_and_in_place() {
         ua.end_put_to(4, from).expect("end_put_to");
         let (msg, src) = ub.begin_get().expect("begin_get");
         assert_eq!(msg, &k.to_be_bytes());
-        assert_eq!(src, to_a);
+        assert_eq!(src, std::net::SocketAddr::V4(to_a));
         ub.end_get().expect("end_get");
     }
     // Empty and would-block.
@@ -117,6 +117,9 @@ fn event_queue_over_many_streams_and_errors() {
         let board_b = b.attach(&AttachOptions::default()).expect("attach b");
         let refused = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7101));
         assert!(matches!(refused, Err(Error::ConnectionRefused)), "{:?}", refused.err());
+        // An IPv6 destination: the engine (IPv4 only, for now) answers EAFNOSUPPORT.
+        let v6 = board_b.connect("[2001:db8::1]:7100".parse::<std::net::SocketAddr>().unwrap());
+        assert!(matches!(v6, Err(Error::AddrFamily)), "{:?}", v6.err());
         let mut streams: Vec<_> = (0..16)
             .map(|_| board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7100)).expect("connect"))
             .collect();

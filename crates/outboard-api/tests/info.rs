@@ -94,15 +94,17 @@ fn engine_net_tells_which_destinations_the_engine_serves() {
     let b = EmbeddedEngine::start(settings(&fabric, "net-b", 2)).expect("engine b");
     let na = a.attach(&AttachOptions::default()).expect("attach a").engine_net();
     let nb = b.attach(&AttachOptions::default()).expect("attach b").engine_net();
-    assert_eq!(na.addr, Ipv4Addr::new(10, 0, 0, 1));
+    assert_eq!(na.addr, std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
     assert_eq!(na.prefix_len, 24);
-    assert_eq!(na.gateway, Some(Ipv4Addr::new(10, 0, 0, 254)));
+    assert_eq!(na.gateway, Some(Ipv4Addr::new(10, 0, 0, 254).into()));
     assert_eq!(nb.gateway, None);
     assert!(na.serves(Ipv4Addr::new(93, 184, 216, 34)));
     assert!(!nb.serves(Ipv4Addr::new(93, 184, 216, 34)));
     assert!(nb.serves(Ipv4Addr::new(10, 0, 0, 1)));
     assert!(!nb.serves(Ipv4Addr::new(127, 0, 0, 1)));
     assert!(!nb.serves(Ipv4Addr::new(10, 0, 0, 255)));
+    // IPv6: not until the engine runs it.
+    assert!(!na.serves("2001:db8::1".parse::<std::net::Ipv6Addr>().unwrap()));
 }
 
 #[test]

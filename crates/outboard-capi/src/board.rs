@@ -1,7 +1,7 @@
 //! Attaching to an engine: the board.
 
 use crate::{c_str, ffi, free, handle, handle_ref, mode, ob_dgram_t, ob_event_queue_t, ob_listener_t, ob_stream_t};
-use crate::{sockaddr, Errno, EINVAL, OB_MODE_BLOCKING, OB_MODE_NONBLOCKING, OB_MODE_POLLING};
+use crate::{addr_from_c, ip_to_c, ob_addr_t, sockaddr, Errno, EINVAL, OB_MODE_BLOCKING, OB_MODE_NONBLOCKING, OB_MODE_POLLING};
 use libc::{c_char, c_int};
 use outboard_api::{AttachOptions, Board, Mode};
 use outboard_board::BoardParams;
@@ -73,7 +73,8 @@ pub(crate) fn params_from_c(p: &ob_board_params_t) -> BoardParams {
         dgram_size: p.dgram_size,
         stream_buffer: p.stream_buffer,
         stream_buffers: p.stream_buffers,
-        _reserved: 0,
+        // The engine's shards serve the board, whatever is asked.
+        shards: BoardParams::default().shards,
     }
 }
 
@@ -148,10 +149,26 @@ pub unsafe extern "C" fn ob_engine_alive(board: *const ob_board_t) -> c_int {
     ffi(-1, || Ok(c_int::from(handle_ref(board)?.board.engine_alive())))
 }
 
-/// The engine's IPv4 address in host byte order; 0 (errno EINVAL) for NULL.
+/// The engine's IPv4 address in host byte order; 0 with errno EINVAL for
+/// NULL, EAFNOSUPPORT for an engine whose address is IPv6 (see
+/// `ob_engine_address`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_engine_addr(board: *const ob_board_t) -> u32 {
-    ffi(0, || Ok(u32::from(handle_ref(board)?.board.engine_addr())))
+    ffi(0, || match handle_ref(board)?.board.engine_addr() {
+        std::net::IpAddr::V4(v4) => Ok(u32::from(v4)),
+        std::net::IpAddr::V6(_) => Err(Errno(libc::EAFNOSUPPORT)),
+    })
+}
+
+/// The engine's address, of either family, into `*out` (port 0). Returns 0,
+/// or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_engine_address(board: *const ob_board_t, out: *mut ob_addr_t) -> c_int {
+    ffi(-1, || {
+        let ip = handle_ref(board)?.board.engine_addr();
+        out.as_mut().ok_or(EINVAL)?.clone_from(&ip_to_c(ip));
+        Ok(0)
+    })
 }
 
 /// Copies the board's copy counters into `*out`. Returns 0 or -1 (EINVAL).
@@ -187,6 +204,20 @@ pub unsafe extern "C" fn ob_listen(board: *mut ob_board_t, port: u16, backlog: u
 pub unsafe extern "C" fn ob_connect(board: *mut ob_board_t, ipv4: u32, port: u16) -> *mut ob_stream_t {
     ffi(ptr::null_mut(), || {
         let stream = handle(board)?.board.connect(sockaddr(ipv4, port))?;
+        Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
+    })
+}
+
+/// Connects to `*to` (either family) and waits for the handshake, as
+/// `ob_connect`. Returns NULL with errno on failure: as `ob_connect`, and
+/// EAFNOSUPPORT for a family the engine does not run (today's engines run
+/// IPv4 only) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
+/// `OB_AF_INET6`; EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_connect_addr(board: *mut ob_board_t, to: *const ob_addr_t) -> *mut ob_stream_t {
+    ffi(ptr::null_mut(), || {
+        let b = handle(board)?;
+        let stream = b.board.connect(addr_from_c(to)?)?;
         Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
     })
 }

@@ -1,6 +1,7 @@
 //! UDP sockets: copying and zero-copy datagrams.
 
-use crate::{bytes, bytes_mut, ffi, free, handle, handle_ref, sockaddr, write_addr, EINVAL, OB_NO_ENDPOINT};
+use crate::{addr_from_c, addr_to_c, bytes, bytes_mut, ffi, free, handle, handle_ref, ob_addr_t, put_opt, sockaddr, write_v4};
+use crate::{EINVAL, OB_NO_ENDPOINT};
 use libc::{c_int, c_void, ssize_t};
 use outboard_api::Datagram;
 
@@ -22,9 +23,24 @@ pub unsafe extern "C" fn ob_send_to(d: *mut ob_dgram_t, buf: *const c_void, len:
     })
 }
 
+/// Sends `buf[0..len]` as one datagram to `*to` (either family). Returns the
+/// count sent, or -1 with errno (EAFNOSUPPORT for an `ob_addr_t.family`
+/// that is neither `OB_AF_INET` nor `OB_AF_INET6`; EINVAL for NULL).
+#[no_mangle]
+pub unsafe extern "C" fn ob_send_to_addr(d: *mut ob_dgram_t, buf: *const c_void, len: usize, to: *const ob_addr_t) -> ssize_t {
+    ffi(-1, || {
+        let d = handle(d)?;
+        let to = addr_from_c(to)?;
+        let n = d.dgram.send_to(bytes(buf, len)?, to)?;
+        Ok(n as ssize_t)
+    })
+}
+
 /// Copies the next datagram into `buf` (at most `len` bytes) and its source
 /// into `*from_ipv4` (host byte order) and `*from_port` (each may be NULL).
-/// Returns its length, or -1 with errno (EAGAIN when non-blocking and none).
+/// Returns its length, or -1 with errno (EAGAIN when non-blocking and none;
+/// EAFNOSUPPORT when its source is IPv6 and a source pointer was given: the
+/// datagram is consumed — use `ob_recv_from_addr`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_recv_from(
     d: *mut ob_dgram_t,
@@ -36,7 +52,20 @@ pub unsafe extern "C" fn ob_recv_from(
     ffi(-1, || {
         let d = handle(d)?;
         let (n, from) = d.dgram.recv_from(bytes_mut(buf, len)?)?;
-        write_addr(from, from_ipv4, from_port);
+        write_v4(from, from_ipv4, from_port)?;
+        Ok(n as ssize_t)
+    })
+}
+
+/// Copies the next datagram into `buf` (at most `len` bytes) and its source,
+/// of either family, into `*from` (may be NULL). Returns its length, or -1
+/// with errno (EAGAIN when non-blocking and none).
+#[no_mangle]
+pub unsafe extern "C" fn ob_recv_from_addr(d: *mut ob_dgram_t, buf: *mut c_void, len: usize, from: *mut ob_addr_t) -> ssize_t {
+    ffi(-1, || {
+        let d = handle(d)?;
+        let (n, src) = d.dgram.recv_from(bytes_mut(buf, len)?)?;
+        put_opt(from, addr_to_c(src));
         Ok(n as ssize_t)
     })
 }
@@ -69,10 +98,27 @@ pub unsafe extern "C" fn ob_dgram_end_put_to(d: *mut ob_dgram_t, n: usize, ipv4:
     })
 }
 
+/// Zero-copy send, step 2: sends the first `n` bytes of the
+/// `ob_dgram_begin_put` buffer to `*to` (either family). Returns 0, or -1
+/// with errno (EAFNOSUPPORT for an unknown `ob_addr_t.family`, EINVAL for
+/// NULL; the buffer stays taken: retry, or give it back with `n` = 0 and a
+/// valid address).
+#[no_mangle]
+pub unsafe extern "C" fn ob_dgram_end_put_to_addr(d: *mut ob_dgram_t, n: usize, to: *const ob_addr_t) -> c_int {
+    ffi(-1, || {
+        let d = handle(d)?;
+        let to = addr_from_c(to)?;
+        d.dgram.end_put_to(n, to)?;
+        Ok(0)
+    })
+}
+
 /// Zero-copy receive, step 1: sets `*buf`, `*len` to the next datagram in
 /// place and `*from_ipv4`, `*from_port` to its source (these two may be
 /// NULL). It stays valid until `ob_dgram_end_get`. Returns 0, or -1 with
-/// errno (EAGAIN when non-blocking and none).
+/// errno (EAGAIN when non-blocking and none; EAFNOSUPPORT when its source
+/// is IPv6 and a source pointer was given: the datagram is given back to the
+/// engine — use `ob_dgram_begin_get_addr`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_dgram_begin_get(
     d: *mut ob_dgram_t,
@@ -87,9 +133,35 @@ pub unsafe extern "C" fn ob_dgram_begin_get(
             return Err(EINVAL);
         }
         let (data, from) = d.dgram.begin_get()?;
+        let (at, n) = (data.as_ptr(), data.len());
+        if let Err(e) = write_v4(from, from_ipv4, from_port) {
+            let _ = d.dgram.end_get();
+            return Err(e);
+        }
+        buf.write(at.cast());
+        len.write(n);
+        Ok(0)
+    })
+}
+
+/// Zero-copy receive, step 1, either family: as `ob_dgram_begin_get`, with
+/// the source into `*from` (may be NULL). Returns 0, or -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_dgram_begin_get_addr(
+    d: *mut ob_dgram_t,
+    buf: *mut *const c_void,
+    len: *mut usize,
+    from: *mut ob_addr_t,
+) -> c_int {
+    ffi(-1, || {
+        let d = handle(d)?;
+        if buf.is_null() || len.is_null() {
+            return Err(EINVAL);
+        }
+        let (data, src) = d.dgram.begin_get()?;
         buf.write(data.as_ptr().cast());
         len.write(data.len());
-        write_addr(from, from_ipv4, from_port);
+        put_opt(from, addr_to_c(src));
         Ok(0)
     })
 }

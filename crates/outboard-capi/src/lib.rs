@@ -23,6 +23,7 @@
 #![allow(non_camel_case_types)]
 
 // In this order in the header.
+mod addr;
 mod board;
 mod listener;
 mod stream;
@@ -30,6 +31,7 @@ mod datagram;
 mod events;
 mod embedded;
 
+pub use addr::*;
 pub use board::*;
 pub use datagram::*;
 pub use embedded::*;
@@ -147,10 +149,6 @@ pub(crate) fn mode(m: c_int) -> Result<outboard_api::Mode, Errno> {
         OB_MODE_POLLING => Ok(outboard_api::Mode::Polling),
         _ => Err(EINVAL),
     }
-}
-
-pub(crate) fn sockaddr(ip: u32, port: u16) -> std::net::SocketAddrV4 {
-    std::net::SocketAddrV4::new(std::net::Ipv4Addr::from(ip), port)
 }
 
 #[cfg(test)]

@@ -1,9 +1,8 @@
 //! TCP streams: copying and zero-copy send and receive.
 
-use crate::{bytes, bytes_mut, ffi, free, handle, handle_ref, put_opt, EINVAL, OB_NO_ENDPOINT};
+use crate::{addr_to_c, bytes, bytes_mut, ffi, free, handle, handle_ref, ob_addr_t, write_v4, EINVAL, OB_NO_ENDPOINT};
 use libc::{c_int, c_void, ssize_t};
 use outboard_api::Stream;
-use std::net::SocketAddrV4;
 
 /// A TCP stream through the engine (from `ob_connect` or `ob_accept`; free
 /// with `ob_close`). Its bytes live in the board: received bytes in one
@@ -208,27 +207,46 @@ pub unsafe extern "C" fn ob_readable_bytes(s: *const ob_stream_t) -> ssize_t {
     ffi(-1, || Ok(handle_ref(s)?.stream.readable_bytes() as ssize_t))
 }
 
-pub(crate) unsafe fn write_addr(a: SocketAddrV4, ipv4: *mut u32, port: *mut u16) {
-    put_opt(ipv4, u32::from(*a.ip()));
-    put_opt(port, a.port());
-}
-
 /// The stream's local address: `*ipv4` (host byte order) and `*port`, each
-/// pointer may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+/// pointer may be NULL. Returns 0, or -1 with EINVAL for a NULL stream,
+/// EAFNOSUPPORT for an IPv6 stream (use `ob_stream_local`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_stream_local_addr(s: *const ob_stream_t, ipv4: *mut u32, port: *mut u16) -> c_int {
     ffi(-1, || {
-        write_addr(handle_ref(s)?.stream.local_addr(), ipv4, port);
+        write_v4(handle_ref(s)?.stream.local_addr(), ipv4, port)?;
         Ok(0)
     })
 }
 
 /// The peer's address: `*ipv4` (host byte order) and `*port`, each pointer
-/// may be NULL. Returns 0, or -1 (EINVAL) for a NULL stream.
+/// may be NULL. Returns 0, or -1 with EINVAL for a NULL stream,
+/// EAFNOSUPPORT for an IPv6 stream (use `ob_stream_peer`).
 #[no_mangle]
 pub unsafe extern "C" fn ob_stream_peer_addr(s: *const ob_stream_t, ipv4: *mut u32, port: *mut u16) -> c_int {
     ffi(-1, || {
-        write_addr(handle_ref(s)?.stream.peer_addr(), ipv4, port);
+        write_v4(handle_ref(s)?.stream.peer_addr(), ipv4, port)?;
+        Ok(0)
+    })
+}
+
+/// The stream's local address, of either family, into `*out`. Returns 0, or
+/// -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_local(s: *const ob_stream_t, out: *mut ob_addr_t) -> c_int {
+    ffi(-1, || {
+        let a = handle_ref(s)?.stream.local_addr();
+        out.as_mut().ok_or(EINVAL)?.clone_from(&addr_to_c(a));
+        Ok(0)
+    })
+}
+
+/// The peer's address, of either family, into `*out`. Returns 0, or -1 with
+/// EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_peer(s: *const ob_stream_t, out: *mut ob_addr_t) -> c_int {
+    ffi(-1, || {
+        let a = handle_ref(s)?.stream.peer_addr();
+        out.as_mut().ok_or(EINVAL)?.clone_from(&addr_to_c(a));
         Ok(0)
     })
 }

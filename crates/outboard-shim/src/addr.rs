@@ -1,7 +1,23 @@
 //! Socket addresses between C and Rust, checked: a short or foreign address
 //! is an error, never a read past what the program gave.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+/// An address the API gave (family-neutral) as the shim's IPv4 form: IPv4,
+/// or IPv4-mapped IPv6; `None` for any other IPv6 address (the engine
+/// serves the shim's sockets over IPv4 only, so none arrives today).
+pub fn v4_of(a: SocketAddr) -> Option<SocketAddrV4> {
+    match a {
+        SocketAddr::V4(v4) => Some(v4),
+        SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map(|ip| SocketAddrV4::new(ip, v6.port())),
+    }
+}
+
+/// A stream's address as the shim shows it: `v4_of`, or `0.0.0.0` with the
+/// port for an address it cannot show as IPv4.
+pub fn v4_or_unspecified(a: SocketAddr) -> SocketAddrV4 {
+    v4_of(a).unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, a.port()))
+}
 
 /// Reads an AF_INET address (or an IPv4-mapped AF_INET6 one, as dual-stack
 /// programs pass). `Err(errno)` for a bad pointer or length; `Ok(None)` for
@@ -123,4 +139,41 @@ pub fn with_family<T>(v6: bool, f: impl FnOnce() -> T) -> T {
     let r = f();
     V6_CONTEXT.with(|c| c.set(false));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_addresses_show_as_before() {
+        let v4: SocketAddr = "10.0.0.2:80".parse().unwrap();
+        assert_eq!(v4_of(v4), Some("10.0.0.2:80".parse().unwrap()));
+        let mapped: SocketAddr = "[::ffff:10.0.0.2]:80".parse().unwrap();
+        assert_eq!(v4_of(mapped), Some("10.0.0.2:80".parse().unwrap()));
+        let v6: SocketAddr = "[2001:db8::2]:80".parse().unwrap();
+        assert_eq!(v4_of(v6), None);
+        assert_eq!(v4_or_unspecified(v6), "0.0.0.0:80".parse().unwrap());
+        assert_eq!(v4_or_unspecified(v4), "10.0.0.2:80".parse().unwrap());
+    }
+
+    #[test]
+    fn getsockname_forms_are_unchanged_for_both_socket_families() {
+        let a: SocketAddrV4 = "10.0.0.1:7000".parse().unwrap();
+        // AF_INET: a sockaddr_in.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        unsafe { write_v4(a, (&mut sin as *mut libc::sockaddr_in).cast(), &mut len) };
+        assert_eq!(i32::from(sin.sin_family), libc::AF_INET);
+        assert_eq!((u32::from_be(sin.sin_addr.s_addr), u16::from_be(sin.sin_port)), (0x0a00_0001, 7000));
+        // A dual-stack AF_INET6 socket: IPv4-mapped, and `::` for 0.0.0.0.
+        for (a, want) in [(a, "::ffff:10.0.0.1"), ("0.0.0.0:7000".parse().unwrap(), "::")] {
+            let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+            with_family(true, || unsafe { write_v4(a, (&mut sin6 as *mut libc::sockaddr_in6).cast(), &mut len) });
+            assert_eq!(i32::from(sin6.sin6_family), libc::AF_INET6);
+            assert_eq!(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr), want.parse::<std::net::Ipv6Addr>().unwrap());
+            assert_eq!(u16::from_be(sin6.sin6_port), 7000);
+        }
+    }
 }

@@ -257,7 +257,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
             unsafe { crate::real::close(nfd) };
             return Some(Err(libc::EMFILE));
         }
-        let peer = stream.peer_addr();
+        let peer = crate::addr::v4_or_unspecified(stream.peer_addr());
         let mut ns = Sock::new(true, v6, flags & libc::SOCK_NONBLOCK != 0);
         ns.opts = opts;
         ns.opts.rcvtimeo = None;
@@ -500,8 +500,8 @@ pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> 
     let r = match (&sock.kind, peer) {
         (Kind::Undecided, _) => return Ok(None),
         (Kind::Inherited, _) => return Err(inherited(if peer { "getpeername" } else { "getsockname" })),
-        (Kind::Stream(x), false) => Some(x.local_addr()),
-        (Kind::Stream(x), true) => Some(x.peer_addr()),
+        (Kind::Stream(x), false) => Some(crate::addr::v4_or_unspecified(x.local_addr())),
+        (Kind::Stream(x), true) => Some(crate::addr::v4_or_unspecified(x.peer_addr())),
         (Kind::Listener(_) | Kind::Bound, false) => sock.bound,
         (Kind::Dgram(d), false) => Some(SocketAddrV4::new(sock.bound.map_or(std::net::Ipv4Addr::UNSPECIFIED, |b| *b.ip()), d.local_port())),
         (Kind::Dgram(_), true) => sock.peer,
