@@ -1,8 +1,8 @@
-//! Issue 2's rules that live in the stack rather than in one connection, one
-//! test per rule, named after it (the map from rule to test is docs/TESTS.md):
-//! the LISTEN transitions of RFC 9293 §3.3.2 (the listener is the table's),
-//! RFC 6528 ISNs as the stack picks them, and ICMP hard errors delivered to
-//! the connection they concern.
+//! Rules of the protocol core that live in the stack rather than in one
+//! connection, one test per rule, named after it (the map from rule to test is
+//! docs/TESTS.md): the LISTEN transitions of RFC 9293 §3.3.2 (the listener is
+//! the table's), RFC 6528 ISNs as the stack picks them, and ICMP hard errors
+//! delivered to the connection they concern.
 mod common;
 
 use common::*;

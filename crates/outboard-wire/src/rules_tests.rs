@@ -1,7 +1,7 @@
-//! Issue 2's TCP option rules, one test per option, named after it (the map
-//! from rule to test is docs/TESTS.md): MSS, window scale, SACK-permitted,
-//! SACK blocks, timestamps (RFC 9293 §3.2, RFC 7323 §2.2/§3.2, RFC 2018 §2/§3),
-//! NOP/EOL, and unknown options skipped by their length.
+//! The TCP option rules of the protocol core, one test per option, named after
+//! it (the map from rule to test is docs/TESTS.md): MSS, window scale,
+//! SACK-permitted, SACK blocks, timestamps (RFC 9293 §3.2, RFC 7323 §2.2/§3.2,
+//! RFC 2018 §2/§3), NOP/EOL, and unknown options skipped by their length.
 
 use crate::tcp::options::kind;
 use crate::{Error, SackBlocks, SeqNumber, TcpOptions};

@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-/// Buffer sizes the issue asks for: a small packet, a full Ethernet payload, a TSO-sized segment, a large write.
+/// Buffer sizes measured: a small packet, a full Ethernet payload, a TSO-sized segment, a large write.
 pub const SIZES: [usize; 4] = [64, 1500, 64 * 1024, 1024 * 1024];
 
 #[derive(Debug, Serialize)]

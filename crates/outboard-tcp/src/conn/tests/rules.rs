@@ -1,7 +1,7 @@
-//! Rules of issue 2 that had no test of their own, one test per rule, named
-//! after it (the map from rule to test is docs/TESTS.md): the RFC 9293 §3.3.2
-//! transitions not covered in `states.rs` (close in SYN-RECEIVED, RST in every
-//! synchronized state, abort), the 2·MSL default, configurable buffers,
+//! Rules of the TCP core that had no test of their own, one test per rule,
+//! named after it (the map from rule to test is docs/TESTS.md): the RFC 9293
+//! §3.3.2 transitions not covered in `states.rs` (close in SYN-RECEIVED, RST in
+//! every synchronized state, abort), the 2·MSL default, configurable buffers,
 //! per-connection congestion control, the counters readable from outside, and
 //! the out-of-order queue cap under adversarial reordering.
 
@@ -320,8 +320,8 @@ fn rfc6298_5_7_rto_is_3s_when_data_starts_after_a_syn_timeout() {
 
 // ---- buffers, congestion control, counters ----------------------------------
 
-/// Issue 2: configurable buffers. The send buffer bounds what `send` takes;
-/// the receive buffer bounds the window we advertise.
+/// TCP core requirement: configurable buffers. The send buffer bounds what
+/// `send` takes; the receive buffer bounds the window we advertise.
 #[test]
 fn configurable_buffers_bound_send_queue_and_advertised_window() {
     let cfg = Config { send_buffer: 3000, recv_buffer: 2000, ..plain_cfg() };
@@ -340,9 +340,9 @@ fn configurable_buffers_bound_send_queue_and_advertised_window() {
     assert_eq!((last.ack(), last.repr.window), (PEER_ISS + 1 + 2000, 0));
 }
 
-/// Issue 2: NewReno and CUBIC are selectable per connection. On the same
-/// loss, NewReno halves (RFC 5681 eq. 4) and CUBIC multiplies by β = 0.7
-/// (RFC 9438 §4.6).
+/// TCP core requirement: NewReno and CUBIC are selectable per connection. On
+/// the same loss, NewReno halves (RFC 5681 eq. 4) and CUBIC multiplies by
+/// β = 0.7 (RFC 9438 §4.6).
 #[test]
 fn cc_is_selectable_per_connection_newreno_halves_cubic_keeps_0_7() {
     let mut ssthresh = Vec::new();
@@ -360,8 +360,9 @@ fn cc_is_selectable_per_connection_newreno_halves_cubic_keeps_0_7() {
     assert_eq!(ssthresh[1], 7 * MSS as usize, "CUBIC: cwnd · 0.7");
 }
 
-/// Issue 2: retransmits, smoothed RTT, cwnd, ssthresh, SACKed bytes and bytes
-/// in flight are readable from outside through `stats()`, and move.
+/// TCP core requirement: retransmits, smoothed RTT, cwnd, ssthresh, SACKed
+/// bytes and bytes in flight are readable from outside through `stats()`, and
+/// move.
 #[test]
 fn stats_expose_retransmits_srtt_cwnd_ssthresh_sacked_bytes_and_bytes_in_flight() {
     let cfg = Config { sack: true, ..plain_cfg() };
@@ -425,11 +426,11 @@ fn stream(range: std::ops::Range<usize>) -> Vec<u8> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Issue 2: "the out-of-order queue stays under its cap under adversarial
-    /// reordering". Arbitrary segments anywhere in the window but never at
-    /// RCV.NXT keep the range count at `max_ooo_ranges` and deliver nothing;
-    /// once the hole fills (the peer resending everything in order), every
-    /// byte comes out exactly once and unaltered.
+    /// TCP core requirement: "the out-of-order queue stays under its cap under
+    /// adversarial reordering". Arbitrary segments anywhere in the window but
+    /// never at RCV.NXT keep the range count at `max_ooo_ranges` and deliver
+    /// nothing; once the hole fills (the peer resending everything in order),
+    /// every byte comes out exactly once and unaltered.
     #[test]
     fn ooo_queue_stays_under_cap_under_adversarial_reordering(
         segs in proptest::collection::vec((1usize..STREAM, 1usize..1500), 1..200),
