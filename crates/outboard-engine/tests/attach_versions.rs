@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // wall-clock bounds in a test
 //! An application built for another board layout version is refused at
 //! attach, by name: the engine answers `EPROTONOSUPPORT` with its own
 //! version in the reply, where every version's application reads it, and

@@ -147,7 +147,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                 map.copy_in(at, &bytes[..n]);
             }
             // Time passes.
-            5 => now = now + Duration::from_millis(u64::from(b.u8()) * 10),
+            5 => now += Duration::from_millis(u64::from(b.u8()) * 10),
             // A turn: the shard's apps, the stack's timers, its frames out.
             _ => {
                 if stack.poll_timeout().is_some_and(|t| t <= now) {
