@@ -5,7 +5,8 @@
 //!
 //! - [`shm`]: a shared mapping (memfd, or anonymous shared for tests) with
 //!   bounds-checked, volatile access to plain-data records and atomics at
-//!   offsets. All `unsafe` of the crate lives here and in [`futex`].
+//!   offsets. The crate's `unsafe` is here, in [`futex`] and [`wake`] (syscall
+//!   wrappers) and in [`attach`] (SCM_RIGHTS), each block with its `SAFETY`.
 //! - [`layout`]: where everything sits in a board, computed from
 //!   [`layout::BoardParams`]; the engine computes it once and never reads it
 //!   back from the board.
@@ -22,6 +23,10 @@
 //!   in the board; `signal` wakes only when someone sleeps.
 //! - [`sync`]: one-word results written once and read once, cancellable.
 //! - [`proto`]: the command and event records.
+//! - [`attach`]: the attach handshake, and where a daemon engine's board
+//!   socket is (`RUN_DIR/NAME.board`).
+//! - [`wake`]: ringing an eventfd (the engine's doorbell, an application's
+//!   wake descriptor).
 //!
 //! # Trust
 //!
@@ -41,6 +46,7 @@ pub mod proto;
 pub mod ring;
 pub mod shm;
 pub mod sync;
+pub mod wake;
 
 pub use arena::{ArenaLayout, BufRef, ClassSpec, FreeList, OwnerTable, Side};
 pub use condition::{Condition, WaitOutcome};
