@@ -5,17 +5,19 @@
  *   OUTBOARD_BLESS=1 cargo test -p outboard-capi --test header
  *
  * An application attaches to an engine (ob_attach for a daemon started with
- * `outboard engine --name NAME`, ob_embedded_start + ob_embedded_attach for
- * the engine as threads in this process) and gets a board: memory shared with
- * the engine. Through it: listeners, TCP streams and UDP sockets; copying
- * send/recv, and zero-copy begin_put/end_put and begin_get/end_get that read
- * and write the bytes in place in the board; three wait modes; and one event
- * queue over many endpoints.
+ * `outboard engine --name NAME`; for the engine as threads in this process,
+ * ob_embedded_start + ob_embedded_attach from outboard_embedded.h and
+ * liboutboard_embedded) and gets a board: memory shared with the engine.
+ * Through it: listeners, TCP streams and UDP sockets; copying send/recv, and
+ * zero-copy begin_put/end_put and begin_get/end_get that read and write the
+ * bytes in place in the board; three wait modes; and one event queue over
+ * many endpoints.
  *
  * Rules for every function:
  *  - Handles are opaque. Each is made by one call and freed by exactly one
  *    close/free call (ob_detach, ob_close, ob_listener_close, ob_dgram_close,
- *    ob_eq_free, ob_embedded_stop). Using a freed handle is undefined.
+ *    ob_eq_free; ob_embedded_stop in outboard_embedded.h). Using a freed
+ *    handle is undefined.
  *  - Errors return -1 (NULL for functions returning a handle) and set errno:
  *    EAGAIN (non-blocking, nothing to do now), ESHUTDOWN (the engine died or
  *    dropped this board), ECONNREFUSED, ECONNRESET, ETIMEDOUT, EADDRINUSE,
@@ -109,12 +111,6 @@ typedef struct ob_board_t ob_board_t;
  * board; datagrams to send are written into a board buffer.
  */
 typedef struct ob_dgram_t ob_dgram_t;
-
-/**
- * An engine running as threads inside this process (from
- * `ob_embedded_start`; stopped and freed by `ob_embedded_stop`).
- */
-typedef struct ob_engine_t ob_engine_t;
 
 /**
  * An event queue (from `ob_event_queue`; free with `ob_eq_free`): the
@@ -245,42 +241,7 @@ typedef struct ob_ready_t {
   uint32_t events;
 } ob_ready_t;
 
-/**
- * What `ob_embedded_start` needs; the strings are those of `outboard engine`'s flags.
- */
-typedef struct ob_embedded_options_t {
-  /**
-   * Engine name (`--name`): its threads' names, and with `control` the
-   * name `outboard stat --name` knows it by; NULL: "embedded".
-   */
-  const char *name;
-  /**
-   * The link (`--link`): "fabric:NAME", "tap:NAME", "af_packet:IFACE" or "af_xdp:IFACE[:QUEUE]".
-   */
-  const char *link;
-  /**
-   * The engine's address and prefix (`--addr`), e.g. "10.0.0.1/24".
-   */
-  const char *addr;
-  /**
-   * Next hop for destinations outside the prefix (`--gateway`), e.g. "10.0.0.254"; NULL: none.
-   */
-  const char *gateway;
-  /**
-   * Built-in services (`--services`), e.g. "echo,discard:9009"; NULL: none.
-   */
-  const char *services;
-  /**
-   * IP MTU; 0: the link's.
-   */
-  uint32_t mtu;
-  /**
-   * Non-zero: bind the control socket (`RUN_DIR/NAME.sock`, for `outboard
-   * stat`); 0: none. Applications of other processes cannot attach to an
-   * embedded engine either way.
-   */
-  int control;
-} ob_embedded_options_t;
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -675,25 +636,6 @@ int ob_eq_wait(struct ob_event_queue_t *eq, struct ob_ready_t *out, size_t max, 
  * Frees the event queue. Returns 0, or -1 with EINVAL for NULL.
  */
 int ob_eq_free(struct ob_event_queue_t *eq);
-
-/**
- * Starts an engine as threads in this process. Returns NULL with errno on
- * failure (EINVAL: a malformed option).
- */
-struct ob_engine_t *ob_embedded_start(const struct ob_embedded_options_t *opts);
-
-/**
- * Attaches a board to the embedded engine (`opts` NULL: the defaults).
- * Returns NULL with errno on failure. Free the board with `ob_detach`.
- */
-struct ob_board_t *ob_embedded_attach(const struct ob_engine_t *engine,
-                                      const struct ob_attach_options_t *opts);
-
-/**
- * Stops the engine threads (boards still attached then get ESHUTDOWN) and
- * frees the handle. Returns 0, or -1 with EINVAL for NULL.
- */
-int ob_embedded_stop(struct ob_engine_t *engine);
 
 #ifdef __cplusplus
 }  // extern "C"

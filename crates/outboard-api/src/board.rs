@@ -159,7 +159,7 @@ pub(crate) struct Inner {
     /// Keeps an embedded engine alive while boards use it.
     pub _engine: Option<Arc<dyn std::any::Any>>,
     /// An inline engine: this thread runs its turns whenever it waits.
-    pub driver: Option<Rc<RefCell<outboard_engine::engine::Engine>>>,
+    pub driver: Option<Rc<RefCell<dyn crate::InlineDriver>>>,
 }
 
 impl Board {
@@ -168,7 +168,7 @@ impl Board {
         Board::attach_with(name, &AttachOptions::default())
     }
     pub fn attach_with(name: &str, opts: &AttachOptions) -> Result<Board> {
-        let path = outboard_engine::host::board_socket_path(name);
+        let path = outboard_board::attach::board_socket_path(name);
         let sock = UnixStream::connect(&path).map_err(|e| {
             Error::Attach(format!(
                 "no engine named {name:?} takes applications at {} ({e}); start one with `outboard engine --name {name} …` (and the same OUTBOARD_RUN_DIR)",
@@ -755,7 +755,7 @@ impl Inner {
     }
 
     fn ring_doorbell(&self) {
-        outboard_engine::host::ring_eventfd(self.doorbell.as_raw_fd());
+        outboard_board::wake::ring_eventfd(self.doorbell.as_raw_fd());
     }
 
     /// Endpoint `ep` (in range) starts afresh, open, in the board's mode

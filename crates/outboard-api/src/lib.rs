@@ -1,9 +1,13 @@
 //! Outboard's native API: an application's side of a board.
 //!
 //! An application attaches to an engine ([`Board::attach`] for a daemon
-//! `outboard engine --name N`, [`EmbeddedEngine`] for the engine as threads
-//! in this process, [`InlineEngine`] for the engine run by the application's
-//! own thread whenever it waits) and gets a [`Board`]: shared memory with the engine.
+//! `outboard engine --name N`; the crate `outboard-embedded` for the engine
+//! as threads in this process, `EmbeddedEngine`, or run by the application's
+//! own thread whenever it waits, `InlineEngine`) and gets a [`Board`]:
+//! shared memory with the engine. This crate links only the board's contract
+//! (`outboard-board`), never the engine: an engine in this process attaches
+//! boards through [`Board::attach_socket`] and [`Board::attach_inline`]
+//! (with an [`InlineDriver`]).
 //! Through it: [`Listener`]s, [`Stream`]s and [`Datagram`] sockets; copying
 //! `send`/`recv` and zero-copy `begin_put`/`end_put`/`begin_get`/`end_get`
 //! (the bytes are read and written in place in the board; the engine copies
@@ -18,7 +22,7 @@
 
 mod board;
 mod datagram;
-mod embedded;
+mod driver;
 mod error;
 mod events;
 mod info;
@@ -27,7 +31,7 @@ mod stream;
 
 pub use board::{AttachOptions, Board, CopyCounters, Edges, Mode, News, PendingConnect};
 pub use datagram::Datagram;
-pub use embedded::{EmbeddedEngine, InlineEngine};
+pub use driver::InlineDriver;
 pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Readiness, Ready};
 pub use info::*;

@@ -4,6 +4,9 @@
 //! and the engine's doorbell eventfd. The socket then stays open for the
 //! application's whole life: its hang-up is how each side learns the other
 //! is gone (the kernel closes it when a process dies, SIGKILL included).
+//!
+//! A daemon engine named NAME listens on [`board_socket_path`]`(NAME)`,
+//! `RUN_DIR/NAME.board` (see [`run_dir`]): both sides compute it here.
 
 use crate::addr::NetAddr;
 use crate::layout::BoardParams;
@@ -11,6 +14,39 @@ use crate::shm::Pod;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// Where engines put their sockets (the board socket `NAME.board`, the
+/// control socket `NAME.sock`): `$OUTBOARD_RUN_DIR` if set, else
+/// `/run/outboard` when writable (root), else `$XDG_RUNTIME_DIR/outboard`,
+/// else `/tmp/outboard-$USER`. An application finds an engine only with the
+/// run directory the engine had.
+pub fn run_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OUTBOARD_RUN_DIR") {
+        return PathBuf::from(d);
+    }
+    let root = Path::new("/run/outboard");
+    if std::fs::create_dir_all(root).is_ok() && writable(root) {
+        return root.to_path_buf();
+    }
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
+        return Path::new(&x).join("outboard");
+    }
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+    PathBuf::from(format!("/tmp/outboard-{user}"))
+}
+
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    let ok = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+/// The socket a daemon engine named `name` takes applications on: `RUN_DIR/NAME.board`.
+pub fn board_socket_path(name: &str) -> PathBuf {
+    run_dir().join(format!("{name}.board"))
+}
 
 pub const ATTACH_MAGIC: u32 = 0x4f42_4154; // "OBAT"
 
@@ -187,6 +223,11 @@ mod tests {
         let (got, fds) = recv_record::<AttachReply>(&b).unwrap();
         assert_eq!(got, r);
         assert!(fds.is_empty());
+    }
+
+    #[test]
+    fn board_socket_lives_in_the_run_dir() {
+        assert_eq!(board_socket_path("x"), run_dir().join("x.board"));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! - [`shm`]: a shared mapping (memfd, or anonymous shared for tests) with
 //!   bounds-checked, volatile access to plain-data records and atomics at
-//!   offsets. All `unsafe` of the crate lives here and in [`futex`].
+//!   offsets. The crate's `unsafe` is here, in [`futex`] and [`wake`] (syscall
+//!   wrappers) and in [`attach`] (SCM_RIGHTS), each block with its `SAFETY`.
 //! - [`layout`]: where everything sits in a board, computed from
 //!   [`layout::BoardParams`]; the engine computes it once and never reads it
 //!   back from the board.
@@ -24,7 +25,10 @@
 //! - [`proto`]: the command and event records; [`command`]: commands as
 //!   typed values (`decode`, total, for the engine; `encode` for applications).
 //! - [`addr`]: family-neutral socket addresses (`NetAddr`) as every record carries them.
-//! - [`attach`]: the attach handshake, with the layout version check.
+//! - [`attach`]: the attach handshake (with the layout version check), and
+//!   where a daemon engine's board socket is (`RUN_DIR/NAME.board`).
+//! - [`wake`]: ringing an eventfd (the engine's doorbell, an application's
+//!   wake descriptor).
 //!
 //! # Trust
 //!
@@ -46,6 +50,7 @@ pub mod proto;
 pub mod ring;
 pub mod shm;
 pub mod sync;
+pub mod wake;
 
 pub use addr::NetAddr;
 pub use arena::{ArenaLayout, BufRef, ClassSpec, FreeList, OwnerTable, Side};

@@ -15,6 +15,14 @@ pub struct ob_board_t {
     pub(crate) board: Board,
 }
 
+impl ob_board_t {
+    /// The handle of `board` (for `outboard-embedded`'s `ob_embedded_attach`).
+    #[doc(hidden)]
+    pub fn new(board: Board) -> ob_board_t {
+        ob_board_t { board }
+    }
+}
+
 /// Board sizes to ask for (the engine sets the stream region size and may
 /// refuse a board too large). Start from
 /// `ob_attach_options_default()` and change what you need.
@@ -93,7 +101,8 @@ fn params_to_c(p: &BoardParams) -> ob_board_params_t {
 }
 
 /// The Rust options for `opts` (NULL: the defaults).
-pub(crate) unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<AttachOptions, Errno> {
+#[doc(hidden)]
+pub unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<AttachOptions, Errno> {
     let Some(o) = opts.as_ref() else { return Ok(AttachOptions::default()) };
     Ok(AttachOptions {
         params: params_from_c(&o.params),

@@ -3,7 +3,11 @@
 //! `tests/header.rs`).
 //!
 //! Every `ob_*` function is a thin wrapper over the same call of the Rust
-//! API (`outboard-api`). The rules, which the header repeats for C readers:
+//! API (`outboard-api`). The library links no engine: `ob_attach` reaches a
+//! daemon. The engine in this process (`ob_embedded_*`) is in
+//! `liboutboard_embedded` (`crates/outboard-embedded`), which builds on this
+//! crate's helpers (public, `#[doc(hidden)]`, for it only). The rules, which
+//! the header repeats for C readers:
 //!
 //! - Handles (`ob_board_t`, `ob_stream_t`, ...) are opaque; each is made by
 //!   one `ob_*` call and freed by exactly one close/free call.
@@ -29,12 +33,10 @@ mod listener;
 mod stream;
 mod datagram;
 mod events;
-mod embedded;
 
 pub use addr::*;
 pub use board::*;
 pub use datagram::*;
-pub use embedded::*;
 pub use events::*;
 pub use listener::*;
 pub use stream::*;
@@ -54,7 +56,8 @@ pub const OB_MODE_POLLING: c_int = 2;
 pub const OB_NO_ENDPOINT: u32 = u32::MAX;
 
 /// An errno value on its way out to C.
-pub(crate) struct Errno(pub(crate) c_int);
+#[doc(hidden)]
+pub struct Errno(pub c_int);
 
 impl From<outboard_api::Error> for Errno {
     fn from(e: outboard_api::Error) -> Errno {
@@ -62,7 +65,8 @@ impl From<outboard_api::Error> for Errno {
     }
 }
 
-pub(crate) const EINVAL: Errno = Errno(libc::EINVAL);
+#[doc(hidden)]
+pub const EINVAL: Errno = Errno(libc::EINVAL);
 
 pub(crate) fn set_errno(e: c_int) {
     // SAFETY: `__errno_location` returns this thread's errno.
@@ -70,7 +74,8 @@ pub(crate) fn set_errno(e: c_int) {
 }
 
 /// Runs `f`, turning an error into `fail` + errno and a panic into `fail` + EIO.
-pub(crate) fn ffi<T>(fail: T, f: impl FnOnce() -> Result<T, Errno>) -> T {
+#[doc(hidden)]
+pub fn ffi<T>(fail: T, f: impl FnOnce() -> Result<T, Errno>) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(Errno(e))) => {
@@ -90,7 +95,8 @@ pub(crate) unsafe fn handle<'a, T>(p: *mut T) -> Result<&'a mut T, Errno> {
 }
 
 /// `&*p`, or EINVAL for NULL.
-pub(crate) unsafe fn handle_ref<'a, T>(p: *const T) -> Result<&'a T, Errno> {
+#[doc(hidden)]
+pub unsafe fn handle_ref<'a, T>(p: *const T) -> Result<&'a T, Errno> {
     p.as_ref().ok_or(EINVAL)
 }
 
@@ -106,7 +112,8 @@ pub(crate) unsafe fn free<T>(p: *mut T) -> c_int {
 }
 
 /// A NUL-terminated UTF-8 string, or EINVAL for NULL or bad UTF-8.
-pub(crate) unsafe fn c_str<'a>(p: *const c_char) -> Result<&'a str, Errno> {
+#[doc(hidden)]
+pub unsafe fn c_str<'a>(p: *const c_char) -> Result<&'a str, Errno> {
     if p.is_null() {
         return Err(EINVAL);
     }

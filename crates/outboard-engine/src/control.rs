@@ -23,28 +23,9 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Where control sockets live.
-pub fn run_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("OUTBOARD_RUN_DIR") {
-        return PathBuf::from(d);
-    }
-    let root = Path::new("/run/outboard");
-    if std::fs::create_dir_all(root).is_ok() && writable(root) {
-        return root.to_path_buf();
-    }
-    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
-        return Path::new(&x).join("outboard");
-    }
-    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
-    PathBuf::from(format!("/tmp/outboard-{user}"))
-}
-
-fn writable(dir: &Path) -> bool {
-    let probe = dir.join(format!(".probe-{}", std::process::id()));
-    let ok = std::fs::write(&probe, b"").is_ok();
-    let _ = std::fs::remove_file(&probe);
-    ok
-}
+/// Where control sockets live (the board crate's, which applications use
+/// to find a daemon's board socket too).
+pub use outboard_board::attach::run_dir;
 
 pub fn socket_path(name: &str) -> PathBuf {
     run_dir().join(format!("{name}.sock"))

@@ -483,7 +483,7 @@ fn run_outboard(a: &PeerArgs) -> Result<Value, String> {
         let mut set = outboard_engine::engine::EngineSettings::new(&format!("inline-{}", std::process::id()), link, ip, prefix);
         set.control = false;
         set.services = Vec::new();
-        let e = outboard_api::InlineEngine::start(set).map_err(|e| api_err("start the inline engine", e))?;
+        let e = outboard_embedded::InlineEngine::start(set).map_err(|e| api_err("start the inline engine", e))?;
         let b = e.attach(&opts).map_err(|e| api_err("attach to the inline engine", e))?;
         _inline = Some(e);
         b

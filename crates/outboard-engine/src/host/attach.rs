@@ -8,6 +8,8 @@
 //! the shard never makes a syscall to learn that an application died.
 
 use crate::control::run_dir;
+pub use outboard_board::attach::board_socket_path;
+pub use outboard_board::wake::ring_eventfd;
 use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
 use outboard_board::layout::{header, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
 use crate::log::{self, Level};
@@ -65,14 +67,6 @@ impl Shared {
     }
 }
 
-/// Writes 1 to an eventfd (a full counter or a closed fd is fine to ignore:
-/// the reader is awake either way).
-pub fn ring_eventfd(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to an fd we hold.
-    let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-}
-
 /// The shard's end: new sessions and the doorbell to sleep on.
 pub struct AttachInbox {
     rx: Receiver<NewSession>,
@@ -122,11 +116,6 @@ impl std::fmt::Display for AttachError {
 
 /// Largest stream region an application may ask for.
 pub const MAX_STREAM_REGION: u32 = 16 << 20;
-
-/// Where the daemon engine `name` listens for applications.
-pub fn board_socket_path(name: &str) -> PathBuf {
-    run_dir().join(format!("{name}.board"))
-}
 
 impl AttachServer {
     /// Starts the attach thread; with `listen`, also the socket

@@ -1,8 +1,10 @@
-//! The engine as threads inside this process.
+//! The C functions of the engine as threads inside this process
+//! (`ob_embedded_*`, declared in `include/outboard_embedded.h`), over the
+//! helpers of liboutboard (`outboard-capi`, the crate `outboard`).
 
-use crate::{c_str, ffi, handle_ref, ob_attach_options_t, ob_board_t, options_from_c, Errno, EINVAL};
+use crate::EmbeddedEngine;
 use libc::{c_char, c_int};
-use outboard_api::EmbeddedEngine;
+use outboard::{c_str, ffi, handle_ref, ob_attach_options_t, ob_board_t, options_from_c, Errno, EINVAL};
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use outboard_engine::services::parse_services;
@@ -83,7 +85,7 @@ pub unsafe extern "C" fn ob_embedded_attach(engine: *const ob_engine_t, opts: *c
     ffi(ptr::null_mut(), || {
         let e = handle_ref(engine)?;
         let board = e.engine.attach(&options_from_c(opts)?)?;
-        Ok(Box::into_raw(Box::new(ob_board_t { board })))
+        Ok(Box::into_raw(Box::new(ob_board_t::new(board))))
     })
 }
 

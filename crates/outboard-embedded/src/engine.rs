@@ -1,12 +1,17 @@
-//! The engine as threads of this process: the same `Engine` the daemon
-//! runs, started with in-process attachment only (no sockets in the file
-//! system); boards attach through a socket pair served by its attach thread.
+//! The engine in this process: the same `Engine` the daemon runs, started
+//! with in-process attachment only (no sockets in the file system); boards
+//! attach through a socket pair served by its attach thread. Either the
+//! engine has threads of its own (`EmbeddedEngine`) or its boards run it in
+//! the application's thread (`InlineEngine`).
 
-use crate::{AttachOptions, Board, Error, Result};
+use outboard_api::{AttachOptions, Board, Error, InlineDriver, Result};
 use outboard_engine::engine::{BoardAttach, Engine, EngineSettings};
 use outboard_engine::host::LocalAttacher;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 struct Running {
     stop: Arc<AtomicBool>,
@@ -71,7 +76,7 @@ impl EmbeddedEngine {
     /// attached here lives, even after this handle is dropped.
     pub fn attach(&self, opts: &AttachOptions) -> Result<Board> {
         let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
-        Board::handshake(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
+        Board::attach_socket(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
     }
     /// Stops the engine threads now (attached boards then get `EngineGone`).
     pub fn stop(self) {
@@ -87,8 +92,20 @@ impl EmbeddedEngine {
 /// Same engine code as the daemon and `EmbeddedEngine`; single-threaded:
 /// the engine and its boards stay on the thread that started it.
 pub struct InlineEngine {
-    engine: std::rc::Rc<std::cell::RefCell<Engine>>,
+    engine: Rc<RefCell<Inline>>,
     attacher: LocalAttacher,
+}
+
+/// The engine as its boards drive it.
+struct Inline(Engine);
+
+impl InlineDriver for Inline {
+    fn turn(&mut self) -> Result<bool> {
+        self.0.turn().map_err(|_| Error::EngineGone)
+    }
+    fn idle(&mut self, longest: Duration) -> Result<()> {
+        self.0.idle(longest).map_err(|_| Error::EngineGone)
+    }
 }
 
 impl InlineEngine {
@@ -96,27 +113,25 @@ impl InlineEngine {
         settings.boards = BoardAttach::Embedded;
         let engine = Engine::start(&settings).map_err(|e| Error::Attach(format!("{e} ({})", e.hint())))?;
         let attacher = engine.local_attacher().ok_or_else(|| Error::Attach("engine started without boards".into()))?;
-        Ok(InlineEngine { engine: std::rc::Rc::new(std::cell::RefCell::new(engine)), attacher })
+        Ok(InlineEngine { engine: Rc::new(RefCell::new(Inline(engine))), attacher })
     }
     /// A board driven by this engine.
     pub fn attach(&self, opts: &AttachOptions) -> Result<Board> {
         let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
-        let b = Board::handshake(sock, opts, None)?;
-        b.inner.borrow_mut().driver = Some(self.engine.clone());
-        Ok(b)
+        Board::attach_inline(sock, opts, self.engine.clone())
     }
     /// Runs one engine turn now (for applications that have nothing to wait on). True if it did work.
     pub fn poll(&self) -> Result<bool> {
-        self.engine.borrow_mut().turn().map_err(|_| Error::EngineGone)
+        self.engine.borrow_mut().turn()
     }
 }
 
 impl Drop for InlineEngine {
     fn drop(&mut self) {
         // Boards still attached keep the engine (and run it); only the last user stops it.
-        if std::rc::Rc::strong_count(&self.engine) == 1 {
+        if Rc::strong_count(&self.engine) == 1 {
             if let Ok(mut e) = self.engine.try_borrow_mut() {
-                e.shutdown();
+                e.0.shutdown();
             }
         }
     }

@@ -1,6 +1,6 @@
-//! What the API's integration tests share.
+//! What the integration tests of the API on in-process engines share.
 
-use outboard_api::EmbeddedEngine;
+use outboard_embedded::EmbeddedEngine;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use std::net::Ipv4Addr;

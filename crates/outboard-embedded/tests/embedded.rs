@@ -5,7 +5,8 @@
 mod common;
 
 use common::engine;
-use outboard_api::{AttachOptions, Error, InlineEngine, Interest, Mode};
+use outboard_api::{AttachOptions, Error, Interest, Mode};
+use outboard_embedded::InlineEngine;
 use std::time::Duration;
 use std::net::{Ipv4Addr, SocketAddrV4};
 

@@ -3,9 +3,10 @@
 //! (JSON and text), per board, with its pid and board bytes; a bad option is
 //! counted, not punished.
 
-use outboard_api::{app_counter, AttachOptions, EmbeddedEngine};
+use outboard_api::{app_counter, AttachOptions};
 use outboard_board::command::{Endpoint, KeepAlive, StreamOption};
 use outboard_board::BoardCommand;
+use outboard_embedded::EmbeddedEngine;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use outboard_engine::stat::{parse, render, Snapshot};

@@ -2,7 +2,8 @@
 //! Keep-alives, TCP_INFO and the engine's routing facts, through two
 //! embedded engines on one shared-memory fabric (no root).
 
-use outboard_api::{AttachOptions, EmbeddedEngine, Error, Mode, TCPI_OPT_SACK, TCPI_OPT_TIMESTAMPS, TCPI_OPT_WSCALE};
+use outboard_api::{AttachOptions, Error, Mode, TCPI_OPT_SACK, TCPI_OPT_TIMESTAMPS, TCPI_OPT_WSCALE};
+use outboard_embedded::EmbeddedEngine;
 use outboard_engine::engine::EngineSettings;
 use outboard_engine::link::LinkSpec;
 use std::net::{Ipv4Addr, SocketAddrV4};

@@ -1,0 +1,222 @@
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+//! The C API of the engine in this process (`liboutboard_embedded`,
+//! `include/outboard_embedded.h`):
+//!
+//! - a C program that names every function of `outboard.h` and
+//!   `outboard_embedded.h` links against `liboutboard_embedded.so` alone and
+//!   runs an embedded engine (start, attach, the engine's address, detach, stop);
+//! - live: `echo_server` (C, on a daemon engine A) echoes 8 concurrent
+//!   connections of a client on an embedded engine that drives the C API's
+//!   functions from Rust.
+//!
+//! The harness (C examples, child processes, two engine daemons on a
+//! fabric) is `outboard-capi`'s `tests/support`.
+
+#[path = "../../outboard-capi/tests/support/mod.rs"]
+mod support;
+
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{built, pattern, root, shared_lib, sweep_stale, Lab};
+
+/// The functions a header declares (cbindgen puts each declaration at the
+/// start of a line; comments, macros and continuation lines do not start there).
+fn declared_functions(header: &str) -> Vec<String> {
+    header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '/', '#', '}']) && l.contains('('))
+        .filter_map(|l| {
+            let name = l[..l.find('(')?].rsplit([' ', '*']).next()?;
+            name.starts_with("ob_").then(|| name.to_string())
+        })
+        .collect()
+}
+
+const PROGRAM: &str = r#"
+#include "outboard_embedded.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef void (*any_fn)(void);
+static const any_fn every[] = { EVERY };
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    ob_embedded_options_t bad;
+    memset(&bad, 0, sizeof bad);
+    bad.link = "nonsense";
+    bad.addr = "10.0.0.1/24";
+    if (ob_embedded_start(&bad) != NULL || errno != EINVAL) { puts("bad options accepted"); return 1; }
+    if (ob_attach("no-such-engine", NULL) != NULL || errno != ECONNREFUSED) { puts("attached to nothing"); return 1; }
+    ob_embedded_options_t o;
+    memset(&o, 0, sizeof o);
+    o.name = "c-embedded";
+    o.link = argv[1];
+    o.addr = "10.0.0.1/24";
+    ob_engine_t *e = ob_embedded_start(&o);
+    if (!e) { printf("ob_embedded_start: errno %d\n", errno); return 1; }
+    ob_attach_options_t ao = ob_attach_options_default();
+    ob_board_t *b = ob_embedded_attach(e, &ao);
+    if (!b) { printf("ob_embedded_attach: errno %d\n", errno); return 1; }
+    if (ob_engine_addr(b) != OB_IPV4(10, 0, 0, 1) || ob_engine_alive(b) != 1) { puts("wrong engine"); return 1; }
+    ob_listener_t *l = ob_listen(b, 7000, 4);
+    if (!l || ob_listener_close(l) != 0) { printf("ob_listen: errno %d\n", errno); return 1; }
+    if (ob_detach(b) != 0 || ob_embedded_stop(e) != 0) { puts("teardown failed"); return 1; }
+    printf("ok functions=%zu\n", sizeof every / sizeof every[0]);
+    return 0;
+}
+"#;
+
+#[test]
+fn c_program_links_liboutboard_embedded_alone() {
+    let root = root();
+    let mut names = Vec::new();
+    for h in ["outboard.h", "outboard_embedded.h"] {
+        names.extend(declared_functions(&std::fs::read_to_string(root.join("include").join(h)).unwrap()));
+    }
+    for must in ["ob_attach", "ob_eq_wait", "ob_embedded_start", "ob_embedded_stop"] {
+        assert!(names.iter().any(|n| n == must), "{must} not found in the headers: {names:?}");
+    }
+    let lib = shared_lib("liboutboard_embedded.so", "outboard-embedded");
+    sweep_stale();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("embedded-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A private copy: a concurrent cargo run cannot swap it under the program.
+    std::fs::copy(&lib, dir.join("liboutboard_embedded.so")).unwrap();
+    let every: Vec<String> = names.iter().map(|n| format!("(any_fn){n}")).collect();
+    std::fs::write(dir.join("check.c"), PROGRAM.replace("EVERY", &every.join(", "))).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-Wall", "-Wextra", "-Werror", "-O2", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(dir.join("check"))
+        .arg(dir.join("check.c"))
+        .arg("-L")
+        .arg(&dir)
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-loutboard_embedded")
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "the C check did not compile or link:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let out = Command::new(dir.join("check"))
+        .arg(format!("fabric:ce{}", std::process::id()))
+        .env("OUTBOARD_RUN_DIR", &run_dir)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the C check failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.trim(), format!("ok functions={}", names.len()));
+}
+
+/// The C API from Rust: liboutboard's functions (the crate `outboard`) and this crate's.
+mod c {
+    pub use outboard::*;
+    pub use outboard_embedded::*;
+    pub fn errno() -> i32 {
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() }
+    }
+}
+
+/// Live: `echo_server` on engine A echoes 8 concurrent connections from a
+/// client on an embedded engine (10.0.0.3 on the same fabric) that uses the
+/// C API's functions from Rust; every byte comes back in order.
+#[test]
+fn live_echo_server_many_connections() {
+    const CONNS: usize = 8;
+    const CHUNK: usize = 16 << 10;
+    const ROUNDS: usize = 16;
+    let _ = built();
+    let lab = Lab::start("es");
+    let mut server = lab.run("echo_server", &[&lab.a, "7007", &CONNS.to_string()]);
+    server.line("listening on 7007", Duration::from_secs(20));
+
+    let fabric = CString::new(format!("fabric:c{}es", std::process::id())).unwrap();
+    let name = CString::new("es-client").unwrap();
+    let addr = CString::new("10.0.0.3/24").unwrap();
+    let opts = c::ob_embedded_options_t {
+        name: name.as_ptr(),
+        link: fabric.as_ptr(),
+        addr: addr.as_ptr(),
+        gateway: std::ptr::null(),
+        services: std::ptr::null(),
+        mtu: 0,
+        control: 0,
+    };
+    outboard_engine::log::set_level(outboard_engine::log::Level::Warn); // the embedded engine's log
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let left = || assert!(Instant::now() < deadline, "echo client timed out");
+    unsafe {
+        let engine = c::ob_embedded_start(&opts);
+        assert!(!engine.is_null(), "ob_embedded_start: errno {}", c::errno());
+        let mut ao = c::ob_attach_options_default();
+        ao.mode = c::OB_MODE_NONBLOCKING; // bounded waits: the test polls with a deadline
+        let board = c::ob_embedded_attach(engine, &ao);
+        assert!(!board.is_null(), "ob_embedded_attach: errno {}", c::errno());
+        let streams: Vec<*mut c::ob_stream_t> = (0..CONNS)
+            .map(|k| {
+                let s = c::ob_connect(board, 0x0a00_0001, 7007);
+                assert!(!s.is_null(), "ob_connect {k}: errno {}", c::errno());
+                s
+            })
+            .collect();
+        let data: Vec<Vec<u8>> = (0..CONNS).map(|k| pattern(100 + k as u64, CHUNK * ROUNDS)).collect();
+        let mut buf = vec![0u8; CHUNK];
+        for r in 0..ROUNDS {
+            for (k, &s) in streams.iter().enumerate() {
+                let mut chunk = &data[k][r * CHUNK..(r + 1) * CHUNK];
+                while !chunk.is_empty() {
+                    let n = c::ob_send(s, chunk.as_ptr().cast(), chunk.len());
+                    if n < 0 {
+                        assert_eq!(c::errno(), libc::EAGAIN, "ob_send on {k}");
+                        left();
+                        std::thread::sleep(Duration::from_micros(200));
+                        continue;
+                    }
+                    chunk = &chunk[n as usize..];
+                }
+            }
+            for (k, &s) in streams.iter().enumerate() {
+                let mut got = 0;
+                while got < CHUNK {
+                    let n = c::ob_recv(s, buf[got..].as_mut_ptr().cast(), CHUNK - got);
+                    if n < 0 {
+                        assert_eq!(c::errno(), libc::EAGAIN, "ob_recv on {k}");
+                        left();
+                        std::thread::sleep(Duration::from_micros(200));
+                        continue;
+                    }
+                    assert!(n > 0, "connection {k} ended early");
+                    got += n as usize;
+                }
+                assert!(buf == data[k][r * CHUNK..(r + 1) * CHUNK], "connection {k}, round {r}: wrong bytes echoed");
+            }
+        }
+        // Everything came back: close our side, then see the server's end of stream.
+        for (k, &s) in streams.iter().enumerate() {
+            assert_eq!(c::ob_shutdown(s), 0, "ob_shutdown {k}");
+            loop {
+                let n = c::ob_recv(s, buf.as_mut_ptr().cast(), buf.len());
+                if n == 0 || (n < 0 && c::errno() == libc::ECONNRESET) {
+                    break;
+                }
+                assert!(n < 0 && c::errno() == libc::EAGAIN, "connection {k}: {n} more bytes after the echo, errno {}", c::errno());
+                left();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            assert_eq!(c::ob_close(s), 0);
+        }
+        let served = server.line("served=", Duration::from_secs(30));
+        assert_eq!(served, format!("served={CONNS} bytes={}", CONNS * CHUNK * ROUNDS));
+        assert!(server.exit(Duration::from_secs(10)).success(), "echo_server failed: {}", server.stderr());
+        assert_eq!(c::ob_detach(board), 0);
+        assert_eq!(c::ob_embedded_stop(engine), 0);
+    }
+}
