@@ -25,24 +25,22 @@ mod support;
 
 use outboard_lab::LabConfig;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-use support::EngineProc;
+use support::engine::{ChildGuard, EngineProc};
+use support::netns::{have, in_ns, lab, lab_name, ns_command, skip_unless_root};
+use support::script;
 
 const ENGINE_IP: &str = "10.77.0.2";
 const LINUX_IP: &str = "10.77.0.1";
 
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts").join(name)
-}
-
 /// Fails (not skips) when a tool the test needs is missing, naming its package.
 fn require_tools() {
     assert!(
-        support::have("python3"),
+        have("python3"),
         "python3 is missing: apt-get install python3"
     );
     let scapy = Command::new("timeout")
@@ -54,8 +52,8 @@ fn require_tools() {
         "scapy is missing: `python3 -m pip install scapy` (or apt-get install python3-scapy): {}",
         String::from_utf8_lossy(&scapy.stderr)
     );
-    assert!(support::have("nft"), "nft is missing: apt-get install nftables");
-    assert!(support::have("timeout"), "timeout is missing: apt-get install coreutils");
+    assert!(have("nft"), "nft is missing: apt-get install nftables");
+    assert!(have("timeout"), "timeout is missing: apt-get install coreutils");
 }
 
 /// Drops every RST the Linux kernel in `ns` would send: the crafted flows
@@ -68,7 +66,7 @@ fn drop_kernel_rsts(ns: &str) {
     ] {
         let mut full = vec!["timeout", "10"];
         full.extend_from_slice(&args);
-        let o = support::in_ns(ns, &full);
+        let o = in_ns(ns, &full);
         assert!(
             o.status.success(),
             "{args:?} in {ns}: {}",
@@ -90,25 +88,14 @@ impl Scapy {
     fn start(ns: &str) -> Scapy {
         let stderr = std::env::temp_dir().join(format!("outboard-adv-scapy-{}-{ns}.log", std::process::id()));
         let errf = std::fs::File::create(&stderr).expect("scapy log");
-        let mut child = Command::new("timeout")
-            .args(["-k", "5", "180", "ip", "netns", "exec", ns, "python3"])
-            .arg(script("adv_tcp.py"))
+        let mut child = ns_command(ns, Duration::from_secs(180), 5, &["python3", &script("adv_tcp.py")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(errf)
             .spawn()
             .expect("spawn adv_tcp.py");
         let stdin = child.stdin.take();
-        let out = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = support::line_channel(child.stdout.take().expect("stdout"));
         let mut s = Scapy { child, stdin, lines, stderr };
         let ready = s.answer(Duration::from_secs(30));
         assert_eq!(ready["ready"], json!(true), "adv_tcp.py did not start: {ready}");
@@ -185,18 +172,18 @@ struct Fixture {
 }
 
 fn setup(test: &str, tag: &str) -> Option<Fixture> {
-    if support::skip_unless_root(test) {
+    if skip_unless_root(test) {
         return None;
     }
     require_tools();
-    let name = support::lab_name(tag);
-    let lab = support::lab(&LabConfig::new(&name));
+    let name = lab_name(tag);
+    let lab = lab(&LabConfig::new(&name));
     let lnx = format!("ob-{name}-lnx");
     drop_kernel_rsts(&lnx);
     // With br_netfilter loaded on the host, the lab's bridge would run
     // IPv4 frames through netfilter, which drops bad IP header checksums
     // before they reach the engine. Not a middlebox we want here.
-    let _ = support::in_ns(
+    let _ = in_ns(
         &format!("ob-{name}-imp"),
         &["timeout", "10", "sh", "-c", "[ ! -e /proc/sys/net/bridge ] || sysctl -qw net.bridge.bridge-nf-call-iptables=0"],
     );
@@ -265,18 +252,6 @@ fn assert_challenge_ack(a: &Value, what: &str) {
 
 fn assert_silence(a: &Value, what: &str) {
     assert!(got(a).is_empty(), "{what}: the engine must not answer, but sent {a}");
-}
-
-/// Seconds-bounded poll of `stat` until `pred` holds.
-fn wait_stat(e: &EngineProc, secs: u64, pred: impl Fn(&Value) -> bool) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let s = e.stat();
-        if pred(&s) || t0.elapsed() > Duration::from_secs(secs) {
-            return s;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// RFC 5961 §3.2: a RST inside the window but not at RCV.NXT is answered
@@ -359,7 +334,7 @@ fn rfc5961_3_2_rfc9293_3_10_7_4_exact_rst_closes_connection() {
 
     let a = f.scapy.cmd(json!({"op": "send", "flags": "R", "seq_off": 0, "wait": 1.0}));
     assert_silence(&a, "exact RST");
-    let s1 = wait_stat(&f.engine, 3, |s| row(s, sport).is_none());
+    let (s1, _) = f.engine.poll_stat(Duration::from_secs(3), Duration::from_millis(50), |s| row(s, sport).is_none());
     assert!(row(&s1, sport).is_none(), "the reset connection is still in stat: {}", s1["connections"]);
     assert_eq!(stack(&s1, "tcp_connections_freed"), stack(&s0, "tcp_connections_freed") + 1, "{}", s1["stack"]);
     assert_eq!(stack(&s1, "tcp_segments_out"), stack(&s0, "tcp_segments_out"), "nothing answers a RST");
@@ -528,42 +503,16 @@ fn invalid_flags_none_is_dropped_and_counted() {
     assert_eq!(echo_bytes_in(&s2), 4, "{}", s2["services"]);
 }
 
-/// A child process's single JSON line of output, read with a deadline.
-fn spawn_json(ns: &str, secs: u32, script_name: &str, args: &[&str]) -> (Child, Receiver<String>) {
-    let mut child = Command::new("timeout")
-        .args(["-k", "5", &secs.to_string(), "ip", "netns", "exec", ns, "python3"])
-        .arg(script(script_name))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {script_name}: {e}"));
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
-}
-
-/// Kills a helper child on drop if it is still running.
-struct Reap(Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-            std::thread::sleep(Duration::from_millis(200));
-            let _ = self.0.kill();
-        }
-        let _ = self.0.wait();
-    }
+/// A helper script in `ns` under `timeout`, its stdout lines on a channel
+/// (see [`json_line`]); stopped on drop (SIGTERM, 200 ms, SIGKILL).
+fn spawn_json(ns: &str, secs: u32, script_name: &str, args: &[&str]) -> ChildGuard {
+    let path = script(script_name);
+    let mut argv = vec!["python3", path.as_str()];
+    argv.extend_from_slice(args);
+    ChildGuard::spawn_lines(
+        ns_command(ns, Duration::from_secs(secs.into()), 5, &argv).stdin(Stdio::null()).stderr(Stdio::piped()),
+        Duration::from_millis(200),
+    )
 }
 
 fn json_line(rx: &Receiver<String>, secs: u64, what: &str) -> Value {
@@ -589,22 +538,22 @@ fn rfc4987_syn_flood_syn_cookies_bounded_memory_and_legit_client_served() {
     // flood. Under 90k SYN/s on a loaded 2-core machine the engine's receive
     // ring overflows and a fresh ARP request can be among the frames the
     // kernel drops (rx_kernel_drops); what this test checks is SYN cookies.
-    let _ = support::in_ns(&lnx, &["ping", "-c", "1", "-W", "2", "10.77.0.2"]);
+    let _ = in_ns(&lnx, &["ping", "-c", "1", "-W", "2", "10.77.0.2"]);
 
     let t0 = Instant::now();
-    let (flood, flood_out) = spawn_json(
+    let flood = spawn_json(
         &lnx,
         60,
         "adv_flood.py",
         &["--dst-mac", &mac, "--distinct", "100000", "--count", "400000", "--seconds", "3"],
     );
-    let flood = Reap(flood);
-    let started = json_line(&flood_out, 30, "adv_flood.py");
+    let flood_out = flood.lines();
+    let started = json_line(flood_out, 30, "adv_flood.py");
     assert_eq!(started["flooding"], json!(true), "{started}");
 
     // A legitimate kernel client during the flood.
-    let (client, client_out) = spawn_json(&lnx, 40, "adv_client.py", &["--timeout", "30"]);
-    let client = Reap(client);
+    let client = spawn_json(&lnx, 40, "adv_client.py", &["--timeout", "30"]);
+    let client_out = client.lines();
     let mut max_mem = 0;
     let mut max_conns = 0;
     let mut during = Vec::new();
@@ -628,7 +577,7 @@ fn rfc4987_syn_flood_syn_cookies_bounded_memory_and_legit_client_served() {
     }
     let flood_report = flood_report.expect("the flood did not finish within 45 s");
     drop(flood);
-    let legit = json_line(&client_out, 40, "adv_client.py (during the flood)");
+    let legit = json_line(client_out, 40, "adv_client.py (during the flood)");
     drop(client);
     eprintln!("flood: {flood_report}; legit client during it: {legit}; max memory {max_mem} B, max connections {max_conns}");
 
@@ -640,9 +589,9 @@ fn rfc4987_syn_flood_syn_cookies_bounded_memory_and_legit_client_served() {
     assert_eq!(legit["ok"], json!(true), "the legitimate request during the flood failed: {legit}");
 
     // After the flood: the engine still serves, memory still within the cap.
-    let (client2, client2_out) = spawn_json(&lnx, 40, "adv_client.py", &["--timeout", "30", "--message", "after the flood\n"]);
-    let client2 = Reap(client2);
-    let legit2 = json_line(&client2_out, 40, "adv_client.py (after the flood)");
+    let client2 = spawn_json(&lnx, 40, "adv_client.py", &["--timeout", "30", "--message", "after the flood\n"]);
+    let client2_out = client2.lines();
+    let legit2 = json_line(client2_out, 40, "adv_client.py (after the flood)");
     drop(client2);
     assert_eq!(legit2["ok"], json!(true), "the legitimate request after the flood failed: {legit2}");
 

@@ -8,74 +8,21 @@
 // Tests are the imperative shell: they may read the wall clock.
 #![allow(clippy::disallowed_methods)]
 
+mod support;
+
 use serde_json::Value;
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use support::{num, output_within, positive, OUTBOARD};
 
-const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
-
-/// Runs `outboard ARGS`, killed after `limit`; returns (success, stdout, stderr).
+/// Runs `outboard ARGS`, stopped after `limit` (SIGTERM first: the bench
+/// stops its engines and peers on the way out; SIGKILL 8 s later); returns
+/// (success, stdout, stderr).
 fn run(args: &[&str], limit: Duration) -> (bool, String, String) {
-    let mut child = Command::new(OUTBOARD)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn outboard");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break Some(st);
-        }
-        if t0.elapsed() > limit {
-            // SIGTERM first: the bench stops its engines and peers on the way out.
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            std::thread::sleep(Duration::from_secs(8));
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (o, e) = (
-        t_out.join().unwrap_or_default(),
-        t_err.join().unwrap_or_default(),
-    );
-    match status {
-        Some(st) => (st.success(), o, e),
-        None => (false, o, format!("timed out after {limit:?}\n{e}")),
-    }
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
-}
-
-fn positive(v: &Value, path: &str) {
-    let x = num(v, path);
-    assert!(x > 0.0 && x.is_finite(), "{path} = {x}, expected > 0");
+    let mut c = Command::new(OUTBOARD);
+    c.args(args);
+    output_within(c, limit, Duration::from_secs(8))
 }
 
 fn json_of(ok: bool, out: &str, err: &str, what: &str) -> Value {

@@ -8,17 +8,15 @@ mod support;
 
 use std::process::Command;
 use std::time::Instant;
-use support::{skip_unless_root, OUTBOARD};
+use support::netns::{is_root, lab_name, skip_unless_root};
+use support::{outboard, OUTBOARD};
 
 #[test]
 fn bench_apps_without_root_exits_10() {
-    if support::is_root() {
+    if is_root() {
         return;
     }
-    let o = Command::new(OUTBOARD)
-        .args(["bench", "apps", "--json"])
-        .output()
-        .expect("outboard");
+    let o = outboard(&["bench", "apps", "--json"]);
     assert_eq!(
         o.status.code(),
         Some(10),
@@ -33,7 +31,7 @@ fn bench_apps_reports_every_row_for_both_sides() {
     if skip_unless_root("bench_apps_reports_every_row_for_both_sides") {
         return;
     }
-    let name = support::lab_name("bapps");
+    let name = lab_name("bapps");
     let t0 = Instant::now();
     // Bounded: 2 phases x 4 cases x (1 s + start-up); `timeout` stops a stuck
     // run with SIGTERM first, so the bench tears its lab down on the way out.

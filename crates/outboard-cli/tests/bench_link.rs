@@ -11,34 +11,8 @@ mod support;
 use serde_json::Value;
 use std::process::Command;
 use std::time::Instant;
-use support::{lab_name, skip_unless_root, OUTBOARD};
-
-fn num(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
-}
-
-fn positive(v: &Value, path: &str) {
-    let x = num(v, path);
-    assert!(x > 0.0 && x.is_finite(), "{path} = {x}, expected > 0");
-}
-
-fn namespaces_of(lab: &str) -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&format!("ob-{lab}-")))
-        .map(String::from)
-        .collect()
-}
+use support::netns::{have, lab_name, namespaces_of, skip_unless_root};
+use support::{num, positive, OUTBOARD};
 
 #[test]
 fn bench_link_both_links_json() {
@@ -47,7 +21,7 @@ fn bench_link_both_links_json() {
     }
     for tool in ["ip", "ethtool", "timeout"] {
         assert!(
-            support::have(tool),
+            have(tool),
             "`{tool}` not found: apt-get install iproute2 ethtool coreutils"
         );
     }

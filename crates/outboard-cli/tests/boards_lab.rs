@@ -14,17 +14,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{example, lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
-
-fn script(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts").join(name).display().to_string()
-}
-
-
-fn json_line(s: &str) -> serde_json::Value {
-    let line = s.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or_else(|| panic!("no JSON in {s:?}"));
-    serde_json::from_str(line).expect("JSON")
-}
+use support::engine::EngineProc;
+use support::netns::{lab, lab_name, ns_command, skip_unless_root};
+use support::{example, json_line, output_within, script, OUTBOARD};
 
 /// One application: a program, and whether it takes the server as `IP PORT`
 /// (the C examples) rather than `IP:PORT` (the Rust ones).
@@ -45,41 +37,20 @@ fn result_of(out: &str) -> (u64, String) {
     (v["bytes"].as_u64().expect("bytes"), v["sha256"].as_str().expect("sha256").to_string())
 }
 
-fn run_with_timeout(mut c: Command, limit: Duration) -> (bool, String, String) {
-    let child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(Ok(o)) => (o.status.success(), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into()),
-        _ => {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-            panic!("{c:?} ran past {limit:?}")
-        }
-    }
-}
-
 /// Echo server on the engine; Linux's client sends `n` bytes and checks the echo.
 fn serve_linux_client(tag: &str, server: AppCmd) {
     let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
-    let e = EngineProc::start(
-        lab.engine_ns(),
-        &format!("{name}-e"),
-        &support::engine_args(&lab, "af_xdp").iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &[]);
     let n = support::interop_bytes();
     let limit = Duration::from_secs(60 + n / (8 << 20));
     let mut srv = Command::new(&server.program);
     // `cargo test` puts target dirs on LD_LIBRARY_PATH; the C examples use their rpath.
     srv.args([&e.name, "7100", "1"]).env("OUTBOARD_RUN_DIR", support::run_dir()).env_remove("LD_LIBRARY_PATH");
-    let srv = std::thread::spawn(move || run_with_timeout(srv, limit));
+    let srv = std::thread::spawn(move || output_within(srv, limit, Duration::ZERO));
     std::thread::sleep(Duration::from_millis(300));
     let t0 = Instant::now();
-    let o = Command::new("timeout")
-        .args(["-k", "5", &limit.as_secs().to_string(), "ip", "netns", "exec", lab.linux_ns(), "python3"])
+    let o = ns_command(lab.linux_ns(), limit, 5, &["python3"])
         .args([&script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7100", &n.to_string(), &limit.as_secs().to_string()])
         .output()
         .expect("client");
@@ -101,15 +72,10 @@ fn serve_linux_client(tag: &str, server: AppCmd) {
 fn download_from_linux(tag: &str, client: AppCmd) {
     let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
-    let e = EngineProc::start(
-        lab.engine_ns(),
-        &format!("{name}-e"),
-        &support::engine_args(&lab, "af_xdp").iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &[]);
     let n = support::interop_bytes();
     let limit = Duration::from_secs(60 + n / (8 << 20));
-    let mut server = Command::new("timeout")
-        .args(["-k", "5", &limit.as_secs().to_string(), "ip", "netns", "exec", lab.linux_ns(), "python3"])
+    let mut server = ns_command(lab.linux_ns(), limit, 5, &["python3"])
         .args([&script("interop_source_server.py"), "0.0.0.0", "7200", &n.to_string(), &limit.as_secs().to_string()])
         .stdout(Stdio::piped())
         .spawn()
@@ -126,7 +92,7 @@ fn download_from_linux(tag: &str, client: AppCmd) {
     } else {
         c.arg(format!("{}:7200", lab.linux_addr()));
     }
-    let (ok, cout, cerr) = run_with_timeout(c, limit);
+    let (ok, cout, cerr) = output_within(c, limit, Duration::ZERO);
     let secs = t0.elapsed().as_secs_f64();
     assert!(ok, "native-API client: {cout} {cerr}");
     let mut rest = String::new();

@@ -1,16 +1,8 @@
 //! The `outboard` binary as a user runs it: flags, exit codes, JSON shapes.
 
-use std::process::{Command, Output};
+mod support;
 
-fn outboard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outboard")).args(args).output().expect("run outboard")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
-    })
-}
+use support::{outboard, outboard_in, stdout_json as json};
 
 #[test]
 fn sim_transfer_json_has_the_documented_fields() {
@@ -90,11 +82,8 @@ fn bench_checksum_json_has_a_row_per_size() {
 
 #[test]
 fn demo_runs_two_engine_processes_on_the_fabric_and_verifies() {
-    let out = Command::new(env!("CARGO_BIN_EXE_outboard"))
-        .args(["demo", "--bytes", "4MiB"])
-        .env("OUTBOARD_RUN_DIR", std::env::temp_dir().join(format!("ob-demo-{}", std::process::id())))
-        .output()
-        .expect("run outboard");
+    let dir = std::env::temp_dir().join(format!("ob-demo-{}", std::process::id()));
+    let out = outboard_in(&dir, &["demo", "--bytes", "4MiB"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stdout: {text}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("echo verified: byte-identical"), "{text}");

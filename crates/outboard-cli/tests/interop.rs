@@ -17,72 +17,22 @@
 mod support;
 
 use outboard_lab::{Impairment, LabConfig, Topology};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{in_ns, lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
+use support::engine::EngineProc;
+use support::netns::{in_ns, lab, lab_name, need, ns_run, ns_spawn_lines, skip_unless_root, NsGuard};
+use support::{last_json, script, text, OUTBOARD};
 
 const ENGINE_ADDR: &str = "10.77.0.2";
+/// How often the tests poll an engine's `stat` while waiting for it to settle.
+const POLL: Duration = Duration::from_millis(100);
 
 // ---------------------------------------------------------------- helpers
 
-/// Fails (not skips) when a tool is missing: CI installs it.
-fn need(tool: &str, package: &str) {
-    assert!(
-        support::have(tool),
-        "`{tool}` not found in PATH: install it (apt-get install {package})"
-    );
-}
-
 fn need_python() {
     need("python3", "python3");
-}
-
-fn script(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scripts")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// `timeout SECS ip netns exec NS ARGS...`, output captured.
-fn ns_run(ns: &str, secs: u64, args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["-k", "5", &secs.to_string(), "ip", "netns", "exec", ns])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run {args:?} in {ns}: {e}"))
-}
-
-/// The last line of stdout as JSON.
-fn last_json(o: &Output) -> serde_json::Value {
-    let s = String::from_utf8_lossy(&o.stdout);
-    let line = s
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .unwrap_or("");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("no JSON line ({e}): {}", text(o)))
-}
-
-fn start_engine(lab: &outboard_lab::Lab, name: &str, kind: &str, extra: &[&str]) -> EngineProc {
-    let mut args = support::engine_args(lab, kind);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    EngineProc::start(lab.engine_ns(), name, &args)
 }
 
 /// `ping -c 3 -W 2 TARGET` from `ns`: all three answered.
@@ -107,98 +57,6 @@ fn assert_engine_answered_pings(e: &EngineProc) {
     );
 }
 
-/// A namespace of our own (the TAP test), deleted on drop.
-struct NsGuard(String);
-
-impl NsGuard {
-    fn new(name: &str) -> NsGuard {
-        let _ = Command::new("ip").args(["netns", "del", name]).output();
-        let o = Command::new("ip")
-            .args(["netns", "add", name])
-            .output()
-            .expect("ip netns add");
-        assert!(o.status.success(), "ip netns add {name}: {}", text(&o));
-        let g = NsGuard(name.to_string());
-        let o = in_ns(name, &["ip", "link", "set", "lo", "up"]);
-        assert!(o.status.success(), "lo up: {}", text(&o));
-        g
-    }
-}
-
-impl Drop for NsGuard {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
-/// A child (run under `timeout`) stopped on drop: SIGTERM (which `timeout`
-/// passes on to the script), then SIGKILL.
-struct ChildGuard {
-    child: Child,
-    lines: Option<mpsc::Receiver<String>>,
-}
-
-impl ChildGuard {
-    /// Spawns `timeout SECS ip netns exec NS ARGS...` with stdout read line by line.
-    fn spawn(ns: &str, secs: u64, args: &[&str], stdin: bool) -> ChildGuard {
-        let mut child = Command::new("timeout")
-            .args(["-k", "5", &secs.to_string(), "ip", "netns", "exec", ns])
-            .args(args)
-            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {args:?} in {ns}: {e}"));
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        ChildGuard {
-            child,
-            lines: Some(rx),
-        }
-    }
-
-    /// The next stdout line within `limit` (None at EOF or timeout).
-    fn line(&self, limit: Duration) -> Option<String> {
-        self.lines.as_ref()?.recv_timeout(limit).ok()
-    }
-
-    fn stdin(&mut self) -> Option<ChildStdin> {
-        self.child.stdin.take()
-    }
-
-    /// Waits (bounded) for the exit; returns the status and every remaining stdout line.
-    fn finish(&mut self, limit: Duration) -> (Option<std::process::ExitStatus>, Vec<String>) {
-        let t0 = Instant::now();
-        let mut st = None;
-        while t0.elapsed() < limit {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                st = Some(s);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut lines = Vec::new();
-        while let Some(l) = self.line(Duration::from_millis(500)) {
-            lines.push(l);
-        }
-        (st, lines)
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        support::terminate(&mut self.child, Duration::from_secs(3));
-    }
-}
-
 /// Engine connection rows (state names as the engine prints them, e.g. `LastAck`).
 fn conn_states(st: &serde_json::Value) -> Vec<String> {
     st["connections"]
@@ -218,32 +76,13 @@ fn is_closing(state: &str) -> bool {
     )
 }
 
-/// Polls `stat` until `done` holds or `limit` passes; returns the last snapshot and the time taken.
-fn poll_stat(
-    e: &EngineProc,
-    limit: Duration,
-    done: impl Fn(&serde_json::Value) -> bool,
-) -> (serde_json::Value, Option<Duration>) {
-    let t0 = Instant::now();
-    loop {
-        let st = e.stat();
-        if done(&st) {
-            return (st, Some(t0.elapsed()));
-        }
-        if t0.elapsed() >= limit {
-            return (st, None);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 // ---------------------------------------------------------------- 1. ping
 
 fn ping_in_lab(kind: &str, tag: &str) {
     need("ping", "iputils-ping");
     let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
-    let e = start_engine(&lab, &format!("{name}-e"), kind, &[]);
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, &[]);
     assert_ping(lab.linux_ns(), ENGINE_ADDR, kind);
     assert_engine_answered_pings(&e);
     let st = e.stat();
@@ -438,7 +277,7 @@ fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
         cfg.impairment = case.imp.clone();
         cfg.seed = seed;
         let lab = lab(&cfg);
-        let e = start_engine(&lab, &format!("{name}-e"), kind, &[]);
+        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, &[]);
         let o = ns_run(
             lab.linux_ns(),
             limit_s + 10,
@@ -484,7 +323,7 @@ fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
             ));
         }
         // ...and gone soon (the engine closes last: LAST-ACK, no TIME-WAIT).
-        let (st2, gone) = poll_stat(&e, Duration::from_secs(30), |s| conn_states(s).is_empty());
+        let (st2, gone) = e.poll_stat(Duration::from_secs(30), POLL, |s| conn_states(s).is_empty());
         if gone.is_none() {
             failures.push(format!(
                 "{what}: connections still held 30 s later: {:?}",
@@ -601,7 +440,7 @@ fn udp_echo_returns_datagram_and_closed_port_gives_econnrefused() {
     need_python();
     let name = lab_name("udp");
     let lab = lab(&LabConfig::new(&name));
-    let e = start_engine(&lab, &format!("{name}-e"), "af_packet", &[]);
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &[]);
     let o = ns_run(
         lab.linux_ns(),
         60,
@@ -656,8 +495,7 @@ fn pcap_of_ping_tcp_and_udp_has_no_malformed_frames_or_bad_checksums() {
     let _ = std::fs::remove_file(&pcap);
     let lab = lab(&LabConfig::new(&name));
     let pcap_s = pcap.display().to_string();
-    let e = start_engine(
-        &lab,
+    let e = EngineProc::in_lab(&lab,
         &format!("{name}-e"),
         "af_packet",
         &["--pcap", &pcap_s],
@@ -693,7 +531,7 @@ fn pcap_of_ping_tcp_and_udp_has_no_malformed_frames_or_bad_checksums() {
     );
     assert!(o.status.success(), "UDP: {}", text(&o));
     // Let the final ACKs of the TCP close reach the engine (and the capture).
-    let _ = poll_stat(&e, Duration::from_secs(10), |s| conn_states(s).is_empty());
+    let _ = e.poll_stat(Duration::from_secs(10), POLL, |s| conn_states(s).is_empty());
     let log = e.stop(); // SIGTERM: the engine flushes and closes the capture
     drop(lab);
     let _rm = RemoveOnDrop(pcap.clone());
@@ -790,7 +628,7 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
     const N: usize = 1000;
     let name = lab_name("conn");
     let lab = lab(&LabConfig::new(&name));
-    let e = start_engine(&lab, &format!("{name}-e"), "af_packet", &[]);
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &[]);
     // Baseline with ARP resolved both ways (the ARP entry is part of memory_in_use).
     assert_ping(lab.linux_ns(), ENGINE_ADDR, "baseline");
     let st = e.stat();
@@ -800,7 +638,7 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
         conn_states(&st)
     );
     let baseline = st["memory_in_use"].as_u64().expect("memory_in_use");
-    let mut c = ChildGuard::spawn(
+    let mut c = ns_spawn_lines(
         lab.linux_ns(),
         150,
         &[
@@ -816,11 +654,11 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
     );
     let held = c.line(Duration::from_secs(120));
     if held.as_deref() != Some(&format!("HELD {N}")) {
-        let (st, rest) = c.finish(Duration::from_secs(5));
+        let (st, rest) = c.finish_lines(Duration::from_secs(5));
         panic!("client did not hold {N} connections: {held:?} {st:?} {rest:?}");
     }
     // Every connection is open and answered: the engine holds N established ones.
-    let (st, at) = poll_stat(&e, Duration::from_secs(10), |s| {
+    let (st, at) = e.poll_stat(Duration::from_secs(10), POLL, |s| {
         conn_states(s)
             .iter()
             .filter(|x| x.as_str() == "Established")
@@ -837,7 +675,7 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
     let mut stdin = c.stdin().expect("stdin");
     writeln!(stdin).expect("release the client");
     drop(stdin);
-    let (status, lines) = c.finish(Duration::from_secs(60));
+    let (status, lines) = c.finish_lines(Duration::from_secs(60));
     let v: serde_json::Value = lines
         .iter()
         .rev()
@@ -854,7 +692,7 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
     // seconds; the bound allows a full TIME-WAIT in case the engine closed first.
     // Tolerance: 256 B = four ARP entries (64 B each, arp::ENTRY_OVERHEAD); one
     // leftover connection costs KiBs, so any leak exceeds it.
-    let (st, took) = poll_stat(&e, Duration::from_secs(75), |s| {
+    let (st, took) = e.poll_stat(Duration::from_secs(75), POLL, |s| {
         conn_states(s).is_empty()
             && s["memory_in_use"].as_u64().unwrap_or(u64::MAX) <= baseline + 256
     });
@@ -896,7 +734,7 @@ fn engine_fetch_from_linux_echo_server_is_byte_exact_256mib() {
     need_python();
     let name = lab_name("fetch");
     let lab = lab(&LabConfig::new(&name));
-    let server = ChildGuard::spawn(
+    let server = ns_spawn_lines(
         lab.linux_ns(),
         200,
         &["python3", &script("interop_echo_server.py"), "7777", "190"],
@@ -948,7 +786,7 @@ fn engine_fetch_from_linux_echo_server_is_byte_exact_256mib() {
     let wall = t0.elapsed().as_secs_f64();
     let v = last_json(&o);
     let mut server = server;
-    let (sst, slines) = server.finish(Duration::from_secs(20));
+    let (sst, slines) = server.finish_lines(Duration::from_secs(20));
     eprintln!("fetch: {v}\nserver: {slines:?} ({sst:?})");
     assert!(
         o.status.success() && v["ok"] == true,

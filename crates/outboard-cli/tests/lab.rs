@@ -3,100 +3,26 @@
 //! otherwise), iproute2, ethtool and iputils-ping. Each test uses its own lab
 //! name (from the pid) and a guard that takes the lab down even on failure.
 
-use std::process::{Command, Output};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_outboard");
+use std::process::Output;
+use support::netns::{lab_name, namespaces_of, skip_unless_root_and, LabGuard};
+use support::{outboard, sh, text, OUTBOARD};
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// True (after a loud line) when the test cannot run here.
+/// True (after a loud line) when the test cannot run here: not root, or a tool missing.
 fn skip(test: &str) -> bool {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces) — {test}");
-        return true;
-    }
-    for tool in ["ip", "ethtool", "ping", "timeout"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !found {
-            eprintln!("SKIPPED: `{tool}` missing (apt-get install iproute2 ethtool iputils-ping coreutils) — {test}");
-            return true;
-        }
-    }
-    false
-}
-
-/// A lab name unique to this process and test: `t` + pid mod 1e6 in base 36 + a tag.
-fn lab_name(tag: char) -> String {
-    let mut n = std::process::id() % 1_000_000;
-    let mut digits = Vec::new();
-    loop {
-        digits.push(std::char::from_digit(n % 36, 36).unwrap());
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    digits.reverse();
-    format!("t{}{tag}", digits.into_iter().collect::<String>())
-}
-
-fn outboard(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run outboard")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    skip_unless_root_and(
+        test,
+        &["ip", "ethtool", "ping", "timeout"],
+        "apt-get install iproute2 ethtool iputils-ping coreutils",
     )
 }
 
-fn sh(argv: &[&str]) -> Output {
-    Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .expect("run command")
-}
-
-fn namespaces_of(name: &str) -> Vec<String> {
-    let out = sh(&["ip", "netns", "list"]);
-    let prefix = format!("ob-{name}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_string)
-        .collect()
-}
-
-/// Takes the lab down on drop (test failed or not); as a last resort deletes its namespaces.
-struct Guard(String);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = outboard(&["lab", "down", &self.0]);
-        for ns in namespaces_of(&self.0) {
-            let _ = sh(&["ip", "netns", "del", &ns]);
-        }
-    }
-}
-
-fn up(name: &str, extra: &[&str]) -> (Guard, serde_json::Value) {
+fn up(name: &str, extra: &[&str]) -> (LabGuard, serde_json::Value) {
     let mut args = vec!["lab", "up", name, "--json"];
     args.extend_from_slice(extra);
     let out = outboard(&args);
-    let guard = Guard(name.to_string());
+    let guard = LabGuard(name.to_string());
     assert!(
         out.status.success(),
         "lab up {extra:?} failed: {}",
@@ -187,7 +113,7 @@ fn direct_lab_bridges_linux_to_the_engine_side() {
     if skip("direct_lab_bridges_linux_to_the_engine_side") {
         return;
     }
-    let name = lab_name('d');
+    let name = lab_name("labd");
     let (_g, info) = up(&name, &[]);
     assert_eq!(info["topology"], "direct");
     assert_eq!(info["stage"]["kind"], "bridge");
@@ -236,7 +162,7 @@ fn routed_lab_routes_through_the_router() {
     if skip("routed_lab_routes_through_the_router") {
         return;
     }
-    let name = lab_name('r');
+    let name = lab_name("labr");
     let (_g, info) = up(&name, &["--topology", "routed", "--mtu", "9000"]);
     assert_eq!(info["engine"]["gateway"], "10.77.0.1");
     assert_eq!(info["linux"]["addr"], "10.78.0.2");
@@ -280,7 +206,7 @@ fn impaired_lab_loses_frames_and_reports_them() {
     if skip("impaired_lab_loses_frames_and_reports_them") {
         return;
     }
-    let name = lab_name('l');
+    let name = lab_name("labl");
     let (_g, info) = up(&name, &["--loss", "20%", "--seed", "7"]);
     assert_eq!(info["stage"]["kind"], "relay");
     assert_eq!(info["stage"]["seed"], 7);
@@ -311,7 +237,7 @@ fn delayed_lab_adds_the_delay_both_ways() {
     if skip("delayed_lab_adds_the_delay_both_ways") {
         return;
     }
-    let name = lab_name('y');
+    let name = lab_name("laby");
     let (_g, _info) = up(&name, &["--delay-ms", "20"]);
     kernel_engine(&name, false);
     let (out, s) = ping(&name, 5, "0.1", 20);
@@ -341,7 +267,7 @@ fn down_is_idempotent_and_up_twice_is_refused() {
     if skip("down_is_idempotent_and_up_twice_is_refused") {
         return;
     }
-    let name = lab_name('x');
+    let name = lab_name("labx");
     let out = outboard(&["lab", "down", &name]);
     assert!(
         out.status.success(),
@@ -369,7 +295,7 @@ fn lab_with_a_killed_relay_still_goes_down() {
     if skip("lab_with_a_killed_relay_still_goes_down") {
         return;
     }
-    let name = lab_name('k');
+    let name = lab_name("labk");
     let (_g, info) = up(&name, &["--loss", "1%", "--topology", "routed"]);
     let pid = info["stage"]["relay_pid"].as_u64().unwrap().to_string();
     let k = sh(&["kill", "-9", &pid]);
@@ -396,12 +322,12 @@ fn library_guard_tears_down_on_drop_and_failed_up_cleans_up() {
         return;
     }
     use outboard_lab::{Lab, LabConfig, LabError, Topology};
-    let name = lab_name('g');
-    let _g = Guard(name.clone());
+    let name = lab_name("labg");
+    let _g = LabGuard(name.clone());
     let mut cfg = LabConfig::new(&name);
     cfg.topology = Topology::Routed;
     cfg.impairment.delay_ms = 1.0;
-    cfg.relay_exe = Some(BIN.into());
+    cfg.relay_exe = Some(OUTBOARD.into());
     {
         let lab = Lab::up(&cfg).unwrap_or_else(|e| panic!("Lab::up: {e}"));
         assert_eq!(lab.engine_ns(), format!("ob-{name}-eng"));

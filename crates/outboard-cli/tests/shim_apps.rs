@@ -37,7 +37,9 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::{have, lab, lab_name, run_dir, skip_unless_root, EngineProc, OUTBOARD};
+use support::engine::{terminate, EngineProc};
+use support::netns::{lab, lab_name, need_all, ns_command, skip_unless_root};
+use support::{python3, run_dir, shim_lib, size_from_env, OUTBOARD};
 
 // ------------------------------------------------------------ `outboard run` (no root)
 
@@ -235,44 +237,6 @@ fn run_puts_the_shim_first_in_ld_preload_and_names_the_engine() {
 /// How long any one step may take before the test fails.
 const STEP: Duration = Duration::from_secs(60);
 
-/// Fails (as root) when a program is missing: which package to install.
-fn need(tools: &[(&str, &str)]) {
-    let missing: Vec<String> = tools
-        .iter()
-        .filter(|(p, _)| !have(p))
-        .map(|(p, pkg)| format!("{p} (apt-get install {pkg})"))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "missing programs: {}; scripts/test.sh installs them",
-        missing.join(", ")
-    );
-}
-
-/// The socket shim, beside the `outboard` binary the tests run (or in its deps/).
-fn shim_lib() -> PathBuf {
-    let dir = Path::new(OUTBOARD).parent().expect("target dir");
-    [dir.join("liboutboard_shim.so"), dir.join("deps").join("liboutboard_shim.so")]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "liboutboard_shim.so is not in {} (or deps/): build it with `cargo build -p outboard-shim` \
-                 (scripts/test.sh builds the whole workspace first)",
-                dir.display()
-            )
-        })
-}
-
-/// The real python3 (not a version-manager wrapper script).
-fn python3() -> String {
-    let o = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3");
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 /// A lab, its engine daemon, and a scratch directory; all gone on drop
 /// (the engine before the lab).
 struct Rig {
@@ -305,13 +269,7 @@ impl Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
         let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
-        let mut args = support::engine_args(&lab, "af_xdp");
-        args.extend(["--services".to_string(), "none".to_string()]);
-        let engine = EngineProc::start(
-            lab.engine_ns(),
-            &format!("{name}-e"),
-            &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
+        let engine = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
@@ -333,19 +291,8 @@ impl Rig {
 
     /// `timeout … ip netns exec ENG outboard run --name ENGINE -- ARGS`.
     fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command {
-        let mut c = Command::new("timeout");
-        c.args([
-            "-k",
-            "3",
-            &limit.as_secs().to_string(),
-            "ip",
-            "netns",
-            "exec",
-            self.lab.engine_ns(),
-            OUTBOARD,
-            "run",
-        ])
-        .args(["--name", &self.engine.name, "--shim"])
+        let mut c = ns_command(self.lab.engine_ns(), limit, 3, &[OUTBOARD, "run"]);
+        c.args(["--name", &self.engine.name, "--shim"])
         .arg(&self.shim)
         .arg("--")
         .args(args)
@@ -360,18 +307,8 @@ impl Rig {
 
     /// `timeout … ip netns exec LNX ARGS`.
     fn linux_cmd(&self, limit: Duration, args: &[&str]) -> Command {
-        let mut c = Command::new("timeout");
-        c.args([
-            "-k",
-            "3",
-            &limit.as_secs().to_string(),
-            "ip",
-            "netns",
-            "exec",
-            self.lab.linux_ns(),
-        ])
-        .args(args)
-        .stdin(Stdio::null());
+        let mut c = ns_command(self.lab.linux_ns(), limit, 3, args);
+        c.stdin(Stdio::null());
         c
     }
 
@@ -557,7 +494,7 @@ impl Bg {
 
     fn stop(&mut self) {
         // `timeout` passes SIGTERM on to the program.
-        support::terminate(&mut self.child, Duration::from_secs(5));
+        terminate(&mut self.child, Duration::from_secs(5));
     }
 }
 
@@ -592,27 +529,19 @@ fn must<T>(r: Result<T, String>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Bytes of the curl download test: OUTBOARD_SHIM_BYTES or 100 MiB.
-fn shim_bytes() -> u64 {
-    match std::env::var("OUTBOARD_SHIM_BYTES") {
-        Ok(v) => support::parse_size(&v)
-            .unwrap_or_else(|| panic!("OUTBOARD_SHIM_BYTES={v:?}: not a size")),
-        Err(_) => 100 << 20,
-    }
-}
 
 #[test]
 fn shim_curl_downloads_from_a_linux_http_server() {
     if skip_unless_root("shim_curl_downloads_from_a_linux_http_server") {
         return;
     }
-    need(&[
+    need_all(&[
         ("curl", "curl"),
         ("python3", "python3"),
         ("sha256sum", "coreutils"),
     ]);
     let rig = Rig::up("scurl");
-    let n = shim_bytes();
+    let n = size_from_env("OUTBOARD_SHIM_BYTES", 100 << 20);
     let www = rig.tmp.join("www");
     std::fs::create_dir_all(&www).unwrap();
     let src = www.join("blob");
@@ -624,7 +553,7 @@ fn shim_curl_downloads_from_a_linux_http_server() {
         rig.linux_cmd(
             limit * 2,
             &[
-                &py,
+                py,
                 "-u",
                 "-m",
                 "http.server",
@@ -680,7 +609,7 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
     if skip_unless_root("shim_python_http_server_serves_linux_curl_and_wrk") {
         return;
     }
-    need(&[
+    need_all(&[
         ("curl", "curl"),
         ("wrk", "wrk"),
         ("python3", "python3"),
@@ -695,7 +624,7 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
         rig.shim_cmd(
             STEP * 2,
             &[
-                &py,
+                py,
                 "-u",
                 "-m",
                 "http.server",
@@ -721,7 +650,7 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
     if skip_unless_root("shim_nginx_serves_linux_curl_and_wrk") {
         return;
     }
-    need(&[
+    need_all(&[
         ("nginx", "nginx-light"),
         ("curl", "curl"),
         ("wrk", "wrk"),
@@ -764,7 +693,7 @@ fn shim_redis_server_serves_linux_benchmark_and_cli() {
     if skip_unless_root("shim_redis_server_serves_linux_benchmark_and_cli") {
         return;
     }
-    need(&[
+    need_all(&[
         ("redis-server", "redis-server"),
         ("redis-benchmark", "redis-tools"),
         ("redis-cli", "redis-tools"),
@@ -848,7 +777,7 @@ fn shim_iperf3_both_ways() {
     if skip_unless_root("shim_iperf3_both_ways") {
         return;
     }
-    need(&[("iperf3", "iperf3")]);
+    need_all(&[("iperf3", "iperf3")]);
     let rig = Rig::up("sipf");
     // Linux client -> iperf3 server under the shim, on its default dual-stack
     // listener ([::], IPv4-mapped connections go to the engine).
@@ -900,7 +829,7 @@ fn shim_iperf3_both_ways() {
 
 /// sockperf ping-pong both ways; `tcp` or UDP (sockperf's default).
 fn sockperf_both_ways(tag: &str, tcp: bool) {
-    need(&[("sockperf", "sockperf")]);
+    need_all(&[("sockperf", "sockperf")]);
     let rig = Rig::up(tag);
     let proto: &[&str] = if tcp { &["--tcp"] } else { &[] };
     let mut results = Vec::new();
@@ -977,7 +906,7 @@ fn shim_nginx_and_curl_through_an_impaired_path() {
     if skip_unless_root("shim_nginx_and_curl_through_an_impaired_path") {
         return;
     }
-    need(&[("nginx", "nginx-light"), ("curl", "curl"), ("python3", "python3"), ("sha256sum", "coreutils")]);
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("python3", "python3"), ("sha256sum", "coreutils")]);
     let imp = outboard_lab::Impairment {
         loss: 0.01,
         duplicate: 0.01,
@@ -1008,7 +937,7 @@ fn shim_nginx_and_curl_through_an_impaired_path() {
     let py = python3();
     let mut srv = rig.bg(
         "linux-http",
-        rig.linux_cmd(STEP * 2, &[&py, "-u", "-m", "http.server", "--bind", &rig.lip(), "8000", "--directory", www.to_str().unwrap()]),
+        rig.linux_cmd(STEP * 2, &[py, "-u", "-m", "http.server", "--bind", &rig.lip(), "8000", "--directory", www.to_str().unwrap()]),
     );
     rig.wait_tcp(&rig.lip(), 8000, &mut srv);
     let dst2 = rig.tmp.join("got-from-linux");

@@ -31,10 +31,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
+use support::engine::{spawn_engine, stat_in, wait_up, ChildGuard};
+use support::netns::have;
+use support::{python3, shim_lib, OUTBOARD};
 
 // ---------------------------------------------------------------- harness
 
@@ -45,55 +46,16 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn shim_lib() -> PathBuf {
-    let p = Path::new(OUTBOARD).parent().expect("target dir").join("liboutboard_shim.so");
-    assert!(
-        p.exists(),
-        "the socket shim {} is missing: build it with `cargo build -p outboard-shim` (scripts/test.sh builds it)",
-        p.display()
-    );
-    p
-}
-
-/// The real Python executable (not a pyenv wrapper script), so the pid of
-/// the program `outboard run` execs is the interpreter's.
-fn python() -> &'static str {
-    static PY: OnceLock<String> = OnceLock::new();
-    PY.get_or_init(|| {
-        let o = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 is needed by these tests");
-        assert!(o.status.success(), "python3 does not run: {}", String::from_utf8_lossy(&o.stderr));
-        let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        assert!(!p.is_empty() && Path::new(&p).exists(), "python3 reports no executable: {p:?}");
-        p
-    })
-}
-
-fn have(prog: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {prog}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn sigkill_group(pid: u32) {
     // SAFETY: plain kill(2) of a process group this test created.
     unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
 }
 
-/// A background engine daemon: SIGTERM, then SIGKILL, reaped on drop.
+/// A background engine daemon (stopped and reaped on drop).
 struct Engine {
     name: String,
     addr: String,
-    child: Child,
-}
-impl Drop for Engine {
-    fn drop(&mut self) {
-        support::terminate(&mut self.child, Duration::from_secs(3));
-    }
+    child: ChildGuard,
 }
 
 /// A private fabric with engines 10.0.0.1, 10.0.0.2…; its run directory is
@@ -114,20 +76,11 @@ impl Net {
         for i in 0..n {
             let name = format!("sb-{tag}-{pid}-{}", (b'a' + i as u8) as char);
             let addr = format!("10.0.0.{}", i + 1);
-            let child = Command::new(OUTBOARD)
-                .args(["engine", "--link", &fabric, "--addr", &format!("{addr}/24"), "--name", &name, "--services", "none", "--log-level", "warn"])
-                .env("OUTBOARD_RUN_DIR", &net.dir)
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("spawn outboard engine");
+            let child = spawn_engine(&net.dir, &["--link", &fabric, "--addr", &format!("{addr}/24"), "--name", &name, "--services", "none"]);
             net.engines.push(Engine { name, addr, child });
         }
-        for i in 0..n {
-            let t0 = Instant::now();
-            while net.try_stat(i).is_none() {
-                assert!(t0.elapsed() < Duration::from_secs(15), "engine {} did not come up", net.engines[i].name);
-                std::thread::sleep(Duration::from_millis(50));
-            }
+        for e in &net.engines {
+            wait_up(&net.dir, &e.name, Duration::from_secs(15));
         }
         net
     }
@@ -139,17 +92,8 @@ impl Net {
         &self.engines[i].addr
     }
 
-    fn try_stat(&self, i: usize) -> Option<Value> {
-        let out = Command::new(OUTBOARD)
-            .args(["stat", "--json", "--name", &self.engines[i].name])
-            .env("OUTBOARD_RUN_DIR", &self.dir)
-            .output()
-            .expect("run outboard stat");
-        out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
-    }
-
     fn stat(&self, i: usize) -> Value {
-        self.try_stat(i).unwrap_or_else(|| panic!("outboard stat of engine {} failed", self.name(i)))
+        stat_in(&self.dir, self.name(i)).unwrap_or_else(|| panic!("outboard stat of engine {} failed", self.name(i)))
     }
 
     /// `outboard run` of `cmd` on engine `i`, with extra environment.
@@ -165,7 +109,7 @@ impl Net {
 
     /// A Python script (`python3 -u -c SCRIPT ARGS…`) under the shim on engine `i`.
     fn py(&self, i: usize, script: &str, args: &[&str], env: &[(&str, &str)]) -> Prog {
-        let mut cmd = vec![python(), "-u", "-c", script];
+        let mut cmd = vec![python3(), "-u", "-c", script];
         cmd.extend_from_slice(args);
         let mut p = self.run(i, &cmd, env);
         p.what = format!("python script {:?}… {args:?} (engine {})", script.trim().lines().next().unwrap_or(""), self.name(i));
@@ -657,7 +601,7 @@ print(" ".join(out))
 fn programs_that_never_use_an_engine_address_run_unchanged() {
     let _s = serial();
     let net = Net::new("pass", 1);
-    let mut cases: Vec<Vec<&str>> = vec![vec!["sh", "-c", "echo hi | cat"], vec!["sysctl", "-n", "kernel.ostype"], vec![python(), "-c", PASS_SCRIPT]];
+    let mut cases: Vec<Vec<&str>> = vec![vec!["sh", "-c", "echo hi | cat"], vec!["sysctl", "-n", "kernel.ostype"], vec![python3(), "-c", PASS_SCRIPT]];
     if have("ip") {
         cases.push(vec!["ip", "-o", "link", "show", "lo"]);
     } else {
@@ -671,7 +615,7 @@ fn programs_that_never_use_an_engine_address_run_unchanged() {
         assert_eq!(code, 0, "{cmd:?} under the shim exited {code}: {}", p.report());
         assert_eq!(out, String::from_utf8_lossy(&want.stdout), "{cmd:?}: output under the shim differs from without it (stderr: {err})");
         eprintln!("{:?} -> {:?}", cmd.first(), out.trim());
-        if cmd[0] == python() {
+        if cmd[0] == python3() {
             assert!(err.contains("shim-loaded True"), "the shim was loaded into python: {err}");
             assert_eq!(out.trim(), "unix pipe file tcp-lo tcp-back 127.0.0.1 127.0.0.1 udp-lo 127.0.0.1 udp-back");
         }
@@ -925,11 +869,11 @@ fn threading_http_server_serves_20_parallel_downloads() {
     let mut blob = vec![0u8; 2 << 20];
     std::fs::File::open("/dev/urandom").unwrap().read_exact(&mut blob).unwrap();
     std::fs::write(root.join("blob"), &blob).unwrap();
-    let want = plain(&[python(), "-c", &format!("import hashlib; print(hashlib.sha256(open({:?},'rb').read()).hexdigest())", root.join("blob").display().to_string())]);
+    let want = plain(&[python3(), "-c", &format!("import hashlib; print(hashlib.sha256(open({:?},'rb').read()).hexdigest())", root.join("blob").display().to_string())]);
     let want = String::from_utf8_lossy(&want.stdout).trim().to_string();
     assert_eq!(want.len(), 64);
 
-    let srv = net.run(0, &[python(), "-u", "-m", "http.server", "--bind", "0.0.0.0", "--directory", root.to_str().unwrap(), "8000"], &[]);
+    let srv = net.run(0, &[python3(), "-u", "-m", "http.server", "--bind", "0.0.0.0", "--directory", root.to_str().unwrap(), "8000"], &[]);
     srv.expect_line("Serving HTTP", Duration::from_secs(15));
     let url = format!("http://{}:8000/blob", net.addr(0));
     let t0 = Instant::now();
@@ -1136,7 +1080,7 @@ fn waits_on_engine_sockets_end_when_the_engine_dies() {
     p.expect_line("waiting", Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill(2) of our own child, the engine the program is attached to.
-    unsafe { libc::kill(net.engines[0].child.id() as i32, libc::SIGKILL) };
+    unsafe { libc::kill(net.engines[0].child.pid() as i32, libc::SIGKILL) };
     let out = p.finish_ok(Duration::from_secs(40));
     let line = out.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no result: {}", p.report()));
     let r = json_line(line, "");

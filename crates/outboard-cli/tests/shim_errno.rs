@@ -15,15 +15,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{lab, lab_name, skip_unless_root, EngineProc, OUTBOARD};
+use support::engine::{ChildGuard, EngineProc};
+use support::netns::{lab, lab_name, ns_command, skip_unless_root};
+use support::{run_dir, shim_lib, OUTBOARD};
 
 const BASE: u16 = 30000;
-
-fn shim_lib() -> PathBuf {
-    let p = Path::new(OUTBOARD).parent().expect("target dir").join("liboutboard_shim.so");
-    assert!(p.exists(), "{} is missing: `cargo build -p outboard-shim` (scripts/test.sh builds it)", p.display());
-    p
-}
 
 fn compile(src: &str, dir: &Path) -> PathBuf {
     let out = dir.join(src.trim_end_matches(".c"));
@@ -50,15 +46,6 @@ fn run_lines(mut cmd: Command, mut on_ready: impl FnMut()) -> Vec<String> {
     let o = child.wait_with_output().expect("wait");
     assert!(o.status.success(), "cases exited {}: {}", o.status, String::from_utf8_lossy(&o.stderr));
     lines
-}
-
-/// A child killed (and reaped) when the test ends, even by a panic.
-struct KillOnDrop(std::process::Child);
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 struct Nft<'a> {
@@ -97,37 +84,39 @@ fn shim_error_cases_match_linux() {
 
     let name = lab_name("errno");
     let lab = lab(&LabConfig::new(&name));
-    let mut args = support::engine_args(&lab, "af_xdp");
-    args.extend(["--services".into(), "none".into()]);
-    let engine = EngineProc::start(lab.engine_ns(), &format!("{name}-e"), &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let engine = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
     let lip = lab.linux_addr().to_string();
 
-    let mut peer = KillOnDrop(Command::new("ip")
-        .args(["netns", "exec", lab.linux_ns()])
-        .arg(&peer_bin)
-        .args([&lip, &BASE.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("peer"));
+    // Killed (and reaped) when the test ends, even by a panic.
+    let mut peer = ChildGuard::new(
+        Command::new("ip")
+            .args(["netns", "exec", lab.linux_ns()])
+            .arg(&peer_bin)
+            .args([&lip, &BASE.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("peer"),
+        Duration::ZERO,
+    );
     let mut first = String::new();
-    BufReader::new(peer.0.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(peer.child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
     assert_eq!(first.trim(), "listening");
 
     let kernel_cmd = |extra: &[&str]| {
-        let mut c = Command::new("timeout");
-        c.args(["-k", "2", "40", "ip", "netns", "exec", lab.linux_ns()]).arg(&cases).args([&lip, &BASE.to_string()]).args(extra);
+        let mut c = ns_command(lab.linux_ns(), Duration::from_secs(40), 2, &[]);
+        c.arg(&cases).args([&lip, &BASE.to_string()]).args(extra);
         c
     };
     let shim_cmd = |extra: &[&str]| {
-        let mut c = Command::new("timeout");
-        c.args(["-k", "2", "40", "ip", "netns", "exec", lab.engine_ns(), OUTBOARD, "run", "--name", &engine.name, "--shim"])
+        let mut c = ns_command(lab.engine_ns(), Duration::from_secs(40), 2, &[OUTBOARD, "run", "--name", &engine.name, "--shim"]);
+        c
             .arg(&shim)
             .arg("--")
             .arg(&cases)
             .args([&lip, &BASE.to_string()])
             .args(extra)
-            .env("OUTBOARD_RUN_DIR", support::run_dir());
+            .env("OUTBOARD_RUN_DIR", run_dir());
         c
     };
 

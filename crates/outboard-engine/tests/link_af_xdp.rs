@@ -15,33 +15,16 @@ use outboard_wire::checksum::{checksum, Accumulator};
 use std::net::Ipv4Addr;
 use std::process::Command;
 
+#[path = "support/netns.rs"]
+mod netns;
+
+use netns::{enter, run_ok, skip_unless};
+
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 202, 0, 1);
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn skip_unless_root(what: &str) -> bool {
-    if is_root() {
-        return false;
-    }
-    eprintln!("SKIPPED: needs root ({what}: creates network namespaces and attaches XDP programs)");
-    true
-}
 
 /// Runs a command; returns stdout, panics with its stderr on failure.
 fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&run_ok(Command::new(args[0]).args(&args[1..])).stdout).into_owned()
 }
 
 /// Two namespaces joined by a single-queue veth pair; deleted on drop.
@@ -140,12 +123,7 @@ impl Pair {
         let path = format!("/var/run/netns/{}", self.ns_a);
         std::thread::scope(|s| {
             let h = s.spawn(|| {
-                let ns = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-                // SAFETY: a valid netns fd; setns moves only this thread.
-                let rc = unsafe {
-                    libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET)
-                };
-                assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+                enter(&path);
                 f()
             });
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -378,7 +356,7 @@ fn ping_through(tag: char, peer_mtu: Option<&str>) -> String {
 
 #[test]
 fn kernel_ping_is_answered_through_the_socket() {
-    if skip_unless_root("kernel_ping_is_answered_through_the_socket") {
+    if skip_unless("kernel_ping_is_answered_through_the_socket", &[]) {
         return;
     }
     // veth takes native mode here (the mode is reported, not required).
@@ -387,7 +365,7 @@ fn kernel_ping_is_answered_through_the_socket() {
 
 #[test]
 fn generic_mode_is_the_fallback_and_works() {
-    if skip_unless_root("generic_mode_is_the_fallback_and_works") {
+    if skip_unless("generic_mode_is_the_fallback_and_works", &[]) {
         return;
     }
     // veth refuses native XDP while its peer's MTU is above ~3500 (ERANGE);
@@ -401,7 +379,7 @@ fn generic_mode_is_the_fallback_and_works() {
 
 #[test]
 fn jumbo_ping_is_answered_with_multi_buffer_frames() {
-    if skip_unless_root("jumbo_ping_is_answered_with_multi_buffer_frames") {
+    if skip_unless("jumbo_ping_is_answered_with_multi_buffer_frames", &[]) {
         return;
     }
     let p = Pair::new('j');
@@ -469,7 +447,7 @@ fn jumbo_ping_is_answered_with_multi_buffer_frames() {
 
 #[test]
 fn only_frames_for_our_address_reach_the_socket() {
-    if skip_unless_root("only_frames_for_our_address_reach_the_socket") {
+    if skip_unless("only_frames_for_our_address_reach_the_socket", &[]) {
         return;
     }
     let p = Pair::new('f');
@@ -538,7 +516,7 @@ fn only_frames_for_our_address_reach_the_socket() {
 
 #[test]
 fn transmitted_frames_reach_the_kernel_peer() {
-    if skip_unless_root("transmitted_frames_reach_the_kernel_peer") {
+    if skip_unless("transmitted_frames_reach_the_kernel_peer", &[]) {
         return;
     }
     let p = Pair::new('t');
@@ -571,7 +549,7 @@ fn transmitted_frames_reach_the_kernel_peer() {
 
 #[test]
 fn second_open_on_a_queue_is_refused_quickly() {
-    if skip_unless_root("second_open_on_a_queue_is_refused_quickly") {
+    if skip_unless("second_open_on_a_queue_is_refused_quickly", &[]) {
         return;
     }
     let p = Pair::new('b');
@@ -654,7 +632,7 @@ fn child_open_probe() {
 
 #[test]
 fn verifier_log_explains_a_rejected_program() {
-    if skip_unless_root("verifier_log_explains_a_rejected_program") {
+    if skip_unless("verifier_log_explains_a_rejected_program", &[]) {
         return;
     }
     // `exit` with r0 never written: the verifier must refuse it and say why.
@@ -706,7 +684,7 @@ fn drop_effective_caps() {
 
 #[test]
 fn without_privilege_open_says_so() {
-    if skip_unless_root("without_privilege_open_says_so") {
+    if skip_unless("without_privilege_open_says_so", &[]) {
         return;
     }
     let p = Pair::new('u');

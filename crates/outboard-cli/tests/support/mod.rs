@@ -1,191 +1,228 @@
-//! Shared by the root integration tests: a lab (namespaces + veth, from
-//! `outboard-lab`) and engine processes run inside it, both torn down on drop
-//! even when the test fails. Each test uses its own lab name, so tests may
-//! run in parallel.
+//! Test support shared by the `outboard-cli` integration tests, one module
+//! per kind of harness:
+//!
+//! - this file: the `outboard` binary and its companions (examples, the
+//!   socket shim, Python scripts, the real python3), running a command and
+//!   reading its output (text, JSON), sizes, scratch and run directories;
+//! - [`engine`]: `outboard engine` processes (on a fabric in a run directory,
+//!   or in a lab namespace), a child guard that stops and reaps, `stat`
+//!   polling;
+//! - [`netns`]: root and tool checks, labs, namespaces and running in them.
+//!
+//! Each file in `tests/` is its own crate and compiles all of this, so what
+//! one test file does not use is allowed to be dead.
 #![allow(dead_code)]
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 
-use outboard_lab::{Lab, LabConfig};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+pub mod engine;
+pub mod netns;
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
 
-pub fn is_root() -> bool {
-    // SAFETY-free check: /proc/self/status Uid line, effective uid field.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
+// ---------------------------------------------------------------- the binaries
+
+/// `outboard ARGS`, output captured.
+pub fn outboard(args: &[&str]) -> Output {
+    Command::new(OUTBOARD).args(args).output().expect("run outboard")
 }
 
-/// True (and a loud line on stderr) when the test cannot run here.
-pub fn skip_unless_root(test: &str) -> bool {
-    if is_root() {
-        return false;
-    }
-    eprintln!("SKIPPED: {test} needs root (network namespaces, veth, AF_PACKET/AF_XDP)");
-    true
-}
-
-/// True if `prog` is on PATH.
-pub fn have(prog: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {prog}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// A lab name unique to this process and `tag` (≤ 8 chars of a-z0-9).
-pub fn lab_name(tag: &str) -> String {
-    let pid = std::process::id() % 46656; // 3 base-36 digits
-    let mut p = String::new();
-    let mut n = pid;
-    for _ in 0..3 {
-        let d = (n % 36) as u8;
-        p.push(if d < 10 { (b'0' + d) as char } else { (b'a' + d - 10) as char });
-        n /= 36;
-    }
-    let tag: String = tag.chars().filter(|c| c.is_ascii_alphanumeric()).take(5).collect();
-    format!("{}{}", tag.to_ascii_lowercase(), p)
-}
-
-/// Brings a lab up; it goes down when the returned guard drops.
-pub fn lab(cfg: &LabConfig) -> Lab {
-    let mut cfg = cfg.clone();
-    if cfg.relay_exe.is_none() {
-        cfg.relay_exe = Some(PathBuf::from(OUTBOARD));
-    }
-    // A leftover from an earlier, killed run of the same name.
-    let _ = Lab::down(&cfg.name);
-    Lab::up(&cfg).unwrap_or_else(|e| panic!("lab {} up: {e}", cfg.name))
-}
-
-/// Runs a command inside a namespace and returns its output.
-pub fn in_ns(ns: &str, args: &[&str]) -> Output {
-    Command::new("ip")
-        .args(["netns", "exec", ns])
+/// `outboard ARGS` with `OUTBOARD_RUN_DIR=dir`, output captured.
+pub fn outboard_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(OUTBOARD)
         .args(args)
+        .env("OUTBOARD_RUN_DIR", dir)
         .output()
-        .unwrap_or_else(|e| panic!("ip netns exec {ns} {args:?}: {e}"))
+        .expect("run outboard")
 }
 
-/// The directory engine control sockets live in for this test process.
-pub fn run_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("outboard-test-run-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("run dir");
-    d
+/// A native-API example of `crates/outboard-api` (built by `cargo test --workspace`
+/// or `cargo build -p outboard-api --examples` next to the `outboard` binary).
+pub fn example(name: &str) -> PathBuf {
+    let p = Path::new(OUTBOARD)
+        .parent()
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: the native-API examples are built by `cargo test --workspace` (or `cargo build -p outboard-api --examples`)",
+        p.display()
+    );
+    p
 }
 
-/// An `outboard engine` process in a namespace; SIGTERM then SIGKILL on drop.
-pub struct EngineProc {
-    pub child: Child,
-    pub name: String,
-    pub log: PathBuf,
+/// The socket shim, beside the `outboard` binary the tests run (or in its deps/).
+pub fn shim_lib() -> PathBuf {
+    let dir = Path::new(OUTBOARD).parent().expect("target dir");
+    [
+        dir.join("liboutboard_shim.so"),
+        dir.join("deps").join("liboutboard_shim.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| {
+        panic!(
+            "liboutboard_shim.so is not in {} (or deps/): build it with `cargo build -p outboard-shim` \
+                 (scripts/test.sh builds the whole workspace first)",
+            dir.display()
+        )
+    })
 }
 
-impl EngineProc {
-    /// Starts `outboard engine --name NAME ARGS...` in `ns` and waits until
-    /// its control socket answers (at most 10 s).
-    pub fn start(ns: &str, name: &str, args: &[&str]) -> EngineProc {
-        let log = std::env::temp_dir().join(format!("outboard-test-{name}-{}.log", std::process::id()));
-        let logf = std::fs::File::create(&log).expect("engine log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, OUTBOARD, "engine", "--name", name])
-            .args(args)
-            .env("OUTBOARD_RUN_DIR", run_dir())
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone().expect("log"))
-            .stderr(logf)
-            .spawn()
-            .expect("spawn engine");
-        let mut e = EngineProc { child, name: name.to_string(), log };
-        let t0 = Instant::now();
-        loop {
-            if e.try_stat().is_some() {
-                break;
-            }
-            if let Ok(Some(st)) = e.child.try_wait() {
-                panic!("engine {name} exited at start ({st}): {}", e.log_text());
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "engine {name} did not come up: {}", e.log_text());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        e
-    }
+/// A Python script of `tests/scripts/`.
+pub fn script(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scripts")
+        .join(name)
+        .display()
+        .to_string()
+}
 
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn try_stat(&self) -> Option<serde_json::Value> {
-        let out = Command::new(OUTBOARD)
-            .args(["stat", "--json", "--name", &self.name])
-            .env("OUTBOARD_RUN_DIR", run_dir())
+/// The real Python executable (not a pyenv wrapper script), so the pid of
+/// a program `outboard run` execs is the interpreter's.
+pub fn python3() -> &'static str {
+    static PY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let o = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
             .output()
-            .ok()?;
-        if !out.status.success() {
-            return None;
-        }
-        serde_json::from_slice(&out.stdout).ok()
-    }
-
-    /// `outboard stat --json` of this engine.
-    pub fn stat(&self) -> serde_json::Value {
-        self.try_stat().unwrap_or_else(|| panic!("stat of engine {} failed: {}", self.name, self.log_text()))
-    }
-
-    /// One stack counter from `stat`.
-    pub fn counter(&self, key: &str) -> u64 {
-        self.stat()["stack"][key].as_u64().unwrap_or(0)
-    }
-
-    /// Stops the engine (SIGTERM) and waits for it.
-    pub fn stop(mut self) -> String {
-        self.terminate();
-        self.log_text()
-    }
-
-    fn terminate(&mut self) {
-        // `ip netns exec` execs the engine, so the child pid is the engine's.
-        terminate(&mut self.child, Duration::from_secs(3));
-    }
+            .expect("python3 is needed by these tests");
+        assert!(
+            o.status.success(),
+            "python3 does not run: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert!(
+            !p.is_empty() && Path::new(&p).exists(),
+            "python3 reports no executable: {p:?}"
+        );
+        p
+    })
 }
 
-impl Drop for EngineProc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.terminate();
-        }
-    }
+// ---------------------------------------------------------------- running commands
+
+/// `argv[0] argv[1..]`, output captured.
+pub fn sh(argv: &[&str]) -> Output {
+    Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("run {argv:?}: {e}"))
 }
 
-/// Sizes like 1GiB, 256M, 4096.
-/// Stops `child` if it still runs: SIGTERM, up to `grace` for it to exit,
-/// then SIGKILL; reaped either way.
-pub fn terminate(child: &mut Child, grace: Duration) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return;
-    }
-    // SAFETY: kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+/// Runs `c` (stdin null, stdout and stderr read as it runs); after `limit` it
+/// is sent SIGTERM, given `grace` to exit, then SIGKILLed. Returns (success,
+/// stdout, stderr); a run stopped at the limit is not a success and its stderr
+/// starts with "timed out after LIMIT".
+pub fn output_within(mut c: Command, limit: Duration, grace: Duration) -> (bool, String, String) {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {c:?}: {e}"));
+    let reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let t_out = reader(Box::new(child.stdout.take().expect("stdout")));
+    let t_err = reader(Box::new(child.stderr.take().expect("stderr")));
     let t0 = Instant::now();
-    while t0.elapsed() < grace {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if t0.elapsed() > limit {
+            engine::terminate(&mut child, grace);
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    let (o, e) = (t_out.join().unwrap_or_default(), t_err.join().unwrap_or_default());
+    match status {
+        Some(st) => (st.success(), o, e),
+        None => (false, o, format!("timed out after {limit:?}\n{e}")),
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
+/// Lines of `r` (a child's stdout) on a channel, read by a thread of their own.
+pub fn line_channel(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+// ---------------------------------------------------------------- reading output
+
+/// The exit status and both streams of `o`, for a failure message.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// All of stdout as JSON.
+pub fn stdout_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+/// The last line of `s` that starts (after blanks) with `{`, as JSON.
+pub fn json_line(s: &str) -> Value {
+    let line = s
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in {s:?}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+}
+
+/// The last JSON line of `o`'s stdout (the whole output in the failure message).
+pub fn last_json(o: &Output) -> Value {
+    let s = String::from_utf8_lossy(&o.stdout);
+    let line = s.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("no JSON line ({e}): {}", text(o)))
+}
+
+/// The number at `a.b.c` in `v`.
+pub fn num(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64().unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+/// The number at `path` is finite and above zero.
+pub fn positive(v: &Value, path: &str) {
+    let x = num(v, path);
+    assert!(x > 0.0 && x.is_finite(), "{path} = {x}, expected > 0");
+}
+
+// ---------------------------------------------------------------- sizes
+
+/// Sizes like 1GiB, 256M, 4096.
 pub fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -201,39 +238,33 @@ pub fn parse_size(s: &str) -> Option<u64> {
     n.checked_mul(mult)
 }
 
+/// A size from environment variable `var`, or `default` when it is unset.
+pub fn size_from_env(var: &str, default: u64) -> u64 {
+    match std::env::var(var) {
+        Ok(v) => parse_size(&v).unwrap_or_else(|| panic!("{var}={v:?}: not a size")),
+        Err(_) => default,
+    }
+}
+
 /// Bytes per interop run: OUTBOARD_INTEROP_BYTES or 1 GiB.
 pub fn interop_bytes() -> u64 {
-    match std::env::var("OUTBOARD_INTEROP_BYTES") {
-        Ok(v) => {
-            parse_size(&v).unwrap_or_else(|| panic!("OUTBOARD_INTEROP_BYTES={v:?}: not a size"))
-        }
-        Err(_) => 1 << 30,
-    }
+    size_from_env("OUTBOARD_INTEROP_BYTES", 1 << 30)
 }
 
-/// `--link KIND:eng0 --addr 10.77.0.2/24 [--gateway 10.77.0.1]` for a lab.
-pub fn engine_args(lab: &outboard_lab::Lab, kind: &str) -> Vec<String> {
-    let mut v = vec![
-        "--link".to_string(),
-        format!("{kind}:{}", lab.engine_iface()),
-        "--addr".to_string(),
-        format!("{}/{}", lab.engine_addr(), lab.engine_prefix()),
-    ];
-    if let Some(gw) = lab.gateway() {
-        v.push("--gateway".into());
-        v.push(gw.to_string());
-    }
-    v
+// ---------------------------------------------------------------- directories
+
+/// The directory engine control sockets live in for this test process
+/// (shared by every test of the process; the lab tests' engines).
+pub fn run_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("outboard-test-run-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("run dir");
+    d
 }
 
-/// A native-API example of `crates/outboard-api` (built by `cargo test --workspace`
-/// or `cargo build -p outboard-api --examples` next to the `outboard` binary).
-pub fn example(name: &str) -> PathBuf {
-    let p = std::path::Path::new(OUTBOARD).parent().expect("target dir").join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the native-API examples are built by `cargo test --workspace` (or `cargo build -p outboard-api --examples`)",
-        p.display()
-    );
-    p
+/// A directory of this test process for `tag`: `$TMP/PREFIX-PID-TAG`
+/// (created if missing; a private run directory, or scratch space).
+pub fn test_dir(prefix: &str, tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{prefix}-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
+    d
 }

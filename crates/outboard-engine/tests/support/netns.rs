@@ -8,8 +8,10 @@
 //! - [`Netns::run_in`] runs a closure on a fresh thread that `setns`-ed into
 //!   the namespace: sockets, TAP devices and interface ioctls made there live
 //!   in that namespace. Only that thread moves; the test process does not.
-//! - [`skip_unless_root`] prints a loud SKIPPED line and returns true when
-//!   not root.
+//! - [`skip_unless_root`] (and [`skip_unless`], naming the tools) prints a
+//!   loud SKIPPED line and returns true when not root.
+//! - [`enter`] moves the calling thread into a namespace; [`run_ok`] runs a
+//!   command that must succeed.
 #![allow(dead_code)]
 
 use std::os::fd::AsRawFd;
@@ -94,7 +96,8 @@ impl Drop for Netns {
     }
 }
 
-fn run_ok(cmd: &mut Command) -> Output {
+/// Runs `cmd`; panics with its stderr when it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -107,16 +110,27 @@ fn run_ok(cmd: &mut Command) -> Output {
 /// True (after a loud SKIPPED line on stderr) when the test cannot run: not
 /// root, or no `ip` command.
 pub fn skip_unless_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    skip_unless(test, &["ip"])
+}
+
+/// True (after a loud SKIPPED line on stderr) when the test cannot run: not
+/// root, or one of `tools` (iproute2's `ip`, …) missing. A test that lists no
+/// tools fails, rather than skips, where one it runs is missing.
+pub fn skip_unless(test: &str, tools: &[&str]) -> bool {
+    if !is_root() {
         eprintln!("SKIPPED: needs root ({test}: network namespaces, CAP_NET_ADMIN/CAP_NET_RAW)");
         return true;
     }
-    if !have("ip") {
-        eprintln!("SKIPPED: needs the `ip` command (iproute2) ({test})");
+    if let Some(tool) = tools.iter().find(|t| !have(t)) {
+        eprintln!("SKIPPED: needs the `{tool}` command ({test})");
         return true;
     }
     false
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Whether `cmd` is found on PATH.
