@@ -177,8 +177,13 @@ fn low_u32(v: u64) -> u32 {
     v as u32
 }
 
-fn addr_word(a: SocketAddrV4) -> u64 {
-    (u64::from(u32::from(*a.ip())) << 16) | u64::from(a.port())
+/// The status record's word holds an IPv4 address and port; the stack makes
+/// IPv4 tuples only, so an IPv6 address (none today) reads as 0, unknown.
+fn addr_word(a: impl Into<std::net::SocketAddr>) -> u64 {
+    match a.into() {
+        std::net::SocketAddr::V4(a) => (u64::from(u32::from(*a.ip())) << 16) | u64::from(a.port()),
+        std::net::SocketAddr::V6(_) => 0,
+    }
 }
 
 fn stack_errno(e: StackError) -> i64 {
