@@ -85,7 +85,7 @@ fn all_pairs(seed: u64) -> Trace {
                 let remote = net.host_mut(to).tcp(id).expect("accepted").tuple().remote;
                 let f = flows
                     .iter_mut()
-                    .find(|f| f.to == to && host_addr(f.from) == *remote.ip() && f.server.is_none())
+                    .find(|f| f.to == to && remote.ip() == host_addr(f.from) && f.server.is_none())
                     .expect("a flow for every accepted connection");
                 f.server = Some(id);
             }

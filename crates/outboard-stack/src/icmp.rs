@@ -5,7 +5,8 @@
 
 use crate::input::IpMeta;
 use crate::{Stack, StackError};
-use outboard_tcp::{FourTuple, IcmpError};
+use crate::tcp_table::v4_tuple;
+use outboard_tcp::IcmpError;
 use outboard_time::Instant;
 use outboard_wire::icmpv4::{Icmpv4Packet, Icmpv4Repr, TimeExceededCode, UnreachableCode};
 use outboard_wire::ipv4::IpProtocol;
@@ -134,10 +135,7 @@ impl Stack {
         // The ports are the first four bytes of both TCP and UDP headers.
         let sport = u16::from_be_bytes([l4[0], l4[1]]);
         let dport = u16::from_be_bytes([l4[2], l4[3]]);
-        let tuple = FourTuple {
-            local: SocketAddrV4::new(quoted.src_addr, sport),
-            remote: SocketAddrV4::new(quoted.dst_addr, dport),
-        };
+        let tuple = v4_tuple(SocketAddrV4::new(quoted.src_addr, sport), SocketAddrV4::new(quoted.dst_addr, dport));
         let delivered = match quoted.protocol {
             IpProtocol::Tcp => self.tcp.icmp_input(now, tuple, err),
             // RFC 1122 §4.1.3.3: UDP passes port/protocol unreachable up

@@ -365,10 +365,7 @@ impl Stack {
         local_port: u16,
         remote: SocketAddrV4,
     ) -> Result<ConnId, StackError> {
-        let tuple = FourTuple {
-            local: SocketAddrV4::new(self.cfg.addr, local_port),
-            remote,
-        };
+        let tuple = tcp_table::v4_tuple(SocketAddrV4::new(self.cfg.addr, local_port), remote);
         if local_port == 0 || self.tcp.by_tuple.contains_key(&tuple) {
             return Err(StackError::AddrInUse);
         }

@@ -9,6 +9,7 @@
 //! is the finished frame copied again into the ARP wait queue.
 
 use crate::arp::QueueOutcome;
+use crate::tcp_table::remote_ipv4;
 use crate::{Stack, StackError, TxMeta};
 use outboard_tcp::Transmit;
 use outboard_time::Instant;
@@ -318,7 +319,14 @@ impl Stack {
                 .conns
                 .get_mut(&id)
                 .expect("ready connection exists");
-            let remote = *entry.conn.tuple().remote.ip();
+            let Some(remote) = remote_ipv4(&entry.conn.tuple()) else {
+                // Unreachable by construction (`v4_tuple`); IPv4 output can't carry it.
+                self.stats.drops_tcp_not_ipv4 += 1;
+                if self.tcp.done_ready(id).is_some() {
+                    self.stats.tcp_connections_freed += 1;
+                }
+                continue;
+            };
             let hop = self.route.next_hop(remote);
             let mac = hop.and_then(|h| self.arp.lookup(now, h));
             entry.conn.set_tso_max(if mac.is_some() { tso_max } else { 0 });

@@ -11,7 +11,21 @@ use outboard_tcp::{Config, Connection, FourTuple};
 use outboard_time::{Duration, Instant, TimerWheel};
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+
+/// The stack speaks IPv4 only: every 4-tuple it makes comes from here, so the
+/// IPv4 output path always gets an IPv4 address back from `remote_ipv4`.
+pub(crate) fn v4_tuple(local: SocketAddrV4, remote: SocketAddrV4) -> FourTuple {
+    FourTuple::new(SocketAddr::V4(local), SocketAddr::V4(remote))
+}
+
+/// The remote IPv4 address of a tuple made by `v4_tuple`; `None` for another family.
+pub(crate) fn remote_ipv4(tuple: &FourTuple) -> Option<Ipv4Addr> {
+    match tuple.remote.ip() {
+        IpAddr::V4(ip) => Some(ip),
+        IpAddr::V6(_) => None,
+    }
+}
 
 /// Table bookkeeping per connection besides what the connection reports
 /// (`Connection::memory_in_use`, which includes its own struct): the rest of
@@ -153,10 +167,7 @@ impl TcpTable {
             lo..=hi,
             self.port_cursor,
             |port| {
-                let tuple = FourTuple {
-                    local: SocketAddrV4::new(local_ip, port),
-                    remote,
-                };
+                let tuple = v4_tuple(SocketAddrV4::new(local_ip, port), remote);
                 !by_tuple.contains_key(&tuple) && !listener_by_port.contains_key(&port)
             },
         )?;
@@ -176,11 +187,11 @@ impl TcpTable {
     }
 
     /// Marks ready every connection whose remote address satisfies `via`.
-    pub(crate) fn mark_ready_via(&mut self, via: impl Fn(std::net::Ipv4Addr) -> bool) {
+    pub(crate) fn mark_ready_via(&mut self, via: impl Fn(Ipv4Addr) -> bool) {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, e)| via(*e.conn.tuple().remote.ip()))
+            .filter(|(_, e)| remote_ipv4(&e.conn.tuple()).is_some_and(&via))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {

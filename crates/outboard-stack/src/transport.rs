@@ -2,8 +2,8 @@
 //! connection table, and the errors or resets owed when nothing matches.
 
 use crate::input::IpMeta;
+use crate::tcp_table::v4_tuple;
 use crate::Stack;
-use outboard_tcp::FourTuple;
 use outboard_time::Instant;
 use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::icmpv4::UnreachableCode;
@@ -85,10 +85,7 @@ impl Stack {
                 return;
             }
         };
-        let tuple = FourTuple {
-            local: SocketAddrV4::new(dst, repr.dst_port),
-            remote: SocketAddrV4::new(src, repr.src_port),
-        };
+        let tuple = v4_tuple(SocketAddrV4::new(dst, repr.dst_port), SocketAddrV4::new(src, repr.src_port));
         let data = pkt.payload();
         let mut prefilled = None;
         if !trusted {

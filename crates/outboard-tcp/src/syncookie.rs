@@ -15,11 +15,11 @@
 //! accepted in its own period and the next one only: between 64 s and
 //! 128 s of life. Options other than the MSS (window scale, SACK,
 //! timestamps) are not encoded: a cookie connection runs without them.
-use crate::isn::tuple_bytes;
+use crate::isn::{tuple_bytes, TUPLE_LEN};
 use crate::siphash::siphash24;
 use outboard_time::Instant;
 use outboard_wire::SeqNumber;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 /// What a cookie carries besides its proof of authenticity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,27 +59,29 @@ impl SynCookies {
         SynCookies { secret }
     }
 
-    fn mac(&self, local: SocketAddrV4, remote: SocketAddrV4, client_isn: SeqNumber, t: u64, idx: usize) -> u32 {
-        let mut input = [0u8; 25];
-        input[..12].copy_from_slice(&tuple_bytes(local, remote));
-        input[12..16].copy_from_slice(&client_isn.0.to_be_bytes());
-        input[16..24].copy_from_slice(&t.to_be_bytes());
-        input[24] = idx as u8;
+    fn mac(&self, local: SocketAddr, remote: SocketAddr, client_isn: SeqNumber, t: u64, idx: usize) -> u32 {
+        // The tuple input is family-tagged (see `tuple_bytes`): a v4 and a v6 tuple never share a MAC input.
+        let mut input = [0u8; TUPLE_LEN + 13];
+        let (tuple, rest) = input.split_at_mut(TUPLE_LEN);
+        tuple.copy_from_slice(&tuple_bytes(local, remote));
+        rest[..4].copy_from_slice(&client_isn.0.to_be_bytes());
+        rest[4..12].copy_from_slice(&t.to_be_bytes());
+        rest[12] = idx as u8;
         siphash24(&self.secret, &input) as u32 & MAC_MASK
     }
 
-    fn assemble(&self, local: SocketAddrV4, remote: SocketAddrV4, client_isn: SeqNumber, t: u64, idx: usize) -> u32 {
+    fn assemble(&self, local: SocketAddr, remote: SocketAddr, client_isn: SeqNumber, t: u64, idx: usize) -> u32 {
         let t_low = (t as u32) & ((1 << COUNTER_BITS) - 1);
         (t_low << (MSS_BITS + MAC_BITS)) | ((idx as u32) << MAC_BITS) | self.mac(local, remote, client_isn, t, idx)
     }
 
     /// The ISN to put in the SYN-ACK for a SYN with sequence `client_isn` offering `mss`.
-    pub fn encode(&self, now: Instant, local: SocketAddrV4, remote: SocketAddrV4, client_isn: SeqNumber, mss: u16) -> SeqNumber {
+    pub fn encode(&self, now: Instant, local: SocketAddr, remote: SocketAddr, client_isn: SeqNumber, mss: u16) -> SeqNumber {
         SeqNumber(self.assemble(local, remote, client_isn, counter(now), mss_index(mss)))
     }
     /// Checks the cookie returned in an ACK (`ack - 1`) for a SYN with sequence
     /// `client_isn` (`seq - 1`); `None` if forged or older than about two minutes.
-    pub fn decode(&self, now: Instant, local: SocketAddrV4, remote: SocketAddrV4, client_isn: SeqNumber, cookie: SeqNumber) -> Option<CookieParams> {
+    pub fn decode(&self, now: Instant, local: SocketAddr, remote: SocketAddr, client_isn: SeqNumber, cookie: SeqNumber) -> Option<CookieParams> {
         let cookie = cookie.0;
         let t_low = (cookie >> (MSS_BITS + MAC_BITS)) as u64;
         let idx = ((cookie >> MAC_BITS) & ((1 << MSS_BITS) - 1)) as usize;

@@ -73,10 +73,10 @@ struct Pair {
 
 impl Pair {
     fn new(cfg: Config, faults: Faults, seed: u64, iss: Option<(u32, u32)>) -> Pair {
-        let a_tuple = FourTuple {
-            local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000),
-            remote: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80),
-        };
+        let a_tuple = FourTuple::new(
+            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000).into(),
+            SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80).into(),
+        );
         let now = Instant::from_millis(1_000);
         let mut rng = Rng::new(seed);
         let a_iss = iss.map_or(rng.next() as u32, |i| i.0);

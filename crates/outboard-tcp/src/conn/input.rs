@@ -414,8 +414,8 @@ impl Connection {
     pub(super) fn on_icmp(&mut self, _now: Instant, err: IcmpError) {
         match err {
             IcmpError::FragmentationNeeded { mtu } => {
-                // IPv4 and TCP headers without options: 40 bytes.
-                let mss = usize::from(mtu).saturating_sub(40);
+                // IP and TCP headers without options (RFC 1191 §3; RFC 8201 for IPv6).
+                let mss = self.tuple.mss_for_mtu(mtu);
                 if mss >= MIN_PMTU_MSS && mss < self.send_mss {
                     self.set_send_mss(mss);
                     if self.snd_max > self.snd_una && self.state != State::SynSent {

@@ -2,13 +2,29 @@
 //! what `poll_transmit` hands out, and the counters of `stats()`.
 
 use outboard_wire::TcpRepr;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
-/// The connection's addresses, from our side.
+/// The connection's addresses, from our side. Both ends are of one family:
+/// a tuple mixing IPv4 and IPv6 is a programming error (`new` checks it in
+/// debug builds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FourTuple {
-    pub local: SocketAddrV4,
-    pub remote: SocketAddrV4,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+}
+
+impl FourTuple {
+    pub fn new(local: SocketAddr, remote: SocketAddr) -> FourTuple {
+        debug_assert_eq!(local.is_ipv4(), remote.is_ipv4(), "tuple mixes address families: {local} {remote}");
+        FourTuple { local, remote }
+    }
+
+    /// The MSS that fits an MTU: minus the fixed IP header (IPv4 20 bytes,
+    /// IPv6 40) and TCP header (20), RFC 9293 §3.7.1.
+    pub fn mss_for_mtu(&self, mtu: u16) -> usize {
+        let ip_header = if self.local.is_ipv4() { 20 } else { 40 };
+        usize::from(mtu).saturating_sub(ip_header + 20)
+    }
 }
 
 /// RFC 9293 §3.3.2 states (LISTEN lives in `table`).
@@ -132,4 +148,19 @@ pub enum Error {
     TimedOut,
     /// Not yet established.
     NotConnected,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FourTuple;
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+    #[test]
+    fn rfc9293_mss_for_mtu_subtracts_the_family_ip_header() {
+        let v4 = FourTuple::new(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 1), SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 2));
+        let v6 = FourTuple::new(SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 1), SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 2));
+        assert_eq!(v4.mss_for_mtu(1500), 1460);
+        assert_eq!(v6.mss_for_mtu(1500), 1440);
+        assert_eq!(v6.mss_for_mtu(50), 0);
+    }
 }

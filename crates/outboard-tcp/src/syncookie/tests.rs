@@ -1,15 +1,28 @@
 use super::{SynCookies, MSS_TABLE};
 use outboard_time::{Duration, Instant};
 use outboard_wire::SeqNumber;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 const KEY: [u8; 16] = *b"cookie-secret-16";
 
-fn local() -> SocketAddrV4 {
-    SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 80)
+fn local() -> SocketAddr {
+    SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 80).into()
 }
-fn remote() -> SocketAddrV4 {
-    SocketAddrV4::new(Ipv4Addr::new(198, 51, 100, 7), 51_000)
+fn remote() -> SocketAddr {
+    SocketAddrV4::new(Ipv4Addr::new(198, 51, 100, 7), 51_000).into()
+}
+fn local6() -> SocketAddr {
+    SocketAddr::new(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1).into(), 80)
+}
+fn remote6() -> SocketAddr {
+    SocketAddr::new(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 7).into(), 51_000)
+}
+/// `a` with its IPv4 address in IPv4-mapped IPv6 form: the same hashed address bytes, other family.
+fn mapped(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V4(v4) => SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port()),
+        v6 => v6,
+    }
 }
 
 const ISN: SeqNumber = SeqNumber(0xdead_beef);
@@ -92,12 +105,36 @@ fn rfc4987_cookie_for_another_tuple_or_isn_is_rejected() {
     let c = SynCookies::new(KEY);
     let now = t(5_000);
     let cookie = c.encode(now, local(), remote(), ISN, 1460);
-    let other_port = SocketAddrV4::new(*remote().ip(), 51_001);
-    let other_ip = SocketAddrV4::new(Ipv4Addr::new(198, 51, 100, 8), 51_000);
+    let other_port = SocketAddr::new(remote().ip(), 51_001);
+    let other_ip = SocketAddr::new(Ipv4Addr::new(198, 51, 100, 8).into(), 51_000);
     assert!(c.decode(now, local(), other_port, ISN, cookie).is_none());
     assert!(c.decode(now, local(), other_ip, ISN, cookie).is_none());
     assert!(c.decode(now, remote(), local(), ISN, cookie).is_none());
     assert!(c.decode(now, local(), remote(), ISN + 1, cookie).is_none());
+}
+
+#[test]
+fn rfc4987_cookie_round_trips_with_an_ipv6_tuple() {
+    let c = SynCookies::new(KEY);
+    let now = t(1_000);
+    let cookie = c.encode(now, local6(), remote6(), ISN, 1220);
+    assert_eq!(c.decode(now, local6(), remote6(), ISN, cookie).map(|p| p.mss), Some(1220));
+    assert!(c.decode(now + Duration::from_secs(64), local6(), remote6(), ISN, cookie).is_some());
+    assert!(c.decode(now, remote6(), local6(), ISN, cookie).is_none());
+    assert!(c.decode(now, local6(), SocketAddr::new(remote6().ip(), 51_001), ISN, cookie).is_none());
+    assert!(c.decode(now + Duration::from_secs(128), local6(), remote6(), ISN, cookie).is_none());
+}
+
+#[test]
+fn cookie_keeps_ipv4_and_ipv4_mapped_ipv6_tuples_apart() {
+    let c = SynCookies::new(KEY);
+    let now = t(1_000);
+    let (l6, r6) = (mapped(local()), mapped(remote()));
+    let v4 = c.encode(now, local(), remote(), ISN, 1460);
+    let v6 = c.encode(now, l6, r6, ISN, 1460);
+    assert_ne!(v4, v6);
+    assert!(c.decode(now, l6, r6, ISN, v4).is_none());
+    assert!(c.decode(now, local(), remote(), ISN, v6).is_none());
 }
 
 proptest::proptest! {
@@ -110,7 +147,7 @@ proptest::proptest! {
         issued_ms in 0u64..10_000_000_000, age_ms in 0u64..64_000,
     ) {
         let c = SynCookies::new(key);
-        let (l, r) = (SocketAddrV4::new(l.into(), lp), SocketAddrV4::new(r.into(), rp));
+        let (l, r) = (SocketAddr::new(Ipv4Addr::from(l).into(), lp), SocketAddr::new(Ipv4Addr::from(r).into(), rp));
         let at = Instant::from_millis(issued_ms);
         let cookie = c.encode(at, l, r, SeqNumber(isn), mss);
         let got = c.decode(at + Duration::from_millis(age_ms), l, r, SeqNumber(isn), cookie);

@@ -145,8 +145,8 @@ impl Peer {
 }
 
 fn tuples() -> (FourTuple, FourTuple) {
-    let c = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000);
-    let s = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80);
+    let c = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40_000).into();
+    let s = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80).into();
     (FourTuple { local: c, remote: s }, FourTuple { local: s, remote: c })
 }
 

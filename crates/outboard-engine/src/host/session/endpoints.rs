@@ -9,7 +9,6 @@ use outboard_board::proto::{ev, kind};
 use outboard_board::sync::CompleteError;
 use outboard_board::{EndpointStatus, NetAddr};
 use outboard_stack::{ConnId, Stack};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 impl Session {
@@ -79,8 +78,8 @@ impl Session {
         st.tx_size = size as u64;
         if let Some(c) = stack.tcp(conn) {
             let t = c.tuple();
-            st.local = NetAddr::from(SocketAddr::from(t.local));
-            st.remote = NetAddr::from(SocketAddr::from(t.remote));
+            st.local = NetAddr::from(t.local);
+            st.remote = NetAddr::from(t.remote);
         }
         self.map.write(self.layout.endpoint_status(ep), st);
         self.eps[ep as usize] = Some(EpKind::Stream(StreamEp {

@@ -33,10 +33,10 @@ pub(super) const FIN: TcpFlags = TcpFlags::FIN;
 pub(super) const RST: TcpFlags = TcpFlags::RST;
 
 pub(super) fn tuple() -> FourTuple {
-    FourTuple {
-        local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), LOCAL_PORT),
-        remote: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), REMOTE_PORT),
-    }
+    FourTuple::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), LOCAL_PORT).into(),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), REMOTE_PORT).into(),
+    )
 }
 
 /// A plain configuration: no window scaling, SACK or timestamps, so the
