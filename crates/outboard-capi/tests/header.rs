@@ -3,66 +3,20 @@
 //! file differs. `OUTBOARD_BLESS=1 cargo test -p outboard-capi --test header`
 //! rewrites it.
 
-use std::path::{Path, PathBuf};
+#[path = "support/header.rs"]
+mod header;
 
-fn generate(crate_dir: &Path) -> String {
-    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("read cbindgen.toml");
-    // `with_src` parses lib.rs and the modules it declares, without running `cargo metadata`.
-    let bindings = cbindgen::Builder::new()
-        .with_config(config)
-        .with_src(crate_dir.join("src/lib.rs"))
-        .generate()
-        .expect("cbindgen could not generate the header");
-    let mut out = Vec::new();
-    bindings.write(&mut out);
-    String::from_utf8(out).expect("cbindgen wrote UTF-8")
-}
+use std::path::PathBuf;
 
 #[test]
 fn header_matches_the_crate() {
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let path = crate_dir.join("../../include/outboard.h");
-    let fresh = generate(&crate_dir);
-    if std::env::var_os("OUTBOARD_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &fresh).unwrap();
-        eprintln!("wrote {}", path.display());
-        return;
-    }
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
-    if current != fresh {
-        let (n, (have, want)) = current
-            .lines()
-            .chain(std::iter::repeat("<end of file>"))
-            .zip(fresh.lines().chain(std::iter::repeat("<end of file>")))
-            .enumerate()
-            .find(|(_, (a, b))| a != b)
-            .unwrap_or((0, ("", "")));
-        panic!(
-            "include/outboard.h is out of date with crates/outboard-capi (first difference at line {}):\n  \
-             checked in: {have}\n  generated:  {want}\n\
-             Regenerate it with: OUTBOARD_BLESS=1 cargo test -p outboard-capi --test header",
-            n + 1
-        );
-    }
+    header::check_up_to_date(&PathBuf::from(env!("CARGO_MANIFEST_DIR")), "outboard.h", "outboard-capi");
 }
 
-/// Every `#[no_mangle]` function of the crate is in the header (cbindgen
-/// skips functions it cannot translate without failing).
+/// Every `#[no_mangle]` function of the crate is in the header.
 #[test]
 fn header_declares_every_exported_function() {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let header = generate(&crate_dir);
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(crate_dir.join("src")).unwrap() {
-        let src = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for line in src.lines() {
-            let Some(rest) = line.split("extern \"C\" fn ").nth(1) else { continue };
-            let name = rest.split('(').next().unwrap();
-            if !header.contains(&format!(" {name}(")) && !header.contains(&format!("*{name}(")) {
-                missing.push(name.to_string());
-            }
-        }
-    }
+    let missing = header::undeclared_functions(&crate_dir, &header::generate(&crate_dir));
     assert!(missing.is_empty(), "functions missing from the header: {missing:?}");
 }
