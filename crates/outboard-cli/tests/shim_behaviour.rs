@@ -1163,3 +1163,79 @@ fn two_hundred_threads_blocked_in_recv_are_each_woken_for_their_own_connection()
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+// ---------------------------------------------------------------- 12. no spinning on a dead engine
+
+/// A `selectors` server (a non-blocking listener and a datagram socket on
+/// one selector) and a thread in a blocking `accept` loop on a second
+/// listener — both the shapes real servers take — counting every error.
+const DEAD_ENGINE_SERVER: &str = r#"
+import errno, os, selectors, socket, sys, threading
+port = int(sys.argv[1])
+sel = selectors.DefaultSelector()
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", port)); ls.listen(16); ls.setblocking(False)
+us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); us.bind(("0.0.0.0", port)); us.setblocking(False)
+bl = socket.socket(); bl.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+bl.bind(("0.0.0.0", port + 1)); bl.listen(16)
+sel.register(ls, selectors.EVENT_READ, "listener")
+sel.register(us, selectors.EVENT_READ, "datagram")
+errors = {"listener": 0, "datagram": 0, "blocking": 0}
+def blocking_loop():
+    while True:
+        try:
+            c, _ = bl.accept()
+            c.close()
+        except OSError as e:
+            errors["blocking"] += 1
+            print("error blocking %s" % errno.errorcode.get(e.errno, e.errno), flush=True)
+threading.Thread(target=blocking_loop, daemon=True).start()
+print("ready", flush=True)
+while True:
+    for key, _ in sel.select(timeout=None):
+        try:
+            if key.data == "listener":
+                c, _ = ls.accept()
+                c.close()
+            else:
+                us.recvfrom(2048)
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            errors[key.data] += 1
+            print("error %s %s" % (key.data, errno.errorcode.get(e.errno, e.errno)), flush=True)
+"#;
+
+/// The engine dies under a server: each of its sockets fails once with the
+/// documented error, and then the server sleeps instead of spinning on
+/// sockets that would fail forever (listeners and datagram sockets go quiet).
+#[test]
+fn a_server_whose_engine_died_does_not_spin() {
+    let _g = serial();
+    let net = Net::new("nospin", 2);
+    let srv = net.py(0, DEAD_ENGINE_SERVER, &["7950"], &[]);
+    srv.expect_line("ready", Duration::from_secs(15));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) of our own child, the engine the server is attached to.
+    unsafe { libc::kill(net.engines[0].child.pid() as i32, libc::SIGKILL) };
+    // Each socket reports the death once, in whatever order.
+    let want = ["error listener ENETDOWN", "error datagram ENETDOWN", "error blocking ENETDOWN"];
+    let end = Instant::now() + Duration::from_secs(10);
+    while !want.iter().all(|w| srv.stdout().contains(w)) {
+        assert!(Instant::now() < end, "every socket should fail once with ENETDOWN\n{}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = srv.pid();
+    let stat_path = PathBuf::from(format!("/proc/{pid}/stat"));
+    let (_, cpu0) = proc_stat(&stat_path).expect("the server is still running");
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let (_, cpu1) = proc_stat(&stat_path).expect("the server is still running");
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = (cpu1 - cpu0) as f64 / clk_tck();
+    eprintln!("server after its engine died: {cpu:.3} s CPU in {wall:.2} s ({:.2} %)", 100.0 * cpu / wall);
+    assert!(cpu / wall < 0.05, "the server used {:.2} % CPU after its engine died (limit 5 %)\n{}", 100.0 * cpu / wall, srv.report());
+    let errors = srv.stdout().lines().filter(|l| l.starts_with("error ")).count();
+    assert!(errors <= 6, "each socket failed once, not over and over ({errors} errors)\n{}", srv.report());
+}

@@ -94,9 +94,34 @@ fn blocking_registered<T>(
         let Some(news) = news else { return Err(libc::EAGAIN) };
         if wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed) {
             // Let the op see the engine gone (the API checks the socket).
-            let st = lock();
-            if let Some(b) = &st.board {
-                b.mark_gone();
+            let quiet = {
+                let st = lock();
+                if let Some(b) = &st.board {
+                    b.mark_gone();
+                }
+                sock_of(&st, fd)?.borrow().gone_reported
+            };
+            if !quiet {
+                continue;
+            }
+            // The op said "engine gone" once already and now waits for
+            // nothing: sleep on the dead board's news word, which nobody
+            // bumps any more (as any blocked call sleeps: restarted after a
+            // signal handler with SA_RESTART, EINTR without or with a
+            // timeout), instead of spinning on a dead engine.
+            let rest = match timeout {
+                Some(t) => {
+                    let d = *deadline.get_or_insert_with(|| Instant::now() + t);
+                    let r = d.saturating_duration_since(Instant::now());
+                    if r.is_zero() {
+                        return Err(libc::EAGAIN);
+                    }
+                    Some(r)
+                }
+                None => None,
+            };
+            if news.wait(seq, Duration::ZERO, rest) == outboard_board::WaitOutcome::Interrupted {
+                return Err(libc::EINTR);
             }
             continue;
         }
@@ -242,7 +267,12 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
         let stream = match l.accept() {
             Ok(x) => x,
             Err(Error::WouldBlock) => return None,
-            Err(e) => return Some(Err(errno_of(&e, false))),
+            // The engine's death was reported once: nothing to accept, ever.
+            Err(Error::EngineGone) if s.gone_reported => return None,
+            Err(e) => {
+                s.gone_reported |= matches!(e, Error::EngineGone);
+                return Some(Err(errno_of(&e, false)));
+            }
         };
         // SAFETY: a plain socket() for the placeholder descriptor.
         let nfd = unsafe { crate::real::socket(if v6 { libc::AF_INET6 } else { libc::AF_INET }, libc::SOCK_STREAM | flags, 0) };

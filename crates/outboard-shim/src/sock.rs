@@ -90,6 +90,10 @@ pub struct Sock {
     pub so_error: i32,
     /// The stream's failure was returned once already (later reads see end of stream, writes EPIPE).
     pub err_reported: bool,
+    /// A listener's or datagram socket's "engine gone" was returned once
+    /// already: from then on it is quiet (not ready, calls would block), so a
+    /// server whose engine died does not spin on a socket that fails forever.
+    pub gone_reported: bool,
     pub shut_rd: bool,
     pub shut_wr: bool,
     /// A non-blocking connect's success was seen by a later connect() (Linux returns 0 once, then EISCONN).
@@ -124,6 +128,7 @@ impl Sock {
             peer: None,
             so_error: 0,
             err_reported: false,
+            gone_reported: false,
             shut_rd: false,
             shut_wr: false,
             connect_confirmed: false,
@@ -299,7 +304,11 @@ impl Sock {
                             (if trunc { msg.len() } else { off }, crate::addr::v4_of(src))
                         }
                         Err(Error::WouldBlock) => return None,
-                        Err(e) => return Some(Err(errno_of(&e, false))),
+                        Err(Error::EngineGone) if self.gone_reported => return None,
+                        Err(e) => {
+                            self.gone_reported |= matches!(e, Error::EngineGone);
+                            return Some(Err(errno_of(&e, false)));
+                        }
                     };
                     // A connected datagram socket takes only its peer's datagrams.
                     let wanted = src.is_some() && peer.map_or(true, |p| Some(p) == src);
@@ -424,8 +433,10 @@ impl Sock {
         let pending_err = if self.so_error != 0 { POLLERR } else { 0 };
         if crate::wait::ENGINE_GONE.load(std::sync::atomic::Ordering::Relaxed) {
             // The engine died: its sockets fail (streams ECONNRESET, the rest
-            // ENETDOWN); they poll ready so the program finds out.
+            // ENETDOWN); they poll ready so the program finds out — once, for
+            // a listener or datagram socket (a stream's reset stays, as on Linux).
             match &self.kind {
+                Kind::Listener(_) | Kind::Dgram(_) if self.gone_reported => return 0,
                 Kind::Listener(_) => return rd | POLLERR,
                 Kind::Stream(_) | Kind::Dgram(_) | Kind::Connecting(_) => return rd | wr | POLLERR | POLLHUP,
                 _ => {}

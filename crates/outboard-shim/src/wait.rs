@@ -127,11 +127,13 @@ pub fn start_watcher(board: &Board) {
 }
 
 /// Announces this thread as sleeping on the wake eventfd; false (and not
-/// announced) if the news word already left `seen`.
+/// announced) if the news word already left `seen`. A dead engine is no
+/// reason not to sleep: the look before this one reported its sockets
+/// failed (once), and the program's own descriptors may still wake it.
 fn poll_enter(news: &News, seen: u32) -> bool {
     let _g = pollers();
     news.poller_enter();
-    if news.current() != seen || ENGINE_GONE.load(Ordering::Relaxed) {
+    if news.current() != seen {
         leave(news);
         return false;
     }
