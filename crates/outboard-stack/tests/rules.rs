@@ -189,3 +189,41 @@ fn rfc1122_icmp_port_unreachable_aborts_the_connection_in_syn_sent() {
         "no SYN retransmission"
     );
 }
+
+/// A segment with a malformed option (a timestamp of length 3) is not
+/// dropped: the option is ignored and the data taken, as Linux's
+/// `tcp_parse_options` does (RFC 9293 §3.2 leaves what to do open).
+#[test]
+fn a_malformed_option_is_ignored_and_the_data_taken_as_linux_does() {
+    let mut s = stack();
+    let l = s.tcp_listen(80, 4).unwrap();
+    deliver(&mut s, 1, &from_peer(TcpFlags::SYN, PEER_ISS, 0));
+    let out = tcp_out(&drain(&mut s, t(1)));
+    let iss = out[0].0.seq.0;
+    deliver(&mut s, 2, &from_peer(TcpFlags::ACK, PEER_ISS + 1, iss.wrapping_add(1)));
+    let id = s.tcp_accept(l).expect("established and queued");
+    let mut repr = from_peer(TcpFlags::ACK | TcpFlags::PSH, PEER_ISS + 1, iss.wrapping_add(1));
+    // Timestamps emit as NOP NOP 8 10 TSval TSecr; all-0x01 values read as NOPs once
+    // the option's length says 3 instead of 10.
+    repr.options = TcpOptions { timestamps: Some((0x0101_0101, 0x0101_0101)), ..TcpOptions::default() };
+    let mut seg = tcp_bytes(IP_PEER, IP_A, &repr, b"hello");
+    assert_eq!(&seg[20..24], &[1, 1, 8, 10]);
+    seg[23] = 3;
+    seg[16..18].copy_from_slice(&[0, 0]);
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&IP_PEER.octets());
+    pseudo.extend_from_slice(&IP_A.octets());
+    pseudo.extend_from_slice(&[0, 6]);
+    pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+    pseudo.extend_from_slice(&seg);
+    let sum = outboard_wire::checksum::checksum(&pseudo);
+    seg[16..18].copy_from_slice(&sum.to_be_bytes());
+    let frame = ip_frame(MAC_A, MAC_PEER, &ip_repr(IP_PEER, IP_A, IpProtocol::Tcp, seg.len()), &seg);
+    s.receive_frame(t(3), &frame);
+    let out = tcp_out(&drain(&mut s, t(3)));
+    let mut buf = [0u8; 16];
+    let n = s.tcp(id).unwrap().recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hello", "the data was taken");
+    let out = if out.is_empty() { tcp_out(&drain(&mut s, t(300))) } else { out };
+    assert!(out.iter().any(|(r, _)| r.ack == SeqNumber(PEER_ISS + 6)), "and acknowledged: {out:?}");
+}

@@ -14,9 +14,6 @@ pub enum Error {
     /// A length or offset field is impossible (IPv4 IHL < 5, TCP data offset < 5,
     /// UDP length < 8, an IPv4 total length shorter than its header, ...).
     Malformed,
-    /// A TCP option whose length byte is missing, below 2, runs past the option
-    /// area, or is wrong for its kind (RFC 9293 §3.2: such a segment is malformed).
-    BadOption,
     /// The checksum does not verify.
     Checksum,
     /// Well formed but not something this crate handles (IP version 6 in an
@@ -29,7 +26,6 @@ impl fmt::Display for Error {
         f.write_str(match self {
             Error::Truncated => "truncated packet",
             Error::Malformed => "malformed packet",
-            Error::BadOption => "malformed option",
             Error::Checksum => "checksum mismatch",
             Error::Unsupported => "unsupported packet",
         })

@@ -4,7 +4,7 @@
 //! RFC 2018 §2/§3), NOP/EOL, and unknown options skipped by their length.
 
 use crate::tcp::options::kind;
-use crate::{Error, SackBlocks, SeqNumber, TcpOptions};
+use crate::{SackBlocks, SeqNumber, TcpOptions};
 use proptest::prelude::*;
 
 fn emit(o: &TcpOptions) -> Vec<u8> {
@@ -27,27 +27,27 @@ fn blocks(n: u32) -> SackBlocks {
 fn rfc9293_3_2_mss_option_is_kind_2_length_4_and_round_trips() {
     let o = TcpOptions { mss: Some(1460), ..TcpOptions::default() };
     assert_eq!(emit(&o), [2, 4, 0x05, 0xb4]);
-    assert_eq!(TcpOptions::parse(&[2, 4, 0x05, 0xb4]).unwrap().mss, Some(1460));
-    assert_eq!(TcpOptions::parse(&[2, 3, 5]), Err(Error::BadOption), "MSS must be 4 bytes");
+    assert_eq!(TcpOptions::parse(&[2, 4, 0x05, 0xb4]).mss, Some(1460));
+    assert_eq!(TcpOptions::parse(&[2, 3, 5]).mss, None, "MSS must be 4 bytes: ignored otherwise");
 }
 
 #[test]
 fn rfc7323_2_2_window_scale_option_is_kind_3_length_3_and_round_trips() {
     let o = TcpOptions { window_scale: Some(7), ..TcpOptions::default() };
     assert_eq!(emit(&o), [1, 3, 3, 7]);
-    assert_eq!(TcpOptions::parse(&[3, 3, 14, 0]).unwrap().window_scale, Some(14));
+    assert_eq!(TcpOptions::parse(&[3, 3, 14, 0]).window_scale, Some(14));
     // The shift above 14 is parsed as sent; the connection clamps it (§2.3).
-    assert_eq!(TcpOptions::parse(&[3, 3, 200, 0]).unwrap().window_scale, Some(200));
-    assert_eq!(TcpOptions::parse(&[3, 4, 7, 0]), Err(Error::BadOption));
+    assert_eq!(TcpOptions::parse(&[3, 3, 200, 0]).window_scale, Some(200));
+    assert_eq!(TcpOptions::parse(&[3, 4, 7, 0]).window_scale, None);
 }
 
 #[test]
 fn rfc2018_2_sack_permitted_option_is_kind_4_length_2_and_round_trips() {
     let o = TcpOptions { sack_permitted: true, ..TcpOptions::default() };
     assert_eq!(emit(&o), [1, 1, 4, 2]);
-    assert!(TcpOptions::parse(&[4, 2, 0, 0]).unwrap().sack_permitted);
-    assert!(!TcpOptions::parse(&[1, 1, 1, 0]).unwrap().sack_permitted);
-    assert_eq!(TcpOptions::parse(&[4, 3, 0]), Err(Error::BadOption));
+    assert!(TcpOptions::parse(&[4, 2, 0, 0]).sack_permitted);
+    assert!(!TcpOptions::parse(&[1, 1, 1, 0]).sack_permitted);
+    assert!(!TcpOptions::parse(&[4, 3, 0]).sack_permitted);
 }
 
 #[test]
@@ -56,21 +56,21 @@ fn rfc2018_3_sack_option_carries_one_to_four_blocks_of_8_bytes() {
         let o = TcpOptions { sack: blocks(n), ..TcpOptions::default() };
         let b = emit(&o);
         assert_eq!(&b[..4], &[1, 1, 5, 2 + 8 * n as u8]);
-        let back = TcpOptions::parse(&b).unwrap();
+        let back = TcpOptions::parse(&b);
         assert_eq!(back.sack, o.sack, "{n} blocks");
     }
-    // 2 + 8n bytes with n >= 1; anything else is malformed.
-    assert_eq!(TcpOptions::parse(&[5, 2]), Err(Error::BadOption));
-    assert_eq!(TcpOptions::parse(&[5, 6, 0, 0, 0, 0]), Err(Error::BadOption));
+    // 2 + 8n bytes with n >= 1; anything else is malformed, and ignored.
+    assert_eq!(TcpOptions::parse(&[5, 2]).sack.len(), 0);
+    assert_eq!(TcpOptions::parse(&[5, 6, 0, 0, 0, 0]).sack.len(), 0);
 }
 
 #[test]
 fn rfc7323_3_2_timestamps_option_is_kind_8_length_10_and_round_trips() {
     let o = TcpOptions { timestamps: Some((0x0102_0304, 0xa0b0_c0d0)), ..TcpOptions::default() };
     assert_eq!(emit(&o), [1, 1, 8, 10, 1, 2, 3, 4, 0xa0, 0xb0, 0xc0, 0xd0]);
-    let back = TcpOptions::parse(&[8, 10, 0, 0, 0, 9, 0xff, 0xff, 0xff, 0xff]).unwrap();
+    let back = TcpOptions::parse(&[8, 10, 0, 0, 0, 9, 0xff, 0xff, 0xff, 0xff]);
     assert_eq!(back.timestamps, Some((9, u32::MAX)));
-    assert_eq!(TcpOptions::parse(&[8, 6, 0, 0, 0, 0]), Err(Error::BadOption));
+    assert_eq!(TcpOptions::parse(&[8, 6, 0, 0, 0, 0]).timestamps, None, "a wrong length is ignored");
 }
 
 #[test]
@@ -82,29 +82,31 @@ fn every_option_together_round_trips() {
         timestamps: Some((1, 2)),
         sack: SackBlocks::new(),
     };
-    assert_eq!(TcpOptions::parse(&emit(&o)).unwrap(), o);
+    assert_eq!(TcpOptions::parse(&emit(&o)), o);
 }
 
 #[test]
 fn rfc9293_3_2_eol_ends_the_list_and_bytes_after_it_are_ignored() {
     // After EOL comes garbage that would be a malformed MSS.
-    let o = TcpOptions::parse(&[2, 4, 1, 0, kind::END, 2, 9, 9]).unwrap();
+    let o = TcpOptions::parse(&[2, 4, 1, 0, kind::END, 2, 9, 9]);
     assert_eq!(o, TcpOptions { mss: Some(256), ..TcpOptions::default() });
-    assert_eq!(TcpOptions::parse(&[kind::END]).unwrap(), TcpOptions::default());
+    assert_eq!(TcpOptions::parse(&[kind::END]), TcpOptions::default());
 }
 
 #[test]
 fn rfc9293_3_2_nop_padding_is_skipped_anywhere() {
-    let o = TcpOptions::parse(&[1, 1, 1, 2, 4, 2, 0, 1, 1, 3, 3, 5, 1]).unwrap();
+    let o = TcpOptions::parse(&[1, 1, 1, 2, 4, 2, 0, 1, 1, 3, 3, 5, 1]);
     assert_eq!((o.mss, o.window_scale), (Some(512), Some(5)));
-    assert_eq!(TcpOptions::parse(&[1; 40]).unwrap(), TcpOptions::default());
+    assert_eq!(TcpOptions::parse(&[1; 40]), TcpOptions::default());
 }
 
 #[test]
-fn unknown_option_with_length_past_the_header_is_bad_option() {
-    assert_eq!(TcpOptions::parse(&[30, 8, 0, 0]), Err(Error::BadOption));
-    assert_eq!(TcpOptions::parse(&[30]), Err(Error::BadOption), "no length byte");
-    assert_eq!(TcpOptions::parse(&[30, 1, 0, 0]), Err(Error::BadOption), "length below 2");
+fn unknown_option_with_length_past_the_header_ends_parsing() {
+    // As Linux: what came before stands; nothing after is read.
+    let o = TcpOptions::parse(&[2, 4, 1, 0, 30, 8, 0, 0]);
+    assert_eq!(o, TcpOptions { mss: Some(256), ..TcpOptions::default() });
+    assert_eq!(TcpOptions::parse(&[30]), TcpOptions::default(), "no length byte");
+    assert_eq!(TcpOptions::parse(&[30, 1, 2, 4, 1, 0]), TcpOptions::default(), "length below 2");
 }
 
 proptest! {
@@ -119,7 +121,7 @@ proptest! {
         let mut b = vec![2, 4, 0x05, 0xb4, k, 2 + body.len() as u8];
         b.extend_from_slice(&body);
         b.extend_from_slice(&[3, 3, 9]);
-        let o = TcpOptions::parse(&b).unwrap();
+        let o = TcpOptions::parse(&b);
         prop_assert_eq!(o.mss, Some(1460));
         prop_assert_eq!(o.window_scale, Some(9));
     }

@@ -170,18 +170,18 @@ impl TcpRepr {
 
 impl TcpRepr {
     /// Parses a checked segment. Port 0 on either side is [`Error::Malformed`]
-    /// (reserved); a bad option length is [`Error::BadOption`]; with
-    /// [`RxChecksum::Verify`] a wrong checksum is [`Error::Checksum`].
+    /// (reserved); with [`RxChecksum::Verify`] a wrong checksum is
+    /// [`Error::Checksum`]. Malformed options are ignored, never an error
+    /// (see [`TcpOptions::parse`]).
     pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr, checksum: RxChecksum) -> Result<TcpRepr> {
         p.check_len()?;
-        // Checksum first: a corrupted segment counts as corrupted, not as a bad option.
         if checksum == RxChecksum::Verify && !p.verify_checksum(src, dst) {
             return Err(Error::Checksum);
         }
         if p.src_port() == 0 || p.dst_port() == 0 {
             return Err(Error::Malformed);
         }
-        let options = TcpOptions::parse(p.options())?;
+        let options = TcpOptions::parse(p.options());
         Ok(TcpRepr {
             src_port: p.src_port(),
             dst_port: p.dst_port(),

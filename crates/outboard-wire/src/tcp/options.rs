@@ -50,12 +50,15 @@ fn be32(b: &[u8]) -> u32 {
 impl TcpOptions {
     /// Parses the option bytes of a TCP header (after the 20 fixed bytes).
     ///
-    /// End-of-list stops parsing; NOP is skipped; unknown kinds are skipped by
-    /// their length (RFC 9293 §3.2: "must be prepared to handle an illegal
-    /// option length"), and a known kind with the wrong length, a missing
-    /// length byte, a length below 2 or running past the header is
-    /// [`Error::BadOption`]. A repeated option replaces the earlier one.
-    pub fn parse(bytes: &[u8]) -> Result<TcpOptions> {
+    /// As Linux does (`tcp_parse_options`), a malformed option never costs
+    /// the segment: End-of-list stops parsing; NOP is skipped; unknown kinds,
+    /// and known kinds with the wrong length (a timestamp of length 3), are
+    /// skipped by their length (RFC 9293 §3.2: "must be prepared to handle an
+    /// illegal option length"); a missing length byte, a length below 2 or
+    /// one running past the header ends parsing, keeping what came before. A
+    /// repeated option replaces the earlier one. Total: every byte string
+    /// gives options.
+    pub fn parse(bytes: &[u8]) -> TcpOptions {
         let mut opts = TcpOptions::default();
         let mut i = 0;
         while let Some(&k) = bytes.get(i) {
@@ -67,9 +70,10 @@ impl TcpOptions {
                 }
                 _ => {}
             }
-            let len = usize::from(*bytes.get(i + 1).ok_or(Error::BadOption)?);
+            let Some(&len) = bytes.get(i + 1) else { break };
+            let len = usize::from(len);
             if len < 2 || i + len > bytes.len() {
-                return Err(Error::BadOption);
+                break; // "silly" or partial: stop, as Linux does
             }
             let data = &bytes[i + 2..i + len];
             match k {
@@ -85,14 +89,12 @@ impl TcpOptions {
                     opts.sack = blocks;
                 }
                 kind::TIMESTAMPS if len == 10 => opts.timestamps = Some((be32(&data[..4]), be32(&data[4..]))),
-                kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::SACK | kind::TIMESTAMPS => {
-                    return Err(Error::BadOption)
-                }
-                _ => {} // Unknown: skipped by length.
+                // Unknown, or a known kind of the wrong length: skipped by length.
+                _ => {}
             }
             i += len;
         }
-        Ok(opts)
+        opts
     }
 
     /// Bytes of everything but SACK blocks, as emitted.

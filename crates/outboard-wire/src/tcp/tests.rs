@@ -135,7 +135,7 @@ fn port_zero_is_malformed() {
 
 #[test]
 fn options_parse_eol_stops_and_nop_skips() {
-    let o = TcpOptions::parse(&[1, 1, 3, 3, 9, 0, 2, 4, 5, 0xb4]).unwrap();
+    let o = TcpOptions::parse(&[1, 1, 3, 3, 9, 0, 2, 4, 5, 0xb4]);
     assert_eq!(o.window_scale, Some(9));
     assert_eq!(o.mss, None, "bytes after EOL are not options");
 }
@@ -143,7 +143,7 @@ fn options_parse_eol_stops_and_nop_skips() {
 #[test]
 fn unknown_option_is_skipped_by_length() {
     // Kind 30 (MPTCP) with 6 bytes, then MSS.
-    let o = TcpOptions::parse(&[30, 6, 0, 0, 0, 0, 2, 4, 0x05, 0xb4]).unwrap();
+    let o = TcpOptions::parse(&[30, 6, 0, 0, 0, 0, 2, 4, 0x05, 0xb4]);
     assert_eq!(o.mss, Some(1460));
 }
 
@@ -153,37 +153,58 @@ fn sack_blocks_parse() {
     for v in [100u32, 200, 300, 400] {
         b.extend_from_slice(&v.to_be_bytes());
     }
-    let o = TcpOptions::parse(&b).unwrap();
+    let o = TcpOptions::parse(&b);
     assert_eq!(o.sack.as_slice(), &[(SeqNumber(100), SeqNumber(200)), (SeqNumber(300), SeqNumber(400))]);
 }
 
+/// Linux's `tcp_parse_options`: a known option of the wrong length is
+/// skipped by its length (options around it still count); a missing,
+/// "silly" (< 2) or overlong length ends parsing, keeping what came before.
+/// The segment itself is never lost to its options.
 #[test]
-fn malformed_option_lengths_are_bad_option() {
-    let cases: &[&[u8]] = &[
-        &[2],                    // length byte missing
-        &[30, 0],                // length below 2 (would loop forever)
-        &[30, 1],                // length below 2
-        &[30, 8, 0, 0],          // runs past the option space
-        &[2, 3, 0],              // MSS must be 4
-        &[3, 4, 7, 0],           // window scale must be 3
-        &[4, 3, 0],              // SACK-permitted must be 2
-        &[5, 2],                 // SACK needs at least one block
-        &[5, 6, 0, 0, 0, 0],     // SACK length not 2 + 8n
-        &[8, 8, 0, 0, 0, 0, 0, 0], // timestamps must be 10
+fn malformed_options_are_ignored_as_linux_ignores_them() {
+    let ts = [8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+    let wrong_length: &[&[u8]] = &[
+        &[2, 3, 0],                 // MSS must be 4
+        &[3, 4, 7, 0],              // window scale must be 3
+        &[4, 3, 0],                 // SACK-permitted must be 2
+        &[5, 2],                    // SACK needs at least one block
+        &[5, 6, 0, 0, 0, 0],        // SACK length not 2 + 8n
+        &[8, 3, 0],                 // a timestamp of length 3
+        &[8, 8, 0, 0, 0, 0, 0, 0],  // timestamps must be 10
     ];
-    for c in cases {
-        assert_eq!(TcpOptions::parse(c), Err(Error::BadOption), "{c:?}");
+    for c in wrong_length {
+        let mut b = c.to_vec();
+        b.extend_from_slice(&ts);
+        let o = TcpOptions::parse(&b);
+        assert_eq!(o.timestamps, Some((1, 2)), "{c:?} skipped by its length, the timestamp after it parsed");
+        assert_eq!((o.mss, o.window_scale, o.sack_permitted, o.sack.len()), (None, None, false, 0), "{c:?} ignored");
+    }
+    let ending: &[&[u8]] = &[
+        &[2],             // length byte missing
+        &[30, 0],         // length below 2 (would loop forever)
+        &[30, 1],         // length below 2
+        &[30, 8, 0, 0],   // runs past the option space
+    ];
+    for c in ending {
+        let mut b = ts.to_vec();
+        b.extend_from_slice(c);
+        assert_eq!(TcpOptions::parse(&b).timestamps, Some((1, 2)), "{c:?} ends parsing, what came before stands");
+        let mut b = c.to_vec();
+        b.extend_from_slice(&ts);
+        assert_eq!(TcpOptions::parse(&b), TcpOptions::default(), "{c:?} ends parsing: nothing after it");
     }
 }
 
 #[test]
-fn bad_option_in_a_segment_is_a_parse_error() {
+fn a_segment_with_a_malformed_option_still_parses() {
     let (src, dst, b) = tcp_of(testdata::TCP_ACK);
     let mut b = b.to_vec();
     b[22] = 8;
     b[23] = 11; // timestamps with length 11 runs one byte past the header
     let p = TcpPacket::new_checked(&b[..]).unwrap();
-    assert_eq!(TcpRepr::parse(&p, src, dst, RxChecksum::Skip), Err(Error::BadOption));
+    let r = TcpRepr::parse(&p, src, dst, RxChecksum::Skip).expect("the segment is kept");
+    assert_eq!(r.options.timestamps, None);
 }
 
 fn sack(n: u32) -> SackBlocks {
