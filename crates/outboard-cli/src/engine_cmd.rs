@@ -17,6 +17,7 @@
 //! log_level = "info"
 //! cc = "cubic"
 //! offloads = "on"   # tap/af_packet: TSO/GSO + checksum offload (virtio-net headers)
+//! allow_kernel_address = false   # af_xdp/af_packet: start even if the interface has a kernel IP
 //! [fabric]          # only for link = "fabric:NAME": impairment of what this engine sends
 //! loss = "1%"
 //! reorder = "5%"
@@ -76,6 +77,10 @@ pub struct EngineFlags {
     /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net headers, on or off (default on).
     #[arg(long, value_parser = parse_on_off)]
     pub offloads: Option<bool>,
+    /// af_xdp/af_packet: start even though the interface has a kernel IP address (a warning;
+    /// the kernel then answers too). Without it that is exit 14.
+    #[arg(long)]
+    pub allow_kernel_address: bool,
     /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%).
     #[arg(long, value_parser = parse_probability)]
     pub loss: Option<f64>,
@@ -164,6 +169,7 @@ struct ConfigFile {
     log_level: Option<String>,
     cc: Option<String>,
     offloads: Option<String>,
+    allow_kernel_address: Option<bool>,
     fabric: Option<FabricFile>,
 }
 
@@ -277,6 +283,7 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         (None, Some(s)) => parse_on_off(&s).map_err(|e| format!("offloads: {e}"))?,
         (None, None) => true,
     };
+    set.allow_kernel_address = f.allow_kernel_address || file.allow_kernel_address.unwrap_or(false);
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let prob = |flag: Option<f64>, file: &Option<String>, what: &str| -> Result<f64, String> {

@@ -42,6 +42,10 @@ pub struct EngineSettings {
     pub boards: BoardAttach,
     /// Largest board one application may map.
     pub max_board_bytes: usize,
+    /// af_xdp/af_packet: start even when the interface has kernel IP
+    /// addresses (logged as a warning). Off by default: the start fails
+    /// with [`EngineError::KernelAddress`], since the kernel answers too.
+    pub allow_kernel_address: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +78,7 @@ impl EngineSettings {
             offloads: true,
             boards: BoardAttach::Daemon,
             max_board_bytes: DEFAULT_MAX_BOARD,
+            allow_kernel_address: false,
         }
     }
 }
@@ -88,6 +93,8 @@ pub enum EngineError {
     Service(String),
     Pcap(PathBuf, std::io::Error),
     Config(String),
+    /// An af_xdp/af_packet interface has kernel IP addresses: (interface, addresses).
+    KernelAddress(String, Vec<String>),
 }
 
 impl std::fmt::Display for EngineError {
@@ -98,6 +105,15 @@ impl std::fmt::Display for EngineError {
             EngineError::Service(s) => write!(f, "address in use: {s}"),
             EngineError::Pcap(p, e) => write!(f, "cannot write pcap {}: {e}", p.display()),
             EngineError::Config(s) => write!(f, "{s}"),
+            EngineError::KernelAddress(iface, addrs) => write!(
+                f,
+                "{iface} has the kernel address{} {}: the kernel would answer on it too \
+                 (duplicate ping replies, RSTs to the engine's connections); remove {} with \
+                 `ip addr flush dev {iface}`",
+                if addrs.len() > 1 { "es" } else { "" },
+                addrs.join(", "),
+                if addrs.len() > 1 { "them" } else { "it" },
+            ),
         }
     }
 }
@@ -111,7 +127,7 @@ impl EngineError {
             EngineError::Link(LinkError::NoSuchInterface(_)) => 11,
             EngineError::Link(LinkError::XdpUnsupported(_)) => 12,
             EngineError::Link(LinkError::FabricTaken(_)) | EngineError::Control(ControlError::NameTaken(_)) => 13,
-            EngineError::Service(_) | EngineError::Link(LinkError::Busy(_)) => 14,
+            EngineError::Service(_) | EngineError::Link(LinkError::Busy(_)) | EngineError::KernelAddress(..) => 14,
             EngineError::Pcap(..) | EngineError::Control(ControlError::Io(..)) | EngineError::Link(LinkError::Io { .. }) => 15,
         }
     }
@@ -129,7 +145,12 @@ impl EngineError {
             EngineError::Link(LinkError::FabricTaken(_)) => "use another fabric name, or stop engines on it",
             EngineError::Control(ControlError::NameTaken(_)) => "give this engine another --name",
             EngineError::Service(_) => "choose other ports with --services NAME:PORT",
-            EngineError::Link(LinkError::Busy(_)) => "another program holds the interface or queue",
+            EngineError::Link(LinkError::Busy(_)) => {
+                "one engine per interface: stop the other engine (or program), or give this one another interface"
+            }
+            EngineError::KernelAddress(..) => {
+                "give the engine's interface no kernel address (`ip addr flush dev IFACE`), or pass --allow-kernel-address"
+            }
             _ => "",
         }
     }
@@ -159,6 +180,36 @@ fn random_secret() -> [u8; 16] {
     s
 }
 
+/// af_xdp/af_packet: the interface must have no kernel IP address (the
+/// kernel would answer ARP, pings and TCP beside us), unless
+/// `allow_kernel_address` (then a warning). Not for tap (its kernel end is
+/// the kernel's interface by design) or fabric. Here, in the engine's start,
+/// not in the links: tests may open links on addressed interfaces directly.
+fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
+    let iface = match &set.link {
+        LinkSpec::AfXdp { iface, .. } | LinkSpec::AfPacket { iface } => iface,
+        LinkSpec::Tap { .. } | LinkSpec::Fabric { .. } => return Ok(()),
+    };
+    // A missing interface is reported by the link's open, with its own exit code.
+    let addrs = link::sys::if_addresses(iface).map_err(EngineError::Link)?;
+    if addrs.is_empty() {
+        return Ok(());
+    }
+    if !set.allow_kernel_address {
+        return Err(EngineError::KernelAddress(iface.clone(), addrs));
+    }
+    log::event(
+        Level::Warn,
+        "kernel_address",
+        &[
+            ("iface", iface),
+            ("addrs", &addrs.join(",")),
+            ("note", &"allowed by --allow-kernel-address; the kernel answers on this interface too"),
+        ],
+    );
+    Ok(())
+}
+
 impl Engine {
     pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
         if set.prefix_len > 32 {
@@ -176,6 +227,7 @@ impl Engine {
             fabric_faults: set.fabric_faults.clone(),
             offloads: set.offloads,
         };
+        check_kernel_address(set)?;
         let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
         let info = link.info();
         let now = crate::clock::now();

@@ -564,7 +564,7 @@ fn second_open_on_a_queue_is_refused_quickly() {
         }
         assert!(clock::now() - t0 < Duration::from_secs(2));
 
-        // Another process: the program on the interface is ours, so its attach is refused.
+        // Another process: the interface is claimed by this one (and the XDP program on it is ours).
         let t0 = clock::now();
         let exe = std::env::current_exe().expect("current exe");
         let out = Command::new(exe)

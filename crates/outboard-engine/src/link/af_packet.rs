@@ -123,6 +123,8 @@ pub struct AfPacketLink {
     counters: LinkCounters,
     /// `tp_drops` accumulated from PACKET_STATISTICS (reading resets the kernel's).
     kernel_drops: AtomicU64,
+    /// This process's claim on the interface (dropped last).
+    _claim: super::claim::Claim,
 }
 
 impl AfPacketLink {
@@ -131,6 +133,8 @@ impl AfPacketLink {
     /// CAP_NET_RAW, `BadSpec` for an MTU the interface cannot carry.
     pub fn open(iface: &str, opts: &LinkOptions) -> Result<AfPacketLink, LinkError> {
         let ifindex = sys::ifindex(iface)?;
+        // Before any socket: a second engine must not see (or answer) a frame.
+        let claim = super::claim::claim(iface, ifindex)?;
         let if_mtu = sys::if_mtu(iface)?;
         let max_mtu = MAX_FRAME - 14;
         let mtu = match opts.mtu {
@@ -297,6 +301,7 @@ impl AfPacketLink {
             tx_unsent: 0,
             counters: LinkCounters::default(),
             kernel_drops: AtomicU64::new(0),
+            _claim: claim,
         })
     }
 

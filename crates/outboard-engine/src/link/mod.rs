@@ -38,6 +38,11 @@
 //! `tso4`, `rx-csum`); counters `tx_gso_frames`, `rx_csum_offloaded`,
 //! `rx_gro_frames` show them used.
 //!
+//! Ownership: an `af_xdp`, `af_packet` or `tap` link claims its interface
+//! for its whole life ([`claim`]): a link of another process on the same
+//! interface (any kind, any queue) fails with [`LinkError::Busy`]; links of
+//! one process share the claim (several AF_XDP queues of one engine).
+//!
 //! Unsafe code (rings in shared memory, syscalls) lives only in the link
 //! modules and `sys`, each block with a `// SAFETY:` comment.
 
@@ -49,6 +54,7 @@ use std::sync::atomic::AtomicU32;
 
 pub mod af_packet;
 pub mod af_xdp;
+pub mod claim;
 pub mod fabric;
 pub mod sys;
 pub mod tap;
@@ -204,7 +210,8 @@ pub enum LinkError {
     XdpUnsupported(String),
     /// Fabric name/port conflicts: every port of the fabric taken, or a port in use.
     FabricTaken(String),
-    /// The interface is busy (another program holds the queue or the TAP device).
+    /// The interface is busy: another engine claimed it, or another program
+    /// holds the queue, the XDP hook or the TAP device.
     Busy(String),
     /// Any other system error, with the call that failed.
     Io { call: &'static str, err: std::io::Error },

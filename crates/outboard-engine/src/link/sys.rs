@@ -17,8 +17,9 @@
 //! (see [`if_err`]); a name that cannot be an interface name (empty, longer
 //! than 15 bytes, containing NUL) is [`LinkError::BadSpec`].
 //!
-//! Not done: netlink. The ioctls cover what the links need (no addresses,
-//! routes or link creation: tests do those with `ip`).
+//! Not done: netlink, beyond reading the kernel's addresses on an interface
+//! (`if_addresses`, through `getifaddrs`). The ioctls cover what the links
+//! need (no address changes, routes or link creation: tests do those with `ip`).
 
 use super::LinkError;
 use std::io;
@@ -63,6 +64,69 @@ pub fn ifindex(name: &str) -> Result<u32, LinkError> {
     // SAFETY: SIOCGIFINDEX filled the ifindex member of the union.
     let idx = unsafe { req.ifr_ifru.ifru_ifindex };
     u32::try_from(idx).map_err(|_| LinkError::NoSuchInterface(name.to_string()))
+}
+
+/// The kernel's own addresses on `name` (calling thread's namespace), as
+/// `ADDR/PREFIX`: every IPv4 address, and IPv6 ones other than link-local
+/// (`fe80::/10`, which every interface with IPv6 on has and which answers
+/// nothing for our IPv4 address). From `getifaddrs` (netlink underneath).
+pub fn if_addresses(name: &str) -> Result<Vec<String>, LinkError> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } < 0 {
+        return Err(LinkError::last("getifaddrs"));
+    }
+    let prefix = |mask: &[u8]| mask.iter().map(|b| b.count_ones()).sum::<u32>();
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if n.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points to a sockaddr of its family;
+        // ifa_netmask, when non-null, to one of the same family.
+        unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                    let p = if ifa.ifa_netmask.is_null() {
+                        32
+                    } else {
+                        let m = &*(ifa.ifa_netmask as *const libc::sockaddr_in);
+                        prefix(&m.sin_addr.s_addr.to_ne_bytes())
+                    };
+                    out.push(format!("{ip}/{p}"));
+                }
+                libc::AF_INET6 => {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                    let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+                    if ip.segments()[0] & 0xffc0 == 0xfe80 {
+                        continue;
+                    }
+                    let p = if ifa.ifa_netmask.is_null() {
+                        128
+                    } else {
+                        let m = &*(ifa.ifa_netmask as *const libc::sockaddr_in6);
+                        prefix(&m.sin6_addr.s6_addr)
+                    };
+                    out.push(format!("{ip}/{p}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once; no node is used after.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
 }
 
 /// The hardware (MAC) address of `name`.

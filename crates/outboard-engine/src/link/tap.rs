@@ -23,7 +23,9 @@
 //!   the kernel rejects (`EINVAL`, `EIO`) counts in `tx_errors`.
 //! - `flush` only retries such a kept frame; `wait` polls the fd plus `also`.
 //! - `info().mode` is `tap`. Errors: no CAP_NET_ADMIN → `NeedsPrivilege`;
-//!   the TAP is held by another process → `Busy`; a non-TAP interface of
+//!   the TAP is held by another process → `Busy` (an existing device is
+//!   claimed before `TUNSETIFF`, a new one after: see [`super::claim`],
+//!   which names the holding engine's pid); a non-TAP interface of
 //!   that name exists → `NoSuchInterface` saying so.
 //!
 //! # Offloads (`opts.offloads`, the engine's default)
@@ -70,6 +72,8 @@ pub struct TapLink {
     /// IFF_VNET_HDR is on: every read and write starts with a virtio_net_hdr.
     vnet: bool,
     counters: LinkCounters,
+    /// This process's claim on the device (dropped after the fd closed).
+    _claim: super::claim::Claim,
 }
 
 impl TapLink {
@@ -82,6 +86,13 @@ impl TapLink {
                 "{name:?}: TAP names with '%' are templates; give a plain name"
             )));
         }
+        // A device of that name already there (a persistent TAP, or one
+        // another engine made): claim it first, so a second engine is told
+        // who holds it. A device we create is claimed once it exists.
+        let pre_claim = match sys::ifindex(name) {
+            Ok(idx) => Some(super::claim::claim(name, idx)?),
+            Err(_) => None,
+        };
         // SAFETY: the path is a NUL-terminated literal; open takes plain flags.
         let raw = unsafe {
             libc::open(
@@ -113,15 +124,20 @@ impl TapLink {
         if rc < 0 {
             let err = std::io::Error::last_os_error();
             return Err(match err.raw_os_error() {
-                Some(libc::EBUSY) => {
-                    LinkError::Busy(format!("TAP {name} is attached by another process ({err})"))
-                }
+                Some(libc::EBUSY) => LinkError::Busy(format!(
+                    "TAP {name} is already attached ({err}), by another link of this process \
+                     or by another program: one engine per TAP device; stop it or use another name"
+                )),
                 Some(libc::EINVAL) => LinkError::NoSuchInterface(format!(
                     "{name}: an interface of that name exists and is not a TAP device ({err})"
                 )),
                 _ => sys::if_err("ioctl(TUNSETIFF)", name, err),
             });
         }
+        let claim = match pre_claim {
+            Some(c) => c,
+            None => super::claim::claim(name, sys::ifindex(name)?)?,
+        };
         if opts.offloads {
             let sz: libc::c_int = vnet::HDR_LEN as libc::c_int;
             // SAFETY: TUNSETVNETHDRSZ reads one c_int through the pointer, valid for the call.
@@ -165,6 +181,7 @@ impl TapLink {
             tx_stuck: 0,
             vnet: opts.offloads,
             counters: LinkCounters::default(),
+            _claim: claim,
         })
     }
 

@@ -146,6 +146,9 @@ pub struct AfXdpLink {
     tx_buf: Vec<u8>,
     counters: LinkCounters,
     pollfds: Vec<libc::pollfd>,
+    /// This process's claim on the interface (shared by its queues; dropped
+    /// after `Drop` detached the program and the socket closed).
+    _claim: super::claim::Claim,
 }
 
 // SAFETY: the raw pointers inside the rings and UMEM point into mappings the
@@ -416,6 +419,8 @@ impl AfXdpLink {
     /// steers frames for `opts.addr` to it.
     pub fn open(iface: &str, queue: u32, opts: &LinkOptions) -> Result<AfXdpLink, LinkError> {
         let (ifindex, mac, if_mtu) = interface(iface)?;
+        // Before the XDP program: it would steal another engine's frames.
+        let claim = super::claim::claim(iface, ifindex)?;
         let mtu = opts.mtu.unwrap_or(if_mtu);
         if mtu > MAX_FRAME - 14 {
             return Err(LinkError::XdpUnsupported(format!(
@@ -596,6 +601,7 @@ impl AfXdpLink {
             mtu,
             counters: LinkCounters::default(),
             pollfds: Vec::with_capacity(4),
+            _claim: claim,
         };
         reservation.armed = false;
         link.refill();
