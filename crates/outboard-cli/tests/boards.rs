@@ -153,3 +153,83 @@ fn hostile_boards_cannot_stop_the_engine_or_garble_a_neighbour() {
     assert!(h["violations"].as_u64().unwrap() >= 1, "no violation was detected: {h}");
     until(&dir, "bh-a", Duration::from_secs(5), POLL, "every hostile board freed", |s| boards(s) == 0);
 }
+
+/// The board mapping of process `pid` (its memfd is named `outboard-board-…`), from /proc/PID/maps.
+fn board_range(pid: u32) -> Option<(usize, usize)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let line = maps.lines().find(|l| l.contains("outboard-board-"))?;
+    let (lo, hi) = line.split_whitespace().next()?.split_once('-')?;
+    Some((usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?))
+}
+
+/// Scribbles on a **live** board from outside the application, as another
+/// process with the right to map it would (root, through
+/// `/proc/PID/map_files`), while the application has commands in flight:
+/// ring indices, command records, status records, syncs and buffers all
+/// change under both sides. The engine must stay up, a neighbour's transfer
+/// must arrive byte-exact, and the victim's board is freed once it is gone.
+/// Bounded: 2 s of scribbling, at most 200,000 writes.
+#[test]
+fn a_live_board_scribbled_from_outside_cannot_stop_the_engine_or_garble_a_neighbour() {
+    if support::netns::skip_unless_root("a_live_board_scribbled_from_outside") {
+        return;
+    }
+    let dir = test_dir("ob-boards-test", "outside");
+    let fabric = format!("fabric:bo{}", std::process::id());
+    let _ea = start_engine(&dir, "bo-a", &["--link", &fabric, "--addr", "10.0.0.1/24"], UP);
+    let _eb = start_engine(&dir, "bo-b", &["--link", &fabric, "--addr", "10.0.0.2/24"], UP);
+    let sink = app(&dir, "sink_server", &["bo-a", "6300"]);
+    let victim = app(&dir, "sink_server", &["bo-a", "6301"]);
+    until(&dir, "bo-a", Duration::from_secs(5), POLL, "both sinks attached", |s| boards(s) == 2);
+    let up = app(&dir, "upload", &["bo-b", "10.0.0.1:6300", "256MiB"]);
+    let victim_up = app(&dir, "upload", &["bo-b", "10.0.0.1:6301", "4GiB"]);
+    // The victim is busy: CONSUMED commands in flight, events coming back.
+    until(&dir, "bo-a", Duration::from_secs(10), POLL, "the victim's stream flows", |s| {
+        s["host"]["rx_delivered"].as_u64().unwrap_or(0) > 8 << 20
+    });
+    let pid = victim.pid();
+    let (lo, hi) = board_range(pid).expect("the victim maps its board");
+    let path = format!("/proc/{pid}/map_files/{lo:x}-{hi:x}");
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+    let len = hi - lo;
+    // SAFETY: maps the victim's board file shared; we only write bytes into our own view of it.
+    let base = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, std::os::fd::AsRawFd::as_raw_fd(&file), 0)
+    };
+    assert_ne!(base, libc::MAP_FAILED, "mmap {path}");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let t0 = Instant::now();
+    let mut writes = 0u32;
+    while t0.elapsed() < Duration::from_secs(2) && writes < 200_000 {
+        // Mostly the first 64 KiB (header, rings, status records, syncs), sometimes anywhere.
+        let span = if next() % 4 == 0 { len } else { len.min(64 << 10) };
+        let at = (next() as usize) % (span - 8);
+        let v = next();
+        // SAFETY: `at + 8 <= len`, inside our mapping.
+        unsafe { std::ptr::write_unaligned((base as *mut u8).add(at).cast::<u64>(), v) };
+        writes += 1;
+        if writes % 1000 == 0 {
+            assert!(stat_in(&dir, "bo-a").is_some(), "the engine died under the scribbling ({writes} writes)");
+        }
+    }
+    // SAFETY: unmaps what we mapped.
+    unsafe { libc::munmap(base, len) };
+    eprintln!("scribbled {writes} words over the victim's live board in {:?}", t0.elapsed());
+    assert!(stat_in(&dir, "bo-a").is_some(), "the engine is up after the scribbling");
+    let (st, out, err) = up.finish(Duration::from_secs(120));
+    assert!(st.is_some_and(|s| s.success()), "the neighbour's upload: {err}");
+    let (st2, out2, err2) = sink.finish(Duration::from_secs(10));
+    assert!(st2.is_some_and(|s| s.success()), "the neighbour's sink: {err2}");
+    assert_eq!(json_line(&out), json_line(&out2), "the neighbour's bytes differ");
+    drop(victim_up);
+    drop(victim);
+    let s = stat_in(&dir, "bo-a").expect("engine alive");
+    eprintln!("host counters after the scribbling: {}", s["host"]);
+    until(&dir, "bo-a", Duration::from_secs(5), POLL, "the victim's board freed", |s| boards(s) == 0);
+}
