@@ -7,36 +7,43 @@
 //! seeded fault injector (loss, duplication, reordering, corruption, delay),
 //! so TCP's recovery is exercised between two real processes.
 
-use crate::args::parse_size;
+use crate::args::{self, keep_text, parse_probability};
 use clap::Args;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Bytes to send (and receive back).
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    /// Bytes to send (and receive back; at least 1).
+    #[arg(long, default_value = "64MiB", value_parser = args::nonzero_size())]
     pub bytes: u64,
     /// Seed of the fabric's faults (the server uses SEED, the client SEED+1).
     #[arg(long, default_value_t = 2026)]
     pub seed: u64,
     /// Congestion controller: newreno or cubic.
-    #[arg(long, default_value = "cubic")]
+    #[arg(long, default_value = "cubic", value_parser = keep_text(|s: &str| s.parse::<outboard_tcp::CcKind>()))]
     pub cc: String,
-    /// Fault knobs of both engines' transmit paths.
-    #[arg(long, default_value = "1%")]
+    /// Fault knobs of both engines' transmit paths: loss and corruption 0% to 25%
+    /// (together too), reordering and duplication 0% to 100%, delay 0 to 1000 ms.
+    #[arg(long, default_value = "1%", value_parser = keep_text(args::loss()))]
     pub loss: String,
-    #[arg(long, default_value = "2%")]
+    #[arg(long, default_value = "2%", value_parser = keep_text(args::probability()))]
     pub reorder: String,
-    #[arg(long, default_value = "0.5%")]
+    #[arg(long, default_value = "0.5%", value_parser = keep_text(args::probability()))]
     pub duplicate: String,
-    #[arg(long, default_value = "0.1%")]
+    #[arg(long, default_value = "0.1%", value_parser = keep_text(args::loss()))]
     pub corrupt: String,
-    #[arg(long, default_value = "0.5")]
+    #[arg(long, default_value = "0.5", value_parser = keep_text(args::delay_ms()))]
     pub delay_ms: String,
 }
 
 pub fn demo(a: &DemoArgs) -> ExitCode {
+    // Each flag was checked when parsed; their sum is checked here, before anything starts.
+    let p = |s: &str| parse_probability(s).unwrap_or(1.0);
+    if let Err(e) = args::check_loss(p(&a.loss), p(&a.corrupt)) {
+        eprintln!("outboard: {e}");
+        return ExitCode::from(2);
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -63,7 +70,7 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
     println!("Outboard demo: two engine processes on the shared-memory fabric {fabric} (no root).");
     println!(
         "Each impairs what it sends: loss {}, reordering {}, duplication {}, corruption {}, delay {} ms (seeds {} and {}).",
-        a.loss, a.reorder, a.duplicate, a.corrupt, a.delay_ms, a.seed, a.seed + 1
+        a.loss, a.reorder, a.duplicate, a.corrupt, a.delay_ms, a.seed, a.seed.wrapping_add(1)
     );
     let name = format!("demo-{pid}-server");
     let mut server = match Command::new(&exe)
@@ -87,7 +94,7 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
     let status = Command::new(&exe)
         .args(["fetch", "--link", &fabric, "--addr", "10.0.0.2/24", "--connect", "10.0.0.1:7"])
         .args(["--send", &a.bytes.to_string(), "--expect-echo", "--timeout-s", "300", "--log-level", "warn"])
-        .args(faults(a.seed + 1))
+        .args(faults(a.seed.wrapping_add(1)))
         .stdin(Stdio::null())
         .status();
     // SAFETY-free stop: SIGTERM lets the server engine stop between turns.

@@ -25,7 +25,7 @@
 //! seed = 7
 //! ```
 
-use crate::args::{parse_non_negative, parse_probability, parse_size};
+use crate::args::{self, in_config};
 use clap::Args;
 use outboard_engine::client::{FetchPlan, FetchState, Fetches};
 use outboard_engine::engine::{Engine, EngineError, EngineSettings, DEFAULT_MEMORY_CAP};
@@ -53,8 +53,8 @@ pub struct EngineFlags {
     /// Next hop for destinations outside the prefix.
     #[arg(long)]
     pub gateway: Option<Ipv4Addr>,
-    /// IP MTU (default: the interface's; the fabric and TAP use 1500).
-    #[arg(long)]
+    /// IP MTU, 576 to 9000 (default: the interface's; the fabric and TAP use 1500).
+    #[arg(long, value_parser = args::engine_mtu())]
     pub mtu: Option<usize>,
     /// Write every frame in and out to this pcap file.
     #[arg(long)]
@@ -65,8 +65,8 @@ pub struct EngineFlags {
     /// TOML file with the same settings (flags win).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Memory the stack may hold before new connections wait (e.g. 512MiB).
-    #[arg(long, value_parser = parse_size)]
+    /// Memory the stack may hold before new connections wait (e.g. 512MiB; 1 MiB to 1 TiB).
+    #[arg(long, value_parser = args::memory_cap())]
     pub memory_cap: Option<u64>,
     /// error, warn, info or debug (also OUTBOARD_LOG).
     #[arg(long)]
@@ -81,23 +81,24 @@ pub struct EngineFlags {
     /// the kernel then answers too). Without it that is exit 14.
     #[arg(long)]
     pub allow_kernel_address: bool,
-    /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%).
-    #[arg(long, value_parser = parse_probability)]
+    /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%; 0% to 25%,
+    /// with --corrupt: at most 25% together).
+    #[arg(long, value_parser = args::loss())]
     pub loss: Option<f64>,
     /// Fabric only: probability a frame is delivered twice.
-    #[arg(long, value_parser = parse_probability)]
+    #[arg(long, value_parser = args::probability())]
     pub duplicate: Option<f64>,
     /// Fabric only: probability a frame is held back and overtaken.
-    #[arg(long, value_parser = parse_probability)]
+    #[arg(long, value_parser = args::probability())]
     pub reorder: Option<f64>,
-    /// Fabric only: probability one bit of a frame is flipped.
-    #[arg(long, value_parser = parse_probability)]
+    /// Fabric only: probability one bit of a frame is flipped (0% to 25%).
+    #[arg(long, value_parser = args::loss())]
     pub corrupt: Option<f64>,
-    /// Fabric only: one-way delay in milliseconds.
-    #[arg(long, value_parser = parse_non_negative)]
+    /// Fabric only: one-way delay in milliseconds (0 to 1000).
+    #[arg(long, value_parser = args::delay_ms())]
     pub delay_ms: Option<f64>,
-    /// Fabric only: random extra delay up to this many milliseconds.
-    #[arg(long, value_parser = parse_non_negative)]
+    /// Fabric only: random extra delay up to this many milliseconds (0 to 1000).
+    #[arg(long, value_parser = args::delay_ms())]
     pub jitter_ms: Option<f64>,
     /// Fabric only: seed of the impairment (the same seed replays the same decisions).
     #[arg(long)]
@@ -112,8 +113,8 @@ pub struct EngineArgs {
     /// (each NAME or NAME:PORT), `all` or `none`. Default: all (ports 7, 9, 19, 5002, 5001).
     #[arg(long)]
     pub services: Option<String>,
-    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
-    #[arg(long, value_parser = parse_non_negative)]
+    /// Stop after this many seconds, 0.001 to a year (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_parser = args::run_seconds())]
     pub run_for_s: Option<f64>,
 }
 
@@ -135,10 +136,10 @@ pub struct FetchArgs {
     #[arg(long)]
     pub connect: SocketAddrV4,
     /// Bytes to send (a seeded stream), then half-close.
-    #[arg(long, default_value = "0", value_parser = parse_size)]
+    #[arg(long, default_value = "0", value_parser = args::parse_size)]
     pub send: u64,
-    /// Stop reading after this many bytes (default: read until the server closes).
-    #[arg(long, value_parser = parse_size)]
+    /// Stop reading after this many bytes, at least 1 (default: read until the server closes).
+    #[arg(long, value_parser = args::nonzero_size())]
     pub recv_limit: Option<u64>,
     /// The server echoes: succeed only if what came back is byte-identical to what was sent.
     #[arg(long)]
@@ -146,8 +147,8 @@ pub struct FetchArgs {
     /// Seed of the byte stream sent.
     #[arg(long, default_value_t = 1)]
     pub stream_seed: u64,
-    /// Give up after this many seconds.
-    #[arg(long, default_value = "120", value_parser = parse_non_negative)]
+    /// Give up after this many seconds (0.001 to a year).
+    #[arg(long, default_value = "120", value_parser = args::run_seconds())]
     pub timeout_s: f64,
     /// Print the report as JSON.
     #[arg(long)]
@@ -162,7 +163,7 @@ struct ConfigFile {
     link: Option<String>,
     addr: Option<String>,
     gateway: Option<Ipv4Addr>,
-    mtu: Option<usize>,
+    mtu: Option<toml::Value>,
     pcap: Option<PathBuf>,
     services: Option<String>,
     memory_cap: Option<String>,
@@ -180,9 +181,31 @@ struct FabricFile {
     duplicate: Option<String>,
     reorder: Option<String>,
     corrupt: Option<String>,
-    delay_ms: Option<f64>,
-    jitter_ms: Option<f64>,
+    delay_ms: Option<toml::Value>,
+    jitter_ms: Option<toml::Value>,
     seed: Option<u64>,
+}
+
+/// A TOML value as the text a flag would have carried (`1500`, `"1%"`, `0.5`).
+fn toml_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A setting from the flag or, failing that, from the file's `key`, through the flag's parser.
+fn flag_or_file<T>(
+    flag: Option<T>,
+    file: Option<String>,
+    key: &str,
+    parser: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    match (flag, file) {
+        (Some(v), _) => Ok(Some(v)),
+        (None, Some(raw)) => in_config(key, &raw, parser).map(Some),
+        (None, None) => Ok(None),
+    }
 }
 
 /// Exit code for a bad command line or config.
@@ -250,20 +273,12 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
             return Err(format!("--gateway {g} is not inside {addr}/{prefix}"));
         }
     }
-    set.mtu = f.mtu.or(file.mtu);
-    if let Some(m) = set.mtu {
-        if !(576..=9000).contains(&m) {
-            return Err(format!("--mtu {m}: use 576..9000"));
-        }
-    }
+    set.mtu = flag_or_file(f.mtu, file.mtu.as_ref().map(toml_text), "mtu", args::engine_mtu())?;
     set.pcap = f.pcap.clone().or(file.pcap);
     let svc = services.map(str::to_string).or(file.services).unwrap_or_else(|| default_services.into());
     set.services = parse_services(&svc).map_err(|e| format!("--services: {e}"))?;
-    set.memory_cap = match (f.memory_cap, file.memory_cap) {
-        (Some(c), _) => c as usize,
-        (None, Some(s)) => parse_size(&s).map_err(|e| format!("memory_cap: {e}"))? as usize,
-        (None, None) => DEFAULT_MEMORY_CAP,
-    };
+    set.memory_cap = flag_or_file(f.memory_cap, file.memory_cap, "memory_cap", args::memory_cap())?
+        .map_or(DEFAULT_MEMORY_CAP, |c| usize::try_from(c).unwrap_or(usize::MAX));
     let level = match (f.log_level, file.log_level, std::env::var("OUTBOARD_LOG").ok()) {
         (Some(l), _, _) => l,
         (None, Some(s), _) | (None, None, Some(s)) => s.parse()?,
@@ -286,22 +301,21 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
     set.allow_kernel_address = f.allow_kernel_address || file.allow_kernel_address.unwrap_or(false);
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
-    let prob = |flag: Option<f64>, file: &Option<String>, what: &str| -> Result<f64, String> {
-        match (flag, file) {
-            (Some(p), _) => Ok(p),
-            (None, Some(s)) => parse_probability(s).map_err(|e| format!("fabric.{what}: {e}")),
-            (None, None) => Ok(0.0),
-        }
-    };
+    let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);
     let fc = FaultConfig {
-        loss: prob(f.loss, &ff.loss, "loss")?,
-        duplicate: prob(f.duplicate, &ff.duplicate, "duplicate")?,
-        reorder: prob(f.reorder, &ff.reorder, "reorder")?,
-        corrupt: prob(f.corrupt, &ff.corrupt, "corrupt")?,
-        delay: Duration::from_secs_f64(f.delay_ms.or(ff.delay_ms).unwrap_or(0.0) / 1000.0),
-        jitter: Duration::from_secs_f64(f.jitter_ms.or(ff.jitter_ms).unwrap_or(0.0) / 1000.0),
+        loss: flag_or_file(f.loss, ff.loss, "fabric.loss", args::loss())?.unwrap_or(0.0),
+        duplicate: flag_or_file(f.duplicate, ff.duplicate, "fabric.duplicate", args::probability())?.unwrap_or(0.0),
+        reorder: flag_or_file(f.reorder, ff.reorder, "fabric.reorder", args::probability())?.unwrap_or(0.0),
+        corrupt: flag_or_file(f.corrupt, ff.corrupt, "fabric.corrupt", args::loss())?.unwrap_or(0.0),
+        delay: Duration::from_secs_f64(
+            flag_or_file(f.delay_ms, ms(&ff.delay_ms), "fabric.delay_ms", args::delay_ms())?.unwrap_or(0.0) / 1000.0,
+        ),
+        jitter: Duration::from_secs_f64(
+            flag_or_file(f.jitter_ms, ms(&ff.jitter_ms), "fabric.jitter_ms", args::delay_ms())?.unwrap_or(0.0) / 1000.0,
+        ),
         ..FaultConfig::default()
     };
+    args::check_loss(fc.loss, fc.corrupt)?;
     let impaired = fc != FaultConfig::default();
     if impaired && !matches!(set.link, LinkSpec::Fabric { .. }) {
         return Err("--loss/--duplicate/--reorder/--corrupt/--delay-ms/--jitter-ms apply to fabric links only; impair real links with `outboard lab up --loss ...`".into());
@@ -480,5 +494,28 @@ mod tests {
             ..Default::default()
         };
         assert!(settings(&f, None, "all").unwrap_err().contains("fabric links only"));
+    }
+
+    #[test]
+    fn config_file_values_are_bounded_like_flags() {
+        let dir = std::env::temp_dir().join(format!("ob-cfg-bounds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("e.toml");
+        let base = "link = \"fabric:f1\"\naddr = \"10.0.0.1/24\"\n";
+        for (extra, needle) in [
+            ("memory_cap = \"0\"\n", "memory_cap \"0\": must be between 1 MiB and 1 TiB"),
+            ("mtu = 100\n", "mtu \"100\": must be between 576 and 9000"),
+            ("[fabric]\nloss = \"100%\"\n", "fabric.loss \"100%\": must be between 0% and 25%"),
+            ("[fabric]\ndelay_ms = 5000.0\n", "fabric.delay_ms \"5000.0\": must be between 0 and 1000 ms"),
+            ("[fabric]\nloss = \"20%\"\ncorrupt = \"10%\"\n", "lost plus corrupted frames must be between 0% and 25%"),
+        ] {
+            std::fs::write(&p, format!("{base}{extra}")).unwrap();
+            let e = settings(&EngineFlags { config: Some(p.clone()), ..Default::default() }, None, "all").unwrap_err();
+            assert!(e.contains(needle), "{extra}: {e}");
+        }
+        std::fs::write(&p, format!("{base}mtu = 9000\nmemory_cap = \"1MiB\"\n[fabric]\nloss = \"25%\"\ndelay_ms = 1000\n")).unwrap();
+        let s = settings(&EngineFlags { config: Some(p), ..Default::default() }, None, "all").unwrap();
+        assert_eq!((s.mtu, s.memory_cap), (Some(9000), 1 << 20));
+        s.validate().unwrap();
     }
 }

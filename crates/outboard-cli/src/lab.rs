@@ -4,7 +4,7 @@
 //! arguments, 10 needs root, 11 a tool is missing, 12 a command failed,
 //! 13 the lab is already up, 14 the relay failed.
 
-use crate::args::{parse_non_negative, parse_probability, parse_size};
+use crate::args;
 use clap::{Args, Subcommand, ValueEnum};
 use outboard_lab::relay::{self, RelayConfig};
 use outboard_lab::{Impairment, Lab, LabConfig, LabError, LabInfo, LabStatus, Topology};
@@ -49,32 +49,33 @@ pub enum TopologyArg {
 /// The relay's knobs: the same names and parsers as `outboard sim transfer`.
 #[derive(Args, Debug, Clone)]
 pub struct ImpairArgs {
-    /// Probability a frame is lost (0.01 or 1%), in each direction.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    /// Probability a frame is lost (0.01 or 1%), in each direction (0% to 25%, with
+    /// --corrupt: at most 25% together).
+    #[arg(long, default_value = "0", value_parser = args::loss())]
     pub loss: f64,
     /// Probability a frame is delivered twice.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    #[arg(long, default_value = "0", value_parser = args::probability())]
     pub duplicate: f64,
-    /// Probability one bit of a frame is flipped.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    /// Probability one bit of a frame is flipped (0% to 25%).
+    #[arg(long, default_value = "0", value_parser = args::loss())]
     pub corrupt: f64,
     /// Probability a frame is held back so later frames overtake it.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    #[arg(long, default_value = "0", value_parser = args::probability())]
     pub reorder: f64,
-    /// Largest extra delay of a reordered frame, in milliseconds.
-    #[arg(long, default_value = "1", value_parser = parse_non_negative)]
+    /// Largest extra delay of a reordered frame, in milliseconds (0 to 1000).
+    #[arg(long, default_value = "1", value_parser = args::delay_ms())]
     pub reorder_delay_ms: f64,
-    /// One-way delay in milliseconds, each direction (RTT grows by twice this).
-    #[arg(long, default_value = "0", value_parser = parse_non_negative)]
+    /// One-way delay in milliseconds, each direction (RTT grows by twice this; 0 to 1000).
+    #[arg(long, default_value = "0", value_parser = args::delay_ms())]
     pub delay_ms: f64,
-    /// Random extra delay per frame, up to this many milliseconds.
-    #[arg(long, default_value = "0", value_parser = parse_non_negative)]
+    /// Random extra delay per frame, up to this many milliseconds (0 to 1000).
+    #[arg(long, default_value = "0", value_parser = args::delay_ms())]
     pub jitter_ms: f64,
-    /// Link rate in Mbit/s, each direction (0 = unlimited).
-    #[arg(long, default_value = "0", value_parser = parse_non_negative)]
+    /// Link rate in Mbit/s, each direction (0 = unlimited, else 0.1 to 100000).
+    #[arg(long, default_value = "0", value_parser = args::rate_mbit())]
     pub rate_mbit: f64,
-    /// Bytes the rate limiter queues before it tail-drops (with --rate-mbit).
-    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    /// Bytes the rate limiter queues before it tail-drops (with --rate-mbit; 16 KiB to 1 GiB).
+    #[arg(long, default_value = "256KiB", value_parser = args::queue_bytes())]
     pub queue_bytes: u64,
 }
 
@@ -101,8 +102,8 @@ pub struct UpArgs {
     /// direct: engine and Linux on one segment; routed: a Linux router between them.
     #[arg(long, value_enum, default_value = "direct")]
     pub topology: TopologyArg,
-    /// MTU of every veth (68..9000).
-    #[arg(long, default_value_t = 1500)]
+    /// MTU of every veth (68 to 9000; the engine needs at least 576).
+    #[arg(long, default_value_t = 1500, value_parser = args::lab_mtu())]
     pub mtu: u32,
     #[command(flatten)]
     pub impair: ImpairArgs,
@@ -174,6 +175,10 @@ pub fn run(cmd: LabCommand) -> ExitCode {
 }
 
 fn up(a: &UpArgs) -> ExitCode {
+    if let Err(e) = args::check_loss(a.impair.loss, a.impair.corrupt) {
+        eprintln!("outboard lab up: {e}");
+        return ExitCode::from(2);
+    }
     let cfg = LabConfig {
         name: a.name.clone(),
         topology: match a.topology {
@@ -334,6 +339,10 @@ fn status(a: &StatusArgs) -> ExitCode {
 }
 
 pub fn relay(args: &RelayArgs) -> ExitCode {
+    if let Err(e) = crate::args::check_loss(args.impair.loss, args.impair.corrupt) {
+        eprintln!("outboard relay: {e}");
+        return ExitCode::from(2);
+    }
     let impairment = args.impair.impairment();
     if let Err(e) = impairment.validate() {
         return fail("relay", &e);

@@ -78,8 +78,8 @@ struct ChecksumArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Seconds spent on each (size, operation) case.
-    #[arg(long, default_value = "0.3", value_parser = args::parse_non_negative)]
+    /// Seconds spent on each (size, operation) case (0.001 to 3600).
+    #[arg(long, default_value = "0.3", value_parser = args::bench_seconds())]
     seconds: f64,
 }
 

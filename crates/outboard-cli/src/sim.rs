@@ -1,6 +1,6 @@
 //! `outboard sim transfer` and `outboard demo`: the simulator from the command line.
 
-use crate::args::{parse_non_negative, parse_probability, parse_size};
+use crate::args::{self, parse_size};
 use clap::Args;
 use outboard_sim::{run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig, TransferReport};
 use outboard_tcp::CcKind;
@@ -14,26 +14,27 @@ pub struct TransferArgs {
     /// Bytes to send in each direction (e.g. 4096, 64MiB, 1GiB).
     #[arg(long, default_value = "16MiB", value_parser = parse_size)]
     pub bytes: u64,
-    /// Probability a frame is lost (0.01 or 1%), on each link direction.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    /// Probability a frame is lost (0.01 or 1%), on each link direction (0% to 25%,
+    /// with --corrupt: at most 25% together).
+    #[arg(long, default_value = "0", value_parser = args::loss())]
     pub loss: f64,
     /// Probability a frame is delivered twice.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    #[arg(long, default_value = "0", value_parser = args::probability())]
     pub duplicate: f64,
     /// Probability a frame is held back and delivered out of order.
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    #[arg(long, default_value = "0", value_parser = args::probability())]
     pub reorder: f64,
-    /// Probability one bit of a frame is flipped (caught by checksums, then retransmitted).
-    #[arg(long, default_value = "0", value_parser = parse_probability)]
+    /// Probability one bit of a frame is flipped (caught by checksums, then retransmitted; 0% to 25%).
+    #[arg(long, default_value = "0", value_parser = args::loss())]
     pub corrupt: f64,
-    /// One-way propagation delay in milliseconds (RTT is twice this).
-    #[arg(long, default_value = "1", value_parser = parse_non_negative)]
+    /// One-way propagation delay in milliseconds (RTT is twice this; 0 to 1000).
+    #[arg(long, default_value = "1", value_parser = args::delay_ms())]
     pub delay_ms: f64,
-    /// Random extra delay per frame, up to this many milliseconds.
-    #[arg(long, default_value = "0", value_parser = parse_non_negative)]
+    /// Random extra delay per frame, up to this many milliseconds (0 to 1000).
+    #[arg(long, default_value = "0", value_parser = args::delay_ms())]
     pub jitter_ms: f64,
-    /// Link rate in Mbit/s (0 = unlimited).
-    #[arg(long, default_value = "100", value_parser = parse_non_negative)]
+    /// Link rate in Mbit/s (0 = unlimited, else 0.1 to 100000).
+    #[arg(long, default_value = "100", value_parser = args::rate_mbit())]
     pub bandwidth_mbit: f64,
     /// Seed for every random choice of the run: the same seed replays the same run.
     #[arg(long, default_value_t = 1)]
@@ -44,17 +45,17 @@ pub struct TransferArgs {
     /// one: host a sends to host b; both: each sends --bytes to the other at once.
     #[arg(long, default_value = "one")]
     pub direction: Direction,
-    /// Fail the run if it has not completed after this many virtual seconds.
-    #[arg(long, default_value = "600", value_parser = parse_non_negative)]
+    /// Fail the run if it has not completed after this many virtual seconds (0.001 to a year).
+    #[arg(long, default_value = "600", value_parser = args::run_seconds())]
     pub time_limit_s: f64,
-    /// Socket send buffer of each connection (e.g. 256KiB).
-    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    /// Socket send buffer of each connection (e.g. 256KiB; 4 KiB to 1 GiB).
+    #[arg(long, default_value = "256KiB", value_parser = args::tcp_buffer())]
     pub send_buffer: u64,
-    /// Socket receive buffer of each connection.
-    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    /// Socket receive buffer of each connection (4 KiB to 1 GiB).
+    #[arg(long, default_value = "256KiB", value_parser = args::tcp_buffer())]
     pub recv_buffer: u64,
-    /// Bytes the link's queue holds before it tail-drops (with --bandwidth-mbit).
-    #[arg(long, default_value = "256KiB", value_parser = parse_size)]
+    /// Bytes the link's queue holds before it tail-drops (with --bandwidth-mbit; 16 KiB to 1 GiB).
+    #[arg(long, default_value = "256KiB", value_parser = args::queue_bytes())]
     pub queue_bytes: u64,
     /// Apply loss/duplication/reordering/corruption only from a to b, leaving the
     /// ACK path clean (the Mathis et al. model); delay and bandwidth still apply both ways.
@@ -142,6 +143,10 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
 }
 
 pub fn transfer(a: &TransferArgs) -> ExitCode {
+    if let Err(e) = args::check_loss(a.loss, a.corrupt) {
+        eprintln!("outboard: {e}");
+        return ExitCode::from(2);
+    }
     let cfg = a.config();
     let show_progress = !a.json;
     // On a terminal one line is rewritten in place; in a log, a line every two virtual seconds.

@@ -208,13 +208,13 @@ fn a_live_board_scribbled_from_outside_cannot_stop_the_engine_or_garble_a_neighb
     let mut writes = 0u32;
     while t0.elapsed() < Duration::from_secs(2) && writes < 200_000 {
         // Mostly the first 64 KiB (header, rings, status records, syncs), sometimes anywhere.
-        let span = if next() % 4 == 0 { len } else { len.min(64 << 10) };
+        let span = if next().is_multiple_of(4) { len } else { len.min(64 << 10) };
         let at = (next() as usize) % (span - 8);
         let v = next();
         // SAFETY: `at + 8 <= len`, inside our mapping.
         unsafe { std::ptr::write_unaligned((base as *mut u8).add(at).cast::<u64>(), v) };
         writes += 1;
-        if writes % 1000 == 0 {
+        if writes.is_multiple_of(1000) {
             assert!(stat_in(&dir, "bo-a").is_some(), "the engine died under the scribbling ({writes} writes)");
         }
     }

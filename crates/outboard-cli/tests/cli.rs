@@ -51,17 +51,85 @@ fn a_transfer_that_cannot_finish_exits_1_and_names_the_seed() {
 #[test]
 fn bad_flags_exit_2_with_a_precise_message() {
     for (args, needle) in [
-        (&["sim", "transfer", "--loss", "150%"][..], "outside 0..1"),
+        (&["sim", "transfer", "--loss", "150%"][..], "must be between 0% and 25%"),
         (&["sim", "transfer", "--bytes", "lots"][..], "not a size"),
         (&["sim", "transfer", "--cc", "vegas"][..], "unknown congestion controller"),
         (&["sim", "transfer", "--direction", "sideways"][..], "unknown direction"),
-        (&["sim", "transfer", "--delay-ms=-3"][..], ">= 0"),
+        (&["sim", "transfer", "--delay-ms=-3"][..], "must be between 0 and 1000 ms"),
         (&["bench", "nonsense"][..], "unrecognized subcommand"),
     ] {
         let out = outboard(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
+    }
+}
+
+/// Impossible settings: exit 2, a message naming the flag, the value and the range that
+/// works, and nothing started (no engine, no demo, no simulation), so each is quick.
+#[test]
+fn impossible_settings_exit_2_naming_the_flag_and_the_range() {
+    let dir = std::env::temp_dir().join(format!("ob-bounds-{}", std::process::id()));
+    let engine = ["engine", "--link", "fabric:ob-bounds", "--addr", "10.0.0.1/24", "--name", "ob-bounds"];
+    let fetch = ["fetch", "--link", "fabric:ob-bounds", "--addr", "10.0.0.2/24", "--connect", "10.0.0.1:7"];
+    let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> { [base, more].concat() };
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (with(&engine, &["--memory-cap", "0"]), "--memory-cap", "must be between 1 MiB and 1 TiB"),
+        (with(&engine, &["--mtu", "100"]), "--mtu", "must be between 576 and 9000"),
+        (with(&engine, &["--loss", "100%"]), "--loss", "must be between 0% and 25%"),
+        (with(&engine, &["--delay-ms", "1e9"]), "--delay-ms", "must be between 0 and 1000 ms"),
+        (with(&engine, &["--run-for-s", "0"]), "--run-for-s", "must be between 0.001 and 31536000 s"),
+        (with(&engine, &["--loss", "20%", "--corrupt", "10%"]), "--loss 20% with --corrupt 10%", "must be between 0% and 25%"),
+        (with(&fetch, &["--timeout-s", "0"]), "--timeout-s", "must be between 0.001"),
+        (with(&fetch, &["--recv-limit", "0"]), "--recv-limit", "must be at least 1 B"),
+        (vec!["sim", "transfer", "--send-buffer", "0"], "--send-buffer", "must be between 4 KiB and 1 GiB"),
+        (vec!["sim", "transfer", "--recv-buffer", "2GiB"], "--recv-buffer", "must be between 4 KiB and 1 GiB"),
+        (vec!["sim", "transfer", "--queue-bytes", "1"], "--queue-bytes", "must be between 16 KiB and 1 GiB"),
+        (vec!["sim", "transfer", "--corrupt", "50%"], "--corrupt", "must be between 0% and 25%"),
+        (vec!["sim", "transfer", "--bandwidth-mbit", "1e-300"], "--bandwidth-mbit", "0 (unlimited) or between 0.1"),
+        (vec!["sim", "transfer", "--time-limit-s=-1"], "--time-limit-s", "must be between 0.001"),
+        (vec!["sim", "transfer", "--loss", "20%", "--corrupt", "10%"], "--corrupt 10%", "must be between 0% and 25%"),
+        (vec!["demo", "--loss", "100%"], "--loss", "must be between 0% and 25%"),
+        (vec!["demo", "--bytes", "0"], "--bytes", "must be at least 1 B"),
+        (vec!["demo", "--delay-ms", "5000"], "--delay-ms", "must be between 0 and 1000 ms"),
+        (vec!["demo", "--cc", "vegas"], "--cc", "unknown congestion controller"),
+        (vec!["lab", "up", "x", "--mtu", "10"], "--mtu", "must be between 68 and 9000"),
+        (vec!["lab", "up", "x", "--loss", "100%"], "--loss", "must be between 0% and 25%"),
+        (vec!["lab", "up", "x", "--rate-mbit=-1"], "--rate-mbit", "0 (unlimited)"),
+        (vec!["bench", "checksum", "--seconds", "0"], "--seconds", "must be between 0.001 and 3600 s"),
+        (vec!["bench", "latency", "--round-trips", "0"], "--round-trips", "must be between 1 and"),
+        (vec!["bench", "latency", "--size", "4"], "--size", "must be between 8 and 1048576"),
+        (vec!["bench", "throughput", "--sizes", "64,0"], "--sizes", "must be between 1 B and 64 MiB"),
+        (vec!["bench", "link", "--mtu", "100"], "--mtu", "must be between 576 and 9000"),
+        (vec!["bench", "apps", "--seconds", "0.5"], "--seconds", "must be between 1 and 3600 s"),
+    ];
+    for (args, flag, range) in cases {
+        #[allow(clippy::disallowed_methods)] // wall-clock bound of a test harness
+        let t = std::time::Instant::now();
+        let out = outboard_in(&dir, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains(range), "{args:?}: expected {flag:?} and {range:?} in {err}");
+        // Nothing started: no engine log line, no demo banner, no simulation output.
+        assert!(!err.contains("engine_started") && text.is_empty(), "{args:?} started something: {text}{err}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{args:?} took {:?}", t.elapsed());
+    }
+}
+
+/// The ends of each range work: the bounds refuse only what cannot work.
+#[test]
+fn extreme_settings_inside_the_ranges_still_run() {
+    for args in [
+        &["sim", "transfer", "--bytes", "256KiB", "--loss", "25%", "--seed", "3", "--json"][..],
+        &["sim", "transfer", "--bytes", "64KiB", "--send-buffer", "4KiB", "--recv-buffer", "4KiB", "--queue-bytes", "16KiB", "--json"],
+        &["sim", "transfer", "--bytes", "64KiB", "--reorder", "100%", "--duplicate", "100%", "--delay-ms", "1000", "--json"],
+        &["sim", "transfer", "--bytes", "16KiB", "--bandwidth-mbit", "0.1", "--json"],
+        &["sim", "transfer", "--bytes", "0", "--bandwidth-mbit", "0", "--json"],
+    ] {
+        let out = outboard(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(json(&out)["ok"], true, "{args:?}");
     }
 }
 

@@ -85,6 +85,92 @@ impl EngineSettings {
 
 pub const DEFAULT_MEMORY_CAP: usize = 512 << 20;
 
+/// The settings an engine can run with. `Engine::start` refuses others
+/// (`EngineError::Config`, exit code 2), and the `outboard` command's flags
+/// are checked against the same numbers before anything starts.
+pub mod limits {
+    /// IP MTU: 576 (every IPv4 host must take it; our MSS is MTU - 40)
+    /// to 9000 (jumbo frames; af_xdp takes at most `af_xdp::MAX_MTU`).
+    pub const MIN_MTU: usize = 576;
+    pub const MAX_MTU: usize = 9000;
+    /// TCP send and receive buffer: at least one 4 KiB page (a few
+    /// segments), at most 1 GiB (the largest window RFC 7323 scaling
+    /// advertises, 65535 << 14, rounded up; a board's stream region is one buffer).
+    pub const MIN_TCP_BUFFER: usize = 4 << 10;
+    pub const MAX_TCP_BUFFER: usize = 1 << 30;
+    /// Memory cap: the command line's floor (1 MiB holds one connection's
+    /// default buffers, 2 x 256 KiB, with room to spare) and ceiling. The
+    /// library's own floor is one connection's buffers (send + receive):
+    /// below it the engine completes handshakes but never serves data.
+    pub const MIN_MEMORY_CAP: usize = 1 << 20;
+    pub const MAX_MEMORY_CAP: usize = 1 << 40;
+    /// Fabric impairment: frames lost plus frames corrupted (a corrupted frame
+    /// is dropped by its checksum) at most 25%, the most our TCP gets through
+    /// in a demo's time (1 MiB at 25% loss: about 110 virtual seconds; at 40%
+    /// it does not finish in 600).
+    pub const MAX_LOSS: f64 = 0.25;
+    /// Fabric delay, jitter and reorder delay: at most 1 s each way.
+    pub const MAX_DELAY_MS: f64 = 1000.0;
+}
+
+impl EngineSettings {
+    /// Refuses settings the engine cannot run with (see `limits`).
+    pub fn validate(&self) -> Result<(), String> {
+        use limits::*;
+        if self.prefix_len > 32 {
+            return Err(format!("prefix length {} is over 32", self.prefix_len));
+        }
+        if let Some(m) = self.mtu {
+            if !(MIN_MTU..=MAX_MTU).contains(&m) {
+                return Err(format!("mtu {m}: must be between {MIN_MTU} and {MAX_MTU}"));
+            }
+        }
+        for (what, b) in [("send_buffer", self.tcp.send_buffer), ("recv_buffer", self.tcp.recv_buffer)] {
+            if !(MIN_TCP_BUFFER..=MAX_TCP_BUFFER).contains(&b) {
+                return Err(format!("tcp.{what} {b}: must be between {MIN_TCP_BUFFER} and {MAX_TCP_BUFFER} bytes"));
+            }
+        }
+        let one_connection = self.tcp.send_buffer + self.tcp.recv_buffer;
+        if !(one_connection..=MAX_MEMORY_CAP).contains(&self.memory_cap) {
+            return Err(format!(
+                "memory_cap {}: must be between {one_connection} bytes (one connection's send + receive buffers) and {MAX_MEMORY_CAP} bytes",
+                self.memory_cap
+            ));
+        }
+        if self.max_board_bytes == 0 {
+            return Err("max_board_bytes 0: must be at least 1 byte".into());
+        }
+        if let Some((fc, _)) = &self.fabric_faults {
+            for (what, p) in [
+                ("loss", fc.loss),
+                ("duplicate", fc.duplicate),
+                ("reorder", fc.reorder),
+                ("corrupt", fc.corrupt),
+                ("undetectable_corrupt", fc.undetectable_corrupt),
+            ] {
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(format!("fabric {what} {p}: must be between 0 and 1"));
+                }
+            }
+            let lost = fc.loss + fc.corrupt + fc.undetectable_corrupt;
+            if lost > MAX_LOSS {
+                return Err(format!(
+                    "fabric loss {} + corrupt {}: frames lost or corrupted must be at most {MAX_LOSS} together",
+                    fc.loss,
+                    fc.corrupt + fc.undetectable_corrupt
+                ));
+            }
+            for (what, d) in [("delay", fc.delay), ("jitter", fc.jitter), ("reorder_delay", fc.reorder_delay)] {
+                let ms = d.as_nanos() as f64 / 1e6;
+                if ms > MAX_DELAY_MS {
+                    return Err(format!("fabric {what} {ms} ms: must be between 0 and {MAX_DELAY_MS} ms"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 pub enum EngineError {
     Link(LinkError),
@@ -212,9 +298,8 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
 
 impl Engine {
     pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
-        if set.prefix_len > 32 {
-            return Err(EngineError::Config(format!("prefix length {} is over 32", set.prefix_len)));
-        }
+        // Impossible settings are refused before anything is bound or opened.
+        set.validate().map_err(EngineError::Config)?;
         // The control socket first: a name clash must not disturb the link.
         let control = if set.control {
             Some(ControlServer::bind(&set.name).map_err(EngineError::Control)?)
@@ -229,6 +314,13 @@ impl Engine {
         };
         check_kernel_address(set)?;
         let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
+        if link.mtu() < limits::MIN_MTU {
+            return Err(EngineError::Config(format!(
+                "the link's MTU {} is below {}: raise the interface's MTU (e.g. `outboard lab up --mtu 1500`)",
+                link.mtu(),
+                limits::MIN_MTU
+            )));
+        }
         let info = link.info();
         let now = crate::clock::now();
         let mut cfg = StackConfig::new(link.mac(), set.addr, set.prefix_len);
@@ -364,5 +456,41 @@ impl Engine {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fabric() -> EngineSettings {
+        EngineSettings::new("t", LinkSpec::Fabric { name: "t".into() }, Ipv4Addr::new(10, 0, 0, 1), 24)
+    }
+
+    #[test]
+    fn impossible_settings_are_refused_before_anything_starts() {
+        assert!(fabric().validate().is_ok());
+        let mut s = fabric();
+        s.memory_cap = 0;
+        assert!(s.validate().unwrap_err().contains("one connection's send + receive buffers"));
+        // Refused by start itself, as a config error (exit code 2), with no fabric opened.
+        let e = Engine::start(&s).err().expect("refused");
+        assert!(matches!(e, EngineError::Config(_)) && e.exit_code() == 2, "{e}");
+        let mut s = fabric();
+        s.memory_cap = s.tcp.send_buffer + s.tcp.recv_buffer;
+        assert!(s.validate().is_ok());
+        let mut s = fabric();
+        s.tcp.send_buffer = 0;
+        assert!(s.validate().unwrap_err().contains("send_buffer"));
+        let mut s = fabric();
+        s.mtu = Some(100);
+        assert!(s.validate().unwrap_err().contains("mtu 100"));
+        let mut s = fabric();
+        s.fabric_faults = Some((FaultConfig { loss: 1.0, ..FaultConfig::default() }, 1));
+        assert!(s.validate().unwrap_err().contains("at most 0.25"));
+        let mut s = fabric();
+        let delay = outboard_time::Duration::from_secs(5);
+        s.fabric_faults = Some((FaultConfig { delay, ..FaultConfig::default() }, 1));
+        assert!(s.validate().unwrap_err().contains("fabric delay"));
     }
 }

@@ -57,8 +57,8 @@ const SLACK: Duration = Duration::from_secs(60);
 
 #[derive(Args, Debug)]
 pub struct AppsArgs {
-    /// Seconds of each timed case (wrk, iperf3, sockperf; redis-benchmark sends 30000 GETs per second asked).
-    #[arg(long, default_value = "3", value_parser = crate::args::parse_non_negative)]
+    /// Seconds of each timed case (wrk, iperf3, sockperf; redis-benchmark sends 30000 GETs per second asked; 1 to 3600).
+    #[arg(long, default_value = "3", value_parser = crate::args::number_in(1.0, crate::args::MAX_BENCH_S, "s"))]
     pub seconds: f64,
     /// The engine's link: af_xdp or af_packet.
     #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"])]

@@ -84,17 +84,17 @@ pub struct LatencyArgs {
     /// How the applications wait: blocking, polling, or both (a row each).
     #[arg(long, value_enum, default_value = "all")]
     pub mode: ModeChoice,
-    /// Measured round trips per case (at most; `--seconds` may stop it first).
-    #[arg(long, default_value_t = 20_000)]
+    /// Measured round trips per case (at most; `--seconds` may stop it first; 1 to 10^9).
+    #[arg(long, default_value_t = 20_000, value_parser = crate::args::count_in(1u64, crate::args::MAX_COUNT, u64::MAX))]
     pub round_trips: u64,
-    /// Unmeasured round trips before them.
-    #[arg(long, default_value_t = 1_000)]
+    /// Unmeasured round trips before them (0 to 10^9).
+    #[arg(long, default_value_t = 1_000, value_parser = crate::args::count_in(0u64, crate::args::MAX_COUNT, u64::MAX))]
     pub warmup: u64,
-    /// Upper bound on each case's measured phase, in seconds.
-    #[arg(long, default_value = "5", value_parser = crate::args::parse_non_negative)]
+    /// Upper bound on each case's measured phase, in seconds (0.001 to 3600).
+    #[arg(long, default_value = "5", value_parser = crate::args::bench_seconds())]
     pub seconds: f64,
-    /// Bytes per request and per response.
-    #[arg(long, default_value_t = 64)]
+    /// Bytes per request and per response (8 to 1 MiB: the first 8 bytes carry a sequence number).
+    #[arg(long, default_value_t = 64, value_parser = crate::args::count_in(8usize, 1 << 20, usize::MAX))]
     pub size: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -150,14 +150,7 @@ pub struct LatencyReport {
 
 /// `outboard bench latency`.
 pub fn main(a: &LatencyArgs) -> ExitCode {
-    if a.size < 8 || a.size > 1 << 20 {
-        eprintln!("outboard bench latency: --size must be 8 B .. 1 MiB (the first 8 bytes carry a sequence number)");
-        return ExitCode::from(2);
-    }
-    if a.round_trips == 0 {
-        eprintln!("outboard bench latency: --round-trips must be at least 1");
-        return ExitCode::from(2);
-    }
+    // --size, --round-trips, --warmup and --seconds were checked when parsed (crate::args).
     let _ = sys::install_stop_handler();
     match run(a) {
         Ok(r) => {

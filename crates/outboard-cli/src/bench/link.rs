@@ -84,11 +84,11 @@ pub struct LinkArgs {
     /// The engine's link: af_xdp, af_packet, or both (one after the other).
     #[arg(long, value_enum, default_value = "af_xdp")]
     pub link: LinkChoice,
-    /// Seconds each case runs (each case runs once for ours and once for Linux).
-    #[arg(long, default_value = "3", value_parser = crate::args::parse_non_negative)]
+    /// Seconds each case runs (each case runs once for ours and once for Linux; 0.001 to 3600).
+    #[arg(long, default_value = "3", value_parser = crate::args::bench_seconds())]
     pub seconds: f64,
-    /// MTU of the lab's veths (af_xdp takes at most 3498; `both` then skips it).
-    #[arg(long, default_value = "1500")]
+    /// MTU of the lab's veths, 576 to 9000 (af_xdp takes at most 3498; `both` then skips it).
+    #[arg(long, default_value = "1500", value_parser = crate::args::engine_mtu_u32())]
     pub mtu: u32,
     /// Lab name (1 to 8 of a-z 0-9; default `bl` and this process's id in base 36).
     #[arg(long)]

@@ -55,7 +55,6 @@ use super::peer::{
     self, counter, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, Touch, WaitMode,
 };
 use super::plot::{self, size_label, Panel, Series};
-use crate::args::parse_size;
 use clap::Args;
 use outboard_engine::stat::Snapshot;
 use outboard_lab::sys;
@@ -69,14 +68,14 @@ const DEFAULT_SIZES: &str = "64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB";
 
 #[derive(Args, Debug)]
 pub struct ThroughputArgs {
-    /// Write sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = DEFAULT_SIZES)]
+    /// Write sizes, comma-separated (1 B to 64 MiB each).
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::size_in(1, 64 << 20), default_value = DEFAULT_SIZES)]
     pub sizes: Vec<u64>,
-    /// Bytes moved per write size and side (at least one write).
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    /// Bytes moved per write size and side (at least one write; at least 1 B).
+    #[arg(long, default_value = "256MiB", value_parser = crate::args::nonzero_size())]
     pub bytes: u64,
-    /// Upper bound on each point's transfer, in seconds.
-    #[arg(long, default_value = "2", value_parser = crate::args::parse_non_negative)]
+    /// Upper bound on each point's transfer, in seconds (0.001 to 3600).
+    #[arg(long, default_value = "2", value_parser = crate::args::bench_seconds())]
     pub seconds: f64,
     /// How our applications wait (the API's Blocking or Polling mode; Linux does the same).
     #[arg(long, value_enum, default_value = "blocking")]
@@ -166,12 +165,9 @@ pub struct ThroughputReport {
 
 /// `outboard bench throughput`.
 pub fn main(a: &ThroughputArgs) -> ExitCode {
-    if a.sizes.is_empty() || a.sizes.iter().any(|&s| s == 0 || s > 64 << 20) {
-        eprintln!("outboard bench throughput: --sizes must be 1 B .. 64 MiB each");
-        return ExitCode::from(2);
-    }
-    if a.bytes == 0 {
-        eprintln!("outboard bench throughput: --bytes must be at least 1");
+    // Each of --sizes and --bytes was checked when parsed (crate::args).
+    if a.sizes.is_empty() {
+        eprintln!("outboard bench throughput: --sizes must name at least one write size");
         return ExitCode::from(2);
     }
     if !a.no_plot {
