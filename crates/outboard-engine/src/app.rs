@@ -129,8 +129,6 @@ pub struct WakeSources<'a> {
 
 /// Something that runs on a shard. See the module doc for the call order.
 pub trait ShardApp: Any {
-    /// What it is, for logs (`services`, `boards`, `fetch`).
-    fn kind(&self) -> &'static str;
     /// New work of its own. True if it did any.
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool;
     /// A connection this app claimed has events.

@@ -276,9 +276,6 @@ impl Fetches {
 }
 
 impl ShardApp for Fetches {
-    fn kind(&self) -> &'static str {
-        "fetch"
-    }
     /// Clients refill their send buffers as ACKs free room.
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
         for i in 0..self.list.len() {

@@ -373,9 +373,6 @@ impl Services {
 }
 
 impl ShardApp for Services {
-    fn kind(&self) -> &'static str {
-        "services"
-    }
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
         self.accept_and_serve_udp(cx)
     }

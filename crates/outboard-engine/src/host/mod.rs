@@ -24,7 +24,6 @@ use crate::log::{self, Level};
 use outboard_stack::ConnId;
 use session::Session;
 use std::collections::BTreeMap;
-use std::os::fd::RawFd;
 use outboard_board::layout::{app_counter, SLEEP_EVENTFD, SLEEP_FUTEX};
 use std::sync::atomic::Ordering;
 
@@ -123,11 +122,6 @@ impl Host {
         c
     }
 
-    /// The doorbell applications ring when the shard sleeps.
-    pub fn doorbell_fd(&self) -> Option<RawFd> {
-        self.inbox.as_ref().map(|i| i.doorbell_fd())
-    }
-
     pub fn board_bytes(&self) -> usize {
         self.sessions.iter().map(|s| s.board_bytes()).sum()
     }
@@ -161,9 +155,6 @@ impl Host {
 }
 
 impl ShardApp for Host {
-    fn kind(&self) -> &'static str {
-        "boards"
-    }
 
     /// New and dead applications, commands, accepts, datagrams.
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
@@ -270,6 +261,7 @@ impl ShardApp for Host {
 
     /// The attach doorbell, and every board's doorbell word with the value seen before sleeping.
     fn wake_sources<'a>(&'a self, out: &mut WakeSources<'a>) {
+        // The doorbell applications ring when the shard sleeps (fd-based links).
         out.fds.extend(self.inbox.as_ref().map(|i| i.doorbell_fd()));
         out.futexes.extend(self.sessions.iter().zip(&self.doorbells).map(|(s, v)| (s.engine_doorbell(), *v)));
     }
