@@ -259,7 +259,7 @@ impl Shard {
         let cfg = self.stack.config();
         let apps = &self.apps;
         let owner = |id| apps.owner_label(id);
-        let connections = self
+        let connections: Vec<ConnRow> = self
             .stack
             .tcp_connections()
             .into_iter()
@@ -280,7 +280,6 @@ impl Shard {
                 memory: s.memory,
             })
             .collect();
-        let connections: Vec<ConnRow> = connections;
         let mut snap = Snapshot {
             name: self.name.clone(),
             pid: std::process::id(),
