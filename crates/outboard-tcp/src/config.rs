@@ -41,8 +41,12 @@ pub struct Config {
     /// connection gives up with TimedOut (15); not counted while a live peer
     /// holds a zero window.
     pub max_retransmits: u32,
-    /// SYN (or SYN-ACK) retransmissions before the handshake fails (6).
+    /// SYN retransmissions before an active open fails (6, Linux's
+    /// `tcp_syn_retries`: 1+2+4+8+16+32+64 = 127 s).
     pub max_syn_retransmits: u32,
+    /// SYN-ACK retransmissions before a half-open (SYN-RECEIVED) connection
+    /// is dropped (5, Linux's `tcp_synack_retries`: it lives 1+2+4+8+16+32 = 63 s).
+    pub max_synack_retransmits: u32,
     /// Keepalive (RFC 1122 §4.2.3.6): None = off (default); else (idle before
     /// the first probe, interval between probes, unanswered probes before TimedOut).
     pub keepalive: Option<(Duration, Duration, u32)>,
@@ -76,6 +80,7 @@ impl Default for Config {
             max_rto: Duration::from_secs(60),
             max_retransmits: 15,
             max_syn_retransmits: 6,
+            max_synack_retransmits: 5,
             keepalive: None,
             max_ooo_ranges: 32,
             tso_max_bytes: 0,

@@ -370,7 +370,11 @@ impl Connection {
         if !peer_alive || syn_phase {
             self.rto_count += 1;
         }
-        let limit = if syn_phase { self.cfg.max_syn_retransmits } else { self.cfg.max_retransmits };
+        let limit = match self.state {
+            State::SynSent => self.cfg.max_syn_retransmits,
+            State::SynReceived => self.cfg.max_synack_retransmits,
+            _ => self.cfg.max_retransmits,
+        };
         if self.rto_count > limit {
             self.fail(Error::TimedOut);
             return;

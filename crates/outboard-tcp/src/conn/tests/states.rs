@@ -172,6 +172,26 @@ fn syn_sent_retransmits_syn_then_times_out() {
     assert_eq!(h.c.recv(&mut [0; 4]), Err(Error::TimedOut));
 }
 
+/// A half-open connection (SYN-RECEIVED, the peer never ACKs) retransmits
+/// its SYN-ACK 5 times (1, 2, 4, 8, 16 s) and is dropped 32 s after the last:
+/// 63 s in all, Linux's `tcp_synack_retries` lifetime.
+#[test]
+fn syn_received_retransmits_syn_ack_five_times_and_lives_63_s_as_linux() {
+    let mut h = Harness::accept(&plain_cfg(), &seg(SYN, PEER_ISS, 0));
+    assert_eq!(h.recv_one().flags(), SYN | ACK);
+    let mut lived = Duration::ZERO;
+    for backoff in [1, 2, 4, 8, 16] {
+        let d = h.fire_next_timer();
+        assert_eq!(d, Duration::from_secs(backoff));
+        lived += d;
+        assert_eq!(h.recv_one().flags(), SYN | ACK, "retransmission after {backoff} s");
+    }
+    lived += h.fire_next_timer();
+    assert_eq!(lived, Duration::from_secs(63));
+    assert_eq!(h.c.state(), State::Closed);
+    h.recv_nothing();
+}
+
 #[test]
 fn established_close_to_fin_wait_1_sends_fin() {
     let mut h = Harness::established(&plain_cfg());
