@@ -71,18 +71,29 @@ impl Net {
         let dir = std::env::temp_dir().join(format!("ob-shimbeh-{pid}-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let fabric = format!("fabric:sb{tag}{pid}");
         let mut net = Net { dir, engines: Vec::new() };
         for i in 0..n {
             let name = format!("sb-{tag}-{pid}-{}", (b'a' + i as u8) as char);
             let addr = format!("10.0.0.{}", i + 1);
-            let child = spawn_engine(&net.dir, &["--link", &fabric, "--addr", &format!("{addr}/24"), "--name", &name, "--services", "none"]);
+            let child = net.spawn(tag, &name, &addr);
             net.engines.push(Engine { name, addr, child });
         }
         for e in &net.engines {
             wait_up(&net.dir, &e.name, Duration::from_secs(15));
         }
         net
+    }
+
+    fn spawn(&self, tag: &str, name: &str, addr: &str) -> ChildGuard {
+        let fabric = format!("fabric:sb{tag}{}", std::process::id());
+        spawn_engine(&self.dir, &["--link", &fabric, "--addr", &format!("{addr}/24"), "--name", name, "--services", "none"])
+    }
+
+    /// Engine `i` again, after it died: same name, fabric and address.
+    fn restart(&mut self, tag: &str, i: usize) {
+        let (name, addr) = (self.engines[i].name.clone(), self.engines[i].addr.clone());
+        self.engines[i].child = self.spawn(tag, &name, &addr);
+        wait_up(&self.dir, &name, Duration::from_secs(15));
     }
 
     fn name(&self, i: usize) -> &str {
@@ -1185,6 +1196,7 @@ def blocking_loop():
     while True:
         try:
             c, _ = bl.accept()
+            print("served blocking", flush=True)
             c.close()
         except OSError as e:
             errors["blocking"] += 1
@@ -1196,9 +1208,12 @@ while True:
         try:
             if key.data == "listener":
                 c, _ = ls.accept()
+                print("served listener", flush=True)
                 c.close()
             else:
-                us.recvfrom(2048)
+                d, a = us.recvfrom(2048)
+                us.sendto(d, a)
+                print("served datagram", flush=True)
         except BlockingIOError:
             pass
         except OSError as e:
@@ -1206,13 +1221,28 @@ while True:
             print("error %s %s" % (key.data, errno.errorcode.get(e.errno, e.errno)), flush=True)
 "#;
 
+/// A client of the server above: connects to both listeners and sends a datagram.
+const DEAD_ENGINE_CLIENT: &str = r#"
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+for p in (port, port + 1):
+    socket.create_connection((host, p), timeout=10).close()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(10)
+u.sendto(b"ping", (host, port))
+print("echo", u.recvfrom(64)[0].decode(), flush=True)
+"#;
+
 /// The engine dies under a server: each of its sockets fails once with the
 /// documented error, and then the server sleeps instead of spinning on
-/// sockets that would fail forever (listeners and datagram sockets go quiet).
+/// sockets that would fail forever (listeners and datagram sockets go
+/// quiet). The engine restarted (same name): the server re-attaches by
+/// itself, its listeners and datagram socket are back on their ports, and a
+/// new client is served.
 #[test]
-fn a_server_whose_engine_died_does_not_spin() {
+fn a_server_whose_engine_died_does_not_spin_and_serves_again_once_it_is_back() {
     let _g = serial();
-    let net = Net::new("nospin", 2);
+    let mut net = Net::new("nospin", 2);
     let srv = net.py(0, DEAD_ENGINE_SERVER, &["7950"], &[]);
     srv.expect_line("ready", Duration::from_secs(15));
     std::thread::sleep(Duration::from_millis(300));
@@ -1238,4 +1268,20 @@ fn a_server_whose_engine_died_does_not_spin() {
     assert!(cpu / wall < 0.05, "the server used {:.2} % CPU after its engine died (limit 5 %)\n{}", 100.0 * cpu / wall, srv.report());
     let errors = srv.stdout().lines().filter(|l| l.starts_with("error ")).count();
     assert!(errors <= 6, "each socket failed once, not over and over ({errors} errors)\n{}", srv.report());
+
+    net.restart("nospin", 0);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !srv.stderr().contains("the engine is back") {
+        assert!(Instant::now() < end, "the server re-attaches to the restarted engine\n{}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut cli = net.py(1, DEAD_ENGINE_CLIENT, &[net.addr(0), "7950"], &[]);
+    assert_eq!(cli.expect_line("echo", Duration::from_secs(20)).trim(), "echo ping");
+    cli.finish_ok(Duration::from_secs(10));
+    let want = ["served listener", "served blocking", "served datagram"];
+    let end = Instant::now() + Duration::from_secs(10);
+    while !want.iter().all(|w| srv.stdout().contains(w)) {
+        assert!(Instant::now() < end, "the server serves on the restarted engine\n{}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -189,6 +189,18 @@ impl Shim {
         if self.attach_failed {
             return None;
         }
+        match self.attach_new() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.attach_failed = true;
+                crate::log::warn(&format!("no engine: every socket stays with the kernel ({e})"));
+                None
+            }
+        }
+    }
+
+    /// Attaches a board to the engine `OUTBOARD_ENGINE` names, and watches it.
+    fn attach_new(&mut self) -> Result<Board, outboard_api::Error> {
         let name = engine_name();
         // Streams: 2 regions each. Many-connection servers need many streams;
         // pages are only allocated as they are touched.
@@ -203,25 +215,82 @@ impl Shim {
             stream_buffers: streams * 2,
             ..BoardParams::default()
         };
-        let wake_fd = crate::wait::make_wake_fd();
+        // One wake eventfd for the process's life: epoll sets keep it registered across re-attaches.
+        let wake_fd = match crate::wait::wake_fd() {
+            fd if fd >= 0 => Some(fd),
+            _ => crate::wait::make_wake_fd(),
+        };
         let opts = AttachOptions { params, mode: outboard_api::Mode::NonBlocking, wake_fd, ..AttachOptions::default() };
-        match Board::attach_with(&name, &opts) {
-            Ok(b) => {
-                set_mark(b.attach_socket_fd(), MARK_INTERNAL);
-                let net = b.engine_net();
-                self.net = Some(net);
-                self.news = Some(b.news());
-                crate::wait::start_watcher(&b);
-                crate::log::info(&format!("attached to engine {name:?} at {}/{}", net.addr, net.prefix_len));
-                self.board = Some(b.clone());
-                Some(b)
-            }
-            Err(e) => {
-                self.attach_failed = true;
-                crate::log::warn(&format!("no engine: every socket stays with the kernel ({e})"));
-                None
-            }
+        let b = Board::attach_with(&name, &opts)?;
+        set_mark(b.attach_socket_fd(), MARK_INTERNAL);
+        let net = b.engine_net();
+        self.net = Some(net);
+        self.news = Some(b.news());
+        crate::wait::start_watcher(&b);
+        crate::log::info(&format!("attached to engine {name:?} at {}/{}", net.addr, net.prefix_len));
+        self.board = Some(b.clone());
+        Ok(b)
+    }
+
+    /// The engine came back after dying (an engine of the same name takes
+    /// applications again): attach to it, re-create every listening and
+    /// bound datagram socket on it (same ports), and wake every waiting
+    /// call to look again. Streams of the dead engine stay failed (reset).
+    /// False when no engine takes us yet.
+    pub fn reattach(&mut self) -> bool {
+        let Some(old_news) = self.news.clone() else { return false };
+        if self.attach_new().is_err() {
+            return false;
         }
+        let b = self.board.clone().expect("just attached");
+        self.pushed = [0; COUNTS];
+        self.by_endpoint.clear();
+        self.changed.clear();
+        self.seen_eps.clear();
+        crate::wait::ENGINE_GONE.store(false, Ordering::SeqCst);
+        let (mut listeners, mut dgrams, mut lost) = (0, 0, 0);
+        for sock in self.socks.values() {
+            let mut s = sock.borrow_mut();
+            let again = match &s.kind {
+                crate::sock::Kind::Listener(l) => Some(b.listen(l.local_port(), s.backlog).map(crate::sock::Kind::Listener)),
+                crate::sock::Kind::Dgram(d) => Some(b.bind_udp(d.local_port()).map(crate::sock::Kind::Dgram)),
+                _ => None,
+            };
+            match again {
+                Some(Ok(k)) => {
+                    if matches!(k, crate::sock::Kind::Listener(_)) {
+                        listeners += 1;
+                    } else {
+                        dgrams += 1;
+                    }
+                    s.kind = k;
+                    s.gone_reported = false;
+                    // Its events on the new board find it at once.
+                    if let Some(ep) = s.evented_endpoint() {
+                        self.by_endpoint.insert(ep, Rc::downgrade(sock));
+                    }
+                }
+                Some(Err(e)) => {
+                    // The port is taken on the new engine: the socket stays failed.
+                    lost += 1;
+                    s.so_error = crate::sock::errno_of(&e, false);
+                    s.kind = crate::sock::Kind::Failed;
+                }
+                None => {}
+            }
+            s.bump();
+        }
+        crate::log::warn(&format!(
+            "the engine is back: re-attached; {listeners} listening and {dgrams} datagram sockets re-created{}",
+            if lost > 0 { format!(", {lost} could not be") } else { String::new() }
+        ));
+        // Calls asleep on the dead board's word, and poll/epoll sleepers, look again.
+        old_news.signal();
+        let efd = crate::wait::wake_fd();
+        if efd >= 0 {
+            crate::wait::ring(efd);
+        }
+        true
     }
 
     /// The engine's network, attaching if needed.

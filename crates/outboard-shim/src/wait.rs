@@ -90,13 +90,16 @@ pub fn wake_fd() -> RawFd {
     WAKE_FD.load(Ordering::Relaxed)
 }
 
-fn ring(efd: RawFd) {
+pub fn ring(efd: RawFd) {
     let one: u64 = 1;
     // SAFETY: writes 8 bytes from a live u64 to an eventfd.
     unsafe { crate::real::write(efd, (&one as *const u64).cast(), 8) };
 }
 
 /// Starts the watcher thread for a newly attached board.
+/// How often a process whose engine died tries to attach to a new one.
+const REATTACH_EVERY: Duration = Duration::from_millis(250);
+
 pub fn start_watcher(board: &Board) {
     let fd = board.attach_socket_fd();
     let news = board.news();
@@ -117,11 +120,19 @@ pub fn start_watcher(board: &Board) {
             }
         }
         ENGINE_GONE.store(true, Ordering::SeqCst);
-        crate::log::warn("the engine is gone: engine sockets fail from now on");
+        crate::log::warn("the engine is gone: engine sockets fail until an engine of the same name is back");
         news.signal();
         let efd = wake_fd();
         if efd >= 0 {
             ring(efd);
+        }
+        // Wait for an engine of the same name (a restart): a few attempts a
+        // second, each a connect() that fails at once while there is none.
+        loop {
+            std::thread::sleep(REATTACH_EVERY);
+            if state::lock().reattach() {
+                return; // the new board has a watcher of its own
+            }
         }
     });
 }
