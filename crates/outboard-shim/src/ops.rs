@@ -109,33 +109,13 @@ fn blocking_registered<T>(
             // bumps any more (as any blocked call sleeps: restarted after a
             // signal handler with SA_RESTART, EINTR without or with a
             // timeout), instead of spinning on a dead engine.
-            let rest = match timeout {
-                Some(t) => {
-                    let d = *deadline.get_or_insert_with(|| Instant::now() + t);
-                    let r = d.saturating_duration_since(Instant::now());
-                    if r.is_zero() {
-                        return Err(libc::EAGAIN);
-                    }
-                    Some(r)
-                }
-                None => None,
-            };
+            let rest = time_left(&mut deadline, timeout)?;
             if news.wait(seq, Duration::ZERO, rest) == outboard_board::WaitOutcome::Interrupted {
                 return Err(libc::EINTR);
             }
             continue;
         }
-        let rest = match timeout {
-            Some(t) => {
-                let d = *deadline.get_or_insert_with(|| Instant::now() + t);
-                let r = d.saturating_duration_since(Instant::now());
-                if r.is_zero() {
-                    return Err(libc::EAGAIN);
-                }
-                Some(r)
-            }
-            None => None,
-        };
+        let rest = time_left(&mut deadline, timeout)?;
         let slept = match (role, reg.as_ref()) {
             (wait::Role::Follower(seen), Some(r)) => wait::follow(r, seen, rest),
             _ => wait::sleep(&news, seq, rest),
@@ -146,6 +126,18 @@ fn blocking_registered<T>(
             Slept::Interrupted => return Err(libc::EINTR),
         }
     }
+}
+
+/// What is left of a blocking call's timeout (its deadline set at the
+/// first wait); EAGAIN once it has run out. `None`: no timeout.
+fn time_left(deadline: &mut Option<Instant>, timeout: Option<Duration>) -> SResult<Option<Duration>> {
+    let Some(t) = timeout else { return Ok(None) };
+    let d = *deadline.get_or_insert_with(|| Instant::now() + t);
+    let r = d.saturating_duration_since(Instant::now());
+    if r.is_zero() {
+        return Err(libc::EAGAIN);
+    }
+    Ok(Some(r))
 }
 
 fn rcvtimeo(s: &Sock) -> Option<Duration> {
