@@ -276,7 +276,6 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
         LinkSpec::AfXdp { iface, .. } | LinkSpec::AfPacket { iface } => iface,
         LinkSpec::Tap { .. } | LinkSpec::Fabric { .. } => return Ok(()),
     };
-    // A missing interface is reported by the link's open, with its own exit code.
     let addrs = link::sys::if_addresses(iface).map_err(EngineError::Link)?;
     if addrs.is_empty() {
         return Ok(());
@@ -312,8 +311,11 @@ impl Engine {
             fabric_faults: set.fabric_faults.clone(),
             offloads: set.offloads,
         };
-        check_kernel_address(set)?;
+        // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
+        // another engine" (14) their own codes; the engine refuses a kernel address before its
+        // first turn, so the link it opened never moved a frame.
         let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
+        check_kernel_address(set)?;
         if link.mtu() < limits::MIN_MTU {
             return Err(EngineError::Config(format!(
                 "the link's MTU {} is below {}: raise the interface's MTU (e.g. `outboard lab up --mtu 1500`)",
