@@ -46,11 +46,15 @@ pub struct AttachOptions {
     /// applications that wait on kernel descriptors and the board at once.
     /// The engine keeps its own copy.
     pub wake_fd: Option<std::os::fd::RawFd>,
+    /// The engines' run directory; None: [`outboard_board::attach::run_dir`]
+    /// (`OUTBOARD_RUN_DIR` read now). A library that must find the engine
+    /// again after its program cleared the environment keeps it here.
+    pub run_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for AttachOptions {
     fn default() -> Self {
-        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20), wake_fd: None }
+        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20), wake_fd: None, run_dir: None }
     }
 }
 
@@ -168,7 +172,10 @@ impl Board {
         Board::attach_with(name, &AttachOptions::default())
     }
     pub fn attach_with(name: &str, opts: &AttachOptions) -> Result<Board> {
-        let path = outboard_board::attach::board_socket_path(name);
+        let path = match &opts.run_dir {
+            Some(dir) => outboard_board::attach::board_socket_in(dir, name),
+            None => outboard_board::attach::board_socket_path(name),
+        };
         let sock = UnixStream::connect(&path).map_err(|e| {
             Error::Attach(format!(
                 "no engine named {name:?} takes applications at {} ({e}); start one with `outboard engine --name {name} …` (and the same OUTBOARD_RUN_DIR)",

@@ -45,7 +45,12 @@ fn writable(dir: &Path) -> bool {
 
 /// The socket a daemon engine named `name` takes applications on: `RUN_DIR/NAME.board`.
 pub fn board_socket_path(name: &str) -> PathBuf {
-    run_dir().join(format!("{name}.board"))
+    board_socket_in(&run_dir(), name)
+}
+
+/// The same in a run directory known already.
+pub fn board_socket_in(run_dir: &Path, name: &str) -> PathBuf {
+    run_dir.join(format!("{name}.board"))
 }
 
 pub const ATTACH_MAGIC: u32 = 0x4f42_4154; // "OBAT"

@@ -269,7 +269,7 @@ impl Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
         let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
-        let engine = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
+        let engine = Rig::start_engine(&lab, &format!("{name}-e"));
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
@@ -279,6 +279,23 @@ impl Rig {
             tmp,
             shim,
         }
+    }
+
+    fn start_engine(lab: &Lab, name: &str) -> EngineProc {
+        EngineProc::in_lab(lab, name, "af_xdp", &["--services", "none"])
+    }
+
+    /// SIGKILL of the engine (no goodbye to anyone), reaped.
+    fn kill_engine(&mut self) {
+        // SAFETY: kill(2) of our own child (`ip netns exec` execs the engine).
+        unsafe { libc::kill(self.engine.child.id() as i32, libc::SIGKILL) };
+        let _ = self.engine.child.wait();
+    }
+
+    /// An engine of the same name, link and address as the killed one.
+    fn restart_engine(&mut self) {
+        let name = self.engine.name.clone();
+        self.engine = Rig::start_engine(&self.lab, &name);
     }
 
     fn eip(&self) -> String {
@@ -489,6 +506,20 @@ impl Bg {
                 self.text()
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The program's pid: the child of `timeout` (`ip netns exec` and
+    /// `outboard run` exec it).
+    fn program_pid(&mut self) -> u32 {
+        let t0 = Instant::now();
+        loop {
+            if let Some(&pid) = support::children_of(self.child.id()).first() {
+                return pid;
+            }
+            self.assert_running();
+            assert!(t0.elapsed() < Duration::from_secs(5), "{} has no process under timeout", self.what);
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -951,3 +982,103 @@ fn shim_nginx_and_curl_through_an_impaired_path() {
     eprintln!("impaired path: 32 MiB each way byte-exact; engine TCP segments in {seg_in}, out {seg_out}");
 }
 
+
+/// The engine is killed (SIGKILL) under redis, nginx and Python's
+/// http.server, all under the shim: for the next 5 s none of them uses more
+/// than 5 % of a CPU and none writes more than a few log lines (each
+/// listening socket fails once with ENETDOWN, then goes quiet). An engine of
+/// the same name is started again: without being restarted themselves, all
+/// three serve Linux's clients again (the shim re-attaches and re-creates
+/// their listening sockets).
+#[test]
+fn engine_killed_under_redis_nginx_and_python_they_stay_quiet_then_serve_again() {
+    if skip_unless_root("engine_killed_under_redis_nginx_and_python_they_stay_quiet_then_serve_again") {
+        return;
+    }
+    need_all(&[
+        ("redis-server", "redis-server"),
+        ("redis-cli", "redis-tools"),
+        ("nginx", "nginx-light"),
+        ("curl", "curl"),
+        ("python3", "python3"),
+    ]);
+    let mut rig = Rig::up("sdie");
+    let eip = rig.eip();
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("small"), "served\n").unwrap();
+
+    let redis_cmd = tools::redis_server_cmd(6379, &rig.tmp);
+    let redis_cmd: Vec<&str> = redis_cmd.iter().map(String::as_str).collect();
+    let mut redis = rig.bg("shim-redis", rig.shim_cmd(STEP * 3, &redis_cmd));
+    redis.wait_log("Ready to accept connections");
+    let conf = must(tools::nginx_conf(&rig.tmp, 8080));
+    let nginx_cmd = ["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"];
+    let mut nginx = rig.bg("shim-nginx", rig.shim_cmd(STEP * 3, &nginx_cmd));
+    let www_s = www.to_str().unwrap().to_string();
+    let py_cmd = [python3(), "-m", "http.server", "8000", "--bind", "0.0.0.0", "--directory", &www_s];
+    let mut py = rig.bg("shim-python", rig.shim_cmd(STEP * 3, &py_cmd));
+    rig.wait_tcp(&eip, 6379, &mut redis);
+    rig.wait_tcp(&eip, 8080, &mut nginx);
+    rig.wait_tcp(&eip, 8000, &mut py);
+
+    // One probe per server, from Linux's side: true when it answered right.
+    let probe = |rig: &Rig, which: usize| -> bool {
+        let (cmd, want): (Vec<String>, &str) = match which {
+            0 => (["redis-cli", "-h", &eip, "-p", "6379", "PING"].map(String::from).to_vec(), "PONG"),
+            1 => (["curl", "-sS", "--max-time", "3", &format!("http://{eip}:8080/small")].map(String::from).to_vec(), "served"),
+            _ => (["curl", "-sS", "--max-time", "3", &format!("http://{eip}:8000/small")].map(String::from).to_vec(), "served"),
+        };
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let (ok, out, _) = output(rig.linux_cmd(Duration::from_secs(10), &cmd));
+        ok && out.trim() == want
+    };
+    let names = ["redis", "nginx", "python http.server"];
+    for (i, name) in names.iter().enumerate() {
+        assert!(probe(&rig, i), "{name} did not serve before the engine was killed");
+    }
+    let pids = [redis.program_pid(), nginx.program_pid(), py.program_pid()];
+    let error_log = rig.tmp.join("error.log");
+    let nginx_lines = || std::fs::read_to_string(&error_log).unwrap_or_default().lines().count();
+    let logs_before = [redis.text().lines().count(), nginx_lines(), py.text().lines().count()];
+
+    rig.kill_engine();
+    // Give each a moment to find out (the shim watches the engine every 250 ms).
+    std::thread::sleep(Duration::from_secs(1));
+    let cpu = |pid: u32| support::proc_stat(Path::new(&format!("/proc/{pid}/stat"))).map(|(_, t)| t);
+    let cpu0 = pids.map(cpu);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    let cpu1 = pids.map(cpu);
+    let wall = t0.elapsed().as_secs_f64();
+    for (bg, _) in [(&mut redis, 0), (&mut nginx, 1), (&mut py, 2)] {
+        bg.assert_running();
+    }
+    let logs_after = [redis.text().lines().count(), nginx_lines(), py.text().lines().count()];
+    for i in 0..3 {
+        let (Some(a), Some(b)) = (cpu0[i], cpu1[i]) else { panic!("{} (pid {}) is gone", names[i], pids[i]) };
+        let share = (b - a) as f64 / support::clk_tck() / wall;
+        let lines = logs_after[i] - logs_before[i];
+        eprintln!("{} after the engine died: {:.2} % CPU over {wall:.1} s, {lines} new log lines", names[i], 100.0 * share);
+        assert!(share <= 0.05, "{} used {:.2} % CPU after the engine died (limit 5 %)", names[i], 100.0 * share);
+        assert!(lines <= 5, "{} wrote {lines} log lines after the engine died (a few at most)", names[i]);
+    }
+
+    rig.restart_engine();
+    for (i, name) in names.iter().enumerate() {
+        let t0 = Instant::now();
+        while !probe(&rig, i) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{name} does not serve on the restarted engine; nginx error.log:\n{}",
+                std::fs::read_to_string(&error_log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        eprintln!("{name} serves again {:.2} s after the restart was probed", t0.elapsed().as_secs_f64());
+    }
+    for (i, bg) in [&mut redis, &mut nginx, &mut py].into_iter().enumerate() {
+        bg.assert_running();
+        assert_eq!(bg.program_pid(), pids[i], "{} was not restarted", names[i]);
+    }
+}

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use support::engine::{spawn_engine, stat_in, wait_up, ChildGuard};
 use support::netns::have;
-use support::{python3, shim_lib, OUTBOARD};
+use support::{clk_tck, proc_stat, python3, shim_lib, OUTBOARD};
 
 // ---------------------------------------------------------------- harness
 
@@ -484,26 +484,6 @@ s.sendall(b"wake")
 print("sent", flush=True)
 sys.stdin.readline()
 "#;
-
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
-/// (state, utime + stime in ticks) of a process or thread from its stat file.
-fn proc_stat(path: &Path) -> Option<(char, u64)> {
-    let s = std::fs::read_to_string(path).ok()?;
-    let rest = &s[s.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); utime is field 14, stime 15.
-    let st = f.first()?.chars().next()?;
-    Some((st, f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?))
-}
 
 fn thread_states(pid: u32) -> Vec<(u32, char, String)> {
     let mut v = Vec::new();

@@ -20,6 +20,11 @@ fn level() -> u8 {
     l
 }
 
+/// Reads `OUTBOARD_LOG` now (at load: programs may clear their environment).
+pub fn prime() {
+    let _ = level();
+}
+
 fn emit(lvl: u8, name: &str, msg: &str) {
     if lvl > level() {
         return;

@@ -174,9 +174,36 @@ fn env_u32(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
-/// The engine this process attaches to (`OUTBOARD_ENGINE`, as `outboard run --name` sets it).
-pub fn engine_name() -> String {
-    std::env::var("OUTBOARD_ENGINE").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "default".into())
+/// What the environment said when the library was loaded, read once:
+/// programs such as nginx clear their environment after start-up (workers
+/// keep only `TZ`), and the shim must still find its engine when it comes
+/// back after a restart.
+pub struct Settings {
+    /// The engine this process attaches to (`OUTBOARD_ENGINE`, as `outboard run --name` sets it).
+    pub engine: String,
+    /// Where that engine's sockets are (`OUTBOARD_RUN_DIR`, or the default run directory).
+    pub run_dir: std::path::PathBuf,
+    /// `OUTBOARD_STREAMS`: streams a board holds (4..=4096).
+    pub streams: u32,
+    /// `OUTBOARD_STREAM_KIB`: each stream region's size (256..=16384 KiB).
+    pub region_kib: u32,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        Settings {
+            engine: std::env::var("OUTBOARD_ENGINE").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "default".into()),
+            run_dir: outboard_board::attach::run_dir(),
+            streams: env_u32("OUTBOARD_STREAMS", 256).clamp(4, 4096),
+            region_kib: env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384),
+        }
+    }
+}
+
+/// The settings, read from the environment on first use (at load, by [`init`]).
+pub fn settings() -> &'static Settings {
+    static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(Settings::from_env)
 }
 
 impl Shim {
@@ -201,11 +228,11 @@ impl Shim {
 
     /// Attaches a board to the engine `OUTBOARD_ENGINE` names, and watches it.
     fn attach_new(&mut self) -> Result<Board, outboard_api::Error> {
-        let name = engine_name();
+        let cfg = settings();
+        let name = &cfg.engine;
         // Streams: 2 regions each. Many-connection servers need many streams;
         // pages are only allocated as they are touched.
-        let streams = env_u32("OUTBOARD_STREAMS", 256).clamp(4, 4096);
-        let region_kib = env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384);
+        let (streams, region_kib) = (cfg.streams, cfg.region_kib);
         let params = BoardParams {
             command_capacity: 4096,
             event_capacity: 16384,
@@ -220,8 +247,14 @@ impl Shim {
             fd if fd >= 0 => Some(fd),
             _ => crate::wait::make_wake_fd(),
         };
-        let opts = AttachOptions { params, mode: outboard_api::Mode::NonBlocking, wake_fd, ..AttachOptions::default() };
-        let b = Board::attach_with(&name, &opts)?;
+        let opts = AttachOptions {
+            params,
+            mode: outboard_api::Mode::NonBlocking,
+            wake_fd,
+            run_dir: Some(cfg.run_dir.clone()),
+            ..AttachOptions::default()
+        };
+        let b = Board::attach_with(name, &opts)?;
         set_mark(b.attach_socket_fd(), MARK_INTERNAL);
         let net = b.engine_net();
         self.net = Some(net);
@@ -459,6 +492,10 @@ extern "C" fn after_fork_child() {
 
 /// Runs once when the library loads.
 pub fn init() {
+    // Read the environment now, before the program can clear it.
+    let _ = settings();
+    crate::log::prime();
+    let _ = crate::wait::spin();
     // SAFETY: registers plain extern "C" handlers.
     unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
 }

@@ -268,3 +268,40 @@ pub fn test_dir(prefix: &str, tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
     d
 }
+
+// ---------------------------------------------------------------- processes
+
+/// Clock ticks per second (the unit of `utime`/`stime` in /proc).
+pub fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// (state, utime + stime in ticks) of a process or thread from its stat file.
+pub fn proc_stat(path: &Path) -> Option<(char, u64)> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); utime is field 14, stime 15.
+    let st = f.first()?.chars().next()?;
+    Some((st, f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?))
+}
+
+/// The pids whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(s) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let ppid = s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            v.push(child);
+        }
+    }
+    v
+}
