@@ -13,6 +13,11 @@
 //! check them too, otherwise they rely on the stack's segment counters and
 //! the row's state and byte counts.
 //!
+//! The SYN-flood tests send with plain Python (`adv_flood.py`) and connect
+//! with the kernel's TCP (`adv_client.py`, `adv_connects.py`); one of them
+//! runs the same flood against Linux on the same interface and compares the
+//! legitimate clients' connect times.
+//!
 //! Needs root, `python3` with scapy (`python3 -m pip install scapy`, or the
 //! Debian package python3-scapy) and `nft` (apt package nftables). Without
 //! root the tests print SKIPPED; without the tools they fail naming the package.
@@ -29,6 +34,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use support::engine::{ChildGuard, EngineProc};
 use support::netns::{have, in_ns, lab, lab_name, ns_command, skip_unless_root};
@@ -164,11 +170,24 @@ impl Drop for Scapy {
     }
 }
 
+/// The tests of this file run side by side (each in its own lab), except
+/// the one that measures latency against Linux: it runs alone.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+fn shared_machine() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn whole_machine() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Lab + engine + scapy; dropped in this order (scapy, engine, lab).
 struct Fixture {
     scapy: Scapy,
     engine: EngineProc,
     _lab: outboard_lab::Lab,
+    _machine: RwLockReadGuard<'static, ()>,
 }
 
 fn setup(test: &str, tag: &str) -> Option<Fixture> {
@@ -176,6 +195,7 @@ fn setup(test: &str, tag: &str) -> Option<Fixture> {
         return None;
     }
     require_tools();
+    let machine = shared_machine();
     let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
     let lnx = format!("ob-{name}-lnx");
@@ -193,7 +213,7 @@ fn setup(test: &str, tag: &str) -> Option<Fixture> {
         &["--link", "af_packet:eng0", "--addr", "10.77.0.2/24", "--memory-cap", "64MiB"],
     );
     let scapy = Scapy::start(&lnx);
-    Some(Fixture { scapy, engine, _lab: lab })
+    Some(Fixture { scapy, engine, _lab: lab, _machine: machine })
 }
 
 fn got(a: &Value) -> Vec<Value> {
@@ -618,5 +638,93 @@ fn rfc4987_syn_flood_syn_cookies_bounded_memory_and_legit_client_served() {
         stack(&s1, "tcp_syncookies_accepted"),
         stack(&s1, "tcp_syn_queue_adds"),
         s1["link"]["counters"]
+    );
+}
+
+/// One side's legitimate clients under a SYN flood: the flood (3 s, from
+/// Linux's address, random ports) is started, then `adv_connects.py` opens
+/// connection after connection to 10.77.0.2:7 for 2.5 s while it runs.
+fn legit_connects_under_flood(lnx: &str, mac: &str, who: &str) -> (Value, Value) {
+    let _ = in_ns(lnx, &["ping", "-c", "1", "-W", "2", ENGINE_IP]);
+    let pps = std::env::var("OB_FLOOD_PPS").unwrap_or_else(|_| "50000".into());
+    let flood = spawn_json(lnx, 60, "adv_flood.py", &["--dst-mac", mac, "--distinct", "100000", "--count", "400000", "--seconds", "3", "--pps", &pps]);
+    let started = json_line(flood.lines(), 30, "adv_flood.py");
+    assert_eq!(started["flooding"], json!(true), "{started}");
+    let client = spawn_json(lnx, 40, "adv_connects.py", &["--seconds", "2.5", "--timeout", "5"]);
+    let _ = json_line(client.lines(), 30, "adv_connects.py");
+    let legit = json_line(client.lines(), 40, &format!("adv_connects.py against {who}"));
+    let report = json_line(flood.lines(), 40, &format!("adv_flood.py against {who}"));
+    (legit, report)
+}
+
+/// RFC 4987 under load, against Linux in the same run: legitimate clients
+/// connecting while a SYN flood runs get their connections as quickly (p99
+/// within 3× Linux's under the same flood, on the same interface) and none
+/// fails. Linux: the engine stopped, 10.77.0.2/24 given to the kernel on
+/// eng0, a Python listener on port 7 (kernel SYN cookies on, as by default).
+///
+/// The same flood for both: 50,000 SYN/s (`OB_FLOOD_PPS`) for 3 s. Unpaced,
+/// the flood is not the same: on veth the sender's own CPU does Linux's
+/// receive work, which slows it to about half the rate it reaches against
+/// the engine. Linux's p99 is taken as at least 1 ms: on the 2-core CI
+/// machine sub-millisecond tails are scheduling noise (measured 0.27–0.52
+/// ms for Linux, 0.53–0.83 ms for the engine), while the failure guarded
+/// against costs seconds (a SYN the kernel drops for a full receive ring
+/// waits 1 s for its retransmission) or tens of milliseconds. The test
+/// runs alone (no other test of this file beside it).
+#[test]
+fn syn_flood_legit_connect_p99_within_3x_linux() {
+    if skip_unless_root("syn_flood_legit_connect_p99_within_3x_linux") {
+        return;
+    }
+    require_tools();
+    let _machine = whole_machine();
+    let name = lab_name("advp99");
+    let lab = lab(&LabConfig::new(&name));
+    let lnx = format!("ob-{name}-lnx");
+    let eng = format!("ob-{name}-eng");
+    drop_kernel_rsts(&lnx);
+    let engine = EngineProc::start(&eng, &name, &["--link", "af_packet:eng0", "--addr", "10.77.0.2/24", "--memory-cap", "64MiB"]);
+    let mac = engine.stat()["link"]["mac"].as_str().expect("link mac").to_string();
+    let (ours, ours_flood) = legit_connects_under_flood(&lnx, &mac, "the engine");
+    let s = engine.stat();
+    eprintln!("engine: legit {ours}; flood {ours_flood}; link {}", s["link"]["counters"]);
+    drop(engine.stop());
+
+    let added = in_ns(&eng, &["ip", "addr", "add", "10.77.0.2/24", "dev", "eng0"]);
+    assert!(added.status.success(), "ip addr add: {}", String::from_utf8_lossy(&added.stderr));
+    let listener = ChildGuard::spawn_lines(
+        ns_command(
+            &eng,
+            Duration::from_secs(60),
+            5,
+            &[
+                "python3",
+                "-c",
+                "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+                 s.bind(('0.0.0.0',7))\ns.listen(4096)\nprint('ready',flush=True)\n\
+                 while True:\n    c,_=s.accept()\n    c.close()\n",
+            ],
+        )
+        .stdin(Stdio::null()),
+        Duration::from_millis(200),
+    );
+    assert_eq!(listener.line(Duration::from_secs(10)).as_deref(), Some("ready"), "the Linux listener did not start");
+    let (linux, linux_flood) = legit_connects_under_flood(&lnx, &mac, "Linux");
+    eprintln!("linux: legit {linux}; flood {linux_flood}");
+    drop(listener);
+    drop(lab);
+
+    for (who, r, flood) in [("the engine", &ours, &ours_flood), ("Linux", &linux, &linux_flood)] {
+        assert!(n(&flood["sent"]) >= 50_000, "the flood against {who} was too small to mean anything: {flood}");
+        assert!(n(&r["n"]) >= 20, "too few legitimate connections against {who}: {r}");
+    }
+    assert_eq!(n(&ours["failed"]), 0, "legitimate connections failed under the flood: {ours}");
+    let (p_ours, p_linux) = (ours["p99_ms"].as_f64().unwrap(), linux["p99_ms"].as_f64().unwrap());
+    eprintln!("legitimate connect p99 under a SYN flood: engine {p_ours:.2} ms, Linux {p_linux:.2} ms ({:.2}×)", p_ours / p_linux);
+    let bound = 3.0 * p_linux.max(1.0);
+    assert!(
+        p_ours <= bound,
+        "connect p99 {p_ours:.2} ms under the flood, more than {bound:.2} ms (3× Linux's {p_linux:.2} ms, at least 1 ms): {ours} vs {linux}"
     );
 }

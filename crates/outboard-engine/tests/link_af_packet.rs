@@ -66,7 +66,7 @@ fn answers_kernel_arp_and_ping() {
     assert_eq!(info.mtu, 1500);
     assert!(
         info.mode
-            .starts_with("tpacket_v2 mmap rx 256x2048 tx 256x2048"),
+            .starts_with("tpacket_v2 mmap rx 1024x2048 tx 1024x2048"),
         "{}",
         info.mode
     );
@@ -116,7 +116,7 @@ fn mtu_option_is_checked_and_used() {
     ns.run_in(|| {
         let l = AfPacketLink::open("obt-s", &opts(Some(9000))).expect("open with MTU 9000");
         assert_eq!(l.mtu(), 9000);
-        assert!(l.info().mode.contains("256x16384"), "{}", l.info().mode);
+        assert!(l.info().mode.contains("1024x16384"), "{}", l.info().mode);
         drop(l);
         let l = AfPacketLink::open("obt-s", &opts(Some(1400))).expect("open with MTU 1400");
         assert_eq!(l.mtu(), 1400);
@@ -239,12 +239,12 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
             "permanent",
         ]);
 
-        // --- us -> kernel: 300 frames without a flush: 256 queued, then Full.
+        // --- us -> kernel: 1100 frames without a flush: 1024 queued, then Full.
         let rx_sock = std::net::UdpSocket::bind("10.201.0.1:7001").expect("bind kernel UDP");
         big_rcvbuf(&rx_sock);
         rx_sock.set_nonblocking(true).unwrap();
         let (mut queued, mut full, mut called) = (0u32, 0u32, 0u32);
-        for _ in 0..300 {
+        for _ in 0..1100 {
             let seq = queued;
             match link
                 .transmit(&mut |buf| {
@@ -260,12 +260,12 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
         }
         assert_eq!(
             (queued, full, called),
-            (256, 44, 256),
-            "ring of 256: then Full, callback not called"
+            (1024, 76, 1024),
+            "ring of 1024: then Full, callback not called"
         );
-        assert_eq!(link.counters().tx_full, 44);
+        assert_eq!(link.counters().tx_full, 76);
         link.flush().expect("flush");
-        // Then 1000 more in batches of 50, flushing each batch (the ring wraps ~5 times).
+        // Then 1000 more in batches of 50, flushing each batch (the ring wraps).
         let mut got = std::collections::BTreeSet::new();
         let drain = |got: &mut std::collections::BTreeSet<u32>| {
             let mut b = [0u8; 2048];
@@ -274,7 +274,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
                 got.insert(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
             }
         };
-        let mut seq = 256u32;
+        let mut seq = 1024u32;
         for _ in 0..20 {
             for _ in 0..50 {
                 let s = seq;
@@ -290,7 +290,7 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
             drain(&mut got);
         }
         for _ in 0..100 {
-            if got.len() == 1256 {
+            if got.len() == 2024 {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -298,15 +298,15 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
         }
         assert_eq!(
             got.len(),
-            1256,
+            2024,
             "the kernel must receive every frame we queued (missing {:?}...)",
-            (0..1256)
+            (0..2024)
                 .filter(|s| !got.contains(s))
                 .take(10)
                 .collect::<Vec<_>>()
         );
         let c = link.counters();
-        assert_eq!((c.tx_frames, c.tx_errors), (1256, 0));
+        assert_eq!((c.tx_frames, c.tx_errors), (2024, 0));
 
         // --- kernel -> us: 2000 datagrams in batches of 100, drained in between.
         let tx_sock = std::net::UdpSocket::bind("10.201.0.1:0").unwrap();
@@ -341,10 +341,10 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
         );
         assert!(seen >= 1900, "too many drops with a drained ring: {c:?}");
 
-        // --- overflow: 600 datagrams while nobody reads: the ring keeps 256,
+        // --- overflow: 1500 datagrams while nobody reads: the ring keeps 1024,
         // the kernel counts the rest as drops (PACKET_STATISTICS).
         let before = link.counters().rx_kernel_drops;
-        for i in 0..600u32 {
+        for i in 0..1500u32 {
             tx_sock
                 .send_to(&i.to_be_bytes(), "10.201.0.2:7002")
                 .unwrap();
@@ -352,14 +352,14 @@ fn rings_wrap_full_is_reported_and_nothing_is_lost() {
         std::thread::sleep(Duration::from_millis(50));
         let mut seen2 = 0u64;
         for _ in 0..10 {
-            link.receive(1024, &mut |f, _| {
+            link.receive(2048, &mut |f, _| {
                 seen2 += u64::from(f.len() >= 42 && f[36..38] == 7002u16.to_be_bytes())
             })
             .unwrap();
         }
         let drops = link.counters().rx_kernel_drops - before;
         eprintln!("overflow: received {seen2}, kernel drops {drops}");
-        assert_eq!(seen2, 256, "a full ring holds exactly its 256 frames");
-        assert_eq!(seen2 + drops, 600, "the rest are reported as kernel drops");
+        assert_eq!(seen2, 1024, "a full ring holds exactly its 1024 frames");
+        assert_eq!(seen2 + drops, 1500, "the rest are reported as kernel drops");
     });
 }

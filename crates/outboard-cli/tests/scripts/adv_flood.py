@@ -4,7 +4,7 @@
 Runs inside ob-NAME-lnx as root. Builds `--distinct` SYN frames up front
 (random source ports and ISNs from one source address, checksums computed
 here) and writes them, round after round, to an AF_PACKET socket on
-`--iface` as fast as Python can, stopping after `--count` frames or
+`--iface` as fast as Python can (or paced to `--pps`), stopping after `--count` frames or
 `--seconds`, whichever comes first. Standard library only (scapy is far
 too slow for this). Prints {"flooding": true} when it starts sending, then
 {"sent", "seconds", "pps"} when done.
@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--count", type=int, default=400_000)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=4987)
+    ap.add_argument("--pps", type=int, default=0, help="pace to this many frames a second (0: as fast as possible)")
     a = ap.parse_args()
 
     with open(f"/sys/class/net/{a.iface}/address") as f:
@@ -85,7 +86,17 @@ def main():
     done = False
     while not done:
         for i, fr in enumerate(frames):
-            if sent >= a.count or (i & 1023 == 0 and time.monotonic() > deadline):
+            if i & 63 == 0:
+                now = time.monotonic()
+                if sent >= a.count or now > deadline:
+                    done = True
+                    break
+                if a.pps > 0:
+                    # Paced: never ahead of the schedule (a burst of at most 64).
+                    ahead = t0 + sent / a.pps - now
+                    if ahead > 0:
+                        time.sleep(ahead)
+            elif sent >= a.count:
                 done = True
                 break
             try:

@@ -7,14 +7,18 @@
 //!   the rings exist), then `PACKET_VERSION = TPACKET_V2`, `PACKET_LOSS`,
 //!   `PACKET_QDISC_BYPASS` (best effort), `PACKET_IGNORE_OUTGOING` (we do not
 //!   see frames this host sends out of the interface, ours included),
-//!   `PACKET_RX_RING` and `PACKET_TX_RING` of 256 frames each, one shared
+//!   `PACKET_RX_RING` and `PACKET_TX_RING` of 1024 frames each, one shared
 //!   `mmap` of both, and finally `bind` to the ifindex with `ETH_P_ALL`.
 //!   V2, not V3: V3 hands a block over only when it fills or its timer
 //!   fires (0.5–0.8 ms ping RTT, see shared/LINKS.md); V2 hands each frame
 //!   over at once.
 //! - Frame slots are a power of two ≥ 2048 bytes, big enough for
 //!   `mtu + 14` plus the ring header (2048 for MTU 1500, 16384 for 9000).
-//!   `info().mode` says e.g. `tpacket_v2 mmap rx 256x2048 tx 256x2048 qdisc-bypass`.
+//!   `info().mode` says e.g. `tpacket_v2 mmap rx 1024x2048 tx 1024x2048 qdisc-bypass`.
+//!   Rings are sized to ride out the engine being off its core for a few
+//!   milliseconds under a flood (1024 frames are 10 ms at 100 kpps): a frame
+//!   the kernel drops for a full ring may be a legitimate client's SYN,
+//!   which then waits a second for its retransmission.
 //! - `receive` walks RX slots whose status has `TP_STATUS_USER`, lends the
 //!   frame in place, then hands the slot back (`TP_STATUS_KERNEL`, release
 //!   store). A frame the kernel truncated to fit the slot (`tp_snaplen <
@@ -38,7 +42,7 @@
 //! `GSO_TCPV4` + `NEEDS_CSUM` (the kernel or the device cuts them) and take
 //! the peer's GSO frames whole with their checksum state (`RxMeta`). Slots
 //! are then 66048 bytes (a 64 KiB frame plus headers), 63 to a 4 MiB block,
-//! two blocks per ring: 126 RX and 126 TX slots, 16 MiB mapped.
+//! four blocks per ring: 252 RX and 252 TX slots, 32 MiB mapped.
 //! `info().offloads` is `["vnet_hdr", "tso4", "rx-csum"]`. TSO is used only
 //! when the device has it on (`ethtool -k`, read with `ETHTOOL_GTSO` at
 //! open): without it the kernel refuses GSO frames from AF_PACKET, so we
@@ -73,13 +77,13 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Frames per ring (RX and TX each) without offloads.
-const FRAME_NR: usize = 256;
+const FRAME_NR: usize = 1024;
 /// Slot size with offloads: a 64 KiB GSO frame, its headers and the vnet header.
 const VNET_FRAME_SIZE: usize = 65536 + 512;
 /// Block size with offloads (63 slots each).
 const VNET_BLOCK_SIZE: usize = 4 << 20;
 /// Blocks per ring with offloads.
-const VNET_BLOCK_NR: usize = 2;
+const VNET_BLOCK_NR: usize = 4;
 /// Where TX frame data starts in a slot: `tp_hdrlen - sizeof(sockaddr_ll)`
 /// = `TPACKET_ALIGN(sizeof(tpacket2_hdr))` (no `PACKET_TX_HAS_OFF`).
 const TX_DATA_OFF: usize = align16(std::mem::size_of::<libc::tpacket2_hdr>());
