@@ -28,14 +28,15 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
         echo "missing tools: ${need_pkgs[*]} (install them, as root, with apt-get)" >&2
     fi
 fi
-step "system packages for the socket-shim tests (curl, nginx, redis, iperf3, sockperf, wrk)"
+step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk)"
 # tests/shim_apps.rs and `outboard bench apps` run these unmodified programs
 # under the shim (and on the kernel). They run in the tests' namespaces; the
 # services the packages would start are kept from starting (policy-rc.d) and
 # any that did start are stopped, so nothing holds their ports.
 app_pkgs=()
 for pair in curl:curl nginx:nginx-light redis-server:redis-server redis-benchmark:redis-tools \
-            redis-cli:redis-tools iperf3:iperf3 sockperf:sockperf wrk:wrk; do
+            redis-cli:redis-tools memcached:memcached iperf3:iperf3 sockperf:sockperf wrk:wrk \
+            useradd:passwd; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || app_pkgs+=("${pair#*:}")
 done
 if [ "${#app_pkgs[@]}" -gt 0 ]; then
@@ -56,7 +57,7 @@ if [ "${#app_pkgs[@]}" -gt 0 ]; then
     fi
 fi
 if [ "$(id -u)" -eq 0 ]; then
-    for svc in nginx redis-server iperf3; do
+    for svc in nginx redis-server memcached iperf3; do
         if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
             systemctl stop "$svc" || true
         elif command -v service >/dev/null 2>&1; then

@@ -177,12 +177,19 @@ impl Board {
             None => outboard_board::attach::board_socket_path(name),
         };
         let sock = UnixStream::connect(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                // The board socket's mode keeps out whom the engine does not admit.
+                return Error::NotAdmitted(outboard_board::access::refusal(name));
+            }
             Error::Attach(format!(
                 "no engine named {name:?} takes applications at {} ({e}); start one with `outboard engine --name {name} …` (and the same OUTBOARD_RUN_DIR)",
                 path.display()
             ))
         })?;
-        Board::handshake(sock, opts, None)
+        Board::handshake(sock, opts, None).map_err(|e| match e {
+            Error::NotAdmitted(_) => Error::NotAdmitted(outboard_board::access::refusal(name)),
+            e => e,
+        })
     }
 
     pub(crate) fn handshake(sock: UnixStream, opts: &AttachOptions, engine: Option<Arc<dyn std::any::Any>>) -> Result<Board> {
@@ -200,6 +207,9 @@ impl Board {
         }
         if let Some(why) = version_mismatch(&reply, got) {
             return Err(Error::Attach(why));
+        }
+        if reply.status == libc::EACCES as u32 {
+            return Err(Error::NotAdmitted("the engine does not admit this user".into()));
         }
         if reply.status != 0 {
             return Err(Error::Attach(format!(

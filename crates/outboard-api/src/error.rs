@@ -25,6 +25,9 @@ pub enum Error {
     Invalid(&'static str),
     /// Attaching failed: no such engine, refused, or a handshake error.
     Attach(String),
+    /// The engine does not admit this user (see `outboard_board::access`):
+    /// the message names the engine, the user and the option that would.
+    NotAdmitted(String),
     /// Another errno the engine reported.
     Errno(i32),
 }
@@ -44,6 +47,7 @@ impl Error {
             Error::NoResources(_) => libc::ENOBUFS,
             Error::Invalid(_) => libc::EINVAL,
             Error::Attach(_) => libc::ECONNREFUSED,
+            Error::NotAdmitted(_) => libc::EACCES,
             Error::Errno(e) => *e,
         }
     }
@@ -77,6 +81,7 @@ impl fmt::Display for Error {
             Error::NoResources(what) => write!(f, "the board has no free {what}"),
             Error::Invalid(why) => write!(f, "invalid call: {why}"),
             Error::Attach(why) => write!(f, "cannot attach to the engine: {why}"),
+            Error::NotAdmitted(why) => write!(f, "cannot attach to the engine: {why}"),
             Error::Errno(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
         }
     }

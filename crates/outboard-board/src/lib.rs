@@ -38,6 +38,7 @@
 //! board is ever followed as a pointer. Bytes of payload are plain data: the
 //! other side may change them at any time, which can only garble its own data.
 
+pub mod access;
 pub mod addr;
 pub mod arena;
 pub mod attach;

@@ -18,6 +18,8 @@
 //! cc = "cubic"
 //! offloads = "on"   # tap/af_packet: TSO/GSO + checksum offload (virtio-net headers)
 //! allow_kernel_address = false   # af_xdp/af_packet: start even if the interface has a kernel IP
+//! allow_user = ["memcache", "www-data"]   # who may attach besides root and the engine's user
+//! allow_group = ["outboard"]
 //! [fabric]          # only for link = "fabric:NAME": impairment of what this engine sends
 //! loss = "1%"
 //! reorder = "5%"
@@ -27,6 +29,7 @@
 
 use crate::args::{self, in_config};
 use clap::Args;
+use outboard_board::access::{gid_of, uid_of, Access};
 use outboard_engine::client::{FetchPlan, FetchState, Fetches};
 use outboard_engine::engine::{Engine, EngineError, EngineSettings, DEFAULT_MEMORY_CAP};
 use outboard_engine::link::LinkSpec;
@@ -81,6 +84,14 @@ pub struct EngineFlags {
     /// the kernel then answers too). Without it that is exit 14.
     #[arg(long)]
     pub allow_kernel_address: bool,
+    /// Users (names or uids) who may attach applications besides root and the engine's own
+    /// user; repeat or separate with commas. Programs that drop privileges (`memcached -u
+    /// nobody`, nginx's workers) attach as the user they drop to.
+    #[arg(long, value_delimiter = ',')]
+    pub allow_user: Vec<String>,
+    /// Groups (names or gids) whose members may attach applications; repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub allow_group: Vec<String>,
     /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%; 0% to 25%,
     /// with --corrupt: at most 25% together).
     #[arg(long, value_parser = args::loss())]
@@ -171,6 +182,8 @@ struct ConfigFile {
     cc: Option<String>,
     offloads: Option<String>,
     allow_kernel_address: Option<bool>,
+    allow_user: Option<Vec<String>>,
+    allow_group: Option<Vec<String>>,
     fabric: Option<FabricFile>,
 }
 
@@ -299,6 +312,7 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         (None, None) => true,
     };
     set.allow_kernel_address = f.allow_kernel_address || file.allow_kernel_address.unwrap_or(false);
+    set.access = access(f, file.allow_user, file.allow_group)?;
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);
@@ -324,6 +338,21 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         set.fabric_faults = Some((fc, f.seed.or(ff.seed).unwrap_or(1)));
     }
     Ok(set)
+}
+
+/// `--allow-user`/`--allow-group` (flags over the file's lists), resolved to
+/// ids now: an unknown name is a bad flag, not a surprise at attach time.
+fn access(f: &EngineFlags, file_users: Option<Vec<String>>, file_groups: Option<Vec<String>>) -> Result<Access, String> {
+    let pick = |flag: &Vec<String>, file: Option<Vec<String>>| if flag.is_empty() { file.unwrap_or_default() } else { flag.clone() };
+    let users = pick(&f.allow_user, file_users)
+        .iter()
+        .map(|u| uid_of(u.trim()).ok_or_else(|| format!("--allow-user {u:?}: no such user (give a name from /etc/passwd or a uid)")))
+        .collect::<Result<Vec<u32>, String>>()?;
+    let groups = pick(&f.allow_group, file_groups)
+        .iter()
+        .map(|g| gid_of(g.trim()).ok_or_else(|| format!("--allow-group {g:?}: no such group (give a name from /etc/group or a gid)")))
+        .collect::<Result<Vec<u32>, String>>()?;
+    Ok(Access { users, groups })
 }
 
 fn fail(e: &EngineError) -> ExitCode {

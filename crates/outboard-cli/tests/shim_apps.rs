@@ -266,10 +266,19 @@ impl Rig {
 
     /// A lab whose path goes through the seeded impairment relay.
     fn up_with(tag: &str, impairment: outboard_lab::Impairment) -> Rig {
+        Rig::build(tag, impairment, &[])
+    }
+
+    /// A lab whose engine gets `extra` flags too.
+    fn up_engine_with(tag: &str, extra: &[&str]) -> Rig {
+        Rig::build(tag, outboard_lab::Impairment::default(), extra)
+    }
+
+    fn build(tag: &str, impairment: outboard_lab::Impairment, extra: &[&str]) -> Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
         let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
-        let engine = Rig::start_engine(&lab, &format!("{name}-e"));
+        let engine = Rig::start_engine(&lab, &format!("{name}-e"), extra);
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
@@ -281,8 +290,8 @@ impl Rig {
         }
     }
 
-    fn start_engine(lab: &Lab, name: &str) -> EngineProc {
-        EngineProc::in_lab(lab, name, "af_xdp", &["--services", "none"])
+    fn start_engine(lab: &Lab, name: &str, extra: &[&str]) -> EngineProc {
+        EngineProc::in_lab(lab, name, "af_xdp", &[&["--services", "none"], extra].concat())
     }
 
     /// SIGKILL of the engine (no goodbye to anyone), reaped.
@@ -295,7 +304,7 @@ impl Rig {
     /// An engine of the same name, link and address as the killed one.
     fn restart_engine(&mut self) {
         let name = self.engine.name.clone();
-        self.engine = Rig::start_engine(&self.lab, &name);
+        self.engine = Rig::start_engine(&self.lab, &name, &[]);
     }
 
     fn eip(&self) -> String {
@@ -1081,4 +1090,117 @@ fn engine_killed_under_redis_nginx_and_python_they_stay_quiet_then_serve_again()
         bg.assert_running();
         assert_eq!(bg.program_pid(), pids[i], "{} was not restarted", names[i]);
     }
+}
+
+/// Linux's side of the privilege-drop tests: `python3 -c MEMCACHE_CHECK HOST
+/// PORT` sets 200 keys (values of 1 B to 512 KiB, seeded), reads each back
+/// and prints `ok N BYTES` only if every value came back byte-exact.
+const MEMCACHE_CHECK: &str = r#"
+import random, socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+s = socket.create_connection((host, port), timeout=20)
+f = s.makefile("rb")
+rng = random.Random(20)
+vals = {}
+for i in range(200):
+    n = rng.choice([1, 100, 4096, 65536, 512 * 1024]) if i % 20 == 0 else rng.randrange(1, 3000)
+    v = bytes(rng.getrandbits(8) for _ in range(n)) if n < 70000 else rng.randbytes(n)
+    k = "key%d" % i
+    s.sendall(b"set %s 0 0 %d\r\n" % (k.encode(), n) + v + b"\r\n")
+    line = f.readline()
+    assert line == b"STORED\r\n", (k, line)
+    vals[k] = v
+total = 0
+for k, v in vals.items():
+    s.sendall(b"get %s\r\n" % k.encode())
+    head = f.readline().split()
+    assert head[0] == b"VALUE" and int(head[3]) == len(v), (k, head)
+    got = f.read(len(v) + 2)
+    assert got[:-2] == v, k
+    assert f.readline() == b"END\r\n"
+    total += len(v)
+print("ok", len(vals), total, flush=True)
+"#;
+
+/// memcached started the usual way — as root with `-u nobody`, so it makes
+/// its sockets after dropping to nobody — under the shim, on an engine that
+/// admits nobody (`--allow-user nobody`): Linux's client sets and gets 200
+/// values (up to 512 KiB) byte-exact, and the engine carried them.
+#[test]
+fn shim_memcached_dropping_to_nobody_serves_linux_byte_exact() {
+    if skip_unless_root("shim_memcached_dropping_to_nobody_serves_linux_byte_exact") {
+        return;
+    }
+    need_all(&[("memcached", "memcached"), ("python3", "python3")]);
+    let rig = Rig::up_engine_with("smc", &["--allow-user", "nobody"]);
+    let mut srv = rig.bg(
+        "shim-memcached",
+        rig.shim_cmd(STEP * 2, &["memcached", "-u", "nobody", "-l", "0.0.0.0", "-p", "11211", "-t", "2", "-m", "256", "-I", "1m", "-U", "0"]),
+    );
+    let eip = rig.eip();
+    rig.wait_tcp(&eip, 11211, &mut srv);
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", MEMCACHE_CHECK, &eip, "11211"]));
+    assert!(ok && out.starts_with("ok 200 "), "memcached under the shim: {out}\n{err}\n{}", srv.text());
+    let (attached, rx, tx) = rig.through_engine();
+    assert!(attached >= 1 && rx > 0 && tx > 0, "the engine did not carry it: {attached} attached, {rx}/{tx} bytes");
+    assert!(!srv.text().contains("does not admit"), "{}", srv.text());
+    srv.assert_running();
+    eprintln!("shim memcached -u nobody: {}", out.trim());
+}
+
+/// A Python server that binds and listens as root, then drops to nobody
+/// (`setgroups`, `setgid`, `setuid`) before it accepts: its engine sockets
+/// survive the drop (the board was attached as root), and it echoes 4 MiB
+/// from Linux byte-exact — no `--allow-user` needed.
+#[test]
+fn shim_python_server_dropping_privileges_after_bind_serves_linux() {
+    if skip_unless_root("shim_python_server_dropping_privileges_after_bind_serves_linux") {
+        return;
+    }
+    need_all(&[("python3", "python3")]);
+    let rig = Rig::up("spdrop");
+    let server = r#"
+import os, pwd, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 7400))
+s.listen(8)
+nobody = pwd.getpwnam("nobody")
+os.setgroups([])
+os.setgid(nobody.pw_gid)
+os.setuid(nobody.pw_uid)
+print("dropped to uid", os.getuid(), flush=True)
+while True:
+    c, _ = s.accept()
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+    c.close()
+"#;
+    let mut srv = rig.bg("shim-py-drop", rig.shim_cmd(STEP * 2, &[python3(), "-u", "-c", server]));
+    srv.wait_log("dropped to uid");
+    let client = r#"
+import hashlib, random, socket, sys, threading
+data = random.Random(7).randbytes(4 << 20)
+s = socket.create_connection((sys.argv[1], 7400), timeout=20)
+def send():
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=send).start()
+got = bytearray()
+while True:
+    b = s.recv(1 << 16)
+    if not b:
+        break
+    got += b
+print("ok" if bytes(got) == data else "differs", len(got), flush=True)
+"#;
+    let eip = rig.eip();
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", client, &eip]));
+    assert!(ok && out.trim() == format!("ok {}", 4 << 20), "echo through the server that dropped privileges: {out}\n{err}\n{}", srv.text());
+    let (attached, rx, _) = rig.through_engine();
+    assert!(attached >= 1 && rx >= 4 << 20, "the engine did not carry it: {attached} attached, {rx} bytes");
+    srv.assert_running();
 }

@@ -46,6 +46,9 @@ pub struct EngineSettings {
     /// addresses (logged as a warning). Off by default: the start fails
     /// with [`EngineError::KernelAddress`], since the kernel answers too.
     pub allow_kernel_address: bool,
+    /// Users and groups besides root and the engine's own user that may
+    /// attach applications (`--allow-user`, `--allow-group`).
+    pub access: outboard_board::access::Access,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +82,7 @@ impl EngineSettings {
             boards: BoardAttach::Daemon,
             max_board_bytes: DEFAULT_MAX_BOARD,
             allow_kernel_address: false,
+            access: outboard_board::access::Access::default(),
         }
     }
 }
@@ -380,7 +384,7 @@ impl Engine {
                     gateway: set.gateway.map(std::net::IpAddr::V4),
                     shards: 1,
                 };
-                let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon)
+                let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
                     .map_err(|e| EngineError::Config(e.to_string()))?;
                 shard.add_app(Box::new(Host::new(SHARD, Some(inbox))));
                 Some(server)

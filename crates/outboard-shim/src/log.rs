@@ -34,6 +34,9 @@ fn emit(lvl: u8, name: &str, msg: &str) {
     unsafe { crate::real::write(2, line.as_ptr().cast(), line.len()) };
 }
 
+pub fn error(msg: &str) {
+    emit(0, "error", msg);
+}
 pub fn warn(msg: &str) {
     emit(1, "warn", msg);
 }

@@ -112,7 +112,7 @@ pub fn errno_of(e: &Error, stream: bool) -> i32 {
     match e {
         Error::EngineGone if stream => libc::ECONNRESET,
         Error::EngineGone => libc::ENETDOWN,
-        Error::Attach(_) => libc::ENETDOWN,
+        Error::Attach(_) | Error::NotAdmitted(_) => libc::ENETDOWN,
         e => e.errno(),
     }
 }

@@ -187,6 +187,10 @@ pub struct Settings {
     pub streams: u32,
     /// `OUTBOARD_STREAM_KIB`: each stream region's size (256..=16384 KiB).
     pub region_kib: u32,
+    /// `OUTBOARD_REQUIRE_ENGINE=1` (`outboard run --require-engine`): a
+    /// process the engine will not take exits (status 4) rather than run
+    /// on the kernel.
+    pub require_engine: bool,
 }
 
 impl Settings {
@@ -196,9 +200,13 @@ impl Settings {
             run_dir: outboard_board::attach::run_dir(),
             streams: env_u32("OUTBOARD_STREAMS", 256).clamp(4, 4096),
             region_kib: env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384),
+            require_engine: std::env::var("OUTBOARD_REQUIRE_ENGINE").is_ok_and(|v| v == "1"),
         }
     }
 }
+
+/// Exit status of a process under `--require-engine` that the engine does not take.
+pub const REQUIRED_ENGINE_REFUSED: i32 = 4;
 
 /// The settings, read from the environment on first use (at load, by [`init`]).
 pub fn settings() -> &'static Settings {
@@ -220,7 +228,12 @@ impl Shim {
             Ok(b) => Some(b),
             Err(e) => {
                 self.attach_failed = true;
-                crate::log::warn(&format!("no engine: every socket stays with the kernel ({e})"));
+                if settings().require_engine {
+                    crate::log::error(&format!("{e}; the engine is required (outboard run --require-engine): exiting with status 4"));
+                    // SAFETY: ends the process at once, as asked; nothing of ours is half-written.
+                    unsafe { libc::_exit(REQUIRED_ENGINE_REFUSED) };
+                }
+                crate::log::warn(&format!("not on the engine: every socket of this process stays with the kernel ({e})"));
                 None
             }
         }

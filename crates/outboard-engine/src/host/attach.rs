@@ -10,6 +10,7 @@
 use crate::control::run_dir;
 pub use outboard_board::attach::board_socket_path;
 pub use outboard_board::wake::ring_eventfd;
+use outboard_board::access::{current_uid, Access, PeerCreds};
 use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
 use outboard_board::layout::{header, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
 use crate::log::{self, Level};
@@ -59,6 +60,9 @@ struct Shared {
     stop: AtomicBool,
     limits: BoardLimits,
     name: String,
+    /// Who besides root and the engine's user may attach.
+    access: Access,
+    engine_uid: u32,
 }
 
 impl Shared {
@@ -119,8 +123,9 @@ pub const MAX_STREAM_REGION: u32 = 16 << 20;
 
 impl AttachServer {
     /// Starts the attach thread; with `listen`, also the socket
-    /// `RUN_DIR/NAME.board` (daemon mode); without, only `attach_local`.
-    pub fn start(name: &str, limits: BoardLimits, listen: bool) -> Result<(AttachServer, AttachInbox), AttachError> {
+    /// `RUN_DIR/NAME.board` (daemon mode, its mode from `access`); without,
+    /// only `attach_local`.
+    pub fn start(name: &str, limits: BoardLimits, listen: bool, access: Access) -> Result<(AttachServer, AttachInbox), AttachError> {
         let path = board_socket_path(name);
         let io_err = |e| AttachError::Io(path.clone(), e);
         let listener = if listen {
@@ -131,6 +136,8 @@ impl AttachServer {
                 let _ = std::fs::remove_file(&path);
             }
             let l = UnixListener::bind(&path).map_err(io_err)?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(access.socket_mode())).map_err(io_err)?;
             l.set_nonblocking(true).map_err(io_err)?;
             Some(l)
         } else {
@@ -152,6 +159,8 @@ impl AttachServer {
             stop: AtomicBool::new(false),
             limits,
             name: name.to_string(),
+            access,
+            engine_uid: current_uid(),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -287,6 +296,22 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     };
     if req.magic != ATTACH_MAGIC {
         refuse(libc::EPROTO);
+        return Ok(());
+    }
+    // Credentials from the kernel, never from the request.
+    let admitted = match PeerCreds::of(&stream) {
+        Ok(p) if sh.access.admits(sh.engine_uid, &p) => true,
+        Ok(p) => {
+            log::event(Level::Warn, "app_refused", &[("pid", &p.pid), ("uid", &p.uid), ("gid", &p.gid), ("why", &"user not admitted")]);
+            false
+        }
+        Err(e) => {
+            log::event(Level::Warn, "app_refused", &[("pid", &req.pid), ("why", &format!("no peer credentials: {e}"))]);
+            false
+        }
+    };
+    if !admitted {
+        refuse(libc::EACCES);
         return Ok(());
     }
     if req.version != VERSION {
