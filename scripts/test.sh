@@ -35,7 +35,8 @@ step "system packages for the socket-shim tests (curl, nginx, redis, memcached, 
 # any that did start are stopped, so nothing holds their ports.
 app_pkgs=()
 for pair in curl:curl nginx:nginx-light redis-server:redis-server redis-benchmark:redis-tools \
-            redis-cli:redis-tools memcached:memcached iperf3:iperf3 sockperf:sockperf wrk:wrk \
+            redis-cli:redis-tools memcached:memcached memcaslap:libmemcached-tools iperf3:iperf3 \
+            sockperf:sockperf wrk:wrk \
             useradd:passwd; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || app_pkgs+=("${pair#*:}")
 done

@@ -17,7 +17,10 @@
 //!   (lnx0, the bridge, eng0) and the lab's offload settings are the same.
 //! - The cases, each bounded (`--seconds` S, at least 1, whole seconds):
 //!   redis-server (`--save '' --appendonly no`) and `redis-benchmark -c 50
-//!   -n 30000*S -t get -q` (GET requests/s); nginx (`master_process off`,
+//!   -n 30000*S -t get -q` (GET requests/s); memcached started as root with
+//!   `-u nobody -t 2` (it makes its sockets after dropping to nobody: the
+//!   engine runs with `--allow-user nobody`) and `memcaslap -c 16 -T 2 -t S`
+//!   (9 gets to 1 set, operations/s); nginx (`master_process off`,
 //!   one worker, a 4 KiB file) and `wrk -t2 -c16 -dS` (requests/s; socket
 //!   errors or non-2xx answers fail the run); `iperf3 -s -1 -B ADDR` and
 //!   `iperf3 -c -t S -J` (Linux client to the server, Gbit/s received);
@@ -49,6 +52,7 @@ use std::time::{Duration, Instant};
 
 /// Ports of the servers (in the lab's own namespaces: nothing else there).
 const REDIS_PORT: u16 = 6379;
+const MEMCACHED_PORT: u16 = 11211;
 const NGINX_PORT: u16 = 8080;
 const IPERF_PORT: u16 = 5201;
 const SOCKPERF_PORT: u16 = 11111;
@@ -103,6 +107,7 @@ pub struct Report {
 #[derive(Debug, Default)]
 struct Figures {
     redis_get_rps: f64,
+    memcached_ops: f64,
     nginx_rps: f64,
     iperf3_gbit: f64,
     sockperf_p50_us: f64,
@@ -121,6 +126,8 @@ pub fn main(a: &AppsArgs) -> ExitCode {
     let tools = [
         ("redis-server", "redis-server"),
         ("redis-benchmark", "redis-tools"),
+        ("memcached", "memcached"),
+        ("memcaslap", "libmemcached-tools"),
         ("nginx", "nginx-light"),
         ("wrk", "wrk"),
         ("iperf3", "iperf3"),
@@ -214,6 +221,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
         format!("bench-apps-{}", std::process::id()),
         &run_dir,
         run_dir.join("engine.log"),
+        &["--allow-user", "nobody"],
     )?;
     let ours = {
         let side = Side {
@@ -269,6 +277,12 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
             "requests/s",
             ours.redis_get_rps,
             theirs.redis_get_rps,
+        ),
+        row(
+            "memcached get/set 9:1 (memcaslap -c 16 -T 2)",
+            "operations/s",
+            ours.memcached_ops,
+            theirs.memcached_ops,
         ),
         row(
             "nginx 4 KiB (wrk -t2 -c16)",
@@ -376,6 +390,26 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
             )
             .map_err(|e| srv.with_log(e))?;
         f.redis_get_rps = tools::redis_benchmark(&out, &err, "GET").map_err(|e| srv.with_log(e))?;
+        srv.check_alive()?;
+        Ok(())
+    })?;
+
+    // memcached, dropping to nobody as packaged daemons do
+    case(&mut errors, "memcached", || {
+        let port = MEMCACHED_PORT.to_string();
+        let mut srv = s.server(
+            "memcached",
+            &["memcached", "-u", "nobody", "-l", "0.0.0.0", "-p", &port, "-t", "2", "-U", "0", "-m", "256"],
+            limit * 2,
+        )?;
+        s.wait_tcp(&ip, MEMCACHED_PORT, &mut srv)?;
+        let (out, err) = s
+            .client(
+                &["memcaslap", "-s", &format!("{ip}:{port}"), "-c", "16", "-T", "2", "-t", &format!("{}s", s.secs)],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
+        f.memcached_ops = tools::memcaslap(&out, &err).map_err(|e| srv.with_log(e))?;
         srv.check_alive()?;
         Ok(())
     })?;

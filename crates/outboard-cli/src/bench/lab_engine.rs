@@ -31,7 +31,17 @@ impl EngineProc {
     /// as `name` in namespace `ns`, its sockets under `run_dir` and its
     /// output in `log`; returns once it answers `outboard stat` and accepts
     /// applications on its board socket.
-    pub fn start(ns: &str, link: &str, cidr: &str, services: &str, name: String, run_dir: &Path, log: PathBuf) -> Result<EngineProc, String> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        ns: &str,
+        link: &str,
+        cidr: &str,
+        services: &str,
+        name: String,
+        run_dir: &Path,
+        log: PathBuf,
+        extra: &[&str],
+    ) -> Result<EngineProc, String> {
         let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
         let f = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
         let f2 = f.try_clone().map_err(|e| format!("dup log: {e}"))?;
@@ -39,6 +49,7 @@ impl EngineProc {
             .args(["netns", "exec", ns])
             .arg(exe)
             .args(["engine", "--link", link, "--addr", cidr, "--name", &name, "--services", services])
+            .args(extra)
             .env("OUTBOARD_RUN_DIR", run_dir)
             .stdin(Stdio::null())
             .stdout(f)

@@ -332,6 +332,7 @@ fn run_link(
         format!("bench-{}", std::process::id()),
         run_dir,
         run_dir.join(format!("engine-{link}.log")),
+        &[],
     )?;
     let engine_side = (|| {
         let s0 = engine.stat()?;

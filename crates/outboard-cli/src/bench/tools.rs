@@ -53,6 +53,22 @@ pub fn redis_benchmark(out: &str, err: &str, test: &str) -> Result<f64, String> 
         .ok_or_else(|| format!("redis-benchmark reported no {test} requests per second:\n{all}"))
 }
 
+/// memcaslap's summary line (`Run time: 3.0s Ops: 264180 TPS: 88048 Net_rate: …`):
+/// operations per second; fails without one, or with none done.
+pub fn memcaslap(out: &str, err: &str) -> Result<f64, String> {
+    let all = format!("{out}\n{err}");
+    all.lines()
+        .filter(|l| l.trim_start().starts_with("Run time:"))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            w.by_ref().find(|t| *t == "TPS:")?;
+            w.next()?.parse::<f64>().ok()
+        })
+        .next_back()
+        .filter(|v| *v > 0.0)
+        .ok_or_else(|| format!("memcaslap reported no operations per second:\n{all}"))
+}
+
 /// iperf3's `-J` report: what the receiver got.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Iperf3 {
@@ -172,6 +188,14 @@ pub fn nginx_conf(dir: &Path, port: u16) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memcaslap_report() {
+        let o = "cmd_get: 158611\ncmd_set: 17631\n\nRun time: 2.0s Ops: 176242 TPS: 88114 Net_rate: 98.6M/s\n";
+        assert_eq!(memcaslap(o, ""), Ok(88114.0));
+        assert!(memcaslap("Run time: 2.0s Ops: 0 TPS: 0 Net_rate: 0.0M/s", "").is_err());
+        assert!(memcaslap("", "connect failed").is_err());
+    }
 
     #[test]
     fn wrk_report() {
