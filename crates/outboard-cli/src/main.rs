@@ -9,6 +9,7 @@ mod demo;
 mod engine_cmd;
 mod lab;
 mod run_cmd;
+mod run_detect;
 mod sim;
 
 use clap::{Args, Parser, Subcommand};

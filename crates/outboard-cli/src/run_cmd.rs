@@ -13,10 +13,19 @@
 //! `liboutboard_shim.so` beside the `outboard` executable, else in its
 //! `deps/` directory (where `cargo build` leaves it).
 //!
+//! Before the exec it looks at the program (`run_detect`): a statically
+//! linked executable (no dynamic loader, so `LD_PRELOAD` is never read) or a
+//! Go program (its runtime makes socket system calls itself, not through
+//! libc) would keep its sockets on the kernel. For those it says so on
+//! stderr, once, and runs the program anyway; with `--require-engine` it
+//! exits 5 instead, before running it. A `#!` script is judged by its
+//! interpreter.
+//!
 //! Exit codes (before the program runs): 2 bad command line; 3 no such
-//! engine (no board socket `RUN_DIR/NAME.board`); 16 shim library not found;
-//! 126 the program cannot be executed; 127 the program was not found.
-//! After the exec, the program's own.
+//! engine (no board socket `RUN_DIR/NAME.board`); 5 the program's sockets
+//! would not reach the engine (static or Go) and `--require-engine` was
+//! given; 16 shim library not found; 126 the program cannot be executed;
+//! 127 the program was not found. After the exec, the program's own.
 
 use clap::Args;
 use std::ffi::{OsStr, OsString};
@@ -29,6 +38,9 @@ use std::process::{Command, ExitCode};
 pub const SHIM_FILE: &str = "liboutboard_shim.so";
 /// Exit code: no engine of that name (same as `outboard stat`).
 pub const NO_ENGINE: u8 = 3;
+/// Exit code: `--require-engine`, and the program is one whose sockets the
+/// shim cannot take (statically linked, or Go).
+pub const NOT_INTERPOSABLE: u8 = 5;
 /// Exit code: the shim library was not found.
 pub const NO_SHIM: u8 = 16;
 
@@ -41,6 +53,10 @@ pub struct RunArgs {
     /// this executable or in its deps/ directory).
     #[arg(long)]
     pub shim: Option<PathBuf>,
+    /// Fail instead of running a program whose sockets would not reach the
+    /// engine (statically linked, or Go): exit 5 before running it.
+    #[arg(long)]
+    pub require_engine: bool,
     /// The program and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, num_args = 1.., value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -130,6 +146,19 @@ pub fn main(a: &RunArgs) -> ExitCode {
         return ExitCode::from(NO_ENGINE);
     }
     let program = &a.command[0];
+    // A program the shim cannot take: say so, and run it anyway unless told
+    // not to. One not found is left to exec (127).
+    if let Some(d) = crate::run_detect::detect(program) {
+        if let Some(why) = d.explain(&Path::new(program).display().to_string()) {
+            if a.require_engine {
+                eprintln!("outboard run: {why}. Not running it (--require-engine).");
+                return ExitCode::from(NOT_INTERPOSABLE);
+            }
+            eprintln!(
+                "outboard run: {why}. Running it anyway, on the kernel (--require-engine refuses instead)."
+            );
+        }
+    }
     let preload = preload_value(shim.as_os_str(), std::env::var_os("LD_PRELOAD").as_deref());
     let err = Command::new(program)
         .args(&a.command[1..])

@@ -3,7 +3,8 @@
 //! loopback, with tiny settings. Checks the JSON's shape, that every figure
 //! is positive, that the engines copied each delivered byte once each way
 //! (copies_per_byte within 0.05 of 1.0), that the applications' API copied
-//! nothing, and that the plot was written.
+//! nothing, and that the plot was written where `--plot` said — and that
+//! without `--plot` nothing is written.
 
 // Tests are the imperative shell: they may read the wall clock.
 #![allow(clippy::disallowed_methods)]
@@ -137,9 +138,59 @@ fn bench_throughput_json_copies_once_each_way() {
 }
 
 #[test]
+fn bench_throughput_writes_no_file_unless_told() {
+    // Run in an empty directory: nothing may appear in it.
+    let dir = std::env::temp_dir().join(format!("ob-bench-noplot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = Command::new(OUTBOARD);
+    c.args(["bench", "throughput", "--json", "--sizes", "4KiB", "--bytes", "256KiB", "--seconds", "2"])
+        .current_dir(&dir);
+    let (ok, out, err) = output_within(c, Duration::from_secs(120), Duration::from_secs(8));
+    let v = json_of(ok, &out, &err, "bench throughput without --plot");
+    assert!(v["plot"].is_null(), "no plot named: {v}");
+    assert!(!v["command"].as_str().unwrap_or("").contains("--plot"), "{v}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "files written unasked: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_throughput_plot_it_cannot_write_is_an_error_after_the_results() {
+    // /proc exists, and nobody (root included) can create a file in it.
+    let mut c = Command::new(OUTBOARD);
+    c.args(["bench", "throughput", "--json", "--sizes", "4KiB", "--bytes", "256KiB", "--plot", "/proc/ob-test.svg"]);
+    let (ok, out, err) = output_within(c, Duration::from_secs(120), Duration::from_secs(8));
+    assert!(!ok, "a plot that cannot be written fails the run: {err}");
+    assert!(err.contains("cannot write the plot to /proc/ob-test.svg"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("results still printed ({e}): {out}\n{err}"));
+    assert!(v["plot"].is_null(), "{v}");
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn bench_throughput_plot_into_a_missing_directory_or_a_directory_exits_2() {
+    // Checked before anything runs.
+    let missing = std::env::temp_dir().join(format!("ob-no-such-dir-{}", std::process::id()));
+    for (plot, says) in [
+        (missing.join("p.svg"), "no such directory"),
+        (std::env::temp_dir(), "is a directory"),
+    ] {
+        let o = Command::new(OUTBOARD)
+            .args(["bench", "throughput", "--plot"])
+            .arg(&plot)
+            .output()
+            .expect("run outboard");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--plot {}: {err}", plot.display());
+        assert!(err.contains("--plot") && err.contains(says), "{err}");
+    }
+}
+
+#[test]
 fn bench_throughput_rejects_bad_sizes() {
     let (ok, _out, err) = run(
-        &["bench", "throughput", "--sizes", "0", "--no-plot"],
+        &["bench", "throughput", "--sizes", "0"],
         Duration::from_secs(30),
     );
     assert!(!ok);

@@ -40,13 +40,17 @@
 //!   engines copied every byte once and nothing else did (the peers' API
 //!   copy counters, also reported, must stay 0). `null` where an engine
 //!   does not report the counter.
-//! - **Plot**: `--plot FILE` (SVG, default `outboard-bench-throughput.svg`)
-//!   with three stacked panels over a log-x write-size axis: throughput,
-//!   application CPU utilisation, efficiency; ours and Linux in each.
+//! - **Plot**: only with `--plot FILE` (SVG, written exactly there; without
+//!   it no file is written), three stacked panels over a log-x write-size
+//!   axis: throughput, application CPU utilisation, efficiency; ours and
+//!   Linux in each. `FILE`'s directory is checked before anything runs.
 //!
 //! Engines and peers are stopped (SIGTERM, grace, SIGKILL, reaped) on every
-//! path out, Ctrl-C included. Exit codes: 0 done; 1 a point failed (its
-//! message, with the logs, says which); 2 bad arguments.
+//! path out, Ctrl-C included; their logs and sockets live in a private
+//! temporary directory, removed on the way out. Exit codes: 0 done; 1 a point
+//! failed (its message, with the logs, says which), or the plot could not be
+//! written (the results are printed first); 2 bad arguments (a `--plot`
+//! whose directory does not exist, or that names a directory, included).
 
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
@@ -83,12 +87,9 @@ pub struct ThroughputArgs {
     /// What the applications generate and check: none, stamp (a byte per 4 KiB) or all.
     #[arg(long, value_enum, default_value = "stamp")]
     pub touch: Touch,
-    /// Where to write the plot (SVG).
-    #[arg(long, default_value = "outboard-bench-throughput.svg")]
-    pub plot: PathBuf,
-    /// Do not write the plot.
-    #[arg(long)]
-    pub no_plot: bool,
+    /// Write the plot (SVG) to FILE; without this flag no file is written.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -170,24 +171,38 @@ pub fn main(a: &ThroughputArgs) -> ExitCode {
         eprintln!("outboard bench throughput: --sizes must name at least one write size");
         return ExitCode::from(2);
     }
-    if !a.no_plot {
-        if let Err(e) = peer::check_writable_parent(&a.plot) {
+    if let Some(p) = &a.plot {
+        let checked = if p.is_dir() {
+            Err(format!(
+                "{}: is a directory; name the file to write",
+                p.display()
+            ))
+        } else {
+            peer::check_writable_parent(p)
+        };
+        if let Err(e) = checked {
             eprintln!("outboard bench throughput: --plot {e}");
             return ExitCode::from(2);
         }
     }
     let _ = sys::install_stop_handler();
-    let report = match run(a) {
+    let mut report = match run(a) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("outboard bench throughput: {e}");
             return ExitCode::from(1);
         }
     };
-    if let Some(p) = &report.plot {
+    // The plot, only where asked; a failure still prints the results.
+    let mut plot_failed = false;
+    if let Some(p) = &a.plot {
         if let Err(e) = std::fs::write(p, figure(&report)) {
-            eprintln!("outboard bench throughput: writing the plot {p}: {e}");
-            return ExitCode::from(1);
+            eprintln!(
+                "outboard bench throughput: cannot write the plot to {}: {e}",
+                p.display()
+            );
+            report.plot = None;
+            plot_failed = true;
         }
     }
     if a.json {
@@ -197,6 +212,9 @@ pub fn main(a: &ThroughputArgs) -> ExitCode {
         );
     } else {
         print_table(&report);
+    }
+    if plot_failed {
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }
@@ -403,7 +421,7 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
         efficiency_ratio_64k: eff64,
         goal_efficiency_ratio_64k: 3.0,
         goal_met: eff64.map(|r| r >= 3.0),
-        plot: (!a.no_plot).then(|| a.plot.display().to_string()),
+        plot: a.plot.as_ref().map(|p| p.display().to_string()),
     })
 }
 
@@ -417,10 +435,8 @@ fn command(a: &ThroughputArgs) -> String {
         a.mode.name(),
         a.touch.name()
     );
-    if a.no_plot {
-        c.push_str(" --no-plot");
-    } else {
-        c.push_str(&format!(" --plot {}", a.plot.display()));
+    if let Some(p) = &a.plot {
+        c.push_str(&format!(" --plot {}", p.display()));
     }
     if a.json {
         c.push_str(" --json");
