@@ -67,6 +67,23 @@ if [ "$(id -u)" -eq 0 ]; then
     done
 fi
 
+# tests/run_detect.rs builds a Go program and a static C one (`outboard run`
+# must recognise both): Go (the machine's, else Debian's) and libc.a.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="$PATH:/usr/local/go/bin"
+fi
+build_pkgs=()
+command -v go >/dev/null 2>&1 || build_pkgs+=(golang-go)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || build_pkgs+=(libc6-dev)
+if [ "${#build_pkgs[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${build_pkgs[@]}"
+    else
+        echo "missing: ${build_pkgs[*]} (install them, as root, with apt-get)" >&2
+    fi
+fi
+
 if ! python3 -c 'import scapy' >/dev/null 2>&1; then
     python3 -m pip install --quiet scapy || echo "could not install scapy (pip install scapy)" >&2
 fi

@@ -22,10 +22,14 @@
 //! interpreter.
 //!
 //! Exit codes (before the program runs): 2 bad command line; 3 no such
-//! engine (no board socket `RUN_DIR/NAME.board`); 5 the program's sockets
+//! engine (no board socket `RUN_DIR/NAME.board`); 4 the engine does not
+//! admit this user and `--require-engine` was given; 5 the program's sockets
 //! would not reach the engine (static or Go) and `--require-engine` was
 //! given; 16 shim library not found; 126 the program cannot be executed;
-//! 127 the program was not found. After the exec, the program's own.
+//! 127 the program was not found. After the exec, the program's own — but
+//! with `--require-engine` (`OUTBOARD_REQUIRE_ENGINE=1` for the shim) a
+//! process the engine refuses later (it dropped privileges to a user the
+//! engine does not admit) exits 4 at its first engine socket.
 
 use clap::Args;
 use std::ffi::{OsStr, OsString};
@@ -41,6 +45,8 @@ pub const NO_ENGINE: u8 = 3;
 /// Exit code: `--require-engine`, and the program is one whose sockets the
 /// shim cannot take (statically linked, or Go).
 pub const NOT_INTERPOSABLE: u8 = 5;
+/// Exit code: the engine does not admit this user (`--require-engine`).
+pub const NOT_ADMITTED: u8 = 4;
 /// Exit code: the shim library was not found.
 pub const NO_SHIM: u8 = 16;
 
@@ -54,7 +60,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub shim: Option<PathBuf>,
     /// Fail instead of running a program whose sockets would not reach the
-    /// engine (statically linked, or Go): exit 5 before running it.
+    /// engine: exit 5 before running a static or Go program, 4 when the engine
+    /// does not admit this user (checked by attaching first), and 4 from the
+    /// program itself if the engine refuses it later (after a privilege drop).
     #[arg(long)]
     pub require_engine: bool,
     /// The program and its arguments (after `--`).
@@ -159,13 +167,22 @@ pub fn main(a: &RunArgs) -> ExitCode {
             );
         }
     }
+    if a.require_engine {
+        if let Err((code, why)) = probe_attach(&a.name) {
+            eprintln!("outboard run: {why}. Not running {} (--require-engine).", Path::new(program).display());
+            return ExitCode::from(code);
+        }
+    }
     let preload = preload_value(shim.as_os_str(), std::env::var_os("LD_PRELOAD").as_deref());
-    let err = Command::new(program)
-        .args(&a.command[1..])
+    let mut cmd = Command::new(program);
+    cmd.args(&a.command[1..])
         .env("LD_PRELOAD", preload)
         .env("OUTBOARD_ENGINE", &a.name)
-        .env("OUTBOARD_RUN_DIR", &run_dir)
-        .exec();
+        .env("OUTBOARD_RUN_DIR", &run_dir);
+    if a.require_engine {
+        cmd.env("OUTBOARD_REQUIRE_ENGINE", "1");
+    }
+    let err = cmd.exec();
     // exec returns only on failure.
     let code = match err.kind() {
         std::io::ErrorKind::NotFound => 127,
@@ -176,6 +193,32 @@ pub fn main(a: &RunArgs) -> ExitCode {
         Path::new(program).display()
     );
     ExitCode::from(code)
+}
+
+/// Attaches a small board to engine `name` as this user and detaches it:
+/// whether the program, started as this user, will be taken.
+fn probe_attach(name: &str) -> Result<(), (u8, String)> {
+    use outboard_api::{AttachOptions, Board, Error};
+    let params = outboard_board::layout::BoardParams {
+        command_capacity: 64,
+        event_capacity: 64,
+        endpoints: 16,
+        mailbox_capacity: 8,
+        syncs: 16,
+        dgram_buffers: 8,
+        dgram_size: 2048,
+        stream_buffer: 64 * 1024,
+        stream_buffers: 2,
+        ..outboard_board::layout::BoardParams::default()
+    };
+    match Board::attach_with(name, &AttachOptions { params, ..AttachOptions::default() }) {
+        Ok(board) => {
+            drop(board);
+            Ok(())
+        }
+        Err(Error::NotAdmitted(why)) => Err((NOT_ADMITTED, why)),
+        Err(e) => Err((NO_ENGINE, e.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! - An engine started with no `--allow-*` admits root and its own user
 //!   only: another user's program is told why (the engine, the user, the
 //!   option), once, and runs on the kernel; with `OUTBOARD_REQUIRE_ENGINE=1`
-//!   (what `outboard run --require-engine` sets) it exits 4 instead.
+//!   (what `outboard run --require-engine` sets) it exits 4 instead, and
+//!   `outboard run --require-engine` itself exits 4 before the program runs.
 //! - `--allow-user A --allow-group G`: A and a member of G (a supplementary
 //!   group) attach; a third user is refused by the engine's credential check.
 //!
@@ -91,10 +92,17 @@ impl Scratch {
     /// `setpriv` as `user` (its groups too) of `outboard run --name ENGINE
     /// -- python3 -c SCRIPT`, with `env`: (success, exit code, stdout, stderr).
     fn run_as(&self, user: &str, engine: &str, script: &str, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+        self.run_as_with(user, engine, &[], script, env)
+    }
+
+    /// The same with `outboard run` flags.
+    fn run_as_with(&self, user: &str, engine: &str, flags: &[&str], script: &str, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
         let mut c = Command::new("setpriv");
         c.args(["--reuid", user, "--regid", user, "--init-groups", "--"])
             .arg(self.dir.join("outboard"))
-            .args(["run", "--name", engine, "--shim"])
+            .args(["run", "--name", engine])
+            .args(flags)
+            .arg("--shim")
             .arg(self.dir.join("liboutboard_shim.so"))
             .args(["--", "/usr/bin/python3", "-c", script])
             .env("OUTBOARD_RUN_DIR", self.run_dir())
@@ -181,6 +189,12 @@ fn a_user_the_engine_does_not_admit_is_told_why_and_runs_on_the_kernel_or_exits_
     assert!(!out.contains("listening"), "the socket never reached the kernel: {out}");
     assert!(err.contains("does not admit") && err.contains("--require-engine"), "{err}");
 
+    // `outboard run --require-engine` finds out before the program starts.
+    let (code, out, err) = s.run_as_with(&stranger, &name, &["--require-engine"], LISTEN, &[]);
+    assert_eq!(code, Some(4), "outboard run --require-engine, refused: exit 4\n{out}\n{err}");
+    assert!(out.is_empty(), "the program did not run: {out}");
+    assert!(err.contains(&format!("does not admit user {stranger}")) && err.contains("Not running"), "{err}");
+
     // Root is always admitted.
     let (ok, out, err) = output_within(
         {
@@ -219,15 +233,16 @@ fn allowed_users_and_members_of_allowed_groups_attach_others_are_refused_by_the_
     assert_eq!(mode, 0o666, "others named: anyone may connect, the engine decides");
 
     for (i, who) in [&named, &member].into_iter().enumerate() {
-        let (code, out, err) = s.run_as(who, &name, LISTEN, &[("OUTBOARD_REQUIRE_ENGINE", "1")]);
+        let (code, out, err) = s.run_as_with(who, &name, &["--require-engine"], LISTEN, &[]);
         assert_eq!(code, Some(0), "{who} is admitted: {out}\n{err}");
         assert!(out.contains("listening") && !err.contains("does not admit"), "{who}: {out}\n{err}");
-        assert_eq!(attached(&s.run_dir(), &name), i as u64 + 1, "{who} attached");
+        // The probe of --require-engine and the program: two attachments each.
+        assert_eq!(attached(&s.run_dir(), &name), 2 * (i as u64 + 1), "{who} attached");
     }
     let (code, out, err) = s.run_as(&stranger, &name, LISTEN, &[]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(err.contains(&format!("does not admit user {stranger}")), "the engine's refusal reaches the program:\n{err}");
-    assert_eq!(attached(&s.run_dir(), &name), 2, "the stranger did not attach");
+    assert_eq!(attached(&s.run_dir(), &name), 4, "the stranger did not attach");
 
     // Unknown names are bad flags (exit 2), found before anything starts.
     let o = Command::new(OUTBOARD)

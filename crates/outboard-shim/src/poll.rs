@@ -223,7 +223,13 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
             let mut set = set.borrow_mut();
             st.collect_epoll(board.as_ref(), &mut set, &mut out, max);
             if out.is_empty() && efd >= 0 && !set.wake_fds.contains(&efd) {
-                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: WAKE_TOKEN };
+                // Edge-triggered: each engine write wakes each epoll set once.
+                // The eventfd is drained only when the last poller leaves, so
+                // with several threads in epoll (memcached's workers, libuv's
+                // pool) a level-triggered registration stayed ready and every
+                // wait returned at once: the threads spun (memcached -t 4
+                // ran at a fifth of its -t 1 rate).
+                let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: WAKE_TOKEN };
                 // SAFETY: adds our eventfd to the program's epoll instance.
                 if unsafe { crate::real::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, efd, &mut ev) } == 0 {
                     set.wake_fds.push(efd);
