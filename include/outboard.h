@@ -271,6 +271,16 @@ struct ob_board_t *ob_attach(const char *engine_name, const struct ob_attach_opt
 int ob_detach(struct ob_board_t *board);
 
 /**
+ * After the engine died: waits up to `timeout_ms` for an engine of the same
+ * name to come back (a restart) and attaches a new board to it with the
+ * options `board` was attached with. `board` stays failed (free it); open
+ * listeners and datagram sockets again on the new board. Returns NULL with
+ * errno ETIMEDOUT (none came back), EACCES (the engine does not admit this
+ * user), EINVAL (NULL, or a board of an embedded engine).
+ */
+struct ob_board_t *ob_reattach(const struct ob_board_t *board, uint32_t timeout_ms);
+
+/**
  * 1 while the engine is attached and alive, 0 once it is gone, -1 (EINVAL) for NULL.
  */
 int ob_engine_alive(const struct ob_board_t *board);

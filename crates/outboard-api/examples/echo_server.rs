@@ -4,6 +4,10 @@
 //! the board). Serves CONNECTIONS connections, then prints totals and exits
 //! (0 = forever).
 //!
+//! When the engine dies, the server waits up to 60 s for an engine of the
+//! same name to come back (`Board::reattach`), listens again on its port
+//! and carries on (connections of the dead engine are gone with it).
+//!
 //! usage: echo_server ENGINE_NAME PORT [CONNECTIONS]
 //! prints: {"connections": N, "bytes": N}
 
@@ -14,17 +18,32 @@ use std::collections::HashMap;
 
 fn main() {
     let usage = "echo_server ENGINE_NAME PORT [CONNECTIONS]";
-    let board = outboard_api::Board::attach(&arg(1, usage)).unwrap_or_else(|e| fail("attach", e));
+    let mut board = outboard_api::Board::attach(&arg(1, usage)).unwrap_or_else(|e| fail("attach", e));
     let port = num(&arg(2, usage)) as u16;
     let limit = std::env::args().nth(3).map_or(0, |c| num(&c));
-    let mut l = board.listen(port, 128).unwrap_or_else(|e| fail("listen", e));
-    l.set_mode(Mode::NonBlocking);
-    let mut q = board.event_queue();
-    q.add(l.id(), u64::MAX, Interest::READABLE).unwrap_or_else(|e| fail("event queue", e));
+    let listen = |board: &outboard_api::Board| {
+        let mut l = board.listen(port, 128).unwrap_or_else(|e| fail("listen", e));
+        l.set_mode(Mode::NonBlocking);
+        let mut q = board.event_queue();
+        q.add(l.id(), u64::MAX, Interest::READABLE).unwrap_or_else(|e| fail("event queue", e));
+        (l, q)
+    };
+    let (mut l, mut q) = listen(&board);
     let mut conns: HashMap<u64, Stream> = HashMap::new();
     let (mut served, mut bytes, mut ready) = (0u64, 0u64, Vec::new());
     while limit == 0 || served < limit || !conns.is_empty() {
-        q.wait(&mut ready, None).unwrap_or_else(|e| fail("wait", e));
+        match q.wait(&mut ready, None) {
+            Ok(_) => {}
+            Err(outboard_api::Error::EngineGone) => {
+                eprintln!("echo_server: the engine is gone; waiting for it to come back");
+                board = board.reattach(std::time::Duration::from_secs(60)).unwrap_or_else(|e| fail("reattach", e));
+                conns.clear();
+                (l, q) = listen(&board);
+                eprintln!("echo_server: re-attached; listening on {port} again");
+                continue;
+            }
+            Err(e) => fail("wait", e),
+        }
         for r in ready.clone() {
             if r.token == u64::MAX {
                 while let Ok(mut s) = l.accept() {

@@ -70,6 +70,9 @@ pub struct CopyCounters {
 /// later change spreads them over the engine's shards).
 pub(crate) const HOME_SHARD: u32 = 0;
 
+/// How often [`Board::reattach`] tries the engine's socket while none answers.
+const REATTACH_EVERY: Duration = Duration::from_millis(100);
+
 /// How often a call checks that the engine's socket is still up.
 const LIVENESS_EVERY: Duration = Duration::from_millis(100);
 /// Longest single futex sleep (so engine death is noticed within a second).
@@ -164,6 +167,9 @@ pub(crate) struct Inner {
     pub _engine: Option<Arc<dyn std::any::Any>>,
     /// An inline engine: this thread runs its turns whenever it waits.
     pub driver: Option<Rc<RefCell<dyn crate::InlineDriver>>>,
+    /// The daemon engine's name and the options this board was attached
+    /// with (for [`Board::reattach`]); None for embedded and inline engines.
+    origin: Option<(String, AttachOptions)>,
 }
 
 impl Board {
@@ -186,10 +192,37 @@ impl Board {
                 path.display()
             ))
         })?;
-        Board::handshake(sock, opts, None).map_err(|e| match e {
+        let board = Board::handshake(sock, opts, None).map_err(|e| match e {
             Error::NotAdmitted(_) => Error::NotAdmitted(outboard_board::access::refusal(name)),
             e => e,
-        })
+        })?;
+        board.inner.borrow_mut().origin = Some((name.to_string(), opts.clone()));
+        Ok(board)
+    }
+
+    /// After the engine died (calls fail with [`Error::EngineGone`]): waits
+    /// up to `timeout` for an engine of the same name to take applications
+    /// again (a restart) and attaches a new board to it with this board's
+    /// options. The old board stays failed — its streams were reset with
+    /// the engine — and its listeners and datagram sockets are the
+    /// caller's to open again on the new board (same ports); what the
+    /// socket shim does by itself. `Error::TimedOut` if none came back;
+    /// `Error::Invalid` for a board of an embedded or inline engine (it
+    /// dies with its owner).
+    pub fn reattach(&self, timeout: Duration) -> Result<Board> {
+        let Some((name, opts)) = self.inner.borrow().origin.clone() else {
+            return Err(Error::Invalid("only a board attached to a daemon engine by name can re-attach"));
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            match Board::attach_with(&name, &opts) {
+                Ok(b) => return Ok(b),
+                // Not a matter of time: say so now.
+                Err(e @ (Error::NotAdmitted(_) | Error::Invalid(_))) => return Err(e),
+                Err(_) if Instant::now() >= deadline => return Err(Error::TimedOut),
+                Err(_) => std::thread::sleep(REATTACH_EVERY.min(deadline.saturating_duration_since(Instant::now()))),
+            }
+        }
     }
 
     pub(crate) fn handshake(sock: UnixStream, opts: &AttachOptions, engine: Option<Arc<dyn std::any::Any>>) -> Result<Board> {
@@ -268,6 +301,7 @@ impl Board {
             changed: Vec::new(),
             _engine: engine,
             driver: None,
+            origin: None,
             sock,
             map,
             layout,

@@ -153,6 +153,20 @@ pub unsafe extern "C" fn ob_detach(board: *mut ob_board_t) -> c_int {
     free(board)
 }
 
+/// After the engine died: waits up to `timeout_ms` for an engine of the same
+/// name to come back (a restart) and attaches a new board to it with the
+/// options `board` was attached with. `board` stays failed (free it); open
+/// listeners and datagram sockets again on the new board. Returns NULL with
+/// errno ETIMEDOUT (none came back), EACCES (the engine does not admit this
+/// user), EINVAL (NULL, or a board of an embedded engine).
+#[no_mangle]
+pub unsafe extern "C" fn ob_reattach(board: *const ob_board_t, timeout_ms: u32) -> *mut ob_board_t {
+    ffi(ptr::null_mut(), || {
+        let b = handle_ref(board)?.board.reattach(Duration::from_millis(u64::from(timeout_ms)))?;
+        Ok(Box::into_raw(Box::new(ob_board_t { board: b })))
+    })
+}
+
 /// 1 while the engine is attached and alive, 0 once it is gone, -1 (EINVAL) for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn ob_engine_alive(board: *const ob_board_t) -> c_int {

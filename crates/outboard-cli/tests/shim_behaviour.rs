@@ -1354,3 +1354,56 @@ fn epoll_sleepers_in_several_threads_do_not_spin_on_the_wake_eventfd() {
         srv.report()
     );
 }
+
+const ECHO_ONCE: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"hello outboard")
+got = b""
+while len(got) < 14:
+    b = s.recv(64)
+    if not b:
+        break
+    got += b
+print("echo", got.decode(), flush=True)
+"#;
+
+/// The native API on request: `echo_server` (an example on `Board`) sees
+/// its engine die, calls `Board::reattach`, and once an engine of the same
+/// name is back it listens again on its port and serves a new client —
+/// without being restarted.
+#[test]
+fn a_native_api_server_reattaches_when_its_engine_is_back() {
+    let _g = serial();
+    let mut net = Net::new("natre", 2);
+    let mut c = Command::new(support::example("echo_server"));
+    c.args([net.name(0), "7970"]).env("OUTBOARD_RUN_DIR", &net.dir);
+    let srv = Prog::spawn(c, "echo_server (native API)");
+    let serve_one = |net: &Net| {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut cli = net.py(1, ECHO_ONCE, &[net.addr(0), "7970"], &[]);
+            let (code, out, _) = cli.finish(Duration::from_secs(15));
+            if code == 0 && out.trim() == "echo hello outboard" {
+                return;
+            }
+            assert!(Instant::now() < end, "the native server does not serve\n{}\n{}", cli.report(), srv.report());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    serve_one(&net);
+    // SAFETY: kill(2) of our own child, the engine the server is attached to.
+    unsafe { libc::kill(net.engines[0].child.pid() as i32, libc::SIGKILL) };
+    let end = Instant::now() + Duration::from_secs(10);
+    while !srv.stderr().contains("the engine is gone") {
+        assert!(Instant::now() < end, "the server noticed the engine's death\n{}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    net.restart("natre", 0);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !srv.stderr().contains("re-attached") {
+        assert!(Instant::now() < end, "the server re-attaches\n{}", srv.report());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve_one(&net);
+}
