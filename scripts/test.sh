@@ -6,6 +6,17 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# apt_install PACKAGE...: installs them as root with apt-get, else says what is missing.
+apt_install() {
+    [ "$#" -gt 0 ] || return 0
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+    else
+        echo "missing: $* (install them, as root, with apt-get)" >&2
+    fi
+}
+
 step "toolchain"
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo not found: install Rust (https://rustup.rs) and re-run" >&2
@@ -20,14 +31,7 @@ for pair in ip:iproute2 ethtool:ethtool ping:iputils-ping sysctl:procps setsid:u
             setpriv:util-linux tshark:tshark nft:nftables cc:gcc; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
-if [ "${#need_pkgs[@]}" -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
-    else
-        echo "missing tools: ${need_pkgs[*]} (install them, as root, with apt-get)" >&2
-    fi
-fi
+apt_install ${need_pkgs[@]+"${need_pkgs[@]}"}
 step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk)"
 # tests/shim_apps.rs and `outboard bench apps` run these unmodified programs
 # under the shim (and on the kernel). They run in the tests' namespaces; the
@@ -75,14 +79,7 @@ fi
 build_pkgs=()
 command -v go >/dev/null 2>&1 || build_pkgs+=(golang-go)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || build_pkgs+=(libc6-dev)
-if [ "${#build_pkgs[@]}" -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${build_pkgs[@]}"
-    else
-        echo "missing: ${build_pkgs[*]} (install them, as root, with apt-get)" >&2
-    fi
-fi
+apt_install ${build_pkgs[@]+"${build_pkgs[@]}"}
 
 if ! python3 -c 'import scapy' >/dev/null 2>&1; then
     python3 -m pip install --quiet scapy || echo "could not install scapy (pip install scapy)" >&2

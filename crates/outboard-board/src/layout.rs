@@ -167,6 +167,26 @@ impl Default for BoardParams {
     }
 }
 
+impl BoardParams {
+    /// The smallest useful board: 16 endpoints, 8 stream regions of 16 KiB
+    /// (an engine raises them to its TCP buffer size), 8 datagram buffers.
+    /// For probes (`outboard run --require-engine`) and tests.
+    pub fn small() -> BoardParams {
+        BoardParams {
+            command_capacity: 64,
+            event_capacity: 64,
+            endpoints: 16,
+            mailbox_capacity: 8,
+            syncs: 16,
+            dgram_buffers: 8,
+            dgram_size: 2048,
+            stream_buffer: 16 * 1024,
+            stream_buffers: 8,
+            shards: 1,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LayoutError {
     /// A count or size is zero, not a power of two where it must be, or the board would exceed `MAX_BOARD`.

@@ -199,18 +199,7 @@ pub fn main(a: &RunArgs) -> ExitCode {
 /// whether the program, started as this user, will be taken.
 fn probe_attach(name: &str) -> Result<(), (u8, String)> {
     use outboard_api::{AttachOptions, Board, Error};
-    let params = outboard_board::layout::BoardParams {
-        command_capacity: 64,
-        event_capacity: 64,
-        endpoints: 16,
-        mailbox_capacity: 8,
-        syncs: 16,
-        dgram_buffers: 8,
-        dgram_size: 2048,
-        stream_buffer: 64 * 1024,
-        stream_buffers: 2,
-        ..outboard_board::layout::BoardParams::default()
-    };
+    let params = outboard_board::layout::BoardParams::small();
     match Board::attach_with(name, &AttachOptions { params, ..AttachOptions::default() }) {
         Ok(board) => {
             drop(board);

@@ -31,18 +31,7 @@ pub struct HostileOutcome {
 }
 
 fn small_params() -> BoardParams {
-    BoardParams {
-        command_capacity: 64,
-        event_capacity: 64,
-        endpoints: 16,
-        mailbox_capacity: 8,
-        syncs: 16,
-        dgram_buffers: 8,
-        dgram_size: 2048,
-        stream_buffer: 16 * 1024,
-        stream_buffers: 8,
-        shards: 1,
-    }
+    BoardParams::small()
 }
 
 /// A small reader over the fuzzer's bytes (zeros once they run out).
