@@ -127,6 +127,10 @@ pub struct EngineArgs {
     /// Stop after this many seconds, 0.001 to a year (default: run until SIGINT/SIGTERM).
     #[arg(long, value_parser = args::run_seconds())]
     pub run_for_s: Option<f64>,
+    /// Validate the settings (this TOML file, with any flags given) and exit: 0 and a summary
+    /// when the engine would start with them, 2 and the reason when not. Opens nothing.
+    #[arg(long, value_name = "FILE")]
+    pub check_config: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -366,6 +370,9 @@ fn fail(e: &EngineError) -> ExitCode {
 }
 
 pub fn engine(a: &EngineArgs) -> ExitCode {
+    if let Some(file) = &a.check_config {
+        return check_config(a, file);
+    }
     let set = match settings(&a.flags, a.services.as_deref(), "all") {
         Ok(s) => s,
         Err(m) => return usage(m),
@@ -375,15 +382,50 @@ pub fn engine(a: &EngineArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(&e),
     };
+    let status = format!("engine {} on {} at {}/{}", set.name, set.link, set.addr, set.prefix_len);
+    if let Err(e) = crate::service::notify(&format!("READY=1\nSTATUS={status}\nMAINPID={}", std::process::id())) {
+        log::event(Level::Warn, "notify_failed", &[("error", &e)]);
+    }
     let deadline = a
         .run_for_s
         .map(|s| outboard_engine::clock::now() + Duration::from_secs_f64(s));
     let r = engine.run(stop, |_| deadline.is_some_and(|d| outboard_engine::clock::now() >= d));
+    let _ = crate::service::notify("STOPPING=1");
     log::event(Level::Info, "engine_stopped", &[("name", &set.name)]);
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
+}
+
+/// `outboard engine --check-config FILE [FLAGS]`: the settings as the engine
+/// would take them (flags over the file), checked as `Engine::start` checks
+/// them before it opens anything.
+fn check_config(a: &EngineArgs, file: &std::path::Path) -> ExitCode {
+    let mut flags = a.flags.clone();
+    flags.config = Some(file.to_path_buf());
+    let set = match settings(&flags, a.services.as_deref(), "all").and_then(|s| s.validate().map(|()| s)) {
+        Ok(s) => s,
+        Err(m) => return usage(format!("{}: {m}", file.display())),
+    };
+    let services: Vec<String> = set.services.iter().map(|s| format!("{}:{}", s.kind.name(), s.port)).collect();
+    println!(
+        "{}: valid: engine {:?} on {}, address {}/{}{}, services {}, memory cap {} B{}",
+        file.display(),
+        set.name,
+        set.link,
+        set.addr,
+        set.prefix_len,
+        set.gateway.map(|g| format!(" via {g}")).unwrap_or_default(),
+        if services.is_empty() { "none".into() } else { services.join(",") },
+        set.memory_cap,
+        if set.access.users.is_empty() && set.access.groups.is_empty() {
+            String::new()
+        } else {
+            format!(", also admits uids {:?} and gids {:?}", set.access.users, set.access.groups)
+        }
+    );
+    ExitCode::SUCCESS
 }
 
 pub fn stat(a: &StatArgs) -> ExitCode {

@@ -304,6 +304,18 @@ pub enum LinkSpec {
     Fabric { name: String },
 }
 
+/// The same text `--link` takes (`FromStr` reads it back).
+impl std::fmt::Display for LinkSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkSpec::AfXdp { iface, queue } => write!(f, "af_xdp:{iface}:{queue}"),
+            LinkSpec::AfPacket { iface } => write!(f, "af_packet:{iface}"),
+            LinkSpec::Tap { name } => write!(f, "tap:{name}"),
+            LinkSpec::Fabric { name } => write!(f, "fabric:{name}"),
+        }
+    }
+}
+
 impl std::str::FromStr for LinkSpec {
     type Err = LinkError;
     fn from_str(s: &str) -> Result<LinkSpec, LinkError> {
@@ -402,6 +414,13 @@ mod tests {
         );
         for bad in ["", "eth0", "af_xdp:", "af_xdp:eth0:x", "tap:a/b", "af_packet:0123456789abcdef", "wifi:wlan0", "fabric:a b"] {
             assert!(bad.parse::<LinkSpec>().is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn specs_print_as_they_are_given() {
+        for s in ["af_xdp:veth0:3", "af_packet:eth0", "tap:ob0", "fabric:demo"] {
+            assert_eq!(s.parse::<LinkSpec>().unwrap().to_string(), s);
         }
     }
 }
