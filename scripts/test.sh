@@ -84,6 +84,11 @@ apt_install ${build_pkgs[@]+"${build_pkgs[@]}"}
 if ! python3 -c 'import scapy' >/dev/null 2>&1; then
     python3 -m pip install --quiet scapy || echo "could not install scapy (pip install scapy)" >&2
 fi
+# tests/service.rs parses `--metrics` pages with the Prometheus project's own parser.
+if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
+    python3 -m pip install --quiet prometheus-client==0.26.0 \
+        || echo "could not install prometheus-client (pip install prometheus-client)" >&2
+fi
 
 step "installing cargo-fuzz (for the bounded fuzz runs)"
 if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -131,6 +131,10 @@ pub struct EngineArgs {
     /// when the engine would start with them, 2 and the reason when not. Opens nothing.
     #[arg(long, value_name = "FILE")]
     pub check_config: Option<PathBuf>,
+    /// Serve every stat counter in the Prometheus text format at http://ADDR:PORT/metrics
+    /// (e.g. 127.0.0.1:9464; the kernel's network, not the engine's).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Args, Debug)]
@@ -377,6 +381,16 @@ pub fn engine(a: &EngineArgs) -> ExitCode {
         Ok(s) => s,
         Err(m) => return usage(m),
     };
+    // The metrics port first: a taken port is found before the engine takes its link.
+    if let Some(addr) = a.metrics {
+        match crate::metrics::serve(addr, set.name.clone()) {
+            Ok(bound) => log::event(Level::Info, "metrics_listening", &[("addr", &bound)]),
+            Err(e) => {
+                eprintln!("outboard engine: --metrics {addr}: {e}");
+                return ExitCode::from(if e.kind() == std::io::ErrorKind::AddrInUse { 14 } else { 15 });
+            }
+        }
+    }
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::start(&set) {
         Ok(e) => e,

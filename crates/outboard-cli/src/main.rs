@@ -10,6 +10,7 @@ mod engine_cmd;
 mod lab;
 mod run_cmd;
 mod run_detect;
+mod metrics;
 mod service;
 mod sim;
 
