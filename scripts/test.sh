@@ -32,15 +32,15 @@ for pair in ip:iproute2 ethtool:ethtool ping:iputils-ping sysctl:procps setsid:u
     command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
 apt_install ${need_pkgs[@]+"${need_pkgs[@]}"}
-step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk)"
-# tests/shim_apps.rs and `outboard bench apps` run these unmodified programs
+step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk, node, Java)"
+# tests/shim_apps.rs, tests/shim_runtimes.rs and `outboard bench apps` run these unmodified programs
 # under the shim (and on the kernel). They run in the tests' namespaces; the
 # services the packages would start are kept from starting (policy-rc.d) and
 # any that did start are stopped, so nothing holds their ports.
 app_pkgs=()
 for pair in curl:curl nginx:nginx-light redis-server:redis-server redis-benchmark:redis-tools \
             redis-cli:redis-tools memcached:memcached memcaslap:libmemcached-tools iperf3:iperf3 \
-            sockperf:sockperf wrk:wrk \
+            sockperf:sockperf wrk:wrk node:nodejs java:default-jdk-headless javac:default-jdk-headless \
             useradd:passwd; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || app_pkgs+=("${pair#*:}")
 done

@@ -26,20 +26,22 @@
 //! A program the test needs and cannot find fails the test (as root), with the
 //! package to install (`scripts/test.sh` installs them all). Every process is
 //! bounded by `timeout` and killed on drop; the lab goes down on drop.
+//!
+//! The lab harness (`Rig`, `Bg`, `output`, …) is `support/rig.rs`, shared with
+//! `shim_runtimes.rs` (node, Java).
 
 mod support;
 #[path = "../src/bench/tools.rs"]
 mod tools;
 
-use outboard_lab::{Lab, LabConfig};
 use std::fs::File;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::engine::{terminate, EngineProc};
-use support::netns::{lab, lab_name, need_all, ns_command, skip_unless_root};
-use support::{python3, run_dir, shim_lib, size_from_env, OUTBOARD};
+use support::netns::{need_all, skip_unless_root};
+use support::rig::{must, output, random_file, sha256, Rig, STEP};
+use support::{python3, size_from_env, OUTBOARD};
 
 // ------------------------------------------------------------ `outboard run` (no root)
 
@@ -234,341 +236,36 @@ fn run_puts_the_shim_first_in_ld_preload_and_names_the_engine() {
 
 // ------------------------------------------------------------ the lab (root)
 
-/// How long any one step may take before the test fails.
-const STEP: Duration = Duration::from_secs(60);
-
-/// A lab, its engine daemon, and a scratch directory; all gone on drop
-/// (the engine before the lab).
-struct Rig {
-    engine: EngineProc,
-    lab: Lab,
-    tmp: PathBuf,
-    shim: PathBuf,
+/// Linux's curl fetches `/blob` from the server under the shim on `port` of `rig`
+/// (it must equal `src`, and the engine must have carried it), then
+/// Linux's wrk runs `conns` connections on `/small` for 3 s with no
+/// error. `log` adds the server's own log to a failure.
+fn serve_linux_curl_and_wrk(
+    rig: &Rig,
+    what: &str,
+    port: u16,
+    src: &Path,
+    conns: u32,
+    log: impl Fn() -> String,
+) -> tools::Wrk {
+    let dst = rig.tmp.join("got");
+    let url = |name: &str| format!("http://{}:{port}/{name}", rig.eip());
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")],
+    ));
+    assert!(ok, "Linux curl from {what} failed: {out}\n{err}{}", log());
+    assert_eq!(sha256(&dst), sha256(src), "what Linux's curl got from {what} differs from the file");
+    let (attached, _, tx) = rig.through_engine();
+    assert!(
+        attached >= 1 && tx > 0,
+        "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
+    );
+    let c = format!("-c{conns}");
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["wrk", "-t2", &c, "-d3s", &url("small")]));
+    assert!(ok, "wrk failed: {out}\n{err}{}", log());
+    tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}{}", log()))
 }
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "engine {} log:\n{}",
-                self.engine.name,
-                self.engine.log_text()
-            );
-        }
-        let _ = std::fs::remove_dir_all(&self.tmp);
-    }
-}
-
-impl Rig {
-    fn up(tag: &str) -> Rig {
-        Rig::up_with(tag, outboard_lab::Impairment::default())
-    }
-
-    /// A lab whose path goes through the seeded impairment relay.
-    fn up_with(tag: &str, impairment: outboard_lab::Impairment) -> Rig {
-        Rig::build(tag, impairment, &[])
-    }
-
-    /// A lab whose engine gets `extra` flags too.
-    fn up_engine_with(tag: &str, extra: &[&str]) -> Rig {
-        Rig::build(tag, outboard_lab::Impairment::default(), extra)
-    }
-
-    fn build(tag: &str, impairment: outboard_lab::Impairment, extra: &[&str]) -> Rig {
-        let shim = shim_lib();
-        let name = lab_name(tag);
-        let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
-        let engine = Rig::start_engine(&lab, &format!("{name}-e"), extra);
-        let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).unwrap();
-        Rig {
-            engine,
-            lab,
-            tmp,
-            shim,
-        }
-    }
-
-    fn start_engine(lab: &Lab, name: &str, extra: &[&str]) -> EngineProc {
-        EngineProc::in_lab(lab, name, "af_xdp", &[&["--services", "none"], extra].concat())
-    }
-
-    /// SIGKILL of the engine (no goodbye to anyone), reaped.
-    fn kill_engine(&mut self) {
-        // SAFETY: kill(2) of our own child (`ip netns exec` execs the engine).
-        unsafe { libc::kill(self.engine.child.id() as i32, libc::SIGKILL) };
-        let _ = self.engine.child.wait();
-    }
-
-    /// An engine of the same name, link and address as the killed one.
-    fn restart_engine(&mut self) {
-        let name = self.engine.name.clone();
-        self.engine = Rig::start_engine(&self.lab, &name, &[]);
-    }
-
-    fn eip(&self) -> String {
-        self.lab.engine_addr().to_string()
-    }
-
-    fn lip(&self) -> String {
-        self.lab.linux_addr().to_string()
-    }
-
-    /// `timeout … ip netns exec ENG outboard run --name ENGINE -- ARGS`.
-    fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command {
-        let mut c = ns_command(self.lab.engine_ns(), limit, 3, &[OUTBOARD, "run"]);
-        c.args(["--name", &self.engine.name, "--shim"])
-        .arg(&self.shim)
-        .arg("--")
-        .args(args)
-        .env("OUTBOARD_RUN_DIR", run_dir())
-        .env(
-            "OUTBOARD_LOG",
-            std::env::var("OUTBOARD_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdin(Stdio::null());
-        c
-    }
-
-    /// `timeout … ip netns exec LNX ARGS`.
-    fn linux_cmd(&self, limit: Duration, args: &[&str]) -> Command {
-        let mut c = ns_command(self.lab.linux_ns(), limit, 3, args);
-        c.stdin(Stdio::null());
-        c
-    }
-
-    /// A server in the background, its output in `TMP/LOG.log`.
-    fn bg(&self, what: &str, mut c: Command) -> Bg {
-        let log = self.tmp.join(format!("{what}.log"));
-        let f = File::create(&log).unwrap();
-        let child = c
-            .stdout(f.try_clone().unwrap())
-            .stderr(f)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {what}: {e}"));
-        Bg {
-            child,
-            what: what.to_string(),
-            log,
-        }
-    }
-
-    /// Waits until IP:PORT takes TCP connections, probed from Linux's side.
-    fn wait_tcp(&self, ip: &str, port: u16, server: &mut Bg) {
-        let t0 = Instant::now();
-        loop {
-            let ok = Command::new("timeout")
-                .args([
-                    "2",
-                    "ip",
-                    "netns",
-                    "exec",
-                    self.lab.linux_ns(),
-                    "bash",
-                    "-c",
-                ])
-                .arg(format!("exec 3<>/dev/tcp/{ip}/{port}"))
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                return;
-            }
-            server.assert_running();
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "{} never listened on {ip}:{port}: {}",
-                server.what,
-                server.text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// The engine's board counters: (applications attached ever, stream
-    /// bytes read by applications, stream bytes they sent that peers
-    /// acknowledged — counted while the sending endpoint is open, so a server
-    /// that closes right after its last write may show less than it sent).
-    fn through_engine(&self) -> (u64, u64, u64) {
-        let h = &self.engine.stat()["host"];
-        let n = |k: &str| h[k].as_u64().unwrap_or(0);
-        (n("attached"), n("rx_delivered"), n("tx_delivered"))
-    }
-
-    /// Linux's curl fetches `/blob` from the server under the shim on `port`
-    /// (it must equal `src`, and the engine must have carried it), then
-    /// Linux's wrk runs `conns` connections on `/small` for 3 s with no
-    /// error. `log` adds the server's own log to a failure.
-    fn serve_linux_curl_and_wrk(
-        &self,
-        what: &str,
-        port: u16,
-        src: &Path,
-        conns: u32,
-        log: impl Fn() -> String,
-    ) -> tools::Wrk {
-        let dst = self.tmp.join("got");
-        let url = |name: &str| format!("http://{}:{port}/{name}", self.eip());
-        let (ok, out, err) = output(self.linux_cmd(
-            STEP,
-            &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")],
-        ));
-        assert!(ok, "Linux curl from {what} failed: {out}\n{err}{}", log());
-        assert_eq!(sha256(&dst), sha256(src), "what Linux's curl got from {what} differs from the file");
-        let (attached, _, tx) = self.through_engine();
-        assert!(
-            attached >= 1 && tx > 0,
-            "the engine did not carry the file: {attached} attached, {tx} bytes sent through boards"
-        );
-        let c = format!("-c{conns}");
-        let (ok, out, err) = output(self.linux_cmd(STEP, &["wrk", "-t2", &c, "-d3s", &url("small")]));
-        assert!(ok, "wrk failed: {out}\n{err}{}", log());
-        tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}{}", log()))
-    }
-
-    /// Writes `n` pseudo-random bytes to TMP/NAME; returns its path.
-    fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
-        let p = self.tmp.join(name);
-        random_file(&p, n, seed);
-        p
-    }
-}
-
-fn random_file(p: &Path, n: u64, seed: u64) {
-    use std::io::Write;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, File::create(p).unwrap());
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut left = n;
-    let mut buf = vec![0u8; 1 << 16];
-    while left > 0 {
-        for c in buf.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
-        }
-        let k = left.min(buf.len() as u64) as usize;
-        w.write_all(&buf[..k]).unwrap();
-        left -= k as u64;
-    }
-    w.flush().unwrap();
-}
-
-fn sha256(p: &Path) -> String {
-    let o = Command::new("sha256sum")
-        .arg(p)
-        .output()
-        .expect("sha256sum");
-    assert!(o.status.success(), "sha256sum {}", p.display());
-    String::from_utf8_lossy(&o.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .to_string()
-}
-
-/// A background process; SIGTERM (then SIGKILL) on drop.
-struct Bg {
-    child: Child,
-    what: String,
-    log: PathBuf,
-}
-
-impl Bg {
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn assert_running(&mut self) {
-        if let Ok(Some(st)) = self.child.try_wait() {
-            panic!("{} exited ({st}): {}", self.what, self.text());
-        }
-    }
-
-    /// Waits until the log holds `pat`.
-    fn wait_log(&mut self, pat: &str) {
-        let t0 = Instant::now();
-        while !self.text().contains(pat) {
-            self.assert_running();
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "{} never printed {pat:?}: {}",
-                self.what,
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits for it to exit on its own (bounded); returns success and its log.
-    fn wait(mut self, limit: Duration) -> (bool, String) {
-        let t0 = Instant::now();
-        loop {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return (st.success(), self.text());
-            }
-            assert!(
-                t0.elapsed() < limit,
-                "{} ran past {limit:?}: {}",
-                self.what,
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The program's pid: the child of `timeout` (`ip netns exec` and
-    /// `outboard run` exec it).
-    fn program_pid(&mut self) -> u32 {
-        let t0 = Instant::now();
-        loop {
-            if let Some(&pid) = support::children_of(self.child.id()).first() {
-                return pid;
-            }
-            self.assert_running();
-            assert!(t0.elapsed() < Duration::from_secs(5), "{} has no process under timeout", self.what);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stop(&mut self) {
-        // `timeout` passes SIGTERM on to the program.
-        terminate(&mut self.child, Duration::from_secs(5));
-    }
-}
-
-impl Drop for Bg {
-    fn drop(&mut self) {
-        self.stop();
-        if std::thread::panicking() {
-            eprintln!("--- {} output:\n{}", self.what, self.text());
-        }
-    }
-}
-
-/// Runs a (timeout-bounded) command; (success, stdout, stderr).
-fn output(mut c: Command) -> (bool, String, String) {
-    let o = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
-    if o.status.code() == Some(124) {
-        panic!(
-            "{c:?} ran past its time limit: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// The tool's report, or the test fails with what it printed.
-#[track_caller]
-fn must<T>(r: Result<T, String>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
-
 
 #[test]
 fn shim_curl_downloads_from_a_linux_http_server() {
@@ -677,7 +374,7 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
         ),
     );
     rig.wait_tcp(&rig.eip(), 8000, &mut srv);
-    let w = rig.serve_linux_curl_and_wrk("the shim's http.server", 8000, &src, 8, String::new);
+    let w = serve_linux_curl_and_wrk(&rig, "the shim's http.server", 8000, &src, 8, String::new);
     srv.assert_running();
     eprintln!(
         "shim python http.server: 8 MiB byte-exact; wrk {} requests, {:.0}/s",
@@ -723,7 +420,7 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
         let log = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
         format!("\nnginx error.log:\n{log}")
     };
-    let w = rig.serve_linux_curl_and_wrk("nginx under the shim", 8080, &src, 16, errlog);
+    let w = serve_linux_curl_and_wrk(&rig, "nginx under the shim", 8080, &src, 16, errlog);
     srv.assert_running();
     eprintln!("shim nginx: 8 MiB byte-exact; wrk {} requests, {:.0}/s", w.requests, w.per_s);
 }

@@ -7,7 +7,9 @@
 //! - [`engine`]: `outboard engine` processes (on a fabric in a run directory,
 //!   or in a lab namespace), a child guard that stops and reaps, `stat`
 //!   polling;
-//! - [`netns`]: root and tool checks, labs, namespaces and running in them.
+//! - [`netns`]: root and tool checks, labs, namespaces and running in them;
+//! - [`rig`]: the shim tests' lab (a lab, its engine daemon, programs under
+//!   the shim and on Linux's side, background servers).
 //!
 //! Each file in `tests/` is its own crate and compiles all of this, so what
 //! one test file does not use is allowed to be dead.
@@ -16,6 +18,7 @@
 
 pub mod engine;
 pub mod netns;
+pub mod rig;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
