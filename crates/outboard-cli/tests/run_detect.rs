@@ -18,37 +18,16 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use support::engine::FakeEngine;
 use support::OUTBOARD;
 
 /// Exit code of `outboard run --require-engine` for such a program.
 const NOT_INTERPOSABLE: i32 = 5;
 
-/// A private run directory holding a fake engine's board socket (a bound Unix
-/// socket), as in `shim_apps.rs`.
-struct FakeEngine {
-    dir: PathBuf,
-    _listener: UnixListener,
-}
-
 impl FakeEngine {
-    fn new(tag: &str, name: &str) -> FakeEngine {
-        let dir = std::env::temp_dir().join(format!("ob-run-detect-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let l =
-            UnixListener::bind(dir.join(format!("{name}.board"))).expect("bind fake board socket");
-        FakeEngine { dir, _listener: l }
-    }
-
-    /// A file in the run directory (removed with it).
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
     /// A shim that is not a library: dynamic programs' loader ignores it.
     fn dummy_shim(&self) -> PathBuf {
         let p = self.file("dummy-liboutboard_shim.so");
@@ -76,12 +55,6 @@ impl FakeEngine {
             c.env("PATH", std::env::join_paths(dirs).unwrap());
         }
         c.output().expect("run outboard")
-    }
-}
-
-impl Drop for FakeEngine {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -35,38 +35,15 @@ mod support;
 mod tools;
 
 use std::fs::File;
-use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use support::engine::FakeEngine;
 use support::netns::{need_all, skip_unless_root};
 use support::rig::{must, output, random_file, sha256, Rig, STEP};
 use support::{python3, size_from_env, OUTBOARD};
 
 // ------------------------------------------------------------ `outboard run` (no root)
-
-/// A private run directory holding a fake engine's board socket (a bound Unix socket).
-struct FakeEngine {
-    dir: PathBuf,
-    _listener: UnixListener,
-}
-
-impl FakeEngine {
-    fn new(tag: &str, name: &str) -> FakeEngine {
-        let dir = std::env::temp_dir().join(format!("ob-run-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let l =
-            UnixListener::bind(dir.join(format!("{name}.board"))).expect("bind fake board socket");
-        FakeEngine { dir, _listener: l }
-    }
-}
-
-impl Drop for FakeEngine {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn outboard_run(run_dir: &Path, args: &[&str]) -> Output {
     Command::new(OUTBOARD)

@@ -339,3 +339,34 @@ impl Drop for EngineProc {
         }
     }
 }
+
+// ---------------------------------------------------------------- a fake engine (no root)
+
+/// A private run directory holding a fake engine's board socket (a bound
+/// Unix socket nobody answers): enough for `outboard run` to find "the
+/// engine" and exec the program. Removed on drop.
+pub struct FakeEngine {
+    pub dir: PathBuf,
+    _listener: std::os::unix::net::UnixListener,
+}
+
+impl FakeEngine {
+    pub fn new(tag: &str, name: &str) -> FakeEngine {
+        let dir = std::env::temp_dir().join(format!("ob-fake-engine-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let l = std::os::unix::net::UnixListener::bind(dir.join(format!("{name}.board"))).expect("bind fake board socket");
+        FakeEngine { dir, _listener: l }
+    }
+
+    /// A file in the run directory (removed with it).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for FakeEngine {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
