@@ -10,7 +10,7 @@ use outboard_tcp::IcmpError;
 use outboard_time::Instant;
 use outboard_wire::icmpv4::{Icmpv4Packet, Icmpv4Repr, TimeExceededCode, UnreachableCode};
 use outboard_wire::ipv4::IpProtocol;
-use outboard_wire::{Error, RxChecksum};
+use outboard_wire::{Error, RxChecksum, SeqNumber};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// ICMP errors sent per second at most, and the burst allowed.
@@ -137,7 +137,14 @@ impl Stack {
         let dport = u16::from_be_bytes([l4[2], l4[3]]);
         let tuple = v4_tuple(SocketAddrV4::new(quoted.src_addr, sport), SocketAddrV4::new(quoted.dst_addr, dport));
         let delivered = match quoted.protocol {
-            IpProtocol::Tcp => self.tcp.icmp_input(now, tuple, err),
+            IpProtocol::Tcp => {
+                // Bytes 4..8 of the quoted TCP header: the sequence number
+                // (RFC 5927 §4.1 checks it; ICMP quotes at least 8 bytes).
+                let seq = l4
+                    .get(4..8)
+                    .map(|b| SeqNumber(u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
+                self.tcp.icmp_input(now, tuple, seq, err)
+            }
             // RFC 1122 §4.1.3.3: UDP passes port/protocol unreachable up
             // (ECONNREFUSED); the soft errors are not reported.
             IpProtocol::Udp => match err {

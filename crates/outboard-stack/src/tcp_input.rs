@@ -5,7 +5,7 @@ use crate::stats::StackStats;
 use crate::tcp_table::{Owner, TcpTable};
 use outboard_tcp::{FourTuple, IcmpError, Prefilled, State};
 use outboard_time::Instant;
-use outboard_wire::TcpRepr;
+use outboard_wire::{SeqNumber, TcpRepr};
 
 pub(crate) use outboard_tcp::reset::reset_for;
 
@@ -114,14 +114,23 @@ impl TcpTable {
 
     /// An ICMP error quoting a segment we sent on `tuple` (RFC 1122 §4.2.3.9,
     /// RFC 5927). True if a connection took it.
-    pub(crate) fn icmp_input(&mut self, now: Instant, tuple: FourTuple, err: IcmpError) -> bool {
+    pub(crate) fn icmp_input(
+        &mut self,
+        now: Instant,
+        tuple: FourTuple,
+        seq: Option<SeqNumber>,
+        err: IcmpError,
+    ) -> bool {
         let Some(&id) = self.by_tuple.get(&tuple) else {
             return false;
         };
         let Some(e) = self.conns.get_mut(&id) else {
             return false;
         };
-        e.conn.handle_icmp(now, err);
+        match seq {
+            Some(seq) => e.conn.handle_icmp_quoting(now, seq, err),
+            None => e.conn.handle_icmp(now, err),
+        }
         self.mark_ready(id);
         self.settle(id);
         true

@@ -227,3 +227,49 @@ fn a_malformed_option_is_ignored_and_the_data_taken_as_linux_does() {
     let out = if out.is_empty() { tcp_out(&drain(&mut s, t(300))) } else { out };
     assert!(out.iter().any(|(r, _)| r.ack == SeqNumber(PEER_ISS + 6)), "and acknowledged: {out:?}");
 }
+
+/// An ICMP error about our SYN, quoting it (IPv4 header and TCP header).
+fn icmp_about(s: &mut Stack, ms: u64, code: UnreachableCode, quoted: &[u8]) {
+    let err = icmp_bytes(&Icmpv4Repr::DstUnreachable {
+        code,
+        next_hop_mtu: 0,
+        invoking: quoted,
+    });
+    s.receive_frame(
+        t(ms),
+        &ip_frame(
+            MAC_A,
+            MAC_PEER,
+            &ip_repr(IP_PEER, IP_A, IpProtocol::Icmp, err.len()),
+            &err,
+        ),
+    );
+}
+
+/// RFC 5461 / RFC 1122 §4.2.3.9 as Linux's `tcp_v4_err` applies them: host
+/// unreachable about our SYN fails the connect at once too (Linux sets
+/// `sk_err` = EHOSTUNREACH and `tcp_done`s a SYN-SENT socket for any
+/// unreachable code); the connection's `soft_error` names the ICMP error.
+/// RFC 5927 §4.1: an error quoting a sequence number we did not send is
+/// ignored.
+#[test]
+fn rfc5461_icmp_host_unreachable_fails_the_connect_and_a_foreign_seq_is_ignored() {
+    let mut s = stack();
+    let id = s.tcp_connect(t(1), SocketAddrV4::new(IP_PEER, 80)).unwrap();
+    let frames = drain(&mut s, t(1));
+    let mut quoted = frames[0][14..].to_vec();
+    let seq = u32::from_be_bytes([quoted[24], quoted[25], quoted[26], quoted[27]]);
+    quoted[24..28].copy_from_slice(&seq.wrapping_add(100_000).to_be_bytes());
+    icmp_about(&mut s, 2, UnreachableCode::HOST, &quoted);
+    assert_eq!(s.tcp(id).unwrap().state(), State::SynSent, "foreign seq");
+    quoted[24..28].copy_from_slice(&seq.to_be_bytes());
+    icmp_about(&mut s, 3, UnreachableCode::HOST, &quoted);
+    let c = s.tcp(id).unwrap();
+    assert_eq!(c.state(), State::Closed);
+    assert_eq!(c.poll_event(), Some(Event::Reset));
+    assert_eq!(
+        c.soft_error(),
+        Some(outboard_tcp::IcmpError::Unreachable { code: 1 })
+    );
+    assert!(tcp_out(&drain(&mut s, t(3))).is_empty(), "no SYN retransmission");
+}

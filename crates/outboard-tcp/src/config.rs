@@ -14,8 +14,9 @@ pub struct Config {
     pub mss: u16,
     /// Send queue bytes: unacknowledged plus not yet sent (256 KiB).
     pub send_buffer: usize,
-    /// Receive buffer bytes; bounds the advertised window and, with window
-    /// scaling, picks our shift (smallest that covers it, at most 14) (256 KiB).
+    /// Receive buffer bytes; bounds the advertised window (256 KiB). With
+    /// window scaling our shift is the smallest that covers max(this, 6 MiB)
+    /// (Linux's default `tcp_rmem[2]`), at most 14: 7 by default, as Linux.
     pub recv_buffer: usize,
     /// Congestion controller (NewReno).
     pub cc: CcKind,

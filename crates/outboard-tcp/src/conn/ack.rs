@@ -12,19 +12,10 @@ impl Connection {
     /// Processes the ACK of a segment that passed the acceptability test.
     /// Returns false when the segment must be dropped.
     pub(super) fn process_ack(&mut self, now: Instant, repr: &TcpRepr, payload_len: usize) -> bool {
+        if !self.ack_acceptable(now, repr) {
+            return false;
+        }
         let ack = repr.ack;
-        // RFC 5961 §5.2: acceptable only within [SND.UNA - MAX.SND.WND, SND.NXT].
-        // Both answers are challenge ACKs, rate-limited by RFC 5961 §7.
-        if ack > self.snd_max {
-            self.stats.dropped_segments += 1;
-            self.challenge_ack(now);
-            return false;
-        }
-        if ack < self.snd_una - self.max_snd_wnd {
-            self.stats.dropped_segments += 1;
-            self.challenge_ack(now);
-            return false;
-        }
         let wnd = usize::from(repr.window) << self.snd_wscale;
         let prior_high = self.rec.scoreboard.high_sacked();
         let newly_sacked = if self.sack_ok {
@@ -73,6 +64,18 @@ impl Connection {
                 self.persist_backoff = 0;
                 self.probe_pending = false;
             }
+        }
+        true
+    }
+
+    /// RFC 5961 §5.2: SEG.ACK is acceptable only within [SND.UNA - MAX.SND.WND,
+    /// SND.NXT]. Otherwise the segment is dropped and answered with a
+    /// challenge ACK (rate-limited by RFC 5961 §7); nothing else changes.
+    pub(super) fn ack_acceptable(&mut self, now: Instant, repr: &TcpRepr) -> bool {
+        if repr.ack > self.snd_max || repr.ack < self.snd_una - self.max_snd_wnd {
+            self.stats.dropped_segments += 1;
+            self.challenge_ack(now);
+            return false;
         }
         true
     }

@@ -6,13 +6,20 @@ use super::recovery::seq_sub;
 use super::{Connection, Error, Event, IcmpError, State, Timer};
 use crate::reset::reset_for;
 use outboard_time::{Duration, Instant};
-use outboard_wire::{SeqNumber, TcpFlags, TcpRepr};
+use outboard_wire::{SeqNumber, TcpFlags, TcpOptions, TcpRepr};
 
 impl Connection {
     pub(super) fn on_segment(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
         match self.state {
-            // The table answers segments for a closed connection (reset.rs).
-            State::Closed => self.stats.dropped_segments += 1,
+            // RFC 9293 §3.10.7.1 CLOSED: anything but a RST is answered with
+            // one (<SEQ=SEG.ACK><CTL=RST>, or <SEQ=0><ACK=SEG.SEQ+SEG.LEN>
+            // <CTL=RST,ACK> without ACK), as Linux answers for a socket closed
+            // and unhashed — e.g. a SYN-ACK after close() in SYN-SENT. The
+            // table does the same once the connection is freed.
+            State::Closed => {
+                self.stats.dropped_segments += 1;
+                self.pending_rst = reset_for(repr, payload.len());
+            }
             State::SynSent => self.on_segment_syn_sent(now, repr, payload),
             _ => self.on_segment_synchronized(now, repr, payload),
         }
@@ -148,9 +155,9 @@ impl Connection {
             self.ack_now = true;
             return;
         }
-        self.last_rx = now;
-        self.keepalive_sent = 0;
-        self.arm_keepalive(now);
+        // Nothing about the peer (TS.Recent, liveness) is remembered until the
+        // segment has passed every check below: a blind segment dropped for its
+        // ACK, or answered with a challenge ACK, changes no state.
         // Second: RST (RFC 5961 §3.2: exact match resets, in-window gets a challenge ACK).
         if f.rst() {
             if repr.seq == self.rcv_nxt {
@@ -184,7 +191,17 @@ impl Connection {
                 return;
             }
         }
+        // RFC 5961 §5.2: an ACK of data never sent, or older than the largest
+        // window, drops the segment (with a challenge ACK).
+        if !self.ack_acceptable(now, repr) {
+            return;
+        }
+        // The segment is acceptable: only now may it update TS.Recent (RFC 7323
+        // §4.3) and count as a sign of life (keepalive; Linux's `rcv_tstamp`).
         self.update_ts_recent(now, repr);
+        self.last_rx = now;
+        self.keepalive_sent = 0;
+        self.arm_keepalive(now);
         if !self.ack_step(now, repr, payload.len()) {
             return;
         }
@@ -270,7 +287,9 @@ impl Connection {
         let fin_seq = repr.seq + payload.len();
         if !payload.is_empty() && self.app_closed && fin_seq > self.rcv_nxt {
             // RFC 9293 §3.10.4 / RFC 1122 §4.2.2.13: nobody will read new data.
-            self.pending_rst = Some(self.rst_with(self.snd_nxt.max(self.snd_una), Some(self.rcv_nxt)));
+            // The RST answers this segment (§3.10.7.1: <SEQ=SEG.ACK><CTL=RST>),
+            // as Linux's `tcp_reset` + `tcp_v4_send_reset` do.
+            self.pending_rst = reset_for(repr, payload.len());
             self.enter_closed();
             return;
         }
@@ -391,23 +410,22 @@ impl Connection {
         self.keepalive_pending = false;
     }
 
-    /// A RST from us: `<SEQ=seq><CTL=RST>`, with ACK when `ack` is given.
-    pub(super) fn rst_with(&self, seq: SeqNumber, ack: Option<SeqNumber>) -> TcpRepr {
+    /// The RST of `abort` (RFC 9293 §3.10.5), as Linux's
+    /// `tcp_send_active_reset`: RST+ACK at an acceptable sequence number
+    /// (`ack_seq`, Linux's `tcp_acceptable_seq`) and, when timestamps were
+    /// negotiated, the TS option echoing TS.Recent (RFC 7323 §4.2;
+    /// `transmit` fills in TSval when it goes out).
+    pub(super) fn make_rst(&self) -> TcpRepr {
         TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
-            seq,
-            ack: ack.unwrap_or(SeqNumber(0)),
-            flags: if ack.is_some() { TcpFlags::RST | TcpFlags::ACK } else { TcpFlags::RST },
+            seq: self.ack_seq(),
+            ack: self.rcv_nxt,
+            flags: TcpFlags::RST | TcpFlags::ACK,
             window: 0,
             urgent: 0,
-            options: Default::default(),
+            options: TcpOptions { timestamps: self.ts_ok.then_some((0, self.ts_recent)), ..TcpOptions::default() },
         }
-    }
-
-    /// The RST of `abort` (RFC 9293 §3.10.5).
-    pub(super) fn make_rst(&self, seq: SeqNumber) -> TcpRepr {
-        self.rst_with(seq, Some(self.rcv_nxt))
     }
 
     /// RFC 1122 §4.2.3.9 and RFC 1191.
@@ -424,12 +442,29 @@ impl Connection {
                     }
                 }
             }
-            // Hard errors abort a connection attempt (RFC 1122 §4.2.3.9: protocol
-            // and port unreachable; also administratively prohibited, RFC 1812).
-            IcmpError::Unreachable { code } if self.state == State::SynSent && HARD_UNREACH.contains(&code) => {
+            // Linux ignores unreachable codes it does not know (> NR_ICMP_UNREACH).
+            IcmpError::Unreachable { code } if code > MAX_UNREACH_CODE => {}
+            // RFC 1122 §4.2.3.9 lets only protocol/port unreachable be hard
+            // errors, but Linux's `tcp_v4_err` ends a connection attempt
+            // (SYN-SENT, or SYN-RECEIVED after a simultaneous open) at once
+            // on any unreachable or time exceeded, with the errno
+            // `icmp_err_convert` gives (ENETUNREACH, EHOSTUNREACH,
+            // ECONNREFUSED...): RFC 5461 §4 describes and allows it. The
+            // error event is `Reset`; `soft_error` names the ICMP error.
+            _ if self.state == State::SynSent || (self.state == State::SynReceived && self.active_open) => {
                 self.soft_error = Some(err);
                 self.fail(Error::Reset);
             }
+            // A listener's half-open connection (Linux's request socket,
+            // `tcp_req_err`): net/host unreachable and time exceeded about
+            // its SYN-ACK drop it quietly (nobody accepted it yet); other
+            // codes change nothing.
+            IcmpError::Unreachable { code: 0 | 1 } | IcmpError::TimeExceeded if self.state == State::SynReceived => {
+                self.enter_closed();
+            }
+            _ if self.state == State::SynReceived => {}
+            // Synchronized: a soft error, reported if the connection then
+            // times out (Linux's `sk_err_soft`).
             _ => self.soft_error = Some(err),
         }
     }
@@ -440,5 +475,5 @@ impl Connection {
 const MIN_PMTU_MSS: usize = 64;
 /// Minimum spacing of ACKs answering out-of-window pure ACKs.
 const OOW_ACK_INTERVAL: Duration = Duration::from_millis(500);
-/// Unreachable codes that refuse a connection in SYN-SENT.
-const HARD_UNREACH: [u8; 5] = [2, 3, 9, 10, 13];
+/// The highest destination-unreachable code (Linux's `NR_ICMP_UNREACH`).
+const MAX_UNREACH_CODE: u8 = 15;

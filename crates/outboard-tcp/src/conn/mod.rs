@@ -100,6 +100,9 @@ pub struct Connection {
     cfg: Config,
     tuple: FourTuple,
     state: State,
+    /// Opened by `connect` (SYN-RECEIVED then means a simultaneous open, a
+    /// full socket in Linux's terms, not a listener's request).
+    active_open: bool,
 
     // Send sequence space (RFC 9293 §3.3.1). `snd_max` is the highest
     // sequence number ever sent: `snd_nxt` falls back below it after an RTO
@@ -174,6 +177,9 @@ pub struct Connection {
     keepalive_sent: u32,
     last_rx: Instant,
 
+    /// The segment `next_from_nxt` just chose ends a window-limited burst:
+    /// `emit` sets PSH on it.
+    push_burst_end: bool,
     /// An ACK must go out on the next `poll_transmit`.
     ack_now: bool,
     /// Bytes received since the last ACK we sent (delayed-ACK accounting).
@@ -209,6 +215,7 @@ impl Connection {
         Connection {
             tuple,
             state,
+            active_open: false,
             iss,
             snd_una: iss,
             snd_nxt: iss,
@@ -252,6 +259,7 @@ impl Connection {
             keepalive_pending: false,
             keepalive_sent: 0,
             last_rx: now,
+            push_burst_end: false,
             ack_now: false,
             unacked_rx_bytes: 0,
             quickacks: QUICKACK_SEGMENTS,
@@ -274,14 +282,15 @@ impl Connection {
     pub fn connect(cfg: &Config, tuple: FourTuple, iss: SeqNumber, now: Instant) -> Connection {
         let mut c = Connection::new(cfg, tuple, State::SynSent, iss, now);
         // Our shift goes in the SYN; it only takes effect if the peer's SYN-ACK carries one too.
-        c.rcv_wscale = if cfg.window_scaling { options::wscale_for(cfg.recv_buffer) } else { 0 };
+        c.rcv_wscale = options::offered_wscale(cfg);
+        c.active_open = true;
         c
     }
 
     /// Passive open from a listener that accepted `syn`: SYN-RECEIVED; the first `poll_transmit` yields the SYN-ACK.
     pub fn accept(cfg: &Config, tuple: FourTuple, syn: &TcpRepr, iss: SeqNumber, now: Instant) -> Connection {
         let mut c = Connection::new(cfg, tuple, State::SynReceived, iss, now);
-        c.rcv_wscale = if cfg.window_scaling { options::wscale_for(cfg.recv_buffer) } else { 0 };
+        c.rcv_wscale = options::offered_wscale(cfg);
         c.on_peer_syn(now, syn);
         c
     }
@@ -342,9 +351,24 @@ impl Connection {
         self.release_idle_buffers();
     }
 
+    /// An ICMP error about this connection (RFC 1122 §4.2.3.9, RFC 5461,
+    /// RFC 1191), handled as Linux's `tcp_v4_err` does: see `on_icmp`.
+    /// Prefer `handle_icmp_quoting` when the quoted sequence number is known.
     pub fn handle_icmp(&mut self, now: Instant, err: IcmpError) {
         self.on_icmp(now, err);
         self.release_idle_buffers();
+    }
+
+    /// `handle_icmp` for an error that quotes the sequence number of the
+    /// segment it concerns (ICMP quotes at least the first 8 bytes of our TCP
+    /// header). RFC 5927 §4.1, as Linux's `tcp_v4_err`: an error about a
+    /// sequence number outside [SND.UNA, SND.NXT] concerns nothing we have in
+    /// flight and is ignored, so a blind attacker cannot abort a connection.
+    pub fn handle_icmp_quoting(&mut self, now: Instant, seq: SeqNumber, err: IcmpError) {
+        if seq < self.snd_una || seq > self.snd_max {
+            return;
+        }
+        self.handle_icmp(now, err);
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -498,7 +522,7 @@ impl Connection {
     pub fn abort(&mut self) {
         match self.state {
             State::SynReceived | State::Established | State::FinWait1 | State::FinWait2 | State::CloseWait => {
-                self.pending_rst = Some(self.make_rst(self.snd_nxt.max(self.snd_una)));
+                self.pending_rst = Some(self.make_rst());
             }
             _ => {}
         }

@@ -13,6 +13,24 @@ pub(super) const TS_OPTION_LEN: usize = 12;
 /// RFC 7323 §5.5: TS.Recent older than 24 days is invalid.
 const PAWS_IDLE_MS: u64 = 24 * 24 * 60 * 60 * 1000;
 
+/// Linux's default largest receive buffer (`tcp_rmem[2]`, 6 MiB).
+pub(super) const LINUX_RMEM_MAX: usize = 6 * 1024 * 1024;
+
+/// The shift our SYN / SYN-ACK offers (0 with window scaling off). Chosen,
+/// as Linux's `tcp_select_initial_window` does, for the largest window the
+/// connection may ever grow to, not for the buffer it starts with: the shift
+/// cannot change after the handshake. `Config` has one receive-buffer size
+/// and no autotuning maximum, so that largest window is
+/// max(`recv_buffer`, Linux's default `tcp_rmem[2]` of 6 MiB): default
+/// settings offer 7, as Linux does; a 1 GiB buffer offers 14.
+pub(super) fn offered_wscale(cfg: &crate::Config) -> u8 {
+    if cfg.window_scaling {
+        wscale_for(cfg.recv_buffer.max(LINUX_RMEM_MAX))
+    } else {
+        0
+    }
+}
+
 /// The smallest shift that lets a window of `buffer` bytes be advertised.
 pub(super) fn wscale_for(buffer: usize) -> u8 {
     let mut shift = 0;
@@ -167,28 +185,36 @@ impl Connection {
         self.sack_recent[0] = Some(seq);
     }
 
-    /// RFC 7323 §5.3 PAWS: true if the segment must be dropped as old.
-    pub(super) fn paws_rejects(&mut self, now: Instant, repr: &TcpRepr) -> bool {
+    /// RFC 7323 §5.3 PAWS: true if the segment must be dropped as old. Only
+    /// answers: nothing is remembered from a segment before it is known to be
+    /// acceptable (`update_ts_recent` does that, as Linux's `tcp_paws_check`
+    /// only answers and `tcp_replace_ts_recent` stores).
+    pub(super) fn paws_rejects(&self, now: Instant, repr: &TcpRepr) -> bool {
         if !self.ts_ok || repr.flags.rst() {
             return false;
         }
         let Some((tsval, _)) = repr.options.timestamps else { return false };
-        // §5.5: after 24 days idle, TS.Recent is no longer trusted.
-        if now.saturating_duration_since(self.ts_recent_at).as_millis() as u64 > PAWS_IDLE_MS {
-            self.ts_recent = tsval;
-            self.ts_recent_at = now;
-            return false;
-        }
-        (tsval.wrapping_sub(self.ts_recent) as i32) < 0
+        !self.ts_newer_or_stale(now, tsval)
     }
 
-    /// RFC 7323 §4.3: TS.Recent takes SEG.TSval when the segment covers Last.ACK.sent.
+    /// `tsval` is not older than TS.Recent, or TS.Recent is stale (§5.5:
+    /// after 24 days idle it is no longer trusted).
+    fn ts_newer_or_stale(&self, now: Instant, tsval: u32) -> bool {
+        (tsval.wrapping_sub(self.ts_recent) as i32) >= 0
+            || now.saturating_duration_since(self.ts_recent_at).as_millis() as u64 > PAWS_IDLE_MS
+    }
+
+    /// RFC 7323 §4.3: TS.Recent takes SEG.TSval when the segment covers
+    /// Last.ACK.sent. Called only for an acceptable segment whose ACK was
+    /// validated (RFC 9293 §3.10.7.4 order; Linux's `tcp_replace_ts_recent`
+    /// in `tcp_ack`): a segment dropped for its sequence number, its ACK, or
+    /// answered with a challenge ACK never sets it.
     pub(super) fn update_ts_recent(&mut self, now: Instant, repr: &TcpRepr) {
         if !self.ts_ok {
             return;
         }
         if let Some((tsval, _)) = repr.options.timestamps {
-            if (tsval.wrapping_sub(self.ts_recent) as i32) >= 0 && repr.seq <= self.last_ack_sent {
+            if repr.seq <= self.last_ack_sent && self.ts_newer_or_stale(now, tsval) {
                 self.ts_recent = tsval;
                 self.ts_recent_at = now;
             }

@@ -26,7 +26,11 @@ enum SegKind {
 
 impl Connection {
     pub(super) fn transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
-        if let Some(rst) = self.pending_rst.take() {
+        if let Some(mut rst) = self.pending_rst.take() {
+            // Only our own (active) RSTs carry timestamps (`make_rst`): TSval is now.
+            if let Some((_, ecr)) = rst.options.timestamps {
+                rst.options.timestamps = Some((super::options::ts_clock(now), ecr));
+            }
             self.stats.segments_out += 1;
             return Some(Transmit { repr: rst, payload: [&[], &[]], gso_size: 0 });
         }
@@ -75,7 +79,7 @@ impl Connection {
     /// both in go-back-N then trade unacceptable ACKs forever). Like BSD, use
     /// SND.MAX, but never beyond the peer's window (a zero-window probe byte
     /// is not in it; Linux's `tcp_acceptable_seq`).
-    fn ack_seq(&self) -> SeqNumber {
+    pub(super) fn ack_seq(&self) -> SeqNumber {
         self.snd_max.min(self.snd_una + self.snd_wnd).max(self.snd_nxt)
     }
 
@@ -245,6 +249,12 @@ impl Connection {
         self.persist_override = false;
         let seq = self.snd_nxt;
         let fin = fin_pending.is_some_and(|f| seq + len == f);
+        // PSH on the last segment of a burst that the congestion window or
+        // the peer's window stops with data still queued: after this one,
+        // no further segment (or only a short one) fits.
+        let rest = unsent - len;
+        let room = wnd_avail.min(self.cwnd_allowance()).saturating_sub(len);
+        self.push_burst_end = rest > 0 && room < rest.min(mss);
         Some((seq, len, fin))
     }
 
@@ -328,8 +338,13 @@ impl Connection {
         if fin {
             flags |= TcpFlags::FIN;
         }
+        // PSH (RFC 9293 §3.9.1 leaves when to the sender) as Linux marks it
+        // (`tcp_push`/`tcp_mark_push`, `forced_push`): on the segment that
+        // empties the send queue, and on the last segment of a burst that
+        // stops, cwnd- or rwnd-limited, with data still queued (`next_from_nxt`).
         let data_end = self.snd_buf_seq + self.send_buf.len();
-        if len > 0 && seq + len == data_end {
+        let burst_end = std::mem::take(&mut self.push_burst_end);
+        if len > 0 && (seq + len == data_end || burst_end) {
             flags |= TcpFlags::PSH;
         }
         let repr = TcpRepr {

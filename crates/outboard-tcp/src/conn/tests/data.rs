@@ -183,7 +183,7 @@ fn rcv_window_right_edge_never_shrinks_under_reads_and_arrivals() {
     let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), window_scale: Some(2), ..Default::default() });
     let mut edge = 0u64;
     let mut buf = vec![0u8; 3000];
-    assert_eq!(h.c.rcv_wscale, 2);
+    assert_eq!(h.c.rcv_wscale, 7, "sized for 6 MiB (options::offered_wscale)");
     for i in 0..200u32 {
         let len = (i * 37 % 1500) as usize;
         // Every other segment lands 500 bytes ahead (out of order).
@@ -361,4 +361,47 @@ fn stats_count_segments_bytes_and_queues() {
     assert_eq!(s.recv_queue, 4);
     assert_eq!(s.send_mss, 1460);
     assert!(s.cwnd >= 10 * 1460);
+}
+
+/// PSH as Linux sets it (`tcp_push`/`tcp_mark_push`, `forced_push`): on the
+/// segment that empties the send queue, and on the last segment of a burst
+/// that stops with data still queued because the congestion window is full,
+/// so the receiver hands over what arrived instead of waiting (RFC 9293
+/// §3.9.1 leaves when to push to the sender).
+#[test]
+fn rfc9293_3_9_1_psh_on_the_last_segment_of_a_cwnd_limited_burst() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&[0; 30_000]).unwrap();
+    let segs = h.recv();
+    assert_eq!(segs.len(), 10, "RFC 6928 initial window");
+    let psh: Vec<bool> = segs.iter().map(|s| s.flags().contains(TcpFlags::PSH)).collect();
+    assert_eq!(psh, [vec![false; 9], vec![true]].concat());
+    // No segment inside a burst is pushed; the one that empties the queue is.
+    let mut sent = 14_600;
+    let mut last = None;
+    while sent < 30_000 {
+        h.send(&seg(ACK, PEER_ISS + 1, ISS + 1 + sent as u32), b"");
+        let segs = h.recv();
+        assert!(!segs.is_empty());
+        assert!(segs[..segs.len() - 1].iter().all(|s| !s.flags().contains(TcpFlags::PSH)));
+        sent += segs.iter().map(Out::len).sum::<usize>();
+        last = segs.last().cloned();
+    }
+    assert_eq!(sent, 30_000);
+    assert!(last.unwrap().flags().contains(TcpFlags::PSH));
+}
+
+/// As above when the peer's window stops the burst (Linux marks the last
+/// segment written before the window closes the same way).
+#[test]
+fn rfc9293_3_9_1_psh_on_the_last_segment_of_an_rwnd_limited_burst() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 3000;
+    h.send(&a, b"");
+    h.c.send(&[0; 10_000]).unwrap();
+    let segs = h.recv();
+    assert_eq!(segs.iter().map(Out::len).collect::<Vec<_>>(), vec![1460, 1460]);
+    assert_eq!(segs[0].flags(), ACK);
+    assert_eq!(segs[1].flags(), ACK | TcpFlags::PSH);
 }

@@ -37,18 +37,18 @@ fn syn_received_connection_holds_under_4_kib() {
 #[test]
 fn syn_ack_window_and_scale_still_follow_the_configured_receive_buffer() {
     // RFC 7323 §2.2: the SYN-ACK window is unscaled; the shift is the smallest
-    // covering 256 KiB. Lazy storage must change neither.
+    // covering max(256 KiB, 6 MiB) (`offered_wscale`). Lazy storage must change neither.
     let mut h = Harness::accept(&full_cfg(), &syn_with_options());
     let synack = h.recv_one();
     assert_eq!(synack.repr.window, 65535);
-    assert_eq!(synack.repr.options.window_scale, Some(3));
+    assert_eq!(synack.repr.options.window_scale, Some(7));
     // The first window after the handshake, scaled, covers the whole buffer.
     let mut ack = seg(ACK, PEER_ISS + 1, ISS + 1);
     ack.options.timestamps = Some((78, synack.repr.options.timestamps.map_or(0, |t| t.0)));
     h.send(&ack, b"x");
     assert_eq!(h.c.state(), State::Established);
     let a = h.recv_one();
-    assert!(usize::from(a.repr.window) << 3 >= 256 * 1024 - 8, "window {} << 3", a.repr.window);
+    assert!(usize::from(a.repr.window) << 7 >= 256 * 1024 - 128, "window {} << 7", a.repr.window);
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn rfc7323_syn_offers_all_enabled_options() {
     let syn = h.recv_one();
     let o = syn.repr.options;
     assert_eq!(o.mss, Some(1460));
-    assert_eq!(o.window_scale, Some(3), "256 KiB needs a shift of 3");
+    assert_eq!(o.window_scale, Some(7), "sized for 6 MiB, Linux's tcp_rmem[2]");
     assert!(o.sack_permitted);
     assert_eq!(o.timestamps, Some((10_001, 0)));
     assert_eq!(syn.repr.window, 65535, "RFC 7323 §2.2: SYN window unscaled");
@@ -32,8 +32,8 @@ fn rfc7323_window_scale_negotiated_when_both_syns_carry_it() {
     h.send(&sa, b"");
     assert_eq!(h.c.snd_wnd, 1000, "the SYN-ACK's window is not scaled");
     let ack = h.recv_one();
-    assert_eq!(ack.repr.window, 32768, "256 KiB >> 3");
-    assert_eq!((h.c.stats().snd_wscale, h.c.stats().rcv_wscale), (7, 3));
+    assert_eq!(ack.repr.window, 2048, "256 KiB >> 7");
+    assert_eq!((h.c.stats().snd_wscale, h.c.stats().rcv_wscale), (7, 7));
     let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
     a.window = 100;
     h.send(&a, b"");
@@ -74,7 +74,7 @@ fn rfc7323_syn_ack_echoes_peer_tsval() {
     let mut h = Harness::accept(&full_cfg(), &syn);
     let sa = h.recv_one();
     assert_eq!(sa.repr.options.timestamps, Some((10_001, 777)));
-    assert_eq!(sa.repr.options.window_scale, Some(3));
+    assert_eq!(sa.repr.options.window_scale, Some(7));
     assert!(sa.repr.options.sack_permitted);
 }
 
@@ -223,4 +223,59 @@ fn rfc2018_up_to_four_blocks_without_timestamps_three_with() {
         assert_eq!(last.repr.options.sack.len(), n);
         assert_eq!(last.repr.options.sack.as_slice()[0], (SeqNumber(base + 1100), SeqNumber(base + 1200)));
     }
+}
+
+/// RFC 7323 §4.3 with the RFC 9293 §3.10.7.4 processing order (Linux's
+/// `tcp_replace_ts_recent` runs in `tcp_ack` only after the ACK is
+/// validated): a segment dropped for its ACK — acknowledging data never sent
+/// (RFC 5961 §5.2) or older than the largest window — must not set TS.Recent.
+/// Otherwise one blind segment with a huge TSval makes PAWS discard all the
+/// peer's later data and the connection stalls.
+#[test]
+fn rfc7323_4_3_ts_recent_only_from_acceptable_segments_not_from_bad_acks() {
+    let mut h = ts_established();
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 100, 0x7fff_0000), b"evil");
+    let a = h.recv_one();
+    assert_eq!(a.repr.options.timestamps.map(|t| t.1), Some(500), "TS.Recent unchanged");
+    h.send(&ts_seg(ACK, PEER_ISS + 1, (ISS + 1).wrapping_sub(70_000), 0x7fff_0001), b"evil");
+    h.recv();
+    assert_eq!(h.c.recv_available(), 0, "both were dropped");
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 1, 600), b"abc");
+    assert_eq!(h.c.recv_available(), 3, "the peer's next valid segment is taken");
+    let a = h.recv_one();
+    assert_eq!((a.ack(), a.repr.options.timestamps.map(|t| t.1)), (PEER_ISS + 4, Some(600)));
+}
+
+/// RFC 7323 §5.5 with §4.3: once TS.Recent is 24 days old PAWS lets a
+/// segment through, but only an acceptable segment may then set TS.Recent
+/// (Linux's `tcp_paws_check` only answers; `tcp_replace_ts_recent` stores). An
+/// out-of-window segment with a huge TSval must not poison it.
+#[test]
+fn rfc7323_5_5_after_paws_idle_expiry_an_unacceptable_segment_does_not_set_ts_recent() {
+    let mut h = ts_established();
+    h.now += Duration::from_secs(25 * 24 * 3600);
+    h.send(&ts_seg(ACK, PEER_ISS + 1 + 200_000, ISS + 1, 0x7fff_0000), b"far");
+    h.recv();
+    h.send(&ts_seg(ACK, PEER_ISS + 1, ISS + 1, 600), b"abc");
+    assert_eq!(h.c.recv_available(), 3);
+    assert_eq!(h.recv_one().repr.options.timestamps.map(|t| t.1), Some(600));
+}
+
+/// RFC 7323 §2.3 as Linux's `tcp_select_initial_window` applies it: the shift
+/// offered is the smallest that lets the largest window the connection may
+/// grow to fit in 16 bits — max(the receive buffer, Linux's default
+/// `tcp_rmem[2]` of 6 MiB) — so default settings offer 7, as Linux does, and
+/// a 1 GiB buffer the maximum of 14.
+#[test]
+fn rfc7323_2_3_window_scale_from_the_largest_receive_buffer_as_linux() {
+    let mut h = Harness::connect(&Config::default());
+    assert_eq!(h.recv_one().repr.options.window_scale, Some(7));
+    let mut h = Harness::connect(&Config { recv_buffer: 1 << 30, ..Config::default() });
+    assert_eq!(h.recv_one().repr.options.window_scale, Some(14));
+    let mut h = Harness::accept(&Config::default(), &{
+        let mut syn = seg(SYN, PEER_ISS, 0);
+        syn.options = synack_opts(Some(2), false, None);
+        syn
+    });
+    assert_eq!(h.recv_one().repr.options.window_scale, Some(7), "the SYN-ACK offers the same");
 }

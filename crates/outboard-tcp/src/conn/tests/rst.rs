@@ -151,3 +151,81 @@ fn rfc9293_segment_without_ack_is_dropped() {
     assert_eq!(h.c.recv_available(), 0);
     h.recv_nothing();
 }
+
+fn ts_cfg() -> Config {
+    Config { timestamps: true, ..plain_cfg() }
+}
+
+/// RFC 7323 §4.2 as Linux's `tcp_send_active_reset` does: the RST of an abort
+/// (or of a close with unread data) on a connection that negotiated
+/// timestamps carries the TS option, echoing TS.Recent.
+#[test]
+fn rfc7323_4_2_active_rst_carries_timestamps_when_negotiated() {
+    let opts = TcpOptions { mss: Some(1460), timestamps: Some((500, 10_001)), ..TcpOptions::default() };
+    let mut h = Harness::established_with(&ts_cfg(), opts);
+    h.c.abort();
+    let r = h.recv_one();
+    assert_eq!(r.flags(), RST | ACK);
+    assert_eq!(r.repr.options.timestamps.map(|t| t.1), Some(500));
+
+    let mut h = Harness::established_with(&ts_cfg(), opts);
+    h.send(&seg_ts(PEER_ISS + 1, ISS + 1, 600), b"unread");
+    h.recv();
+    h.c.close();
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq(), r.ack()), (RST | ACK, ISS + 1, PEER_ISS + 7));
+    assert_eq!(r.repr.options.timestamps.map(|t| t.1), Some(600));
+
+    let mut h = Harness::established(&plain_cfg());
+    h.c.abort();
+    assert_eq!(h.recv_one().repr.options.timestamps, None, "none when not negotiated");
+}
+
+fn seg_ts(seq: u32, ack: u32, tsval: u32) -> TcpRepr {
+    let mut s = seg(ACK, seq, ack);
+    s.options.timestamps = Some((tsval, 10_001));
+    s
+}
+
+/// RFC 9293 §3.10.7.3 / §3.10.7.1: a SYN-ACK arriving after `close()` or
+/// `abort()` in SYN-SENT finds a CLOSED connection and is answered
+/// `<SEQ=SEG.ACK><CTL=RST>`, no ACK flag (Linux: the socket is unhashed and
+/// `tcp_v4_send_reset` answers); a segment without ACK gets
+/// `<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`; a RST gets nothing.
+#[test]
+fn rfc9293_3_10_7_1_syn_ack_after_close_in_syn_sent_gets_rst_seq_seg_ack() {
+    for abort in [false, true] {
+        let mut h = Harness::connect(&plain_cfg());
+        h.recv_one();
+        if abort {
+            h.c.abort();
+        } else {
+            h.c.close();
+        }
+        h.recv_nothing();
+        h.send(&seg(SYN | ACK, PEER_ISS, ISS + 1), b"");
+        let r = h.recv_one();
+        assert_eq!((r.flags(), r.seq(), r.len()), (RST, ISS + 1, 0), "abort: {abort}");
+        assert!(h.c.is_finished());
+        h.send(&seg(SYN, PEER_ISS, 0), b"");
+        let r = h.recv_one();
+        assert_eq!((r.flags(), r.seq(), r.ack()), (RST | ACK, 0, PEER_ISS + 1));
+        h.send(&seg(RST | ACK, PEER_ISS, ISS + 1), b"");
+        h.recv_nothing();
+    }
+}
+
+/// RFC 9293 §3.10.4 / RFC 1122 §4.2.2.13: new data after `close()` is
+/// answered with a RST built from the segment, `<SEQ=SEG.ACK><CTL=RST>`
+/// (RFC 9293 §3.10.7.1), as Linux's `tcp_rcv_state_process` (`tcp_reset`,
+/// then `tcp_v4_send_reset`) does.
+#[test]
+fn rfc9293_3_10_7_1_data_after_close_gets_rst_seq_seg_ack_as_linux() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.close();
+    assert!(h.recv_one().flags().fin());
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"late data");
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq(), r.len()), (RST, ISS + 1, 0));
+    assert_eq!(h.c.state(), State::Closed);
+}

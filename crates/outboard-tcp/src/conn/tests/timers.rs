@@ -134,14 +134,6 @@ fn icmp_soft_error_reported_only_with_timeout() {
 }
 
 #[test]
-fn icmp_unreachable_in_syn_sent_soft_code_keeps_trying() {
-    let mut h = Harness::connect(&plain_cfg());
-    h.recv_one();
-    h.c.handle_icmp(h.now, IcmpError::Unreachable { code: 1 });
-    assert_eq!(h.c.state(), State::SynSent);
-}
-
-#[test]
 fn no_timer_left_when_idle_and_everything_acked() {
     let mut h = Harness::established(&plain_cfg());
     h.c.send(b"abc").unwrap();
@@ -164,12 +156,18 @@ fn from_cookie_is_established_and_takes_the_acks_data() {
     assert_eq!(c.poll_event(), Some(Event::Connected));
 }
 
+/// RFC 9293 §3.10.7.1: a segment for a CLOSED connection is answered with
+/// `<SEQ=SEG.ACK><CTL=RST>` (as Linux answers once the socket is gone); a
+/// RST is not answered.
 #[test]
-fn segments_for_a_closed_connection_are_ignored() {
+fn segments_for_a_closed_connection_are_answered_with_rst() {
     let mut h = Harness::established(&plain_cfg());
     h.c.abort();
     h.recv();
     h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"data");
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq()), (RST, ISS + 1));
+    h.send(&seg(RST, PEER_ISS + 1, 0), b"");
     h.recv_nothing();
     assert!(h.c.is_finished());
 }
@@ -206,4 +204,86 @@ fn keepalive_can_be_switched_on_at_run_time() {
     assert_eq!(h.recv_one().seq(), ISS);
     h.c.set_keepalive(h.now, None);
     assert_eq!(h.c.poll_timeout(), None);
+}
+
+/// RFC 5961 / RFC 9293 §3.10.7.4: a segment dropped for its ACK, or answered
+/// with a challenge ACK (in-window RST or SYN), proves nothing about the peer:
+/// it leaves the keepalive schedule alone (Linux refreshes `rcv_tstamp` only
+/// in `tcp_ack`, after the ACK is validated).
+#[test]
+fn rfc5961_dropped_segments_do_not_postpone_keepalive() {
+    let cfg = Config { keepalive: Some((Duration::from_secs(100), Duration::from_secs(10), 3)), ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    let due = h.c.poll_timeout().unwrap();
+    h.advance(Duration::from_secs(50));
+    h.send(&seg(RST, PEER_ISS + 100, 0), b"");
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 100), b"x");
+    h.send(&seg(SYN, PEER_ISS + 1, 0), b"");
+    h.recv();
+    assert_eq!(h.c.poll_timeout(), Some(due));
+}
+
+/// RFC 1122 §4.2.3.9 / RFC 5461 as Linux's `tcp_v4_err` applies them: in
+/// SYN-SENT every destination unreachable (but fragmentation needed) and
+/// time exceeded quoting our SYN ends the connect at once (`sk_err` from
+/// `icmp_err_convert`, `tcp_done`), soft codes too; `soft_error` says which
+/// (ENETUNREACH, EHOSTUNREACH... rather than ECONNREFUSED).
+#[test]
+fn rfc5461_icmp_error_in_syn_sent_fails_the_connect_at_once_as_linux() {
+    for err in [
+        IcmpError::Unreachable { code: 0 },
+        IcmpError::Unreachable { code: 1 },
+        IcmpError::Unreachable { code: 3 },
+        IcmpError::Unreachable { code: 13 },
+        IcmpError::TimeExceeded,
+    ] {
+        let mut h = Harness::connect(&plain_cfg());
+        h.recv_one();
+        h.c.handle_icmp_quoting(h.now, SeqNumber(ISS), err);
+        assert_eq!(h.c.state(), State::Closed, "{err:?}");
+        assert_eq!(h.events(), vec![Event::Reset], "{err:?}");
+        assert_eq!(h.c.soft_error(), Some(err));
+        h.recv_nothing();
+    }
+}
+
+/// RFC 5927 §4.1 as Linux's `tcp_v4_err` (`between(seq, snd_una, snd_nxt)`):
+/// an ICMP error quoting a sequence number we have no unacknowledged data
+/// at is ignored — a blind attacker must not kill a connection attempt.
+#[test]
+fn rfc5927_icmp_error_quoting_a_foreign_sequence_number_is_ignored() {
+    let mut h = Harness::connect(&plain_cfg());
+    h.recv_one();
+    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5000), IcmpError::Unreachable { code: 3 });
+    assert_eq!(h.c.state(), State::SynSent);
+    assert_eq!(h.c.soft_error(), None);
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(b"abc").unwrap();
+    h.recv();
+    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 900), IcmpError::Unreachable { code: 1 });
+    assert_eq!(h.c.soft_error(), None);
+    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 1), IcmpError::Unreachable { code: 1 });
+    assert_eq!(h.c.soft_error(), Some(IcmpError::Unreachable { code: 1 }));
+    assert_eq!(h.c.state(), State::Established, "soft once synchronized");
+}
+
+/// Linux's `tcp_req_err`: a half-open (SYN-RECEIVED) connection whose
+/// SYN-ACK drew net/host unreachable or time exceeded is dropped quietly
+/// (nobody accepted it yet); other codes leave it alone.
+#[test]
+fn rfc5461_icmp_net_or_host_unreachable_drops_a_syn_received_connection_as_linux() {
+    for (err, dropped) in [
+        (IcmpError::Unreachable { code: 0 }, true),
+        (IcmpError::Unreachable { code: 1 }, true),
+        (IcmpError::TimeExceeded, true),
+        (IcmpError::Unreachable { code: 3 }, false),
+    ] {
+        let mut h = Harness::accept(&plain_cfg(), &seg(SYN, PEER_ISS, 0));
+        h.recv_one();
+        h.c.handle_icmp_quoting(h.now, SeqNumber(ISS), err);
+        let want = if dropped { State::Closed } else { State::SynReceived };
+        assert_eq!(h.c.state(), want, "{err:?}");
+        assert!(h.events().is_empty(), "{err:?}");
+        assert_eq!(h.c.is_finished(), dropped);
+    }
 }

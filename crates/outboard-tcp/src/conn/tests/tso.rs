@@ -39,7 +39,7 @@ fn tso_sends_the_initial_window_as_one_segment() {
     // RFC 6928 IW10: cwnd = 14600 bytes, i.e. ten pieces in one segment.
     assert_eq!((o.seq(), o.len(), o.gso), (ISS + 1, 10 * MSS, MSS));
     assert_eq!(o.payload, d[..10 * MSS]);
-    assert!(!o.flags().contains(TcpFlags::PSH), "not the end of the queued data");
+    assert!(o.flags().contains(TcpFlags::PSH), "the last segment of a cwnd-limited burst");
     let s = h.c.stats();
     assert_eq!((s.tso_segments_out, s.bytes_in_flight, s.bytes_out), (1, 10 * MSS, 10 * MSS as u64));
 }
