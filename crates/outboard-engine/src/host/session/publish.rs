@@ -53,12 +53,14 @@ impl Session {
                 TcpEvent::PeerClosed => s.flags |= flags::PEER_CLOSED,
                 TcpEvent::Reset => {
                     s.error = if c.state() == State::Closed && s.flags & flags::CONNECTED == 0 {
-                        libc::ECONNREFUSED as u32
+                        // A connect that failed: an ICMP error says why, as on Linux.
+                        c.soft_error().map_or(libc::ECONNREFUSED, icmp_errno) as u32
                     } else {
                         libc::ECONNRESET as u32
                     }
                 }
-                TcpEvent::TimedOut => s.error = libc::ETIMEDOUT as u32,
+                // Linux reports the last ICMP error seen (sk_err_soft) rather than ETIMEDOUT.
+                TcpEvent::TimedOut => s.error = c.soft_error().map_or(libc::ETIMEDOUT, icmp_errno) as u32,
                 TcpEvent::Readable | TcpEvent::Writable | TcpEvent::Closed => {}
             }
         }
@@ -220,5 +222,41 @@ mod tests {
         assert_eq!(linux_state(State::CloseWait), 8);
         assert_eq!(linux_state(State::LastAck), 9);
         assert_eq!(linux_state(State::Closing), 11);
+    }
+}
+
+/// The errno Linux gives for an ICMP error (`icmp_err_convert`, and
+/// EHOSTUNREACH for time exceeded as `tcp_v4_err` does).
+fn icmp_errno(e: outboard_tcp::IcmpError) -> i32 {
+    use outboard_tcp::IcmpError;
+    match e {
+        IcmpError::FragmentationNeeded { .. } => libc::EMSGSIZE,
+        IcmpError::TimeExceeded => libc::EHOSTUNREACH,
+        IcmpError::Unreachable { code } => match code {
+            0 | 6 | 9 | 11 => libc::ENETUNREACH,
+            2 => libc::ENOPROTOOPT,
+            3 => libc::ECONNREFUSED,
+            4 => libc::EMSGSIZE,
+            5 => libc::EOPNOTSUPP,
+            7 => libc::EHOSTDOWN,
+            8 => libc::ENONET,
+            _ => libc::EHOSTUNREACH,
+        },
+    }
+}
+
+#[cfg(test)]
+mod icmp_tests {
+    use super::icmp_errno;
+    use outboard_tcp::IcmpError;
+
+    #[test]
+    fn icmp_errors_map_to_linux_errnos() {
+        let u = |code| icmp_errno(IcmpError::Unreachable { code });
+        assert_eq!(u(0), libc::ENETUNREACH);
+        assert_eq!(u(1), libc::EHOSTUNREACH);
+        assert_eq!(u(3), libc::ECONNREFUSED);
+        assert_eq!(u(13), libc::EHOSTUNREACH);
+        assert_eq!(icmp_errno(IcmpError::TimeExceeded), libc::EHOSTUNREACH);
     }
 }
