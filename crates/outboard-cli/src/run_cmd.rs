@@ -11,7 +11,8 @@
 //!
 //! The shim is `--shim PATH`, else `$OUTBOARD_SHIM`, else
 //! `liboutboard_shim.so` beside the `outboard` executable, else in its
-//! `deps/` directory (where `cargo build` leaves it).
+//! `deps/` directory (where `cargo build` leaves it), else in `../lib/`
+//! (where `scripts/install.sh` puts it for `PREFIX/bin/outboard`).
 //!
 //! Before the exec it looks at the program (`run_detect`): a statically
 //! linked executable (no dynamic loader, so `LD_PRELOAD` is never read) or a
@@ -56,7 +57,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "default")]
     pub name: String,
     /// The shim library (default: $OUTBOARD_SHIM, else liboutboard_shim.so beside
-    /// this executable or in its deps/ directory).
+    /// this executable, in its deps/ directory or in ../lib/).
     #[arg(long)]
     pub shim: Option<PathBuf>,
     /// Fail instead of running a program whose sockets would not reach the
@@ -89,8 +90,9 @@ pub fn find_shim(flag: Option<&Path>) -> Result<PathBuf, String> {
             .map_err(|e| format!("cannot find the outboard executable: {e}"))?;
         let dir = exe.parent().unwrap_or(Path::new("/")).to_path_buf();
         (
-            vec![dir.join(SHIM_FILE), dir.join("deps").join(SHIM_FILE)],
-            format!("beside {}", exe.display()),
+            // Beside it (a build), in its deps/ (cargo's), or PREFIX/lib for PREFIX/bin (installed).
+            vec![dir.join(SHIM_FILE), dir.join("deps").join(SHIM_FILE), dir.join("../lib").join(SHIM_FILE)],
+            format!("beside {}, in its deps/ or in ../lib/", exe.display()),
         )
     };
     for c in &candidates {
