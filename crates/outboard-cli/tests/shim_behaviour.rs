@@ -1281,7 +1281,7 @@ def worker(i):
     ep = select.epoll()
     ep.register(ls.fileno(), select.EPOLLIN)
     conns = {}
-    print("ready", i, flush=True)
+    up[i].set()
     while True:
         for fd, ev in ep.poll(5.0):
             if fd == ls.fileno():
@@ -1300,8 +1300,13 @@ def worker(i):
                     conns.pop(fd).close()
                 else:
                     c.sendall(b)
+up = [threading.Event(), threading.Event()]
 for i in (0, 1):
     threading.Thread(target=worker, args=(i,), daemon=True).start()
+for e in up:
+    e.wait()
+# One line from one thread: two threads printing at once interleave their words.
+print("ready", flush=True)
 threading.Event().wait()
 "#;
 
@@ -1331,7 +1336,6 @@ fn epoll_sleepers_in_several_threads_do_not_spin_on_the_wake_eventfd() {
     let _g = serial();
     let net = Net::new("ettwo", 2);
     let srv = net.py(0, TWO_EPOLL_THREADS, &["7960"], &[]);
-    srv.expect_line("ready", Duration::from_secs(15));
     srv.expect_line("ready", Duration::from_secs(15));
     std::thread::sleep(Duration::from_millis(200));
     let waits = |net: &Net| -> u64 {
