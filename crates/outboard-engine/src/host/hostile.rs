@@ -30,10 +30,6 @@ pub struct HostileOutcome {
     pub frames_out: u64,
 }
 
-fn small_params() -> BoardParams {
-    BoardParams::small()
-}
-
 /// A small reader over the fuzzer's bytes (zeros once they run out).
 struct Bytes<'a>(&'a [u8]);
 
@@ -59,7 +55,7 @@ impl Bytes<'_> {
 /// Runs one session through `input` (at most a few hundred steps).
 pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let mut out = HostileOutcome::default();
-    let Ok(layout) = BoardLayout::new(small_params()) else { return out };
+    let Ok(layout) = BoardLayout::new(BoardParams::small()) else { return out };
     let Ok(map) = Mapping::anonymous_shared(layout.total) else { return out };
     let map = Arc::new(map);
     map.write(header::MAGIC, MAGIC);
@@ -75,8 +71,8 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let mut cfg = StackConfig::new([2, 0, 0, 0, 0, 1], Ipv4Addr::new(10, 9, 0, 1), 24);
     cfg.secret = [7; 16];
     // Stream regions hold at least the stack's TCP buffers (attach sees to it).
-    cfg.tcp.send_buffer = small_params().stream_buffer as usize;
-    cfg.tcp.recv_buffer = small_params().stream_buffer as usize;
+    cfg.tcp.send_buffer = BoardParams::small().stream_buffer as usize;
+    cfg.tcp.recv_buffer = BoardParams::small().stream_buffer as usize;
     let mut stack = Stack::new(cfg, now);
     let mut host = Host::new(0, None);
     host.adopt(session);

@@ -113,14 +113,19 @@ fn nagle_off_with_nodelay_sends_small_segments_at_once() {
     assert_eq!(h.recv_one().payload, b"b");
 }
 
-#[test]
-fn send_respects_the_peer_window() {
+/// 10,000 bytes offered to a peer whose window is 3,000: what goes out.
+fn burst_into_a_3000_byte_window() -> Vec<Out> {
     let mut h = Harness::established(&plain_cfg());
     let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
     a.window = 3000;
     h.send(&a, b"");
     h.c.send(&[0; 10_000]).unwrap();
-    let segs = h.recv();
+    h.recv()
+}
+
+#[test]
+fn send_respects_the_peer_window() {
+    let segs = burst_into_a_3000_byte_window();
     assert_eq!(segs.iter().map(Out::len).collect::<Vec<_>>(), vec![1460, 1460], "the 80-byte rest waits (SWS)");
 }
 
@@ -395,12 +400,7 @@ fn rfc9293_3_9_1_psh_on_the_last_segment_of_a_cwnd_limited_burst() {
 /// segment written before the window closes the same way).
 #[test]
 fn rfc9293_3_9_1_psh_on_the_last_segment_of_an_rwnd_limited_burst() {
-    let mut h = Harness::established(&plain_cfg());
-    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
-    a.window = 3000;
-    h.send(&a, b"");
-    h.c.send(&[0; 10_000]).unwrap();
-    let segs = h.recv();
+    let segs = burst_into_a_3000_byte_window();
     assert_eq!(segs.iter().map(Out::len).collect::<Vec<_>>(), vec![1460, 1460]);
     assert_eq!(segs[0].flags(), ACK);
     assert_eq!(segs[1].flags(), ACK | TcpFlags::PSH);
