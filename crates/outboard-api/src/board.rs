@@ -7,7 +7,7 @@
 
 use crate::{Datagram, Error, EventQueue, Listener, Result, Stream};
 use outboard_board::attach::{peer_gone, recv_record_prefix, send_record, version_refusal, AttachReply, AttachRequest, ATTACH_MAGIC, REPLY_COMMON_BYTES};
-use outboard_board::command::{Endpoint, SyncSlot};
+use outboard_board::command::{Endpoint, ListenFlags, SyncSlot};
 use outboard_board::layout::{flags, header, shard_control, status, BoardParams, CLASS_DGRAM_TX, ENGINE_GONE, MAGIC, SLEEP_FUTEX, VERSION};
 use outboard_board::proto::ev;
 use outboard_board::{BoardCommand, BoardLayout, BufRef, Command, Condition, Consumer, Event, FreeList, MailboxConsumer, Mapping, NetAddr, Producer, SyncTable};
@@ -312,10 +312,34 @@ impl Board {
 
     /// Listens on `port` of the engine's address.
     pub fn listen(&self, port: u16, backlog: u32) -> Result<Listener> {
+        self.listen_with(port, backlog, ListenFlags::default())
+    }
+
+    /// Listens on `port`, sharing it with other processes' listeners that
+    /// ask to (`flags.reuseport`, SO_REUSEPORT: same user), and taking
+    /// connections only after `Listener::accept_on` when `flags.on_demand`.
+    pub fn listen_with(&self, port: u16, backlog: u32, flags: ListenFlags) -> Result<Listener> {
         // Port 0 goes to the engine as it is (it answers EINVAL).
-        let ep = self.request(|sync| BoardCommand::Listen { sync, port: Some(port).filter(|p| *p != 0), backlog }, None)?;
+        let ep = self.request(|sync| BoardCommand::Listen { sync, port: Some(port).filter(|p| *p != 0), backlog, flags }, None)?;
         self.open_ep(ep);
         Ok(Listener { board: self.clone(), id: ep })
+    }
+
+    /// Joins a listener this process inherited across fork: `key` is the
+    /// parent board's [`Board::inherit_key`] (read before the fork, or from
+    /// the mapping the child inherited) and `parent_ep` the listener's
+    /// endpoint there. Each connection the engine accepts goes to one of
+    /// the listener's endpoints (those that said `accept_on`, with `on_demand`).
+    pub fn inherit_listener(&self, key: u64, parent_ep: u32, flags: ListenFlags) -> Result<Listener> {
+        let ep = self.request(|sync| BoardCommand::Inherit { sync, key, ep: parent_ep, flags }, None)?;
+        self.open_ep(ep);
+        Ok(Listener { board: self.clone(), id: ep })
+    }
+
+    /// The key processes forked from this one present to join its listeners
+    /// (written by the engine at attach; only processes that map this board read it).
+    pub fn inherit_key(&self) -> u64 {
+        self.inner.borrow().map.atomic_u64(outboard_board::layout::header::INHERIT_KEY).load(Ordering::Acquire)
     }
     /// Connects; waits for the handshake (blocking or polling as the board's
     /// mode says; a non-blocking board waits too, sleeping). Either family:
@@ -728,14 +752,18 @@ impl Inner {
     /// socket sends it with `put_command` to its own shard.)
     fn route(&self, c: &BoardCommand) -> u32 {
         match *c {
-            BoardCommand::Listen { .. } | BoardCommand::Connect { .. } | BoardCommand::UdpBind { .. } => HOME_SHARD,
+            BoardCommand::Listen { .. }
+            | BoardCommand::Inherit { .. }
+            | BoardCommand::Connect { .. }
+            | BoardCommand::UdpBind { .. } => HOME_SHARD,
             BoardCommand::Push { ep, .. }
             | BoardCommand::Consumed { ep, .. }
             | BoardCommand::Shutdown { ep }
             | BoardCommand::Close { ep }
             | BoardCommand::Abort { ep }
             | BoardCommand::UdpSend { ep, .. }
-            | BoardCommand::SetOption { ep, .. } => self.ep_shard(ep.0),
+            | BoardCommand::SetOption { ep, .. }
+            | BoardCommand::AcceptOn { ep } => self.ep_shard(ep.0),
             BoardCommand::UdpRelease { .. } | BoardCommand::Detach => HOME_SHARD,
         }
     }

@@ -39,6 +39,14 @@ impl Listener {
         }
         Ok(Stream::new(self.board.clone(), ep))
     }
+    /// A listener opened on demand (`ListenFlags::on_demand`) takes
+    /// connections from now on. Idempotent; the engine ignores it for
+    /// listeners that take connections anyway.
+    pub fn accept_on(&self) -> Result<()> {
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command(BoardCommand::AcceptOn { ep: Endpoint(self.id) })
+    }
     pub fn local_port(&self) -> u16 {
         self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }

@@ -15,7 +15,7 @@
 //! `decode(encode(c)) == c`).
 
 use crate::addr::{AddrError, NetAddr};
-use crate::proto::{op, opt, Command};
+use crate::proto::{listen, op, opt, Command};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -47,12 +47,33 @@ pub enum StreamOption {
     Invalid,
 }
 
+/// How a listener shares its port and takes connections (`proto::listen`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListenFlags {
+    pub reuseport: bool,
+    pub on_demand: bool,
+}
+
+impl ListenFlags {
+    fn decode(bits: u32) -> ListenFlags {
+        ListenFlags { reuseport: bits & listen::REUSEPORT != 0, on_demand: bits & listen::ON_DEMAND != 0 }
+    }
+    fn encode(self) -> u32 {
+        (if self.reuseport { listen::REUSEPORT } else { 0 }) | if self.on_demand { listen::ON_DEMAND } else { 0 }
+    }
+}
+
 /// One decoded command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoardCommand {
     /// Listen on `port` of the engine's address. `port` is `None` when the
     /// record's port is 0 or does not fit 16 bits (answered EINVAL).
-    Listen { sync: SyncSlot, port: Option<u16>, backlog: u32 },
+    Listen { sync: SyncSlot, port: Option<u16>, backlog: u32, flags: ListenFlags },
+    /// Join the listener `ep` of the board whose inherit key is `key` (a
+    /// listener inherited across fork).
+    Inherit { sync: SyncSlot, key: u64, ep: u32, flags: ListenFlags },
+    /// Listener opened on demand: accepted connections may come now.
+    AcceptOn { ep: Endpoint },
     /// Connect to `to` (port 0 is answered EINVAL).
     Connect { sync: SyncSlot, to: SocketAddr },
     /// Stream: the application has written `written` bytes in all into its transmit region.
@@ -120,7 +141,15 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             sync: sync()?,
             port: u16::try_from(c.a).ok().filter(|p| *p != 0),
             backlog: c.b.clamp(1, 4096) as u32,
+            flags: ListenFlags::decode(c.flags),
         },
+        op::INHERIT => BoardCommand::Inherit {
+            sync: sync()?,
+            key: c.a,
+            ep: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("inherited endpoint"))?,
+            flags: ListenFlags::decode(c.flags),
+        },
+        op::ACCEPT_ON => BoardCommand::AcceptOn { ep: ep("accept on")? },
         op::CONNECT => BoardCommand::Connect { sync: sync()?, to: addr([c.a, c.b, c.c], "connect")? },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
@@ -174,12 +203,17 @@ impl BoardCommand {
             }
         };
         match *self {
-            BoardCommand::Listen { sync, port, backlog } => {
+            BoardCommand::Listen { sync, port, backlog, flags } => {
                 c.op = op::LISTEN;
                 c.sync = sync.0;
                 c.a = u64::from(port.unwrap_or(0));
                 c.b = u64::from(backlog);
+                c.flags = flags.encode();
             }
+            BoardCommand::Inherit { sync, key, ep, flags } => {
+                (c.op, c.sync, c.a, c.b, c.flags) = (op::INHERIT, sync.0, key, u64::from(ep), flags.encode());
+            }
+            BoardCommand::AcceptOn { ep } => (c.op, c.endpoint) = (op::ACCEPT_ON, ep.0),
             BoardCommand::Connect { sync, to } => {
                 c.op = op::CONNECT;
                 c.sync = sync.0;

@@ -61,6 +61,11 @@ pub mod header {
     /// writes that eventfd whenever it signals `EVENT_CONDITION` (CLAN's
     /// tripwire: a kernel-pollable wake-up beside the futex).
     pub const APP_POLLERS: usize = 320;
+    /// u64 written by the engine at attach: the key a process forked from
+    /// the application presents (`op::INHERIT`) to join listeners it
+    /// inherited. Only processes that map this board can read it; the
+    /// engine compares against its own copy, never this word.
+    pub const INHERIT_KEY: usize = 384;
     /// `[u64; APP_COUNTERS_LEN]`: counters written only by the application
     /// (`app_counter::*` slots). The engine reads them (Relaxed) for
     /// `outboard stat` and trusts them for nothing else.
@@ -73,6 +78,7 @@ const _: () = assert!(header::APP_COUNTERS >= header::PARAMS + std::mem::size_of
 const _: () = assert!(header::APP_COUNTERS >= header::EVENT_CONDITION + crate::condition::CONDITION_BYTES);
 const _: () = assert!(header::APP_POLLERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
 const _: () = assert!(header::APP_COUNTERS >= header::APP_POLLERS + 4);
+const _: () = assert!(header::INHERIT_KEY >= header::APP_POLLERS + 4 && header::INHERIT_KEY + 8 <= header::APP_COUNTERS);
 const _: () = assert!(header::APP_COUNTERS % 64 == 0);
 
 /// Slots of the header's application counters (what a socket shim did and
@@ -96,7 +102,13 @@ pub mod app_counter {
     pub const EINTR: usize = 7;
     /// Connects to addresses the engine does not serve (given to the kernel).
     pub const KERNEL_FALLBACK_CONNECTS: usize = 8;
-    pub const NAMES: [&str; 9] = [
+    /// Times the application forked while attached (its children may join
+    /// its listeners: the engine lets them linger when it dies).
+    pub const FORKS: usize = 9;
+    /// Listeners joined after fork (inherited) and SO_REUSEPORT listeners
+    /// that joined another process's port.
+    pub const SHARED_LISTENERS: usize = 10;
+    pub const NAMES: [&str; 11] = [
         "engine_sockets",
         "kernel_sockets",
         "unsupported",
@@ -106,6 +118,8 @@ pub mod app_counter {
         "blocking_sleeps",
         "eintr",
         "kernel_fallback_connects",
+        "forks",
+        "shared_listeners",
     ];
     /// The stat name of `slot` (`slot_N` for slots without a name yet).
     pub fn name(slot: usize) -> std::borrow::Cow<'static, str> {
@@ -518,7 +532,7 @@ mod tests {
 
     #[test]
     fn app_counters_fit_the_header_and_every_slot_is_named() {
-        assert_eq!(app_counter::NAMES.len(), app_counter::KERNEL_FALLBACK_CONNECTS + 1);
+        assert_eq!(app_counter::NAMES.len(), app_counter::SHARED_LISTENERS + 1);
         assert_eq!(app_counter::name(app_counter::EINTR), "eintr");
         assert_eq!(app_counter::name(app_counter::ENGINE_SOCKETS), "engine_sockets");
         assert_eq!(app_counter::name(12), "slot_12");

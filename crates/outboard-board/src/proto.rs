@@ -27,7 +27,9 @@ unsafe impl Pod for Command {}
 
 /// Operations (`Command::op`).
 pub mod op {
-    /// a = port, b = backlog → sync: endpoint or -errno.
+    /// a = port, b = backlog, flags = `listen::*` → sync: endpoint or
+    /// -errno (EADDRINUSE when another endpoint listens on the port and
+    /// the two may not share it).
     pub const LISTEN: u32 = 1;
     /// a, b, c = the destination (`NetAddr` as three words) → sync: endpoint
     /// once established, or -errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH,
@@ -60,6 +62,30 @@ pub mod op {
     /// The application detaches cleanly (its socket closes next): streams
     /// still open are closed gracefully, not reset.
     pub const DETACH: u32 = 12;
+    /// Join a listener inherited across fork (the socket shim in a child):
+    /// a = the parent board's inherit key (`header::INHERIT_KEY`, which only
+    /// processes that mapped that board can read), b = the listener's
+    /// endpoint in the parent's board, flags = `listen::*` (`ON_DEMAND`) →
+    /// sync: this board's endpoint on the same listener, or -errno (EBADF:
+    /// no such listener). The engine hands each accepted connection to one
+    /// of the listener's endpoints.
+    pub const INHERIT: u32 = 13;
+    /// Listener (opened `ON_DEMAND`): give this endpoint accepted
+    /// connections from now on (the application showed it accepts: an
+    /// `accept`, or read interest in poll/epoll/select).
+    pub const ACCEPT_ON: u32 = 14;
+}
+
+/// Flags of `op::LISTEN` and `op::INHERIT`.
+pub mod listen {
+    /// SO_REUSEPORT: share the port with other endpoints that set it, of the
+    /// same user (connections are spread among them).
+    pub const REUSEPORT: u32 = 1;
+    /// Accepted connections go to this endpoint only after `ACCEPT_ON`
+    /// (a process holding a shared listener it never accepts on, such as
+    /// nginx's master, is given none).
+    pub const ON_DEMAND: u32 = 2;
+    pub const ALL: u32 = REUSEPORT | ON_DEMAND;
 }
 
 /// Options for `op::SET_OPTION`.

@@ -228,6 +228,36 @@ pub fn engine_mtu() -> impl ValueParser<usize> {
 pub fn engine_mtu_u32() -> impl ValueParser<u32> {
     count_in(limits::MIN_MTU as u32, limits::MAX_MTU as u32, u32::MAX)
 }
+/// `--shards`: 1 to 64 (more shards than cores work, just not faster).
+pub fn shards() -> impl ValueParser<usize> {
+    count_in(1, limits::MAX_SHARDS, usize::MAX)
+}
+/// `--cores`: a comma list of CPU numbers and ranges (`0,2`, `2-5`).
+pub fn cores() -> impl ValueParser<Vec<usize>> {
+    |s: &str| {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            let bad = || format!("{part:?} is not a CPU number or range (e.g. 0,1 or 2-5)");
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                    if a > b || b - a >= 1024 {
+                        return Err(bad());
+                    }
+                    out.extend(a..=b);
+                }
+                None => out.push(part.parse().map_err(|_| bad())?),
+            }
+        }
+        let mut seen = out.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != out.len() {
+            return Err("a core is named twice: give each shard its own core".into());
+        }
+        Ok(out)
+    }
+}
 /// The lab's `--mtu`: 68 to 9000.
 pub fn lab_mtu() -> impl ValueParser<u32> {
     count_in(MIN_LAB_MTU, limits::MAX_MTU as u32, u32::MAX)

@@ -20,6 +20,8 @@
 //! allow_kernel_address = false   # af_xdp/af_packet: start even if the interface has a kernel IP
 //! allow_user = ["memcache", "www-data"]   # who may attach besides root and the engine's user
 //! allow_group = ["outboard"]
+//! shards = 2        # protocol threads, each with its own stack and link queue
+//! cores = "2,3"     # pin shard i to the i-th core listed (one per shard)
 //! [fabric]          # only for link = "fabric:NAME": impairment of what this engine sends
 //! loss = "1%"
 //! reorder = "5%"
@@ -92,6 +94,13 @@ pub struct EngineFlags {
     /// Groups (names or gids) whose members may attach applications; repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     pub allow_group: Vec<String>,
+    /// Protocol shards: threads that each own a stack, a queue of the link (AF_XDP queue,
+    /// AF_PACKET fanout socket, fabric port) and their connections (1 to 64; default 1).
+    #[arg(long, value_parser = args::shards())]
+    pub shards: Option<usize>,
+    /// Pin shard i to the i-th CPU of this list (e.g. 2,3 or 2-5; one per shard).
+    #[arg(long, value_parser = args::cores())]
+    pub cores: Option<Vec<usize>>,
     /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%; 0% to 25%,
     /// with --corrupt: at most 25% together).
     #[arg(long, value_parser = args::loss())]
@@ -192,6 +201,8 @@ struct ConfigFile {
     allow_kernel_address: Option<bool>,
     allow_user: Option<Vec<String>>,
     allow_group: Option<Vec<String>>,
+    shards: Option<toml::Value>,
+    cores: Option<toml::Value>,
     fabric: Option<FabricFile>,
 }
 
@@ -321,6 +332,12 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
     };
     set.allow_kernel_address = f.allow_kernel_address || file.allow_kernel_address.unwrap_or(false);
     set.access = access(f, file.allow_user, file.allow_group)?;
+    set.shards = flag_or_file(f.shards, file.shards.as_ref().map(toml_text), "shards", args::shards())?.unwrap_or(1);
+    let cores_text = file.cores.as_ref().map(|v| match v {
+        toml::Value::Array(a) => a.iter().map(toml_text).collect::<Vec<_>>().join(","),
+        other => toml_text(other),
+    });
+    set.cores = flag_or_file(f.cores.clone(), cores_text, "cores", args::cores())?;
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);
@@ -424,10 +441,15 @@ fn check_config(a: &EngineArgs, file: &std::path::Path) -> ExitCode {
     };
     let services: Vec<String> = set.services.iter().map(|s| format!("{}:{}", s.kind.name(), s.port)).collect();
     println!(
-        "{}: valid: engine {:?} on {}, address {}/{}{}, services {}, memory cap {} B{}",
+        "{}: valid: engine {:?} on {}{}, address {}/{}{}, services {}, memory cap {} B{}",
         file.display(),
         set.name,
         set.link,
+        match (&set.shards, &set.cores) {
+            (1, None) => String::new(),
+            (n, None) => format!(" with {n} shards"),
+            (n, Some(c)) => format!(" with {n} shards on cores {}", c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")),
+        },
         set.addr,
         set.prefix_len,
         set.gateway.map(|g| format!(" via {g}")).unwrap_or_default(),

@@ -74,6 +74,8 @@ enum BenchCommand {
     Throughput(bench::throughput::ThroughputArgs),
     /// Unmodified servers (redis, nginx, iperf3, sockperf) under the socket shim vs on the kernel, on the lab's veth (root).
     Apps(bench::apps::AppsArgs),
+    /// Protocol-processing throughput against the number of shards: speedup and efficiency (CDP), synthetic in-memory load (no root).
+    Scale(bench::scale::ScaleArgs),
 }
 
 #[derive(Args, Debug)]
@@ -111,6 +113,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Latency(a)) => bench::latency::main(&a),
         Command::Bench(BenchCommand::Throughput(a)) => bench::throughput::main(&a),
         Command::Bench(BenchCommand::Apps(a)) => bench::apps::main(&a),
+        Command::Bench(BenchCommand::Scale(a)) => bench::scale::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -128,7 +128,7 @@ pub struct WakeSources<'a> {
 }
 
 /// Something that runs on a shard. See the module doc for the call order.
-pub trait ShardApp: Any {
+pub trait ShardApp: Any + Send {
     /// New work of its own. True if it did any.
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool;
     /// A connection this app claimed has events.

@@ -8,9 +8,10 @@
 //! network namespace (lab engines run inside one).
 //!
 //! A small thread accepts connections, reads one request line (`stat`),
-//! hands it to the shard through a channel, rings the shard's doorbell (one
-//! byte on a socket pair the shard sleeps on), and writes the shard's answer
-//! back. The shard never blocks on a client: it answers between two turns.
+//! hands it to every shard through a channel each, rings each shard's
+//! doorbell (one byte on a socket pair the shard sleeps on), and writes the
+//! answer back: with several shards, their snapshots merged into one
+//! (`Snapshot::merge`: sums, with a row per shard). The shard never blocks on a client: it answers between two turns.
 //! A second engine with the same name finds the socket alive and stops with
 //! "name taken"; a socket left by a dead engine is replaced.
 
@@ -89,6 +90,12 @@ pub struct ControlServer {
 
 impl ControlServer {
     pub fn bind(name: &str) -> Result<(ControlServer, ControlInbox), ControlError> {
+        let (server, mut inboxes) = ControlServer::bind_shards(name, 1)?;
+        Ok((server, inboxes.remove(0)))
+    }
+
+    /// The control socket of an engine of `shards` shards: one inbox each.
+    pub fn bind_shards(name: &str, shards: usize) -> Result<(ControlServer, Vec<ControlInbox>), ControlError> {
         let dir = run_dir();
         std::fs::create_dir_all(&dir).map_err(|e| ControlError::Io(dir.clone(), e))?;
         let path = dir.join(format!("{name}.sock"));
@@ -101,20 +108,23 @@ impl ControlServer {
         }
         let listener = UnixListener::bind(&path).map_err(|e| ControlError::Io(path.clone(), e))?;
         listener.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
-        let (bell_tx, bell_rx) = UnixStream::pair().map_err(|e| ControlError::Io(path.clone(), e))?;
-        bell_rx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
-        bell_tx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
-        let (tx, rx) = mpsc::channel();
+        let mut shard_ends = Vec::new();
+        let mut inboxes = Vec::new();
+        for _ in 0..shards.max(1) {
+            let (bell_tx, bell_rx) = UnixStream::pair().map_err(|e| ControlError::Io(path.clone(), e))?;
+            bell_rx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
+            bell_tx.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
+            let (tx, rx) = mpsc::channel();
+            shard_ends.push((tx, bell_tx));
+            inboxes.push(ControlInbox { rx, bell: bell_rx });
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("outboard-control".into())
-            .spawn(move || serve(listener, tx, bell_tx, stop2))
+            .spawn(move || serve(listener, shard_ends, stop2))
             .map_err(|e| ControlError::Io(path.clone(), e))?;
-        Ok((
-            ControlServer { path, stop, thread: Some(thread) },
-            ControlInbox { rx, bell: bell_rx },
-        ))
+        Ok((ControlServer { path, stop, thread: Some(thread) }, inboxes))
     }
 
     pub fn path(&self) -> &Path {
@@ -132,11 +142,11 @@ impl Drop for ControlServer {
     }
 }
 
-fn serve(listener: UnixListener, tx: Sender<Request>, bell: UnixStream, stop: Arc<AtomicBool>) {
+fn serve(listener: UnixListener, shards: Vec<(Sender<Request>, UnixStream)>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) => {
-                let _ = handle(stream, &tx, &bell);
+                let _ = handle(stream, &shards);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -146,21 +156,49 @@ fn serve(listener: UnixListener, tx: Sender<Request>, bell: UnixStream, stop: Ar
     }
 }
 
-fn handle(stream: UnixStream, tx: &Sender<Request>, bell: &UnixStream) -> std::io::Result<()> {
+fn handle(stream: UnixStream, shards: &[(Sender<Request>, UnixStream)]) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
     BufReader::new(&stream).take(4096).read_line(&mut line)?;
-    let (rtx, rrx) = mpsc::channel();
-    if tx.send(Request { line: line.trim().to_string(), reply: rtx }).is_err() {
-        return Ok(());
+    let mut pending = Vec::new();
+    for (tx, bell) in shards {
+        let (rtx, rrx) = mpsc::channel();
+        if tx.send(Request { line: line.trim().to_string(), reply: rtx }).is_err() {
+            return Ok(());
+        }
+        let _ = (&*bell).write(&[1]);
+        pending.push(rrx);
     }
-    let _ = (&*bell).write(&[1]);
-    let answer = rrx
-        .recv_timeout(Duration::from_secs(5))
-        .unwrap_or_else(|_| "{\"error\":\"the engine did not answer within 5 s\"}".into());
-    (&stream).write_all(answer.as_bytes())
+    let deadline = crate::clock::now() + Duration::from_secs(5);
+    let answers: Vec<String> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, rrx)| {
+            let left = deadline.saturating_duration_since(crate::clock::now());
+            rrx.recv_timeout(left)
+                .unwrap_or_else(|_| format!("{{\"error\":\"shard {i} of the engine did not answer within 5 s\"}}"))
+        })
+        .collect();
+    (&stream).write_all(merge_answers(answers).as_bytes())
+}
+
+/// One answer from the shards' answers: their snapshots merged, or the
+/// first answer that is not a snapshot (an error).
+fn merge_answers(mut answers: Vec<String>) -> String {
+    if answers.len() == 1 {
+        return answers.remove(0);
+    }
+    let mut snaps = Vec::new();
+    for a in &answers {
+        match crate::stat::parse(a) {
+            Ok(s) => snaps.push(s),
+            Err(e) => return e,
+        }
+    }
+    let merged = crate::stat::Snapshot::merge(snaps);
+    serde_json::to_string(&merged).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
 /// The client side (`outboard stat`): sends `request`, returns the answer.

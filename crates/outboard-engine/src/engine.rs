@@ -11,6 +11,7 @@ use crate::link::{self, LinkError, LinkOptions, LinkSpec};
 use crate::log::{self, Level};
 use crate::services::{ServiceSpec, Services};
 use crate::shard::Shard;
+use crate::steering::Steer;
 use outboard_impair::FaultConfig;
 use outboard_stack::{Stack, StackConfig};
 use std::net::Ipv4Addr;
@@ -49,6 +50,12 @@ pub struct EngineSettings {
     /// Users and groups besides root and the engine's own user that may
     /// attach applications (`--allow-user`, `--allow-group`).
     pub access: outboard_board::access::Access,
+    /// Shards: threads, each with its own stack, link queue, timers and
+    /// buffers (`--shards`). 1 runs in the caller's thread as before.
+    pub shards: usize,
+    /// The cores the shards are pinned to, shard i on `cores[i]`
+    /// (`--cores`); none: shards are not pinned.
+    pub cores: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +90,8 @@ impl EngineSettings {
             max_board_bytes: DEFAULT_MAX_BOARD,
             allow_kernel_address: false,
             access: outboard_board::access::Access::default(),
+            shards: 1,
+            cores: None,
         }
     }
 }
@@ -115,6 +124,8 @@ pub mod limits {
     pub const MAX_LOSS: f64 = 0.25;
     /// Fabric delay, jitter and reorder delay: at most 1 s each way.
     pub const MAX_DELAY_MS: f64 = 1000.0;
+    /// Shards: one bit each in the steering table's port words.
+    pub const MAX_SHARDS: usize = crate::steering::MAX_SHARDS;
 }
 
 impl EngineSettings {
@@ -139,6 +150,32 @@ impl EngineSettings {
             return Err(format!(
                 "memory_cap {}: must be between {one_connection} bytes (one connection's send + receive buffers) and {MAX_MEMORY_CAP} bytes",
                 self.memory_cap
+            ));
+        }
+        if !(1..=MAX_SHARDS).contains(&self.shards) {
+            return Err(format!("shards {}: must be between 1 and {MAX_SHARDS}", self.shards));
+        }
+        if let Some(cores) = &self.cores {
+            if cores.len() != self.shards {
+                return Err(format!(
+                    "cores {}: give one core per shard ({} shard{})",
+                    cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
+                    self.shards,
+                    if self.shards == 1 { "" } else { "s" }
+                ));
+            }
+            let allowed = crate::cpu::allowed();
+            if let Some(c) = cores.iter().find(|c| !allowed.contains(c)) {
+                return Err(format!(
+                    "cores: core {c} is not one this process may run on ({})",
+                    allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+                ));
+            }
+        }
+        if self.memory_cap / self.shards < one_connection {
+            return Err(format!(
+                "memory_cap {}: each of {} shards gets an equal share, which must hold one connection's send + receive buffers ({one_connection} bytes)",
+                self.memory_cap, self.shards
             ));
         }
         if self.max_board_bytes == 0 {
@@ -246,13 +283,14 @@ impl EngineError {
     }
 }
 
-/// A started engine: one shard plus its control socket.
+/// A started engine: its shards plus its control socket.
 pub struct Engine {
-    /// The engine's shards (one per core it is given; one today), each
-    /// owning its stack, link, apps and buffers.
+    /// The engine's shards (one per core it is given), each owning its
+    /// stack, link, apps and buffers.
     pub shards: Vec<Shard>,
-    control: Option<(ControlServer, ControlInbox)>,
+    control: Option<(ControlServer, Vec<ControlInbox>)>,
     attach: Option<AttachServer>,
+    cores: Option<Vec<usize>>,
 }
 
 fn random_secret() -> [u8; 16] {
@@ -304,8 +342,9 @@ impl Engine {
         // Impossible settings are refused before anything is bound or opened.
         set.validate().map_err(EngineError::Config)?;
         // The control socket first: a name clash must not disturb the link.
+        let n = set.shards;
         let control = if set.control {
-            Some(ControlServer::bind(&set.name).map_err(EngineError::Control)?)
+            Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?)
         } else {
             None
         };
@@ -318,33 +357,61 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let link = link::open(&set.link, &opts).map_err(EngineError::Link)?;
+        let links = link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?;
         check_kernel_address(set)?;
-        if link.mtu() < limits::MIN_MTU {
+        let mtu = links[0].mtu();
+        if mtu < limits::MIN_MTU {
             return Err(EngineError::Config(format!(
-                "the link's MTU {} is below {}: raise the interface's MTU (e.g. `outboard lab up --mtu 1500`)",
-                link.mtu(),
+                "the link's MTU {mtu} is below {}: raise the interface's MTU (e.g. `outboard lab up --mtu 1500`)",
                 limits::MIN_MTU
             )));
         }
-        let info = link.info();
+        let info = links[0].info();
         let now = crate::clock::now();
-        let mut cfg = StackConfig::new(link.mac(), set.addr, set.prefix_len);
-        cfg.gateway = set.gateway;
-        cfg.mtu = link.mtu();
-        cfg.tcp = set.tcp.clone();
-        // Our MSS follows the link's MTU (RFC 9293 §3.7.1: MTU - 40).
-        cfg.tcp.mss = u16::try_from(cfg.mtu.saturating_sub(40)).unwrap_or(u16::MAX);
-        cfg.secret = random_secret();
-        cfg.offloads = outboard_stack::LinkOffloads { tso_max: link.offloads().tso_max };
-        let mut stack = Stack::new(cfg, now);
-        let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
-        // Applications (boards) are told the engine's shard count at attach.
-        const SHARD: u32 = 0;
-        let pcap = match &set.pcap {
-            Some(p) => Some(PcapWriter::create(p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?),
-            None => None,
+        // One secret for every shard: ISNs and SYN cookies agree whichever shard computes them.
+        let secret = random_secret();
+        let steer = Steer::new(n);
+        let mut mesh = if n > 1 {
+            crate::steering::mesh(&steer)
+                .map_err(|e| EngineError::Link(LinkError::io("the shards' forwarding rings", e)))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        } else {
+            vec![None]
         };
+        let mut shards = Vec::with_capacity(n);
+        for (i, link) in links.into_iter().enumerate() {
+            let mut cfg = StackConfig::new(link.mac(), set.addr, set.prefix_len);
+            cfg.gateway = set.gateway;
+            cfg.mtu = link.mtu();
+            cfg.tcp = set.tcp.clone();
+            // Our MSS follows the link's MTU (RFC 9293 §3.7.1: MTU - 40).
+            cfg.tcp.mss = u16::try_from(cfg.mtu.saturating_sub(40)).unwrap_or(u16::MAX);
+            cfg.secret = secret;
+            cfg.offloads = outboard_stack::LinkOffloads { tso_max: link.offloads().tso_max };
+            cfg.shard_index = i as u16;
+            cfg.shard_count = n as u16;
+            // Shard 0 answers ARP; the others learn from the copies it gives them.
+            cfg.arp_replies = i == 0;
+            let mut stack = Stack::new(cfg, now);
+            // The built-in services listen on every shard (connections spread by hash).
+            let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
+            let pcap = match &set.pcap {
+                Some(p) => {
+                    let p = shard_pcap_path(p, i);
+                    Some(PcapWriter::create(&p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?)
+                }
+                None => None,
+            };
+            let mut shard = Shard::new(&set.name, i as u32, stack, link, pcap, set.memory_cap / n, now);
+            shard.add_app(Box::new(services));
+            shard.add_app(Box::new(Fetches::default()));
+            if let Some(port) = mesh[i].take() {
+                shard.join_mesh(port);
+            }
+            shards.push(shard);
+        }
         log::event(
             Level::Info,
             "engine_started",
@@ -361,21 +428,28 @@ impl Engine {
                     "services",
                     &set.services.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
                 ),
+                ("shards", &n),
+                (
+                    "cores",
+                    &set.cores.as_ref().map_or("any".to_string(), |c| {
+                        c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+                    }),
+                ),
                 (
                     "control",
                     &control.as_ref().map_or("off".to_string(), |c| c.0.path().display().to_string()),
                 ),
             ],
         );
-        let mut shard = Shard::new(&set.name, SHARD, stack, link, pcap, set.memory_cap, now);
-        shard.add_app(Box::new(services));
-        shard.add_app(Box::new(Fetches::default()));
         let attach = match set.boards {
             BoardAttach::Off => None,
             BoardAttach::Daemon if !set.control => None,
             mode => {
                 // Every stream region holds one TCP buffer: the stack's window follows it.
                 let buf = set.tcp.send_buffer.max(set.tcp.recv_buffer).div_ceil(4096) * 4096;
+                // Boards live on shard 0 (their listeners and sockets are
+                // steered there by port); applications see one shard.
+                const BOARD_SHARD: u32 = 0;
                 let limits = BoardLimits {
                     max_board_bytes: set.max_board_bytes,
                     stream_buffer: u32::try_from(buf).map_err(|_| EngineError::Config("TCP buffers over 4 GiB".into()))?,
@@ -386,11 +460,11 @@ impl Engine {
                 };
                 let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
                     .map_err(|e| EngineError::Config(e.to_string()))?;
-                shard.add_app(Box::new(Host::new(SHARD, Some(inbox))));
+                shards[0].add_app(Box::new(Host::new(BOARD_SHARD, Some(inbox))));
                 Some(server)
             }
         };
-        Ok(Engine { shards: vec![shard], control, attach })
+        Ok(Engine { shards, control, attach, cores: set.cores.clone() })
     }
 
     /// Makes in-process attachments (embedded mode; daemon mode too).
@@ -408,13 +482,24 @@ impl Engine {
 
     /// Starts a client connection on shard 0.
     pub fn fetch(&mut self, plan: FetchPlan) {
+        self.fetch_on(0, plan, 0);
+    }
+
+    /// Starts a client connection on shard `shard` from `local_port` (0: an
+    /// ephemeral port whose returning frames steer to that shard).
+    pub fn fetch_on(&mut self, shard: usize, plan: FetchPlan, local_port: u16) {
         let now = crate::clock::now();
-        self.shard_mut().with_app::<Fetches, _>(now, |f, cx| f.start(cx, plan, 0));
+        self.shards[shard].with_app::<Fetches, _>(now, |f, cx| f.start(cx, plan, local_port));
     }
 
     /// The fetches started with `fetch`.
     pub fn fetches(&self) -> &[crate::client::Fetch] {
-        self.shard().apps.get::<Fetches>().map_or(&[], |f| f.list())
+        self.fetches_on(0)
+    }
+
+    /// The fetches started on shard `shard`.
+    pub fn fetches_on(&self, shard: usize) -> &[crate::client::Fetch] {
+        self.shards[shard].apps.get::<Fetches>().map_or(&[], |f| f.list())
     }
 
     /// One turn of every shard in the caller's thread, then control requests
@@ -425,16 +510,24 @@ impl Engine {
         for s in &mut self.shards {
             work |= s.turn(now).map_err(EngineError::Link)?;
         }
-        let control = self.control.as_mut().map(|c| &mut c.1);
-        self.shards[0].serve_control(control, now);
+        if let Some((_, inboxes)) = self.control.as_mut() {
+            for (s, inbox) in self.shards.iter_mut().zip(inboxes) {
+                s.serve_control(Some(inbox), now);
+            }
+        }
         Ok(work)
     }
 
     /// Sleeps as an idle shard does (until a frame, a deadline, a command), at most `longest`.
+    /// With several shards driven from one thread, only shard 0's link is
+    /// slept on, so the sleep is cut to 1 ms.
     pub fn idle(&mut self, longest: std::time::Duration) -> Result<(), EngineError> {
         let now = crate::clock::now();
-        let longest = outboard_time::Duration::from_nanos(longest.as_nanos().min(u128::from(u64::MAX)) as u64);
-        let control = self.control.as_ref().map(|c| &c.1);
+        let mut longest = outboard_time::Duration::from_nanos(longest.as_nanos().min(u128::from(u64::MAX)) as u64);
+        if self.shards.len() > 1 {
+            longest = longest.min(outboard_time::Duration::from_millis(1));
+        }
+        let control = self.control.as_ref().map(|c| &c.1[0]);
         self.shards[0].sleep(control, now, longest).map_err(EngineError::Link)
     }
 
@@ -446,23 +539,112 @@ impl Engine {
         }
     }
 
-    /// Runs until `stop` is set or `done` says so.
+    /// Runs until `stop` is set or `done` (asked of shard 0) says so: shard 0
+    /// in the calling thread, every other shard in a thread of its own, each
+    /// pinned to its core when `cores` was given. A shard that fails (or
+    /// panics) stops the others, and the engine returns its error: never a
+    /// silent half-engine.
     pub fn run(
         &mut self,
         stop: &std::sync::atomic::AtomicBool,
-        done: impl FnMut(&Shard) -> bool,
+        mut done: impl FnMut(&Shard) -> bool,
     ) -> Result<(), EngineError> {
-        let inbox = self.control.as_mut().map(|c| &mut c.1);
-        // One shard runs in the calling thread; the engine starts no more yet.
-        let [shard] = &mut self.shards[..] else {
-            return Err(EngineError::Config(format!("this engine runs one shard, not {}", self.shards.len())));
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let cores = self.cores.clone();
+        let mut inboxes: Vec<Option<&mut ControlInbox>> = match self.control.as_mut() {
+            Some((_, v)) => v.iter_mut().map(Some).collect(),
+            None => (0..self.shards.len()).map(|_| None).collect(),
         };
-        let r = shard.run(stop, inbox, done).map_err(EngineError::Link);
-        if let Err(e) = &r {
+        let pin = |i: usize| {
+            if let Some(c) = cores.as_ref().and_then(|c| c.get(i)) {
+                if let Err(e) = crate::cpu::pin_current_thread(*c) {
+                    log::event(Level::Warn, "pin_failed", &[("shard", &i), ("core", c), ("error", &e)]);
+                }
+            }
+        };
+        let (first, rest) = self.shards.split_first_mut().expect("an engine has a shard");
+        let (inbox0, other_inboxes) = inboxes.split_first_mut().expect("one inbox per shard");
+        if rest.is_empty() {
+            pin(0);
+            let r = first.run(stop, inbox0.as_deref_mut(), done).map_err(EngineError::Link);
+            if let Err(e) = &r {
+                log::event(Level::Error, "engine_failed", &[("error", e)]);
+            }
+            return r;
+        }
+        // Set when any shard stops, for any reason: the others follow.
+        let halt = AtomicBool::new(false);
+        struct Halt<'a>(&'a AtomicBool);
+        impl Drop for Halt<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let result = std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (k, (shard, inbox)) in rest.iter_mut().zip(other_inboxes.iter_mut()).enumerate() {
+                let i = k + 1;
+                let (halt, pin) = (&halt, &pin);
+                let h = std::thread::Builder::new()
+                    .name(format!("outboard-shard{i}"))
+                    .spawn_scoped(scope, move || {
+                        let _halt = Halt(halt);
+                        pin(i);
+                        shard.reset_cpu_clock();
+                        shard.run(stop, inbox.as_deref_mut(), |_| halt.load(Ordering::Relaxed))
+                    })
+                    .map_err(|e| EngineError::Link(LinkError::io("starting a shard thread", e)));
+                match h {
+                    Ok(h) => handles.push((i, h)),
+                    Err(e) => {
+                        halt.store(true, Ordering::SeqCst);
+                        return Err(e);
+                    }
+                }
+            }
+            pin(0);
+            let r0 = {
+                let _halt = Halt(&halt);
+                first.run(stop, inbox0.as_deref_mut(), |s| halt.load(Ordering::Relaxed) || done(s))
+            };
+            let mut result = r0.map_err(EngineError::Link);
+            for (i, h) in handles {
+                let r = match h.join() {
+                    Ok(r) => r.map_err(|e| EngineError::Config(format!("shard {i} failed: {e}"))),
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "a panic".into());
+                        Err(EngineError::Config(format!("shard {i} panicked: {what}")))
+                    }
+                };
+                if result.is_ok() {
+                    result = r;
+                }
+            }
+            result
+        });
+        if let Err(e) = &result {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
         }
-        r
+        result
     }
+}
+
+/// Where shard `i` writes its capture: FILE for shard 0, FILE.shardI (before
+/// the extension: `cap.shard1.pcap`) for the others.
+pub fn shard_pcap_path(p: &std::path::Path, i: usize) -> PathBuf {
+    if i == 0 {
+        return p.to_path_buf();
+    }
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match p.extension() {
+        Some(ext) => format!("{stem}.shard{i}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.shard{i}"),
+    };
+    p.with_file_name(name)
 }
 
 #[cfg(test)]

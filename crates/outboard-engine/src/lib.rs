@@ -18,6 +18,8 @@
 //!   socket, capture), with errors that map to exit codes and hints.
 //! - [`control`] + [`stat`]: the Unix control socket and the snapshot
 //!   `outboard stat` renders; [`capture`]: `--pcap`; [`log`]: logfmt events.
+//! - [`steering`]: which shard owns a frame, and the rings between shards
+//!   of a multi-shard engine; [`cpu`]: pinning shards to cores.
 //! - [`clock`], [`signals`]: the only places that read the clock or install
 //!   signal handlers; protocol code gets time passed in.
 
@@ -30,6 +32,8 @@ pub mod client;
 #[allow(unsafe_code)]
 pub mod clock;
 pub mod control;
+#[allow(unsafe_code)]
+pub mod cpu;
 pub mod engine;
 #[allow(unsafe_code)]
 pub mod host;
@@ -41,6 +45,7 @@ pub mod shard;
 #[allow(unsafe_code)]
 pub mod signals;
 pub mod stat;
+pub mod steering;
 
 /// The hierarchical timer wheel lives in `outboard-time` so the stack can index its timers with it.
 pub use outboard_time::timer_wheel;

@@ -30,6 +30,7 @@ use crate::capture::PcapWriter;
 use crate::control::ControlInbox;
 use crate::link::{Link, LinkError, TxStatus};
 use crate::stat::{ConnRow, LinkSnapshot, ShardCounters, ShardRow, Snapshot};
+use crate::steering::{Owner, Proto, ShardPort};
 use outboard_stack::Stack;
 use outboard_time::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,6 +56,10 @@ pub struct Shard {
     started: Instant,
     cpu_at_start: Duration,
     name: String,
+    /// The other shards of a multi-shard engine (steering and forwarding).
+    mesh: Option<ShardPort>,
+    /// The bound ports last published to the steering table, and when.
+    published: (u64, Vec<u16>, Vec<u16>),
 }
 
 impl Shard {
@@ -77,7 +82,37 @@ impl Shard {
             started: now,
             cpu_at_start: crate::clock::thread_cpu_time(),
             name: name.to_string(),
+            mesh: None,
+            published: (u64::MAX, Vec::new(), Vec::new()),
         }
+    }
+
+    /// Joins the shard to its engine's other shards: frames the link hands
+    /// it for another shard go there, and its bound ports are published to
+    /// the steering table.
+    pub fn join_mesh(&mut self, port: ShardPort) {
+        self.mesh = Some(port);
+        self.publish_ports();
+    }
+
+    /// Publishes the ports this shard's stack has bound, if they changed.
+    fn publish_ports(&mut self) {
+        let Some(mesh) = &self.mesh else { return };
+        let generation = self.stack.ports_generation();
+        if generation == self.published.0 {
+            return;
+        }
+        let (tcp, udp) = self.stack.bound_ports();
+        let table = &mesh.steer.ports;
+        table.update(Proto::Tcp, mesh.index, &self.published.1, &tcp);
+        table.update(Proto::Udp, mesh.index, &self.published.2, &udp);
+        self.published = (generation, tcp, udp);
+    }
+
+    /// Every CPU the calling thread used since it started this shard
+    /// (called once in the shard's own thread, when it starts running).
+    pub fn reset_cpu_clock(&mut self) {
+        self.cpu_at_start = crate::clock::thread_cpu_time();
     }
 
     pub fn link(&self) -> &dyn Link {
@@ -102,19 +137,38 @@ impl Shard {
         {
             let stack = &mut self.stack;
             let pcap = &mut self.pcap;
+            let mesh = &mut self.mesh;
             let n = self.link.receive(RX_BURST, &mut |f, meta| {
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
                 }
-                stack.receive_frame_offloaded(now, f, meta);
+                match mesh {
+                    None => stack.receive_frame_offloaded(now, f, meta),
+                    Some(m) => steer_received(m, stack, now, f, meta),
+                }
             })?;
             work |= n > 0;
+            if let Some(m) = mesh.as_mut() {
+                let index = m.index;
+                let mut arp = Vec::new();
+                work |= m.receive(RX_BURST, &mut |f, meta| {
+                    // Shard 0 gives every ARP frame to the others to learn from.
+                    if index == 0 && m_is_arp(f) {
+                        arp.push(f.to_vec());
+                    }
+                    stack.receive_frame_offloaded(now, f, meta);
+                }) > 0;
+                for f in arp {
+                    copy_arp(m, &f);
+                }
+            }
         }
         if self.stack.poll_timeout().is_some_and(|t| t <= now) {
             self.stack.handle_timeout(now);
             work = true;
         }
         work |= self.applications(now);
+        self.publish_ports();
         work |= self.transmit(now)?;
         if work {
             self.counters.busy_turns += 1;
@@ -228,13 +282,36 @@ impl Shard {
             self.apps.after_sleep();
             return Ok(());
         }
+        // Other shards ring ours only while we say we sleep; look once more after saying it.
+        let bell_word = self.mesh.as_ref().map(|m| {
+            let word = m.bell().word.load(std::sync::atomic::Ordering::SeqCst);
+            m.bell().sleeping.store(true, std::sync::atomic::Ordering::SeqCst);
+            word
+        });
+        if self.mesh.as_mut().is_some_and(|m| m.pending()) {
+            self.wake_from_mesh();
+            self.apps.after_sleep();
+            return Ok(());
+        }
         let mut wake = self.apps.wake_sources();
         wake.fds.extend(inbox.map(|i| i.doorbell_fd()));
+        if let (Some(m), Some(word)) = (self.mesh.as_ref(), bell_word) {
+            wake.fds.push(m.bell().fd());
+            wake.futexes.push((&m.bell().word, word));
+        }
         self.link.wait(timeout, &wake.fds, &wake.futexes)?;
         drop(wake);
+        self.wake_from_mesh();
         self.apps.after_sleep();
         self.counters.sleeps += 1;
         Ok(())
+    }
+
+    fn wake_from_mesh(&mut self) {
+        if let Some(m) = &self.mesh {
+            m.bell().sleeping.store(false, std::sync::atomic::Ordering::SeqCst);
+            m.bell().drain();
+        }
     }
 
     fn answer(&mut self, line: &str, now: Instant) -> String {
@@ -256,6 +333,12 @@ impl Shard {
             .saturating_sub(self.cpu_at_start)
             .as_secs_f64();
         self.counters.accept_paused_turns = self.apps.admission.paused_turns;
+        if let Some(m) = &self.mesh {
+            self.counters.forwarded_out = m.counters.out;
+            self.counters.forwarded_in = m.counters.inbound;
+            self.counters.forward_drops = m.counters.drops;
+            self.counters.arp_copies = m.counters.arp_copies;
+        }
         let cfg = self.stack.config();
         let apps = &self.apps;
         let owner = |id| apps.owner_label(id);
@@ -268,6 +351,7 @@ impl Shard {
                 remote: t.remote.to_string(),
                 state: format!("{state:?}"),
                 owner: owner(id),
+                shard: self.index,
                 send_queue: s.send_queue,
                 recv_queue: s.recv_queue,
                 cwnd: s.cwnd,
@@ -305,5 +389,41 @@ impl Shard {
         };
         self.apps.report(&mut snap);
         snap
+    }
+}
+
+fn m_is_arp(frame: &[u8]) -> bool {
+    frame.len() >= 14 && frame[12..14] == [0x08, 0x06]
+}
+
+/// Shard 0 copies an ARP frame to every other shard (they learn, never answer).
+fn copy_arp(m: &mut ShardPort, frame: &[u8]) {
+    let others: Vec<usize> = m.others().collect();
+    for s in others {
+        if m.forward(s, frame, outboard_stack::RxMeta::default()) {
+            m.counters.arp_copies += 1;
+        }
+    }
+}
+
+/// A frame from this shard's link: processed here if this shard owns it,
+/// else sent to its owner (ARP: shard 0 answers, the others learn from copies).
+fn steer_received(m: &mut ShardPort, stack: &mut Stack, now: Instant, f: &[u8], meta: outboard_stack::RxMeta) {
+    match m.steer.owner(f) {
+        Owner::Shard(s) if s == m.index => stack.receive_frame_offloaded(now, f, meta),
+        Owner::Shard(s) => {
+            if m.forward(s, f, meta) {
+                m.counters.out += 1;
+            }
+        }
+        Owner::Arp if m.index == 0 => {
+            stack.receive_frame_offloaded(now, f, meta);
+            copy_arp(m, f);
+        }
+        Owner::Arp => {
+            if m.forward(0, f, meta) {
+                m.counters.out += 1;
+            }
+        }
     }
 }

@@ -15,6 +15,9 @@ pub struct ConnRow {
     pub state: String,
     /// The service or client that owns it ("" once released and closing).
     pub owner: String,
+    /// The shard that holds it.
+    #[serde(default)]
+    pub shard: u32,
     pub send_queue: usize,
     pub recv_queue: usize,
     pub cwnd: usize,
@@ -41,6 +44,18 @@ pub struct ShardCounters {
     /// Turns in which a waiting connection was not accepted: memory over the cap.
     pub accept_paused_turns: u64,
     pub pcap_frames: u64,
+    /// Multi-shard engines: frames the link handed this shard for another
+    /// shard and sent there, frames other shards sent here, frames dropped
+    /// because the ring to their owner was full, and ARP frames copied to
+    /// the other shards (shard 0).
+    #[serde(default)]
+    pub forwarded_out: u64,
+    #[serde(default)]
+    pub forwarded_in: u64,
+    #[serde(default)]
+    pub forward_drops: u64,
+    #[serde(default)]
+    pub arp_copies: u64,
 }
 
 impl ShardCounters {
@@ -53,6 +68,10 @@ impl ShardCounters {
         self.wall_s = self.wall_s.max(o.wall_s);
         self.accept_paused_turns += o.accept_paused_turns;
         self.pcap_frames += o.pcap_frames;
+        self.forwarded_out += o.forwarded_out;
+        self.forwarded_in += o.forwarded_in;
+        self.forward_drops += o.forward_drops;
+        self.arp_copies += o.arp_copies;
     }
 }
 
@@ -135,6 +154,9 @@ impl Snapshot {
         let mut all = it.next()?;
         for p in it {
             all.shard.add(&p.shard);
+            for (k, v) in p.link.counters {
+                *all.link.counters.entry(k).or_insert(0) += v;
+            }
             all.shards.extend(p.shards);
             for (k, v) in p.stack {
                 *all.stack.entry(k).or_insert(0) += v;
@@ -201,8 +223,24 @@ pub fn render(s: &Snapshot) -> String {
         let cpu_pct = if c.wall_s > 0.0 { 100.0 * c.cpu_s / c.wall_s } else { 0.0 };
         let _ = writeln!(
             o,
-            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {}",
-            r.shard, c.turns, c.busy_turns, c.sleeps, c.cpu_s, c.wall_s, cpu_pct, c.accept_paused_turns, r.connections
+            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {}{}",
+            r.shard,
+            c.turns,
+            c.busy_turns,
+            c.sleeps,
+            c.cpu_s,
+            c.wall_s,
+            cpu_pct,
+            c.accept_paused_turns,
+            r.connections,
+            if rows.len() > 1 {
+                format!(
+                    " forwarded out {} in {} drops {} arp-copies {}",
+                    c.forwarded_out, c.forwarded_in, c.forward_drops, c.arp_copies
+                )
+            } else {
+                String::new()
+            }
         );
     }
     let _ = writeln!(
@@ -294,6 +332,7 @@ mod tests {
             remote: "10.0.0.2:7".into(),
             state: "Established".into(),
             owner: String::new(),
+            shard,
             send_queue: 0,
             recv_queue: 0,
             cwnd: 0,

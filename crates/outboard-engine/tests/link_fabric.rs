@@ -6,9 +6,11 @@ use outboard_engine::clock;
 use outboard_engine::link::fabric::{layout, port_mac, FabricLink};
 use outboard_engine::link::{Link, LinkError, LinkOptions, LinkSpec, TxMeta, TxStatus};
 use outboard_impair::{FaultConfig, FaultStats};
+use outboard_stack::steer::{shard_for, FlowTuple};
 use outboard_time::{Duration, Instant};
 use std::collections::{HashSet, VecDeque};
 use std::fs::OpenOptions;
+use std::net::Ipv4Addr;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -719,4 +721,285 @@ fn fabric_child_echo() {
         }
     }
     println!("CHILD-STATS {:?} {:?}", link.counters(), link.fabric_stats());
+}
+
+// ---- Groups: N ports as one NIC with N RSS queues ----
+
+const ARP: u16 = 0x0806;
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const ICMP: u8 = 1;
+
+fn open_group(dir: &TempDir, tag: &str, count: usize) -> Result<Vec<FabricLink>, LinkError> {
+    FabricLink::open_group_in(&dir.0, &name(tag), &opts(), count)
+}
+
+/// The flow `(10.0.0.2:sport → 10.0.0.1:dport)` as the receiver sees it.
+fn flow(sport: u16, dport: u16) -> FlowTuple {
+    FlowTuple { src_ip: Ipv4Addr::new(10, 0, 0, 2), dst_ip: Ipv4Addr::new(10, 0, 0, 1), src_port: sport, dst_port: dport }
+}
+
+/// Ethernet + IPv4 (`ihl` words; `frag` is the flags/offset field) + the
+/// first 8 bytes of a TCP or UDP header, then `mark` big-endian. Checksums
+/// are left 0: the fabric does not look at them.
+fn ip_frame(dst: [u8; 6], src: [u8; 6], proto: u8, t: &FlowTuple, frag: u16, ihl: u8, mark: u32) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let hlen = usize::from(ihl) * 4;
+    let total = (hlen + 8 + 4) as u16;
+    f.push(0x40 | ihl);
+    f.push(0);
+    f.extend_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[0, 1]); // id
+    f.extend_from_slice(&frag.to_be_bytes());
+    f.extend_from_slice(&[64, proto, 0, 0]);
+    f.extend_from_slice(&t.src_ip.octets());
+    f.extend_from_slice(&t.dst_ip.octets());
+    f.resize(14 + hlen, 1); // options (NOPs)
+    f.extend_from_slice(&t.src_port.to_be_bytes());
+    f.extend_from_slice(&t.dst_port.to_be_bytes());
+    f.extend_from_slice(&[0; 4]);
+    f.extend_from_slice(&mark.to_be_bytes());
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+fn mark_of(f: &[u8]) -> u32 {
+    let at = 14 + usize::from(f[14] & 0x0f) * 4 + 8;
+    u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]])
+}
+
+fn src_port_of(f: &[u8]) -> u16 {
+    let at = 14 + usize::from(f[14] & 0x0f) * 4;
+    u16::from_be_bytes([f[at], f[at + 1]])
+}
+
+/// What every member of `group` holds after a short wait, by queue.
+fn drain_members(group: &mut [FabricLink]) -> Vec<Vec<Vec<u8>>> {
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    group.iter_mut().map(|l| recv(l, 1024)).collect()
+}
+
+/// A source port (from 40000 on) whose flow to port 80 the hash puts on `queue` of `n`.
+fn port_for_queue(queue: u16, n: u16) -> u16 {
+    (40000..u16::MAX).find(|&p| shard_for(&flow(p, 80), n) == queue).expect("a source port for the queue")
+}
+
+#[test]
+fn a_group_steers_flows_to_the_queue_rss_picks() {
+    let dir = TempDir::new("steer");
+    let mut group = open_group(&dir, "steer", 4).expect("group of 4");
+    let mut single = open(&dir, "steer");
+    assert_eq!(group.iter().map(|l| l.port()).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(group.iter().all(|l| l.group() == (0, 4) && l.mac() == port_mac(0)), "one NIC, one MAC");
+    assert_eq!((single.port(), single.group(), single.mac()), (4, (4, 1), port_mac(4)));
+    let gmac = port_mac(0);
+    let smac = single.mac();
+    // 200 TCP flows: each frame lands on the queue shard_for names, once.
+    const FLOWS: u16 = 200;
+    for i in 0..FLOWS {
+        let f = ip_frame(gmac, smac, TCP, &flow(40000 + i, 80), 0, 5, u32::from(i));
+        assert_eq!(send(&mut single, &f), TxStatus::Queued);
+    }
+    let got = drain_members(&mut group);
+    let mut seen = HashSet::new();
+    for (q, frames) in got.iter().enumerate() {
+        assert!(!frames.is_empty(), "queue {q} gets some of the {FLOWS} flows");
+        for f in frames {
+            let sport = src_port_of(f);
+            assert_eq!(usize::from(shard_for(&flow(sport, 80), 4)), q, "flow from port {sport}");
+            assert!(seen.insert(mark_of(f)), "frame {} twice", mark_of(f));
+        }
+    }
+    assert_eq!(seen.len(), usize::from(FLOWS), "every frame arrived");
+    eprintln!("queues got {:?}", got.iter().map(Vec::len).collect::<Vec<_>>());
+    // UDP steers the same way; so does TCP behind IPv4 options.
+    let p3 = port_for_queue(3, 4);
+    assert_eq!(send(&mut single, &ip_frame(gmac, smac, UDP, &flow(p3, 80), 0, 5, 1001)), TxStatus::Queued);
+    let p2 = port_for_queue(2, 4);
+    assert_eq!(send(&mut single, &ip_frame(gmac, smac, TCP, &flow(p2, 80), 0, 7, 1002)), TxStatus::Queued);
+    let got = drain_members(&mut group);
+    let marks: Vec<Vec<u32>> = got.iter().map(|fs| fs.iter().map(|f| mark_of(f)).collect()).collect();
+    assert_eq!(marks, vec![vec![], vec![], vec![1002], vec![1001]]);
+    // Everything not steerable goes to the base, queue 0: fragments (MF, or
+    // an offset), other protocols, ARP broadcasts, frames cut short.
+    let p1 = port_for_queue(1, 4);
+    for (mark, proto, frag) in [(2001, TCP, 0x2000), (2002, UDP, 0x0010), (2003, ICMP, 0), (2004, TCP, 0x4000 | 0x2000)] {
+        let f = ip_frame(gmac, smac, proto, &flow(p1, 80), frag, 5, mark);
+        assert_eq!(send(&mut single, &f), TxStatus::Queued);
+    }
+    let short = ip_frame(gmac, smac, TCP, &flow(p1, 80), 0, 15, 0)[..40].to_vec(); // IHL 15: ports past the end
+    assert_eq!(send(&mut single, &short), TxStatus::Queued);
+    assert_eq!(send(&mut single, &frame(BROADCAST, smac, ARP, 3005)), TxStatus::Queued);
+    let got = drain_members(&mut group);
+    assert_eq!(got[0].len(), 6, "fragments, ICMP, a short frame and ARP reach the base");
+    assert_eq!(got[0][..4].iter().map(|f| mark_of(f)).collect::<Vec<_>>(), vec![2001, 2002, 2003, 2004]);
+    assert_eq!(got[0][4], short);
+    assert_eq!((ethertype(&got[0][5]), check(&got[0][5])), (ARP, 3005));
+    assert!(got[1..].iter().all(Vec::is_empty), "the other queues get none of them (one broadcast copy per NIC)");
+    // A frame to a non-base member's own MAC is delivered as addressed.
+    assert_eq!(send(&mut single, &frame(port_mac(2), smac, DATA, 7)), TxStatus::Queued);
+    let got = drain_members(&mut group);
+    assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), vec![0, 0, 1, 0]);
+    assert_eq!(single.fabric_stats().unknown_unicast, 0);
+}
+
+#[test]
+fn group_claims_are_all_or_nothing_and_close_frees_every_port() {
+    let dir = TempDir::new("gclaim");
+    let group = open_group(&dir, "gclaim", 4).expect("group of 4");
+    let path = group[0].path().to_path_buf();
+    let owner = |p: usize| read_u32(&path, layout::port_offset(p) + layout::P_OWNER);
+    let word = |p: usize| read_u32(&path, layout::port_offset(p) + layout::P_GROUP);
+    assert_eq!((0..4).map(word).collect::<Vec<_>>(), vec![4, 4, 4, 4], "(base 0 << 8) | 4 in each member");
+    assert_eq!(group[1].info().mode, format!("port 1 of 8, queue 1 of group 0+4, shm {}", path.display()));
+    assert_eq!(group[1].info().mac, port_mac(0));
+    // Ports 4..8 are the only free run: a group of 5 does not fit, and
+    // leaves nothing claimed behind.
+    match open_group(&dir, "gclaim", 5) {
+        Err(LinkError::FabricTaken(msg)) => {
+            assert!(msg.contains("has no 5 consecutive free ports (8 ports, 4 in use)"), "{msg}")
+        }
+        Err(e) => panic!("expected FabricTaken, got {e}"),
+        Ok(g) => panic!("a group of 5 opened at {:?}", g[0].group()),
+    }
+    assert!((4..8).all(|p| owner(p) == 0 && word(p) == 0), "no port left claimed");
+    assert!(matches!(open_group(&dir, "gclaim", 0), Err(LinkError::BadSpec(_))));
+    assert!(matches!(open_group(&dir, "gclaim", 9), Err(LinkError::BadSpec(_))));
+    let single = open(&dir, "gclaim");
+    assert_eq!(single.port(), 4);
+    drop(group);
+    assert!((0..4).all(|p| owner(p) == 0 && word(p) == 0), "closing a group frees all its ports");
+    let again = open_group(&dir, "gclaim", 4).expect("a group of 4 again");
+    assert_eq!(again[0].group(), (0, 4));
+    drop((again, single));
+    assert!(!path.exists(), "the last port to close removes the file");
+
+    // The search skips busy ports: free runs {1}, {3, 4}, {6, 7}.
+    let mut singles: Vec<Option<FabricLink>> = (0..8).map(|_| Some(open(&dir, "gclaim"))).collect();
+    for p in [1, 3, 4, 6, 7] {
+        singles[p] = None;
+    }
+    assert!(matches!(open_group(&dir, "gclaim", 3), Err(LinkError::FabricTaken(_))));
+    let a = open_group(&dir, "gclaim", 2).expect("group of 2");
+    let b = open_group(&dir, "gclaim", 2).expect("another group of 2");
+    assert_eq!((a[0].group(), b[0].group()), ((3, 2), (6, 2)));
+    assert_eq!((a[1].port(), a[1].mac(), b[1].mac()), (4, port_mac(3), port_mac(6)));
+}
+
+#[test]
+fn a_dead_groups_record_is_ignored_and_replaced() {
+    let dir = TempDir::new("gdead");
+    let group = open_group(&dir, "gdead", 3).expect("group of 3");
+    let mut single = open(&dir, "gdead");
+    let path = single.path().to_path_buf();
+    // The group's process "dies": its ports hold a pid that has exited.
+    let mut t = Command::new("true").spawn().expect("spawn true");
+    let dead = t.id();
+    t.wait().expect("wait for true");
+    for p in 0..3 {
+        write_u32(&path, layout::port_offset(p) + layout::P_OWNER, dead);
+    }
+    drop(group); // frees nothing: the ports are no longer ours
+    // A plain port reclaims port 0 and overwrites its group word; the dead
+    // members' words no longer count (their owner is not the base's).
+    let mut l0 = open(&dir, "gdead");
+    assert_eq!((l0.port(), l0.group()), (0, (0, 1)));
+    assert_eq!(read_u32(&path, layout::port_offset(0) + layout::P_GROUP), 0);
+    let smac = single.mac();
+    for i in 0..40u16 {
+        let f = ip_frame(port_mac(0), smac, TCP, &flow(40000 + i, 80), 0, 5, u32::from(i));
+        assert_eq!(send(&mut single, &f), TxStatus::Queued);
+    }
+    assert_eq!(recv_n(&mut l0, 40, Duration::from_secs(2)).len(), 40, "nothing steered to the dead members");
+    // A broadcast from port 0 reaches the single port (and the dead ports'
+    // rings, as any broadcast does).
+    let src = l0.mac();
+    assert_eq!(send(&mut l0, &frame(BROADCAST, src, DATA, 9)), TxStatus::Queued);
+    assert_eq!(recv_n(&mut single, 1, Duration::from_secs(2)).len(), 1);
+    // A new group on the dead ports' range starts clean.
+    let g = open_group(&dir, "gdead", 2).expect("group of 2 over dead ports 1 and 2");
+    assert_eq!(g[0].group(), (1, 2));
+    assert_eq!(read_u32(&path, layout::port_offset(1) + layout::P_GROUP), (1 << 8) | 2);
+}
+
+#[test]
+fn group_members_transmit_to_a_single_port() {
+    let dir = TempDir::new("gtx");
+    let mut group = open_group(&dir, "gtx", 3).expect("group of 3");
+    let mut single = open(&dir, "gtx");
+    let (gmac, smac) = (group[0].mac(), single.mac());
+    const N: u32 = 2000;
+    // All three queues send at once (each has its own rings: no contention),
+    // while the single port receives.
+    let got = std::thread::scope(|s| {
+        for (q, l) in group.iter_mut().enumerate() {
+            s.spawn(move || {
+                let deadline = clock::now() + Duration::from_secs(20);
+                let mut next = 0;
+                while next < N && clock::now() < deadline {
+                    match send(l, &frame(smac, gmac, DATA, q as u32 * N + next)) {
+                        TxStatus::Queued => next += 1,
+                        TxStatus::Full => l.wait(Duration::from_millis(5), &[], &[]).expect("wait"),
+                        TxStatus::Idle => unreachable!(),
+                    }
+                }
+                assert_eq!(next, N, "queue {q} sent all");
+            });
+        }
+        recv_n(&mut single, 3 * N as usize, Duration::from_secs(20))
+    });
+    assert_eq!(got.len(), 3 * N as usize);
+    let mut per_queue = vec![Vec::new(); 3];
+    for f in &got {
+        assert_eq!(&f[6..12], &gmac, "every queue sends with the group's MAC");
+        let seq = check(f);
+        per_queue[(seq / N) as usize].push(seq % N);
+    }
+    for (q, seqs) in per_queue.iter().enumerate() {
+        assert_eq!(seqs, &(0..N).collect::<Vec<_>>(), "queue {q}'s frames, in order");
+    }
+    assert_eq!(single.counters().rx_kernel_drops, 0);
+    // A broadcast from a member reaches the single port, not its siblings;
+    // frames to our own group (base or member MAC) are "to ourselves".
+    assert_eq!(send(&mut group[1], &frame(BROADCAST, gmac, DATA, 5)), TxStatus::Queued);
+    assert_eq!(send(&mut group[2], &frame(gmac, gmac, DATA, 6)), TxStatus::Queued);
+    assert_eq!(send(&mut group[2], &frame(port_mac(1), gmac, DATA, 7)), TxStatus::Queued);
+    assert_eq!(group[2].fabric_stats().unknown_unicast, 2);
+    let got = recv_n(&mut single, 1, Duration::from_secs(2));
+    assert_eq!(got.iter().map(|f| check(f)).collect::<Vec<_>>(), vec![5]);
+    assert!(drain_members(&mut group).iter().all(Vec::is_empty), "siblings hear nothing");
+}
+
+#[test]
+fn backpressure_with_groups() {
+    let dir = TempDir::new("gfull");
+    let mut group = open_group(&dir, "gfull", 2).expect("group of 2");
+    let mut single = open(&dir, "gfull");
+    let (gmac, smac) = (group[0].mac(), single.mac());
+    // A member's only destination outside its group is the single port:
+    // its sibling's empty ring does not hide the full one.
+    for i in 0..layout::SLOTS {
+        assert_eq!(send(&mut group[1], &frame(smac, gmac, DATA, i)), TxStatus::Queued, "frame {i}");
+    }
+    assert_eq!(send(&mut group[1], &frame(smac, gmac, DATA, 0)), TxStatus::Full);
+    assert_eq!(send(&mut group[0], &frame(smac, gmac, DATA, 0)), TxStatus::Queued, "queue 0 has its own ring");
+    // Toward a group, Full needs every queue's ring full; a flow whose
+    // queue is full while another has room is dropped and counted there.
+    let p1 = port_for_queue(1, 2);
+    for i in 0..layout::SLOTS {
+        let f = ip_frame(gmac, smac, TCP, &flow(p1, 80), 0, 5, i);
+        assert_eq!(send(&mut single, &f), TxStatus::Queued, "frame {i}");
+    }
+    assert_eq!(send(&mut single, &ip_frame(gmac, smac, TCP, &flow(p1, 80), 0, 5, 999)), TxStatus::Queued);
+    assert_eq!(single.fabric_stats().ring_full_drops, 1);
+    assert_eq!((group[0].counters().rx_kernel_drops, group[1].counters().rx_kernel_drops), (0, 1));
+    for i in 0..layout::SLOTS {
+        assert_eq!(send(&mut single, &frame(gmac, smac, ARP, i)), TxStatus::Queued, "frame {i} to queue 0");
+    }
+    assert_eq!(send(&mut single, &frame(gmac, smac, ARP, 0)), TxStatus::Full, "both queues full");
+    assert_eq!(recv_n(&mut group[1], layout::SLOTS as usize, Duration::from_secs(2)).len(), layout::SLOTS as usize);
+    assert_eq!(send(&mut single, &frame(gmac, smac, ARP, 0)), TxStatus::Queued, "room again");
 }

@@ -8,7 +8,7 @@ use crate::poll::errno;
 use crate::sock::{errno_of, Kind, SResult, Sock};
 use crate::state::{self, count, lock, set_mark, Count, Guard, MARK_KERNEL, MARK_SOCK, MAX_FDS};
 use crate::wait::{self, Slept};
-use outboard_api::Error;
+use outboard_api::{Error, ListenFlags};
 use std::cell::RefCell;
 use std::net::SocketAddrV4;
 use std::os::fd::RawFd;
@@ -249,6 +249,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
         return Err(libc::EINVAL);
     }
     blocking(fd, false, rcvtimeo, |st, s| {
+        s.want_accepts();
         let opts = s.opts;
         let v6 = s.v6;
         let l = match &mut s.kind {
@@ -471,7 +472,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
         Kind::Bound => {
             let port = sock.bound.map_or(0, |b| b.port());
             let board = st.board().ok_or(libc::ENETDOWN)?;
-            match board.listen(port, backlog) {
+            match board.listen_with(port, backlog, listen_flags(&sock)) {
                 Ok(l) => {
                     sock.kind = Kind::Listener(l);
                     sock.backlog = backlog;
@@ -485,6 +486,12 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
         Kind::Inherited => Err(inherited("listen")),
         _ => Err(libc::EINVAL),
     }
+}
+
+/// How the shim listens: on demand (connections only once the process
+/// accepts: see `Sock::want_accepts`), sharing the port if SO_REUSEPORT.
+pub fn listen_flags(sock: &Sock) -> ListenFlags {
+    ListenFlags { reuseport: sock.opts.reuseport, on_demand: true }
 }
 
 pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
@@ -642,10 +649,16 @@ pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, ev: Option<libc::epoll_event>)
     match op {
         libc::EPOLL_CTL_ADD => {
             let ev = ev.ok_or(libc::EFAULT)?;
+            if ev.events & libc::EPOLLIN as u32 != 0 {
+                s.borrow_mut().want_accepts();
+            }
             set.add(fd, s, ev.events, ev.u64)?;
         }
         libc::EPOLL_CTL_MOD => {
             let ev = ev.ok_or(libc::EFAULT)?;
+            if ev.events & libc::EPOLLIN as u32 != 0 {
+                s.borrow_mut().want_accepts();
+            }
             set.modify(fd, ev.events, ev.u64)?;
         }
         libc::EPOLL_CTL_DEL => {

@@ -51,7 +51,13 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
             let mut n = 0;
             for &i in &engine {
                 let bits = match st.sock(fds[i].fd) {
-                    Some(s) => s.borrow_mut().poll_bits(board.as_ref()) & (fds[i].events | libc::POLLERR | libc::POLLHUP),
+                    Some(s) => {
+                        let mut s = s.borrow_mut();
+                        if fds[i].events & libc::POLLIN != 0 {
+                            s.want_accepts();
+                        }
+                        s.poll_bits(board.as_ref()) & (fds[i].events | libc::POLLERR | libc::POLLHUP)
+                    }
                     None => libc::POLLNVAL,
                 };
                 fds[i].revents = bits;

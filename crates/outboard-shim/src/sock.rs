@@ -29,6 +29,7 @@ pub enum Kind {
     /// A connect failed; `so_error` says why.
     Failed,
     /// Inherited across fork from a parent that owns it: only `close` works.
+    /// (Listeners are not: the child joins them, see `state::join_inherited`.)
     Inherited,
 }
 
@@ -99,6 +100,10 @@ pub struct Sock {
     /// A non-blocking connect's success was seen by a later connect() (Linux returns 0 once, then EISCONN).
     pub connect_confirmed: bool,
     pub backlog: u32,
+    /// A listener whose process showed it accepts (an `accept`, or read
+    /// interest in poll, select or epoll): the engine was told
+    /// (`ACCEPT_ON`), and gives it connections.
+    pub armed: bool,
     pub opts: Opts,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
@@ -133,6 +138,7 @@ impl Sock {
             shut_wr: false,
             connect_confirmed: false,
             backlog: 0,
+            armed: false,
             opts: Opts::default(),
             transitions: 0,
             watchers: Vec::new(),
@@ -172,6 +178,18 @@ impl Sock {
             Kind::Listener(l) => Some(l.id()),
             Kind::Stream(s) => Some(s.id()),
             _ => None,
+        }
+    }
+
+    /// The process shows it accepts on this socket: a listener tells the
+    /// engine once, which from then on gives it connections (listeners are
+    /// opened on demand, so a process that holds a shared listener and
+    /// never accepts — nginx's master — is given none).
+    pub fn want_accepts(&mut self) {
+        if let Kind::Listener(l) = &self.kind {
+            if !self.armed && l.accept_on().is_ok() {
+                self.armed = true;
+            }
         }
     }
 

@@ -88,6 +88,8 @@ pub enum Count {
     BlockingSleeps = app_counter::BLOCKING_SLEEPS as isize,
     Eintr = app_counter::EINTR as isize,
     KernelFallbackConnects = app_counter::KERNEL_FALLBACK_CONNECTS as isize,
+    Forks = app_counter::FORKS as isize,
+    SharedListeners = app_counter::SHARED_LISTENERS as isize,
 }
 pub const COUNTS: usize = app_counter::NAMES.len();
 
@@ -298,7 +300,9 @@ impl Shim {
         for sock in self.socks.values() {
             let mut s = sock.borrow_mut();
             let again = match &s.kind {
-                crate::sock::Kind::Listener(l) => Some(b.listen(l.local_port(), s.backlog).map(crate::sock::Kind::Listener)),
+                crate::sock::Kind::Listener(l) => {
+                    Some(b.listen_with(l.local_port(), s.backlog, crate::ops::listen_flags(&s)).map(crate::sock::Kind::Listener))
+                }
                 crate::sock::Kind::Dgram(d) => Some(b.bind_udp(d.local_port()).map(crate::sock::Kind::Dgram)),
                 _ => None,
             };
@@ -311,6 +315,10 @@ impl Shim {
                     }
                     s.kind = k;
                     s.gone_reported = false;
+                    // It accepted before: it does on the new engine too.
+                    if std::mem::take(&mut s.armed) {
+                        s.want_accepts();
+                    }
                     // Its events on the new board find it at once.
                     if let Some(ep) = s.evented_endpoint() {
                         self.by_endpoint.insert(ep, Rc::downgrade(sock));
@@ -444,9 +452,12 @@ impl Shim {
 /// is single-producer). Forget them without closing anything in the
 /// parent's board, close the inherited attach socket (so the engine still
 /// notices the parent's death), and start afresh: the child attaches its own
-/// board if it makes engine sockets of its own. Inherited ones fail with
-/// EOPNOTSUPP (counted) except `close`.
+/// board if it makes engine sockets of its own, and at once if it inherited
+/// listeners, which it joins (`join_inherited`). Other inherited engine
+/// sockets fail with EOPNOTSUPP (counted) except `close`.
 pub fn forget_after_fork(shim: &mut Shim) {
+    // The parent board's inherit key, from the mapping the child inherited.
+    let key = shim.board.as_ref().map(|b| b.inherit_key());
     if let Some(b) = shim.board.take() {
         let fd = b.attach_socket_fd();
         set_mark(fd, MARK_KERNEL);
@@ -455,8 +466,13 @@ pub fn forget_after_fork(shim: &mut Shim) {
         std::mem::forget(b);
     }
     let socks = std::mem::take(&mut shim.socks);
+    let mut listeners = Vec::new();
     for (fd, s) in &socks {
-        let inherited = Sock::inherited(&s.borrow());
+        let old = s.borrow();
+        let inherited = Sock::inherited(&old);
+        if let (crate::sock::Kind::Listener(l), Some(key)) = (&old.kind, key) {
+            listeners.push((*fd, key, l.id()));
+        }
         shim.socks.insert(*fd, Rc::new(RefCell::new(inherited)));
     }
     std::mem::forget(socks);
@@ -475,6 +491,36 @@ pub fn forget_after_fork(shim: &mut Shim) {
     shim.attach_failed = false;
     shim.pid = std::process::id();
     shim.pushed = [0; COUNTS];
+    if !listeners.is_empty() {
+        join_inherited(shim, &listeners);
+    }
+}
+
+/// The child joins the listeners it inherited (fd, the parent board's
+/// key, the listener's endpoint there) on a board of its own, on demand:
+/// the engine gives it connections once it accepts (nginx's workers), none
+/// if it never does (a `BGSAVE` child, nginx's cache manager). At once, not
+/// at first use: a daemon's parent exits right after `fork`, and its
+/// listeners linger only briefly for its children (`LINGER` in the engine).
+/// A listener that cannot be joined stays `Inherited` (its calls fail).
+fn join_inherited(shim: &mut Shim, listeners: &[(RawFd, u64, u32)]) {
+    let Some(board) = shim.board() else { return };
+    let mut joined = 0;
+    for (fd, key, ep) in listeners {
+        let Some(s) = shim.socks.get(fd).cloned() else { continue };
+        let mut sock = s.borrow_mut();
+        let flags = outboard_api::ListenFlags { reuseport: sock.opts.reuseport, on_demand: true };
+        match board.inherit_listener(*key, *ep, flags) {
+            Ok(l) => {
+                sock.kind = crate::sock::Kind::Listener(l);
+                sock.bump();
+                joined += 1;
+            }
+            Err(e) => crate::log::warn(&format!("fd {fd}: could not join the listener inherited across fork: {e}")),
+        }
+    }
+    COUNTERS[Count::SharedListeners as usize].fetch_add(joined, Ordering::Relaxed);
+    shim.push_counters();
 }
 
 thread_local! {
@@ -483,7 +529,13 @@ thread_local! {
 
 extern "C" fn before_fork() {
     let _r = Reentry::enter();
-    let g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    // The engine learns now (the header word, no command) that children
+    // may join this board's listeners: it lets them linger if we die first.
+    count(Count::Forks);
+    if let Some(shim) = g.as_mut() {
+        shim.push_counters();
+    }
     FORK_GUARD.with(|f| *f.borrow_mut() = Some(g));
     crate::wait::before_fork();
 }

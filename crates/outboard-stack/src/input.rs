@@ -75,7 +75,7 @@ impl Stack {
                 self.push_frame(frame);
             }
         }
-        if arp.operation == ArpOperation::Request && for_us {
+        if arp.operation == ArpOperation::Request && for_us && self.cfg.arp_replies {
             self.send_arp(ArpOperation::Reply, sha, spa);
         }
     }

@@ -74,6 +74,10 @@ pub struct StackConfig {
     /// of 1, the default, takes any free port.
     pub shard_index: u16,
     pub shard_count: u16,
+    /// Answer ARP requests for our address (on by default). An engine's
+    /// shards other than 0 see copies of ARP frames only to learn from
+    /// them, so one reply leaves per request.
+    pub arp_replies: bool,
     /// What the link does for us (virtio-net header offloads); none by default.
     pub offloads: LinkOffloads,
 }
@@ -145,6 +149,7 @@ impl StackConfig {
             ephemeral_ports: (32768, 60999),
             shard_index: 0,
             shard_count: 1,
+            arp_replies: true,
             offloads: LinkOffloads::default(),
         }
     }
@@ -191,6 +196,7 @@ pub struct Stack {
     ip_ident: u16,
     /// UDP ephemeral port cursor.
     udp_port_cursor: u16,
+    ports_generation: u64,
     /// Echo replies received, for `poll_echo_reply`.
     echo_replies: VecDeque<icmp::EchoReply>,
     /// The frame being received has a TCP/UDP checksum the link vouches for
@@ -236,6 +242,7 @@ impl Stack {
             // Start identifications from the secret so restarts don't repeat them.
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
             udp_port_cursor: cfg.ephemeral_ports.0,
+            ports_generation: 0,
             echo_replies: VecDeque::new(),
             rx_csum_trusted: false,
             tx_offload: false,
@@ -322,12 +329,29 @@ impl Stack {
 
     // --- TCP ---
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
+        self.ports_generation += 1;
         self.tcp.listen(port, backlog)
     }
 
     /// Stops listening; connections not yet accepted are reset.
     pub fn tcp_unlisten(&mut self, listener: ListenerId) {
+        self.ports_generation += 1;
         self.tcp.unlisten(listener)
+    }
+
+    /// Changes whenever a TCP listener or a UDP socket is opened or closed
+    /// (an engine's shards publish their bound ports for steering when it does).
+    pub fn ports_generation(&self) -> u64 {
+        self.ports_generation
+    }
+
+    /// The TCP ports listened on and the UDP ports bound, sorted.
+    pub fn bound_ports(&self) -> (Vec<u16>, Vec<u16>) {
+        let mut tcp: Vec<u16> = self.tcp.listener_by_port.keys().copied().collect();
+        let mut udp = self.udp.ports();
+        tcp.sort_unstable();
+        udp.sort_unstable();
+        (tcp, udp)
     }
 
     /// Takes the next established connection off the listener's accept queue.
@@ -415,6 +439,7 @@ impl Stack {
     // --- UDP ---
     /// Binds `port`, or an ephemeral port when `port` is 0.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {
+        self.ports_generation += 1;
         if port != 0 {
             return self.udp.bind(port);
         }
@@ -462,6 +487,7 @@ impl Stack {
     }
 
     pub fn udp_close(&mut self, id: UdpId) {
+        self.ports_generation += 1;
         self.udp.close(id)
     }
 

@@ -56,6 +56,10 @@ impl UdpTable {
         Ok(id)
     }
 
+    pub(crate) fn ports(&self) -> Vec<u16> {
+        self.by_port.keys().copied().collect()
+    }
+
     pub(crate) fn port_in_use(&self, port: u16) -> bool {
         self.by_port.contains_key(&port)
     }

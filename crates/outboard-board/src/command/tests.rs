@@ -51,7 +51,7 @@ fn ids_past_the_board_are_violations() {
 fn listen_keeps_its_einval_cases_as_values() {
     for a in [0, 70_000] {
         let c = Command { op: op::LISTEN, a, b: 0, ..Default::default() };
-        assert_eq!(decode(&c, B), Ok(BoardCommand::Listen { sync: SyncSlot(0), port: None, backlog: 1 }));
+        assert_eq!(decode(&c, B), Ok(BoardCommand::Listen { sync: SyncSlot(0), port: None, backlog: 1, flags: ListenFlags::default() }));
     }
 }
 
@@ -88,12 +88,19 @@ fn any_addr() -> impl Strategy<Value = SocketAddr> {
     ]
 }
 
+fn any_flags() -> impl Strategy<Value = ListenFlags> {
+    (any::<bool>(), any::<bool>()).prop_map(|(reuseport, on_demand)| ListenFlags { reuseport, on_demand })
+}
+
 fn any_command() -> impl Strategy<Value = BoardCommand> {
     let ep = (0u32..B.endpoints).prop_map(Endpoint);
     let sync = (0u32..B.syncs).prop_map(SyncSlot);
     prop_oneof![
-        (sync.clone(), proptest::option::of(1u16..), 1u32..=4096)
-            .prop_map(|(sync, port, backlog)| BoardCommand::Listen { sync, port, backlog }),
+        (sync.clone(), proptest::option::of(1u16..), 1u32..=4096, any_flags())
+            .prop_map(|(sync, port, backlog, flags)| BoardCommand::Listen { sync, port, backlog, flags }),
+        (sync.clone(), any::<u64>(), any::<u32>(), any_flags())
+            .prop_map(|(sync, key, ep, flags)| BoardCommand::Inherit { sync, key, ep, flags }),
+        ep.clone().prop_map(|ep| BoardCommand::AcceptOn { ep }),
         (sync.clone(), any_addr()).prop_map(|(sync, to)| BoardCommand::Connect { sync, to }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),

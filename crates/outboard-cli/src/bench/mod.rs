@@ -7,6 +7,7 @@ pub mod latency;
 pub mod link;
 pub mod peer;
 pub mod plot;
+pub mod scale;
 pub mod throughput;
 pub mod tools;
 

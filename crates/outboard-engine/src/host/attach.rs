@@ -31,6 +31,11 @@ pub struct NewSession {
     pub layout: BoardLayout,
     pub sock: UnixStream,
     pub pid: u32,
+    /// The application's user (from the kernel's SO_PEERCRED).
+    pub uid: u32,
+    /// The board's inherit key (`header::INHERIT_KEY`): what a process
+    /// forked from the application presents to join its listeners.
+    pub key: u64,
     pub dead: Arc<AtomicBool>,
     /// The application's wake eventfd, if it gave one (checked to be an eventfd, made non-blocking).
     pub wake: Option<OwnedFd>,
@@ -300,20 +305,20 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     }
     // Credentials from the kernel, never from the request.
     let admitted = match PeerCreds::of(&stream) {
-        Ok(p) if sh.access.admits(sh.engine_uid, &p) => true,
+        Ok(p) if sh.access.admits(sh.engine_uid, &p) => Some(p.uid),
         Ok(p) => {
             log::event(Level::Warn, "app_refused", &[("pid", &p.pid), ("uid", &p.uid), ("gid", &p.gid), ("why", &"user not admitted")]);
-            false
+            None
         }
         Err(e) => {
             log::event(Level::Warn, "app_refused", &[("pid", &req.pid), ("why", &format!("no peer credentials: {e}"))]);
-            false
+            None
         }
     };
-    if !admitted {
+    let Some(uid) = admitted else {
         refuse(libc::EACCES);
         return Ok(());
-    }
+    };
     if req.version != VERSION {
         // An application built for another board layout: refuse it by name
         // (its reply's first bytes are where every version reads them).
@@ -352,12 +357,14 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     map.write(header::VERSION, VERSION);
     map.write(header::PARAMS, params);
     map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
+    let key = random_key();
+    map.atomic_u64(header::INHERIT_KEY).store(key, Ordering::Release);
     send_record(&stream, &reply(0, layout.total as u64, params), &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
     drop(memfd);
     stream.set_read_timeout(None)?;
     let dead = Arc::new(AtomicBool::new(false));
     let watch_copy = stream.try_clone()?;
-    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, dead: dead.clone(), wake };
+    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, uid, key, dead: dead.clone(), wake };
     {
         let tx = sh.tx.lock().map_err(|_| io::Error::other("attach channel poisoned"))?;
         if tx.send(session).is_err() {
@@ -370,4 +377,18 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     }
     sh.ring();
     Ok(())
+}
+
+/// A board's inherit key: 64 random bits (the kernel's), never 0.
+fn random_key() -> u64 {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    let from_kernel = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_ok();
+    if !from_kernel {
+        // No /dev/urandom: the clock and a counter (weaker, still unguessable in practice).
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let t = crate::clock::now().as_nanos() ^ N.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed).rotate_left(17);
+        b = t.to_le_bytes();
+    }
+    u64::from_le_bytes(b).max(1)
 }

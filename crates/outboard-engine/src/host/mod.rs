@@ -13,6 +13,7 @@
 mod attach;
 #[doc(hidden)]
 pub mod hostile;
+pub mod listeners;
 mod region;
 mod session;
 
@@ -96,6 +97,8 @@ pub struct Host {
     next_id: u64,
     /// Each board's doorbell value when the shard went to sleep.
     doorbells: Vec<u32>,
+    /// Listeners and the board endpoints that take their connections.
+    pub listeners: listeners::Listeners,
     pub counters: HostCounters,
 }
 
@@ -154,6 +157,34 @@ impl Host {
 
 }
 
+impl Host {
+    /// Hands each connection waiting on a listener to the next member (in
+    /// turn) that takes connections and has room for it.
+    fn accept(&mut self, cx: &mut AppCx<'_>) -> bool {
+        let mut work = false;
+        for lid in self.listeners.pending(cx.stack) {
+            'conns: while cx.stack.tcp_accept_pending(lid) {
+                for m in self.listeners.rotation(lid) {
+                    let Some(s) = self.sessions.iter_mut().find(|s| s.id == m.session) else { continue };
+                    match run_session(s, cx, &mut self.listeners, |s, sc| s.accept_one(sc, m.ep, lid)) {
+                        Ok(true) => {
+                            self.listeners.advance(lid, m);
+                            work = true;
+                            continue 'conns;
+                        }
+                        Ok(false) => {}
+                        // Found again (and torn down) by the next poll.
+                        Err(_) => s.dead.store(true, Ordering::Release),
+                    }
+                }
+                // Nobody has room: the connection waits in the accept queue.
+                break;
+            }
+        }
+        work
+    }
+}
+
 impl ShardApp for Host {
 
     /// New and dead applications, commands, accepts, datagrams.
@@ -169,15 +200,16 @@ impl ShardApp for Host {
             }
         }
         let mut i = 0;
+        let ls = &mut self.listeners;
         while i < self.sessions.len() {
             let s = &mut self.sessions[i];
             let outcome = if s.dead.load(Ordering::Acquire) {
                 // Its last commands may hold a DETACH sent just before the hang-up.
-                let _ = run_session(s, cx, |s, sc| s.run_commands(sc));
+                let _ = run_session(s, cx, ls, |s, sc| s.run_commands(sc));
                 Err(None)
             } else {
-                run_session(s, cx, |s, sc| s.run_commands(sc))
-                    .and_then(|w| Ok(w | run_session(s, cx, |s, sc| s.poll_endpoints(sc))?))
+                run_session(s, cx, ls, |s, sc| s.run_commands(sc))
+                    .and_then(|w| Ok(w | run_session(s, cx, ls, |s, sc| s.poll_endpoints(sc))?))
                     .map_err(Some)
             };
             match outcome {
@@ -188,7 +220,7 @@ impl ShardApp for Host {
                 Err(why) => {
                     work = true;
                     let mut s = self.sessions.swap_remove(i);
-                    let _ = run_session(&mut s, cx, |s, sc| {
+                    let _ = run_session(&mut s, cx, ls, |s, sc| {
                         s.teardown(sc);
                         Ok(false)
                     });
@@ -211,6 +243,8 @@ impl ShardApp for Host {
                 }
             }
         }
+        self.listeners.expire(cx.stack, cx.now);
+        work |= self.accept(cx);
         work
     }
 
@@ -277,8 +311,9 @@ impl ShardApp for Host {
 
     /// The engine stops: every application learns it at once.
     fn shutdown(&mut self, cx: &mut AppCx<'_>) {
+        let ls = &mut self.listeners;
         for mut s in self.sessions.drain(..) {
-            let _ = run_session(&mut s, cx, |s, sc| {
+            let _ = run_session(&mut s, cx, ls, |s, sc| {
                 s.teardown(sc);
                 Ok(false)
             });
@@ -300,6 +335,7 @@ pub struct SessionCx<'a> {
     pub stack: &'a mut outboard_stack::Stack,
     pub now: outboard_time::Instant,
     pub admission: &'a mut crate::app::Admission,
+    pub listeners: &'a mut listeners::Listeners,
     claims: &'a mut Vec<(ConnId, Option<u32>)>,
 }
 
@@ -313,12 +349,13 @@ impl SessionCx<'_> {
 fn run_session(
     s: &mut Session,
     cx: &mut AppCx<'_>,
+    listeners: &mut listeners::Listeners,
     f: impl FnOnce(&mut Session, &mut SessionCx<'_>) -> Result<bool, Violation>,
 ) -> Result<bool, Violation> {
     let sid = s.id;
     let mut claims: Vec<(ConnId, Option<u32>)> = Vec::new();
     let (stack, now, admission) = cx.parts();
-    let r = f(s, &mut SessionCx { stack, now, admission, claims: &mut claims });
+    let r = f(s, &mut SessionCx { stack, now, admission, listeners, claims: &mut claims });
     for (c, ep) in claims {
         match ep {
             Some(ep) => cx.claim(c, tag(sid, ep)),

@@ -69,7 +69,12 @@
 //!   interface no kernel IP address (and no IPv6), or the kernel answers too.
 //! - The socket sees every frame on the interface (other destination MACs
 //!   included on veth/promiscuous NICs): the stack filters by MAC.
-//! - One socket, one ring; no `PACKET_FANOUT` across shards yet.
+//! - Several shards: one socket (and ring pair) per shard, joined in one
+//!   `PACKET_FANOUT` group of type `PACKET_FANOUT_HASH` (the kernel's flow
+//!   hash, the same socket for every frame of a flow) with
+//!   [`AfPacketLink::open_fanout`]. That hash is not our Toeplitz hash, so
+//!   a frame may land on a shard that does not own its flow; the engine's
+//!   steering stage forwards it (`steering`).
 
 use super::sys::{self, Mmap};
 use super::*;
@@ -136,6 +141,13 @@ impl AfPacketLink {
     /// `NoSuchInterface` when it does not exist, `NeedsPrivilege` without
     /// CAP_NET_RAW, `BadSpec` for an MTU the interface cannot carry.
     pub fn open(iface: &str, opts: &LinkOptions) -> Result<AfPacketLink, LinkError> {
+        AfPacketLink::open_fanout(iface, opts, None)
+    }
+
+    /// Like `open`, and joins the socket to fanout group `group` (one socket
+    /// per shard of an engine, all with the same group id; ids are per
+    /// network namespace, so the engine uses its pid's low bits).
+    pub fn open_fanout(iface: &str, opts: &LinkOptions, group: Option<u16>) -> Result<AfPacketLink, LinkError> {
         let ifindex = sys::ifindex(iface)?;
         // Before any socket: a second engine must not see (or answer) a frame.
         let claim = super::claim::claim(iface, ifindex)?;
@@ -280,6 +292,10 @@ impl AfPacketLink {
                 iface,
                 std::io::Error::last_os_error(),
             ));
+        }
+        if let Some(group) = group {
+            let arg: libc::c_int = libc::c_int::from(group) | (libc::PACKET_FANOUT_HASH as libc::c_int) << 16;
+            sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg, "setsockopt(PACKET_FANOUT)")?;
         }
 
         let mode = format!(

@@ -56,6 +56,7 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod claim;
 pub mod fabric;
+pub mod memory;
 pub mod sys;
 pub mod tap;
 
@@ -392,6 +393,42 @@ pub fn open(spec: &LinkSpec, opts: &LinkOptions) -> Result<Box<dyn Link>, LinkEr
         LinkSpec::Tap { name } => Box::new(tap::TapLink::open(name, opts)?),
         LinkSpec::Fabric { name } => Box::new(fabric::FabricLink::open(name, opts)?),
     })
+}
+
+/// Opens one link per shard of an engine of `shards` shards, as one NIC
+/// with that many receive queues: AF_XDP queues `queue`, `queue + 1`, …
+/// (the interface must have them: veth is made with `numrxqueues`);
+/// AF_PACKET sockets in one fanout group; a fabric port group (the fabric
+/// steers by our Toeplitz hash like a NIC's RSS). TAP takes one shard.
+pub fn open_shards(spec: &LinkSpec, opts: &LinkOptions, shards: usize) -> Result<Vec<Box<dyn Link>>, LinkError> {
+    if shards <= 1 {
+        return Ok(vec![open(spec, opts)?]);
+    }
+    let mut links: Vec<Box<dyn Link>> = Vec::with_capacity(shards);
+    match spec {
+        LinkSpec::AfXdp { iface, queue } => {
+            for i in 0..shards as u32 {
+                links.push(Box::new(af_xdp::AfXdpLink::open(iface, queue + i, opts)?));
+            }
+        }
+        LinkSpec::AfPacket { iface } => {
+            let group = (std::process::id() & 0xffff) as u16;
+            for _ in 0..shards {
+                links.push(Box::new(af_packet::AfPacketLink::open_fanout(iface, opts, Some(group))?));
+            }
+        }
+        LinkSpec::Fabric { name } => {
+            for l in fabric::FabricLink::open_group(name, opts, shards)? {
+                links.push(Box::new(l));
+            }
+        }
+        LinkSpec::Tap { name } => {
+            return Err(LinkError::BadSpec(format!(
+                "tap:{name} runs one shard (multi-queue TAP is not supported): use --shards 1, or af_packet/af_xdp/fabric"
+            )))
+        }
+    }
+    Ok(links)
 }
 
 #[cfg(test)]

@@ -7,11 +7,12 @@
 use super::{EpKind, Session, Violation, COMMANDS_PER_TURN};
 use crate::host::SessionCx;
 use outboard_board::arena::Side;
-use outboard_board::command::{decode, BoardCommand, Endpoint, StreamOption, SyncSlot};
+use crate::host::listeners::{Joiner, Listeners};
+use outboard_board::command::{decode, BoardCommand, Endpoint, ListenFlags, StreamOption, SyncSlot};
 use outboard_board::layout::{status, tcp_info, CLASS_DGRAM_RX};
 use outboard_board::proto::{ev, kind};
 use outboard_board::{MailboxProducer, NetAddr};
-use outboard_stack::{ConnId, Stack, StackError};
+use outboard_stack::{ConnId, ListenerId, Stack, StackError};
 use outboard_time::Instant;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::Ordering;
@@ -21,7 +22,7 @@ impl Session {
     /// Runs up to `COMMANDS_PER_TURN` commands. `owned` learns which
     /// connections this session now owns or gave up.
     pub fn run_commands(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
-        let (stack, now, claims) = (&mut *sc.stack, sc.now, &mut *sc.claims);
+        let (stack, now, claims, listeners) = (&mut *sc.stack, sc.now, &mut *sc.claims, &mut *sc.listeners);
         let owned = &mut |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         let mut work = false;
         for _ in 0..COMMANDS_PER_TURN {
@@ -34,7 +35,7 @@ impl Session {
             self.counters.commands += 1;
             work = true;
             let cmd = decode(&record, self.bounds)?;
-            self.act(stack, now, cmd, owned)?;
+            self.act(stack, listeners, now, cmd, owned)?;
         }
         Ok(work)
     }
@@ -51,12 +52,21 @@ impl Session {
     pub(crate) fn act(
         &mut self,
         stack: &mut Stack,
+        listeners: &mut Listeners,
         now: Instant,
         cmd: BoardCommand,
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         match cmd {
-            BoardCommand::Listen { sync, port, backlog } => self.listen(stack, sync, port, backlog)?,
+            BoardCommand::Listen { sync, port, backlog, flags } => self.listen(stack, listeners, sync, port, backlog, flags)?,
+            BoardCommand::Inherit { sync, key, ep, flags } => self.inherit(stack, listeners, sync, key, ep, flags)?,
+            BoardCommand::AcceptOn { ep } => {
+                let slot = self.open_slot(ep, "accept on")?;
+                match self.eps[slot] {
+                    Some(EpKind::Listener { lid }) => listeners.arm(lid, self.id, ep.0),
+                    _ => return Err(Violation::BadEndpoint("accept on")),
+                }
+            }
             BoardCommand::Connect { sync, to } => self.connect(stack, now, sync, to, owned)?,
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
@@ -113,7 +123,7 @@ impl Session {
                             owned(conn, None);
                         }
                     }
-                    Some(EpKind::Listener { .. }) => self.close_listener(stack, ep.0),
+                    Some(EpKind::Listener { .. }) => self.close_listener(stack, listeners, ep.0, None),
                     Some(EpKind::Datagram { udp, .. }) => {
                         stack.udp_close(*udp);
                         self.close_ep(ep.0);
@@ -163,29 +173,81 @@ impl Session {
         Ok(())
     }
 
-    fn listen(&mut self, stack: &mut Stack, sync: SyncSlot, port: Option<u16>, backlog: u32) -> Result<(), Violation> {
+    fn listen(
+        &mut self,
+        stack: &mut Stack,
+        listeners: &mut Listeners,
+        sync: SyncSlot,
+        port: Option<u16>,
+        backlog: u32,
+        flags: ListenFlags,
+    ) -> Result<(), Violation> {
         let result = match port {
             None => -i64::from(libc::EINVAL),
             Some(_) if self.free_eps.is_empty() => -i64::from(libc::EMFILE),
-            Some(port) => match stack.tcp_listen(port, backlog as usize) {
-                Ok(lid) => {
-                    let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
-                    let base = self.layout.endpoint_status(ep);
-                    let listen = tcp_info::pack([tcp_info::TCP_LISTEN, 0, 0, 0, 0, 0, 0, 0]);
-                    self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
-                    let local = SocketAddrV4::new(stack.config().addr, port);
-                    self.map.write(base + status::LOCAL, NetAddr::from(local));
-                    self.eps[ep as usize] = Some(EpKind::Listener { lid });
-                    self.polled.push(ep);
-                    i64::from(ep)
+            Some(port) => {
+                let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
+                match listeners.listen(stack, port, backlog, flags.reuseport, self.joiner(ep, flags)) {
+                    Ok(lid) => {
+                        self.listening(stack, ep, lid, port);
+                        i64::from(ep)
+                    }
+                    Err(errno) => {
+                        self.close_ep(ep);
+                        errno
+                    }
                 }
-                Err(e) => stack_errno(e),
-            },
+            }
         };
         if !self.sync_result(sync.0, result)? && result >= 0 {
-            self.close_listener(stack, result as u32);
+            self.close_listener(stack, listeners, result as u32, None);
         }
         Ok(())
+    }
+
+    /// Joins a listener inherited across fork (`listeners` checks the key).
+    fn inherit(
+        &mut self,
+        stack: &mut Stack,
+        listeners: &mut Listeners,
+        sync: SyncSlot,
+        key: u64,
+        parent_ep: u32,
+        flags: ListenFlags,
+    ) -> Result<(), Violation> {
+        let result = if self.free_eps.is_empty() {
+            -i64::from(libc::EMFILE)
+        } else {
+            let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
+            match listeners.inherit(key, parent_ep, self.joiner(ep, flags)) {
+                Ok((lid, port)) => {
+                    self.listening(stack, ep, lid, port);
+                    i64::from(ep)
+                }
+                Err(errno) => {
+                    self.close_ep(ep);
+                    errno
+                }
+            }
+        };
+        if !self.sync_result(sync.0, result)? && result >= 0 {
+            self.close_listener(stack, listeners, result as u32, None);
+        }
+        Ok(())
+    }
+
+    fn joiner(&self, ep: u32, flags: ListenFlags) -> Joiner {
+        Joiner { session: self.id, uid: self.uid, key: self.key, ep, on_demand: flags.on_demand }
+    }
+
+    /// Endpoint `ep` is now a member of listener `lid` on `port`.
+    fn listening(&mut self, stack: &Stack, ep: u32, lid: ListenerId, port: u16) {
+        let base = self.layout.endpoint_status(ep);
+        let listen = tcp_info::pack([tcp_info::TCP_LISTEN, 0, 0, 0, 0, 0, 0, 0]);
+        self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
+        let local = SocketAddrV4::new(stack.config().addr, port);
+        self.map.write(base + status::LOCAL, NetAddr::from(local));
+        self.eps[ep as usize] = Some(EpKind::Listener { lid });
     }
 
     fn connect(
@@ -285,9 +347,11 @@ impl Session {
         Ok(())
     }
 
-    pub(super) fn close_listener(&mut self, stack: &mut Stack, ep: u32) {
+    /// Leaves the listener (the last member out closes it, or leaves it
+    /// lingering until `linger_until`).
+    pub(super) fn close_listener(&mut self, stack: &mut Stack, listeners: &mut Listeners, ep: u32, linger_until: Option<Instant>) {
         if let Some(EpKind::Listener { lid }) = self.eps[ep as usize].as_ref() {
-            stack.tcp_unlisten(*lid);
+            listeners.leave(stack, *lid, self.id, ep, linger_until);
         }
         self.close_ep(ep);
     }

@@ -8,50 +8,53 @@ use outboard_board::layout::{status, DGRAM_HEADER};
 use outboard_board::mailbox::Descriptor;
 use outboard_board::proto::ev;
 use outboard_board::NetAddr;
-use outboard_stack::{Stack, StackError};
+use outboard_stack::{ListenerId, Stack, StackError};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 impl Session {
-    /// Accepts waiting connections on this session's listeners into new
-    /// streams (while endpoints and regions last) and delivers datagrams.
+    /// Delivers datagrams to this session's datagram sockets. (Listeners'
+    /// connections are handed out by the host: `accept_one`.)
     pub fn poll_endpoints(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
-        let (stack, admission, claims) = (&mut *sc.stack, &mut *sc.admission, &mut *sc.claims);
         let mut work = false;
         for i in 0..self.polled.len() {
             let Some(&ep) = self.polled.get(i) else { break };
-            match self.eps[ep as usize].as_ref() {
-                Some(EpKind::Listener { lid }) => {
-                    let lid = *lid;
-                    while stack.tcp_accept_pending(lid) {
-                        let room = !self.free_eps.is_empty() && self.regions.lock().is_ok_and(|f| f.len() >= 2);
-                        if !room || !admission.may_accept(stack) {
-                            self.counters.accepts_deferred += 1;
-                            break;
-                        }
-                        let Some(conn) = stack.tcp_accept(lid) else { break };
-                        work = true;
-                        match self.new_stream(stack, conn, None) {
-                            Some(new) => {
-                                self.counters.accepts += 1;
-                                claims.push((conn, Some(new)));
-                                self.post(ep, ev::ACCEPT | ev::READABLE, u64::from(new));
-                                self.update_stream(stack, new)?;
-                            }
-                            None => {
-                                if let Some(c) = stack.tcp(conn) {
-                                    c.abort();
-                                }
-                                stack.tcp_release(conn);
-                            }
-                        }
-                    }
-                }
-                Some(EpKind::Datagram { .. }) => work |= self.deliver_datagrams(stack, ep),
-                _ => {}
+            if let Some(EpKind::Datagram { .. }) = self.eps[ep as usize].as_ref() {
+                work |= self.deliver_datagrams(sc.stack, ep);
             }
         }
         Ok(work)
+    }
+
+    /// Takes one waiting connection of listener `lid` into a new stream of
+    /// endpoint `ep`'s board. `Ok(false)`: no room here (no free endpoint
+    /// or stream region, or the memory cap), so another member may take it.
+    pub fn accept_one(&mut self, sc: &mut SessionCx<'_>, ep: u32, lid: ListenerId) -> Result<bool, Violation> {
+        let (stack, admission, claims) = (&mut *sc.stack, &mut *sc.admission, &mut *sc.claims);
+        if !matches!(self.eps.get(ep as usize), Some(Some(EpKind::Listener { lid: l })) if *l == lid) {
+            return Ok(false);
+        }
+        let room = !self.free_eps.is_empty() && self.regions.lock().is_ok_and(|f| f.len() >= 2);
+        if !room || !admission.may_accept(stack) {
+            self.counters.accepts_deferred += 1;
+            return Ok(false);
+        }
+        let Some(conn) = stack.tcp_accept(lid) else { return Ok(false) };
+        match self.new_stream(stack, conn, None) {
+            Some(new) => {
+                self.counters.accepts += 1;
+                claims.push((conn, Some(new)));
+                self.post(ep, ev::ACCEPT | ev::READABLE, u64::from(new));
+                self.update_stream(stack, new)?;
+            }
+            None => {
+                if let Some(c) = stack.tcp(conn) {
+                    c.abort();
+                }
+                stack.tcp_release(conn);
+            }
+        }
+        Ok(true)
     }
 
     fn deliver_datagrams(&mut self, stack: &mut Stack, ep: u32) -> bool {

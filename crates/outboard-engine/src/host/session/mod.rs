@@ -21,7 +21,7 @@ mod publish;
 use crate::host::SessionCx;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
 use outboard_board::command::{Bounds, CommandViolation};
-use outboard_board::layout::{header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
+use outboard_board::layout::{app_counter, header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
 use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, MailboxProducer, Mapping, Producer, SyncTable};
 use outboard_stack::{ConnId, ListenerId, UdpId};
 use outboard_tcp::conn::ConnInfo;
@@ -116,6 +116,9 @@ pub struct SessionCounters {
 pub struct Session {
     pub id: u64,
     pub pid: u32,
+    /// The application's user, and its board's inherit key (the engine's copy).
+    pub uid: u32,
+    pub key: u64,
     /// The shard this session runs on: its rings, and the endpoint ids it opens.
     pub shard: u32,
     bounds: Bounds,
@@ -161,6 +164,8 @@ impl Session {
         Session {
             id,
             pid: n.pid,
+            uid: n.uid,
+            key: n.key,
             shard,
             bounds: Bounds { endpoints: p.endpoints, syncs: p.syncs },
             cmds: Consumer::new(map.clone(), rings.command_ring, p.command_capacity),
@@ -221,7 +226,11 @@ impl Session {
     /// The application died or broke the rules: reset its streams, close its
     /// sockets, tell it (if alive) that the engine is gone for it.
     pub fn teardown(&mut self, sc: &mut SessionCx<'_>) {
-        let (stack, claims) = (&mut *sc.stack, &mut *sc.claims);
+        // An application that forked may have children about to join its
+        // listeners (`INHERIT` with our key): they linger a little.
+        let forked = self.app_counters()[app_counter::FORKS] > 0;
+        let linger_until = forked.then(|| sc.now + crate::host::listeners::LINGER);
+        let (stack, claims, listeners) = (&mut *sc.stack, &mut *sc.claims, &mut *sc.listeners);
         let mut owned = |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         for ep in 0..self.eps.len() as u32 {
             match self.eps[ep as usize].as_ref() {
@@ -231,7 +240,7 @@ impl Session {
                         owned(conn, None);
                     }
                 }
-                Some(EpKind::Listener { .. }) => self.close_listener(stack, ep),
+                Some(EpKind::Listener { .. }) => self.close_listener(stack, listeners, ep, linger_until),
                 Some(EpKind::Datagram { udp, .. }) => {
                     stack.udp_close(*udp);
                     self.close_ep(ep);

@@ -7,7 +7,7 @@
 //! - **One file per fabric**: `$OUTBOARD_FABRIC_DIR` if set, else `/dev/shm`,
 //!   named `outboard-fabric-NAME`, mapped MAP_SHARED by every port. Layout in
 //!   [`layout`]: a header (magic, version, geometry), 8 port records (owner
-//!   pid, doorbell, sleeping flag, drop counter), 64 ring control blocks
+//!   pid, doorbell, sleeping flag, group word, drop counter), 64 ring control blocks
 //!   (head and tail on separate cache lines) and 64 rings of 256 slots of
 //!   2048 bytes (32 MiB, sparse on tmpfs: only slots used cost memory).
 //! - **Creation** is race-free: the first opener creates the file with
@@ -32,9 +32,50 @@
 //!   pid makes a dead port look alive: remove the file when no engine runs.
 //! - **Addresses and switching**: port P has MAC `02:0f:ab:00:00:0P`
 //!   (locally administered), ports 0 to 7. A frame goes to the port its
-//!   destination MAC names; broadcast and multicast go to every other
-//!   claimed port; unknown unicast (and frames to ourselves) is dropped and
-//!   counted in [`FabricStats::unknown_unicast`] and `tx_errors`.
+//!   destination MAC names (steered within a group, below); broadcast and
+//!   multicast go to every other claimed port that is a group's base or in
+//!   no group; unknown unicast (and frames to ourselves, our group included)
+//!   is dropped and counted in [`FabricStats::unknown_unicast`] and
+//!   `tx_errors`.
+//! - **Groups: one NIC with N RSS queues** ([`FabricLink::open_group`]), for
+//!   an engine of N shards, one link each. *Claiming*: N consecutive ports,
+//!   each free or held by a dead pid, taken one by one by CAS of our pid
+//!   from the lowest; a busy port makes the claimer release what it took
+//!   and search on past it (the whole search is retried a few times if a
+//!   CAS lost a race). None found, nothing is left claimed:
+//!   `FabricTaken("fabric NAME has no N consecutive free ports (8 ports, M
+//!   in use)")`. *Record*: each port record has a group word
+//!   ([`layout::P_GROUP`]), `(base << 8) | N`, 0 for a port in no group
+//!   (a group of one at itself). A member after the base gets its word
+//!   right after its CAS (and the emptying of its inbound rings); the base
+//!   gets its word last, once all N are claimed. Close (and the failed
+//!   claim's release) clears the word before the CAS of the owner back to
+//!   0; a claimer of a free or dead port overwrites it. A sender trusts a
+//!   word only when it is well formed, names a range that holds the port,
+//!   and the base and the port have the same owner pid (one process claims
+//!   a whole group), so a word a dead group left behind is ignored as soon
+//!   as either port changes hands. *Addresses*: every member answers to the
+//!   base's MAC ([`Link::mac`]); [`FabricLink::port`] is still its own
+//!   port, [`FabricLink::group`] gives `(base, N)`, and member i is queue i.
+//!   *Switching*, at the sender: a unicast frame for the base's MAC whose
+//!   payload is IPv4 TCP or UDP and not a fragment (MF clear, offset 0)
+//!   goes to port `base + outboard_stack::steer::shard_for(tuple, N)`, the
+//!   tuple as the receiver sees it (source = the frame's IPv4 source and
+//!   source port, i.e. the sender): the same function the stack uses to
+//!   pick source ports, so a flow's frames reach the shard that owns it.
+//!   Anything else (ARP, ICMP, fragments, VLAN tags, frames too short for
+//!   the headers they announce) goes to the base, queue 0. The chosen
+//!   member must carry the same group word and owner as the base, else the
+//!   frame goes to the base. Broadcast reaches a group once, at its base,
+//!   and never our own group. A frame to a non-base member's own MAC is
+//!   delivered there, as addressed. *A sender that reads the record before
+//!   the base's word is written* (while the group is being claimed, or
+//!   before it reads it at all) sees a port in no group: it delivers to
+//!   the addressed port, the base, which is correct, only not steered; and
+//!   a broadcast may reach a member in the instant between its CAS and its
+//!   word. Version-1 engines, which knew no group word, cannot open the
+//!   file (the layout version is 2): they would neither steer nor clear
+//!   the word.
 //! - **Transport**: one single-producer single-consumer ring per (source,
 //!   destination) pair with free-running u32 head/tail (Acquire/Release).
 //!   A slot holds `len`, `deliver_at` (CLOCK_MONOTONIC ns, 0 = now) and the
@@ -42,7 +83,11 @@
 //!   known only after the frame is built), then copies it into the ring(s).
 //! - **Full rings**: before lending the buffer, `transmit` returns
 //!   [`TxStatus::Full`] when every claimed destination's ring from us is
-//!   full (with one peer, the usual case, that is exact backpressure; a full
+//!   full; the destinations are the ports outside our own group, a peer
+//!   group's members each counted (with one single-port peer, the usual
+//!   case, that is exact backpressure; with a peer group, Full comes only
+//!   when all its queues' rings from us are full, and a frame steered to a
+//!   full queue is dropped as below; a full
 //!   ring of a dead owner does not count, so a crashed peer cannot wedge the
 //!   sender: its frames are dropped). When
 //!   only the ring of the frame's particular destination is full, the frame
@@ -59,7 +104,9 @@
 //!   hands out frames whose time has come, so delay and reordering work
 //!   across processes (CLOCK_MONOTONIC is the same in every process).
 //!   Without faults a due frame with nothing due before it goes straight
-//!   from the ring to the callback (through one private copy).
+//!   from the ring to the callback (through one private copy). In a group
+//!   each member runs its own injector on what it sends: queue 0 with the
+//!   given seed, queue i with the seed plus i times a fixed odd constant.
 //! - **Doorbell**: each port has a futex word and a sleeping flag. `wait`
 //!   reads the word, sets `sleeping`, re-checks (rings, reorder buffer, space
 //!   in a ring we found full), then `FUTEX_WAIT`s (shared futex, not the
@@ -92,6 +139,10 @@
 //!   port, so an unknown destination is a bug worth counting.
 //! - Faults are applied once per frame at the sender, before switching, so a
 //!   broadcast frame is lost or delayed for all receivers alike.
+//! - Group steering is fixed: the Microsoft RSS key, the default 128-entry
+//!   indirection table, ports hashed for UDP too, no VLAN parsing. It is
+//!   what `outboard_stack::steer::shard_for` computes, which is what an
+//!   engine assumes of its NIC.
 
 mod shm;
 
@@ -101,7 +152,7 @@ pub mod layout {
     pub use super::shm::{
         port_offset, ring_offset, slot_offset, DATA, FILE_SIZE, H_DATA, H_MAGIC, H_PORTS,
         H_SIZE, H_SLOTS, H_SLOT_SIZE, H_VERSION, MAGIC, MAX_FRAME, PORTS, P_DOORBELL, P_DROPS,
-        P_OWNER, P_SLEEPING, R_HEAD, R_TAIL, SLOTS, SLOT_HEADER, SLOT_SIZE, VERSION,
+        P_GROUP, P_OWNER, P_SLEEPING, R_HEAD, R_TAIL, SLOTS, SLOT_HEADER, SLOT_SIZE, VERSION,
     };
 }
 
@@ -109,12 +160,14 @@ use std::sync::atomic::AtomicU32;
 use super::*;
 use crate::clock;
 use outboard_impair::{FaultInjector, FaultStats};
+use outboard_stack::steer::{shard_for, FlowTuple};
 use shm::*;
 use shm::MAX_FRAME;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
+use std::net::Ipv4Addr;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
@@ -189,6 +242,10 @@ pub struct FabricLink {
     file: File,
     map: Mapping,
     port: usize,
+    /// Our group: its first port (whose MAC we use) and its size; a port
+    /// opened alone is a group of one at itself.
+    base: usize,
+    count: usize,
     pid: u32,
     mtu: usize,
     staging: Vec<u8>,
@@ -220,12 +277,40 @@ impl FabricLink {
 
     /// Opens a port of fabric `name` whose file lives in `dir`.
     pub fn open_in(dir: &Path, name: &str, opts: &LinkOptions) -> Result<FabricLink, LinkError> {
+        let mut links = FabricLink::open_group_in(dir, name, opts, 1)?;
+        Ok(links.remove(0))
+    }
+
+    /// Opens `count` consecutive ports of fabric `name` (in
+    /// `$OUTBOARD_FABRIC_DIR`, else `/dev/shm`) as one NIC with `count` RSS
+    /// queues: element `i` of the result is queue `i`, port `base + i`; all
+    /// of them use the MAC of port `base`. See the module doc, "Groups".
+    pub fn open_group(name: &str, opts: &LinkOptions, count: usize) -> Result<Vec<FabricLink>, LinkError> {
+        let dir = std::env::var_os("OUTBOARD_FABRIC_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/dev/shm"));
+        FabricLink::open_group_in(&dir, name, opts, count)
+    }
+
+    /// [`FabricLink::open_group`] with the fabric's file in `dir`.
+    pub fn open_group_in(
+        dir: &Path,
+        name: &str,
+        opts: &LinkOptions,
+        count: usize,
+    ) -> Result<Vec<FabricLink>, LinkError> {
         let name_ok = !name.is_empty()
             && name.len() <= 64
             && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
         if !name_ok {
             return Err(LinkError::BadSpec(format!(
                 "{name:?} is not a fabric name (1 to 64 of A-Z a-z 0-9 - _ .)"
+            )));
+        }
+        if !(1..=PORTS).contains(&count) {
+            return Err(LinkError::BadSpec(format!(
+                "a fabric group has 1 to {PORTS} ports (asked for {count})"
             )));
         }
         let mtu = opts.mtu.unwrap_or(1500);
@@ -240,42 +325,73 @@ impl FabricLink {
         let path = dir.join(format!("outboard-fabric-{name}"));
         let (file, map) = attach(&path, name)?;
         let pid = std::process::id();
-        let port = claim_port(&map, pid, name)?;
-        // Frames left in the rings into this port are for its previous owner.
-        for src in 0..PORTS {
-            let ring = ring_offset(src, port);
-            let head = map.u32_at(ring + R_HEAD).load(Ordering::Acquire);
-            map.u32_at(ring + R_TAIL).store(head, Ordering::Release);
+        let base = claim_group(&map, pid, name, count)?;
+        // Each member holds its own mapping and a duplicate of the locked
+        // descriptor (one open file description: the shared flock lasts
+        // until the last member closes it).
+        let mut parts = Vec::with_capacity(count);
+        for _ in 1..count {
+            let dup = file
+                .try_clone()
+                .map_err(|e| LinkError::io("dup fabric file", e))
+                .and_then(|f| Mapping::map(&f, FILE_SIZE).map(|m| (f, m)));
+            match dup {
+                Ok(part) => parts.push(part),
+                Err(e) => {
+                    release_ports(&map, pid, base, count);
+                    return Err(e);
+                }
+            }
         }
-        let p = port_offset(port);
-        map.u32_at(p + P_SLEEPING).store(0, Ordering::SeqCst);
-        let drops_base = map.u64_at(p + P_DROPS).load(Ordering::Relaxed);
-        Ok(FabricLink {
-            name: name.to_string(),
-            path,
-            file,
-            map,
-            port,
-            pid,
-            mtu,
-            staging: vec![0; mtu + 14],
-            scratch: vec![0; MAX_FRAME],
-            faults: opts.fabric_faults.clone().map(|(cfg, seed)| FaultInjector::new(cfg, seed)),
-            fault_out: Vec::new(),
-            heap: BinaryHeap::new(),
-            free: Vec::new(),
-            seq: 0,
-            rr: 0,
-            blocked_full: false,
-            drops_base,
-            counters: LinkCounters::default(),
-            stats: FabricStats::default(),
-        })
+        parts.insert(0, (file, map));
+        let links = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, (file, map))| {
+                let port = base + i;
+                let drops_base = map.u64_at(port_offset(port) + P_DROPS).load(Ordering::Relaxed);
+                // Queue 0 keeps the seed as given (a group of one is a plain
+                // port); the other queues get their own fault sequences.
+                let faults = opts.fabric_faults.clone().map(|(cfg, seed)| {
+                    FaultInjector::new(cfg, seed.wrapping_add((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+                });
+                FabricLink {
+                    name: name.to_string(),
+                    path: path.clone(),
+                    file,
+                    map,
+                    port,
+                    base,
+                    count,
+                    pid,
+                    mtu,
+                    staging: vec![0; mtu + 14],
+                    scratch: vec![0; MAX_FRAME],
+                    faults,
+                    fault_out: Vec::new(),
+                    heap: BinaryHeap::new(),
+                    free: Vec::new(),
+                    seq: 0,
+                    rr: 0,
+                    blocked_full: false,
+                    drops_base,
+                    counters: LinkCounters::default(),
+                    stats: FabricStats::default(),
+                }
+            })
+            .collect();
+        Ok(links)
     }
 
     /// Our port number (0 to 7).
     pub fn port(&self) -> usize {
         self.port
+    }
+
+    /// Our group as (base port, number of ports); `(port, 1)` for a port
+    /// opened alone. We are queue `port - base` of it.
+    pub fn group(&self) -> (usize, usize) {
+        (self.base, self.count)
     }
 
     /// The fabric's file.
@@ -301,6 +417,50 @@ impl FabricLink {
         self.map.u32_at(port_offset(port) + P_OWNER).load(Ordering::Acquire)
     }
 
+    /// Whether `port` belongs to our own group (ourselves included).
+    fn in_our_group(&self, port: usize) -> bool {
+        (self.base..self.base + self.count).contains(&port)
+    }
+
+    /// The group `port` belongs to as `(base, count)` when its group word is
+    /// trustworthy: well formed, naming a range that holds `port`, and the
+    /// base owned by the same live-or-dead pid as `port` (a word left by a
+    /// dead owner fails this once either port has a new owner).
+    fn group_of(&self, port: usize) -> Option<(usize, usize)> {
+        let word = self.map.u32_at(port_offset(port) + P_GROUP).load(Ordering::Acquire);
+        let (base, count) = ((word >> 8) as usize, (word & 0xff) as usize);
+        let well_formed = count > 1 && base + count <= PORTS && (base..base + count).contains(&port);
+        if !well_formed {
+            return None;
+        }
+        let owner = self.owner(port);
+        (owner != 0 && (base == port || self.owner(base) == owner)).then_some((base, count))
+    }
+
+    /// The port a unicast frame to port `p`'s MAC goes to: `p` itself, or,
+    /// when `p` is the base of a group, the member the RSS hash of the
+    /// frame's flow picks (if that member is claimed by the group's owner
+    /// and carries the same group word; otherwise `p`).
+    fn steer(&self, p: usize, frame: &[u8]) -> usize {
+        let Some((base, count)) = self.group_of(p) else { return p };
+        if base != p {
+            return p; // a non-base member addressed directly: delivered as addressed
+        }
+        let Some(tuple) = flow_of(frame) else { return p };
+        let q = p + usize::from(shard_for(&tuple, count as u16));
+        if q == p {
+            return p;
+        }
+        let word = self.map.u32_at(port_offset(p) + P_GROUP).load(Ordering::Acquire);
+        let member_word = self.map.u32_at(port_offset(q) + P_GROUP).load(Ordering::Acquire);
+        let owner = self.owner(p);
+        if member_word == word && owner != 0 && self.owner(q) == owner {
+            q
+        } else {
+            p
+        }
+    }
+
     fn ring_has_space(&self, src: usize, dst: usize) -> bool {
         let ring = ring_offset(src, dst);
         let head = self.map.u32_at(ring + R_HEAD).load(Ordering::Relaxed);
@@ -308,12 +468,14 @@ impl FabricLink {
         head.wrapping_sub(tail) < SLOTS
     }
 
-    /// True when at least one other port is claimed and every such port's
-    /// ring from us is full. A full ring whose owner died does not count (its
-    /// frames are dropped instead), so a crashed peer cannot wedge us.
+    /// True when at least one port outside our group is claimed and every
+    /// such port's ring from us is full (members of another group count one
+    /// by one: any queue with room makes this false). A full ring whose owner
+    /// died does not count (its frames are dropped instead), so a crashed
+    /// peer cannot wedge us. Our own group's members are never destinations.
     fn all_destinations_full(&self) -> bool {
         let mut any = false;
-        for p in (0..PORTS).filter(|&p| p != self.port) {
+        for p in (0..PORTS).filter(|&p| !self.in_our_group(p)) {
             let owner = self.owner(p);
             if owner != 0 {
                 if self.ring_has_space(self.port, p) || !pid_alive(owner) {
@@ -342,16 +504,23 @@ impl FabricLink {
     fn forward(&mut self, frame: &[u8], at_ns: u64) {
         let Some(dst) = frame.get(..6) else { return };
         if dst[0] & 1 != 0 {
+            // One copy per NIC: to every claimed port outside our group that
+            // is not a non-base member of some group.
             for p in 0..PORTS {
-                if p != self.port && self.owner(p) != 0 {
-                    self.put(p, frame, at_ns);
+                if self.in_our_group(p) || self.owner(p) == 0 {
+                    continue;
                 }
+                if self.group_of(p).is_some_and(|(base, _)| base != p) {
+                    continue;
+                }
+                self.put(p, frame, at_ns);
             }
             return;
         }
         let p = dst[5] as usize;
-        if dst[..5] == MAC_PREFIX && p < PORTS && p != self.port && self.owner(p) != 0 {
-            self.put(p, frame, at_ns);
+        if dst[..5] == MAC_PREFIX && p < PORTS && !self.in_our_group(p) && self.owner(p) != 0 {
+            let q = self.steer(p, frame);
+            self.put(q, frame, at_ns);
         } else {
             self.stats.unknown_unicast += 1;
             self.counters.tx_errors += 1;
@@ -480,15 +649,28 @@ impl Link for FabricLink {
         LinkInfo {
             kind: "fabric".into(),
             name: self.name.clone(),
-            mode: format!("port {} of {}, shm {}", self.port, PORTS, self.path.display()),
+            mode: if self.count > 1 {
+                format!(
+                    "port {} of {}, queue {} of group {}+{}, shm {}",
+                    self.port,
+                    PORTS,
+                    self.port - self.base,
+                    self.base,
+                    self.count,
+                    self.path.display()
+                )
+            } else {
+                format!("port {} of {}, shm {}", self.port, PORTS, self.path.display())
+            },
             mtu: self.mtu,
             mac: self.mac(),
             offloads: Vec::new(),
         }
     }
 
+    /// The group's MAC (the base port's): one NIC, one address.
     fn mac(&self) -> [u8; 6] {
-        port_mac(self.port)
+        port_mac(self.base)
     }
 
     fn mtu(&self) -> usize {
@@ -628,8 +810,7 @@ impl Link for FabricLink {
 
 impl Drop for FabricLink {
     fn drop(&mut self) {
-        let owner = self.map.u32_at(port_offset(self.port) + P_OWNER);
-        let _ = owner.compare_exchange(self.pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+        release_ports(&self.map, self.pid, self.port, 1);
         let all_free = |map: &Mapping| {
             (0..PORTS).all(|p| map.u32_at(port_offset(p) + P_OWNER).load(Ordering::Acquire) == 0)
         };
@@ -789,16 +970,124 @@ fn validate(file: &File, path: &Path, name: &str) -> Result<Mapping, LinkError> 
     Ok(map)
 }
 
-/// Claims a free port, or one whose owner died, by CAS of our pid.
-fn claim_port(map: &Mapping, pid: u32, name: &str) -> Result<usize, LinkError> {
-    for port in 0..PORTS {
-        let owner = map.u32_at(port_offset(port) + P_OWNER);
-        let cur = owner.load(Ordering::Acquire);
-        if (cur == 0 || !pid_alive(cur))
-            && owner.compare_exchange(cur, pid, Ordering::AcqRel, Ordering::Acquire).is_ok()
-        {
-            return Ok(port);
+/// The group word of a port of the group `(base, count)`; 0 for a group of one.
+fn group_word(base: usize, count: usize) -> u32 {
+    if count > 1 {
+        ((base as u32) << 8) | count as u32
+    } else {
+        0
+    }
+}
+
+/// Claims `count` consecutive ports, each free or owned by a dead pid, by
+/// CAS of our pid, one by one from the lowest; returns the base. On a busy
+/// port the ports claimed so far are released and the search goes on past
+/// it; if a CAS lost a race with another claimer, the whole search is
+/// retried (a few times). Each claimed port gets its rings in emptied and,
+/// for members after the base, the group word right away (so broadcasts
+/// stop reaching them); the base's word is written last, once every member
+/// is in place: only then do senders steer to the members.
+fn claim_group(map: &Mapping, pid: u32, name: &str, count: usize) -> Result<usize, LinkError> {
+    for _ in 0..4 {
+        let mut raced = false;
+        let mut base = 0;
+        while base + count <= PORTS {
+            let mut got = 0;
+            while got < count {
+                let port = base + got;
+                let owner = map.u32_at(port_offset(port) + P_OWNER);
+                let cur = owner.load(Ordering::Acquire);
+                if cur != 0 && pid_alive(cur) {
+                    break;
+                }
+                if owner.compare_exchange(cur, pid, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    raced = true;
+                    break;
+                }
+                let word = if got == 0 { 0 } else { group_word(base, count) };
+                prepare_port(map, port, word);
+                got += 1;
+            }
+            if got == count {
+                if count > 1 {
+                    map.u32_at(port_offset(base) + P_GROUP).store(group_word(base, count), Ordering::Release);
+                }
+                return Ok(base);
+            }
+            release_ports(map, pid, base, got);
+            base += got + 1;
+        }
+        if !raced {
+            break;
         }
     }
-    Err(LinkError::FabricTaken(format!("fabric {name} has all {PORTS} ports in use")))
+    if count == 1 {
+        return Err(LinkError::FabricTaken(format!("fabric {name} has all {PORTS} ports in use")));
+    }
+    let in_use = (0..PORTS)
+        .filter(|&p| {
+            let owner = map.u32_at(port_offset(p) + P_OWNER).load(Ordering::Acquire);
+            owner != 0 && pid_alive(owner)
+        })
+        .count();
+    Err(LinkError::FabricTaken(format!(
+        "fabric {name} has no {count} consecutive free ports ({PORTS} ports, {in_use} in use)"
+    )))
+}
+
+/// Readies a port we just claimed: frames left in the rings into it are for
+/// its previous owner (tail := head), it is not asleep, and its group word
+/// is `word` (replacing whatever a dead owner left).
+fn prepare_port(map: &Mapping, port: usize, word: u32) {
+    let p = port_offset(port);
+    map.u32_at(p + P_GROUP).store(word, Ordering::Release);
+    for src in 0..PORTS {
+        let ring = ring_offset(src, port);
+        let head = map.u32_at(ring + R_HEAD).load(Ordering::Acquire);
+        map.u32_at(ring + R_TAIL).store(head, Ordering::Release);
+    }
+    map.u32_at(p + P_SLEEPING).store(0, Ordering::SeqCst);
+}
+
+/// Frees ports `from .. from + count` that `pid` still owns: group word
+/// cleared first (so no sender steers to a port about to be free), then the
+/// owner CAS back to 0.
+fn release_ports(map: &Mapping, pid: u32, from: usize, count: usize) {
+    for port in from..from + count {
+        let p = port_offset(port);
+        let owner = map.u32_at(p + P_OWNER);
+        if owner.load(Ordering::Acquire) == pid {
+            map.u32_at(p + P_GROUP).store(0, Ordering::Release);
+            let _ = owner.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The flow of an IPv4 TCP or UDP frame that is not a fragment, as the
+/// receiver sees it (source = the frame's sender); None for anything else,
+/// including frames too short for the headers they announce.
+fn flow_of(frame: &[u8]) -> Option<FlowTuple> {
+    if frame.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let ip = frame.get(14..)?;
+    let first = *ip.first()?;
+    let ihl = usize::from(first & 0x0f) * 4;
+    if first >> 4 != 4 || ihl < 20 || ip.len() < ihl {
+        return None;
+    }
+    // MF set or a non-zero offset: a fragment (only the first has ports).
+    if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    if ip[9] != 6 && ip[9] != 17 {
+        return None;
+    }
+    let l4 = ip.get(ihl..ihl + 4)?;
+    Some(FlowTuple {
+        src_ip: Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
+        dst_ip: Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
+        src_port: u16::from_be_bytes([l4[0], l4[1]]),
+        dst_port: u16::from_be_bytes([l4[2], l4[3]]),
+    })
 }

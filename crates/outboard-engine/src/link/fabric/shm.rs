@@ -13,8 +13,10 @@ use std::time::Duration;
 
 /// "OBFABRIC" little-endian: published last by the creator.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"OBFABRIC");
-/// Layout version; bump on any change below.
-pub const VERSION: u32 = 1;
+/// Layout version; bump on any change below. 2: the port record's group
+/// word ([`P_GROUP`]); a version-1 engine would neither steer to a group's
+/// queues nor clear the word, so the two must not share a file.
+pub const VERSION: u32 = 2;
 /// Ports per fabric.
 pub const PORTS: usize = 8;
 /// Slots per ring (a power of two, so `index % SLOTS` survives wrap-around).
@@ -44,6 +46,10 @@ pub const P_OWNER: usize = 0; // u32
 pub const P_DOORBELL: usize = 4; // u32
 /// 1 while the owner is (about to be) asleep in FUTEX_WAIT.
 pub const P_SLEEPING: usize = 8; // u32
+/// The port's group, `(base << 8) | count`, written by its owner after
+/// claiming it (0 = not in a group: a group of one at itself). Trusted only
+/// while the base port and this port have the same owner pid.
+pub const P_GROUP: usize = 12; // u32
 /// Frames senders dropped because this port's ring from them was full.
 pub const P_DROPS: usize = 16; // u64
 
@@ -73,6 +79,8 @@ pub const fn slot_offset(src: usize, dst: usize, index: u32) -> usize {
 
 // The layout must fit together; checked at compile time.
 const _: () = assert!(PORT_TABLE + PORTS * PORT_STRIDE <= RING_CTL);
+const _: () = assert!(P_GROUP + 4 <= P_DROPS && P_DROPS + 8 <= PORT_STRIDE);
+const _: () = assert!(PORTS <= 255); // a port number and a count fit a byte each
 const _: () = assert!(RING_CTL + PORTS * PORTS * RING_CTL_STRIDE <= DATA);
 const _: () = assert!(SLOT_HEADER + MAX_FRAME <= SLOT_SIZE);
 const _: () = assert!(SLOTS.is_power_of_two());

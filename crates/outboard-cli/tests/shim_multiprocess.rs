@@ -1,0 +1,268 @@
+#![allow(clippy::disallowed_methods)] // wall-clock bounds in a test
+//! Multi-process servers under the socket shim, run the way their users
+//! run them, served from Linux's side of the lab (root):
+//!
+//! - nginx in its default master/worker configuration (`master_process on`,
+//!   2 workers, the workers dropping to `nobody`), in the foreground and as
+//!   a daemon: curl byte-exact and wrk without an error; both workers take
+//!   connections (two boards with accepts), the master none.
+//! - a pre-forking Python server (the parent listens, two forked children
+//!   accept) and two independent processes sharing a port with
+//!   SO_REUSEPORT: every connection echoed, each process given a share.
+//! - redis with a `BGSAVE` while a benchmark runs: the fork leaves the
+//!   parent's sockets working and the save completes.
+
+mod support;
+#[path = "../src/bench/tools.rs"]
+#[allow(dead_code)]
+mod tools;
+
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use support::netns::{need_all, skip_unless_root};
+use support::rig::{must, output, random_file, sha256, Rig, STEP};
+use support::python3;
+
+/// The boards attached to the rig's engine that accepted connections: (pid, accepts).
+fn accepting_boards(rig: &Rig) -> Vec<(u64, u64)> {
+    let stat: Value = rig.engine.stat();
+    stat["boards"]
+        .as_array()
+        .map(|b| {
+            b.iter()
+                .map(|r| (r["pid"].as_u64().unwrap_or(0), r["accepts"].as_u64().unwrap_or(0)))
+                .filter(|(_, a)| *a > 0)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// nginx.conf for `workers` worker processes as `user` (what
+/// `tools::nginx_conf` writes, with these two settings).
+fn nginx_conf(rig: &Rig, port: u16, workers: u32, daemon: bool) -> std::path::PathBuf {
+    let p = must(tools::nginx_conf(&rig.tmp, port));
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "worker_processes 1;",
+        &format!("worker_processes {workers};\nuser nobody nogroup;\ndaemon {};", if daemon { "on" } else { "off" }),
+    );
+    std::fs::write(&p, text).unwrap();
+    // The workers (nobody) read the files.
+    let _ = std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(&rig.tmp).status();
+    p
+}
+
+fn nginx_master_and_workers(daemon: bool) {
+    let tag = if daemon { "ngxd" } else { "ngxm" };
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("wrk", "wrk")]);
+    // The workers drop to nobody after joining the listeners (as root): the
+    // engine admits nobody for the boards they may open later.
+    let rig = Rig::up_engine_with(tag, &["--allow-user", "nobody"]);
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let src = www.join("blob");
+    random_file(&src, 4 << 20, 21);
+    random_file(&www.join("small"), 4096, 22);
+    let conf = nginx_conf(&rig, 8080, 2, daemon);
+    let args = ["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap()];
+    let errlog = || format!("\nnginx error.log:\n{}", std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default());
+    let mut fg = None;
+    if daemon {
+        // The command returns once the daemon runs (its parent exits right after forking).
+        let (ok, out, err) = output(rig.shim_cmd(STEP, &args));
+        assert!(ok, "nginx did not start as a daemon: {out}\n{err}{}", errlog());
+    } else {
+        fg = Some(rig.bg("nginx-mw", rig.shim_cmd(STEP * 3, &args)));
+    }
+    // Wait for the port on Linux's side.
+    let url = |name: &str| format!("http://{}:8080/{name}", rig.eip());
+    let t0 = Instant::now();
+    loop {
+        let (ok, _, _) = output(rig.linux_cmd(Duration::from_secs(5), &["curl", "-sS", "--fail", "-o", "/dev/null", "--max-time", "2", &url("small")]));
+        if ok {
+            break;
+        }
+        if let Some(bg) = fg.as_mut() {
+            bg.assert_running();
+        }
+        assert!(t0.elapsed() < STEP, "nginx never answered{}", errlog());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let dst = rig.tmp.join("got");
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")]));
+    assert!(ok, "curl: {out}\n{err}{}", errlog());
+    assert_eq!(sha256(&dst), sha256(&src), "what curl got differs from the file");
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["wrk", "-t2", "-c32", "-d3s", &url("small")]));
+    assert!(ok, "wrk failed: {out}\n{err}{}", errlog());
+    let w = tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}{}", errlog()));
+    let boards = accepting_boards(&rig);
+    let master: u64 = std::fs::read_to_string(rig.tmp.join("nginx.pid")).unwrap_or_default().trim().parse().unwrap_or(0);
+    assert!(boards.len() >= 2, "both workers accept: boards with accepts {boards:?}{}", errlog());
+    assert!(boards.iter().all(|(pid, _)| *pid != master), "the master ({master}) accepted: {boards:?}");
+    eprintln!("nginx master/2 workers (daemon {daemon}): 4 MiB byte-exact; wrk {} requests, {:.0}/s; accepts per worker {boards:?}", w.requests, w.per_s);
+    if master > 0 {
+        // SAFETY: kill(2) of the nginx master we started.
+        unsafe { libc::kill(master as i32, libc::SIGQUIT) };
+        let t0 = Instant::now();
+        // SAFETY: signal 0 only asks whether the pid exists.
+        while unsafe { libc::kill(master as i32, 0) } == 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(fg);
+}
+
+#[test]
+fn shim_nginx_master_and_two_workers_in_the_foreground() {
+    if skip_unless_root("shim_nginx_master_and_two_workers_in_the_foreground") {
+        return;
+    }
+    nginx_master_and_workers(false);
+}
+
+#[test]
+fn shim_nginx_as_a_daemon_with_two_workers() {
+    if skip_unless_root("shim_nginx_as_a_daemon_with_two_workers") {
+        return;
+    }
+    nginx_master_and_workers(true);
+}
+
+/// A Python echo server: `prefork` (the parent listens and forks two
+/// accepting children) or `reuseport` (this process binds with SO_REUSEPORT
+/// and accepts). Each connection: one line echoed, then closed.
+const PY_SERVER: &str = r#"
+import os, socket, sys
+mode, port = sys.argv[1], int(sys.argv[2])
+def serve(ls):
+    while True:
+        c, _ = ls.accept()
+        data = b""
+        while not data.endswith(b"\n"):
+            d = c.recv(4096)
+            if not d:
+                break
+            data += d
+        c.sendall(str(os.getpid()).encode() + b" " + data)
+        c.close()
+ls = socket.socket()
+if mode == "reuseport":
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+ls.bind(("0.0.0.0", port))
+ls.listen(64)
+print("ready", flush=True)
+if mode == "prefork":
+    kids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            serve(ls)
+            os._exit(0)
+        kids.append(pid)
+    for k in kids:
+        os.waitpid(k, 0)
+else:
+    serve(ls)
+"#;
+
+/// A Linux client: `n` connections, each sends a line and reads the echo;
+/// prints the pids that answered, one per line.
+const PY_CLIENT: &str = r#"
+import socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(n):
+    s = socket.create_connection((host, port), timeout=10)
+    line = b"hello %d\n" % i
+    s.sendall(line)
+    got = b""
+    while not got.endswith(b"\n"):
+        d = s.recv(4096)
+        if not d:
+            break
+        got += d
+    pid, _, echo = got.partition(b" ")
+    assert echo == line, (echo, line)
+    print(pid.decode())
+    s.close()
+"#;
+
+/// Runs the client for `n` connections; returns how many each pid served.
+fn echo_clients(rig: &Rig, port: u16, n: usize) -> std::collections::BTreeMap<String, usize> {
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", PY_CLIENT, &rig.eip(), &port.to_string(), &n.to_string()]));
+    assert!(ok, "client: {out}\n{err}");
+    let mut by_pid = std::collections::BTreeMap::new();
+    for l in out.lines() {
+        *by_pid.entry(l.trim().to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(by_pid.values().sum::<usize>(), n, "{out}");
+    by_pid
+}
+
+#[test]
+fn shim_preforked_python_children_accept_on_the_parents_listener() {
+    if skip_unless_root("shim_preforked_python_children_accept_on_the_parents_listener") {
+        return;
+    }
+    let rig = Rig::up("pyfork");
+    let mut srv = rig.bg("prefork", rig.shim_cmd(STEP * 2, &[python3(), "-c", PY_SERVER, "prefork", "9100"]));
+    rig.wait_tcp(&rig.eip(), 9100, &mut srv);
+    let by_pid = echo_clients(&rig, 9100, 40);
+    assert_eq!(by_pid.len(), 2, "both children served (round robin): {by_pid:?}");
+    assert!(by_pid.values().all(|n| *n >= 10), "{by_pid:?}");
+    srv.assert_running();
+}
+
+#[test]
+fn shim_reuseport_processes_share_a_port() {
+    if skip_unless_root("shim_reuseport_processes_share_a_port") {
+        return;
+    }
+    let rig = Rig::up("pyrp");
+    let mut a = rig.bg("reuse-a", rig.shim_cmd(STEP * 2, &[python3(), "-c", PY_SERVER, "reuseport", "9101"]));
+    rig.wait_tcp(&rig.eip(), 9101, &mut a);
+    let mut b = rig.bg("reuse-b", rig.shim_cmd(STEP * 2, &[python3(), "-c", PY_SERVER, "reuseport", "9101"]));
+    b.wait_log("ready");
+    let by_pid = echo_clients(&rig, 9101, 40);
+    assert_eq!(by_pid.len(), 2, "both processes served: {by_pid:?}");
+    assert!(by_pid.values().all(|n| *n >= 10), "{by_pid:?}");
+    a.assert_running();
+    b.assert_running();
+}
+
+#[test]
+fn shim_redis_bgsave_under_load_leaves_the_server_working() {
+    if skip_unless_root("shim_redis_bgsave_under_load_leaves_the_server_working") {
+        return;
+    }
+    need_all(&[("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"), ("redis-cli", "redis-tools")]);
+    let rig = Rig::up("rbgs");
+    let dir = rig.tmp.to_str().unwrap().to_string();
+    let mut srv = rig.bg(
+        "redis",
+        rig.shim_cmd(STEP * 3, &["redis-server", "--port", "6379", "--save", "", "--appendonly", "no", "--dir", &dir, "--protected-mode", "no"]),
+    );
+    rig.wait_tcp(&rig.eip(), 6379, &mut srv);
+    let eip = rig.eip();
+    // Some data to save, from Linux.
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["redis-benchmark", "-h", &eip, "-q", "-n", "20000", "-r", "10000", "-t", "set"]));
+    assert!(ok, "redis-benchmark: {out}\n{err}");
+    // A benchmark in the background while BGSAVE forks.
+    let bench = rig.bg("bench", rig.linux_cmd(STEP, &["redis-benchmark", "-h", &eip, "-q", "-n", "100000", "-c", "8", "-t", "get,set"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["redis-cli", "-h", &eip, "BGSAVE"]));
+    assert!(ok && out.contains("Background saving started"), "BGSAVE: {out}\n{err}");
+    let t0 = Instant::now();
+    loop {
+        let (_, info, _) = output(rig.linux_cmd(STEP, &["redis-cli", "-h", &eip, "INFO", "persistence"]));
+        if info.contains("rdb_bgsave_in_progress:0") && info.contains("rdb_last_bgsave_status:ok") {
+            break;
+        }
+        assert!(t0.elapsed() < STEP, "BGSAVE did not finish: {info}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(rig.tmp.join("dump.rdb").exists(), "no dump.rdb written");
+    let (ok, log) = bench.wait(STEP);
+    assert!(ok, "the benchmark during BGSAVE failed: {log}");
+    let (ok, out, _) = output(rig.linux_cmd(STEP, &["redis-cli", "-h", &eip, "PING"]));
+    assert!(ok && out.contains("PONG"), "{out}");
+    srv.assert_running();
+}

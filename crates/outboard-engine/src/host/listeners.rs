@@ -1,0 +1,234 @@
+//! Listeners shared between boards: one stack listener per port, and the
+//! board endpoints that take its connections.
+//!
+//! Multi-process servers hold one listening socket in several processes:
+//! inherited across `fork` (nginx's master and its workers, pre-forking
+//! servers), or opened by each with `SO_REUSEPORT`. Linux gives such
+//! processes one accept queue (inherited) or spreads connections among the
+//! sockets (reuseport). Here a port has one stack listener and a **group**
+//! of members — (session, endpoint) pairs, each on its own board — and the
+//! shard hands each accepted connection to the next member in turn that
+//! takes connections (round robin), so every process that accepts gets a
+//! share and none gets another's.
+//!
+//! - **Joining.** `LISTEN` on a port that has a group joins it when both
+//!   the new endpoint and the group asked for `REUSEPORT` and the users are
+//!   the same (Linux's rule for SO_REUSEPORT); otherwise EADDRINUSE.
+//!   `INHERIT` joins the group of the listener (key, endpoint) names, where
+//!   the key is the parent board's inherit key (`header::INHERIT_KEY`):
+//!   only a process that mapped the parent's board can know it, which is
+//!   what inheriting the socket means. The engine compares with its own
+//!   copy of each key, never with what a board says.
+//! - **Taking connections.** A member opened `ON_DEMAND` takes none until
+//!   its application says `ACCEPT_ON` (the socket shim does at the first
+//!   `accept`, or read interest in poll, select or epoll): nginx's master
+//!   holds the listening sockets and never accepts, so it must not be
+//!   given connections. Other members take connections from the start.
+//! - **Leaving.** Closing a member removes it; the last one out closes the
+//!   stack listener. A board that dies (or detaches) after forking (its
+//!   `FORKS` application counter is non-zero) leaves its listeners
+//!   **lingering** for [`LINGER`]: a child it forked may be joining right
+//!   now (a daemon's parent exits right after `fork`), and the child's
+//!   `INHERIT` names the dead parent's key. Connections that arrive
+//!   meanwhile wait in the listener's accept queue; a lingering listener
+//!   nobody joins is closed (its queued connections reset).
+
+use outboard_stack::{ListenerId, Stack, StackError};
+use outboard_time::{Duration, Instant};
+
+/// How long a listener of a board that died after forking waits for a child to join.
+pub const LINGER: Duration = Duration::from_secs(2);
+
+/// One board endpoint on a shared listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    pub session: u64,
+    pub ep: u32,
+    /// Takes connections (not `ON_DEMAND`, or `ACCEPT_ON` seen).
+    pub armed: bool,
+}
+
+#[derive(Debug)]
+struct Group {
+    lid: ListenerId,
+    port: u16,
+    reuseport: bool,
+    uid: u32,
+    members: Vec<Member>,
+    /// (inherit key, endpoint) of every member, and of members gone while
+    /// the listener lingers: what an `INHERIT` may name.
+    names: Vec<(u64, u32, u64)>,
+    /// Next member to get a connection.
+    cursor: usize,
+    /// Set while nobody is a member: closed at this time unless someone joins.
+    linger_until: Option<Instant>,
+}
+
+/// Who is joining: its session, user, board key and new endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Joiner {
+    pub session: u64,
+    pub uid: u32,
+    pub key: u64,
+    pub ep: u32,
+    pub on_demand: bool,
+}
+
+/// Counters of shared listeners, for `outboard stat`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListenerCounters {
+    /// Endpoints that joined a listener another endpoint held (reuseport or inherited).
+    pub joined: u64,
+    /// INHERIT commands that named no listener (wrong key or endpoint).
+    pub inherit_refused: u64,
+    /// Listeners that lingered after their last board died, and those closed by it.
+    pub lingered: u64,
+    pub linger_expired: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Listeners {
+    groups: Vec<Group>,
+    pub counters: ListenerCounters,
+}
+
+impl Listeners {
+    fn by_lid(&mut self, lid: ListenerId) -> Option<&mut Group> {
+        self.groups.iter_mut().find(|g| g.lid == lid)
+    }
+
+    /// `LISTEN`: a new listener on `port`, or a place in its group. Err(-errno).
+    pub fn listen(&mut self, stack: &mut Stack, port: u16, backlog: u32, reuseport: bool, j: Joiner) -> Result<ListenerId, i64> {
+        if let Some(g) = self.groups.iter_mut().find(|g| g.port == port) {
+            // Linux: every socket on the port set SO_REUSEPORT, and one user owns them all.
+            if !(reuseport && g.reuseport && g.uid == j.uid) {
+                return Err(-i64::from(libc::EADDRINUSE));
+            }
+            g.join(j);
+            self.counters.joined += 1;
+            return Ok(g.lid);
+        }
+        let lid = stack.tcp_listen(port, backlog as usize).map_err(|e| match e {
+            StackError::AddrInUse => -i64::from(libc::EADDRINUSE),
+            _ => -i64::from(libc::EINVAL),
+        })?;
+        let mut g = Group { lid, port, reuseport, uid: j.uid, members: Vec::new(), names: Vec::new(), cursor: 0, linger_until: None };
+        g.join(j);
+        self.groups.push(g);
+        Ok(lid)
+    }
+
+    /// `INHERIT`: a place in the group of the listener that (key, endpoint)
+    /// names. Err(-EBADF) when nothing matches.
+    pub fn inherit(&mut self, parent_key: u64, parent_ep: u32, j: Joiner) -> Result<(ListenerId, u16), i64> {
+        let found = self.groups.iter_mut().find(|g| g.names.iter().any(|(k, e, _)| *k == parent_key && *e == parent_ep));
+        match found {
+            Some(g) => {
+                g.join(j);
+                self.counters.joined += 1;
+                Ok((g.lid, g.port))
+            }
+            None => {
+                self.counters.inherit_refused += 1;
+                Err(-i64::from(libc::EBADF))
+            }
+        }
+    }
+
+    /// `ACCEPT_ON`: the member takes connections from now on.
+    pub fn arm(&mut self, lid: ListenerId, session: u64, ep: u32) {
+        if let Some(m) = self.by_lid(lid).and_then(|g| g.members.iter_mut().find(|m| m.session == session && m.ep == ep)) {
+            m.armed = true;
+        }
+    }
+
+    /// A member leaves (its endpoint closed, or its board went away). The
+    /// last one out closes the listener, or leaves it lingering until
+    /// `linger_until` (a board that forked).
+    pub fn leave(&mut self, stack: &mut Stack, lid: ListenerId, session: u64, ep: u32, linger_until: Option<Instant>) {
+        let Some(i) = self.groups.iter().position(|g| g.lid == lid) else { return };
+        let g = &mut self.groups[i];
+        g.members.retain(|m| !(m.session == session && m.ep == ep));
+        if linger_until.is_none() {
+            g.names.retain(|(_, e, s)| !(*s == session && *e == ep));
+        }
+        if !g.members.is_empty() {
+            return;
+        }
+        match linger_until {
+            Some(t) => {
+                g.linger_until = Some(t);
+                self.counters.lingered += 1;
+            }
+            None => {
+                stack.tcp_unlisten(lid);
+                self.groups.swap_remove(i);
+            }
+        }
+    }
+
+    /// Closes lingering listeners whose time is up.
+    pub fn expire(&mut self, stack: &mut Stack, now: Instant) {
+        let mut i = 0;
+        while i < self.groups.len() {
+            if self.groups[i].linger_until.is_some_and(|t| t <= now) {
+                stack.tcp_unlisten(self.groups[i].lid);
+                self.groups.swap_remove(i);
+                self.counters.linger_expired += 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The next linger deadline.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.groups.iter().filter_map(|g| g.linger_until).min()
+    }
+
+    /// Listeners with connections waiting to be handed out, for `accept`.
+    pub fn pending(&self, stack: &Stack) -> Vec<ListenerId> {
+        self.groups
+            .iter()
+            .filter(|g| g.members.iter().any(|m| m.armed) && stack.tcp_accept_pending(g.lid))
+            .map(|g| g.lid)
+            .collect()
+    }
+
+    /// The armed members of `lid` in the order they get connections, from
+    /// the cursor on (round robin across calls: `advance` moves it).
+    pub fn rotation(&self, lid: ListenerId) -> Vec<Member> {
+        let Some(g) = self.groups.iter().find(|g| g.lid == lid) else { return Vec::new() };
+        let n = g.members.len();
+        (0..n).map(|k| g.members[(g.cursor + k) % n]).filter(|m| m.armed).collect()
+    }
+
+    /// `member` got a connection: the next one goes to the member after it.
+    pub fn advance(&mut self, lid: ListenerId, member: Member) {
+        if let Some(g) = self.by_lid(lid) {
+            if let Some(i) = g.members.iter().position(|m| m.session == member.session && m.ep == member.ep) {
+                g.cursor = (i + 1) % g.members.len();
+            }
+        }
+    }
+
+    /// Members of the group `lid` (for tests and stat).
+    pub fn members(&self, lid: ListenerId) -> Vec<Member> {
+        self.groups.iter().find(|g| g.lid == lid).map_or(Vec::new(), |g| g.members.clone())
+    }
+
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+}
+
+impl Group {
+    fn join(&mut self, j: Joiner) {
+        self.members.push(Member { session: j.session, ep: j.ep, armed: !j.on_demand });
+        self.names.push((j.key, j.ep, j.session));
+        self.linger_until = None;
+    }
+}
