@@ -79,6 +79,17 @@
 #define OB_AF_INET6 10
 
 /**
+ * `ob_listen_with` flag: share the port with other boards' listeners of
+ * the same user that set it too (SO_REUSEPORT); connections go to each in turn.
+ */
+#define OB_LISTEN_REUSEPORT 1
+
+/**
+ * `ob_listen_with` flag: no connections until `ob_listener_accept_on`.
+ */
+#define OB_LISTEN_ON_DEMAND 2
+
+/**
  * Interest and readiness bit: data to read, a connection to accept, or end of stream.
  */
 #define OB_READABLE 1
@@ -311,6 +322,36 @@ int ob_board_copy_counters(const struct ob_board_t *board, struct ob_copy_counte
 struct ob_listener_t *ob_listen(struct ob_board_t *board, uint16_t port, uint32_t backlog);
 
 /**
+ * Like `ob_listen`, with `flags` (`OB_LISTEN_REUSEPORT`: share the port
+ * with other boards' listeners of the same user that set it too;
+ * `OB_LISTEN_ON_DEMAND`: take connections only after
+ * `ob_listener_accept_on`). Returns NULL with errno on failure (EINVAL for
+ * unknown flags, EADDRINUSE, ENOBUFS, ESHUTDOWN).
+ */
+struct ob_listener_t *ob_listen_with(struct ob_board_t *board,
+                                     uint16_t port,
+                                     uint32_t backlog,
+                                     uint32_t flags);
+
+/**
+ * The key a process forked from this application presents to join its
+ * listeners (`ob_inherit_listener`); 0 for NULL (EINVAL).
+ */
+uint64_t ob_inherit_key(const struct ob_board_t *board);
+
+/**
+ * Joins, on this board, listener `parent_listener` (its `ob_listener_id`
+ * in the parent) of the board whose `ob_inherit_key` is `parent_key`: a
+ * process forked from a server shares its listening port. `flags` as for
+ * `ob_listen_with`. Returns NULL with errno on failure (EBADF: no such
+ * listener).
+ */
+struct ob_listener_t *ob_inherit_listener(struct ob_board_t *board,
+                                          uint64_t parent_key,
+                                          uint32_t parent_listener,
+                                          uint32_t flags);
+
+/**
  * Connects to `ipv4:port` (address in host byte order, e.g. `OB_IPV4(10, 0, 0, 1)`)
  * and waits for the handshake (spinning on a polling board, sleeping
  * otherwise, a non-blocking board too). Returns NULL with errno on failure
@@ -338,6 +379,13 @@ struct ob_dgram_t *ob_bind_udp(struct ob_board_t *board, uint16_t port);
  * Returns NULL with errno on failure.
  */
 struct ob_event_queue_t *ob_event_queue(struct ob_board_t *board);
+
+/**
+ * A listener opened with `OB_LISTEN_ON_DEMAND` takes connections from now
+ * on. Returns 0, or -1 with errno (EINVAL for NULL, ESHUTDOWN when the
+ * engine is gone).
+ */
+int ob_listener_accept_on(struct ob_listener_t *l);
 
 /**
  * The next connection the engine accepted, waiting for one as the mode

@@ -220,6 +220,41 @@ pub unsafe extern "C" fn ob_listen(board: *mut ob_board_t, port: u16, backlog: u
     })
 }
 
+/// Like `ob_listen`, with `flags` (`OB_LISTEN_REUSEPORT`: share the port
+/// with other boards' listeners of the same user that set it too;
+/// `OB_LISTEN_ON_DEMAND`: take connections only after
+/// `ob_listener_accept_on`). Returns NULL with errno on failure (EINVAL for
+/// unknown flags, EADDRINUSE, ENOBUFS, ESHUTDOWN).
+#[no_mangle]
+pub unsafe extern "C" fn ob_listen_with(board: *mut ob_board_t, port: u16, backlog: u32, flags: u32) -> *mut ob_listener_t {
+    ffi(ptr::null_mut(), || {
+        let flags = crate::listener::listen_flags(flags)?;
+        let listener = handle(board)?.board.listen_with(port, backlog, flags)?;
+        Ok(Box::into_raw(Box::new(ob_listener_t { listener })))
+    })
+}
+
+/// The key a process forked from this application presents to join its
+/// listeners (`ob_inherit_listener`); 0 for NULL (EINVAL).
+#[no_mangle]
+pub unsafe extern "C" fn ob_inherit_key(board: *const ob_board_t) -> u64 {
+    ffi(0, || Ok(handle_ref(board)?.board.inherit_key()))
+}
+
+/// Joins, on this board, listener `parent_listener` (its `ob_listener_id`
+/// in the parent) of the board whose `ob_inherit_key` is `parent_key`: a
+/// process forked from a server shares its listening port. `flags` as for
+/// `ob_listen_with`. Returns NULL with errno on failure (EBADF: no such
+/// listener).
+#[no_mangle]
+pub unsafe extern "C" fn ob_inherit_listener(board: *mut ob_board_t, parent_key: u64, parent_listener: u32, flags: u32) -> *mut ob_listener_t {
+    ffi(ptr::null_mut(), || {
+        let flags = crate::listener::listen_flags(flags)?;
+        let listener = handle(board)?.board.inherit_listener(parent_key, parent_listener, flags)?;
+        Ok(Box::into_raw(Box::new(ob_listener_t { listener })))
+    })
+}
+
 /// Connects to `ipv4:port` (address in host byte order, e.g. `OB_IPV4(10, 0, 0, 1)`)
 /// and waits for the handshake (spinning on a polling board, sleeping
 /// otherwise, a non-blocking board too). Returns NULL with errno on failure

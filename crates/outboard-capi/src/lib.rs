@@ -182,6 +182,15 @@ mod tests {
             assert_eq!(ob_stream_id(std::ptr::null()), OB_NO_ENDPOINT);
             assert_eq!(ob_eq_wait(std::ptr::null_mut(), std::ptr::null_mut(), 0, 0), -1);
             assert!(ob_listen(std::ptr::null_mut(), 80, 8).is_null());
+            assert!(ob_listen_with(std::ptr::null_mut(), 80, 8, OB_LISTEN_REUSEPORT).is_null());
+            assert_eq!(errno(), libc::EINVAL);
+            // Unknown flags are refused before the board is looked at.
+            set_errno(0);
+            assert!(ob_listen_with(std::ptr::null_mut(), 80, 8, 1 << 7).is_null());
+            assert_eq!(errno(), libc::EINVAL);
+            assert!(ob_inherit_listener(std::ptr::null_mut(), 1, 0, OB_LISTEN_ON_DEMAND).is_null());
+            assert_eq!(ob_inherit_key(std::ptr::null()), 0);
+            assert_eq!(ob_listener_accept_on(std::ptr::null_mut()), -1);
             assert_eq!(ob_engine_alive(std::ptr::null()), -1);
         }
     }

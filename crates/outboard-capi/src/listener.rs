@@ -2,7 +2,7 @@
 
 use crate::{ffi, free, handle, handle_ref, ob_stream_t, OB_NO_ENDPOINT};
 use libc::c_int;
-use outboard_api::Listener;
+use outboard_api::{ListenFlags, Listener};
 use std::ptr;
 
 /// A listening TCP port on the engine's address (from `ob_listen`; free with
@@ -10,6 +10,30 @@ use std::ptr;
 /// itself; `ob_accept` hands them out.
 pub struct ob_listener_t {
     pub(crate) listener: Listener,
+}
+
+/// `ob_listen_with` flag: share the port with other boards' listeners of
+/// the same user that set it too (SO_REUSEPORT); connections go to each in turn.
+pub const OB_LISTEN_REUSEPORT: u32 = 1;
+/// `ob_listen_with` flag: no connections until `ob_listener_accept_on`.
+pub const OB_LISTEN_ON_DEMAND: u32 = 2;
+
+pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
+    if bits & !(OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND) != 0 {
+        return Err(crate::EINVAL);
+    }
+    Ok(ListenFlags { reuseport: bits & OB_LISTEN_REUSEPORT != 0, on_demand: bits & OB_LISTEN_ON_DEMAND != 0 })
+}
+
+/// A listener opened with `OB_LISTEN_ON_DEMAND` takes connections from now
+/// on. Returns 0, or -1 with errno (EINVAL for NULL, ESHUTDOWN when the
+/// engine is gone).
+#[no_mangle]
+pub unsafe extern "C" fn ob_listener_accept_on(l: *mut ob_listener_t) -> c_int {
+    ffi(-1, || {
+        handle(l)?.listener.accept_on()?;
+        Ok(0)
+    })
 }
 
 /// The next connection the engine accepted, waiting for one as the mode

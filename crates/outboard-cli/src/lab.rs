@@ -113,6 +113,10 @@ pub struct UpArgs {
     /// Use the relay even without impairment (to measure it or get its report).
     #[arg(long)]
     pub relay: bool,
+    /// Receive/transmit queues of the engine's veth pair (1 to 16): one per shard of an
+    /// af_xdp engine (`outboard engine --shards N`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub queues: u32,
     /// Print the lab's description as JSON.
     #[arg(long)]
     pub json: bool,
@@ -190,6 +194,7 @@ fn up(a: &UpArgs) -> ExitCode {
         seed: a.seed,
         force_relay: a.relay,
         relay_exe: None,
+        queues: a.queues,
     };
     match Lab::up(&cfg) {
         Ok(lab) => {

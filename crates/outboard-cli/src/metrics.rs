@@ -95,6 +95,11 @@ pub fn encode_snapshot(s: &Snapshot) -> Result<String, std::fmt::Error> {
         x.counters.accept_paused_turns
     }));
     r.register("shard_pcap_frames", "Frames written to the pcap file", shard(&|x| x.counters.pcap_frames));
+    r.register("shard_rx_frames", "Frames the shard's queue of the link received", shard(&|x| x.rx_frames));
+    r.register("shard_tx_frames", "Frames the shard's queue of the link sent", shard(&|x| x.tx_frames));
+    r.register("shard_forwarded_out", "Frames the link handed this shard for another shard, sent there", shard(&|x| x.counters.forwarded_out));
+    r.register("shard_forwarded_in", "Frames other shards sent to this shard", shard(&|x| x.counters.forwarded_in));
+    r.register("shard_forward_drops", "Frames for another shard dropped: the ring to it was full", shard(&|x| x.counters.forward_drops));
     let cpu = Family::<Labels, Counter<f64, AtomicU64>>::default();
     for row in &s.shards {
         cpu.get_or_create(&vec![label("shard", row.shard)]).inc_by(row.counters.cpu_s);

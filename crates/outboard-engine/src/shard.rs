@@ -364,18 +364,21 @@ impl Shard {
                 memory: s.memory,
             })
             .collect();
+        let link_counters = self.link.counters();
         let mut snap = Snapshot {
             name: self.name.clone(),
             pid: std::process::id(),
             addr: format!("{}/{}", cfg.addr, cfg.prefix_len),
             gateway: cfg.gateway.map(|g| g.to_string()),
-            link: LinkSnapshot::new(&self.link.info(), &self.link.counters()),
+            link: LinkSnapshot::new(&self.link.info(), &link_counters),
             shard: self.counters.clone(),
             shards: vec![ShardRow {
                 shard: self.index,
                 counters: self.counters.clone(),
                 connections: connections.len(),
                 memory_in_use: self.stack.memory_in_use(),
+                rx_frames: link_counters.rx_frames,
+                tx_frames: link_counters.tx_frames,
             }],
             stack: self.stack.stats().iter().map(|(k, v)| (k.to_string(), v)).collect(),
             memory_in_use: self.stack.memory_in_use(),

@@ -84,6 +84,11 @@ pub struct ShardRow {
     /// TCP connections the shard holds, and its stack's memory.
     pub connections: usize,
     pub memory_in_use: usize,
+    /// Frames this shard's queue of the link received and sent.
+    #[serde(default)]
+    pub rx_frames: u64,
+    #[serde(default)]
+    pub tx_frames: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -223,7 +228,7 @@ pub fn render(s: &Snapshot) -> String {
         let cpu_pct = if c.wall_s > 0.0 { 100.0 * c.cpu_s / c.wall_s } else { 0.0 };
         let _ = writeln!(
             o,
-            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {}{}",
+            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {} frames in {} out {}{}",
             r.shard,
             c.turns,
             c.busy_turns,
@@ -233,6 +238,8 @@ pub fn render(s: &Snapshot) -> String {
             cpu_pct,
             c.accept_paused_turns,
             r.connections,
+            r.rx_frames,
+            r.tx_frames,
             if rows.len() > 1 {
                 format!(
                     " forwarded out {} in {} drops {} arp-copies {}",
@@ -354,7 +361,7 @@ mod tests {
                 &LinkCounters::default(),
             ),
             shard: counters.clone(),
-            shards: vec![ShardRow { shard, counters, connections: conns, memory_in_use: 100 }],
+            shards: vec![ShardRow { shard, counters, connections: conns, memory_in_use: 100, ..Default::default() }],
             stack: [("frames_in".to_string(), counter)].into_iter().collect(),
             memory_in_use: 100,
             memory_cap: 1000,

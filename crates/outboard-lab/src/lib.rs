@@ -252,6 +252,10 @@ pub struct LabConfig {
     pub force_relay: bool,
     /// The `outboard` binary that runs `outboard relay`; None = this process's own executable.
     pub relay_exe: Option<PathBuf>,
+    /// Receive and transmit queues of the engine's veth pair (eng0 and its
+    /// peer), 1 to 16: an engine with N shards on af_xdp binds one queue
+    /// each; the peer's transmit queue (by flow hash) picks eng0's receive queue.
+    pub queues: u32,
 }
 
 impl LabConfig {
@@ -265,6 +269,7 @@ impl LabConfig {
             seed: 1,
             force_relay: false,
             relay_exe: None,
+            queues: 1,
         }
     }
 
@@ -280,6 +285,9 @@ impl LabConfig {
                 "--mtu {} is outside 68..=9000",
                 self.mtu
             )));
+        }
+        if !(1..=16).contains(&self.queues) {
+            return Err(LabError::BadConfig(format!("--queues {} is outside 1..=16", self.queues)));
         }
         self.impairment.validate()
     }
@@ -394,6 +402,13 @@ pub struct Veth {
     pub a_if: String,
     pub b_ns: String,
     pub b_if: String,
+    /// Receive and transmit queues of each end.
+    #[serde(default = "one_queue")]
+    pub queues: u32,
+}
+
+fn one_queue() -> u32 {
+    1
 }
 
 /// An addressed end: the engine's or Linux's.
@@ -469,6 +484,7 @@ fn veth(a_ns: &str, a_if: &str, b_ns: &str, b_if: &str) -> Veth {
         a_if: a_if.into(),
         b_ns: b_ns.into(),
         b_if: b_if.into(),
+        queues: 1,
     }
 }
 
@@ -483,7 +499,7 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
     );
     let routed = cfg.topology == Topology::Routed;
     let mut namespaces = vec![eng.clone(), imp.clone()];
-    let mut links = vec![veth(&eng, ENGINE_IFACE, &imp, "imp-e")];
+    let mut links = vec![Veth { queues: cfg.queues, ..veth(&eng, ENGINE_IFACE, &imp, "imp-e") }];
     let (router, linux, gateway) = if routed {
         namespaces.push(rtr.clone());
         links.push(veth(&imp, "imp-l", &rtr, "rtr-e"));
@@ -573,6 +589,7 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
         p.push(argv(&["ip", "netns", "add", ns]));
     }
     for v in &info.links {
+        let q = v.queues.to_string();
         p.push(argv(&[
             "ip",
             "link",
@@ -581,9 +598,9 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             "netns",
             &v.a_ns,
             "numrxqueues",
-            "1",
+            &q,
             "numtxqueues",
-            "1",
+            &q,
             "mtu",
             &mtu,
             "type",
@@ -594,9 +611,9 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             "netns",
             &v.b_ns,
             "numrxqueues",
-            "1",
+            &q,
             "numtxqueues",
-            "1",
+            &q,
             "mtu",
             &mtu,
         ]));
