@@ -7,7 +7,9 @@
 //!
 //! A connection belongs to one shard for its whole life (DESIGN.md item 5).
 //! The owner of a received frame is decided by [`Steer::owner`], the same
-//! function on every shard, from the frame alone and one read-mostly table:
+//! function on every shard, from the frame alone and one read-mostly table
+//! (the function itself is `outboard_stack::steer::frame_owner`, so the
+//! simulator's multi-shard hosts steer exactly as the engine does):
 //!
 //! - **IPv4 TCP and UDP** (not a fragment): the shards that have the
 //!   destination port bound (a listener or a UDP socket) are looked up in
@@ -53,10 +55,9 @@
 //! consumer sets the flag, then (SeqCst) looks at its rings once more
 //! before it sleeps.
 
-use outboard_stack::steer::{shard_for, FlowTuple};
+use outboard_stack::steer::{frame_owner, FrameOwner};
 use outboard_stack::RxMeta;
 use std::io::{Read, Write};
-use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -68,11 +69,8 @@ pub const MAX_SHARDS: usize = 64;
 /// Frames waiting in one shard-to-shard ring.
 pub const FORWARD_RING: usize = 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
+/// The protocols whose ports the table holds (the stack's steering enum).
+pub use outboard_stack::steer::Transport as Proto;
 
 /// Which shards have each port bound, per protocol: one bit per shard.
 pub struct PortTable {
@@ -128,101 +126,18 @@ pub struct Steer {
     pub ports: Arc<PortTable>,
 }
 
-const ETH_ARP: u16 = 0x0806;
-const ETH_IPV4: u16 = 0x0800;
-
-/// (src, dst, protocol, header length, fragment?) of the IPv4 packet at `ip`.
-fn ipv4_header(ip: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, u8, usize, bool)> {
-    if ip.len() < 20 || ip[0] >> 4 != 4 {
-        return None;
-    }
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
-    if ihl < 20 || ip.len() < ihl {
-        return None;
-    }
-    let frag = u16::from_be_bytes([ip[6], ip[7]]);
-    let fragment = frag & 0x3fff != 0; // MF or an offset
-    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-    Some((src, dst, ip[9], ihl, fragment))
-}
-
-fn ports(l4: &[u8]) -> Option<(u16, u16)> {
-    (l4.len() >= 4).then(|| (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]])))
-}
-
 impl Steer {
     pub fn new(shards: usize) -> Steer {
         Steer { shards: shards.clamp(1, MAX_SHARDS), ports: Arc::new(PortTable::default()) }
     }
 
-    /// The owner of the flow `tuple` (as received: `src` is the peer) to `proto`.
-    pub fn flow_owner(&self, proto: Proto, tuple: &FlowTuple) -> usize {
-        let hashed = usize::from(shard_for(tuple, self.shards as u16));
-        let bound = self.ports.shards(proto, tuple.dst_port) & mask(self.shards);
-        if bound == 0 || bound & (1 << hashed) != 0 {
-            hashed
-        } else {
-            bound.trailing_zeros() as usize
-        }
-    }
-
-    /// The shard that owns `frame` (an Ethernet frame as received).
+    /// The shard that owns `frame` (an Ethernet frame as received):
+    /// `outboard_stack::steer::frame_owner` with this engine's port table.
     pub fn owner(&self, frame: &[u8]) -> Owner {
-        if self.shards == 1 || frame.len() < 14 {
-            return Owner::Shard(0);
+        match frame_owner(frame, self.shards as u16, |t, port| self.ports.shards(t, port)) {
+            FrameOwner::Shard(s) => Owner::Shard(usize::from(s)),
+            FrameOwner::Arp => Owner::Arp,
         }
-        match u16::from_be_bytes([frame[12], frame[13]]) {
-            ETH_ARP => Owner::Arp,
-            ETH_IPV4 => Owner::Shard(self.ipv4_owner(&frame[14..]).unwrap_or(0)),
-            _ => Owner::Shard(0),
-        }
-    }
-
-    fn ipv4_owner(&self, ip: &[u8]) -> Option<usize> {
-        let (src_ip, dst_ip, proto, ihl, fragment) = ipv4_header(ip)?;
-        if fragment {
-            return None;
-        }
-        let l4 = &ip[ihl..];
-        let proto = match proto {
-            6 => Proto::Tcp,
-            17 => Proto::Udp,
-            1 => return self.icmp_owner(l4),
-            _ => return None,
-        };
-        let (src_port, dst_port) = ports(l4)?;
-        Some(self.flow_owner(proto, &FlowTuple { src_ip, dst_ip, src_port, dst_port }))
-    }
-
-    /// ICMP errors (destination unreachable 3, source quench 4, time
-    /// exceeded 11, parameter problem 12) go to the quoted flow's owner.
-    fn icmp_owner(&self, icmp: &[u8]) -> Option<usize> {
-        if icmp.len() < 8 || !matches!(icmp[0], 3 | 4 | 11 | 12) {
-            return None;
-        }
-        let quote = &icmp[8..];
-        let (q_src, q_dst, q_proto, ihl, fragment) = ipv4_header(quote)?;
-        let proto = match q_proto {
-            6 => Proto::Tcp,
-            17 => Proto::Udp,
-            _ => return None,
-        };
-        if fragment && u16::from_be_bytes([quote[6], quote[7]]) & 0x1fff != 0 {
-            return None;
-        }
-        let (q_sport, q_dport) = ports(quote.get(ihl..)?)?;
-        // The quote is what we sent: reversed, it is the flow as we receive it.
-        let tuple = FlowTuple { src_ip: q_dst, dst_ip: q_src, src_port: q_dport, dst_port: q_sport };
-        Some(self.flow_owner(proto, &tuple))
-    }
-}
-
-fn mask(shards: usize) -> u64 {
-    if shards >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << shards) - 1
     }
 }
 

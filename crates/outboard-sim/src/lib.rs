@@ -12,6 +12,7 @@
 //! - `fault`: `FaultInjector`, one link direction's loss / duplication /
 //!   reordering / corruption / delay / jitter / bandwidth-queue model;
 //! - `network`: hosts joined by per-pair faulty links, stepped event by event;
+//! - `sharded`: a multi-shard host (N stacks behind the engine's steering function);
 //! - `pcap`: an in-memory pcap encoder for a network tap (virtual timestamps);
 //! - `transfer`: the bulk-transfer scenario behind `outboard sim` and the test matrix.
 //!
@@ -19,12 +20,14 @@
 //! controllers, 64 MiB each way; about 0.4 CPU-seconds a run, 2.5–4 minutes on
 //! two cores), `mathis`, `determinism`, `failure`, `nhost`, `udp`,
 //! `slow_reader`, `outage`, `variants`, `random_faults` (proptest over fault
-//! mixes) and `regressions` (failing seeds kept by name).
+//! mixes), `shards` (a 4-shard host under the fault cases) and
+//! `regressions` (failing seeds kept by name).
 
 #![forbid(unsafe_code)]
 
 pub mod clock;
 pub mod network;
+pub mod sharded;
 pub mod transfer;
 
 pub use clock::{EventQueue, VirtualClock};
@@ -32,6 +35,7 @@ pub use outboard_impair::{fault, rng};
 pub use outboard_wire::pcap;
 pub use fault::{FaultConfig, FaultInjector, FaultStats};
 pub use network::{Endpoint, NetStats, Network, StackNetConfig, Step};
+pub use sharded::ShardedHost;
 pub use rng::{ByteStream, Rng, SplitMix64};
 pub use transfer::{
     run_transfer, run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig,

@@ -345,6 +345,14 @@ impl Stack {
         self.ports_generation
     }
 
+    /// Whether this stack listens on TCP `port` or has UDP `port` bound.
+    pub fn is_bound(&self, t: steer::Transport, port: u16) -> bool {
+        match t {
+            steer::Transport::Tcp => self.tcp.listener_by_port.contains_key(&port),
+            steer::Transport::Udp => self.udp.port_in_use(port),
+        }
+    }
+
     /// The TCP ports listened on and the UDP ports bound, sorted.
     pub fn bound_ports(&self) -> (Vec<u16>, Vec<u16>) {
         let mut tcp: Vec<u16> = self.tcp.listener_by_port.keys().copied().collect();

@@ -211,5 +211,116 @@ pub fn pick_source_port_from(
         })
 }
 
+/// The transport protocols steered by port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Tcp,
+    Udp,
+}
+
+/// Where a received frame goes among an engine's shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameOwner {
+    Shard(u16),
+    /// ARP: shard 0 answers; every other shard learns from a copy.
+    Arp,
+}
+
+/// The owner among `nshards` of the Ethernet frame `frame` as received:
+///
+/// - IPv4 TCP/UDP (not a fragment): the shard [`shard_for`] names for the
+///   4-tuple, unless the destination port is bound on some shards only
+///   (`bound(transport, port)`: a bit per shard; 0 = none or steer by
+///   hash) and not on that one: then the lowest of those;
+/// - ICMP errors (types 3, 4, 11, 12): the owner of the quoted packet's
+///   flow (the quote is what we sent, so its tuple is reversed);
+/// - ARP: [`FrameOwner::Arp`];
+/// - anything else (fragments, ICMP echo, other protocols, a short or odd
+///   frame): shard 0.
+///
+/// Total: any byte string gives an owner.
+pub fn frame_owner(frame: &[u8], nshards: u16, bound: impl Fn(Transport, u16) -> u64) -> FrameOwner {
+    if nshards <= 1 || frame.len() < 14 {
+        return FrameOwner::Shard(0);
+    }
+    match u16::from_be_bytes([frame[12], frame[13]]) {
+        0x0806 => FrameOwner::Arp,
+        0x0800 => FrameOwner::Shard(ipv4_owner(&frame[14..], nshards, &bound).unwrap_or(0)),
+        _ => FrameOwner::Shard(0),
+    }
+}
+
+/// The owner of `tuple` (as received) to `transport` among `nshards`, given
+/// which shards have its destination port bound (`bound`, a bit per shard).
+pub fn flow_owner(tuple: &FlowTuple, nshards: u16, bound: u64) -> u16 {
+    let hashed = shard_for(tuple, nshards);
+    let mask = if nshards >= 64 { u64::MAX } else { (1u64 << nshards) - 1 };
+    let bound = bound & mask;
+    if bound == 0 || bound & (1 << hashed) != 0 {
+        hashed
+    } else {
+        bound.trailing_zeros() as u16
+    }
+}
+
+/// (src, dst, protocol, header length, fragment?) of the IPv4 header at `ip`.
+fn ipv4_header(ip: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, u8, usize, bool)> {
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    if ihl < 20 || ip.len() < ihl {
+        return None;
+    }
+    let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0; // MF or an offset
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    Some((src, dst, ip[9], ihl, fragment))
+}
+
+fn l4_ports(l4: &[u8]) -> Option<(u16, u16)> {
+    (l4.len() >= 4).then(|| (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]])))
+}
+
+fn transport(proto: u8) -> Option<Transport> {
+    match proto {
+        6 => Some(Transport::Tcp),
+        17 => Some(Transport::Udp),
+        _ => None,
+    }
+}
+
+fn ipv4_owner(ip: &[u8], nshards: u16, bound: &impl Fn(Transport, u16) -> u64) -> Option<u16> {
+    let (src_ip, dst_ip, proto, ihl, fragment) = ipv4_header(ip)?;
+    if fragment {
+        return None;
+    }
+    let l4 = &ip[ihl..];
+    if proto == 1 {
+        return icmp_owner(l4, nshards, bound);
+    }
+    let t = transport(proto)?;
+    let (src_port, dst_port) = l4_ports(l4)?;
+    let tuple = FlowTuple { src_ip, dst_ip, src_port, dst_port };
+    Some(flow_owner(&tuple, nshards, bound(t, dst_port)))
+}
+
+fn icmp_owner(icmp: &[u8], nshards: u16, bound: &impl Fn(Transport, u16) -> u64) -> Option<u16> {
+    if icmp.len() < 8 || !matches!(icmp[0], 3 | 4 | 11 | 12) {
+        return None;
+    }
+    let quote = &icmp[8..];
+    let (q_src, q_dst, q_proto, ihl, _) = ipv4_header(quote)?;
+    // A quote of a later fragment has no ports.
+    if u16::from_be_bytes([quote[6], quote[7]]) & 0x1fff != 0 {
+        return None;
+    }
+    let t = transport(q_proto)?;
+    let (q_sport, q_dport) = l4_ports(quote.get(ihl..)?)?;
+    // The quote is what we sent: reversed, it is the flow as we receive it.
+    let tuple = FlowTuple { src_ip: q_dst, dst_ip: q_src, src_port: q_dport, dst_port: q_sport };
+    Some(flow_owner(&tuple, nshards, bound(t, q_sport)))
+}
+
 #[cfg(test)]
 mod tests;

@@ -253,3 +253,69 @@ fn one_shard_takes_first_free_port() {
         Some(50000)
     );
 }
+
+/// An Ethernet + IPv4 frame with `proto` and the first four L4 bytes (ports).
+fn frame(src: &str, dst: &str, proto: u8, sport: u16, dport: u16, frag: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8];
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip_ = &mut f[14..34];
+    ip_[0] = 0x45;
+    ip_[6..8].copy_from_slice(&frag.to_be_bytes());
+    ip_[9] = proto;
+    ip_[12..16].copy_from_slice(&ip(src).octets());
+    ip_[16..20].copy_from_slice(&ip(dst).octets());
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f
+}
+
+#[test]
+fn frames_go_to_the_shard_their_flow_hashes_to_unless_a_port_is_bound_elsewhere() {
+    let none = |_: Transport, _: u16| 0u64;
+    for sport in 40000..40064u16 {
+        let t = FlowTuple { src_ip: ip("10.0.0.2"), dst_ip: ip("10.0.0.1"), src_port: sport, dst_port: 80 };
+        let want = shard_for(&t, 4);
+        assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 6, sport, 80, 0), 4, none), FrameOwner::Shard(want));
+        assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 17, sport, 80, 0), 4, none), FrameOwner::Shard(want));
+        // Port 80 listened on shard 2 only: every frame to it goes there.
+        let only2 = |t: Transport, p: u16| if t == Transport::Tcp && p == 80 { 1 << 2 } else { 0 };
+        assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 6, sport, 80, 0), 4, only2), FrameOwner::Shard(2));
+        // Bound on every shard: the hash decides.
+        let all = |_: Transport, _: u16| 0b1111u64;
+        assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 6, sport, 80, 0), 4, all), FrameOwner::Shard(want));
+    }
+    // Fragments, echo, other protocols, ARP, garbage.
+    assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 17, 5, 6, 0x2000), 4, none), FrameOwner::Shard(0));
+    assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 17, 5, 6, 0x0010), 4, none), FrameOwner::Shard(0));
+    assert_eq!(frame_owner(&frame("10.0.0.2", "10.0.0.1", 47, 5, 6, 0), 4, none), FrameOwner::Shard(0));
+    let mut arp = vec![0u8; 42];
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert_eq!(frame_owner(&arp, 4, none), FrameOwner::Arp);
+    assert_eq!(frame_owner(&arp, 1, none), FrameOwner::Shard(0));
+    assert_eq!(frame_owner(&[0u8; 5], 4, none), FrameOwner::Shard(0));
+}
+
+#[test]
+fn an_icmp_error_goes_to_the_owner_of_the_flow_it_quotes() {
+    let none = |_: Transport, _: u16| 0u64;
+    for lport in 33000..33032u16 {
+        // We (10.0.0.1:lport) sent to 10.0.0.9:443; the router says unreachable.
+        let quoted = frame("10.0.0.1", "10.0.0.9", 6, lport, 443, 0);
+        let mut f = frame("10.0.0.254", "10.0.0.1", 1, 0, 0, 0);
+        f.truncate(34);
+        f.extend_from_slice(&[3, 1, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&quoted[14..]);
+        let t = FlowTuple { src_ip: ip("10.0.0.9"), dst_ip: ip("10.0.0.1"), src_port: 443, dst_port: lport };
+        assert_eq!(frame_owner(&f, 4, none), FrameOwner::Shard(shard_for(&t, 4)));
+    }
+}
+
+proptest! {
+    #[test]
+    fn frame_owner_is_total(bytes in proptest::collection::vec(any::<u8>(), 0..128), n in 1u16..64) {
+        match frame_owner(&bytes, n, |_, p| u64::from(p)) {
+            FrameOwner::Shard(s) => prop_assert!(s < n),
+            FrameOwner::Arp => prop_assert!(n > 1),
+        }
+    }
+}
