@@ -163,20 +163,32 @@ pub fn claim(iface: &str, ifindex: u32) -> Result<Claim, LinkError> {
     }
     let fd = unix_socket()?;
     let (sa, len) = address(ifindex);
-    // SAFETY: `sa` is a valid sockaddr_un of `len` bytes for the call.
-    let rc = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            &sa as *const libc::sockaddr_un as *const libc::sockaddr,
-            len,
-        )
-    };
-    if rc < 0 {
+    // A claim socket of our own that we closed can outlive the close for a
+    // moment: a child another thread is forking holds a copy until it execs
+    // (the socket is close-on-exec). Its holder is then this very process:
+    // wait for it (up to a second) rather than report ourselves as "another engine".
+    let mut tries = 0;
+    loop {
+        // SAFETY: `sa` is a valid sockaddr_un of `len` bytes for the call.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &sa as *const libc::sockaddr_un as *const libc::sockaddr,
+                len,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
         let err = std::io::Error::last_os_error();
-        return Err(match err.raw_os_error() {
-            Some(libc::EADDRINUSE) => busy(iface, ifindex),
-            _ => LinkError::io("bind(claim socket)", err),
-        });
+        if err.raw_os_error() != Some(libc::EADDRINUSE) {
+            return Err(LinkError::io("bind(claim socket)", err));
+        }
+        tries += 1;
+        if tries > 100 || holder(ifindex) != Some(std::process::id()) {
+            return Err(busy(iface, ifindex));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     // A backlog for `holder`'s probes, which are never accepted.
     // SAFETY: listen(2) takes an fd and an integer.
