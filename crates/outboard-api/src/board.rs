@@ -322,6 +322,10 @@ impl Board {
         // Port 0 goes to the engine as it is (it answers EINVAL).
         let ep = self.request(|sync| BoardCommand::Listen { sync, port: Some(port).filter(|p| *p != 0), backlog, flags }, None)?;
         self.open_ep(ep);
+        // Every other shard listens too: a SYN is accepted on whichever shard it reaches.
+        if let Some(port) = Some(port).filter(|p| *p != 0) {
+            self.inner.borrow_mut().shadow(ep, |e| BoardCommand::ShadowListen { ep: e, port, backlog, flags })?;
+        }
         Ok(Listener { board: self.clone(), id: ep })
     }
 
@@ -333,6 +337,7 @@ impl Board {
     pub fn inherit_listener(&self, key: u64, parent_ep: u32, flags: ListenFlags) -> Result<Listener> {
         let ep = self.request(|sync| BoardCommand::Inherit { sync, key, ep: parent_ep, flags }, None)?;
         self.open_ep(ep);
+        self.inner.borrow_mut().shadow(ep, |e| BoardCommand::ShadowInherit { ep: e, key, parent: parent_ep, flags })?;
         Ok(Listener { board: self.clone(), id: ep })
     }
 
@@ -752,10 +757,11 @@ impl Inner {
     /// socket sends it with `put_command` to its own shard.)
     fn route(&self, c: &BoardCommand) -> u32 {
         match *c {
-            BoardCommand::Listen { .. }
-            | BoardCommand::Inherit { .. }
-            | BoardCommand::Connect { .. }
-            | BoardCommand::UdpBind { .. } => HOME_SHARD,
+            BoardCommand::Listen { .. } | BoardCommand::Inherit { .. } => HOME_SHARD,
+            // A connection or datagram socket lives on the shard of the core that makes it.
+            BoardCommand::Connect { .. } | BoardCommand::UdpBind { .. } => self.placement_shard(),
+            // Sent to one shard each by `shadow`.
+            BoardCommand::ShadowListen { ep, .. } | BoardCommand::ShadowInherit { ep, .. } => self.ep_shard(ep.0),
             BoardCommand::Push { ep, .. }
             | BoardCommand::Consumed { ep, .. }
             | BoardCommand::Shutdown { ep }
@@ -766,6 +772,46 @@ impl Inner {
             | BoardCommand::AcceptOn { ep } => self.ep_shard(ep.0),
             BoardCommand::UdpRelease { .. } | BoardCommand::Detach => HOME_SHARD,
         }
+    }
+
+    /// The shard for a new connection or datagram socket: the one of the
+    /// core this thread runs on (`sched_getcpu` modulo the shards), so with
+    /// an engine of one shard per core and pinned threads, an endpoint is
+    /// served by the core beside its thread.
+    fn placement_shard(&self) -> u32 {
+        let n = self.cmds.len() as u32;
+        if n <= 1 {
+            return HOME_SHARD;
+        }
+        // SAFETY: sched_getcpu takes nothing and returns the CPU or -1.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu < 0 {
+            HOME_SHARD
+        } else {
+            cpu as u32 % n
+        }
+    }
+
+    /// Listener `ep`, just opened on its shard: the same listener on every
+    /// other shard (`make` builds the command for one shard).
+    pub(crate) fn shadow(&mut self, ep: u32, make: impl Fn(Endpoint) -> BoardCommand) -> Result<()> {
+        let home = self.ep_shard(ep);
+        for shard in (0..self.cmds.len() as u32).filter(|s| *s != home) {
+            self.put_command(shard, make(Endpoint(ep)).encode())?;
+        }
+        Ok(())
+    }
+
+    /// A listener's command (ACCEPT_ON, CLOSE) to every shard it listens on.
+    pub(crate) fn command_listener(&mut self, c: BoardCommand) -> Result<()> {
+        let rec = c.encode();
+        let mut first_err = None;
+        for shard in 0..self.cmds.len() as u32 {
+            if let Err(e) = self.put_command(shard, rec) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Queues a command in its shard's ring (DETACH: in every shard's) and

@@ -23,6 +23,10 @@ impl Datagram {
     pub fn id(&self) -> EndpointId {
         self.id
     }
+    /// The engine shard that serves this socket (the shard of the core that bound it).
+    pub fn shard(&self) -> u32 {
+        self.board.inner.borrow().ep_shard(self.id)
+    }
     fn mode(&self) -> Mode {
         let b = self.board.inner.borrow();
         b.eps[self.id as usize].mode.unwrap_or(b.mode)

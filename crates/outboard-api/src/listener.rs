@@ -45,7 +45,7 @@ impl Listener {
     pub fn accept_on(&self) -> Result<()> {
         let mut b = self.board.inner.borrow_mut();
         b.check_alive()?;
-        b.command(BoardCommand::AcceptOn { ep: Endpoint(self.id) })
+        b.command_listener(BoardCommand::AcceptOn { ep: Endpoint(self.id) })
     }
     pub fn local_port(&self) -> u16 {
         self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
@@ -56,7 +56,8 @@ impl Drop for Listener {
     fn drop(&mut self) {
         if let Ok(mut i) = self.board.inner.try_borrow_mut() {
             i.eps[self.id as usize].open = false;
-            let _ = i.command(BoardCommand::Close { ep: Endpoint(self.id) });
+            // Every shard listens (the others' shadows close with it).
+            let _ = i.command_listener(BoardCommand::Close { ep: Endpoint(self.id) });
         }
     }
 }

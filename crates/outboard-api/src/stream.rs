@@ -35,6 +35,12 @@ impl Stream {
     pub fn id(&self) -> EndpointId {
         self.id
     }
+    /// The engine shard that serves this stream (the one whose hash its
+    /// 4-tuple names: where its SYN arrived, or the shard of the core that
+    /// connected it).
+    pub fn shard(&self) -> u32 {
+        self.board.inner.borrow().ep_shard(self.id)
+    }
     fn mode(&self) -> Mode {
         let b = self.board.inner.borrow();
         b.eps[self.id as usize].mode.unwrap_or(b.mode)

@@ -74,6 +74,10 @@ pub enum BoardCommand {
     Inherit { sync: SyncSlot, key: u64, ep: u32, flags: ListenFlags },
     /// Listener opened on demand: accepted connections may come now.
     AcceptOn { ep: Endpoint },
+    /// Listener `ep` (opened on another shard) listens on this shard too.
+    ShadowListen { ep: Endpoint, port: u16, backlog: u32, flags: ListenFlags },
+    /// Listener `ep` (opened on another shard by INHERIT) joins on this shard too.
+    ShadowInherit { ep: Endpoint, key: u64, parent: u32, flags: ListenFlags },
     /// Connect to `to` (port 0 is answered EINVAL).
     Connect { sync: SyncSlot, to: SocketAddr },
     /// Stream: the application has written `written` bytes in all into its transmit region.
@@ -150,6 +154,18 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             flags: ListenFlags::decode(c.flags),
         },
         op::ACCEPT_ON => BoardCommand::AcceptOn { ep: ep("accept on")? },
+        op::SHADOW_LISTEN => BoardCommand::ShadowListen {
+            ep: ep("shadow listen")?,
+            port: u16::try_from(c.a).ok().filter(|p| *p != 0).ok_or(CommandViolation::BadField("shadow listen port"))?,
+            backlog: c.b.clamp(1, 4096) as u32,
+            flags: ListenFlags::decode(c.flags),
+        },
+        op::SHADOW_INHERIT => BoardCommand::ShadowInherit {
+            ep: ep("shadow inherit")?,
+            key: c.a,
+            parent: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("inherited endpoint"))?,
+            flags: ListenFlags::decode(c.flags),
+        },
         op::CONNECT => BoardCommand::Connect { sync: sync()?, to: addr([c.a, c.b, c.c], "connect")? },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
@@ -214,6 +230,12 @@ impl BoardCommand {
                 (c.op, c.sync, c.a, c.b, c.flags) = (op::INHERIT, sync.0, key, u64::from(ep), flags.encode());
             }
             BoardCommand::AcceptOn { ep } => (c.op, c.endpoint) = (op::ACCEPT_ON, ep.0),
+            BoardCommand::ShadowListen { ep, port, backlog, flags } => {
+                (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_LISTEN, ep.0, u64::from(port), u64::from(backlog), flags.encode());
+            }
+            BoardCommand::ShadowInherit { ep, key, parent, flags } => {
+                (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent), flags.encode());
+            }
             BoardCommand::Connect { sync, to } => {
                 c.op = op::CONNECT;
                 c.sync = sync.0;

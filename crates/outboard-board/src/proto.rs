@@ -74,6 +74,15 @@ pub mod op {
     /// connections from now on (the application showed it accepts: an
     /// `accept`, or read interest in poll/epoll/select).
     pub const ACCEPT_ON: u32 = 14;
+    /// Sent to every shard but the one that opened listener `endpoint` (by
+    /// LISTEN): listen on a = port, b = backlog, flags = `listen::*` on this
+    /// shard too, and give this shard's accepted connections to `endpoint`
+    /// (so connections to it are accepted on whichever shard their SYN
+    /// reaches). No sync: the opening shard answered already.
+    pub const SHADOW_LISTEN: u32 = 15;
+    /// The same for a listener opened by INHERIT: a = the parent's key,
+    /// b = the parent's endpoint, flags = `listen::*`.
+    pub const SHADOW_INHERIT: u32 = 16;
 }
 
 /// Flags of `op::LISTEN` and `op::INHERIT`.

@@ -51,12 +51,16 @@ fn nginx_conf(rig: &Rig, port: u16, workers: u32, daemon: bool) -> std::path::Pa
     p
 }
 
-fn nginx_master_and_workers(daemon: bool) {
-    let tag = if daemon { "ngxd" } else { "ngxm" };
+fn nginx_master_and_workers(daemon: bool, shards: u32) {
+    let tag = match (daemon, shards) {
+        (true, _) => "ngxd",
+        (false, 1) => "ngxm",
+        (false, _) => "ngxs",
+    };
     need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("wrk", "wrk")]);
     // The workers drop to nobody after joining the listeners (as root): the
     // engine admits nobody for the boards they may open later.
-    let rig = Rig::up_engine_with(tag, &["--allow-user", "nobody"]);
+    let rig = Rig::up_sharded(tag, shards, &["--allow-user", "nobody"]);
     let www = rig.tmp.join("www");
     std::fs::create_dir_all(&www).unwrap();
     let src = www.join("blob");
@@ -98,7 +102,11 @@ fn nginx_master_and_workers(daemon: bool) {
     let master: u64 = std::fs::read_to_string(rig.tmp.join("nginx.pid")).unwrap_or_default().trim().parse().unwrap_or(0);
     assert!(boards.len() >= 2, "both workers accept: boards with accepts {boards:?}{}", errlog());
     assert!(boards.iter().all(|(pid, _)| *pid != master), "the master ({master}) accepted: {boards:?}");
-    eprintln!("nginx master/2 workers (daemon {daemon}): 4 MiB byte-exact; wrk {} requests, {:.0}/s; accepts per worker {boards:?}", w.requests, w.per_s);
+    let st = rig.engine.stat();
+    let per_shard: Vec<u64> = st["shards"].as_array().map(|r| r.iter().map(|x| x["rx_frames"].as_u64().unwrap_or(0)).collect()).unwrap_or_default();
+    assert_eq!(per_shard.len(), shards as usize, "{}", st["shards"]);
+    assert!(per_shard.iter().all(|f| *f > 0), "every shard carried frames: {per_shard:?}");
+    eprintln!("nginx master/2 workers (daemon {daemon}, {shards} shards): 4 MiB byte-exact; wrk {} requests, {:.0}/s; accepts per worker {boards:?}; frames per shard {per_shard:?}", w.requests, w.per_s);
     if master > 0 {
         // SAFETY: kill(2) of the nginx master we started.
         unsafe { libc::kill(master as i32, libc::SIGQUIT) };
@@ -116,7 +124,7 @@ fn shim_nginx_master_and_two_workers_in_the_foreground() {
     if skip_unless_root("shim_nginx_master_and_two_workers_in_the_foreground") {
         return;
     }
-    nginx_master_and_workers(false);
+    nginx_master_and_workers(false, 1);
 }
 
 #[test]
@@ -124,7 +132,15 @@ fn shim_nginx_as_a_daemon_with_two_workers() {
     if skip_unless_root("shim_nginx_as_a_daemon_with_two_workers") {
         return;
     }
-    nginx_master_and_workers(true);
+    nginx_master_and_workers(true, 1);
+}
+
+#[test]
+fn shim_nginx_workers_on_a_two_shard_engine() {
+    if skip_unless_root("shim_nginx_workers_on_a_two_shard_engine") {
+        return;
+    }
+    nginx_master_and_workers(false, 2);
 }
 
 /// A Python echo server: `prefork` (the parent listens and forks two

@@ -447,20 +447,22 @@ impl Engine {
             mode => {
                 // Every stream region holds one TCP buffer: the stack's window follows it.
                 let buf = set.tcp.send_buffer.max(set.tcp.recv_buffer).div_ceil(4096) * 4096;
-                // Boards live on shard 0 (their listeners and sockets are
-                // steered there by port); applications see one shard.
-                const BOARD_SHARD: u32 = 0;
+                // Every board has a ring pair on every shard: an application's
+                // endpoints live on the shard of the thread that made them
+                // (connections), or on every shard (listeners).
                 let limits = BoardLimits {
                     max_board_bytes: set.max_board_bytes,
                     stream_buffer: u32::try_from(buf).map_err(|_| EngineError::Config("TCP buffers over 4 GiB".into()))?,
                     engine_addr: std::net::IpAddr::V4(set.addr),
                     prefix_len: set.prefix_len,
                     gateway: set.gateway.map(std::net::IpAddr::V4),
-                    shards: 1,
+                    shards: n as u32,
                 };
-                let (server, inbox) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
+                let (server, inboxes) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
                     .map_err(|e| EngineError::Config(e.to_string()))?;
-                shards[0].add_app(Box::new(Host::new(BOARD_SHARD, Some(inbox))));
+                for (i, (shard, inbox)) in shards.iter_mut().zip(inboxes).enumerate() {
+                    shard.add_app(Box::new(Host::new(i as u32, Some(inbox))));
+                }
                 Some(server)
             }
         };

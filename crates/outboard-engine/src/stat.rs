@@ -169,7 +169,13 @@ impl Snapshot {
             all.memory_in_use += p.memory_in_use;
             all.arp_entries = all.arp_entries.max(p.arp_entries);
             all.connections.extend(p.connections);
-            all.boards.extend(p.boards);
+            // A board has a session on every shard (same id): one row, summed.
+            for b in p.boards {
+                match all.boards.iter_mut().find(|x| x.session == b.session && x.pid == b.pid) {
+                    Some(x) => x.add(&b),
+                    None => all.boards.push(b),
+                }
+            }
             all.board_memory += p.board_memory;
             all.host.add(&p.host);
             for (mine, theirs) in all.services.iter_mut().zip(&p.services) {

@@ -18,7 +18,7 @@
 //!   indirection table): that shard. So connections to a port every shard
 //!   listens on (the built-in services) spread by hash, and `connect()`'s
 //!   source ports, chosen by the stack to hash home, come back home. A port
-//!   bound on some shards only (a board's listener, which lives on shard 0):
+//!   bound on some shards only (a board's datagram socket, which lives on one shard):
 //!   the lowest of them, for every frame to that port, so the listener and
 //!   the connections it accepts stay together.
 //! - **ICMP errors**: the owner of the quoted packet's flow (the quote is

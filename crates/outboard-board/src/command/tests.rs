@@ -101,6 +101,10 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
         (sync.clone(), any::<u64>(), any::<u32>(), any_flags())
             .prop_map(|(sync, key, ep, flags)| BoardCommand::Inherit { sync, key, ep, flags }),
         ep.clone().prop_map(|ep| BoardCommand::AcceptOn { ep }),
+        (ep.clone(), 1u16.., 1u32..=4096, any_flags())
+            .prop_map(|(ep, port, backlog, flags)| BoardCommand::ShadowListen { ep, port, backlog, flags }),
+        (ep.clone(), any::<u64>(), any::<u32>(), any_flags())
+            .prop_map(|(ep, key, parent, flags)| BoardCommand::ShadowInherit { ep, key, parent, flags }),
         (sync.clone(), any_addr()).prop_map(|(sync, to)| BoardCommand::Connect { sync, to }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),

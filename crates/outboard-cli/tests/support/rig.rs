@@ -60,10 +60,21 @@ impl Rig {
         Rig::build(tag, outboard_lab::Impairment::default(), extra)
     }
 
+    /// A lab whose engine runs `shards` shards (af_xdp, one queue of a
+    /// `shards`-queue veth each).
+    pub fn up_sharded(tag: &str, shards: u32, extra: &[&str]) -> Rig {
+        let n = shards.to_string();
+        Rig::build_with(tag, outboard_lab::Impairment::default(), shards, &[&["--shards", n.as_str()], extra].concat())
+    }
+
     pub fn build(tag: &str, impairment: outboard_lab::Impairment, extra: &[&str]) -> Rig {
+        Rig::build_with(tag, impairment, 1, extra)
+    }
+
+    fn build_with(tag: &str, impairment: outboard_lab::Impairment, queues: u32, extra: &[&str]) -> Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
-        let lab = lab(&LabConfig { impairment, ..LabConfig::new(&name) });
+        let lab = lab(&LabConfig { impairment, queues, ..LabConfig::new(&name) });
         let engine = Rig::start_engine(&lab, &format!("{name}-e"), extra);
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);

@@ -12,9 +12,9 @@ pub use outboard_board::attach::board_socket_path;
 pub use outboard_board::wake::ring_eventfd;
 use outboard_board::access::{current_uid, Access, PeerCreds};
 use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
-use outboard_board::layout::{header, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
+use outboard_board::layout::{header, BoardParams, CLASS_STREAM, ENGINE_RUNNING, MAGIC, VERSION};
 use crate::log::{self, Level};
-use outboard_board::{BoardLayout, Mapping, NetAddr};
+use outboard_board::{BoardLayout, BufRef, FreeList, Mapping, NetAddr};
 use std::net::SocketAddr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -39,6 +39,18 @@ pub struct NewSession {
     pub dead: Arc<AtomicBool>,
     /// The application's wake eventfd, if it gave one (checked to be an eventfd, made non-blocking).
     pub wake: Option<OwnedFd>,
+    /// The board's number on this engine (its session id on every shard).
+    pub board: u64,
+    /// The board's free stream regions, shared by its sessions on every shard.
+    pub regions: Arc<Mutex<FreeList>>,
+}
+
+impl NewSession {
+    /// The board's free stream regions: every stream buffer of `layout`.
+    pub fn all_regions(layout: &BoardLayout) -> Arc<Mutex<FreeList>> {
+        let n = layout.arena.classes[CLASS_STREAM as usize].count;
+        Arc::new(Mutex::new(FreeList::new((0..n).map(|index| BufRef { class: CLASS_STREAM, index }))))
+    }
 }
 
 /// What boards look like on this engine.
@@ -58,8 +70,10 @@ pub struct BoardLimits {
 }
 
 struct Shared {
-    tx: Mutex<Sender<NewSession>>,
-    pending: AtomicUsize,
+    /// One channel per shard: every shard gets a session of each board.
+    txs: Mutex<Vec<Sender<NewSession>>>,
+    pending: Vec<AtomicUsize>,
+    next_board: std::sync::atomic::AtomicU64,
     doorbell: OwnedFd,
     watch: Mutex<Vec<(UnixStream, Arc<AtomicBool>)>>,
     stop: AtomicBool,
@@ -76,20 +90,21 @@ impl Shared {
     }
 }
 
-/// The shard's end: new sessions and the doorbell to sleep on.
+/// A shard's end: new sessions and the doorbell to sleep on.
 pub struct AttachInbox {
     rx: Receiver<NewSession>,
     shared: Arc<Shared>,
+    shard: usize,
 }
 
 impl AttachInbox {
     /// The next new application, if any (one atomic load when none).
     pub fn try_next(&mut self) -> Option<NewSession> {
-        if self.shared.pending.load(Ordering::Acquire) == 0 {
+        if self.shared.pending[self.shard].load(Ordering::Acquire) == 0 {
             return None;
         }
         let s = self.rx.try_recv().ok()?;
-        self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+        self.shared.pending[self.shard].fetch_sub(1, Ordering::AcqRel);
         Some(s)
     }
     pub fn doorbell_fd(&self) -> RawFd {
@@ -129,8 +144,9 @@ pub const MAX_STREAM_REGION: u32 = 16 << 20;
 impl AttachServer {
     /// Starts the attach thread; with `listen`, also the socket
     /// `RUN_DIR/NAME.board` (daemon mode, its mode from `access`); without,
-    /// only `attach_local`.
-    pub fn start(name: &str, limits: BoardLimits, listen: bool, access: Access) -> Result<(AttachServer, AttachInbox), AttachError> {
+    /// only `attach_local`. One inbox per shard (`limits.shards`): each
+    /// board is handed to every shard, which serves its endpoints there.
+    pub fn start(name: &str, limits: BoardLimits, listen: bool, access: Access) -> Result<(AttachServer, Vec<AttachInbox>), AttachError> {
         let path = board_socket_path(name);
         let io_err = |e| AttachError::Io(path.clone(), e);
         let listener = if listen {
@@ -155,10 +171,12 @@ impl AttachServer {
         }
         // SAFETY: efd is a fresh descriptor nobody else owns.
         let doorbell = unsafe { OwnedFd::from_raw_fd(efd) };
-        let (tx, rx) = mpsc::channel();
+        let shards = limits.shards.max(1) as usize;
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..shards).map(|_| mpsc::channel()).unzip();
         let shared = Arc::new(Shared {
-            tx: Mutex::new(tx),
-            pending: AtomicUsize::new(0),
+            txs: Mutex::new(txs),
+            pending: (0..shards).map(|_| AtomicUsize::new(0)).collect(),
+            next_board: std::sync::atomic::AtomicU64::new(0),
             doorbell,
             watch: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -172,8 +190,8 @@ impl AttachServer {
             .name("outboard-attach".into())
             .spawn(move || serve(listener, sh))
             .map_err(io_err)?;
-        let inbox = AttachInbox { rx, shared: shared.clone() };
-        Ok((AttachServer { path: listen.then_some(path), shared, thread: Some(thread) }, inbox))
+        let inboxes = rxs.into_iter().enumerate().map(|(shard, rx)| AttachInbox { rx, shared: shared.clone(), shard }).collect();
+        Ok((AttachServer { path: listen.then_some(path), shared, thread: Some(thread) }, inboxes))
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -364,14 +382,34 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     stream.set_read_timeout(None)?;
     let dead = Arc::new(AtomicBool::new(false));
     let watch_copy = stream.try_clone()?;
-    let session = NewSession { map: Arc::new(map), layout, sock: stream, pid: req.pid, uid, key, dead: dead.clone(), wake };
+    let map = Arc::new(map);
+    let board = sh.next_board.fetch_add(1, Ordering::Relaxed) + 1;
+    let regions = NewSession::all_regions(&layout);
     {
-        let tx = sh.tx.lock().map_err(|_| io::Error::other("attach channel poisoned"))?;
-        if tx.send(session).is_err() {
-            return Ok(());
+        let txs = sh.txs.lock().map_err(|_| io::Error::other("attach channel poisoned"))?;
+        for (shard, tx) in txs.iter().enumerate() {
+            let wake = match &wake {
+                Some(w) => Some(w.try_clone()?),
+                None => None,
+            };
+            let session = NewSession {
+                map: map.clone(),
+                layout: layout.clone(),
+                sock: stream.try_clone()?,
+                pid: req.pid,
+                uid,
+                key,
+                dead: dead.clone(),
+                wake,
+                board,
+                regions: regions.clone(),
+            };
+            if tx.send(session).is_err() {
+                return Ok(());
+            }
+            sh.pending[shard].fetch_add(1, Ordering::AcqRel);
         }
     }
-    sh.pending.fetch_add(1, Ordering::AcqRel);
     if let Ok(mut w) = sh.watch.lock() {
         w.push((watch_copy, dead));
     }

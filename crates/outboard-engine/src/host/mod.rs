@@ -79,6 +79,21 @@ pub struct BoardRow {
     pub app: BTreeMap<String, u64>,
 }
 
+impl BoardRow {
+    /// Adds the same board's row from another shard (the application's own
+    /// counters and the board's size are the board's: kept, not summed).
+    pub fn add(&mut self, o: &BoardRow) {
+        self.endpoints += o.endpoints;
+        self.commands += o.commands;
+        self.events += o.events;
+        self.signals += o.signals;
+        self.accepts += o.accepts;
+        self.datagrams_in += o.datagrams_in;
+        self.datagrams_out += o.datagrams_out;
+        self.bad_options += o.bad_options;
+    }
+}
+
 /// The owner-table tag of a board connection: its session and endpoint.
 fn tag(session: u64, ep: u32) -> u64 {
     (session << 32) | u64::from(ep)
@@ -192,10 +207,16 @@ impl ShardApp for Host {
         let mut work = false;
         if let Some(inbox) = self.inbox.as_mut() {
             while let Some(n) = inbox.try_next() {
-                self.next_id += 1;
-                log::event(Level::Info, "app_attached", &[("session", &self.next_id), ("pid", &n.pid), ("board_bytes", &n.layout.total)]);
-                self.sessions.push(Session::new(self.next_id, self.shard, n));
-                self.counters.attached += 1;
+                // The board's number: its session id on every shard.
+                let id = n.board;
+                if self.shard == 0 {
+                    log::event(Level::Info, "app_attached", &[("session", &id), ("pid", &n.pid), ("board_bytes", &n.layout.total)]);
+                }
+                self.sessions.push(Session::new(id, self.shard, n));
+                // A board is counted once, by shard 0 (it has a session on every shard).
+                if self.shard == 0 {
+                    self.counters.attached += 1;
+                }
                 work = true;
             }
         }
@@ -226,20 +247,29 @@ impl ShardApp for Host {
                     });
                     self.counters.rx_delivered += s.counters.rx_delivered;
                     self.counters.tx_delivered += s.counters.tx_delivered;
+                    let first = self.shard == 0;
                     match why {
                         None if s.detached => {
-                            log::event(Level::Info, "app_detached", &[("session", &s.id), ("pid", &s.pid)]);
+                            if first {
+                                log::event(Level::Info, "app_detached", &[("session", &s.id), ("pid", &s.pid)]);
+                            }
                         }
                         None => {
-                            self.counters.died += 1;
-                            log::event(Level::Info, "app_died", &[("session", &s.id), ("pid", &s.pid)]);
+                            if first {
+                                self.counters.died += 1;
+                                log::event(Level::Info, "app_died", &[("session", &s.id), ("pid", &s.pid)]);
+                            }
                         }
                         Some(v) => {
                             self.counters.violations += 1;
-                            log::event(Level::Warn, "app_violation", &[("session", &s.id), ("pid", &s.pid), ("violation", &v)]);
+                            log::event(Level::Warn, "app_violation", &[("session", &s.id), ("pid", &s.pid), ("violation", &v), ("shard", &self.shard)]);
+                            // The board's sessions on the other shards go too.
+                            s.dead.store(true, Ordering::Release);
                         }
                     }
-                    self.counters.detached += 1;
+                    if first {
+                        self.counters.detached += 1;
+                    }
                 }
             }
         }

@@ -60,10 +60,24 @@ impl Session {
         match cmd {
             BoardCommand::Listen { sync, port, backlog, flags } => self.listen(stack, listeners, sync, port, backlog, flags)?,
             BoardCommand::Inherit { sync, key, ep, flags } => self.inherit(stack, listeners, sync, key, ep, flags)?,
+            BoardCommand::ShadowListen { ep, port, backlog, flags } => {
+                self.check_shadow(ep)?;
+                match listeners.listen(stack, port, backlog, flags.reuseport, self.joiner(ep.0, flags)) {
+                    Ok(lid) => self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true }),
+                    Err(_) => self.counters.shadows_refused += 1,
+                }
+            }
+            BoardCommand::ShadowInherit { ep, key, parent, flags } => {
+                self.check_shadow(ep)?;
+                match listeners.inherit(key, parent, self.joiner(ep.0, flags)) {
+                    Ok((lid, _)) => self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true }),
+                    Err(_) => self.counters.shadows_refused += 1,
+                }
+            }
             BoardCommand::AcceptOn { ep } => {
                 let slot = self.open_slot(ep, "accept on")?;
                 match self.eps[slot] {
-                    Some(EpKind::Listener { lid }) => listeners.arm(lid, self.id, ep.0),
+                    Some(EpKind::Listener { lid, .. }) => listeners.arm(lid, self.id, ep.0),
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
@@ -247,7 +261,7 @@ impl Session {
         self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
         let local = SocketAddrV4::new(stack.config().addr, port);
         self.map.write(base + status::LOCAL, NetAddr::from(local));
-        self.eps[ep as usize] = Some(EpKind::Listener { lid });
+        self.eps[ep as usize] = Some(EpKind::Listener { lid, shadow: false });
     }
 
     fn connect(
@@ -350,10 +364,24 @@ impl Session {
     /// Leaves the listener (the last member out closes it, or leaves it
     /// lingering until `linger_until`).
     pub(super) fn close_listener(&mut self, stack: &mut Stack, listeners: &mut Listeners, ep: u32, linger_until: Option<Instant>) {
-        if let Some(EpKind::Listener { lid }) = self.eps[ep as usize].as_ref() {
-            listeners.leave(stack, *lid, self.id, ep, linger_until);
+        let Some(EpKind::Listener { lid, shadow }) = self.eps[ep as usize] else { return };
+        listeners.leave(stack, lid, self.id, ep, linger_until);
+        if shadow {
+            // The id, its record and its CLOSED event are its own shard's.
+            self.eps[ep as usize] = None;
+        } else {
+            self.close_ep(ep);
         }
-        self.close_ep(ep);
+    }
+
+    /// A shadow listener names an endpoint of another shard that this shard
+    /// has no entry for yet.
+    fn check_shadow(&self, ep: Endpoint) -> Result<(), Violation> {
+        let ours = self.layout.shard_of(ep.0) == self.shard;
+        if ours || !matches!(self.eps.get(ep.0 as usize), Some(None)) {
+            return Err(Violation::BadEndpoint("shadow listener"));
+        }
+        Ok(())
     }
 }
 

@@ -31,7 +31,7 @@ impl Session {
     /// or stream region, or the memory cap), so another member may take it.
     pub fn accept_one(&mut self, sc: &mut SessionCx<'_>, ep: u32, lid: ListenerId) -> Result<bool, Violation> {
         let (stack, admission, claims) = (&mut *sc.stack, &mut *sc.admission, &mut *sc.claims);
-        if !matches!(self.eps.get(ep as usize), Some(Some(EpKind::Listener { lid: l })) if *l == lid) {
+        if !matches!(self.eps.get(ep as usize), Some(Some(EpKind::Listener { lid: l, .. })) if *l == lid) {
             return Ok(false);
         }
         let room = !self.free_eps.is_empty() && self.regions.lock().is_ok_and(|f| f.len() >= 2);

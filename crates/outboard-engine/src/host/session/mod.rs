@@ -21,7 +21,7 @@ mod publish;
 use crate::host::SessionCx;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
 use outboard_board::command::{Bounds, CommandViolation};
-use outboard_board::layout::{app_counter, header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, CLASS_STREAM, ENGINE_GONE};
+use outboard_board::layout::{app_counter, header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, ENGINE_GONE};
 use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, MailboxProducer, Mapping, Producer, SyncTable};
 use outboard_stack::{ConnId, ListenerId, UdpId};
 use outboard_tcp::conn::ConnInfo;
@@ -86,7 +86,10 @@ pub(super) struct StreamEp {
 }
 
 pub(super) enum EpKind {
-    Listener { lid: ListenerId },
+    /// `shadow`: the endpoint belongs to another shard (which opened it and
+    /// writes its status record); this shard listens on its port too and
+    /// gives it the connections accepted here.
+    Listener { lid: ListenerId, shadow: bool },
     Stream(StreamEp),
     Datagram { udp: UdpId, mailbox: MailboxProducer },
 }
@@ -111,6 +114,8 @@ pub struct SessionCounters {
     pub tx_delivered: u64,
     /// SET_OPTION commands with an unknown option or a value out of range (ignored).
     pub bad_options: u64,
+    /// Shadow listeners this shard could not open (the port taken here by another board).
+    pub shadows_refused: u64,
 }
 
 pub struct Session {
@@ -158,8 +163,12 @@ impl Session {
         let map = n.map;
         let p = l.params;
         let rings = l.shards[shard as usize];
-        let stream_bufs = (0..l.arena.classes[CLASS_STREAM as usize].count).map(|index| BufRef { class: CLASS_STREAM, index });
-        let rx_bufs = (0..l.arena.classes[CLASS_DGRAM_RX as usize].count).map(|index| BufRef { class: CLASS_DGRAM_RX, index });
+        // Received-datagram buffers are split between the shards (each
+        // delivers into its own); stream regions are shared (`n.regions`).
+        let shards = l.params.shards.max(1);
+        let rx_bufs = (0..l.arena.classes[CLASS_DGRAM_RX as usize].count)
+            .filter(|i| i % shards == shard)
+            .map(|index| BufRef { class: CLASS_DGRAM_RX, index });
         let owners = OwnerTable::new(&l.arena, |b| if b.class == CLASS_DGRAM_TX { Side::App } else { Side::Engine });
         Session {
             id,
@@ -177,7 +186,7 @@ impl Session {
             generations: vec![0; p.endpoints as usize],
             // This shard's share of the ids (`BoardLayout::shard_of`).
             free_eps: (0..p.endpoints).rev().filter(|e| l.shard_of(*e) == shard).collect(),
-            regions: Arc::new(Mutex::new(FreeList::new(stream_bufs))),
+            regions: n.regions.clone(),
             dgram_rx: FreeList::new(rx_bufs),
             owners,
             overflow: VecDeque::new(),
@@ -198,7 +207,8 @@ impl Session {
         self.layout.total
     }
     pub fn endpoints_open(&self) -> usize {
-        self.eps.iter().filter(|e| e.is_some()).count()
+        // A shadow listener is counted by the shard it belongs to.
+        self.eps.iter().filter(|e| e.is_some() && !matches!(e, Some(EpKind::Listener { shadow: true, .. }))).count()
     }
 
     /// Whether commands wait (checked before the shard sleeps). Garbage counts as work: the next turn finds it.
