@@ -334,6 +334,25 @@ struct ob_listener_t *ob_listen_with(struct ob_board_t *board,
                                      uint32_t flags);
 
 /**
+ * Says this process was forked from the one whose `ob_inherit_key` is
+ * `parent_key`: the streams it releases (`ob_stream_release`) wait for
+ * this process to adopt them. Returns 0, or -1 with errno.
+ */
+int ob_child_of(struct ob_board_t *board, uint64_t parent_key);
+
+/**
+ * Takes over stream `parent_stream` (its `ob_stream_id`, on shard
+ * `shard`: its `ob_stream_shard`) of the process whose `ob_inherit_key`
+ * is `parent_key`, with every byte still queued either way. Waits up to a
+ * second for the parent to release it. Returns NULL with errno on failure
+ * (EBADF: no such stream; EBUSY: the parent kept it).
+ */
+struct ob_stream_t *ob_adopt_stream(struct ob_board_t *board,
+                                    uint64_t parent_key,
+                                    uint32_t parent_stream,
+                                    uint32_t shard);
+
+/**
  * The key a process forked from this application presents to join its
  * listeners (`ob_inherit_listener`); 0 for NULL (EINVAL).
  */
@@ -506,6 +525,20 @@ int ob_close(struct ob_stream_t *s);
  * frees the handle. Returns 0, or -1 with EINVAL for NULL.
  */
 int ob_abort(struct ob_stream_t *s);
+
+/**
+ * Closes this process's copy of a stream that a process it forked may
+ * take over (`ob_adopt_stream` there), and frees the handle: the
+ * connection waits for that child for a moment, then closes as
+ * `ob_close` would. Returns 0, or -1 with EINVAL for NULL.
+ */
+int ob_stream_release(struct ob_stream_t *s);
+
+/**
+ * The engine shard that serves the stream (for `ob_adopt_stream`), or
+ * `OB_NO_ENDPOINT` for NULL.
+ */
+uint32_t ob_stream_shard(const struct ob_stream_t *s);
 
 /**
  * Sets how this stream's calls wait: `OB_MODE_BLOCKING`,

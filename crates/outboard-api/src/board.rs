@@ -341,6 +341,25 @@ impl Board {
         Ok(Listener { board: self.clone(), id: ep })
     }
 
+    /// Takes over stream `parent_ep` of the process this one was forked from
+    /// (its board's `inherit_key` is `key`; the stream lives on shard
+    /// `shard` there, `Stream::shard`): the connection moves into this
+    /// board, with every byte still queued either way. Waits (up to a
+    /// second) for the parent to `release` it. `Errno(EBADF)`: no such
+    /// stream; `Errno(EBUSY)`: the parent kept it.
+    pub fn adopt_stream(&self, key: u64, parent_ep: u32, shard: u32) -> Result<Stream> {
+        let ep = self.request(|sync| BoardCommand::Adopt { sync, key, ep: parent_ep, shard }, None)?;
+        self.open_ep(ep);
+        Ok(Stream::new(self.clone(), ep))
+    }
+
+    /// Tells the engine this process was forked from the one whose board's
+    /// key is `parent_key`: the streams that process releases wait for this
+    /// one to adopt them while it lives.
+    pub fn child_of(&self, parent_key: u64) -> Result<()> {
+        self.inner.borrow_mut().command(BoardCommand::ChildOf { key: parent_key })
+    }
+
     /// The key processes forked from this one present to join its listeners
     /// (written by the engine at attach; only processes that map this board read it).
     pub fn inherit_key(&self) -> u64 {
@@ -770,7 +789,10 @@ impl Inner {
             | BoardCommand::UdpSend { ep, .. }
             | BoardCommand::SetOption { ep, .. }
             | BoardCommand::AcceptOn { ep } => self.ep_shard(ep.0),
-            BoardCommand::UdpRelease { .. } | BoardCommand::Detach => HOME_SHARD,
+            BoardCommand::UdpRelease { .. } | BoardCommand::Detach | BoardCommand::ChildOf { .. } => HOME_SHARD,
+            BoardCommand::Release { ep } => self.ep_shard(ep.0),
+            // The shard the parent's stream lives on (a valid one: the ring index is clamped).
+            BoardCommand::Adopt { shard, .. } => shard,
         }
     }
 
@@ -817,7 +839,7 @@ impl Inner {
     /// Queues a command in its shard's ring (DETACH: in every shard's) and
     /// rings that shard's doorbell if it sleeps.
     pub fn command(&mut self, c: BoardCommand) -> Result<()> {
-        if c == BoardCommand::Detach {
+        if c == BoardCommand::Detach || matches!(c, BoardCommand::ChildOf { .. }) {
             let rec = c.encode();
             let mut first_err = None;
             for shard in 0..self.cmds.len() as u32 {
@@ -891,8 +913,11 @@ impl Inner {
         // out of range (never, from a sound engine) falls back to the id's.
         let named = self.status_u32(ep, status::SHARD);
         let shard = if named < self.layout.params.shards { named } else { self.layout.shard_of(ep) };
+        // A stream adopted from a parent process starts with bytes queued to send.
+        let size = self.status_u64(ep, status::TX_SIZE);
+        let tx_produced = self.status_u64(ep, status::TX_BASE).min(size);
         let e = &mut self.eps[ep as usize];
-        *e = EpLocal { open: true, shard, mode: Some(mode), in_changed: e.in_changed, ..Default::default() };
+        *e = EpLocal { open: true, shard, mode: Some(mode), in_changed: e.in_changed, tx_produced, ..Default::default() };
     }
 
     /// Drains every shard's event ring into the endpoints' state. O(1) per event.

@@ -339,6 +339,20 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Closes this process's copy of a stream that a process it forked may
+    /// take over (`Board::adopt_stream` there): the connection waits for that
+    /// child for a moment (while it lives), then closes as `drop` would.
+    pub fn release(self) {
+        if let Ok(mut i) = self.board.inner.try_borrow_mut() {
+            if i.eps[self.id as usize].open {
+                i.eps[self.id as usize].open = false;
+                let _ = i.command(BoardCommand::Release { ep: Endpoint(self.id) });
+            }
+        }
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Ok(mut i) = self.board.inner.try_borrow_mut() {

@@ -78,6 +78,13 @@ pub enum BoardCommand {
     ShadowListen { ep: Endpoint, port: u16, backlog: u32, flags: ListenFlags },
     /// Listener `ep` (opened on another shard by INHERIT) joins on this shard too.
     ShadowInherit { ep: Endpoint, key: u64, parent: u32, flags: ListenFlags },
+    /// Stream: close this copy, keeping the connection for a forked child's ADOPT.
+    Release { ep: Endpoint },
+    /// Take over stream `ep` of the board whose key is `key`; `shard` is
+    /// where that stream lives (the ring it goes to; not read by the engine).
+    Adopt { sync: SyncSlot, key: u64, ep: u32, shard: u32 },
+    /// This application was forked from the one whose key is `key`.
+    ChildOf { key: u64 },
     /// Connect to `to` (port 0 is answered EINVAL).
     Connect { sync: SyncSlot, to: SocketAddr },
     /// Stream: the application has written `written` bytes in all into its transmit region.
@@ -160,6 +167,14 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             backlog: c.b.clamp(1, 4096) as u32,
             flags: ListenFlags::decode(c.flags),
         },
+        op::RELEASE => BoardCommand::Release { ep: ep("release")? },
+        op::ADOPT => BoardCommand::Adopt {
+            sync: sync()?,
+            key: c.a,
+            ep: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("adopted endpoint"))?,
+            shard: c.c as u32,
+        },
+        op::CHILD_OF => BoardCommand::ChildOf { key: c.a },
         op::SHADOW_INHERIT => BoardCommand::ShadowInherit {
             ep: ep("shadow inherit")?,
             key: c.a,
@@ -233,6 +248,11 @@ impl BoardCommand {
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {
                 (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_LISTEN, ep.0, u64::from(port), u64::from(backlog), flags.encode());
             }
+            BoardCommand::Release { ep } => (c.op, c.endpoint) = (op::RELEASE, ep.0),
+            BoardCommand::Adopt { sync, key, ep, shard } => {
+                (c.op, c.sync, c.a, c.b, c.c) = (op::ADOPT, sync.0, key, u64::from(ep), u64::from(shard));
+            }
+            BoardCommand::ChildOf { key } => (c.op, c.a) = (op::CHILD_OF, key),
             BoardCommand::ShadowInherit { ep, key, parent, flags } => {
                 (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent), flags.encode());
             }

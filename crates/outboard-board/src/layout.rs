@@ -108,7 +108,9 @@ pub mod app_counter {
     /// Listeners joined after fork (inherited) and SO_REUSEPORT listeners
     /// that joined another process's port.
     pub const SHARED_LISTENERS: usize = 10;
-    pub const NAMES: [&str; 11] = [
+    /// Streams taken over from the process this one was forked from.
+    pub const ADOPTED_STREAMS: usize = 11;
+    pub const NAMES: [&str; 12] = [
         "engine_sockets",
         "kernel_sockets",
         "unsupported",
@@ -120,6 +122,7 @@ pub mod app_counter {
         "kernel_fallback_connects",
         "forks",
         "shared_listeners",
+        "adopted_streams",
     ];
     /// The stat name of `slot` (`slot_N` for slots without a name yet).
     pub fn name(slot: usize) -> std::borrow::Cow<'static, str> {
@@ -236,7 +239,11 @@ pub struct EndpointStatus {
     pub rx_size: u64,
     pub tx_offset: u64,
     pub tx_size: u64,
-    pub _reserved: [u64; 2],
+    /// Bytes already queued in the transmit region when the endpoint opened
+    /// (a stream adopted from a parent process; 0 otherwise): the
+    /// application's write position starts here.
+    pub tx_base: u64,
+    pub _reserved: [u64; 1],
     // TCP_INFO (streams; a listener has only its state): written by the
     // engine whenever it publishes the stream's status, read word by word.
     /// Bytes `tcp_info::*` (a little-endian u64; byte 7 is 0).
@@ -283,6 +290,7 @@ pub mod status {
     pub const RX_SIZE: usize = 48;
     pub const TX_OFFSET: usize = 56;
     pub const TX_SIZE: usize = 64;
+    pub const TX_BASE: usize = 72;
     pub const INFO_BYTES: usize = 88;
     pub const RTO_US: usize = 96;
     pub const SND_MSS: usize = 100;
@@ -532,7 +540,7 @@ mod tests {
 
     #[test]
     fn app_counters_fit_the_header_and_every_slot_is_named() {
-        assert_eq!(app_counter::NAMES.len(), app_counter::SHARED_LISTENERS + 1);
+        assert_eq!(app_counter::NAMES.len(), app_counter::ADOPTED_STREAMS + 1);
         assert_eq!(app_counter::name(app_counter::EINTR), "eintr");
         assert_eq!(app_counter::name(app_counter::ENGINE_SOCKETS), "engine_sockets");
         assert_eq!(app_counter::name(12), "slot_12");

@@ -83,6 +83,24 @@ pub mod op {
     /// The same for a listener opened by INHERIT: a = the parent's key,
     /// b = the parent's endpoint, flags = `listen::*`.
     pub const SHADOW_INHERIT: u32 = 16;
+    /// Stream: the application closes its copy, which a process it forked
+    /// may still hold (the socket shim sends this for streams that existed
+    /// when it forked). The endpoint id is freed as by CLOSE; the connection
+    /// waits for that child's ADOPT while the application has a live child
+    /// (or forked less than a moment ago), then closes as CLOSE would.
+    pub const RELEASE: u32 = 17;
+    /// Take over a stream of the process this one was forked from: a = the
+    /// parent board's inherit key, b = the stream's endpoint in the parent's
+    /// board → sync: this board's endpoint for the same connection (the
+    /// bytes still queued both ways are in its regions; its status record's
+    /// TX_BASE says how many of the transmit region's bytes are queued
+    /// already), or -errno (EBADF: no such stream; EBUSY: the parent kept it
+    /// open). Sent to the shard the parent's endpoint is on.
+    pub const ADOPT: u32 = 18;
+    /// The application was forked from the one whose inherit key is a (sent
+    /// to every shard right after attaching): the engine keeps that parent's
+    /// released streams for this child while it lives.
+    pub const CHILD_OF: u32 = 19;
 }
 
 /// Flags of `op::LISTEN` and `op::INHERIT`.

@@ -234,6 +234,30 @@ pub unsafe extern "C" fn ob_listen_with(board: *mut ob_board_t, port: u16, backl
     })
 }
 
+/// Says this process was forked from the one whose `ob_inherit_key` is
+/// `parent_key`: the streams it releases (`ob_stream_release`) wait for
+/// this process to adopt them. Returns 0, or -1 with errno.
+#[no_mangle]
+pub unsafe extern "C" fn ob_child_of(board: *mut ob_board_t, parent_key: u64) -> c_int {
+    ffi(-1, || {
+        handle(board)?.board.child_of(parent_key)?;
+        Ok(0)
+    })
+}
+
+/// Takes over stream `parent_stream` (its `ob_stream_id`, on shard
+/// `shard`: its `ob_stream_shard`) of the process whose `ob_inherit_key`
+/// is `parent_key`, with every byte still queued either way. Waits up to a
+/// second for the parent to release it. Returns NULL with errno on failure
+/// (EBADF: no such stream; EBUSY: the parent kept it).
+#[no_mangle]
+pub unsafe extern "C" fn ob_adopt_stream(board: *mut ob_board_t, parent_key: u64, parent_stream: u32, shard: u32) -> *mut ob_stream_t {
+    ffi(ptr::null_mut(), || {
+        let stream = handle(board)?.board.adopt_stream(parent_key, parent_stream, shard)?;
+        Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
+    })
+}
+
 /// The key a process forked from this application presents to join its
 /// listeners (`ob_inherit_listener`); 0 for NULL (EINVAL).
 #[no_mangle]

@@ -191,6 +191,10 @@ mod tests {
             assert!(ob_inherit_listener(std::ptr::null_mut(), 1, 0, OB_LISTEN_ON_DEMAND).is_null());
             assert_eq!(ob_inherit_key(std::ptr::null()), 0);
             assert_eq!(ob_listener_accept_on(std::ptr::null_mut()), -1);
+            assert_eq!(ob_stream_release(std::ptr::null_mut()), -1);
+            assert_eq!(ob_stream_shard(std::ptr::null()), OB_NO_ENDPOINT);
+            assert_eq!(ob_child_of(std::ptr::null_mut(), 1), -1);
+            assert!(ob_adopt_stream(std::ptr::null_mut(), 1, 0, 0).is_null());
             assert_eq!(ob_engine_alive(std::ptr::null()), -1);
         }
     }

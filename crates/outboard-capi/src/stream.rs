@@ -174,6 +174,28 @@ pub unsafe extern "C" fn ob_abort(s: *mut ob_stream_t) -> c_int {
     })
 }
 
+/// Closes this process's copy of a stream that a process it forked may
+/// take over (`ob_adopt_stream` there), and frees the handle: the
+/// connection waits for that child for a moment, then closes as
+/// `ob_close` would. Returns 0, or -1 with EINVAL for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_release(s: *mut ob_stream_t) -> c_int {
+    ffi(-1, || {
+        if s.is_null() {
+            return Err(EINVAL);
+        }
+        Box::from_raw(s).stream.release();
+        Ok(0)
+    })
+}
+
+/// The engine shard that serves the stream (for `ob_adopt_stream`), or
+/// `OB_NO_ENDPOINT` for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ob_stream_shard(s: *const ob_stream_t) -> u32 {
+    ffi(OB_NO_ENDPOINT, || Ok(handle_ref(s)?.stream.shard()))
+}
+
 /// Sets how this stream's calls wait: `OB_MODE_BLOCKING`,
 /// `OB_MODE_NONBLOCKING` or `OB_MODE_POLLING`. Returns 0, or -1 with EINVAL.
 #[no_mangle]

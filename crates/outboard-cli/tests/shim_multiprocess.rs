@@ -11,6 +11,9 @@
 //!   SO_REUSEPORT: every connection echoed, each process given a share.
 //! - redis with a `BGSAVE` while a benchmark runs: the fork leaves the
 //!   parent's sockets working and the save completes.
+//! - `socketserver.ForkingTCPServer`: the parent accepts and forks a child
+//!   per connection; each child takes the connection over (with the bytes
+//!   already queued) and echoes it byte-exact.
 
 mod support;
 #[path = "../src/bench/tools.rs"]
@@ -280,5 +283,65 @@ fn shim_redis_bgsave_under_load_leaves_the_server_working() {
     assert!(ok, "the benchmark during BGSAVE failed: {log}");
     let (ok, out, _) = output(rig.linux_cmd(STEP, &["redis-cli", "-h", &eip, "PING"]));
     assert!(ok && out.contains("PONG"), "{out}");
+    srv.assert_running();
+}
+
+/// `socketserver.ForkingTCPServer`: the parent accepts, forks a child per
+/// connection and closes its copy; the child echoes what it reads (its pid
+/// first) until end of stream.
+const PY_FORKING: &str = r#"
+import os, socketserver, sys
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.sendall(b"%d\n" % os.getpid())
+        while True:
+            d = self.request.recv(65536)
+            if not d:
+                break
+            self.request.sendall(d)
+socketserver.ForkingTCPServer.allow_reuse_address = True
+with socketserver.ForkingTCPServer(("0.0.0.0", int(sys.argv[1])), Echo) as srv:
+    print("ready", flush=True)
+    srv.serve_forever()
+"#;
+
+/// Linux's client: `n` connections one after another, each writes `size`
+/// bytes at once (so they are queued before the child takes the stream
+/// over), half-closes and checks the echo; prints the serving pid per line.
+const PY_FORKING_CLIENT: &str = r#"
+import hashlib, os, socket, sys
+host, port, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for i in range(n):
+    s = socket.create_connection((host, port), timeout=20)
+    data = hashlib.sha256(b"%d" % i).digest() * (size // 32)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    pid, _, echo = got.partition(b"\n")
+    assert echo == data, ("echo differs", i, len(echo), len(data))
+    print(pid.decode(), flush=True)
+    s.close()
+"#;
+
+#[test]
+fn shim_forking_tcp_server_children_take_over_the_accepted_connections() {
+    if skip_unless_root("shim_forking_tcp_server_children_take_over_the_accepted_connections") {
+        return;
+    }
+    let rig = Rig::up("pyfts");
+    let mut srv = rig.bg("forking", rig.shim_cmd(STEP * 2, &[python3(), "-c", PY_FORKING, "9102"]));
+    rig.wait_tcp(&rig.eip(), 9102, &mut srv);
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", PY_FORKING_CLIENT, &rig.eip(), "9102", "12", "262144"]));
+    assert!(ok, "client: {out}\n{err}\n{}", srv.text());
+    let pids: std::collections::BTreeSet<&str> = out.lines().map(str::trim).collect();
+    assert_eq!(out.lines().count(), 12, "{out}");
+    assert_eq!(pids.len(), 12, "a child per connection: {pids:?}");
+    let stat = rig.engine.stat();
+    eprintln!("ForkingTCPServer: 12 connections of 256 KiB echoed byte-exact by 12 children; boards now {}", stat["boards"]);
     srv.assert_running();
 }

@@ -4,7 +4,8 @@
 //! between them), inherited across fork (a child's board joins with the
 //! parent board's inherit key; `on_demand` members get connections only
 //! after `accept_on`), and a listener whose board died after forking
-//! lingering until a child joins.
+//! lingering until a child joins; a stream released by a parent taken over
+//! by its child with the bytes queued both ways.
 
 use outboard_api::{app_counter, AttachOptions, Board, Error, Listener, ListenFlags, Mode, Stream};
 use outboard_embedded::EmbeddedEngine;
@@ -134,4 +135,45 @@ fn a_listener_of_a_board_that_died_after_forking_lingers_for_its_child() {
     std::thread::sleep(Duration::from_millis(2600));
     assert!(matches!(client.connect(SocketAddrV4::new(SERVER, 7403)), Err(Error::ConnectionRefused)));
     drop(ll);
+}
+
+#[test]
+fn a_released_stream_is_taken_over_by_the_child_with_its_queued_bytes() {
+    let lab = lab("adopt");
+    let (parent, child) = (attach(&lab.server), attach(&lab.server));
+    let mut l = parent.listen(7404, 8).expect("listen");
+    let client = attach(&lab.client);
+    let mut c = client.connect(SocketAddrV4::new(SERVER, 7404)).expect("connect");
+    let s = l.accept().expect("accept");
+    let (ep, shard) = (s.id(), s.shard());
+    // Bytes queued both ways at the hand-over: the client's request sits in
+    // the parent's receive region; the parent's greeting is in flight or queued.
+    c.send_all(b"request-before-handover").expect("send");
+    let mut s = s;
+    s.send_all(b"greeting-from-parent;").expect("parent sends");
+    std::thread::sleep(Duration::from_millis(50));
+    child.child_of(parent.inherit_key()).expect("child of");
+    // Before the parent releases it, the child may not take it.
+    let key = parent.inherit_key();
+    let t0 = Instant::now();
+    assert!(matches!(child.adopt_stream(key, ep, shard), Err(Error::Errno(libc::EBUSY))));
+    assert!(t0.elapsed() >= Duration::from_millis(900), "an ADOPT waits for the release");
+    s.release();
+    let mut a = child.adopt_stream(key, ep, shard).expect("the child takes it over");
+    let mut got = vec![0u8; 23];
+    let mut n = 0;
+    while n < got.len() {
+        n += a.recv(&mut got[n..]).expect("recv in the child");
+    }
+    assert_eq!(&got, b"request-before-handover", "the bytes queued in the parent's board moved");
+    a.send_all(b"reply-from-child").expect("child sends");
+    let want = b"greeting-from-parent;reply-from-child".to_vec();
+    let mut back = vec![0u8; want.len()];
+    let mut n = 0;
+    while n < back.len() {
+        n += c.recv(&mut back[n..]).expect("client recv");
+    }
+    assert_eq!(back, want);
+    // A second adopt of the same stream names nothing.
+    assert!(matches!(child.adopt_stream(key, ep, shard), Err(Error::Errno(libc::EBADF))));
 }

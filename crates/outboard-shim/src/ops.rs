@@ -254,7 +254,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
         let v6 = s.v6;
         let l = match &mut s.kind {
             Kind::Listener(l) => l,
-            Kind::Inherited => return Some(Err(inherited("accept"))),
+            Kind::Inherited | Kind::InheritedStream { .. } => return Some(Err(inherited("accept"))),
             _ => return Some(Err(libc::EINVAL)),
         };
         let stream = match l.accept() {
@@ -374,7 +374,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                 sock.peer = Some(a);
                 return Connect::Engine(Ok(()));
             }
-            Kind::Inherited => return Connect::Engine(Err(inherited("connect"))),
+            Kind::Inherited | Kind::InheritedStream { .. } => return Connect::Engine(Err(inherited("connect"))),
         }
     };
     debug_assert!(started);
@@ -403,7 +403,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
     let mut sock = s.borrow_mut();
     match sock.kind {
         Kind::Undecided => {}
-        Kind::Inherited => return Err(inherited("bind/shutdown")),
+        Kind::Inherited | Kind::InheritedStream { .. } => return Err(inherited("bind/shutdown")),
         _ => return Err(libc::EINVAL),
     }
     let Some(a) = a else {
@@ -483,7 +483,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
                 Err(e) => Err(errno_of(&e, false)),
             }
         }
-        Kind::Inherited => Err(inherited("listen")),
+        Kind::Inherited | Kind::InheritedStream { .. } => Err(inherited("listen")),
         _ => Err(libc::EINVAL),
     }
 }
@@ -511,7 +511,7 @@ pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
                 x.shutdown().map_err(|e| errno_of(&e, true))?;
             }
         }
-        Kind::Inherited => return Err(inherited("bind/shutdown")),
+        Kind::Inherited | Kind::InheritedStream { .. } => return Err(inherited("bind/shutdown")),
         Kind::Dgram(_) if has_peer => {}
         _ => return Err(libc::ENOTCONN),
     }
@@ -528,7 +528,7 @@ pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> 
     sock.settle();
     let r = match (&sock.kind, peer) {
         (Kind::Undecided, _) => return Ok(None),
-        (Kind::Inherited, _) => return Err(inherited(if peer { "getpeername" } else { "getsockname" })),
+        (Kind::Inherited | Kind::InheritedStream { .. }, _) => return Err(inherited(if peer { "getpeername" } else { "getsockname" })),
         (Kind::Stream(x), false) => Some(crate::addr::v4_or_unspecified(x.local_addr())),
         (Kind::Stream(x), true) => Some(crate::addr::v4_or_unspecified(x.peer_addr())),
         (Kind::Listener(_) | Kind::Bound, false) => sock.bound,
@@ -568,6 +568,8 @@ pub fn forget(fd: RawFd) {
     match kind {
         // SO_LINGER with zero time: reset, as Linux does.
         Kind::Stream(x) if linger == Some(0) => x.abort(),
+        // A child this process forked may hold it: release it to that child.
+        Kind::Stream(x) if sock.forked => x.release(),
         Kind::Stream(x) => {
             if let Some(secs) = linger.filter(|_| !sock.nonblock) {
                 // SO_LINGER with time on a blocking socket: wait (bounded) for
@@ -581,7 +583,7 @@ pub fn forget(fd: RawFd) {
             }
             drop(x);
         }
-        Kind::Inherited => std::mem::forget(kind),
+        Kind::Inherited | Kind::InheritedStream { .. } => std::mem::forget(kind),
         other => drop(other),
     }
     st.push_counters();
@@ -796,7 +798,7 @@ pub fn setsockopt(fd: RawFd, level: i32, name: i32, val: *const libc::c_void, le
             let _ = crate::sockopt::set_quiet(&mut sock, level, name, val, len);
             None
         }
-        Kind::Inherited => Some(Err(inherited("setsockopt/getsockopt"))),
+        Kind::Inherited | Kind::InheritedStream { .. } => Some(Err(inherited("setsockopt/getsockopt"))),
         _ => Some(crate::sockopt::set(&mut sock, level, name, val, len)),
     }
 }
@@ -809,7 +811,7 @@ pub unsafe fn getsockopt(fd: RawFd, level: i32, name: i32, val: *mut libc::c_voi
     let mut sock = s.borrow_mut();
     match sock.kind {
         Kind::Undecided => None,
-        Kind::Inherited => Some(Err(inherited("setsockopt/getsockopt"))),
+        Kind::Inherited | Kind::InheritedStream { .. } => Some(Err(inherited("setsockopt/getsockopt"))),
         // SAFETY: forwarded contract.
         _ => Some(unsafe { crate::sockopt::get(&mut sock, level, name, val, len) }),
     }

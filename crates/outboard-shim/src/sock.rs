@@ -31,6 +31,10 @@ pub enum Kind {
     /// Inherited across fork from a parent that owns it: only `close` works.
     /// (Listeners are not: the child joins them, see `state::join_inherited`.)
     Inherited,
+    /// A stream inherited across fork, not used here yet: the first call on
+    /// it takes it over from the parent (`Shim::sock`: ADOPT with the
+    /// parent board's key, its endpoint there and its shard).
+    InheritedStream { key: u64, ep: u32, shard: u32 },
 }
 
 /// Socket options the shim keeps for engine sockets (and applies when the
@@ -104,6 +108,9 @@ pub struct Sock {
     /// interest in poll, select or epoll): the engine was told
     /// (`ACCEPT_ON`), and gives it connections.
     pub armed: bool,
+    /// A stream that existed when this process forked: a child may hold it,
+    /// so closing it releases it to that child (`Stream::release`).
+    pub forked: bool,
     pub opts: Opts,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
@@ -139,6 +146,7 @@ impl Sock {
             connect_confirmed: false,
             backlog: 0,
             armed: false,
+            forked: false,
             opts: Opts::default(),
             transitions: 0,
             watchers: Vec::new(),
@@ -151,6 +159,7 @@ impl Sock {
             Kind::Undecided => Kind::Undecided,
             _ => Kind::Inherited,
         };
+        s.peer = old.peer;
         s.bound = old.bound;
         s.opts = old.opts;
         s
@@ -194,7 +203,7 @@ impl Sock {
     }
 
     pub fn is_engine(&self) -> bool {
-        !matches!(self.kind, Kind::Undecided | Kind::Inherited)
+        !matches!(self.kind, Kind::Undecided | Kind::Inherited | Kind::InheritedStream { .. })
     }
 
     /// Moves a connect in progress forward (without waiting).
@@ -345,7 +354,7 @@ impl Sock {
             }
             Kind::Listener(_) | Kind::Bound | Kind::Undecided if self.stream => Some(Err(libc::ENOTCONN)),
             Kind::Connecting(_) => None,
-            Kind::Inherited => Some(Err(crate::ops::inherited("recv/send"))),
+            Kind::Inherited | Kind::InheritedStream { .. } => Some(Err(crate::ops::inherited("recv/send"))),
             _ => None,
         }
     }
@@ -436,7 +445,7 @@ impl Sock {
                 let e = self.take_error();
                 Some(Err(if e != 0 { e } else { libc::EPIPE }))
             }
-            Kind::Inherited => Some(Err(crate::ops::inherited("recv/send"))),
+            Kind::Inherited | Kind::InheritedStream { .. } => Some(Err(crate::ops::inherited("recv/send"))),
             _ if self.stream => Some(Err(libc::EPIPE)),
             _ => Some(Err(libc::EDESTADDRREQ)),
         }
@@ -464,7 +473,7 @@ impl Sock {
             // An unconnected TCP socket polls as POLLOUT|POLLHUP on Linux.
             Kind::Undecided | Kind::Bound if self.stream => wr | POLLHUP,
             Kind::Undecided | Kind::Bound => wr,
-            Kind::Inherited => POLLERR | POLLHUP,
+            Kind::Inherited | Kind::InheritedStream { .. } => POLLERR | POLLHUP,
             Kind::Failed => wr | POLLERR | POLLHUP | rd,
             Kind::Connecting(_) => 0,
             Kind::Listener(l) => {

@@ -90,6 +90,7 @@ pub enum Count {
     KernelFallbackConnects = app_counter::KERNEL_FALLBACK_CONNECTS as isize,
     Forks = app_counter::FORKS as isize,
     SharedListeners = app_counter::SHARED_LISTENERS as isize,
+    AdoptedStreams = app_counter::ADOPTED_STREAMS as isize,
 }
 pub const COUNTS: usize = app_counter::NAMES.len();
 
@@ -386,7 +387,35 @@ impl Shim {
     }
 
     pub fn sock(&self, fd: RawFd) -> Option<Rc<RefCell<Sock>>> {
-        self.socks.get(&fd).cloned()
+        let s = self.socks.get(&fd).cloned()?;
+        self.adopt_if_inherited(fd, &s);
+        Some(s)
+    }
+
+    /// The first call on a stream inherited across fork takes it over from
+    /// the parent (which releases it when it closes its copy): the
+    /// connection moves into this process's board. If it cannot (the
+    /// parent keeps it: EBUSY), the socket stays inherited (its calls fail
+    /// with EOPNOTSUPP).
+    fn adopt_if_inherited(&self, fd: RawFd, s: &Rc<RefCell<Sock>>) {
+        let Ok(mut sock) = s.try_borrow_mut() else { return };
+        let crate::sock::Kind::InheritedStream { key, ep, shard } = sock.kind else { return };
+        let adopted = self.board.as_ref().map(|b| b.adopt_stream(key, ep, shard));
+        sock.kind = match adopted {
+            Some(Ok(stream)) => {
+                COUNTERS[Count::AdoptedStreams as usize].fetch_add(1, Ordering::Relaxed);
+                crate::sock::Kind::Stream(stream)
+            }
+            Some(Err(e)) => {
+                crate::log::debug(&format!("fd {fd}: the stream inherited across fork stays the parent's: {e}"));
+                crate::sock::Kind::Inherited
+            }
+            None => crate::sock::Kind::Inherited,
+        };
+        if matches!(sock.kind, crate::sock::Kind::Stream(_)) {
+            sock.apply_opts();
+        }
+        sock.bump();
     }
 
     /// One look of an epoll wait at `set`'s engine interests: appends the
@@ -467,11 +496,18 @@ pub fn forget_after_fork(shim: &mut Shim) {
     }
     let socks = std::mem::take(&mut shim.socks);
     let mut listeners = Vec::new();
+    let mut streams = 0;
     for (fd, s) in &socks {
         let old = s.borrow();
-        let inherited = Sock::inherited(&old);
-        if let (crate::sock::Kind::Listener(l), Some(key)) = (&old.kind, key) {
-            listeners.push((*fd, key, l.id()));
+        let mut inherited = Sock::inherited(&old);
+        match (&old.kind, key) {
+            (crate::sock::Kind::Listener(l), Some(key)) => listeners.push((*fd, key, l.id())),
+            // Taken over at its first use here (`Shim::sock`).
+            (crate::sock::Kind::Stream(x), Some(key)) => {
+                inherited.kind = crate::sock::Kind::InheritedStream { key, ep: x.id(), shard: x.shard() };
+                streams += 1;
+            }
+            _ => {}
         }
         shim.socks.insert(*fd, Rc::new(RefCell::new(inherited)));
     }
@@ -491,7 +527,13 @@ pub fn forget_after_fork(shim: &mut Shim) {
     shim.attach_failed = false;
     shim.pid = std::process::id();
     shim.pushed = [0; COUNTS];
-    if !listeners.is_empty() {
+    if !listeners.is_empty() || streams > 0 {
+        // A board of the child's own at once (with the parent's credentials),
+        // and the engine told whose child it is: the parent's released
+        // streams wait for this child.
+        if let (Some(board), Some(key)) = (shim.board(), key) {
+            let _ = board.child_of(key);
+        }
         join_inherited(shim, &listeners);
     }
 }
@@ -535,6 +577,14 @@ extern "C" fn before_fork() {
     count(Count::Forks);
     if let Some(shim) = g.as_mut() {
         shim.push_counters();
+        // A child may hold these streams now: closing one releases it to the child.
+        for s in shim.socks.values() {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if matches!(s.kind, crate::sock::Kind::Stream(_)) {
+                    s.forked = true;
+                }
+            }
+        }
     }
     FORK_GUARD.with(|f| *f.borrow_mut() = Some(g));
     crate::wait::before_fork();

@@ -105,6 +105,9 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
             .prop_map(|(ep, port, backlog, flags)| BoardCommand::ShadowListen { ep, port, backlog, flags }),
         (ep.clone(), any::<u64>(), any::<u32>(), any_flags())
             .prop_map(|(ep, key, parent, flags)| BoardCommand::ShadowInherit { ep, key, parent, flags }),
+        ep.clone().prop_map(|ep| BoardCommand::Release { ep }),
+        (sync.clone(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(sync, key, ep, shard)| BoardCommand::Adopt { sync, key, ep, shard }),
+        any::<u64>().prop_map(|key| BoardCommand::ChildOf { key }),
         (sync.clone(), any_addr()).prop_map(|(sync, to)| BoardCommand::Connect { sync, to }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),

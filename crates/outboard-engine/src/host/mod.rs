@@ -11,6 +11,7 @@
 //! application dies (its socket hangs up; see `attach`).
 
 mod attach;
+pub mod handover;
 #[doc(hidden)]
 pub mod hostile;
 pub mod listeners;
@@ -114,6 +115,8 @@ pub struct Host {
     doorbells: Vec<u32>,
     /// Listeners and the board endpoints that take their connections.
     pub listeners: listeners::Listeners,
+    /// Streams released by a parent process, waiting for its child.
+    pub handover: handover::Handover,
     pub counters: HostCounters,
 }
 
@@ -181,7 +184,7 @@ impl Host {
             'conns: while cx.stack.tcp_accept_pending(lid) {
                 for m in self.listeners.rotation(lid) {
                     let Some(s) = self.sessions.iter_mut().find(|s| s.id == m.session) else { continue };
-                    match run_session(s, cx, &mut self.listeners, |s, sc| s.accept_one(sc, m.ep, lid)) {
+                    match run_session(s, cx, (&mut self.listeners, &mut self.handover), |s, sc| s.accept_one(sc, m.ep, lid)) {
                         Ok(true) => {
                             self.listeners.advance(lid, m);
                             work = true;
@@ -195,6 +198,66 @@ impl Host {
                 // Nobody has room: the connection waits in the accept queue.
                 break;
             }
+        }
+        work
+    }
+}
+
+impl Host {
+    /// Gives released streams to the children adopting them, answers
+    /// ADOPTs that cannot be, and closes (or resets) orphans nobody took.
+    fn hand_over(&mut self, cx: &mut AppCx<'_>) -> bool {
+        if self.handover.adopts.is_empty() && self.handover.orphans.is_empty() {
+            return false;
+        }
+        let now = cx.now;
+        let mut work = false;
+        for a in std::mem::take(&mut self.handover.adopts) {
+            let Some(ci) = self.sessions.iter().position(|s| s.id == a.session) else { continue };
+            let result = if let Some(o) = self.handover.take_orphan(a.key, a.ep) {
+                let r = run_session(&mut self.sessions[ci], cx, (&mut self.listeners, &mut self.handover), |s, sc| s.adopt(sc, o.conn, a.sync));
+                match r {
+                    Ok(true) => {
+                        self.handover.counters.adopted += 1;
+                        None
+                    }
+                    // No room in the child's board: the orphan waits on.
+                    Ok(false) => {
+                        self.handover.orphans.push(o);
+                        Some(-i64::from(libc::ENOBUFS))
+                    }
+                    Err(_) => {
+                        self.sessions[ci].dead.store(true, Ordering::Release);
+                        self.handover.orphans.push(o);
+                        continue;
+                    }
+                }
+            } else if now < a.until && self.sessions.iter().any(|s| s.key == a.key && s.has_stream(a.ep)) {
+                // The parent has not released it yet: ask again next turn.
+                self.handover.adopts.push(a);
+                continue;
+            } else {
+                self.handover.counters.refused += 1;
+                let parent_holds = self.sessions.iter().any(|s| s.key == a.key && s.has_stream(a.ep));
+                Some(-i64::from(if parent_holds { libc::EBUSY } else { libc::EBADF }))
+            };
+            work = true;
+            if let Some(errno) = result {
+                if self.sessions[ci].complete_sync(a.sync, errno).is_err() {
+                    self.sessions[ci].dead.store(true, Ordering::Release);
+                }
+            }
+        }
+        for o in self.handover.expired(now) {
+            work = true;
+            if let Some(c) = cx.stack.tcp(o.conn) {
+                if o.abort {
+                    c.abort();
+                } else {
+                    c.close();
+                }
+            }
+            cx.stack.tcp_release(o.conn);
         }
         work
     }
@@ -220,17 +283,20 @@ impl ShardApp for Host {
                 work = true;
             }
         }
+        // Boards with a child attached: their released streams wait for it.
+        self.handover.parents = self.sessions.iter().filter(|s| !s.dead.load(Ordering::Acquire)).filter_map(|s| s.parent_key).collect();
         let mut i = 0;
         let ls = &mut self.listeners;
+        let hand = &mut self.handover;
         while i < self.sessions.len() {
             let s = &mut self.sessions[i];
             let outcome = if s.dead.load(Ordering::Acquire) {
                 // Its last commands may hold a DETACH sent just before the hang-up.
-                let _ = run_session(s, cx, ls, |s, sc| s.run_commands(sc));
+                let _ = run_session(s, cx, (ls, hand), |s, sc| s.run_commands(sc));
                 Err(None)
             } else {
-                run_session(s, cx, ls, |s, sc| s.run_commands(sc))
-                    .and_then(|w| Ok(w | run_session(s, cx, ls, |s, sc| s.poll_endpoints(sc))?))
+                run_session(s, cx, (ls, hand), |s, sc| s.run_commands(sc))
+                    .and_then(|w| Ok(w | run_session(s, cx, (ls, hand), |s, sc| s.poll_endpoints(sc))?))
                     .map_err(Some)
             };
             match outcome {
@@ -241,7 +307,7 @@ impl ShardApp for Host {
                 Err(why) => {
                     work = true;
                     let mut s = self.sessions.swap_remove(i);
-                    let _ = run_session(&mut s, cx, ls, |s, sc| {
+                    let _ = run_session(&mut s, cx, (ls, hand), |s, sc| {
                         s.teardown(sc);
                         Ok(false)
                     });
@@ -275,6 +341,7 @@ impl ShardApp for Host {
         }
         self.listeners.expire(cx.stack, cx.now);
         work |= self.accept(cx);
+        work |= self.hand_over(cx);
         work
     }
 
@@ -341,9 +408,9 @@ impl ShardApp for Host {
 
     /// The engine stops: every application learns it at once.
     fn shutdown(&mut self, cx: &mut AppCx<'_>) {
-        let ls = &mut self.listeners;
+        let (ls, hand) = (&mut self.listeners, &mut self.handover);
         for mut s in self.sessions.drain(..) {
-            let _ = run_session(&mut s, cx, ls, |s, sc| {
+            let _ = run_session(&mut s, cx, (ls, hand), |s, sc| {
                 s.teardown(sc);
                 Ok(false)
             });
@@ -366,6 +433,7 @@ pub struct SessionCx<'a> {
     pub now: outboard_time::Instant,
     pub admission: &'a mut crate::app::Admission,
     pub listeners: &'a mut listeners::Listeners,
+    pub handover: &'a mut handover::Handover,
     claims: &'a mut Vec<(ConnId, Option<u32>)>,
 }
 
@@ -379,13 +447,13 @@ impl SessionCx<'_> {
 fn run_session(
     s: &mut Session,
     cx: &mut AppCx<'_>,
-    listeners: &mut listeners::Listeners,
+    (listeners, handover): (&mut listeners::Listeners, &mut handover::Handover),
     f: impl FnOnce(&mut Session, &mut SessionCx<'_>) -> Result<bool, Violation>,
 ) -> Result<bool, Violation> {
     let sid = s.id;
     let mut claims: Vec<(ConnId, Option<u32>)> = Vec::new();
     let (stack, now, admission) = cx.parts();
-    let r = f(s, &mut SessionCx { stack, now, admission, listeners, claims: &mut claims });
+    let r = f(s, &mut SessionCx { stack, now, admission, listeners, handover, claims: &mut claims });
     for (c, ep) in claims {
         match ep {
             Some(ep) => cx.claim(c, tag(sid, ep)),

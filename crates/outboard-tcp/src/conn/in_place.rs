@@ -67,6 +67,14 @@ impl Connection {
     /// smaller receive ring could not hold the window already advertised,
     /// which may not shrink (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4); checked in
     /// debug builds, while the queued and parked bytes must fit always.
+    /// Whether rings of `send` and `recv` bytes can take this connection's
+    /// (what `attach_storage` requires): at least each buffer's capacity,
+    /// and room for every queued and parked byte.
+    pub fn storage_fits(&self, send: usize, recv: usize) -> bool {
+        let parked_end = self.assembler.ranges().last().map_or(0, |(_, e)| e);
+        send >= self.send_buf.capacity() && recv >= self.recv_buf.capacity() && self.recv_buf.len() + parked_end <= recv
+    }
+
     pub fn attach_storage(&mut self, send: Box<dyn RingStorage>, recv: Box<dyn RingStorage>) -> usize {
         debug_assert!(
             send.bytes().len() >= self.send_buf.capacity(),

@@ -7,6 +7,7 @@
 use super::{EpKind, Session, Violation, COMMANDS_PER_TURN};
 use crate::host::SessionCx;
 use outboard_board::arena::Side;
+use crate::host::handover::{self, Adopt, Handover};
 use crate::host::listeners::{Joiner, Listeners};
 use outboard_board::command::{decode, BoardCommand, Endpoint, ListenFlags, StreamOption, SyncSlot};
 use outboard_board::layout::{status, tcp_info, CLASS_DGRAM_RX};
@@ -22,7 +23,7 @@ impl Session {
     /// Runs up to `COMMANDS_PER_TURN` commands. `owned` learns which
     /// connections this session now owns or gave up.
     pub fn run_commands(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
-        let (stack, now, claims, listeners) = (&mut *sc.stack, sc.now, &mut *sc.claims, &mut *sc.listeners);
+        let (stack, now, claims, listeners, hand) = (&mut *sc.stack, sc.now, &mut *sc.claims, &mut *sc.listeners, &mut *sc.handover);
         let owned = &mut |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         let mut work = false;
         for _ in 0..COMMANDS_PER_TURN {
@@ -35,7 +36,7 @@ impl Session {
             self.counters.commands += 1;
             work = true;
             let cmd = decode(&record, self.bounds)?;
-            self.act(stack, listeners, now, cmd, owned)?;
+            self.act(stack, listeners, hand, now, cmd, owned)?;
         }
         Ok(work)
     }
@@ -53,6 +54,7 @@ impl Session {
         &mut self,
         stack: &mut Stack,
         listeners: &mut Listeners,
+        hand: &mut Handover,
         now: Instant,
         cmd: BoardCommand,
         owned: &mut dyn FnMut(ConnId, Option<u32>),
@@ -74,6 +76,25 @@ impl Session {
                     Err(_) => self.counters.shadows_refused += 1,
                 }
             }
+            BoardCommand::Release { ep } => {
+                let i = self.open_slot(ep, "release")?;
+                if !matches!(self.eps[i], Some(EpKind::Stream(_))) {
+                    return Err(Violation::BadEndpoint("release"));
+                }
+                if self.forked_recently(now) || hand.has_child(self.key) {
+                    self.orphan(ep.0, now + handover::LINGER, false, hand, owned);
+                } else if let Some(conn) = self.drop_stream(stack, ep.0, false) {
+                    owned(conn, None);
+                }
+            }
+            BoardCommand::Adopt { sync, key, ep, .. } => {
+                if self.free_eps.is_empty() {
+                    self.sync_result(sync.0, -i64::from(libc::EMFILE))?;
+                } else {
+                    hand.adopts.push(Adopt { session: self.id, sync: sync.0, key, ep, until: now + handover::ADOPT_WAIT });
+                }
+            }
+            BoardCommand::ChildOf { key } => self.parent_key = Some(key),
             BoardCommand::AcceptOn { ep } => {
                 let slot = self.open_slot(ep, "accept on")?;
                 match self.eps[slot] {
@@ -372,6 +393,27 @@ impl Session {
         } else {
             self.close_ep(ep);
         }
+    }
+
+    /// Whether the application forked within the last `LINGER` (its
+    /// `FORKS` counter changed since `forks_seen`).
+    pub(super) fn forked_recently(&mut self, now: Instant) -> bool {
+        let forks = self.app_counters()[outboard_board::layout::app_counter::FORKS];
+        if forks != self.forks_seen.0 {
+            self.forks_seen = (forks, Some(now));
+        }
+        self.forks_seen.1.is_some_and(|t| now.saturating_duration_since(t) < handover::LINGER)
+    }
+
+    /// Stream `ep` leaves this board but not the stack: its connection waits
+    /// (`until`) for a child's ADOPT. The endpoint id is freed.
+    pub(super) fn orphan(&mut self, ep: u32, until: Instant, abort: bool, hand: &mut Handover, owned: &mut dyn FnMut(ConnId, Option<u32>)) {
+        let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_ref() else { return };
+        let conn = s.conn;
+        owned(conn, None);
+        hand.orphans.push(handover::Orphan { key: self.key, ep, conn, until, abort });
+        hand.counters.released += 1;
+        self.close_ep(ep);
     }
 
     /// A shadow listener names an endpoint of another shard that this shard

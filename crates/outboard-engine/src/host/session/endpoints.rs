@@ -98,6 +98,52 @@ impl Session {
         Some(ep)
     }
 
+    /// Whether `ep` is an open stream of this session.
+    pub fn has_stream(&self, ep: u32) -> bool {
+        matches!(self.eps.get(ep as usize), Some(Some(EpKind::Stream(_))))
+    }
+
+    /// Completes sync `slot` with `value` (an errno as a negative number).
+    pub fn complete_sync(&mut self, slot: u32, value: i64) -> Result<(), Violation> {
+        self.sync_result(slot, value).map(|_| ())
+    }
+
+    /// Takes over connection `conn` (released by a parent process) as a new
+    /// stream of this board: its rings move into this board's regions, and
+    /// the status record's `TX_BASE` says how many bytes were queued to send
+    /// already. `Ok(false)`: no endpoint or region fits here.
+    pub fn adopt(&mut self, sc: &mut crate::host::SessionCx<'_>, conn: ConnId, sync: u32) -> Result<bool, Violation> {
+        let (stack, claims) = (&mut *sc.stack, &mut *sc.claims);
+        let size = self.layout.arena.classes[outboard_board::layout::CLASS_STREAM as usize].size as usize;
+        let (queued, state) = match stack.tcp(conn) {
+            Some(c) if c.storage_fits(size, size) => (c.send_queued() as u64, c.state()),
+            Some(_) => return Ok(false),
+            None => {
+                // The peer reset it while it waited.
+                self.sync_result(sync, -i64::from(libc::ECONNRESET))?;
+                return Ok(true);
+            }
+        };
+        let Some(ep) = self.new_stream(stack, conn, None) else { return Ok(false) };
+        let base = self.layout.endpoint_status(ep);
+        self.map.atomic_u64(base + status::TX_BASE).store(queued, Ordering::Release);
+        if let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_mut() {
+            use outboard_tcp::State;
+            // What the parent saw happen is the child's too.
+            s.tx_pushed = queued;
+            if !matches!(state, State::SynSent | State::SynReceived | State::Closed) {
+                s.flags |= outboard_board::layout::flags::CONNECTED;
+            }
+            if matches!(state, State::CloseWait | State::LastAck | State::Closing | State::TimeWait) {
+                s.flags |= outboard_board::layout::flags::PEER_CLOSED;
+            }
+        }
+        claims.push((conn, Some(ep)));
+        self.sync_result(sync, i64::from(ep))?;
+        self.update_stream(stack, ep)?;
+        Ok(true)
+    }
+
     /// Closes (or aborts) a stream and frees its endpoint; the connection
     /// lingers in the stack (FIN, TIME-WAIT) holding its regions until done.
     pub(super) fn drop_stream(&mut self, stack: &mut Stack, ep: u32, abort: bool) -> Option<ConnId> {

@@ -24,6 +24,7 @@ use outboard_board::command::{Bounds, CommandViolation};
 use outboard_board::layout::{app_counter, header, shard_control, CLASS_DGRAM_RX, CLASS_DGRAM_TX, ENGINE_GONE};
 use outboard_board::{BoardLayout, BufRef, Command, Condition, Consumer, Event, MailboxProducer, Mapping, Producer, SyncTable};
 use outboard_stack::{ConnId, ListenerId, UdpId};
+use outboard_time::Instant;
 use outboard_tcp::conn::ConnInfo;
 use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
@@ -124,6 +125,10 @@ pub struct Session {
     /// The application's user, and its board's inherit key (the engine's copy).
     pub uid: u32,
     pub key: u64,
+    /// The key of the application this one was forked from (`CHILD_OF`).
+    pub parent_key: Option<u64>,
+    /// The application's `FORKS` counter as last seen, and when it last changed.
+    forks_seen: (u64, Option<Instant>),
     /// The shard this session runs on: its rings, and the endpoint ids it opens.
     pub shard: u32,
     bounds: Bounds,
@@ -175,6 +180,8 @@ impl Session {
             pid: n.pid,
             uid: n.uid,
             key: n.key,
+            parent_key: None,
+            forks_seen: (0, None),
             shard,
             bounds: Bounds { endpoints: p.endpoints, syncs: p.syncs },
             cmds: Consumer::new(map.clone(), rings.command_ring, p.command_capacity),
@@ -240,10 +247,16 @@ impl Session {
         // listeners (`INHERIT` with our key): they linger a little.
         let forked = self.app_counters()[app_counter::FORKS] > 0;
         let linger_until = forked.then(|| sc.now + crate::host::listeners::LINGER);
-        let (stack, claims, listeners) = (&mut *sc.stack, &mut *sc.claims, &mut *sc.listeners);
+        let (stack, claims, listeners, hand) = (&mut *sc.stack, &mut *sc.claims, &mut *sc.listeners, &mut *sc.handover);
         let mut owned = |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         for ep in 0..self.eps.len() as u32 {
             match self.eps[ep as usize].as_ref() {
+                // A child it forked may take the stream over: it waits, then
+                // closes (a clean detach) or resets (a death) if nobody does.
+                Some(EpKind::Stream(_)) if forked => {
+                    let abort = !self.detached;
+                    self.orphan(ep, sc.now + crate::host::handover::LINGER, abort, hand, &mut owned);
+                }
                 Some(EpKind::Stream(_)) => {
                     // A clean detach closes (FIN after what is queued); a death resets.
                     if let Some(conn) = self.drop_stream(stack, ep, !self.detached) {
