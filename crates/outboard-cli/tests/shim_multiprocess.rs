@@ -345,3 +345,71 @@ fn shim_forking_tcp_server_children_take_over_the_accepted_connections() {
     eprintln!("ForkingTCPServer: 12 connections of 256 KiB echoed byte-exact by 12 children; boards now {}", stat["boards"]);
     srv.assert_running();
 }
+
+#[test]
+fn engine_killed_under_nginx_master_and_workers_they_stay_quiet_then_serve_again() {
+    if skip_unless_root("engine_killed_under_nginx_master_and_workers_they_stay_quiet_then_serve_again") {
+        return;
+    }
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl")]);
+    let mut rig = Rig::up_engine_with("ngxk", &["--allow-user", "nobody"]);
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("small"), "served\n").unwrap();
+    let conf = nginx_conf(&rig, 8080, 2, false);
+    let args = ["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap()];
+    let mut nginx = rig.bg("nginx-kill", rig.shim_cmd(STEP * 3, &args));
+    rig.wait_tcp(&rig.eip(), 8080, &mut nginx);
+    let eip = rig.eip();
+    let probe = |rig: &Rig| {
+        let url = format!("http://{eip}:8080/small");
+        let (ok, out, _) = output(rig.linux_cmd(Duration::from_secs(10), &["curl", "-sS", "--max-time", "3", &url]));
+        ok && out.trim() == "served"
+    };
+    assert!(probe(&rig), "nginx did not serve before the engine was killed");
+    let master = nginx.program_pid();
+    let workers = support::children_of(master);
+    assert_eq!(workers.len(), 2, "nginx's master {master} has two workers: {workers:?}");
+    let all: Vec<u32> = std::iter::once(master).chain(workers.iter().copied()).collect();
+    let error_log = rig.tmp.join("error.log");
+    let lines = || std::fs::read_to_string(&error_log).unwrap_or_default().lines().count();
+    let before = lines();
+
+    rig.kill_engine();
+    std::thread::sleep(Duration::from_secs(1));
+    let cpu = |pid: u32| support::proc_stat(std::path::Path::new(&format!("/proc/{pid}/stat"))).map(|(_, t)| t);
+    let cpu0: Vec<Option<u64>> = all.iter().map(|p| cpu(*p)).collect();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    let cpu1: Vec<Option<u64>> = all.iter().map(|p| cpu(*p)).collect();
+    let wall = t0.elapsed().as_secs_f64();
+    nginx.assert_running();
+    for (i, pid) in all.iter().enumerate() {
+        let (Some(a), Some(b)) = (cpu0[i], cpu1[i]) else { panic!("nginx process {pid} is gone") };
+        let share = (b - a) as f64 / support::clk_tck() / wall;
+        eprintln!("nginx {} {pid} after the engine died: {:.2} % CPU", if i == 0 { "master" } else { "worker" }, 100.0 * share);
+        assert!(share <= 0.05, "nginx process {pid} used {:.2} % CPU after the engine died (limit 5 %)", 100.0 * share);
+    }
+    let new_lines = lines() - before;
+    assert!(new_lines <= 6, "nginx wrote {new_lines} log lines after the engine died (a few at most)");
+
+    rig.restart_engine();
+    let t0 = Instant::now();
+    while !probe(&rig) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "nginx does not serve on the restarted engine; error.log:\n{}",
+            std::fs::read_to_string(&error_log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("nginx (master and 2 workers) serves again {:.2} s after the restart", t0.elapsed().as_secs_f64());
+    // Both workers take connections again (they re-created the shared listener).
+    for _ in 0..40 {
+        assert!(probe(&rig));
+    }
+    let boards = accepting_boards(&rig);
+    assert!(boards.len() >= 2, "both workers accept on the restarted engine: {boards:?}");
+    assert_eq!(nginx.program_pid(), master, "nginx was not restarted");
+    assert_eq!(support::children_of(master), workers, "the workers are the same processes");
+}

@@ -111,6 +111,9 @@ pub struct Sock {
     /// A stream that existed when this process forked: a child may hold it,
     /// so closing it releases it to that child (`Stream::release`).
     pub forked: bool,
+    /// A listener this process joined (inherited across fork, or SO_REUSEPORT):
+    /// re-created on a restarted engine, it shares the port again.
+    pub joined: bool,
     pub opts: Opts,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
@@ -147,6 +150,7 @@ impl Sock {
             backlog: 0,
             armed: false,
             forked: false,
+            joined: false,
             opts: Opts::default(),
             transitions: 0,
             watchers: Vec::new(),

@@ -302,7 +302,11 @@ impl Shim {
             let mut s = sock.borrow_mut();
             let again = match &s.kind {
                 crate::sock::Kind::Listener(l) => {
-                    Some(b.listen_with(l.local_port(), s.backlog, crate::ops::listen_flags(&s)).map(crate::sock::Kind::Listener))
+                    // A listener several processes shared (inherited, or SO_REUSEPORT) is
+                    // re-created by each of them: they share the port on the new engine too.
+                    let mut flags = crate::ops::listen_flags(&s);
+                    flags.reuseport |= s.joined;
+                    Some(b.listen_with(l.local_port(), s.backlog, flags).map(crate::sock::Kind::Listener))
                 }
                 crate::sock::Kind::Dgram(d) => Some(b.bind_udp(d.local_port()).map(crate::sock::Kind::Dgram)),
                 _ => None,
@@ -555,6 +559,7 @@ fn join_inherited(shim: &mut Shim, listeners: &[(RawFd, u64, u32)]) {
         match board.inherit_listener(*key, *ep, flags) {
             Ok(l) => {
                 sock.kind = crate::sock::Kind::Listener(l);
+                sock.joined = true;
                 sock.bump();
                 joined += 1;
             }

@@ -27,6 +27,8 @@ pub const STEP: Duration = Duration::from_secs(60);
 /// (the engine before the lab).
 pub struct Rig {
     pub engine: EngineProc,
+    /// The engine's extra flags (a restarted engine gets them again).
+    pub extra: Vec<String>,
     pub lab: Lab,
     pub tmp: PathBuf,
     pub shim: PathBuf,
@@ -76,11 +78,13 @@ impl Rig {
         let name = lab_name(tag);
         let lab = lab(&LabConfig { impairment, queues, ..LabConfig::new(&name) });
         let engine = Rig::start_engine(&lab, &format!("{name}-e"), extra);
+        let extra = extra.iter().map(|s| s.to_string()).collect();
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
         Rig {
             engine,
+            extra,
             lab,
             tmp,
             shim,
@@ -101,7 +105,8 @@ impl Rig {
     /// An engine of the same name, link and address as the killed one.
     pub fn restart_engine(&mut self) {
         let name = self.engine.name.clone();
-        self.engine = Rig::start_engine(&self.lab, &name, &[]);
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        self.engine = Rig::start_engine(&self.lab, &name, &extra);
     }
 
     pub fn eip(&self) -> String {
