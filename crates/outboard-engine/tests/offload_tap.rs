@@ -33,6 +33,10 @@ struct Running {
 
 impl Running {
     fn start(ns: &Netns, link: LinkSpec, addr: Ipv4Addr, offloads: bool) -> Running {
+        Running::start_shards(ns, link, addr, offloads, 1)
+    }
+
+    fn start_shards(ns: &Netns, link: LinkSpec, addr: Ipv4Addr, offloads: bool, shards: usize) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let s2 = stop.clone();
@@ -43,6 +47,7 @@ impl Running {
             set.offloads = offloads;
             set.tcp.send_buffer = 1 << 20;
             set.tcp.recv_buffer = 1 << 20;
+            set.shards = shards;
             let mut e = match Engine::start(&set) {
                 Ok(e) => e,
                 Err(err) => {
@@ -239,4 +244,33 @@ fn offload_throughput_tap() {
         figures.push(gbps);
         assert!(gbps > 0.0);
     }
+}
+
+#[test]
+fn two_shards_on_a_multi_queue_tap_echo_many_kernel_connections() {
+    if skip_unless_root("offload_tap::two_shards_on_a_multi_queue_tap_echo_many_kernel_connections") {
+        return;
+    }
+    let ns = Netns::new("mqtap");
+    let eng = Running::start_shards(&ns, LinkSpec::Tap { name: "obt-mq0".into() }, Ipv4Addr::new(10, 205, 0, 2), true, 2);
+    tap_kernel_end(&ns, "obt-mq0", "10.205.0.1/24");
+    let to = SocketAddrV4::new(Ipv4Addr::new(10, 205, 0, 2), 7);
+    // Many connections (each on the shard its hash names; the kernel picks
+    // the TAP queue by its own hash, so some are forwarded between shards).
+    ns.run_in(move || {
+        for i in 0..24u32 {
+            let mut s = connect(to);
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let msg = format!("connection {i} through a multi-queue TAP").into_bytes();
+            s.write_all(&msg).expect("write");
+            let mut got = vec![0u8; msg.len()];
+            s.read_exact(&mut got).expect("echo");
+            assert_eq!(got, msg);
+        }
+    });
+    let (sent, back) = echo_through(&ns, to);
+    let (info, c) = eng.finish();
+    eprintln!("{info:?}\n{c:?}");
+    assert_eq!(sent, back, "echo must return the same 64 MiB");
+    assert_eq!((c.tx_errors, c.rx_oversize), (0, 0));
 }

@@ -174,13 +174,13 @@ pub fn main(a: &AppsArgs) -> ExitCode {
 }
 
 
-fn on_path(prog: &str) -> bool {
+pub(crate) fn on_path(prog: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
         .unwrap_or(false)
 }
 
-fn stopped() -> Result<(), String> {
+pub(crate) fn stopped() -> Result<(), String> {
     if sys::stop_requested() {
         Err("interrupted".into())
     } else {
@@ -189,17 +189,17 @@ fn stopped() -> Result<(), String> {
 }
 
 /// How the servers of one phase run.
-struct Side<'a> {
+pub(crate) struct Side<'a> {
     /// `ob-N-eng`.
-    eng_ns: String,
+    pub(crate) eng_ns: String,
     /// `ob-N-lnx`, where the clients run.
-    lnx_ns: String,
+    pub(crate) lnx_ns: String,
     /// The servers' address.
-    addr: Ipv4Addr,
+    pub(crate) addr: Ipv4Addr,
     /// (`outboard` executable, engine name, shim, run dir) under the shim; None on the kernel.
-    shim: Option<(PathBuf, String, &'a Path, &'a Path)>,
-    tmp: PathBuf,
-    secs: u64,
+    pub(crate) shim: Option<(PathBuf, String, &'a Path, &'a Path)>,
+    pub(crate) tmp: PathBuf,
+    pub(crate) secs: u64,
 }
 
 fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Report, String> {
@@ -521,7 +521,7 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
 
 impl Side<'_> {
     /// A server in the eng namespace (under the shim on our side), bounded by `timeout`.
-    fn server(&self, what: &str, args: &[&str], limit: Duration) -> Result<Server, String> {
+    pub(crate) fn server(&self, what: &str, args: &[&str], limit: Duration) -> Result<Server, String> {
         let log = self.tmp.join(format!("{what}.log"));
         let f = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
         let f2 = f.try_clone().map_err(|e| format!("dup log: {e}"))?;
@@ -558,7 +558,7 @@ impl Side<'_> {
     }
 
     /// A client in the Linux namespace; (stdout, stderr) if it succeeded.
-    fn client(&self, args: &[&str], limit: Duration) -> Result<(String, String), String> {
+    pub(crate) fn client(&self, args: &[&str], limit: Duration) -> Result<(String, String), String> {
         let o = Command::new("timeout")
             .args([
                 "-k",
@@ -594,7 +594,7 @@ impl Side<'_> {
     }
 
     /// Waits until IP:PORT takes TCP connections, probed from the Linux namespace.
-    fn wait_tcp(&self, ip: &str, port: u16, srv: &mut Server) -> Result<(), String> {
+    pub(crate) fn wait_tcp(&self, ip: &str, port: u16, srv: &mut Server) -> Result<(), String> {
         let t0 = Instant::now();
         loop {
             let ok = Command::new("timeout")
@@ -631,22 +631,27 @@ impl Side<'_> {
 // ---------------------------------------------------------------- processes
 
 /// A server (`timeout … ip netns exec …`); SIGTERM, then SIGKILL, on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     what: String,
     log: PathBuf,
 }
 
 impl Server {
+    /// The pid of its `timeout`, which leads the server's process group.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn with_log(&self, e: String) -> String {
+    pub(crate) fn with_log(&self, e: String) -> String {
         format!("{e}\n{} output:\n{}", self.what, self.log_text().trim_end())
     }
 
-    fn check_alive(&mut self) -> Result<(), String> {
+    pub(crate) fn check_alive(&mut self) -> Result<(), String> {
         match self.child.try_wait() {
             Ok(Some(st)) => Err(self.with_log(format!("{} exited ({st})", self.what))),
             _ => Ok(()),

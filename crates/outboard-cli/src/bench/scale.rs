@@ -1,6 +1,8 @@
 //! `outboard bench scale`: protocol-processing throughput against the
 //! number of shards, with speedup and efficiency per point — the speedup
-//! experiment of CDP, on a synthetic workload.
+//! experiment of CDP, on a synthetic workload (`rr`, `bulk`) and on a real
+//! one (`nginx`: nginx under the shim on an N-shard engine against nginx on
+//! the kernel, wrk from Linux across a multi-queue veth).
 //!
 //! Method:
 //!
@@ -41,25 +43,56 @@
 //!   **efficiency** = speedup / *n*. Goal: speedup ≥ 0.9 × *n* for every *n*
 //!   up to the cores available (`meets_goal`; null above them).
 //!
-//! Output: a table, or with `--json` one object `{"rows": [{"shards",
-//! "workload", "ops_per_s", "speedup", "efficiency", …}]}` (further fields:
-//! `unit`, `mb_per_s` for bulk, `seconds`, `cpu_util_min`, `meets_goal`,
-//! `mismatches`, `per_shard`). `--plot FILE` writes an SVG of speedup
-//! against shards with the linear ideal, as CDP drew it. Exit codes: 0
-//! done; 1 a run failed, or an echo reply differed from its request (the
-//! results are printed first), or the plot could not be written; 2 bad
-//! arguments.
+//! - `--workload nginx` (root; `all` = both): the real workload. For each
+//!   shard count *n* (default 1, 2; 1 to 16, the lab's queues; 1 always
+//!   measured), one lab with `queues` = *n* (multi-queue veth), and on it,
+//!   as `outboard bench apps` runs its servers (its `Side`, engine and
+//!   kernel-address guards):
+//!   - **outboard**: `outboard engine --link af_xdp:eng0 --shards n
+//!     --allow-user nobody --services none` (shard *i* binds queue *i*);
+//!     nginx in its master/worker mode with *n* workers (`user nobody`)
+//!     under the shim, serving a 4 KiB file; `wrk -tn -c32 -dSs` from
+//!     Linux's namespace (whole seconds, at least 1). Socket errors or
+//!     non-2xx answers fail the run. The engine's per-shard received frames
+//!     and the workers that accepted are read before nginx stops.
+//!   - **kernel**, right after on the same lab: the engine stopped, eng0
+//!     given 10.77.0.3 for this phase, the same nginx (*n* workers) without
+//!     the shim, the same wrk.
+//!
+//!   `ops_per_s` = wrk's requests/s under the shim; speedup and efficiency
+//!   as above against the 1-shard figure; `kernel_ops_per_s`,
+//!   `kernel_speedup` (against the kernel with 1 worker) and `ratio` =
+//!   outboard / kernel. The engine shards, nginx's workers, wrk and the
+//!   kernel's softirq work all share the machine's cores.
+//!
+//! Output: a table (the synthetic one, then the nginx one), or with `--json`
+//! one object `{"rows": [{"shards", "workload", "ops_per_s", "speedup",
+//! "efficiency", …}]}` (further fields: synthetic rows `unit`, `mb_per_s`
+//! for bulk, `seconds`, `cpu_util_min`, `meets_goal`, `mismatches`,
+//! `per_shard`; nginx rows `unit`, `seconds`, `kernel_ops_per_s`,
+//! `kernel_speedup`, `kernel_efficiency`, `ratio`, `rx_frames_per_shard`,
+//! `accepting_workers`). `--plot FILE` writes an SVG of speedup against
+//! shards with the linear ideal, as CDP drew it. Exit codes: 0 done; 1 a
+//! run failed, or an echo reply differed from its request (the results are
+//! printed first), or the plot could not be written; 2 bad arguments; for
+//! nginx also 10 not root, 11 nginx, wrk or bash missing, 12-14 the lab
+//! failed, 16 the shim library was not found. Every server, the engine and
+//! the lab are stopped on every path out, Ctrl-C included.
 
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
+use super::apps::{on_path, stopped, Side};
+use super::lab_engine::{EngineProc, KernelAddr};
 use super::peer::{self, machine, Machine};
+use super::tools;
 use clap::Args;
 use outboard_engine::clock;
 use outboard_engine::link::memory::{MemoryLink, MemoryPeer};
 use outboard_engine::link::TxStatus;
 use outboard_engine::services::{ServiceKind, ServiceSpec, Services};
 use outboard_engine::shard::Shard;
+use outboard_lab::{sys, Lab, LabConfig};
 use outboard_stack::{ConnId, Stack, StackConfig};
 use outboard_tcp::Event;
 use outboard_time::Instant;
@@ -67,7 +100,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -93,16 +126,42 @@ const PEER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 2);
 const MTU: usize = 1500;
 const ECHO_PORT: u16 = 7;
 const DISCARD_PORT: u16 = 9;
+/// Largest shard count of the nginx workload (the lab's veth has at most 16 queues).
+pub const MAX_NGINX_SHARDS: u32 = 16;
+/// Shard counts of the nginx workload without `--shards`.
+const NGINX_DEFAULT_SHARDS: [u32; 2] = [1, 2];
+/// wrk's connections (all shard counts).
+pub const WRK_CONNS: u32 = 32;
+/// nginx's port (in the lab's own namespaces: nothing else there).
+const NGINX_PORT: u16 = 8080;
+/// The file wrk asks for.
+const NGINX_FILE_BYTES: usize = 4096;
+/// Longest any one step of the nginx workload may take past its own duration.
+const NGINX_SLACK: Duration = Duration::from_secs(60);
 
 #[derive(Args, Debug)]
 pub struct ScaleArgs {
-    /// Shard counts, comma-separated (1 to 256 each; default 1,2,…,the cores available). 1 is
-    /// always measured: it is the baseline of the speedup.
+    /// Shard counts, comma-separated (1 to 256 each; the nginx workload 1 to 16; default
+    /// 1,2,…,the cores available, for nginx 1,2). 1 is always measured: it is the baseline of
+    /// the speedup.
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = crate::args::count_in(1u32, MAX_SHARDS, u32::MAX))]
     pub shards: Vec<u32>,
-    /// Seconds measured per (shard count, workload) (0.001 to 3600).
+    /// Seconds measured per (shard count, workload) (0.001 to 3600; nginx: wrk's duration, whole
+    /// seconds, at least 1).
     #[arg(long, default_value = "2", value_parser = crate::args::bench_seconds())]
     pub seconds: f64,
+    /// synthetic: rr and bulk, in-process (no root); nginx: nginx under the shim with N workers
+    /// on an N-shard engine against nginx on the kernel, wrk from Linux across a multi-queue
+    /// veth (root); all: both.
+    #[arg(long, default_value = "synthetic", value_parser = ["synthetic", "nginx", "all"])]
+    pub workload: String,
+    /// The socket shim, for the nginx workload (default as for `outboard run`).
+    #[arg(long, value_name = "PATH")]
+    pub shim: Option<PathBuf>,
+    /// The nginx workload's lab name (1 to 8 of a-z 0-9; default `bs` and this process's id in
+    /// base 36).
+    #[arg(long)]
+    pub lab_name: Option<String>,
     /// Write the plot (SVG: speedup against shards, with the linear ideal) to FILE.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -172,10 +231,61 @@ pub struct Row {
     pub per_shard: Vec<ShardStat>,
 }
 
-/// What `--json` prints: exactly the rows.
-#[derive(Debug, Serialize)]
+/// One shard count of the nginx workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct NginxRow {
+    pub shards: u32,
+    /// Always "nginx".
+    pub workload: &'static str,
+    /// wrk's requests/s, nginx under the shim on an N-shard engine.
+    pub ops_per_s: f64,
+    pub speedup: f64,
+    pub efficiency: f64,
+    pub unit: &'static str,
+    /// wrk's duration.
+    pub seconds: u64,
+    /// wrk's requests/s, nginx (N workers) on the kernel.
+    pub kernel_ops_per_s: f64,
+    pub kernel_speedup: f64,
+    pub kernel_efficiency: f64,
+    /// ops_per_s / kernel_ops_per_s.
+    pub ratio: f64,
+    /// Frames each engine shard's queue received over the outboard phase.
+    pub rx_frames_per_shard: Vec<u64>,
+    /// nginx processes (boards) that accepted connections in the outboard phase.
+    pub accepting_workers: usize,
+}
+
+/// Every row measured: the synthetic ones, then nginx's. `--json` prints
+/// `{"rows": [...]}`, both kinds in one list.
+#[derive(Debug)]
 pub struct ScaleReport {
     pub rows: Vec<Row>,
+    pub nginx: Vec<NginxRow>,
+}
+
+impl Serialize for ScaleReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum AnyRow<'a> {
+            Synthetic(&'a Row),
+            Nginx(&'a NginxRow),
+        }
+        #[derive(Serialize)]
+        struct Rows<'a> {
+            rows: Vec<AnyRow<'a>>,
+        }
+        Rows {
+            rows: self
+                .rows
+                .iter()
+                .map(AnyRow::Synthetic)
+                .chain(self.nginx.iter().map(AnyRow::Nginx))
+                .collect(),
+        }
+        .serialize(s)
+    }
 }
 
 /// `outboard bench scale`.
@@ -194,6 +304,20 @@ pub fn main(a: &ScaleArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let (synthetic, real) = match a.workload.as_str() {
+        "nginx" => (false, true),
+        "all" => (true, true),
+        _ => (true, false),
+    };
+    // The nginx workload's checks come first: a refusal costs nothing.
+    let plan = if real {
+        match NginxPlan::new(a) {
+            Ok(p) => Some(p),
+            Err(code) => return ExitCode::from(code),
+        }
+    } else {
+        None
+    };
     let m = machine();
     let cpus = allowed_cpus();
     let cores = cpus.len().max(1);
@@ -207,7 +331,12 @@ pub fn main(a: &ScaleArgs) -> ExitCode {
     counts.dedup();
     let seconds = a.seconds;
     let mut rows = Vec::new();
-    for workload in [Workload::Rr, Workload::Bulk] {
+    let synthetic_workloads: &[Workload] = if synthetic {
+        &[Workload::Rr, Workload::Bulk]
+    } else {
+        &[]
+    };
+    for &workload in synthetic_workloads {
         let mut base = None;
         for &n in &counts {
             let r = match measure(n, workload, seconds, &cpus) {
@@ -227,7 +356,17 @@ pub fn main(a: &ScaleArgs) -> ExitCode {
     }
     // Rows by shard count, rr before bulk.
     rows.sort_by_key(|r| (r.shards, r.workload == Workload::Bulk));
-    let report = ScaleReport { rows };
+    let nginx = match &plan {
+        Some(p) => match p.run() {
+            Ok(n) => n,
+            Err((code, e)) => {
+                eprintln!("outboard bench scale: nginx: {e}");
+                return ExitCode::from(code);
+            }
+        },
+        None => Vec::new(),
+    };
+    let report = ScaleReport { rows, nginx };
     let mut failed = false;
     if let Some(p) = &a.plot {
         if let Err(e) = std::fs::write(p, figure(&report, &m, cores)) {
@@ -265,6 +404,15 @@ fn command(a: &ScaleArgs) -> String {
         let _ = write!(c, " --shards {}", s.join(","));
     }
     let _ = write!(c, " --seconds {}", a.seconds);
+    if a.workload != "synthetic" {
+        let _ = write!(c, " --workload {}", a.workload);
+    }
+    if let Some(p) = &a.shim {
+        let _ = write!(c, " --shim {}", p.display());
+    }
+    if let Some(n) = &a.lab_name {
+        let _ = write!(c, " --lab-name {n}");
+    }
     if let Some(p) = &a.plot {
         let _ = write!(c, " --plot {}", p.display());
     }

@@ -399,7 +399,7 @@ pub fn open(spec: &LinkSpec, opts: &LinkOptions) -> Result<Box<dyn Link>, LinkEr
 /// with that many receive queues: AF_XDP queues `queue`, `queue + 1`, …
 /// (the interface must have them: veth is made with `numrxqueues`);
 /// AF_PACKET sockets in one fanout group; a fabric port group (the fabric
-/// steers by our Toeplitz hash like a NIC's RSS). TAP takes one shard.
+/// steers by our Toeplitz hash like a NIC's RSS); queues of a multi-queue TAP.
 pub fn open_shards(spec: &LinkSpec, opts: &LinkOptions, shards: usize) -> Result<Vec<Box<dyn Link>>, LinkError> {
     if shards <= 1 {
         return Ok(vec![open(spec, opts)?]);
@@ -423,9 +423,9 @@ pub fn open_shards(spec: &LinkSpec, opts: &LinkOptions, shards: usize) -> Result
             }
         }
         LinkSpec::Tap { name } => {
-            return Err(LinkError::BadSpec(format!(
-                "tap:{name} runs one shard (multi-queue TAP is not supported): use --shards 1, or af_packet/af_xdp/fabric"
-            )))
+            for _ in 0..shards {
+                links.push(Box::new(tap::TapLink::open_queue(name, opts, true)?));
+            }
         }
     }
     Ok(links)

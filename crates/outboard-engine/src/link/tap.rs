@@ -46,10 +46,18 @@
 //! `info().offloads` is then `["vnet_hdr", "tso4", "rx-csum"]`, the
 //! transmit slot `TSO_FRAME` bytes.
 //!
-//! # Not done
+//! # Several shards
 //!
-//! `IFF_MULTI_QUEUE` for one queue per shard. A syscall per frame makes
-//! this the slowest link per frame; with offloads a frame is up to 64 KiB.
+//! [`TapLink::open_queue`] with `multi` opens the device with
+//! `IFF_MULTI_QUEUE`: each shard opens `/dev/net/tun` and attaches its own
+//! queue (a file descriptor) to the one device, as a NIC's queues. The
+//! kernel picks the queue for what it sends by its own flow hash, not ours:
+//! frames for another shard's flow are forwarded by the engine
+//! (`steering`). A device made without `IFF_MULTI_QUEUE` (a persistent TAP
+//! made for one queue) refuses a second queue with EINVAL.
+//!
+//! A syscall per frame makes this the slowest link per frame; with offloads
+//! a frame is up to 64 KiB.
 
 use super::sys;
 use super::*;
@@ -80,6 +88,12 @@ impl TapLink {
     /// Creates (or attaches to) TAP device `name` in the calling thread's
     /// network namespace and brings it up.
     pub fn open(name: &str, opts: &LinkOptions) -> Result<TapLink, LinkError> {
+        TapLink::open_queue(name, opts, false)
+    }
+
+    /// Opens one queue of TAP `name`; with `multi`, of a multi-queue device
+    /// (`IFF_MULTI_QUEUE`: every shard of an engine opens one).
+    pub fn open_queue(name: &str, opts: &LinkOptions, multi: bool) -> Result<TapLink, LinkError> {
         let mut req = sys::ifreq(name)?;
         if name.contains('%') {
             return Err(LinkError::BadSpec(format!(
@@ -112,7 +126,8 @@ impl TapLink {
         // SAFETY: `raw` was just returned by open(2) and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let vnet_flag = if opts.offloads { libc::IFF_VNET_HDR } else { 0 };
-        req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI | vnet_flag) as libc::c_short;
+        let mq_flag = if multi { libc::IFF_MULTI_QUEUE } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI | vnet_flag | mq_flag) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one ifreq, valid for the call.
         let rc = unsafe {
             libc::ioctl(
@@ -127,6 +142,10 @@ impl TapLink {
                 Some(libc::EBUSY) => LinkError::Busy(format!(
                     "TAP {name} is already attached ({err}), by another link of this process \
                      or by another program: one engine per TAP device; stop it or use another name"
+                )),
+                Some(libc::EINVAL) if multi => LinkError::Busy(format!(
+                    "{name}: cannot add a queue ({err}): it exists as a single-queue TAP device \
+                     (or is not a TAP); delete it or run one shard"
                 )),
                 Some(libc::EINVAL) => LinkError::NoSuchInterface(format!(
                     "{name}: an interface of that name exists and is not a TAP device ({err})"
