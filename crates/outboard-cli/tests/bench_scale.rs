@@ -1,10 +1,15 @@
 //! `outboard bench scale` (no root): a short run at 1 and 2 shards, checked
 //! for the JSON shape (a row per shard count and workload, positive
 //! throughput, the 1-shard rows the baseline), and the refusal of a shard
-//! count of 0.
+//! count of 0. As root: the nginx workload at 1 and 2 shards (nginx under
+//! the shim on an N-shard engine and on the kernel, wrk from Linux's side).
+
+mod support;
 
 use serde_json::Value;
 use std::process::Command;
+use std::time::Duration;
+use support::netns::{lab_name, need_all, skip_unless_root};
 
 const OUTBOARD: &str = env!("CARGO_BIN_EXE_outboard");
 
@@ -76,4 +81,53 @@ fn bench_scale_refuses_zero_shards() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+}
+
+#[test]
+fn bench_scale_nginx_measures_the_shim_and_the_kernel_at_each_shard_count() {
+    if skip_unless_root("bench_scale_nginx_measures_the_shim_and_the_kernel_at_each_shard_count") {
+        return;
+    }
+    need_all(&[("nginx", "nginx-light"), ("wrk", "wrk")]);
+    let shim = support::shim_lib();
+    let lab = lab_name("bsng");
+    let mut c = Command::new(OUTBOARD);
+    c.args(["bench", "scale", "--workload", "nginx", "--shards", "1,2", "--seconds", "1", "--json"])
+        .arg("--shim")
+        .arg(&shim)
+        .args(["--lab-name", &lab]);
+    // Two labs, two engines, four nginx runs of 1 s each: well under this.
+    let (ok, stdout, stderr) = support::output_within(c, Duration::from_secs(120), Duration::from_secs(10));
+    assert!(ok, "bench scale --workload nginx failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let v: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\n{stderr}"));
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (r, shards) in rows.iter().zip([1u64, 2]) {
+        assert_eq!(r["workload"], "nginx", "{r}");
+        assert_eq!(r["shards"].as_u64(), Some(shards), "{r}");
+        let ops = r["ops_per_s"].as_f64().expect("ops_per_s");
+        let kernel = r["kernel_ops_per_s"].as_f64().expect("kernel_ops_per_s");
+        assert!(ops > 0.0 && kernel > 0.0, "{r}");
+        let speedup = r["speedup"].as_f64().expect("speedup");
+        assert!((r["efficiency"].as_f64().unwrap() - speedup / shards as f64).abs() < 1e-9, "{r}");
+        assert!((r["ratio"].as_f64().unwrap() - ops / kernel).abs() < 1e-9, "{r}");
+        if shards == 1 {
+            assert_eq!(speedup, 1.0, "{r}");
+            assert_eq!(r["kernel_speedup"].as_f64(), Some(1.0), "{r}");
+        }
+        // Each shard's queue carried frames (the Toeplitz hash spread wrk's 32 connections).
+        let frames: Vec<u64> = r["rx_frames_per_shard"]
+            .as_array()
+            .expect("rx_frames_per_shard")
+            .iter()
+            .map(|f| f.as_u64().unwrap_or(0))
+            .collect();
+        assert_eq!(frames.len() as u64, shards, "{r}");
+        assert!(frames.iter().all(|f| *f > 0), "{r}");
+    }
+    // Nothing left behind: the lab's namespaces are gone.
+    let ns = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains(&format!("ob-{lab}-")), "lab {lab} left behind:\n{ns}");
 }

@@ -413,3 +413,76 @@ fn engine_killed_under_nginx_master_and_workers_they_stay_quiet_then_serve_again
     assert_eq!(nginx.program_pid(), master, "nginx was not restarted");
     assert_eq!(support::children_of(master), workers, "the workers are the same processes");
 }
+
+/// A server that re-executes itself with its listening socket and an
+/// accepted connection inheritable (the way servers upgrade their binary
+/// or hand sockets to a worker program).
+const PY_EXEC: &str = r#"
+import os, socket, sys
+if sys.argv[1] == "parent":
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", int(sys.argv[2])))
+    ls.listen(8)
+    print("ready %d" % os.getpid(), flush=True)
+    c, a = ls.accept()
+    os.set_inheritable(ls.fileno(), True)
+    os.set_inheritable(c.fileno(), True)
+    os.execv(sys.executable, [sys.executable, sys.argv[0], "child", str(ls.fileno()), str(c.fileno())])
+else:
+    ls = socket.socket(fileno=int(sys.argv[2]))
+    c = socket.socket(fileno=int(sys.argv[3]))
+    got = b""
+    while not got.endswith(b"\n"):
+        d = c.recv(100)
+        if not d:
+            break
+        got += d
+    c.sendall(b"after-exec %d " % os.getpid() + got)
+    c.close()
+    c2, _ = ls.accept()
+    d = c2.recv(100)
+    c2.sendall(b"second " + d)
+    c2.close()
+    print("child-done", flush=True)
+"#;
+
+const PY_EXEC_CLIENT: &str = r#"
+import socket, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+def talk(msg):
+    s = socket.create_connection((host, port), timeout=20)
+    s.sendall(msg)
+    got = b""
+    while True:
+        d = s.recv(100)
+        if not d:
+            break
+        got += d
+    s.close()
+    return got.decode()
+print(talk(b"before-exec\n").strip(), flush=True)
+print(talk(b"hello").strip(), flush=True)
+"#;
+
+#[test]
+fn shim_sockets_survive_exec_into_a_new_image() {
+    if skip_unless_root("shim_sockets_survive_exec_into_a_new_image") {
+        return;
+    }
+    let rig = Rig::up("pyexec");
+    let script = rig.tmp.join("exec_server.py");
+    std::fs::write(&script, PY_EXEC).unwrap();
+    let mut srv = rig.bg("exec", rig.shim_cmd(STEP * 2, &[python3(), script.to_str().unwrap(), "parent", "9104"]));
+    // Not wait_tcp: its probe connection would be the one the server accepts and carries.
+    srv.wait_log("ready");
+    let pid = srv.program_pid();
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", PY_EXEC_CLIENT, &rig.eip(), "9104"]));
+    assert!(ok, "client: {out}\n{err}\nserver: {}", srv.text());
+    let lines: Vec<&str> = out.lines().collect();
+    // The connection accepted before the exec, with the bytes the client had sent, is served by the new image.
+    assert_eq!(lines.first().copied(), Some(format!("after-exec {pid} before-exec").as_str()), "{out}\nserver: {}", srv.text());
+    // The listening socket works in the new image.
+    assert_eq!(lines.get(1).copied(), Some("second hello"), "{out}");
+    srv.wait_log("child-done");
+}

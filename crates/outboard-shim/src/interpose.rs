@@ -1030,3 +1030,81 @@ pub unsafe extern "C" fn epoll_pwait(epfd: c_int, evs: *mut libc::epoll_event, m
     // SAFETY: the program's array and mask.
     unsafe { crate::poll::epoll_wait(epfd, evs, max, timeout, mask) }
 }
+
+// ---------------------------------------------------------------- exec
+
+/// Runs `exec` with the engine sockets carried (`exec.rs`); `with_env`
+/// execs with an environment that names the table.
+unsafe fn exec_carrying(
+    plain: impl FnOnce() -> c_int,
+    with_env: impl FnOnce(&crate::exec::Carry) -> c_int,
+) -> c_int {
+    if in_shim() {
+        return plain();
+    }
+    let Some(carry) = crate::exec::prepare() else { return plain() };
+    let r = with_env(&carry);
+    // Still here: the exec failed. Keep its errno.
+    let e = crate::poll::errno();
+    carry.abandon();
+    set_errno(e);
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execve(path: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int {
+    // SAFETY: the program's arguments, passed on (the environment with our variable added).
+    unsafe {
+        exec_carrying(
+            || real::execve(path, argv, envp),
+            |c| {
+                let extra = c.env_entry();
+                let env = crate::exec::env_with(envp, &extra);
+                real::execve(path, argv, env.as_ptr())
+            },
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(file: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> c_int {
+    // SAFETY: as execve.
+    unsafe {
+        exec_carrying(
+            || real::execvpe(file, argv, envp),
+            |c| {
+                let extra = c.env_entry();
+                let env = crate::exec::env_with(envp, &extra);
+                real::execvpe(file, argv, env.as_ptr())
+            },
+        )
+    }
+}
+
+/// execv/execvp use the process's environment: the variable is set there
+/// for the exec and taken out again if it fails.
+unsafe fn with_process_env(c: &crate::exec::Carry, exec: impl FnOnce() -> c_int) -> c_int {
+    let name = std::ffi::CString::new(crate::exec::ENV).expect("no NUL");
+    let value = std::ffi::CString::new(c.value.as_str()).expect("digits");
+    // SAFETY: NUL-terminated strings; the program is about to exec.
+    unsafe {
+        libc::setenv(name.as_ptr(), value.as_ptr(), 1);
+        let r = exec();
+        let e = crate::poll::errno();
+        libc::unsetenv(name.as_ptr());
+        set_errno(e);
+        r
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const libc::c_char, argv: *const *const libc::c_char) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { exec_carrying(|| real::execv(path, argv), |c| with_process_env(c, || real::execv(path, argv))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: *const *const libc::c_char) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { exec_carrying(|| real::execvp(file, argv), |c| with_process_env(c, || real::execvp(file, argv))) }
+}

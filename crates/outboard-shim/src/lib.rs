@@ -13,6 +13,7 @@
 //! - `state.rs`: the board (attached on first use), the descriptor table,
 //!   the process-wide lock, fork handling, counters (shown by `outboard stat`).
 //! - `sockopt.rs`: socket options and Linux's `struct tcp_info`.
+//! - `exec.rs`: engine sockets carried across `exec` into the next image.
 //!
 //! Which sockets go to the engine: AF_INET stream/datagram sockets bound to
 //! 0.0.0.0 or the engine's address, and connects or first datagrams to
@@ -25,6 +26,7 @@
 
 pub mod addr;
 pub mod epoll;
+pub mod exec;
 pub mod interpose;
 pub mod log;
 pub mod ops;

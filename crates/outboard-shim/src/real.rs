@@ -43,6 +43,10 @@ macro_rules! real_fns {
 }
 
 real_fns! {
+    execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    execv(path: *const c_char, argv: *const *const c_char) -> c_int;
+    execvp(file: *const c_char, argv: *const *const c_char) -> c_int;
     socket(domain: c_int, ty: c_int, proto: c_int) -> c_int;
     bind(fd: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> c_int;
     listen(fd: c_int, backlog: c_int) -> c_int;

@@ -194,6 +194,9 @@ pub struct Settings {
     /// process the engine will not take exits (status 4) rather than run
     /// on the kernel.
     pub require_engine: bool,
+    /// `OUTBOARD_EXEC_SOCKETS`: the engine sockets the image before an exec
+    /// left this one (`exec.rs`).
+    pub exec_sockets: Option<String>,
 }
 
 impl Settings {
@@ -204,6 +207,7 @@ impl Settings {
             streams: env_u32("OUTBOARD_STREAMS", 256).clamp(4, 4096),
             region_kib: env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384),
             require_engine: std::env::var("OUTBOARD_REQUIRE_ENGINE").is_ok_and(|v| v == "1"),
+            exec_sockets: std::env::var(crate::exec::ENV).ok(),
         }
     }
 }
@@ -618,4 +622,6 @@ pub fn init() {
     let _ = crate::wait::spin();
     // SAFETY: registers plain extern "C" handlers.
     unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
+    // Engine sockets the image before an exec carried over.
+    crate::exec::restore(settings().exec_sockets.as_deref());
 }

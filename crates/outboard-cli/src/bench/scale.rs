@@ -101,7 +101,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -897,6 +897,319 @@ fn fill_request(r: &mut [u8; REQUEST], k: usize, seq: u64) {
     }
 }
 
+// ---------------------------------------------------------------- the nginx workload
+
+/// What the nginx workload needs, checked before anything runs.
+struct NginxPlan {
+    /// Shard counts, 1 first.
+    counts: Vec<u32>,
+    /// wrk's duration.
+    secs: u64,
+    exe: PathBuf,
+    shim: PathBuf,
+    lab: String,
+}
+
+/// One shard count's measurement.
+struct NginxPoint {
+    ours: f64,
+    kernel: f64,
+    rx_frames_per_shard: Vec<u64>,
+    accepting_workers: usize,
+}
+
+impl NginxPlan {
+    /// Root, the programs, the shim, the lab name, the shard counts; Err = the exit code.
+    fn new(a: &ScaleArgs) -> Result<NginxPlan, u8> {
+        let mut counts: Vec<u32> = if a.shards.is_empty() {
+            NGINX_DEFAULT_SHARDS.to_vec()
+        } else {
+            a.shards.clone()
+        };
+        counts.push(1);
+        counts.sort_unstable();
+        counts.dedup();
+        if let Some(n) = counts.iter().find(|&&n| n > MAX_NGINX_SHARDS) {
+            eprintln!(
+                "outboard bench scale: --shards {n}: the nginx workload takes 1 to {MAX_NGINX_SHARDS} shards (one queue of the lab's veth each)"
+            );
+            return Err(2);
+        }
+        if sys::euid() != 0 {
+            eprintln!(
+                "outboard bench scale: --workload {} needs root (it builds network namespaces and a multi-queue veth pair and runs the engine on AF_XDP); run it as root, e.g. with sudo, or use --workload synthetic",
+                a.workload
+            );
+            return Err(10);
+        }
+        let missing: Vec<String> = [("nginx", "nginx-light"), ("wrk", "wrk"), ("bash", "bash")]
+            .iter()
+            .filter(|(p, _)| !on_path(p))
+            .map(|(p, pkg)| format!("{p} (package {pkg})"))
+            .collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "outboard bench scale: the nginx workload needs missing programs: {}; install them with apt-get (scripts/test.sh does)",
+                missing.join(", ")
+            );
+            return Err(11);
+        }
+        let shim = crate::run_cmd::find_shim(a.shim.as_deref()).map_err(|e| {
+            eprintln!("outboard bench scale: {e}");
+            crate::run_cmd::NO_SHIM
+        })?;
+        let exe = std::env::current_exe().map_err(|e| {
+            eprintln!("outboard bench scale: find the outboard executable: {e}");
+            1
+        })?;
+        let lab = a.lab_name.clone().unwrap_or_else(|| super::lab_name("bs"));
+        if let Err(e) = outboard_lab::validate_name(&lab) {
+            eprintln!("outboard bench scale: --lab-name: {e}");
+            return Err(2);
+        }
+        Ok(NginxPlan {
+            counts,
+            secs: a.seconds.round().max(1.0) as u64,
+            exe,
+            shim,
+            lab,
+        })
+    }
+
+    /// Every shard count, each on a lab of its own (torn down before the next);
+    /// Err = (exit code, message).
+    fn run(&self) -> Result<Vec<NginxRow>, (u8, String)> {
+        let _ = sys::install_stop_handler();
+        let tmp = std::env::temp_dir().join(format!("outboard-bench-scale-{}", std::process::id()));
+        let result = std::fs::create_dir_all(&tmp)
+            .map_err(|e| (1, format!("create {}: {e}", tmp.display())))
+            .and_then(|()| {
+                let mut points = Vec::new();
+                for &n in &self.counts {
+                    points.push((n, self.point(n, &tmp)?));
+                }
+                Ok(points)
+            });
+        let _ = std::fs::remove_dir_all(&tmp);
+        Ok(nginx_rows(result?, self.secs))
+    }
+
+    /// One shard count: a lab with `n` queues, the outboard phase, the kernel phase.
+    fn point(&self, n: u32, tmp: &Path) -> Result<NginxPoint, (u8, String)> {
+        stopped().map_err(|e| (1, e))?;
+        let cfg = LabConfig {
+            queues: n,
+            ..LabConfig::new(&self.lab)
+        };
+        let lab = Lab::up(&cfg)
+            .map_err(|e| (e.exit_code(), format!("lab {} ({n} queues): {e}", self.lab)))?;
+        let dir = tmp.join(n.to_string());
+        let r = std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("create {}: {e}", dir.display()))
+            .and_then(|()| self.on_lab(&lab, n, &dir, tmp))
+            .map_err(|e| (1, format!("{n} shard(s): {e}")));
+        if let Err(e) = lab.teardown() {
+            eprintln!("outboard bench scale: tearing down lab {}: {e}", self.lab);
+        }
+        r
+    }
+
+    fn on_lab(&self, lab: &Lab, n: u32, dir: &Path, tmp: &Path) -> Result<NginxPoint, String> {
+        let eng_ns = lab.engine_ns().to_string();
+        let lnx_ns = lab.linux_ns().to_string();
+        let iface = lab.engine_iface().to_string();
+        let engine_addr = lab.engine_addr();
+        let kernel_addr = Ipv4Addr::from(u32::from(engine_addr) + 1);
+        let prefix = lab.engine_prefix();
+        let run_dir = dir.join("run");
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| format!("create {}: {e}", run_dir.display()))?;
+        // ---- outboard: an n-shard engine on eng0 (a queue each), nginx under the shim
+        let shards = n.to_string();
+        let engine = EngineProc::start(
+            &eng_ns,
+            &format!("af_xdp:{iface}"),
+            &format!("{engine_addr}/{prefix}"),
+            "none",
+            format!("bench-scale-{}-{n}", std::process::id()),
+            &run_dir,
+            dir.join("engine.log"),
+            &["--shards", &shards, "--allow-user", "nobody"],
+        )?;
+        let ours = {
+            let side = Side {
+                eng_ns: eng_ns.clone(),
+                lnx_ns: lnx_ns.clone(),
+                addr: engine_addr,
+                shim: Some((
+                    self.exe.clone(),
+                    engine.name.clone(),
+                    self.shim.as_path(),
+                    run_dir.as_path(),
+                )),
+                tmp: dir.join("outboard"),
+                secs: self.secs,
+            };
+            nginx_wrk(&side, n, tmp, || engine.stat())
+        };
+        let log = engine.stop();
+        let (ours, stat) =
+            ours.map_err(|e| format!("under the shim: {e}\nengine log:\n{}", log.trim_end()))?;
+        let stat = stat.map_err(|e| format!("under the shim: {e}"))?;
+        // ---- kernel: the engine stopped, an address on eng0, the same nginx
+        stopped()?;
+        let _addr = KernelAddr::add(&eng_ns, &iface, &format!("{kernel_addr}/{prefix}"))?;
+        let side = Side {
+            eng_ns,
+            lnx_ns,
+            addr: kernel_addr,
+            shim: None,
+            tmp: dir.join("kernel"),
+            secs: self.secs,
+        };
+        let (kernel, ()) = nginx_wrk(&side, n, tmp, || ()).map_err(|e| format!("on the kernel: {e}"))?;
+        Ok(NginxPoint {
+            ours: ours.per_s,
+            kernel: kernel.per_s,
+            rx_frames_per_shard: stat.shards.iter().map(|s| s.rx_frames).collect(),
+            accepting_workers: stat.boards.iter().filter(|b| b.accepts > 0).count(),
+        })
+    }
+}
+
+/// Rows from the points (the first is the 1-shard baseline).
+fn nginx_rows(points: Vec<(u32, NginxPoint)>, secs: u64) -> Vec<NginxRow> {
+    let base = points.first().map_or(0.0, |p| p.1.ours);
+    let kbase = points.first().map_or(0.0, |p| p.1.kernel);
+    let over = |x: f64, b: f64| if b > 0.0 { x / b } else { 0.0 };
+    points
+        .into_iter()
+        .map(|(n, p)| {
+            let (speedup, kernel_speedup) = (over(p.ours, base), over(p.kernel, kbase));
+            NginxRow {
+                shards: n,
+                workload: "nginx",
+                ops_per_s: p.ours,
+                speedup,
+                efficiency: speedup / n as f64,
+                unit: "requests/s",
+                seconds: secs,
+                kernel_ops_per_s: p.kernel,
+                kernel_speedup,
+                kernel_efficiency: kernel_speedup / n as f64,
+                ratio: over(p.ours, p.kernel),
+                rx_frames_per_shard: p.rx_frames_per_shard,
+                accepting_workers: p.accepting_workers,
+            }
+        })
+        .collect()
+}
+
+/// The group nginx's workers run in beside `nobody` (Debian's `nogroup`, else `nobody`).
+fn nobody_group() -> &'static str {
+    let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    if groups.lines().any(|l| l.starts_with("nogroup:")) {
+        "nogroup"
+    } else {
+        "nobody"
+    }
+}
+
+/// `dir/nginx.conf` for `workers` workers running as nobody (what
+/// `tools::nginx_conf` writes, master/worker mode, in the foreground).
+fn nginx_workers_conf(dir: &Path, workers: u32) -> Result<PathBuf, String> {
+    let p = tools::nginx_conf(dir, NGINX_PORT)?;
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("read {}: {e}", p.display()))?;
+    let text = text.replacen(
+        "worker_processes 1;",
+        &format!("worker_processes {workers};\nuser nobody {};", nobody_group()),
+        1,
+    );
+    std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))?;
+    Ok(p)
+}
+
+/// nginx with `workers` workers on `s` (under the shim or on the kernel), a
+/// 4 KiB file, `wrk -t{workers} -c32 -d{secs}s` from Linux's side; `probe`
+/// runs after wrk, while nginx still runs. nginx's process group is gone on
+/// return.
+fn nginx_wrk<T>(
+    s: &Side,
+    workers: u32,
+    tmp: &Path,
+    probe: impl FnOnce() -> T,
+) -> Result<(tools::Wrk, T), String> {
+    stopped()?;
+    let dir = s.tmp.join("nginx");
+    std::fs::create_dir_all(dir.join("www")).map_err(|e| format!("nginx dir: {e}"))?;
+    std::fs::write(dir.join("www/small"), vec![b'x'; NGINX_FILE_BYTES])
+        .map_err(|e| format!("nginx file: {e}"))?;
+    let conf = nginx_workers_conf(&dir, workers)?;
+    // The workers (nobody) read the files: every directory down to them.
+    let chmod = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(tmp)
+        .status()
+        .map_err(|e| format!("chmod: {e}"))?;
+    if !chmod.success() {
+        return Err(format!("chmod -R a+rX {} failed ({chmod})", tmp.display()));
+    }
+    let error_log = dir.join("error.log");
+    let with_error_log = |e: String| {
+        format!(
+            "{e}\nnginx error.log:\n{}",
+            std::fs::read_to_string(&error_log).unwrap_or_default().trim_end()
+        )
+    };
+    let limit = Duration::from_secs(s.secs) + NGINX_SLACK;
+    let (d, c) = (dir.display().to_string(), conf.display().to_string());
+    let mut srv = s.server(
+        "nginx",
+        &["nginx", "-p", &d, "-c", &c, "-g", "daemon off;"],
+        limit * 2,
+    )?;
+    let group = srv.pid();
+    let ip = s.addr.to_string();
+    let measured = || -> Result<(tools::Wrk, T), String> {
+        s.wait_tcp(&ip, NGINX_PORT, &mut srv)?;
+        let url = format!("http://{ip}:{NGINX_PORT}/small");
+        let (out, err) = s
+            .client(
+                &[
+                    "wrk",
+                    &format!("-t{workers}"),
+                    &format!("-c{WRK_CONNS}"),
+                    &format!("-d{}s", s.secs),
+                    &url,
+                ],
+                limit,
+            )
+            .map_err(|e| srv.with_log(e))?;
+        let w = tools::wrk(&out, &err).map_err(|e| srv.with_log(e))?;
+        srv.check_alive()?;
+        Ok((w, probe()))
+    };
+    let r = measured().map_err(with_error_log);
+    // SIGTERM to `timeout`, which passes it to its process group (nginx's
+    // master and workers), then SIGKILL of whatever of that group is left.
+    drop(srv);
+    kill_group(group);
+    r
+}
+
+/// SIGKILL to process group `pgid` (a server's `timeout`, already reaped,
+/// led it): workers whose master died without them.
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return;
+    };
+    if pgid > 1 {
+        // SAFETY: kill(2) with plain integers; -pgid names the group the
+        // server's `timeout` made for itself and its children (ESRCH when empty).
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
 pub fn print_table(
     r: &ScaleReport,
     m: &Machine,
@@ -904,13 +1217,26 @@ pub fn print_table(
     command: &str,
     plot: Option<&PathBuf>,
 ) {
-    println!("outboard bench scale: protocol processing against shards, CDP's speedup experiment ({command})");
+    println!("outboard bench scale: throughput against shards, CDP's speedup experiment ({command})");
     println!(
         "machine: {} x {}, Linux {}; {cores} CPU(s) available to this process",
         m.nproc, m.cpu_model, m.kernel
     );
+    if !r.rows.is_empty() {
+        print_synthetic(r, cores);
+    }
+    if !r.nginx.is_empty() {
+        print_nginx(&r.nginx);
+    }
+    if let Some(p) = plot {
+        println!("plot: {}", p.display());
+    }
+}
+
+fn print_synthetic(r: &ScaleReport, cores: usize) {
+    println!();
     println!(
-        "each shard: a thread pinned to one CPU running an engine shard (echo, discard) on an in-memory link and, in the same thread, the peer stack that loads it"
+        "synthetic: each shard: a thread pinned to one CPU running an engine shard (echo, discard) on an in-memory link and, in the same thread, the peer stack that loads it"
     );
     println!(
         "rr: {RR_CONNS} connections per shard, one {REQUEST}-byte request in flight each, ops = verified round trips; bulk: {BULK_CONNS} connections per shard to discard, ops = bytes discard read"
@@ -954,8 +1280,44 @@ pub fn print_table(
     }
     let bad: u64 = r.rows.iter().map(|w| w.mismatches).sum();
     println!("echo replies that differed from their requests: {bad}");
-    if let Some(p) = plot {
-        println!("plot: {}", p.display());
+}
+
+fn print_nginx(rows: &[NginxRow]) {
+    let secs = rows.first().map_or(0, |w| w.seconds);
+    println!();
+    println!(
+        "nginx: for each N, a lab whose veth has N queues; outboard = nginx (master + N workers, as nobody) under the socket shim on an N-shard engine (af_xdp, shard i on queue i); kernel = the same nginx on the kernel, same lab, right after"
+    );
+    println!(
+        "load: wrk -tN -c{WRK_CONNS} -d{secs}s from Linux's side, a {NGINX_FILE_BYTES}-byte file; speedup = requests/s(N) / requests/s(1) of the same side; efficiency = speedup / N"
+    );
+    println!();
+    println!(
+        "  {:>6} {:>14} {:>8} {:>10} {:>14} {:>8} {:>10} {:>9}  frames per shard (workers accepting)",
+        "shards",
+        "outboard req/s",
+        "speedup",
+        "efficiency",
+        "kernel req/s",
+        "speedup",
+        "efficiency",
+        "ob/kernel"
+    );
+    for w in rows {
+        let frames: Vec<String> = w.rx_frames_per_shard.iter().map(u64::to_string).collect();
+        println!(
+            "  {:>6} {:>14.0} {:>7.2}x {:>10.2} {:>14.0} {:>7.2}x {:>10.2} {:>8.2}x  {} ({})",
+            w.shards,
+            w.ops_per_s,
+            w.speedup,
+            w.efficiency,
+            w.kernel_ops_per_s,
+            w.kernel_speedup,
+            w.kernel_efficiency,
+            w.ratio,
+            frames.join("/"),
+            w.accepting_workers
+        );
     }
 }
 
@@ -976,14 +1338,27 @@ pub fn figure(r: &ScaleReport, m: &Machine, cores: usize) -> String {
     const T: f64 = 70.0;
     const B: f64 = 60.0;
     let (pw, ph) = (W - L - R, H - T - B);
-    let xmax = r.rows.iter().map(|w| w.shards).max().unwrap_or(1).max(2) as f64;
+    let xmax = r
+        .rows
+        .iter()
+        .map(|w| w.shards)
+        .chain(r.nginx.iter().map(|w| w.shards))
+        .max()
+        .unwrap_or(1)
+        .max(2) as f64;
     let ymax = r
         .rows
         .iter()
         .map(|w| w.speedup)
+        .chain(r.nginx.iter().flat_map(|w| [w.speedup, w.kernel_speedup]))
         .filter(|y| y.is_finite())
         .fold(xmax, f64::max)
         .ceil();
+    let what = match (r.rows.is_empty(), r.nginx.is_empty()) {
+        (false, true) => "one thread per shard, peer stack in the same thread",
+        (true, false) => "nginx: N workers on an N-shard engine vs on the kernel, wrk from Linux",
+        _ => "synthetic: one thread per shard; nginx: N workers, N shards, wrk from Linux",
+    };
     let sx = |x: f64| L + x / xmax * pw;
     let sy = |y: f64| T + ph - (y.clamp(0.0, ymax) / ymax) * ph;
     let mut o = String::new();
@@ -999,7 +1374,7 @@ pub fn figure(r: &ScaleReport, m: &Machine, cores: usize) -> String {
     let _ = writeln!(
         o,
         r##"<text x="{L}" y="44" fill="#444">{}</text>"##,
-        esc(&format!("{} x {}; {cores} CPU(s) available; one thread per shard, peer stack in the same thread", m.nproc, m.cpu_model))
+        esc(&format!("{} x {}; {cores} CPU(s) available; {what}", m.nproc, m.cpu_model))
     );
     let step = ((xmax / 10.0).ceil()).max(1.0);
     let mut x = 0.0;
@@ -1080,7 +1455,15 @@ pub fn figure(r: &ScaleReport, m: &Machine, cores: usize) -> String {
             Workload::Rr => format!("rr ({REQUEST}-byte request/response)"),
             Workload::Bulk => "bulk (to discard)".to_string(),
         };
-        series.push((name, color, "", pts));
+        if !pts.is_empty() {
+            series.push((name, color, "", pts));
+        }
+    }
+    if !r.nginx.is_empty() {
+        let ours = r.nginx.iter().map(|w| (w.shards as f64, w.speedup)).collect();
+        let kernel = r.nginx.iter().map(|w| (w.shards as f64, w.kernel_speedup)).collect();
+        series.push(("nginx under the shim".into(), "#d62728", "", ours));
+        series.push(("nginx on the kernel".into(), "#9467bd", "", kernel));
     }
     for (k, (name, color, dash, pts)) in series.iter().enumerate() {
         let path: Vec<String> = pts
@@ -1151,6 +1534,7 @@ mod tests {
         assert_eq!(r4.mb_per_s, Some(200.0 / 1e6));
         let rep = ScaleReport {
             rows: vec![r1, r2, r4],
+            nginx: Vec::new(),
         };
         let v: serde_json::Value = serde_json::to_value(&rep).unwrap();
         assert_eq!(v["rows"][0]["workload"], "rr");
@@ -1159,5 +1543,41 @@ mod tests {
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert!(s.contains("cpu &lt;x&gt;") && !s.contains("NaN"));
         assert_eq!(s.matches("<polyline").count(), 4);
+    }
+
+    #[test]
+    fn nginx_rows_and_json() {
+        let point = |ours: f64, kernel: f64, shards: usize| NginxPoint {
+            ours,
+            kernel,
+            rx_frames_per_shard: vec![10; shards],
+            accepting_workers: shards,
+        };
+        let rows = nginx_rows(vec![(1, point(100.0, 200.0, 1)), (2, point(150.0, 300.0, 2))], 3);
+        assert_eq!((rows[0].speedup, rows[0].kernel_speedup, rows[0].ratio), (1.0, 1.0, 0.5));
+        assert_eq!((rows[1].speedup, rows[1].efficiency), (1.5, 0.75));
+        assert_eq!((rows[1].kernel_speedup, rows[1].kernel_efficiency), (1.5, 0.75));
+        let rep = ScaleReport {
+            rows: Vec::new(),
+            nginx: rows,
+        };
+        let v: serde_json::Value = serde_json::to_value(&rep).unwrap();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.keys().collect::<Vec<_>>(), ["rows"]);
+        let r = &v["rows"][1];
+        assert_eq!(r["workload"], "nginx");
+        assert_eq!(r["shards"], 2);
+        for k in ["ops_per_s", "speedup", "efficiency", "kernel_ops_per_s", "kernel_speedup", "ratio"] {
+            assert!(r[k].as_f64().is_some(), "{k}: {r}");
+        }
+        let m = Machine {
+            nproc: 2,
+            cpu_model: "cpu".into(),
+            kernel: "6".into(),
+        };
+        let s = figure(&rep, &m, 2);
+        // ideal, goal, nginx under the shim, nginx on the kernel
+        assert_eq!(s.matches("<polyline").count(), 4);
+        assert!(s.contains("nginx on the kernel") && !s.contains("NaN"));
     }
 }
