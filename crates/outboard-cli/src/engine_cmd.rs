@@ -101,6 +101,18 @@ pub struct EngineFlags {
     /// Pin shard i to the i-th CPU of this list (e.g. 2,3 or 2-5; one per shard).
     #[arg(long, value_parser = args::cores())]
     pub cores: Option<Vec<usize>>,
+    /// Network-device mode: create TAP interface NAME for the host kernel, which gets every
+    /// frame the engine does not take (ports it has nothing on, IPv6, …) and sends through
+    /// the engine's link. Give NAME the engine's address (`ip addr add ADDR/N dev NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub kernel_tap: Option<String>,
+    /// With --kernel-tap: local ports whose traffic always goes to the kernel
+    /// (e.g. tcp:22,udp:53,tcp:8000-8100).
+    #[arg(long, value_name = "LIST")]
+    pub kernel_ports: Option<String>,
+    /// With --kernel-tap: the kernel answers pings (ICMP echo), not the engine.
+    #[arg(long)]
+    pub kernel_echo: bool,
     /// Fabric only: probability a frame this engine sends is lost (0.01 or 1%; 0% to 25%,
     /// with --corrupt: at most 25% together).
     #[arg(long, value_parser = args::loss())]
@@ -203,6 +215,9 @@ struct ConfigFile {
     allow_group: Option<Vec<String>>,
     shards: Option<toml::Value>,
     cores: Option<toml::Value>,
+    kernel_tap: Option<String>,
+    kernel_ports: Option<String>,
+    kernel_echo: Option<bool>,
     fabric: Option<FabricFile>,
 }
 
@@ -338,6 +353,23 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         other => toml_text(other),
     });
     set.cores = flag_or_file(f.cores.clone(), cores_text, "cores", args::cores())?;
+    let kernel_ports = f.kernel_ports.clone().or(file.kernel_ports);
+    let kernel_echo = f.kernel_echo || file.kernel_echo.unwrap_or(false);
+    set.kernel_tap = match f.kernel_tap.clone().or(file.kernel_tap) {
+        Some(name) => {
+            outboard_engine::link::LinkSpec::Tap { name: name.clone() }
+                .to_string()
+                .parse::<LinkSpec>()
+                .map_err(|e| format!("kernel_tap {name:?}: {e}"))?;
+            let ports = outboard_engine::kernel::KernelPolicy::parse_ports(kernel_ports.as_deref().unwrap_or(""))
+                .map_err(|e| format!("kernel_ports {e}"))?;
+            Some((name, outboard_engine::kernel::KernelPolicy { ports, echo_to_kernel: kernel_echo }))
+        }
+        None if kernel_ports.is_some() || kernel_echo => {
+            return Err("kernel_ports and kernel_echo need kernel_tap (--kernel-tap NAME)".into())
+        }
+        None => None,
+    };
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);

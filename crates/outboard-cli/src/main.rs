@@ -13,6 +13,7 @@ mod run_detect;
 mod metrics;
 mod service;
 mod sim;
+mod top;
 
 use clap::{Args, Parser, Subcommand};
 use std::process::ExitCode;
@@ -39,6 +40,8 @@ enum Command {
     Engine(engine_cmd::EngineArgs),
     /// Connections, counters and memory of a running engine.
     Stat(engine_cmd::StatArgs),
+    /// A live view of a running engine: shard load, link rates, drops, boards, busiest connections.
+    Top(top::TopArgs),
     /// The engine as a TCP client: connect, send a seeded stream, read until the server closes.
     Fetch(engine_cmd::FetchArgs),
     /// Run an unmodified program with its sockets on an engine daemon (LD_PRELOAD socket shim).
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Command::Sim(SimCommand::Transfer(a)) => sim::transfer(&a),
         Command::Engine(a) => engine_cmd::engine(&a),
         Command::Stat(a) => engine_cmd::stat(&a),
+        Command::Top(a) => top::main(&a),
         Command::Fetch(a) => engine_cmd::fetch(&a),
         Command::Run(a) => run_cmd::main(&a),
         Command::Lab(c) => lab::run(c),

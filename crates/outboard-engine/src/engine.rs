@@ -56,6 +56,9 @@ pub struct EngineSettings {
     /// The cores the shards are pinned to, shard i on `cores[i]`
     /// (`--cores`); none: shards are not pinned.
     pub cores: Option<Vec<usize>>,
+    /// Network-device mode (`--kernel-tap NAME`): a TAP interface for the
+    /// host kernel, which gets the traffic the engine does not take.
+    pub kernel_tap: Option<(String, crate::kernel::KernelPolicy)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +95,7 @@ impl EngineSettings {
             access: outboard_board::access::Access::default(),
             shards: 1,
             cores: None,
+            kernel_tap: None,
         }
     }
 }
@@ -170,6 +174,14 @@ impl EngineSettings {
                     "cores: core {c} is not one this process may run on ({})",
                     allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
                 ));
+            }
+        }
+        if self.kernel_tap.is_some() && self.shards > 1 {
+            return Err(format!("kernel_tap: the kernel's TAP takes one shard, not {} (use shards = 1)", self.shards));
+        }
+        if let (Some((name, _)), LinkSpec::Tap { name: link }) = (&self.kernel_tap, &self.link) {
+            if name == link {
+                return Err(format!("kernel_tap {name}: the engine's own link is that TAP; name another device"));
             }
         }
         if self.memory_cap / self.shards < one_connection {
@@ -409,6 +421,16 @@ impl Engine {
             shard.add_app(Box::new(Fetches::default()));
             if let Some(port) = mesh[i].take() {
                 shard.join_mesh(port);
+            }
+            if let Some((name, policy)) = &set.kernel_tap {
+                let k = crate::kernel::KernelPort::open(name, info.mac, mtu, policy.clone()).map_err(EngineError::Link)?;
+                if let LinkSpec::AfXdp { iface, .. } | LinkSpec::AfPacket { iface } = &set.link {
+                    for why in crate::kernel::isolate_link_iface(iface) {
+                        log::event(Level::Warn, "kernel_tap_isolation", &[("iface", iface), ("problem", &why)]);
+                    }
+                }
+                log::event(Level::Info, "kernel_tap", &[("iface", name), ("mac", &crate::stat::mac_string(&info.mac)), ("mtu", &mtu)]);
+                shard.set_kernel_port(k);
             }
             shards.push(shard);
         }

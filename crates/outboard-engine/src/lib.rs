@@ -35,6 +35,7 @@ pub mod control;
 #[allow(unsafe_code)]
 pub mod cpu;
 pub mod engine;
+pub mod kernel;
 #[allow(unsafe_code)]
 pub mod host;
 #[allow(unsafe_code)]

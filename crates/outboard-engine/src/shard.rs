@@ -60,6 +60,8 @@ pub struct Shard {
     mesh: Option<ShardPort>,
     /// The bound ports last published to the steering table, and when.
     published: (u64, Vec<u16>, Vec<u16>),
+    /// Network-device mode: the host kernel's TAP interface.
+    kernel: Option<crate::kernel::KernelPort>,
 }
 
 impl Shard {
@@ -84,7 +86,13 @@ impl Shard {
             name: name.to_string(),
             mesh: None,
             published: (u64::MAX, Vec::new(), Vec::new()),
+            kernel: None,
         }
+    }
+
+    /// Shares the link with the host kernel through `port` (network-device mode).
+    pub fn set_kernel_port(&mut self, port: crate::kernel::KernelPort) {
+        self.kernel = Some(port);
     }
 
     /// Joins the shard to its engine's other shards: frames the link hands
@@ -138,9 +146,22 @@ impl Shard {
             let stack = &mut self.stack;
             let pcap = &mut self.pcap;
             let mesh = &mut self.mesh;
+            let kernel = &mut self.kernel;
             let n = self.link.receive(RX_BURST, &mut |f, meta| {
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
+                }
+                if let Some(k) = kernel.as_mut() {
+                    // Network-device mode (one shard): the kernel gets what the engine does not own.
+                    match k.claim(stack, f) {
+                        outboard_stack::FrameClaim::Stack => stack.receive_frame_offloaded(now, f, meta),
+                        outboard_stack::FrameClaim::Kernel => k.to_kernel(f, false),
+                        outboard_stack::FrameClaim::Both => {
+                            k.to_kernel(f, true);
+                            stack.receive_frame_offloaded(now, f, meta);
+                        }
+                    }
+                    return;
                 }
                 match mesh {
                     None => stack.receive_frame_offloaded(now, f, meta),
@@ -148,6 +169,9 @@ impl Shard {
                 }
             })?;
             work |= n > 0;
+            if let Some(k) = kernel.as_mut() {
+                work |= k.from_kernel(RX_BURST)? > 0;
+            }
             if let Some(m) = mesh.as_mut() {
                 let index = m.index;
                 let mut arp = Vec::new();
@@ -183,6 +207,35 @@ impl Shard {
 
     fn transmit(&mut self, now: Instant) -> Result<bool, LinkError> {
         let mut work = false;
+        // What the host kernel sent through its TAP leaves first, as it is.
+        if let Some(k) = self.kernel.as_mut() {
+            while let Some(f) = k.next_for_wire() {
+                let n = f.len();
+                let pcap = &mut self.pcap;
+                let status = self.link.transmit(&mut |buf| {
+                    if buf.len() < n {
+                        return None;
+                    }
+                    buf[..n].copy_from_slice(&f);
+                    if let Some(p) = pcap.as_mut() {
+                        p.record(now, &buf[..n]);
+                    }
+                    Some((n, Default::default()))
+                })?;
+                match status {
+                    TxStatus::Queued => {
+                        k.counters.from_kernel += 1;
+                        work = true;
+                    }
+                    TxStatus::Full => {
+                        k.unsent(f);
+                        break;
+                    }
+                    // The frame did not fit a slot (larger than the link's MTU): dropped.
+                    TxStatus::Idle => k.counters.from_kernel_dropped += 1,
+                }
+            }
+        }
         let stack = &mut self.stack;
         let pcap = &mut self.pcap;
         for _ in 0..TX_BURST {
@@ -295,6 +348,7 @@ impl Shard {
         }
         let mut wake = self.apps.wake_sources();
         wake.fds.extend(inbox.map(|i| i.doorbell_fd()));
+        wake.fds.extend(self.kernel.as_ref().map(|k| k.fd()));
         if let (Some(m), Some(word)) = (self.mesh.as_ref(), bell_word) {
             wake.fds.push(m.bell().fd());
             wake.futexes.push((&m.bell().word, word));
@@ -333,6 +387,9 @@ impl Shard {
             .saturating_sub(self.cpu_at_start)
             .as_secs_f64();
         self.counters.accept_paused_turns = self.apps.admission.paused_turns;
+        if let Some(k) = &self.kernel {
+            self.counters.kernel = Some(k.counters);
+        }
         if let Some(m) = &self.mesh {
             self.counters.forwarded_out = m.counters.out;
             self.counters.forwarded_in = m.counters.inbound;

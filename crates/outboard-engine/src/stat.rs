@@ -56,6 +56,9 @@ pub struct ShardCounters {
     pub forward_drops: u64,
     #[serde(default)]
     pub arp_copies: u64,
+    /// Network-device mode: frames to and from the host kernel's TAP.
+    #[serde(default)]
+    pub kernel: Option<crate::kernel::KernelCounters>,
 }
 
 impl ShardCounters {
@@ -72,6 +75,14 @@ impl ShardCounters {
         self.forwarded_in += o.forwarded_in;
         self.forward_drops += o.forward_drops;
         self.arp_copies += o.arp_copies;
+        if let Some(k) = o.kernel {
+            let mine = self.kernel.get_or_insert_with(Default::default);
+            mine.to_kernel += k.to_kernel;
+            mine.to_both += k.to_both;
+            mine.to_kernel_dropped += k.to_kernel_dropped;
+            mine.from_kernel += k.from_kernel;
+            mine.from_kernel_dropped += k.from_kernel_dropped;
+        }
     }
 }
 
@@ -255,6 +266,15 @@ pub fn render(s: &Snapshot) -> String {
                 String::new()
             }
         );
+    }
+    for r in &rows {
+        if let Some(k) = &r.counters.kernel {
+            let _ = writeln!(
+                o,
+                "kernel tap: to the kernel {} frames ({} also the engine's, {} dropped), from the kernel {} ({} dropped)",
+                k.to_kernel, k.to_both, k.to_kernel_dropped, k.from_kernel, k.from_kernel_dropped
+            );
+        }
     }
     let _ = writeln!(
         o,

@@ -82,6 +82,14 @@ pub struct StackConfig {
     pub offloads: LinkOffloads,
 }
 
+/// Who a received frame is for (`Stack::claims_frame`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameClaim {
+    Stack,
+    Kernel,
+    Both,
+}
+
 /// Offloads a link offers the stack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkOffloads {
@@ -343,6 +351,68 @@ impl Stack {
     /// (an engine's shards publish their bound ports for steering when it does).
     pub fn ports_generation(&self) -> u64 {
         self.ports_generation
+    }
+
+    /// Who a received frame is for when the engine shares its address with
+    /// the host kernel (network-device mode): this stack (a connection,
+    /// listener or socket of its own, ARP, ICMP echo, fragments it
+    /// reassembles), the kernel (TCP and UDP to ports it has nothing on,
+    /// other IP protocols, other EtherTypes such as IPv6, multicast), or
+    /// both (ARP, ICMP errors, broadcasts: each takes what is its own).
+    pub fn claims_frame(&self, frame: &[u8]) -> FrameClaim {
+        if frame.len() < 14 {
+            return FrameClaim::Stack;
+        }
+        let dst_mac = &frame[0..6];
+        let broadcast = dst_mac == [0xff; 6];
+        if !broadcast && dst_mac[0] & 1 == 1 {
+            return FrameClaim::Kernel;
+        }
+        match u16::from_be_bytes([frame[12], frame[13]]) {
+            0x0806 => return FrameClaim::Both,
+            0x0800 => {}
+            _ => return FrameClaim::Kernel,
+        }
+        let ip = &frame[14..];
+        if ip.len() < 20 || ip[0] >> 4 != 4 {
+            return FrameClaim::Stack;
+        }
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        if broadcast || dst != self.cfg.addr {
+            return FrameClaim::Both;
+        }
+        if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+            // Fragments are reassembled here (a fragmented datagram for the kernel is lost).
+            return FrameClaim::Stack;
+        }
+        let l4 = ip.get(ihl..).unwrap_or(&[]);
+        let ports = (l4.len() >= 4).then(|| (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]])));
+        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        match (ip[9], ports) {
+            (1, _) => match l4.first() {
+                // Echo requests are answered here; errors go to both (each takes its own flows').
+                Some(8) => FrameClaim::Stack,
+                _ => FrameClaim::Both,
+            },
+            (6, Some((sport, dport))) => {
+                let tuple = FourTuple::new(SocketAddrV4::new(dst, dport).into(), SocketAddrV4::new(src, sport).into());
+                if self.tcp.by_tuple.contains_key(&tuple) || self.tcp.listener_by_port.contains_key(&dport) {
+                    FrameClaim::Stack
+                } else {
+                    FrameClaim::Kernel
+                }
+            }
+            (17, Some((_, dport))) => {
+                if self.udp.port_in_use(dport) {
+                    FrameClaim::Stack
+                } else {
+                    FrameClaim::Kernel
+                }
+            }
+            (6 | 17, None) => FrameClaim::Stack,
+            _ => FrameClaim::Kernel,
+        }
     }
 
     /// Whether this stack listens on TCP `port` or has UDP `port` bound.

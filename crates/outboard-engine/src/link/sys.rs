@@ -142,6 +142,19 @@ pub fn if_mac(name: &str) -> Result<[u8; 6], LinkError> {
     Ok(mac)
 }
 
+/// Sets the hardware (MAC) address of `name` (the device must be down or allow it).
+pub fn set_if_mac(name: &str, mac: [u8; 6]) -> Result<(), LinkError> {
+    let mut req = ifreq(name)?;
+    // SAFETY: writing the hwaddr member (a plain sockaddr) of the union.
+    unsafe {
+        req.ifr_ifru.ifru_hwaddr.sa_family = libc::ARPHRD_ETHER;
+        for (dst, &src) in req.ifr_ifru.ifru_hwaddr.sa_data.iter_mut().zip(mac.iter()) {
+            *dst = src as libc::c_char;
+        }
+    }
+    ioctl_ifreq(name, libc::SIOCSIFHWADDR, "ioctl(SIOCSIFHWADDR)", &mut req)
+}
+
 /// The IP MTU of `name`.
 pub fn if_mtu(name: &str) -> Result<usize, LinkError> {
     let mut req = ifreq(name)?;

@@ -204,6 +204,11 @@ impl TapLink {
         })
     }
 
+    /// The device's descriptor (readable when the kernel sent a frame).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// Writes `tx_buf[..len]`. Ok(true): gone (sent, or lost and counted);
     /// Ok(false): EAGAIN, still ours.
     fn write_frame(&mut self, len: usize) -> Result<bool, LinkError> {
