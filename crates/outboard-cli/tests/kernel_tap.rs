@@ -103,3 +103,60 @@ fn kernel_tap_gives_the_kernel_what_the_engine_does_not_take() {
     drop(e);
     lab.teardown().expect("lab down");
 }
+
+#[test]
+fn on_the_fabric_curl_through_the_kernel_tap_fetches_from_a_server_under_the_shim_on_another_engine() {
+    if skip_unless_root("on_the_fabric_curl_through_the_kernel_tap_fetches_from_a_server_under_the_shim_on_another_engine") {
+        return;
+    }
+    need("python3", "python3");
+    need("curl", "curl");
+    let id = std::process::id();
+    let (ns_a, ns_b) = (format!("ob-kfa{id}"), format!("ob-kfb{id}"));
+    let _ga = support::netns::NsGuard::new(&ns_a);
+    let _gb = support::netns::NsGuard::new(&ns_b);
+    let fabric = format!("fabric:ktf{id}");
+    let a = EngineProc::start(&ns_a, &format!("ktfa{id}"), &["--link", &fabric, "--addr", "10.88.0.1/24", "--services", "none", "--kernel-tap", "obk1"]);
+    let b = EngineProc::start(&ns_b, &format!("ktfb{id}"), &["--link", &fabric, "--addr", "10.88.0.2/24", "--services", "none"]);
+    for args in [
+        vec!["sysctl", "-qw", "net.ipv6.conf.obk1.disable_ipv6=1"],
+        vec!["ip", "addr", "add", "10.88.0.1/24", "dev", "obk1"],
+        vec!["ip", "link", "set", "obk1", "up"],
+    ] {
+        let o = ns_run(&ns_a, 10, &args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    }
+    let www = std::env::temp_dir().join(format!("ob-ktf-{id}"));
+    std::fs::create_dir_all(&www).unwrap();
+    let blob = www.join("blob");
+    support::rig::random_file(&blob, 1 << 20, 77);
+    let shim = support::shim_lib();
+    let mut server = std::process::Command::new("timeout");
+    server
+        .args(["-k", "3", "60", "ip", "netns", "exec", &ns_b, support::OUTBOARD, "run", "--name", &b.name, "--shim"])
+        .arg(&shim)
+        .args(["--", "python3", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", www.to_str().unwrap()])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _server = support::engine::ChildGuard::new(server.spawn().expect("spawn the shim server"), Duration::from_secs(3));
+    let got = www.join("got");
+    let url = "http://10.88.0.2:8080/blob";
+    let mut ok = false;
+    for _ in 0..100 {
+        let o = ns_run(&ns_a, 20, &["curl", "-sS", "--fail", "--max-time", "10", "-o", got.to_str().unwrap(), url]);
+        if o.status.success() {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok, "curl through the kernel TAP never got the file\nA: {}\nB: {}", a.log_text(), b.log_text());
+    assert_eq!(support::rig::sha256(&got), support::rig::sha256(&blob), "the file differs");
+    let sa = a.stat();
+    let sb = b.stat();
+    eprintln!("engine A kernel tap: {}; engine B boards: {}", sa["shards"][0]["kernel"], sb["host"]);
+    assert!(sb["host"]["attached"].as_u64().unwrap_or(0) >= 1, "the server ran under the shim on engine B");
+    let _ = std::fs::remove_dir_all(&www);
+}
