@@ -28,7 +28,7 @@ step "system packages for the root tests (namespaces, veth, ping, tshark, nftabl
 # The lab and interop tests drive the real Linux stack: they need these tools.
 need_pkgs=()
 for pair in ip:iproute2 ethtool:ethtool ping:iputils-ping sysctl:procps setsid:util-linux \
-            setpriv:util-linux tshark:tshark nft:nftables cc:gcc; do
+            setpriv:util-linux tshark:tshark nft:nftables cc:gcc tmux:tmux; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
 apt_install ${need_pkgs[@]+"${need_pkgs[@]}"}

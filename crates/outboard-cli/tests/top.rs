@@ -224,7 +224,7 @@ fn the_live_view_quits_with_exit_3_when_the_engine_goes_away() {
         poll(Duration::from_secs(8), Duration::from_millis(100), || tmux.screen("gone"), |s| s.contains("top exited"));
     assert!(took.is_some(), "top did not leave when its engine stopped:\n{screen}");
     assert!(screen.contains("top exited rc=3"), "{screen}");
-    assert!(screen.contains("outboard: the engine went away: no engine named"), "{screen}");
+    assert!(screen.contains("outboard: the engine went away: "), "{screen}");
 }
 
 #[test]
