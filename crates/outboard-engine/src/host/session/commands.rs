@@ -217,27 +217,10 @@ impl Session {
         backlog: u32,
         flags: ListenFlags,
     ) -> Result<(), Violation> {
-        let result = match port {
-            None => -i64::from(libc::EINVAL),
-            Some(_) if self.free_eps.is_empty() => -i64::from(libc::EMFILE),
-            Some(port) => {
-                let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
-                match listeners.listen(stack, port, backlog, flags.reuseport, self.joiner(ep, flags)) {
-                    Ok(lid) => {
-                        self.listening(stack, ep, lid, port);
-                        i64::from(ep)
-                    }
-                    Err(errno) => {
-                        self.close_ep(ep);
-                        errno
-                    }
-                }
-            }
-        };
-        if !self.sync_result(sync.0, result)? && result >= 0 {
-            self.close_listener(stack, listeners, result as u32, None);
-        }
-        Ok(())
+        let Some(port) = port else { return self.sync_result(sync.0, -i64::from(libc::EINVAL)).map(|_| ()) };
+        self.open_listener(stack, listeners, sync, flags, |stack, ls, j| {
+            ls.listen(stack, port, backlog, flags.reuseport, j).map(|lid| (lid, port))
+        })
     }
 
     /// Joins a listener inherited across fork (`listeners` checks the key).
@@ -250,11 +233,24 @@ impl Session {
         parent_ep: u32,
         flags: ListenFlags,
     ) -> Result<(), Violation> {
+        self.open_listener(stack, listeners, sync, flags, |_, ls, j| ls.inherit(key, parent_ep, j))
+    }
+
+    /// A new listener endpoint that `join` puts on a listener (a new one or
+    /// a place in a group); the sync slot gets the endpoint or -errno.
+    fn open_listener(
+        &mut self,
+        stack: &mut Stack,
+        listeners: &mut Listeners,
+        sync: SyncSlot,
+        flags: ListenFlags,
+        join: impl FnOnce(&mut Stack, &mut Listeners, Joiner) -> Result<(ListenerId, u16), i64>,
+    ) -> Result<(), Violation> {
         let result = if self.free_eps.is_empty() {
             -i64::from(libc::EMFILE)
         } else {
             let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
-            match listeners.inherit(key, parent_ep, self.joiner(ep, flags)) {
+            match join(stack, listeners, self.joiner(ep, flags)) {
                 Ok((lid, port)) => {
                     self.listening(stack, ep, lid, port);
                     i64::from(ep)
