@@ -256,8 +256,15 @@ struct Row {
 }
 
 fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
+    echo_matrix_shards(kind, topology, tag, 1);
+}
+
+/// The matrix against an engine of `shards` shards (the lab's veth with as many queues).
+fn echo_matrix_shards(kind: &str, topology: Topology, tag: &str, shards: u32) {
     need_python();
-    let bytes = support::interop_bytes();
+    // A multi-shard run proves forwarding and placement under faults; 256 MiB
+    // each (at most) keeps its six runs to a few minutes in CI.
+    let bytes = if shards > 1 { support::interop_bytes().min(256 << 20) } else { support::interop_bytes() };
     // Bounded: a floor of 1 MB/s plus set-up time (the slowest cases, 25 %
     // reordering, run at about 30 MB/s since the adaptive reordering threshold).
     let limit_s = 120 + bytes / 1_000_000;
@@ -267,7 +274,7 @@ fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
         let seed = 4200 + i as u64;
         let name = lab_name(&format!("{tag}{i}"));
         eprintln!(
-            "=== echo {kind} {topology} [{}] {}: {} bytes, seed {seed}, lab {name}",
+            "=== echo {kind} {topology} ({shards} shard(s)) [{}] {}: {} bytes, seed {seed}, lab {name}",
             case.name,
             case.imp.summary(),
             bytes
@@ -276,8 +283,11 @@ fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
         cfg.topology = topology;
         cfg.impairment = case.imp.clone();
         cfg.seed = seed;
+        cfg.queues = shards;
         let lab = lab(&cfg);
-        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, &[]);
+        let n = shards.to_string();
+        let extra: &[&str] = if shards > 1 { &["--shards", &n] } else { &[] };
+        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, extra);
         let o = ns_run(
             lab.linux_ns(),
             limit_s + 10,
@@ -428,6 +438,14 @@ fn echo_matrix_af_packet_routed_is_byte_exact_under_impairments() {
         return;
     }
     echo_matrix("af_packet", Topology::Routed, "mpr");
+}
+
+#[test]
+fn echo_matrix_af_packet_direct_two_shards_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_af_packet_direct_two_shards_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix_shards("af_packet", Topology::Direct, "msd", 2);
 }
 
 // ---------------------------------------------------------------- 3. UDP
