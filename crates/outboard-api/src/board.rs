@@ -170,6 +170,9 @@ pub(crate) struct Inner {
     /// The daemon engine's name and the options this board was attached
     /// with (for [`Board::reattach`]); None for embedded and inline engines.
     origin: Option<(String, AttachOptions)>,
+    /// The shard new connections and datagram sockets go to (`Board::place_on`);
+    /// None: the calling thread's core's.
+    placement: Option<u32>,
 }
 
 impl Board {
@@ -301,6 +304,7 @@ impl Board {
             changed: Vec::new(),
             _engine: engine,
             driver: None,
+            placement: None,
             origin: None,
             sock,
             map,
@@ -339,6 +343,13 @@ impl Board {
         self.open_ep(ep);
         self.inner.borrow_mut().shadow(ep, |e| BoardCommand::ShadowInherit { ep: e, key, parent: parent_ep, flags })?;
         Ok(Listener { board: self.clone(), id: ep })
+    }
+
+    /// Chooses the shard new connections and datagram sockets of this board
+    /// go to (modulo the engine's shards); `None` (the default): the shard
+    /// of the core the calling thread runs on.
+    pub fn place_on(&self, shard: Option<u32>) {
+        self.inner.borrow_mut().placement = shard;
     }
 
     /// Takes over stream `parent_ep` of the process this one was forked from
@@ -804,6 +815,9 @@ impl Inner {
         let n = self.cmds.len() as u32;
         if n <= 1 {
             return HOME_SHARD;
+        }
+        if let Some(s) = self.placement {
+            return s % n;
         }
         // SAFETY: sched_getcpu takes nothing and returns the CPU or -1.
         let cpu = unsafe { libc::sched_getcpu() };

@@ -137,11 +137,13 @@ fn attach_fake(shards: u32) -> (Board, FakeEngine) {
 }
 
 #[test]
-fn commands_go_to_their_endpoints_shard_and_creating_ones_home() {
+fn commands_go_to_their_endpoints_shard_and_creating_ones_where_placed() {
     let (board, mut eng) = attach_fake(2);
     assert_eq!(board.engine_addr(), IpAddr::from([10, 0, 0, 1]));
     assert_eq!(board.engine_net().gateway, None);
-    // A connect (either family) goes to the home shard.
+    // A connect (either family) goes to the shard the board places it on
+    // (by default the calling core's; here chosen).
+    board.place_on(Some(0));
     let v6: SocketAddr = "[2001:db8::1]:80".parse().unwrap();
     let mut pending = board.connect_start(v6).expect("connect_start");
     let got = eng.commands(0);
@@ -190,6 +192,7 @@ fn each_shard_is_woken_as_it_sleeps() {
     assert_eq!(eng.doorbell_count(), 0);
     // Shard 0 sleeps on the eventfd: a command for it writes it.
     word(0, shard_control::ENGINE_SLEEPING).store(SLEEP_EVENTFD, Ordering::SeqCst);
+    board.place_on(Some(0));
     let _ = board.connect_start(SocketAddr::from(([10, 0, 0, 2], 80))).unwrap();
     assert_eq!(eng.doorbell_count(), 1);
     assert_eq!(word(1, shard_control::ENGINE_DOORBELL).load(Ordering::SeqCst), 1);
