@@ -301,10 +301,18 @@ impl Shim {
         self.changed.clear();
         self.seen_eps.clear();
         crate::wait::ENGINE_GONE.store(false, Ordering::SeqCst);
-        let (mut listeners, mut dgrams, mut lost) = (0, 0, 0);
+        let (mut listeners, mut dgrams, mut lost, mut idle) = (0, 0, 0, 0);
         for sock in self.socks.values() {
             let mut s = sock.borrow_mut();
             let again = match &s.kind {
+                // A listener this process shares but never accepted on (nginx's
+                // master: its workers accept) is not re-created: it would take
+                // the port before the processes that do accept. It stays quiet.
+                crate::sock::Kind::Listener(_) if s.joined && !s.armed => {
+                    idle += 1;
+                    s.gone_reported = true;
+                    None
+                }
                 crate::sock::Kind::Listener(l) => {
                     // A listener several processes shared (inherited, or SO_REUSEPORT) is
                     // re-created by each of them: they share the port on the new engine too.
@@ -333,6 +341,14 @@ impl Shim {
                         self.by_endpoint.insert(ep, Rc::downgrade(sock));
                     }
                 }
+                Some(Err(e)) if matches!(s.kind, crate::sock::Kind::Listener(_)) => {
+                    // The port is taken on the new engine: the listener stays the
+                    // dead one, quiet (not ready, accept would block), never a
+                    // socket that fails at once forever (a server would spin on it).
+                    lost += 1;
+                    crate::log::warn(&format!("a listener could not be re-created on the new engine: {e}"));
+                    s.gone_reported = true;
+                }
                 Some(Err(e)) => {
                     // The port is taken on the new engine: the socket stays failed.
                     lost += 1;
@@ -344,8 +360,9 @@ impl Shim {
             s.bump();
         }
         crate::log::warn(&format!(
-            "the engine is back: re-attached; {listeners} listening and {dgrams} datagram sockets re-created{}",
-            if lost > 0 { format!(", {lost} could not be") } else { String::new() }
+            "the engine is back: re-attached; {listeners} listening and {dgrams} datagram sockets re-created{}{}",
+            if lost > 0 { format!(", {lost} could not be") } else { String::new() },
+            if idle > 0 { format!(", {idle} shared and never accepted on left to the processes that accept") } else { String::new() }
         ));
         // Calls asleep on the dead board's word, and poll/epoll sleepers, look again.
         old_news.signal();
@@ -586,11 +603,14 @@ extern "C" fn before_fork() {
     count(Count::Forks);
     if let Some(shim) = g.as_mut() {
         shim.push_counters();
-        // A child may hold these streams now: closing one releases it to the child.
+        // A child may hold these streams now: closing one releases it to the
+        // child. Listeners are shared with the children from now on.
         for s in shim.socks.values() {
             if let Ok(mut s) = s.try_borrow_mut() {
-                if matches!(s.kind, crate::sock::Kind::Stream(_)) {
-                    s.forked = true;
+                match s.kind {
+                    crate::sock::Kind::Stream(_) => s.forked = true,
+                    crate::sock::Kind::Listener(_) => s.joined = true,
+                    _ => {}
                 }
             }
         }
