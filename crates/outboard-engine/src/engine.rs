@@ -594,6 +594,7 @@ impl Engine {
             if let Err(e) = &r {
                 log::event(Level::Error, "engine_failed", &[("error", e)]);
             }
+            self.close_control();
             return r;
         }
         // Set when any shard stops, for any reason: the others follow.
@@ -653,7 +654,19 @@ impl Engine {
         if let Err(e) = &result {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
         }
+        self.close_control();
         result
+    }
+
+    /// The shards stopped: the control socket goes at once, so `stat` and
+    /// `top` learn the engine is gone instead of waiting for an answer. The
+    /// inboxes go first: a request waiting in one then fails at once, and
+    /// the control thread (joined by the server's drop) is not held up.
+    fn close_control(&mut self) {
+        if let Some((server, inboxes)) = self.control.take() {
+            drop(inboxes);
+            drop(server);
+        }
     }
 }
 
