@@ -202,10 +202,6 @@ impl KernelPort {
         self.to_wire.push_front(f);
     }
 
-    pub fn has_for_wire(&self) -> bool {
-        !self.to_wire.is_empty()
-    }
-
     /// The TAP's descriptor (readable when the kernel sent something).
     pub fn fd(&self) -> RawFd {
         self.tap.raw_fd()

@@ -177,7 +177,7 @@ impl Shard {
                 let mut arp = Vec::new();
                 work |= m.receive(RX_BURST, &mut |f, meta| {
                     // Shard 0 gives every ARP frame to the others to learn from.
-                    if index == 0 && m_is_arp(f) {
+                    if index == 0 && is_arp(f) {
                         arp.push(f.to_vec());
                     }
                     stack.receive_frame_offloaded(now, f, meta);
@@ -452,7 +452,7 @@ impl Shard {
     }
 }
 
-fn m_is_arp(frame: &[u8]) -> bool {
+fn is_arp(frame: &[u8]) -> bool {
     frame.len() >= 14 && frame[12..14] == [0x08, 0x06]
 }
 

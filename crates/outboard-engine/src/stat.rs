@@ -332,6 +332,14 @@ pub fn render(s: &Snapshot) -> String {
         per("tcp_rx_payload_copied", h.rx_delivered),
         per("tcp_tx_payload_copied", h.tx_delivered)
     );
+    let (l, ho) = (&h.listeners, &h.handover);
+    if l.joined + l.inherit_refused + l.lingered + ho.released + ho.refused > 0 {
+        let _ = writeln!(
+            o,
+            "  shared listeners: joined {} inherit refused {} lingered {} expired {}; streams across fork: released {} adopted {} expired {} refused {}",
+            l.joined, l.inherit_refused, l.lingered, l.linger_expired, ho.released, ho.adopted, ho.expired, ho.refused
+        );
+    }
     for b in &s.boards {
         let _ = writeln!(
             o,

@@ -1328,6 +1328,14 @@ pub fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(0.0)
 }
 
+/// A `--plot FILE` a bench can write: not a directory, in a directory that exists.
+pub fn check_plot_path(p: &Path) -> Result<(), String> {
+    if p.is_dir() {
+        return Err(format!("{}: is a directory; name the file to write", p.display()));
+    }
+    check_writable_parent(p)
+}
+
 /// Is `p` usable for writing a file (its directory exists)?
 pub fn check_writable_parent(p: &Path) -> Result<(), String> {
     match p.parent() {

@@ -291,15 +291,7 @@ impl Serialize for ScaleReport {
 /// `outboard bench scale`.
 pub fn main(a: &ScaleArgs) -> ExitCode {
     if let Some(p) = &a.plot {
-        let checked = if p.is_dir() {
-            Err(format!(
-                "{}: is a directory; name the file to write",
-                p.display()
-            ))
-        } else {
-            peer::check_writable_parent(p)
-        };
-        if let Err(e) = checked {
+        if let Err(e) = peer::check_plot_path(p) {
             eprintln!("outboard bench scale: --plot {e}");
             return ExitCode::from(2);
         }

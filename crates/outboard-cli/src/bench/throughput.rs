@@ -172,15 +172,7 @@ pub fn main(a: &ThroughputArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if let Some(p) = &a.plot {
-        let checked = if p.is_dir() {
-            Err(format!(
-                "{}: is a directory; name the file to write",
-                p.display()
-            ))
-        } else {
-            peer::check_writable_parent(p)
-        };
-        if let Err(e) = checked {
+        if let Err(e) = peer::check_plot_path(p) {
             eprintln!("outboard bench throughput: --plot {e}");
             return ExitCode::from(2);
         }

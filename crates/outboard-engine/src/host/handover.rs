@@ -54,7 +54,7 @@ pub struct Adopt {
     pub until: Instant,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct HandoverCounters {
     /// Streams released to an orphan, adopted by a child, closed or reset unadopted.
     pub released: u64,
@@ -62,6 +62,16 @@ pub struct HandoverCounters {
     pub expired: u64,
     /// ADOPTs refused (no such stream, or the parent kept it).
     pub refused: u64,
+}
+
+impl HandoverCounters {
+    /// Adds another shard's counters.
+    pub fn add(&mut self, o: &HandoverCounters) {
+        self.released += o.released;
+        self.adopted += o.adopted;
+        self.expired += o.expired;
+        self.refused += o.refused;
+    }
 }
 
 /// The host's orphans and waiting adoptions.

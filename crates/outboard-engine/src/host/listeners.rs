@@ -75,7 +75,7 @@ pub struct Joiner {
 }
 
 /// Counters of shared listeners, for `outboard stat`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct ListenerCounters {
     /// Endpoints that joined a listener another endpoint held (reuseport or inherited).
     pub joined: u64,
@@ -84,6 +84,16 @@ pub struct ListenerCounters {
     /// Listeners that lingered after their last board died, and those closed by it.
     pub lingered: u64,
     pub linger_expired: u64,
+}
+
+impl ListenerCounters {
+    /// Adds another shard's counters.
+    pub fn add(&mut self, o: &ListenerCounters) {
+        self.joined += o.joined;
+        self.inherit_refused += o.inherit_refused;
+        self.lingered += o.lingered;
+        self.linger_expired += o.linger_expired;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -210,18 +220,6 @@ impl Listeners {
                 g.cursor = (i + 1) % g.members.len();
             }
         }
-    }
-
-    /// Members of the group `lid` (for tests and stat).
-    pub fn members(&self, lid: ListenerId) -> Vec<Member> {
-        self.groups.iter().find(|g| g.lid == lid).map_or(Vec::new(), |g| g.members.clone())
-    }
-
-    pub fn len(&self) -> usize {
-        self.groups.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
     }
 }
 

@@ -43,11 +43,19 @@ pub struct HostCounters {
     /// over these is the copies per delivered byte (when only boards move TCP data).
     pub rx_delivered: u64,
     pub tx_delivered: u64,
+    /// Shared listeners: joins, refused INHERITs, lingering after a forked board went.
+    #[serde(default)]
+    pub listeners: listeners::ListenerCounters,
+    /// Streams handed from a parent process to its child (RELEASE, ADOPT).
+    #[serde(default)]
+    pub handover: handover::HandoverCounters,
 }
 
 impl HostCounters {
     /// Adds another shard's counters.
     pub fn add(&mut self, o: &HostCounters) {
+        self.listeners.add(&o.listeners);
+        self.handover.add(&o.handover);
         self.attached += o.attached;
         self.detached += o.detached;
         self.died += o.died;
@@ -73,6 +81,9 @@ pub struct BoardRow {
     /// SET_OPTION commands refused (unknown option or value out of range).
     #[serde(default)]
     pub bad_options: u64,
+    /// Shadow listeners a shard could not open (the port taken there by another board).
+    #[serde(default)]
+    pub shadows_refused: u64,
     /// The application's own counters (`layout::app_counter`, by name),
     /// non-zero ones only: what a socket shim did and could not do. Written
     /// by the application: shown, never trusted.
@@ -92,6 +103,7 @@ impl BoardRow {
         self.datagrams_in += o.datagrams_in;
         self.datagrams_out += o.datagrams_out;
         self.bad_options += o.bad_options;
+        self.shadows_refused += o.shadows_refused;
     }
 }
 
@@ -136,6 +148,8 @@ impl Host {
     /// The counters, with the delivered bytes of live sessions added in.
     pub fn totals(&self) -> HostCounters {
         let mut c = self.counters.clone();
+        c.listeners = self.listeners.counters;
+        c.handover = self.handover.counters;
         for s in &self.sessions {
             c.rx_delivered += s.counters.rx_delivered;
             c.tx_delivered += s.counters.tx_delivered;
@@ -162,6 +176,7 @@ impl Host {
                 datagrams_in: s.counters.datagrams_in,
                 datagrams_out: s.counters.datagrams_out,
                 bad_options: s.counters.bad_options,
+                shadows_refused: s.counters.shadows_refused,
                 app: s
                     .app_counters()
                     .iter()
