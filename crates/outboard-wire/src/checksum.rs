@@ -171,11 +171,18 @@ pub fn copy_and_checksum(dst: &mut [u8], src: &[u8]) -> PartialSum {
         // The common case: one kernel call, no block loop.
         return PartialSum { sum: native_to_be(fold(copy_sum_native(dst, src))), odd };
     }
+    PartialSum { sum: copy_sum_blocks(dst, src), odd }
+}
+
+/// [`copy_and_checksum`] beyond one [`BLOCK`], out of line so that the frame-sized
+/// path stays a short function.
+#[inline(never)]
+fn copy_sum_blocks(dst: &mut [u8], src: &[u8]) -> u16 {
     let mut total = 0u64;
     for (d, s) in dst.chunks_mut(BLOCK).zip(src.chunks(BLOCK)) {
         total += u64::from(fold(copy_sum_native(d, s)));
     }
-    PartialSum { sum: native_to_be(fold(total)), odd }
+    native_to_be(fold(total))
 }
 
 /// RFC 1624 eqn. 3: the new checksum after one 16-bit word of the covered
@@ -196,10 +203,14 @@ pub fn update_u32(hc: u16, old: u32, new: u32) -> u16 {
     update(hc, old as u16, new as u16)
 }
 
-/// Bytes summed per block before folding. Each 64-byte chunk adds at most
-/// 0xFFFF to each `u32` lane, so a lane overflows only after 65537 chunks
-/// (4 MiB); 1 MiB blocks keep well clear whatever the slice length.
-const BLOCK: usize = 1 << 20;
+/// Bytes summed per kernel call before folding. The AVX2 kernel keeps its
+/// partial sums in `i32` lanes: each 32-byte vector moves a lane by at most
+/// 65536, and a call sees at most `BLOCK / 32 + 1` = 2049 vectors, so even
+/// the sum of all 32 lanes of the four accumulators stays below 2^31. Longer
+/// slices are summed in 64 KiB blocks (even lengths, so every block but the
+/// last starts at an even offset); one extra call per 64 KiB costs nothing
+/// measurable.
+const BLOCK: usize = 1 << 16;
 
 /// Ones-complement fold of a 64-bit sum to 16 bits: add the halves with
 /// end-around carry, 64 to 32 to 16 bits. When the carry comes round, the sum
@@ -225,6 +236,12 @@ fn sum_be(data: &[u8]) -> u16 {
     if data.len() <= BLOCK {
         return native_to_be(fold(sum_native(data)));
     }
+    sum_blocks(data)
+}
+
+/// [`sum_be`] beyond one [`BLOCK`], out of line like [`copy_sum_blocks`].
+#[inline(never)]
+fn sum_blocks(data: &[u8]) -> u16 {
     let mut total = 0u64;
     for block in data.chunks(BLOCK) {
         total += u64::from(fold(sum_native(block)));
@@ -232,14 +249,24 @@ fn sum_be(data: &[u8]) -> u16 {
     native_to_be(fold(total))
 }
 
+/// Whether the AVX2 kernels may run. Built for a target with AVX2
+/// (`-C target-cpu=native` on a recent x86-64) this is a constant; otherwise
+/// std's feature cache, filled once on the first call: one load and one bit
+/// test per call, no function pointer.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn have_avx2() -> bool {
+    cfg!(target_feature = "avx2") || std::is_x86_feature_detected!("avx2")
+}
+
 /// Sum of `data` (at most [`BLOCK`] bytes) as native-endian 16-bit words,
 /// unfolded, the odd last byte zero-padded. Uses AVX2 where the CPU has it.
 #[inline]
 fn sum_native(data: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if have_avx2() {
         #[allow(unsafe_code)]
-        // SAFETY: the CPU supports AVX2 (detected just above), which is the only
+        // SAFETY: the CPU supports AVX2 (checked just above), which is the only
         // requirement for calling an `#[target_feature(enable = "avx2")]` function.
         return unsafe { avx2::sum(data) };
     }
@@ -250,9 +277,9 @@ fn sum_native(data: &[u8]) -> u64 {
 #[inline]
 fn copy_sum_native(dst: &mut [u8], src: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if have_avx2() {
         #[allow(unsafe_code)]
-        // SAFETY: as in `sum_native`: AVX2 was detected at run time.
+        // SAFETY: as in `sum_native`: the CPU supports AVX2.
         return unsafe { avx2::copy_sum(dst, src) };
     }
     portable_copy_sum(dst, src)
@@ -261,8 +288,8 @@ fn copy_sum_native(dst: &mut [u8], src: &[u8]) -> u64 {
 /// The portable kernel: adds each 16-bit word of a 64-byte chunk into its own
 /// `u32` lane (32 independent lanes, no carries to track), which LLVM turns
 /// into zero-extending vector loads and vector adds with whatever SIMD the
-/// target has by default (SSE2 on x86-64). Kept out of line so that the
-/// dispatchers above stay small enough to inline.
+/// target has by default (SSE2 on x86-64, NEON on AArch64). Kept out of line
+/// so that the dispatchers above stay small enough to inline.
 #[inline(never)]
 fn portable_sum(data: &[u8]) -> u64 {
     let mut lanes = [0u32; 32];
@@ -270,28 +297,19 @@ fn portable_sum(data: &[u8]) -> u64 {
     for c in &mut chunks {
         add_chunk(&mut lanes, c);
     }
-    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + sum_tail(chunks.remainder())
+    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + sum_short(chunks.remainder())
 }
 
 #[inline(never)]
 fn portable_copy_sum(dst: &mut [u8], src: &[u8]) -> u64 {
     let mut lanes = [0u32; 32];
-    let n = src.len();
     let mut d = dst.chunks_exact_mut(64);
     let mut s = src.chunks_exact(64);
     for (dc, sc) in (&mut d).zip(&mut s) {
         dc.copy_from_slice(sc);
         add_chunk(&mut lanes, sc);
     }
-    let (dt, st) = (d.into_remainder(), s.remainder());
-    if n >= 64 {
-        // Copy the tail as one fixed-size, overlapping 64-byte move instead of
-        // a variable-length memcpy call; rewriting bytes already copied is harmless.
-        dst[n - 64..].copy_from_slice(&src[n - 64..]);
-    } else {
-        dt.copy_from_slice(st);
-    }
-    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + sum_tail(st)
+    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + copy_sum_short(d.into_remainder(), s.remainder())
 }
 
 /// Adds one 64-byte chunk, 16-bit word `i` into lane `i`.
@@ -302,57 +320,109 @@ fn add_chunk(lanes: &mut [u32; 32], c: &[u8]) {
     }
 }
 
-/// Sums the fewer than 64 trailing bytes the vector loops leave.
+/// The native-endian sum of 8 bytes, split so that adding it cannot carry out.
 #[inline(always)]
-fn sum_tail(t: &[u8]) -> u64 {
-    let mut acc = 0u64;
-    let mut words = t.chunks_exact(8);
-    for c in &mut words {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        let w = u64::from_ne_bytes(w);
-        acc += (w & 0xffff_ffff) + (w >> 32);
-    }
-    // Zero padding keeps the odd last byte in its big-endian high position
-    // once the native sum is swapped back.
-    let r = words.remainder();
-    let mut w = [0u8; 8];
-    w[..r.len()].copy_from_slice(r);
-    let w = u64::from_ne_bytes(w);
-    acc + (w & 0xffff_ffff) + (w >> 32)
+fn split8(b: [u8; 8]) -> u64 {
+    let w = u64::from_ne_bytes(b);
+    (w & 0xffff_ffff) + (w >> 32)
 }
 
-/// The AVX2 kernel: `vpmaddwd` adds adjacent 16-bit words into 32-bit lanes.
+/// Sums fewer than 64 bytes (the tail the vector loops leave) as native-endian
+/// words, in fixed-size pieces of 32, 16, 8, 4, 2 and 1 bytes taken in that
+/// order, so each piece starts at an even offset: no loop, and no
+/// variable-length copy into a padded buffer (a call to `memcpy`).
+#[inline(always)]
+fn sum_short(t: &[u8]) -> u64 {
+    copy_sum_short_with(t, |_, _| {})
+}
+
+/// [`sum_short`] while copying `src` into `dst` piece by piece.
+#[inline(always)]
+fn copy_sum_short(dst: &mut [u8], src: &[u8]) -> u64 {
+    debug_assert_eq!(dst.len(), src.len());
+    copy_sum_short_with(src, |at, piece| dst[at..at + piece.len()].copy_from_slice(piece))
+}
+
+#[inline(always)]
+fn copy_sum_short_with(t: &[u8], mut put: impl FnMut(usize, &[u8])) -> u64 {
+    let n = t.len();
+    debug_assert!(n < 64);
+    let mut acc = 0u64;
+    let mut at = 0;
+    if n & 32 != 0 {
+        let p: &[u8; 32] = t[..32].try_into().expect("32 bytes");
+        for k in 0..4 {
+            acc += split8(p[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+        }
+        put(0, p);
+        at = 32;
+    }
+    if n & 16 != 0 {
+        let p: &[u8; 16] = t[at..at + 16].try_into().expect("16 bytes");
+        acc += split8(p[..8].try_into().expect("8 bytes")) + split8(p[8..].try_into().expect("8 bytes"));
+        put(at, p);
+        at += 16;
+    }
+    if n & 8 != 0 {
+        let p: &[u8; 8] = t[at..at + 8].try_into().expect("8 bytes");
+        acc += split8(*p);
+        put(at, p);
+        at += 8;
+    }
+    if n & 4 != 0 {
+        let p: &[u8; 4] = t[at..at + 4].try_into().expect("4 bytes");
+        acc += u64::from(u32::from_ne_bytes(*p));
+        put(at, p);
+        at += 4;
+    }
+    if n & 2 != 0 {
+        let p: &[u8; 2] = t[at..at + 2].try_into().expect("2 bytes");
+        acc += u64::from(u16::from_ne_bytes(*p));
+        put(at, p);
+        at += 2;
+    }
+    if n & 1 != 0 {
+        // Zero padding keeps the odd last byte in its big-endian high position
+        // once the native sum is swapped back.
+        acc += u64::from(u16::from_ne_bytes([t[at], 0]));
+        put(at, &t[at..at + 1]);
+    }
+    acc
+}
+
+/// The AVX2 kernels: `vpmaddwd` adds adjacent 16-bit words into 32-bit lanes.
 ///
 /// `vpmaddwd` multiplies *signed* words, so each word is first biased by
 /// XOR 0x8000 (x - 32768 as i16) and multiplied by 1; the bias is added back
 /// once at the end (32768 per word summed). Three vector operations per 32
-/// bytes, four accumulators to hide latency. Each `i32` lane gains at most
-/// 65536 in magnitude per vector, and one accumulator sees at most
-/// `BLOCK / 128 + 3` = 8195 vectors, so no lane overflows.
+/// bytes, four accumulators to hide latency, unaligned loads and stores.
 ///
-/// The only `unsafe` in the crate: unaligned 32-byte loads and stores from
-/// arrays whose length the type proves, and the calls above after detection.
+/// The tail after the last whole vector is one more vector, not a byte loop:
+/// the copy moves the last 32 bytes of the slice (rewriting bytes already
+/// copied is harmless), and the sum loads the 32 bytes that end at the last
+/// even offset and masks off the ones already summed (so the words keep their
+/// pairing), then adds a final odd byte on its own. Slices shorter than one
+/// vector go to [`copy_sum_short_with`]. A call of n bytes thus costs
+/// n / 32 vector steps plus a constant: no per-call setup beyond two
+/// broadcast constants, and one horizontal reduction at the end.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2 {
     use core::arch::x86_64::*;
 
-    use super::sum_tail;
+    use super::{copy_sum_short, sum_short};
 
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn load(b: &[u8; 32]) -> __m256i {
-        // SAFETY: `b` is 32 readable bytes; `loadu` has no alignment requirement.
-        unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn store(b: &mut [u8; 32], v: __m256i) {
-        // SAFETY: `b` is 32 writable bytes; `storeu` has no alignment requirement.
-        unsafe { _mm256_storeu_si256(b.as_mut_ptr().cast(), v) }
-    }
+    /// 32 zero bytes, then 32 0xFF bytes: the 32 bytes at offset `k` (0..=32)
+    /// mask a vector down to its last `k` bytes.
+    static KEEP_LAST: [u8; 64] = {
+        let mut t = [0u8; 64];
+        let mut i = 32;
+        while i < 64 {
+            t[i] = 0xff;
+            i += 1;
+        }
+        t
+    };
 
     /// Eight `i32` lanes of (w0 - 32768) + (w1 - 32768) over adjacent word pairs.
     #[inline]
@@ -361,73 +431,121 @@ mod avx2 {
         _mm256_madd_epi16(_mm256_xor_si256(v, _mm256_set1_epi16(i16::MIN)), _mm256_set1_epi16(1))
     }
 
-    /// Sums the accumulators exactly and removes the bias of `vectors` vectors.
+    /// The mask that keeps the last `k` bytes of a vector, `k <= 32`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn reduce(acc: [__m256i; 4], vectors: usize) -> u64 {
-        let s = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
-        let lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(s));
-        let hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256::<1>(s));
-        let q = _mm256_add_epi64(lo, hi);
-        let q = _mm_add_epi64(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-        let biased = _mm_cvtsi128_si64(q) + _mm_extract_epi64::<1>(q);
-        // The true sum of non-negative words is non-negative, so the cast is exact.
+    fn keep_last(k: usize) -> __m256i {
+        let m = &KEEP_LAST[k..k + 32];
+        // SAFETY: `m` is 32 readable bytes (the slice above is bounds-checked);
+        // `loadu` has no alignment requirement.
+        unsafe { _mm256_loadu_si256(m.as_ptr().cast()) }
+    }
+
+    /// Sums the accumulators and removes the bias of `vectors` vectors.
+    ///
+    /// With at most `BLOCK / 32 + 1` vectors per call, each `i32` lane of each
+    /// accumulator is below 2^28 in magnitude and the sum of all of them below
+    /// 2^31, so the whole reduction stays in 32-bit lanes; the true sum of
+    /// non-negative words is non-negative, so the final cast is exact.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn reduce(a: [__m256i; 4], vectors: usize) -> u64 {
+        let s = _mm256_add_epi32(_mm256_add_epi32(a[0], a[1]), _mm256_add_epi32(a[2], a[3]));
+        let q = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let q = _mm_add_epi32(q, _mm_unpackhi_epi64(q, q));
+        let q = _mm_add_epi32(q, _mm_shuffle_epi32::<0b01>(q));
+        let biased = i64::from(_mm_cvtsi128_si32(q));
         (biased + vectors as i64 * 16 * 32768) as u64
     }
 
-    // `chunks_exact` yields exactly the requested length, so these never fail.
-    fn arr(b: &[u8]) -> &[u8; 32] {
-        b.try_into().expect("32-byte chunk")
-    }
-    fn arr_mut(b: &mut [u8]) -> &mut [u8; 32] {
-        b.try_into().expect("32-byte chunk")
-    }
-
+    /// The sum of `data` (at most `BLOCK` bytes) as native-endian words.
     #[target_feature(enable = "avx2")]
     pub(super) fn sum(data: &[u8]) -> u64 {
-        let mut acc = [_mm256_setzero_si256(); 4];
-        let mut big = data.chunks_exact(128);
-        for c in &mut big {
-            for (k, a) in acc.iter_mut().enumerate() {
-                *a = _mm256_add_epi32(*a, pair_sums(load(arr(&c[32 * k..32 * k + 32]))));
+        let n = data.len();
+        if n < 32 {
+            return sum_short(data);
+        }
+        let p = data.as_ptr();
+        // SAFETY: every load reads the 32 bytes at `p + i` with `i + 32 <= n`
+        // (the loop conditions, and `(n & !1) - 32` with `n >= 32`), all
+        // inside `data`; `loadu` has no alignment requirement.
+        let load = |i: usize| unsafe { _mm256_loadu_si256(p.add(i).cast()) };
+        let mut a = [_mm256_setzero_si256(); 4];
+        let mut i = 0;
+        while i + 128 <= n {
+            a[0] = _mm256_add_epi32(a[0], pair_sums(load(i)));
+            a[1] = _mm256_add_epi32(a[1], pair_sums(load(i + 32)));
+            a[2] = _mm256_add_epi32(a[2], pair_sums(load(i + 64)));
+            a[3] = _mm256_add_epi32(a[3], pair_sums(load(i + 96)));
+            i += 128;
+        }
+        // Up to three whole vectors left: straight-line code, not a loop.
+        for acc in &mut a[..3] {
+            if i + 32 <= n {
+                *acc = _mm256_add_epi32(*acc, pair_sums(load(i)));
+                i += 32;
             }
         }
-        let mut small = big.remainder().chunks_exact(32);
-        for c in &mut small {
-            acc[0] = _mm256_add_epi32(acc[0], pair_sums(load(arr(c))));
+        let mut vectors = i / 32;
+        let even = n & !1;
+        if even > i {
+            let v = _mm256_and_si256(load(even - 32), keep_last(even - i));
+            a[1] = _mm256_add_epi32(a[1], pair_sums(v));
+            vectors += 1;
         }
-        let tail = small.remainder();
-        reduce(acc, (data.len() - tail.len()) / 32) + sum_tail(tail)
+        // A trailing odd byte is the first (low, on x86) byte of a zero-padded word.
+        reduce(a, vectors) + u64::from(data[n - 1]) * (n as u64 & 1)
     }
 
+    /// [`sum`] while copying `src` into `dst`.
     #[target_feature(enable = "avx2")]
     pub(super) fn copy_sum(dst: &mut [u8], src: &[u8]) -> u64 {
         let n = src.len();
-        let mut acc = [_mm256_setzero_si256(); 4];
-        let mut d = dst.chunks_exact_mut(128);
-        let mut s = src.chunks_exact(128);
-        for (dc, sc) in (&mut d).zip(&mut s) {
-            for (k, a) in acc.iter_mut().enumerate() {
-                let v = load(arr(&sc[32 * k..32 * k + 32]));
-                store(arr_mut(&mut dc[32 * k..32 * k + 32]), v);
-                *a = _mm256_add_epi32(*a, pair_sums(v));
+        // The caller checked this; the stores below rely on it.
+        assert_eq!(dst.len(), n, "copy_sum: length mismatch");
+        if n < 32 {
+            return copy_sum_short(dst, src);
+        }
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // SAFETY: every load reads the 32 bytes at `s + i` with `i + 32 <= n`
+        // (the loop conditions; `n - 32` and `(n & !1) - 32` with `n >= 32`),
+        // inside `src`; `loadu` has no alignment requirement.
+        let load = |i: usize| unsafe { _mm256_loadu_si256(s.add(i).cast()) };
+        // SAFETY: as for `load`, within `dst`, which has the same length and,
+        // being a `&mut`, does not overlap `src`.
+        let store = |i: usize, v: __m256i| unsafe { _mm256_storeu_si256(d.add(i).cast(), v) };
+        let mut a = [_mm256_setzero_si256(); 4];
+        let mut i = 0;
+        while i + 128 <= n {
+            let v = [load(i), load(i + 32), load(i + 64), load(i + 96)];
+            for (k, v) in v.into_iter().enumerate() {
+                store(i + 32 * k, v);
+                a[k] = _mm256_add_epi32(a[k], pair_sums(v));
+            }
+            i += 128;
+        }
+        // Up to three whole vectors left: straight-line code, not a loop (LLVM
+        // turns a loop that loads and stores each vector into a `memcpy` call
+        // beside the sum, which at frame sizes costs more than the copy).
+        for acc in &mut a[..3] {
+            if i + 32 <= n {
+                let v = load(i);
+                store(i, v);
+                *acc = _mm256_add_epi32(*acc, pair_sums(v));
+                i += 32;
             }
         }
-        let mut d = d.into_remainder().chunks_exact_mut(32);
-        let mut s = s.remainder().chunks_exact(32);
-        for (dc, sc) in (&mut d).zip(&mut s) {
-            let v = load(arr(sc));
-            store(arr_mut(dc), v);
-            acc[0] = _mm256_add_epi32(acc[0], pair_sums(v));
+        let mut vectors = i / 32;
+        if n > i {
+            store(n - 32, load(n - 32));
+            let even = n & !1;
+            if even > i {
+                let v = _mm256_and_si256(load(even - 32), keep_last(even - i));
+                a[1] = _mm256_add_epi32(a[1], pair_sums(v));
+                vectors += 1;
+            }
         }
-        let tail = s.remainder();
-        if n >= 32 {
-            // One overlapping 32-byte move instead of a variable-length memcpy call.
-            store(arr_mut(&mut dst[n - 32..]), load(arr(&src[n - 32..])));
-        } else {
-            d.into_remainder().copy_from_slice(tail);
-        }
-        reduce(acc, (n - tail.len()) / 32) + sum_tail(tail)
+        reduce(a, vectors) + u64::from(src[n - 1]) * (n as u64 & 1)
     }
 }
 

@@ -86,12 +86,104 @@ fn all_ff_and_all_80_buffers_exercise_lane_extremes() {
 
 #[test]
 fn multi_block_buffer_matches_reference() {
-    // Longer than one fold block (1 MiB), odd length.
+    // Many fold blocks (64 KiB each), odd length.
     let data: Vec<u8> = (0..(3 << 20) + 7).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     let mut dst = vec![0u8; data.len()];
     assert_eq!(copy_and_checksum(&mut dst, &data).sum(), reference_sum(&data));
     assert_eq!(dst, data);
     assert_eq!(sum(&data).sum(), reference_sum(&data));
+}
+
+/// Pseudo-random bytes (a multiplicative hash of the index).
+fn noise(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32).map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 24) as u8).collect()
+}
+
+/// Checks every way of summing `src` against the reference: the public
+/// functions, the portable kernels, and the AVX2 ones where the CPU has them.
+/// The copies go to `dst_off` in a buffer of guard bytes, which must come
+/// out untouched (the vector tails store overlapping whole vectors).
+fn check_all_paths(src: &[u8], dst_off: usize) {
+    let n = src.len();
+    let want = reference_sum(src);
+    let what = |path: &str| format!("{path}: len {n}, src at {:#x}, dst_off {dst_off}", src.as_ptr() as usize % 64);
+    assert_eq!(sum(src).sum(), want, "{}", what("sum"));
+    assert_eq!(sum(src).is_odd(), n % 2 == 1);
+    assert_eq!(checksum(src), !want, "{}", what("checksum"));
+    let guard = 0xa5u8;
+    let mut buf = vec![guard; n + dst_off + 64];
+    let check_copy = |buf: &mut Vec<u8>, s: u16, path: &str| {
+        assert_eq!(s, want, "{}", what(path));
+        assert_eq!(&buf[dst_off..dst_off + n], src, "{}", what(path));
+        assert!(buf[..dst_off].iter().chain(&buf[dst_off + n..]).all(|&b| b == guard), "{}: wrote outside dst", what(path));
+        buf.fill(guard);
+    };
+    let s = copy_and_checksum(&mut buf[dst_off..dst_off + n], src);
+    assert_eq!(s.is_odd(), n % 2 == 1);
+    check_copy(&mut buf, s.sum(), "copy_and_checksum");
+    if n <= BLOCK {
+        assert_eq!(native_to_be(fold(portable_sum(src))), want, "{}", what("portable_sum"));
+        let s = native_to_be(fold(portable_copy_sum(&mut buf[dst_off..dst_off + n], src)));
+        check_copy(&mut buf, s, "portable_copy_sum");
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            #[allow(unsafe_code)]
+            // SAFETY: AVX2 was detected just above.
+            let (s, c) = unsafe { (avx2::sum(src), avx2::copy_sum(&mut buf[dst_off..dst_off + n], src)) };
+            assert_eq!(native_to_be(fold(s)), want, "{}", what("avx2::sum"));
+            check_copy(&mut buf, native_to_be(fold(c)), "avx2::copy_sum");
+        }
+    }
+}
+
+#[test]
+fn every_length_to_2000_at_every_alignment_matches_reference() {
+    // Each length 0..=2000 from each source offset 0..64 (every position
+    // relative to a 32-byte vector and a cache line), the destination at yet
+    // another offset, in random bytes and in the lane extremes.
+    for fill in [None, Some(0xffu8), Some(0x80), Some(0x7f)] {
+        let data = match fill {
+            None => noise(2000 + 64, 7),
+            Some(b) => vec![b; 2000 + 64],
+        };
+        for off in 0..64 {
+            for len in 0..=2000 {
+                check_all_paths(&data[off..off + len], (off * 7 + len) % 64);
+            }
+        }
+    }
+}
+
+#[test]
+fn lengths_around_64_kib_at_every_alignment_match_reference() {
+    // A TSO-sized segment, and the edges of the kernels' 64 KiB block.
+    let data = noise(2 * BLOCK + 200, 11);
+    let ff = vec![0xffu8; 2 * BLOCK + 200];
+    for len in [BLOCK - 33, BLOCK - 1, BLOCK, BLOCK + 1, BLOCK + 31, 2 * BLOCK + 3] {
+        for off in 0..64 {
+            check_all_paths(&data[off..off + len], (off * 5 + 3) % 64);
+        }
+        check_all_paths(&ff[1..1 + len], 0);
+    }
+}
+
+#[test]
+fn fused_piece_after_an_odd_prefix_matches_whole() {
+    // The running sum starts at an odd offset: the piece's bytes sit in
+    // swapped lanes and must be swapped when added (RFC 1071 §2(B)).
+    let data = noise(2100, 3);
+    for prefix in [1usize, 3, 13, 33] {
+        for len in (0..=2000).step_by(7).chain([1499, 1500, 1501]) {
+            let whole = &data[..prefix + len];
+            let mut copy = vec![0u8; len];
+            let piece = copy_and_checksum(&mut copy, &whole[prefix..]);
+            let mut acc = Accumulator::new();
+            acc.add(&whole[..prefix]).add_partial(piece);
+            assert_eq!(acc.partial().sum(), reference_sum(whole), "prefix {prefix}, len {len}");
+            assert_eq!(acc.partial().is_odd(), whole.len() % 2 == 1);
+            assert_eq!(copy, &whole[prefix..]);
+        }
+    }
 }
 
 #[test]
