@@ -26,22 +26,25 @@
 //!
 //! Ones-complement addition is commutative and byte-order independent
 //! (RFC 1071 §2(B)): summing native-endian words and swapping the bytes of the
-//! folded result gives the big-endian sum. Both kernels add 16-bit words into
+//! folded result gives the big-endian sum. The kernels add 16-bit words into
 //! many independent 32-bit lanes (no carries lost, no data-dependent
-//! branches) and fold once at the end:
+//! branches) and fold once at the end. The CPU's features are detected on the
+//! first call and cached (one byte read per call after that):
 //!
-//! * on x86-64 with AVX2 (detected at run time), `vpmaddwd` over 32-byte
-//!   vectors with four accumulators; copy and sum share each load;
+//! * x86-64 with AVX-512 BW/VL/VNNI (Zen 4, Ice Lake and later), copy only:
+//!   `vpdpwssd` over 32-byte vectors, eight accumulators, a masked tail;
+//! * x86-64 with AVX2: `vpmaddwd` over 32-byte vectors with four accumulators,
+//!   the tail as one more (overlapping, masked) vector; copy and sum share
+//!   each load;
 //! * elsewhere, plain array arithmetic over 64-byte chunks that LLVM
-//!   vectorises for the default target.
+//!   vectorises for the default target, and fixed-size pieces for the tail.
 //!
-//! Measured on the development VM (Xeon with AVX-512, glibc memcpy, minimum
-//! cycles over many runs, buffers in cache): `copy_and_checksum` runs at about
-//! 0.3-0.4x of `copy_from_slice` at 1500 B, 0.75-0.95x at 64 KiB and 0.8x at
-//! 1 MiB; `checksum` alone at about 0.4x of memcpy at 1500 B and 1.4-1.9x at
-//! 64 KiB. At 1500 B glibc moves about 64 bytes per cycle from L1, which
-//! leaves no room for even one vector add per 32 bytes; an AVX-512/VNNI kernel
-//! was tried and was no faster fused.
+//! No kernel calls `memcpy` or loops byte by byte: at frame sizes such calls,
+//! not the arithmetic, were what made the fused copy slow (0.4-0.55x of
+//! `memcpy` at 1500 B before). Measured with `outboard bench checksum` on a
+//! 2-vCPU AMD EPYC (Zen 4), buffers in cache: `copy_and_checksum` runs at
+//! about 0.9x of `copy_from_slice` at 1500 B and at or above it from 9000 B
+//! up (docs/PERFORMANCE.md).
 
 use std::net::Ipv4Addr;
 
@@ -249,14 +252,49 @@ fn sum_blocks(data: &[u8]) -> u16 {
     native_to_be(fold(total))
 }
 
-/// Whether the AVX2 kernels may run. Built for a target with AVX2
-/// (`-C target-cpu=native` on a recent x86-64) this is a constant; otherwise
-/// std's feature cache, filled once on the first call: one load and one bit
-/// test per call, no function pointer.
+/// The best kernels the CPU can run, found on the first call and cached.
+///
+/// On x86-64 the dispatchers below read one byte per call and tail-call the
+/// kernel: no function pointer, and no feature test per call (std's
+/// `is_x86_feature_detected!` is cheap too, but three of them, each with its
+/// own cold path, cost the frame-sized call a prologue saving five registers).
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn have_avx2() -> bool {
-    cfg!(target_feature = "avx2") || std::is_x86_feature_detected!("avx2")
+mod level {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// Not detected yet.
+    pub const UNKNOWN: u8 = 0;
+    /// Neither of the below: the portable kernels (SSE2, which every x86-64 has).
+    pub const PORTABLE: u8 = 1;
+    /// AVX2: the AVX2 kernels.
+    pub const AVX2: u8 = 2;
+    /// AVX2 and AVX-512 BW, VL and VNNI: the VNNI copy kernel, the AVX2 sum.
+    pub const VNNI: u8 = 3;
+
+    static LEVEL: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    #[inline(always)]
+    pub fn get() -> u8 {
+        LEVEL.load(Ordering::Relaxed)
+    }
+
+    /// Detects and caches the level (racing callers store the same value).
+    #[cold]
+    #[inline(never)]
+    pub fn detect() -> u8 {
+        let l = if !std::is_x86_feature_detected!("avx2") {
+            PORTABLE
+        } else if std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512vnni")
+        {
+            VNNI
+        } else {
+            AVX2
+        };
+        LEVEL.store(l, Ordering::Relaxed);
+        l
+    }
 }
 
 /// Sum of `data` (at most [`BLOCK`] bytes) as native-endian 16-bit words,
@@ -264,25 +302,62 @@ fn have_avx2() -> bool {
 #[inline]
 fn sum_native(data: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if have_avx2() {
-        #[allow(unsafe_code)]
-        // SAFETY: the CPU supports AVX2 (checked just above), which is the only
-        // requirement for calling an `#[target_feature(enable = "avx2")]` function.
-        return unsafe { avx2::sum(data) };
+    {
+        match level::get() {
+            level::AVX2 | level::VNNI => {
+                #[allow(unsafe_code)]
+                // SAFETY: the level is AVX2 or above only where the CPU
+                // supports AVX2 (`level::detect`), the only requirement for
+                // calling an `#[target_feature(enable = "avx2")]` function.
+                return unsafe { avx2::sum(data) };
+            }
+            level::UNKNOWN => return sum_native_first(data),
+            _ => {}
+        }
     }
     portable_sum(data)
+}
+
+/// [`sum_native`]'s first call: detect the CPU's features, then sum.
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn sum_native_first(data: &[u8]) -> u64 {
+    level::detect();
+    sum_native(data)
 }
 
 /// [`sum_native`] while copying `src` into `dst` (same length, at most [`BLOCK`]).
 #[inline]
 fn copy_sum_native(dst: &mut [u8], src: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if have_avx2() {
-        #[allow(unsafe_code)]
-        // SAFETY: as in `sum_native`: the CPU supports AVX2.
-        return unsafe { avx2::copy_sum(dst, src) };
+    {
+        match level::get() {
+            level::VNNI => {
+                #[allow(unsafe_code)]
+                // SAFETY: the level is VNNI only where the CPU supports every
+                // feature `vnni::copy_sum` enables (`level::detect`).
+                return unsafe { vnni::copy_sum(dst, src) };
+            }
+            level::AVX2 => {
+                #[allow(unsafe_code)]
+                // SAFETY: as in `sum_native`: the CPU supports AVX2.
+                return unsafe { avx2::copy_sum(dst, src) };
+            }
+            level::UNKNOWN => return copy_sum_native_first(dst, src),
+            _ => {}
+        }
     }
     portable_copy_sum(dst, src)
+}
+
+/// [`copy_sum_native`]'s first call: detect the CPU's features, then copy.
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn copy_sum_native_first(dst: &mut [u8], src: &[u8]) -> u64 {
+    level::detect();
+    copy_sum_native(dst, src)
 }
 
 /// The portable kernel: adds each 16-bit word of a 64-byte chunk into its own
@@ -559,6 +634,110 @@ mod avx2 {
             }
         }
         reduce(a, vectors) + u64::from(src[n - 1]) * (n as u64 & 1)
+    }
+}
+
+/// The copy kernel for CPUs with AVX-512 VNNI, on 256-bit vectors.
+///
+/// The same sum as the AVX2 kernel with two instructions fewer per 32 bytes
+/// where it counts: `vpdpwssd` multiplies the biased words by 1 and adds the
+/// pairs into the accumulator in one instruction (`vpmaddwd` + `vpaddd`), and
+/// the tail is one masked load and one masked store (AVX-512 BW), which also
+/// serves slices shorter than a vector. At 1500 bytes the AVX2 loop is limited
+/// by how many instructions the core can issue, not by loads, stores or
+/// arithmetic; this one runs about as fast as `memcpy` there. It stays on
+/// 256-bit vectors: 512-bit ones were no faster (the stores limit) and lower
+/// the clock on some Intel parts.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod vnni {
+    use core::arch::x86_64::*;
+
+    /// Sums the accumulators and removes the bias, as `avx2::reduce` (same
+    /// lanes, same bounds: `vpdpwssd` adds exactly what `vpmaddwd` +
+    /// `vpaddd` would, without saturation).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn reduce(a: [__m256i; 8], vectors: usize) -> u64 {
+        let a = [
+            _mm256_add_epi32(a[0], a[1]),
+            _mm256_add_epi32(a[2], a[3]),
+            _mm256_add_epi32(a[4], a[5]),
+            _mm256_add_epi32(a[6], a[7]),
+        ];
+        let s = _mm256_add_epi32(_mm256_add_epi32(a[0], a[1]), _mm256_add_epi32(a[2], a[3]));
+        let q = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let q = _mm_add_epi32(q, _mm_unpackhi_epi64(q, q));
+        let q = _mm_add_epi32(q, _mm_shuffle_epi32::<0b01>(q));
+        let biased = i64::from(_mm_cvtsi128_si32(q));
+        (biased + vectors as i64 * 16 * 32768) as u64
+    }
+
+    /// `avx2::copy_sum` (at most `BLOCK` bytes) with `vpdpwssd` and a masked
+    /// tail. Eight accumulators (AVX-512 VL gives 32 vector registers), so
+    /// that each sees one `vpdpwssd` per 256-byte iteration and the loop's
+    /// chains are short: LLVM otherwise splits chained `vpdpwssd`s back into
+    /// `vpmaddwd` + `vpaddd` to shorten them.
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) fn copy_sum(dst: &mut [u8], src: &[u8]) -> u64 {
+        let n = src.len();
+        // The caller checked this; the stores below rely on it.
+        assert_eq!(dst.len(), n, "copy_sum: length mismatch");
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // SAFETY: every load reads the 32 bytes at `s + i` with `i + 32 <= n`
+        // (the loop conditions), inside `src`; `loadu` has no alignment requirement.
+        let load = |i: usize| unsafe { _mm256_loadu_si256(s.add(i).cast()) };
+        // SAFETY: as for `load`, within `dst`, which has the same length and,
+        // being a `&mut`, does not overlap `src`.
+        let store = |i: usize, v: __m256i| unsafe { _mm256_storeu_si256(d.add(i).cast(), v) };
+        let bias = _mm256_set1_epi16(i16::MIN);
+        let ones = _mm256_set1_epi16(1);
+        // Adds the biased words of `v` to `acc` in adjacent pairs.
+        let add = |acc: __m256i, v: __m256i| _mm256_dpwssd_epi32(acc, _mm256_xor_si256(v, bias), ones);
+        let mut a = [_mm256_setzero_si256(); 8];
+        // Four vectors into accumulators `first..first + 4`.
+        let step4 = |a: &mut [__m256i; 8], i: usize, first: usize| {
+            let v = [load(i), load(i + 32), load(i + 64), load(i + 96)];
+            for (k, v) in v.into_iter().enumerate() {
+                store(i + 32 * k, v);
+                a[first + k] = add(a[first + k], v);
+            }
+        };
+        let mut i = 0;
+        let end = n & !255;
+        while i < end {
+            step4(&mut a, i, 0);
+            step4(&mut a, i + 128, 4);
+            i += 256;
+        }
+        if n - i >= 128 {
+            step4(&mut a, i, 0);
+            i += 128;
+        }
+        // Straight-line code, not a loop, as in `avx2::copy_sum`.
+        for acc in &mut a[4..7] {
+            if i + 32 <= n {
+                let v = load(i);
+                store(i, v);
+                *acc = add(*acc, v);
+                i += 32;
+            }
+        }
+        let mut vectors = i / 32;
+        if n > i {
+            // The last n - i (1..=31) bytes. Masked-off bytes load as zero (an
+            // odd last byte thus becomes a zero-padded word, as RFC 1071 pads).
+            let keep = (1u32 << (n - i)) - 1;
+            // SAFETY: only the first n - i bytes from `s + i` and `d + i` are
+            // enabled, all inside `src` and `dst`; masked-off bytes are
+            // neither read nor written and cannot fault.
+            let v = unsafe { _mm256_maskz_loadu_epi8(keep, s.add(i).cast()) };
+            // SAFETY: as just above.
+            unsafe { _mm256_mask_storeu_epi8(d.add(i).cast(), keep, v) };
+            a[7] = add(a[7], v);
+            vectors += 1;
+        }
+        reduce(a, vectors)
     }
 }
 

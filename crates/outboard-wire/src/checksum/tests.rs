@@ -133,6 +133,13 @@ fn check_all_paths(src: &[u8], dst_off: usize) {
             assert_eq!(native_to_be(fold(s)), want, "{}", what("avx2::sum"));
             check_copy(&mut buf, native_to_be(fold(c)), "avx2::copy_sum");
         }
+        #[cfg(target_arch = "x86_64")]
+        if level::detect() == level::VNNI {
+            #[allow(unsafe_code)]
+            // SAFETY: the kernel's features were detected just above.
+            let c = unsafe { vnni::copy_sum(&mut buf[dst_off..dst_off + n], src) };
+            check_copy(&mut buf, native_to_be(fold(c)), "vnni::copy_sum");
+        }
     }
 }
 
@@ -252,6 +259,15 @@ proptest! {
             let (s, c) = unsafe { (avx2::sum(d), avx2::copy_sum(&mut dst, d)) };
             prop_assert_eq!(native_to_be(fold(s)), want);
             prop_assert_eq!(native_to_be(fold(c)), want);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if level::detect() == level::VNNI {
+            let mut dst = vec![0u8; d.len()];
+            #[allow(unsafe_code)]
+            // SAFETY: the kernel's features were detected just above.
+            let c = unsafe { vnni::copy_sum(&mut dst, d) };
+            prop_assert_eq!(native_to_be(fold(c)), want);
+            prop_assert_eq!(&dst[..], d);
         }
     }
 
