@@ -38,17 +38,27 @@ fn per_call(calls: u64, dst: &mut [u8], op: &mut impl FnMut(&mut [u8])) -> f64 {
     t.elapsed().as_nanos() as f64 / calls as f64
 }
 
-/// The number of calls of `op` that takes about [`BATCH`].
+/// Runs `op` for [`WARM`] (caches, branch predictors, and whatever its first
+/// call sets up) and returns how many calls take about [`BATCH`]. Counting
+/// over the whole warm-up, not timing doubling batches, keeps one slow call
+/// (the first, or one the scheduler interrupted) from leaving the batch at a
+/// single call, which would time the clock more than the operation.
 fn calibrate(dst: &mut [u8], op: &mut impl FnMut(&mut [u8])) -> u64 {
-    let mut calls = 1u64;
-    while calls < 1 << 24 && per_call(calls, dst, op) * (calls as f64) < BATCH.as_nanos() as f64 {
-        calls *= 2;
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < WARM {
+        op(dst);
+        calls += 1;
     }
-    calls
+    (calls * BATCH.as_nanos() as u64 / WARM.as_nanos() as u64).max(1)
 }
 
+/// How long each operation runs untimed before its batches.
+const WARM: Duration = Duration::from_millis(2);
+
 /// How long one timed batch runs: far below a scheduler time slice, so that on
-/// a shared, loaded machine most batches run undisturbed.
+/// a shared, loaded machine most batches run undisturbed, and long enough that
+/// reading the clock is noise.
 const BATCH: Duration = Duration::from_micros(20);
 
 /// Times the three operations on the same buffers, taking turns batch by batch
@@ -76,25 +86,48 @@ fn rates(
     best.map(|ns| size as f64 / ns * 1e9)
 }
 
+const PAGE: usize = 4096;
+
+/// Places `size`-byte `src` and `dst` in `buf` (at least `2 * size + 3 * PAGE`
+/// bytes) at a fixed layout: both 64-byte aligned, `dst` half a page past
+/// `src` modulo 4 KiB. Left to the allocator, the layout changed with the
+/// command line (its allocations come first), and with it the results:
+/// when `dst` sits a little before or after `src` modulo 4 KiB, loads are
+/// held behind earlier stores to the "same" address (4K aliasing), within a
+/// call or from the previous one, which made either `memcpy` or the fused
+/// copy up to 1.5-2.5x slower at 1500 B depending on the run. Half a page
+/// apart, no load within 2 KiB of a recent store aliases it.
+fn place(buf: &mut [u8], size: usize) -> (&mut [u8], &mut [u8]) {
+    let at = buf.as_ptr() as usize;
+    let s0 = (PAGE - at % PAGE) % PAGE;
+    let d0 = s0 + size.div_ceil(PAGE) * PAGE + PAGE / 2;
+    let (a, b) = buf.split_at_mut(d0);
+    (&mut a[s0..s0 + size], &mut b[..size])
+}
+
 pub fn run(budget_per_case: Duration) -> Report {
     let mut rows = Vec::new();
     for &size in &SIZES {
+        let mut buf = vec![0u8; 2 * size + 3 * PAGE];
+        let (src, dst) = place(&mut buf, size);
         // Deterministic, non-trivial contents so nothing is special-cased.
-        let src: Vec<u8> = (0..size).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
-        let mut dst = vec![0u8; size];
+        for (i, b) in src.iter_mut().enumerate() {
+            *b = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3];
+        }
+        let src = &*src;
         let [memcpy, sum, fused] = rates(
             size,
             budget_per_case,
-            &mut dst,
+            dst,
             |dst| {
-                dst.copy_from_slice(black_box(&src));
+                dst.copy_from_slice(black_box(src));
                 black_box(dst);
             },
             |_| {
-                black_box(checksum::checksum(black_box(&src)));
+                black_box(checksum::checksum(black_box(src)));
             },
             |dst| {
-                black_box(checksum::copy_and_checksum(dst, black_box(&src)));
+                black_box(checksum::copy_and_checksum(dst, black_box(src)));
                 black_box(dst);
             },
         );
