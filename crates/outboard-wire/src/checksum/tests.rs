@@ -175,6 +175,51 @@ fn lengths_around_64_kib_at_every_alignment_match_reference() {
 }
 
 #[test]
+fn copies_at_every_distance_modulo_4_kib_match_reference() {
+    // The vector kernels copy from the top down when `dst` lies 1..=256 bytes
+    // after `src` modulo 4 KiB (`backward`): check both directions and the
+    // edges between them, each kernel, with guard bytes around `dst`.
+    const PAGE: usize = 4096;
+    let mut buf = vec![0u8; 4 * PAGE + 4200];
+    let base = (PAGE - buf.as_ptr() as usize % PAGE) % PAGE;
+    let s0 = base + 64 + 5;
+    let data = noise(4200, 5);
+    let distances = (0..=300).chain([PAGE - 300, PAGE - 1, PAGE + 1, PAGE + 128, PAGE + 256, PAGE + 257]);
+    for delta in distances {
+        let d0 = s0 + 2 * PAGE + delta;
+        for len in [0usize, 1, 31, 32, 33, 63, 127, 128, 129, 255, 256, 257, 300, 1499, 1500, 4096 + 33] {
+            buf[s0..s0 + len].copy_from_slice(&data[..len]);
+            let (lo, hi) = buf.split_at_mut(d0 - 64);
+            let src = &lo[s0..s0 + len];
+            let want = reference_sum(src);
+            let (guard, window) = (0x5au8, &mut hi[..len + 128]);
+            let mut run = |path: &str, f: &mut dyn FnMut(&mut [u8], &[u8]) -> u16| {
+                window.fill(guard);
+                let got = f(&mut window[64..64 + len], src);
+                assert_eq!(got, want, "{path}: delta {delta}, len {len}");
+                assert_eq!(&window[64..64 + len], src, "{path}: delta {delta}, len {len}");
+                assert!(window[..64].iter().chain(&window[64 + len..]).all(|&b| b == guard), "{path}: wrote outside dst");
+            };
+            run("copy_and_checksum", &mut |d, s| copy_and_checksum(d, s).sum());
+            #[cfg(target_arch = "x86_64")]
+            {
+                let l = level::detect();
+                if l >= level::AVX2 {
+                    #[allow(unsafe_code)]
+                    // SAFETY: AVX2 was detected (`level::detect`).
+                    run("avx2::copy_sum", &mut |d, s| native_to_be(fold(unsafe { avx2::copy_sum(d, s) })));
+                }
+                if l == level::VNNI {
+                    #[allow(unsafe_code)]
+                    // SAFETY: the kernel's features were detected (`level::detect`).
+                    run("vnni::copy_sum", &mut |d, s| native_to_be(fold(unsafe { vnni::copy_sum(d, s) })));
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn fused_piece_after_an_odd_prefix_matches_whole() {
     // The running sum starts at an odd offset: the piece's bytes sit in
     // swapped lanes and must be swapped when added (RFC 1071 §2(B)).
