@@ -206,10 +206,10 @@ pub fn update_u32(hc: u16, old: u32, new: u32) -> u16 {
     update(hc, old as u16, new as u16)
 }
 
-/// Bytes summed per kernel call before folding. The AVX2 kernel keeps its
+/// Bytes summed per kernel call before folding. The vector kernels keep their
 /// partial sums in `i32` lanes: each 32-byte vector moves a lane by at most
 /// 65536, and a call sees at most `BLOCK / 32 + 1` = 2049 vectors, so even
-/// the sum of all 32 lanes of the four accumulators stays below 2^31. Longer
+/// the sum of all lanes of all the accumulators stays below 2^31. Longer
 /// slices are summed in 64 KiB blocks (even lengths, so every block but the
 /// last starts at an even offset); one extra call per 64 KiB costs nothing
 /// measurable.

@@ -115,7 +115,11 @@ fn check_all_paths(src: &[u8], dst_off: usize) {
     let check_copy = |buf: &mut Vec<u8>, s: u16, path: &str| {
         assert_eq!(s, want, "{}", what(path));
         assert_eq!(&buf[dst_off..dst_off + n], src, "{}", what(path));
-        assert!(buf[..dst_off].iter().chain(&buf[dst_off + n..]).all(|&b| b == guard), "{}: wrote outside dst", what(path));
+        assert!(
+            buf[..dst_off].iter().chain(&buf[dst_off + n..]).all(|&b| b == guard),
+            "{}: wrote outside dst",
+            what(path)
+        );
         buf.fill(guard);
     };
     let s = copy_and_checksum(&mut buf[dst_off..dst_off + n], src);
@@ -198,7 +202,10 @@ fn copies_at_every_distance_modulo_4_kib_match_reference() {
                 let got = f(&mut window[64..64 + len], src);
                 assert_eq!(got, want, "{path}: delta {delta}, len {len}");
                 assert_eq!(&window[64..64 + len], src, "{path}: delta {delta}, len {len}");
-                assert!(window[..64].iter().chain(&window[64 + len..]).all(|&b| b == guard), "{path}: wrote outside dst");
+                assert!(
+                    window[..64].iter().chain(&window[64 + len..]).all(|&b| b == guard),
+                    "{path}: wrote outside dst"
+                );
             };
             run("copy_and_checksum", &mut |d, s| copy_and_checksum(d, s).sum());
             #[cfg(target_arch = "x86_64")]
