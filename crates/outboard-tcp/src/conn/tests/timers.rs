@@ -254,15 +254,16 @@ fn rfc5461_icmp_error_in_syn_sent_fails_the_connect_at_once_as_linux() {
 fn rfc5927_icmp_error_quoting_a_foreign_sequence_number_is_ignored() {
     let mut h = Harness::connect(&plain_cfg());
     h.recv_one();
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5000), IcmpError::Unreachable { code: 3 });
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5000), IcmpError::Unreachable { code: 3 }));
     assert_eq!(h.c.state(), State::SynSent);
     assert_eq!(h.c.soft_error(), None);
     let mut h = Harness::established(&plain_cfg());
     h.c.send(b"abc").unwrap();
     h.recv();
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 900), IcmpError::Unreachable { code: 1 });
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 900), IcmpError::Unreachable { code: 1 }));
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5), IcmpError::Unreachable { code: 1 }), "past SND.NXT");
     assert_eq!(h.c.soft_error(), None);
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 1), IcmpError::Unreachable { code: 1 });
+    assert!(h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 1), IcmpError::Unreachable { code: 1 }));
     assert_eq!(h.c.soft_error(), Some(IcmpError::Unreachable { code: 1 }));
     assert_eq!(h.c.state(), State::Established, "soft once synchronized");
 }
@@ -286,4 +287,20 @@ fn rfc5461_icmp_net_or_host_unreachable_drops_a_syn_received_connection_as_linux
         assert!(h.events().is_empty(), "{err:?}");
         assert_eq!(h.c.is_finished(), dropped);
     }
+}
+
+/// RFC 5927 §4.1 for a listener's half-open connection, as Linux's
+/// `tcp_req_err` (`seq != snt_isn` is ignored, counted OutOfWindowIcmps): it
+/// has sent only its SYN-ACK, so only an error quoting exactly our ISS is
+/// believed.
+#[test]
+fn rfc5927_icmp_error_about_a_half_open_connection_must_quote_its_iss() {
+    let mut h = Harness::accept(&plain_cfg(), &seg(SYN, PEER_ISS, 0));
+    h.recv_one();
+    for seq in [ISS + 1, ISS.wrapping_sub(1), ISS + 70_000] {
+        assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(seq), IcmpError::Unreachable { code: 1 }), "{seq}");
+        assert_eq!(h.c.state(), State::SynReceived, "{seq}");
+    }
+    assert!(h.c.handle_icmp_quoting(h.now, SeqNumber(ISS), IcmpError::Unreachable { code: 1 }));
+    assert!(h.c.is_finished());
 }
