@@ -372,6 +372,10 @@ impl Connection {
     /// an error quoting exactly its ISS (Linux's `tcp_req_err`). Returns false
     /// when the error was ignored for its sequence number (the caller counts it).
     pub fn handle_icmp_quoting(&mut self, now: Instant, seq: SeqNumber, err: IcmpError) -> bool {
+        if matches!(self.state, State::TimeWait | State::Closed) {
+            // Nothing left to tell (Linux drops an ICMP error for a TIME-WAIT socket).
+            return false;
+        }
         let hi = if self.state == State::SynReceived && !self.active_open { self.iss } else { self.snd_max };
         if seq < self.snd_una || seq > hi {
             return false;

@@ -304,3 +304,21 @@ fn rfc5927_icmp_error_about_a_half_open_connection_must_quote_its_iss() {
     assert!(h.c.handle_icmp_quoting(h.now, SeqNumber(ISS), IcmpError::Unreachable { code: 1 }));
     assert!(h.c.is_finished());
 }
+
+/// RFC 5927 §4.1 / RFC 1122 §4.2.3.9: a connection in TIME-WAIT has nothing
+/// in flight an ICMP error could be about; Linux's `tcp_v4_err` drops it for a
+/// TIME-WAIT socket. It is ignored (the caller counts it) and changes nothing.
+#[test]
+fn rfc5927_icmp_error_about_a_time_wait_connection_is_ignored() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.close();
+    h.recv_one();
+    h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 2), b"");
+    h.recv();
+    assert_eq!(h.c.state(), State::TimeWait);
+    for err in [IcmpError::Unreachable { code: 1 }, IcmpError::FragmentationNeeded { mtu: 600 }] {
+        assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 2), err), "{err:?}");
+    }
+    assert_eq!((h.c.soft_error(), h.c.stats().send_mss), (None, 1460));
+    assert_eq!(h.c.state(), State::TimeWait);
+}
