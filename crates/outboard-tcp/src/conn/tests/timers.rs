@@ -322,3 +322,25 @@ fn rfc5927_icmp_error_about_a_time_wait_connection_is_ignored() {
     assert_eq!((h.c.soft_error(), h.c.stats().send_mss), (None, 1460));
     assert_eq!(h.c.state(), State::TimeWait);
 }
+
+/// RFC 1122 §4.2.3.6 leaves what a keepalive timeout sends to the
+/// implementation; Linux's `tcp_keepalive_timer` sends an active reset
+/// (`tcp_send_active_reset`: RST+ACK at an acceptable sequence number, the
+/// TS option when timestamps were negotiated, RFC 7323 §4.2) before it
+/// reports ETIMEDOUT.
+#[test]
+fn rfc1122_4_2_3_6_keepalive_timeout_sends_an_active_rst_as_linux() {
+    let cfg = Config { keepalive: Some((Duration::from_secs(10), Duration::from_secs(1), 2)), timestamps: true, ..plain_cfg() };
+    let opts = TcpOptions { mss: Some(1460), timestamps: Some((500, 10_001)), ..TcpOptions::default() };
+    let mut h = Harness::established_with(&cfg, opts);
+    h.advance(Duration::from_secs(10));
+    assert_eq!(h.recv_one().seq(), ISS);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.recv_one().seq(), ISS);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.events(), vec![Event::TimedOut]);
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq(), r.ack()), (RST | ACK, ISS + 1, PEER_ISS + 1));
+    assert_eq!(r.repr.options.timestamps.map(|t| t.1), Some(500));
+    assert!(h.c.is_finished());
+}
