@@ -370,7 +370,8 @@ impl Connection {
     /// flight and is ignored, so a blind attacker cannot abort a connection;
     /// a listener's half-open connection has sent only its SYN-ACK, and takes
     /// an error quoting exactly its ISS (Linux's `tcp_req_err`). Returns false
-    /// when the error was ignored for its sequence number (the caller counts it).
+    /// when the error was ignored, for its sequence number or because the
+    /// connection is in TIME-WAIT or CLOSED (the caller counts it).
     pub fn handle_icmp_quoting(&mut self, now: Instant, seq: SeqNumber, err: IcmpError) -> bool {
         if matches!(self.state, State::TimeWait | State::Closed) {
             // Nothing left to tell (Linux drops an ICMP error for a TIME-WAIT socket).
