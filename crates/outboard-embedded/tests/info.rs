@@ -156,8 +156,10 @@ fn keepalive_keeps_a_live_peer_and_times_out_a_silent_one() {
     assert!(Instant::now() >= silent_at, "timed out before the peer fell silent");
     assert!(t0.elapsed() < Duration::from_secs(10));
     assert_eq!(c.tcp_info().state, 7, "CLOSE after the timeout");
-    // The silent side's probes are lost too: it times out as well (no RST reaches it).
+    // The silent side's probes are lost too: it times out as well, unless the
+    // RST the other side sends when its keepalive gives up (as Linux's
+    // tcp_keepalive_timer does) reaches it first: ETIMEDOUT or ECONNRESET, as on Linux.
     let r = s.recv(&mut buf);
-    assert!(matches!(r, Err(Error::TimedOut)), "{r:?}");
+    assert!(matches!(r, Err(Error::TimedOut | Error::ConnectionReset)), "{r:?}");
     assert!(t0.elapsed() < Duration::from_secs(10));
 }

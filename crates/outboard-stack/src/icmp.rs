@@ -137,14 +137,17 @@ impl Stack {
         let dport = u16::from_be_bytes([l4[2], l4[3]]);
         let tuple = v4_tuple(SocketAddrV4::new(quoted.src_addr, sport), SocketAddrV4::new(quoted.dst_addr, dport));
         let delivered = match quoted.protocol {
-            IpProtocol::Tcp => {
-                // Bytes 4..8 of the quoted TCP header: the sequence number
-                // (RFC 5927 §4.1 checks it; ICMP quotes at least 8 bytes).
-                let seq = l4
-                    .get(4..8)
-                    .map(|b| SeqNumber(u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
-                self.tcp.icmp_input(now, tuple, seq, err)
-            }
+            // Bytes 4..8 of the quoted TCP header: the sequence number, which
+            // RFC 5927 §4.1 checks (RFC 792 quotes at least 8 bytes; an error
+            // quoting fewer cannot be checked and is not believed, as Linux's
+            // `icmp_unreach` drops it).
+            IpProtocol::Tcp => match l4.get(4..8) {
+                Some(b) => {
+                    let seq = SeqNumber(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                    self.tcp.icmp_input(now, tuple, seq, err)
+                }
+                None => false,
+            },
             // RFC 1122 §4.1.3.3: UDP passes port/protocol unreachable up
             // (ECONNREFUSED); the soft errors are not reported.
             IpProtocol::Udp => match err {

@@ -88,7 +88,9 @@ counters! {
     icmp_time_exceeded_out,
     /// ICMP errors whose quoted packet matched a connection or socket.
     icmp_errors_delivered,
-    /// ICMP errors quoting a packet we can't attribute (or with a bad TCP sequence).
+    /// ICMP errors quoting a packet we can't attribute, or a TCP sequence number
+    /// the connection has not in flight (RFC 5927 §4.1; Linux's OutOfWindowIcmps),
+    /// or too little of the TCP header to check it.
     icmp_errors_unmatched,
     /// ICMP errors not sent because of the rate limit (RFC 1812 §4.3.2.8).
     icmp_rate_limited,

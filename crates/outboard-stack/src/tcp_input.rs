@@ -112,13 +112,15 @@ impl TcpTable {
         reply
     }
 
-    /// An ICMP error quoting a segment we sent on `tuple` (RFC 1122 §4.2.3.9,
-    /// RFC 5927). True if a connection took it.
+    /// An ICMP error quoting a segment we sent on `tuple` (RFC 1122 §4.2.3.9)
+    /// whose quoted sequence number is `seq`. True if a connection took it:
+    /// one must own the tuple, and RFC 5927 §4.1 wants `seq` to be data it
+    /// has in flight (`Connection::handle_icmp_quoting`).
     pub(crate) fn icmp_input(
         &mut self,
         now: Instant,
         tuple: FourTuple,
-        seq: Option<SeqNumber>,
+        seq: SeqNumber,
         err: IcmpError,
     ) -> bool {
         let Some(&id) = self.by_tuple.get(&tuple) else {
@@ -127,9 +129,8 @@ impl TcpTable {
         let Some(e) = self.conns.get_mut(&id) else {
             return false;
         };
-        match seq {
-            Some(seq) => e.conn.handle_icmp_quoting(now, seq, err),
-            None => e.conn.handle_icmp(now, err),
+        if !e.conn.handle_icmp_quoting(now, seq, err) {
+            return false;
         }
         self.mark_ready(id);
         self.settle(id);

@@ -262,8 +262,10 @@ fn rfc5461_icmp_host_unreachable_fails_the_connect_and_a_foreign_seq_is_ignored(
     quoted[24..28].copy_from_slice(&seq.wrapping_add(100_000).to_be_bytes());
     icmp_about(&mut s, 2, UnreachableCode::HOST, &quoted);
     assert_eq!(s.tcp(id).unwrap().state(), State::SynSent, "foreign seq");
+    assert_eq!((s.stats().icmp_errors_unmatched, s.stats().icmp_errors_delivered), (1, 0));
     quoted[24..28].copy_from_slice(&seq.to_be_bytes());
     icmp_about(&mut s, 3, UnreachableCode::HOST, &quoted);
+    assert_eq!((s.stats().icmp_errors_unmatched, s.stats().icmp_errors_delivered), (1, 1));
     let c = s.tcp(id).unwrap();
     assert_eq!(c.state(), State::Closed);
     assert_eq!(c.poll_event(), Some(Event::Reset));
@@ -272,4 +274,65 @@ fn rfc5461_icmp_host_unreachable_fails_the_connect_and_a_foreign_seq_is_ignored(
         Some(outboard_tcp::IcmpError::Unreachable { code: 1 })
     );
     assert!(tcp_out(&drain(&mut s, t(3))).is_empty(), "no SYN retransmission");
+}
+
+/// RFC 5927 §4.1 needs the quoted sequence number: an ICMP error that quotes
+/// less than 8 bytes of our TCP header (RFC 792 requires 8) cannot be
+/// checked and is not believed (Linux's `icmp_unreach` drops it): the ICMP
+/// parser counts it malformed (the TCP path checks again) and the connect goes on.
+#[test]
+fn rfc5927_icmp_error_quoting_too_little_of_the_tcp_header_is_ignored() {
+    let mut s = stack();
+    let id = s.tcp_connect(t(1), SocketAddrV4::new(IP_PEER, 80)).unwrap();
+    let frames = drain(&mut s, t(1));
+    // The IPv4 header (20 bytes) and only the ports of the TCP header.
+    let quoted = frames[0][14..14 + 24].to_vec();
+    icmp_about(&mut s, 2, UnreachableCode::PORT, &quoted);
+    let c = s.tcp(id).unwrap();
+    assert_eq!(c.state(), State::SynSent);
+    assert_eq!(c.soft_error(), None);
+    let st = s.stats();
+    assert_eq!((st.drops_malformed + st.icmp_errors_unmatched, st.icmp_errors_delivered), (1, 0));
+}
+
+/// RFC 9293 §3.10.7.1 exactly, for segments that reach no connection and no
+/// listener (and §3.10.7.2 for an ACK at a listener): an RST is never
+/// answered; a segment with ACK gets `<SEQ=SEG.ACK><CTL=RST>`; one without
+/// gets `<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`, SEG.LEN counting data,
+/// SYN and FIN. The reset carries no options, no data and a zero window.
+#[test]
+fn rfc9293_3_10_7_1_stateless_rst_is_exact_for_every_kind_of_segment() {
+    let mut s = stack();
+    s.tcp_listen(80, 4).unwrap();
+    let only_rst = |s: &mut Stack, ms: u64, repr: &TcpRepr, data: &[u8]| -> Option<TcpRepr> {
+        s.receive_frame(t(ms), &tcp_frame(IP_PEER, IP_A, repr, data, MAC_A, MAC_PEER));
+        let out = tcp_out(&drain(s, t(ms)));
+        assert!(out.len() <= 1, "{out:?}");
+        out.into_iter().next().map(|(r, bytes)| {
+            assert_eq!(bytes.len(), 20, "no options, no data: {r:?}");
+            assert_eq!((r.window, r.options), (0, TcpOptions::default()));
+            assert_eq!((r.src_port, r.dst_port), (repr.dst_port, repr.src_port));
+            r
+        })
+    };
+    let to = |port: u16, flags: TcpFlags, seq: u32, ack: u32| TcpRepr { dst_port: port, ..from_peer(flags, seq, ack) };
+    // No listener on 81: ACK set (with data and FIN).
+    let r = only_rst(&mut s, 1, &to(81, TcpFlags::ACK | TcpFlags::FIN, 100, 9_000), b"data").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST, SeqNumber(9_000), SeqNumber(0)));
+    // No ACK: data, SYN and FIN all count in SEG.LEN.
+    let r = only_rst(&mut s, 2, &to(81, TcpFlags::PSH, 100, 0), b"abc").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST | TcpFlags::ACK, SeqNumber(0), SeqNumber(103)));
+    let r = only_rst(&mut s, 3, &to(81, TcpFlags::SYN, 100, 0), b"").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST | TcpFlags::ACK, SeqNumber(0), SeqNumber(101)));
+    let r = only_rst(&mut s, 4, &to(81, TcpFlags::FIN, u32::MAX, 0), b"xy").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST | TcpFlags::ACK, SeqNumber(0), SeqNumber(2)));
+    // An RST is never answered, with or without ACK.
+    assert!(only_rst(&mut s, 5, &to(81, TcpFlags::RST, 100, 0), b"").is_none());
+    assert!(only_rst(&mut s, 6, &to(81, TcpFlags::RST | TcpFlags::ACK, 100, 5), b"").is_none());
+    // §3.10.7.2: at a listener, a SYN-ACK or a stray ACK gets <SEQ=SEG.ACK><CTL=RST>.
+    let r = only_rst(&mut s, 7, &to(80, TcpFlags::SYN | TcpFlags::ACK, 100, 4_242), b"").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST, SeqNumber(4_242), SeqNumber(0)));
+    let r = only_rst(&mut s, 8, &to(80, TcpFlags::ACK, 100, 777), b"").unwrap();
+    assert_eq!((r.flags, r.seq, r.ack), (TcpFlags::RST, SeqNumber(777), SeqNumber(0)));
+    assert_eq!(s.stats().tcp_resets_out, 6);
 }

@@ -177,9 +177,12 @@ pub struct Connection {
     keepalive_sent: u32,
     last_rx: Instant,
 
-    /// The segment `next_from_nxt` just chose ends a window-limited burst:
-    /// `emit` sets PSH on it.
+    /// The segment `next_from_nxt` just chose ends a burst that the
+    /// congestion window or the peer's window stops: `emit` sets PSH on it.
     push_burst_end: bool,
+    /// End of the last new data sent with PSH (Linux's `pushed_seq`): new
+    /// data more than half the peer's largest window past it is pushed.
+    pushed_seq: SeqNumber,
     /// An ACK must go out on the next `poll_transmit`.
     ack_now: bool,
     /// Bytes received since the last ACK we sent (delayed-ACK accounting).
@@ -260,6 +263,7 @@ impl Connection {
             keepalive_sent: 0,
             last_rx: now,
             push_burst_end: false,
+            pushed_seq: iss + 1,
             ack_now: false,
             unacked_rx_bytes: 0,
             quickacks: QUICKACK_SEGMENTS,
@@ -363,12 +367,22 @@ impl Connection {
     /// segment it concerns (ICMP quotes at least the first 8 bytes of our TCP
     /// header). RFC 5927 §4.1, as Linux's `tcp_v4_err`: an error about a
     /// sequence number outside [SND.UNA, SND.NXT] concerns nothing we have in
-    /// flight and is ignored, so a blind attacker cannot abort a connection.
-    pub fn handle_icmp_quoting(&mut self, now: Instant, seq: SeqNumber, err: IcmpError) {
-        if seq < self.snd_una || seq > self.snd_max {
-            return;
+    /// flight and is ignored, so a blind attacker cannot abort a connection;
+    /// a listener's half-open connection has sent only its SYN-ACK, and takes
+    /// an error quoting exactly its ISS (Linux's `tcp_req_err`). Returns false
+    /// when the error was ignored, for its sequence number or because the
+    /// connection is in TIME-WAIT or CLOSED (the caller counts it).
+    pub fn handle_icmp_quoting(&mut self, now: Instant, seq: SeqNumber, err: IcmpError) -> bool {
+        if matches!(self.state, State::TimeWait | State::Closed) {
+            // Nothing left to tell (Linux drops an ICMP error for a TIME-WAIT socket).
+            return false;
+        }
+        let hi = if self.state == State::SynReceived && !self.active_open { self.iss } else { self.snd_max };
+        if seq < self.snd_una || seq > hi {
+            return false;
         }
         self.handle_icmp(now, err);
+        true
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {

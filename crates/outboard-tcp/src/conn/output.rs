@@ -249,12 +249,14 @@ impl Connection {
         self.persist_override = false;
         let seq = self.snd_nxt;
         let fin = fin_pending.is_some_and(|f| seq + len == f);
-        // PSH on the last segment of a burst that the congestion window or
-        // the peer's window stops with data still queued: after this one,
-        // no further segment (or only a short one) fits.
+        // PSH on the last segment of a burst of new data that the congestion
+        // window or the peer's window stops with data still queued: after
+        // this one, no further segment (or only a short one) fits. Data
+        // resent after an RTO is no new burst (Linux resends a segment with
+        // the flags it first had).
         let rest = unsent - len;
         let room = wnd_avail.min(self.cwnd_allowance()).saturating_sub(len);
-        self.push_burst_end = rest > 0 && room < rest.min(mss);
+        self.push_burst_end = !retransmitting && rest > 0 && room < rest.min(mss);
         Some((seq, len, fin))
     }
 
@@ -301,6 +303,7 @@ impl Connection {
     /// Builds a segment from the send queue and does the bookkeeping of sending it.
     fn emit(&mut self, now: Instant, seq: SeqNumber, len: usize, fin: bool, kind: SegKind) -> Transmit<'_> {
         let end = seq + len + usize::from(fin);
+        let new_data = kind == SegKind::Data && len > 0 && seq + len > self.snd_max;
         match kind {
             SegKind::Data => {
                 if seq < self.snd_max {
@@ -340,12 +343,18 @@ impl Connection {
         }
         // PSH (RFC 9293 §3.9.1 leaves when to the sender) as Linux marks it
         // (`tcp_push`/`tcp_mark_push`, `forced_push`): on the segment that
-        // empties the send queue, and on the last segment of a burst that
-        // stops, cwnd- or rwnd-limited, with data still queued (`next_from_nxt`).
+        // empties the send queue; on the last segment of a burst that stops,
+        // cwnd- or rwnd-limited, with data still queued (`next_from_nxt`);
+        // and on new data that ends more than half the peer's largest window
+        // past the last push (`forced_push`: write_seq > pushed_seq +
+        // max_window / 2), so a long stream into a big window is still handed
+        // to the receiving application regularly.
         let data_end = self.snd_buf_seq + self.send_buf.len();
         let burst_end = std::mem::take(&mut self.push_burst_end);
-        if len > 0 && (seq + len == data_end || burst_end) {
+        let forced = new_data && seq_sub(seq + len, self.pushed_seq) > self.max_snd_wnd / 2;
+        if len > 0 && (seq + len == data_end || burst_end || forced) {
             flags |= TcpFlags::PSH;
+            self.pushed_seq = self.pushed_seq.max(seq + len);
         }
         let repr = TcpRepr {
             src_port: self.tuple.local.port(),

@@ -115,6 +115,9 @@ impl Connection {
             return;
         }
         if self.keepalive_sent >= probes {
+            // Linux's `tcp_keepalive_timer` tells the peer too, should it
+            // still be there: `tcp_send_active_reset` (RST+ACK, TS option).
+            self.pending_rst = Some(self.make_rst());
             self.fail(Error::TimedOut);
             return;
         }

@@ -405,3 +405,55 @@ fn rfc9293_3_9_1_psh_on_the_last_segment_of_an_rwnd_limited_burst() {
     assert_eq!(segs[0].flags(), ACK);
     assert_eq!(segs[1].flags(), ACK | TcpFlags::PSH);
 }
+
+/// Linux's `forced_push` (RFC 9293 §3.9.1 leaves PSH to the sender): new
+/// data that ends more than half the peer's largest window past the last
+/// pushed byte carries PSH even inside a burst, so a long stream is handed to
+/// the receiving application at least every half window.
+#[test]
+fn rfc9293_3_9_1_psh_forced_every_half_max_window_as_linux() {
+    let mut h = Harness::established(&plain_cfg());
+    // The peer's window (and so MAX.SND.WND) is 20,000: a push at least every 10,000 bytes.
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = 20_000;
+    h.send(&a, b"");
+    h.c.max_snd_wnd = 20_000;
+    h.c.send(&[0; 60_000]).unwrap();
+    let segs = h.recv();
+    let psh: Vec<bool> = segs.iter().map(|s| s.flags().contains(TcpFlags::PSH)).collect();
+    // Ten segments of 1460 (cwnd): the 7th ends at 10,220 > 10,000 (forced),
+    // the 10th ends the cwnd-limited burst.
+    assert_eq!(psh, [false, false, false, false, false, false, true, false, false, true]);
+    let mut last_push = 14_600;
+    let mut sent = 14_600;
+    while sent < 60_000 {
+        let mut a = seg(ACK, PEER_ISS + 1, ISS + 1 + sent as u32);
+        a.window = 20_000;
+        h.send(&a, b"");
+        for s in h.recv() {
+            sent += s.len();
+            if s.flags().contains(TcpFlags::PSH) {
+                last_push = sent;
+            }
+            assert!(sent - last_push <= 10_000, "no PSH for {} bytes", sent - last_push);
+        }
+    }
+    assert_eq!(last_push, 60_000, "the segment that empties the queue is pushed");
+}
+
+/// Data resent after an RTO (go-back-N, one segment per cwnd) is no new
+/// burst: it is not marked PSH as a burst end, as Linux resends a segment
+/// with the flags it first had (RFC 9293 §3.9.1 leaves PSH to the sender).
+#[test]
+fn rfc9293_3_9_1_no_burst_end_psh_on_data_resent_after_rto() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&[0; 30_000]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    h.fire_next_timer();
+    let mut resent = h.recv();
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1 + 1460), b"");
+    resent.extend(h.recv());
+    assert!(resent.len() >= 3, "{resent:#?}");
+    assert!(resent.iter().all(|s| s.seq() < ISS + 1 + 14_600), "only resent data: {resent:#?}");
+    assert!(resent.iter().all(|s| !s.flags().contains(TcpFlags::PSH)), "{resent:#?}");
+}

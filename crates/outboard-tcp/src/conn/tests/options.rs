@@ -279,3 +279,42 @@ fn rfc7323_2_3_window_scale_from_the_largest_receive_buffer_as_linux() {
     });
     assert_eq!(h.recv_one().repr.options.window_scale, Some(7), "the SYN-ACK offers the same");
 }
+
+/// RFC 9293 §3.10.7.4 processing order with RFC 7323 §4.3 / §5.3 and RFC
+/// 5961: a segment dropped anywhere on the way — PAWS, sequence number out
+/// of window, in-window RST or SYN (challenge ACK), ACK of data never sent or
+/// older than the largest window — changes none of what the peer's valid
+/// segments set: TS.Recent and its age, the send window and its WL1/WL2,
+/// MAX.SND.WND, rcv_mss, RCV.NXT, nor the time of the last valid segment
+/// (keepalive). Each one carries a newer TSval, a big window and a
+/// full-sized payload that would change all of them if taken.
+#[test]
+fn rfc9293_3_10_7_4_a_dropped_segment_changes_no_connection_state() {
+    let mut h = ts_established();
+    let snapshot = |c: &Connection| {
+        (c.ts_recent, c.ts_recent_at, c.snd_wnd, c.max_snd_wnd, c.snd_wl1, c.snd_wl2, c.rcv_mss, c.rcv_nxt, c.last_rx, c.recv_available(), c.state)
+    };
+    let before = snapshot(&h.c);
+    let rcv = PEER_ISS + 1;
+    let bad = [
+        ("ACK of data never sent", ts_seg(ACK, rcv, ISS + 100, 900)),
+        ("ACK older than MAX.SND.WND", ts_seg(ACK, rcv, (ISS + 1).wrapping_sub(600_000), 900)),
+        ("PAWS: TSval older than TS.Recent", ts_seg(ACK, rcv, ISS + 1, 400)),
+        ("sequence number beyond the window", ts_seg(ACK, rcv + 10_000_000, ISS + 1, 900)),
+        ("in-window SYN", ts_seg(SYN | ACK, rcv, ISS + 1, 900)),
+        ("in-window RST not at RCV.NXT", ts_seg(RST | ACK, rcv + 1, ISS + 1, 900)),
+    ];
+    for (what, mut s) in bad {
+        h.now += Duration::from_secs(1);
+        s.window = 60_000;
+        let payload = if s.flags.rst() { &[][..] } else { &[7u8; 1400][..] };
+        h.send(&s, payload);
+        h.recv();
+        assert_eq!(snapshot(&h.c), before, "{what}");
+    }
+    // The peer's next valid segment is taken and acknowledged with its TSval.
+    h.send(&ts_seg(ACK, rcv, ISS + 1, 600), b"abc");
+    assert_eq!(h.c.recv_available(), 3);
+    let a = h.recv_one();
+    assert_eq!((a.ack(), a.repr.options.timestamps.map(|t| t.1)), (rcv + 3, Some(600)));
+}

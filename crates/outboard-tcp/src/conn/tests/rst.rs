@@ -163,10 +163,12 @@ fn ts_cfg() -> Config {
 fn rfc7323_4_2_active_rst_carries_timestamps_when_negotiated() {
     let opts = TcpOptions { mss: Some(1460), timestamps: Some((500, 10_001)), ..TcpOptions::default() };
     let mut h = Harness::established_with(&ts_cfg(), opts);
+    h.now += Duration::from_millis(250);
     h.c.abort();
     let r = h.recv_one();
     assert_eq!(r.flags(), RST | ACK);
-    assert_eq!(r.repr.options.timestamps.map(|t| t.1), Some(500));
+    // TSval is our clock when the RST goes (ms + 1), TSecr is TS.Recent.
+    assert_eq!(r.repr.options.timestamps, Some((10_251, 500)));
 
     let mut h = Harness::established_with(&ts_cfg(), opts);
     h.send(&seg_ts(PEER_ISS + 1, ISS + 1, 600), b"unread");
@@ -228,4 +230,13 @@ fn rfc9293_3_10_7_1_data_after_close_gets_rst_seq_seg_ack_as_linux() {
     let r = h.recv_one();
     assert_eq!((r.flags(), r.seq(), r.len()), (RST, ISS + 1, 0));
     assert_eq!(h.c.state(), State::Closed);
+    // With timestamps negotiated too: this RST answers a segment, built as
+    // Linux's `tcp_v4_send_reset` builds it, with no options at all.
+    let opts = TcpOptions { mss: Some(1460), timestamps: Some((500, 10_001)), ..TcpOptions::default() };
+    let mut h = Harness::established_with(&ts_cfg(), opts);
+    h.c.close();
+    assert!(h.recv_one().flags().fin());
+    h.send(&seg_ts(PEER_ISS + 1, ISS + 1, 600), b"late data");
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq(), r.repr.options), (RST, ISS + 1, TcpOptions::default()));
 }

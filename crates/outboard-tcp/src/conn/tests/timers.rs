@@ -254,15 +254,16 @@ fn rfc5461_icmp_error_in_syn_sent_fails_the_connect_at_once_as_linux() {
 fn rfc5927_icmp_error_quoting_a_foreign_sequence_number_is_ignored() {
     let mut h = Harness::connect(&plain_cfg());
     h.recv_one();
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5000), IcmpError::Unreachable { code: 3 });
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5000), IcmpError::Unreachable { code: 3 }));
     assert_eq!(h.c.state(), State::SynSent);
     assert_eq!(h.c.soft_error(), None);
     let mut h = Harness::established(&plain_cfg());
     h.c.send(b"abc").unwrap();
     h.recv();
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 900), IcmpError::Unreachable { code: 1 });
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 900), IcmpError::Unreachable { code: 1 }));
+    assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 5), IcmpError::Unreachable { code: 1 }), "past SND.NXT");
     assert_eq!(h.c.soft_error(), None);
-    h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 1), IcmpError::Unreachable { code: 1 });
+    assert!(h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 1), IcmpError::Unreachable { code: 1 }));
     assert_eq!(h.c.soft_error(), Some(IcmpError::Unreachable { code: 1 }));
     assert_eq!(h.c.state(), State::Established, "soft once synchronized");
 }
@@ -286,4 +287,60 @@ fn rfc5461_icmp_net_or_host_unreachable_drops_a_syn_received_connection_as_linux
         assert!(h.events().is_empty(), "{err:?}");
         assert_eq!(h.c.is_finished(), dropped);
     }
+}
+
+/// RFC 5927 §4.1 for a listener's half-open connection, as Linux's
+/// `tcp_req_err` (`seq != snt_isn` is ignored, counted OutOfWindowIcmps): it
+/// has sent only its SYN-ACK, so only an error quoting exactly our ISS is
+/// believed.
+#[test]
+fn rfc5927_icmp_error_about_a_half_open_connection_must_quote_its_iss() {
+    let mut h = Harness::accept(&plain_cfg(), &seg(SYN, PEER_ISS, 0));
+    h.recv_one();
+    for seq in [ISS + 1, ISS.wrapping_sub(1), ISS + 70_000] {
+        assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(seq), IcmpError::Unreachable { code: 1 }), "{seq}");
+        assert_eq!(h.c.state(), State::SynReceived, "{seq}");
+    }
+    assert!(h.c.handle_icmp_quoting(h.now, SeqNumber(ISS), IcmpError::Unreachable { code: 1 }));
+    assert!(h.c.is_finished());
+}
+
+/// RFC 5927 §4.1 / RFC 1122 §4.2.3.9: a connection in TIME-WAIT has nothing
+/// in flight an ICMP error could be about; Linux's `tcp_v4_err` drops it for a
+/// TIME-WAIT socket. It is ignored (the caller counts it) and changes nothing.
+#[test]
+fn rfc5927_icmp_error_about_a_time_wait_connection_is_ignored() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.close();
+    h.recv_one();
+    h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 2), b"");
+    h.recv();
+    assert_eq!(h.c.state(), State::TimeWait);
+    for err in [IcmpError::Unreachable { code: 1 }, IcmpError::FragmentationNeeded { mtu: 600 }] {
+        assert!(!h.c.handle_icmp_quoting(h.now, SeqNumber(ISS + 2), err), "{err:?}");
+    }
+    assert_eq!((h.c.soft_error(), h.c.stats().send_mss), (None, 1460));
+    assert_eq!(h.c.state(), State::TimeWait);
+}
+
+/// RFC 1122 §4.2.3.6 leaves what a keepalive timeout sends to the
+/// implementation; Linux's `tcp_keepalive_timer` sends an active reset
+/// (`tcp_send_active_reset`: RST+ACK at an acceptable sequence number, the
+/// TS option when timestamps were negotiated, RFC 7323 §4.2) before it
+/// reports ETIMEDOUT.
+#[test]
+fn rfc1122_4_2_3_6_keepalive_timeout_sends_an_active_rst_as_linux() {
+    let cfg = Config { keepalive: Some((Duration::from_secs(10), Duration::from_secs(1), 2)), timestamps: true, ..plain_cfg() };
+    let opts = TcpOptions { mss: Some(1460), timestamps: Some((500, 10_001)), ..TcpOptions::default() };
+    let mut h = Harness::established_with(&cfg, opts);
+    h.advance(Duration::from_secs(10));
+    assert_eq!(h.recv_one().seq(), ISS);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.recv_one().seq(), ISS);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(h.events(), vec![Event::TimedOut]);
+    let r = h.recv_one();
+    assert_eq!((r.flags(), r.seq(), r.ack()), (RST | ACK, ISS + 1, PEER_ISS + 1));
+    assert_eq!(r.repr.options.timestamps.map(|t| t.1), Some(500));
+    assert!(h.c.is_finished());
 }
