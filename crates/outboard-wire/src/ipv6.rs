@@ -298,6 +298,9 @@ pub struct ExtWalk {
     pub upper: u8,
     /// Offset of the upper-layer header within the IPv6 payload.
     pub upper_offset: usize,
+    /// Offset from the IPv6 header start of the Next Header field that named
+    /// `upper` (the pointer of a Parameter Problem for an unrecognized one).
+    pub upper_ptr: u32,
     /// The Fragment header, if the packet is a fragment, and its offset in the payload.
     pub fragment: Option<(FragmentHeader, usize)>,
 }
@@ -363,10 +366,10 @@ pub fn walk_extensions(first: u8, payload: &[u8]) -> core::result::Result<ExtWal
                 nh = fh.next_header;
                 if fh.offset != 0 {
                     // Not the first fragment: what follows is data, not headers.
-                    return Ok(ExtWalk { upper: nh, upper_offset: off, fragment });
+                    return Ok(ExtWalk { upper: nh, upper_offset: off, upper_ptr: nh_ptr, fragment });
                 }
             }
-            upper => return Ok(ExtWalk { upper, upper_offset: off, fragment }),
+            upper => return Ok(ExtWalk { upper, upper_offset: off, upper_ptr: nh_ptr, fragment }),
         }
     }
     Err(ExtError::Discard)

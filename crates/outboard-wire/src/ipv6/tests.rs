@@ -67,7 +67,7 @@ fn rfc8200_s4_walk_skips_options_and_reports_the_fragment_header() {
     let p = Ipv6Packet::new_checked(&EXT_CHAIN[..]).unwrap();
     let w = walk_extensions(p.next_header(), p.payload()).unwrap();
     assert_eq!(w.upper, next_header::TCP);
-    assert_eq!(w.upper_offset, 24);
+    assert_eq!((w.upper_offset, w.upper_ptr), (24, 40 + 16));
     let (fh, at) = w.fragment.unwrap();
     assert_eq!(at, 16);
     assert_eq!(fh, FragmentHeader { next_header: next_header::TCP, offset: 0, more: true, ident: 0x1234_5678 });

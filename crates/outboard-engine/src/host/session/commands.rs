@@ -427,6 +427,7 @@ fn stack_errno(e: StackError) -> i64 {
     -i64::from(match e {
         StackError::AddrInUse => libc::EADDRINUSE,
         StackError::NoEphemeralPorts => libc::EADDRNOTAVAIL,
+        StackError::NoRoute => libc::ENETUNREACH,
         _ => libc::EINVAL,
     })
 }
