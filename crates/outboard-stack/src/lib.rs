@@ -266,7 +266,8 @@ impl Stack {
             txq_bytes: 0,
             // Start identifications from the secret so restarts don't repeat them.
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
-            ip6: cfg.ipv6.clone().map(|c| {
+            // RFC 8200 §5: IPv6 needs links of at least 1280 bytes; below that it stays off.
+            ip6: cfg.ipv6.clone().filter(|_| cfg.mtu >= outboard_wire::ipv6::MIN_MTU).map(|c| {
                 let neighbors = arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now);
                 ipv6::Ipv6State::new(c, cfg.mac, cfg.mtu, neighbors, now)
             }),
