@@ -42,7 +42,7 @@ use outboard_impair::FaultConfig;
 use outboard_tcp::CcKind;
 use outboard_time::Duration;
 use serde::Deserialize;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,12 +52,18 @@ pub struct EngineFlags {
     /// The link: af_xdp:IFACE[:QUEUE], af_packet:IFACE, tap:NAME or fabric:NAME.
     #[arg(long)]
     pub link: Option<String>,
-    /// The engine's IPv4 address and prefix, e.g. 10.77.0.2/24.
+    /// The engine's IPv4 address and prefix, e.g. 10.77.0.2/24; give it a second time with an
+    /// IPv6 address (2001:db8::2/64) to run IPv6 beside IPv4 (dual stack).
     #[arg(long)]
-    pub addr: Option<String>,
-    /// Next hop for destinations outside the prefix.
+    pub addr: Vec<String>,
+    /// Next hop for destinations outside the prefix; give it twice for an IPv4 and an IPv6
+    /// router (IPv6 also learns its router from router advertisements).
     #[arg(long)]
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Vec<IpAddr>,
+    /// IPv6 on or off (default: on when an --addr is IPv6). On without an IPv6 --addr: the
+    /// link-local address and addresses from router advertisements (SLAAC) only.
+    #[arg(long, value_parser = parse_on_off)]
+    pub ipv6: Option<bool>,
     /// IP MTU, 576 to 9000 (default: the interface's; the fabric and TAP use 1500).
     #[arg(long, value_parser = args::engine_mtu())]
     pub mtu: Option<usize>,
@@ -203,6 +209,9 @@ struct ConfigFile {
     link: Option<String>,
     addr: Option<String>,
     gateway: Option<Ipv4Addr>,
+    addr6: Option<String>,
+    gateway6: Option<Ipv6Addr>,
+    ipv6: Option<bool>,
     mtu: Option<toml::Value>,
     pcap: Option<PathBuf>,
     services: Option<String>,
@@ -288,6 +297,67 @@ fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), String> {
     Ok((addr, prefix))
 }
 
+fn parse_addr6(s: &str) -> Result<(Ipv6Addr, u8), String> {
+    let (a, p) = s
+        .split_once('/')
+        .ok_or_else(|| format!("--addr {s:?}: expected ADDR/N, e.g. 2001:db8::2/64"))?;
+    let addr: Ipv6Addr = a.parse().map_err(|_| format!("--addr {s:?}: {a:?} is not an IPv6 address"))?;
+    let prefix: u8 = p
+        .parse()
+        .ok()
+        .filter(|p| (1..=128).contains(p))
+        .ok_or_else(|| format!("--addr {s:?}: prefix length must be 1..128"))?;
+    if addr.is_unspecified() || addr.is_multicast() || addr.is_loopback() {
+        return Err(format!("--addr {s:?}: not a host address"));
+    }
+    if addr.segments()[0] & 0xffc0 == 0xfe80 {
+        return Err(format!("--addr {s:?}: the link-local address is formed from the MAC; give a global one"));
+    }
+    Ok((addr, prefix))
+}
+
+/// The addresses and gateways of `--addr`/`--gateway` (flags over the
+/// file's `addr`/`addr6`/`gateway`/`gateway6`): one IPv4 address (required)
+/// and at most one IPv6 address, at most one gateway of each family.
+#[allow(clippy::type_complexity)]
+fn addresses(
+    f: &EngineFlags,
+    file: &ConfigFile,
+) -> Result<((Ipv4Addr, u8), Option<(Ipv6Addr, u8)>, Option<Ipv4Addr>, Option<Ipv6Addr>), String> {
+    let addrs: Vec<String> = if f.addr.is_empty() {
+        file.addr.iter().chain(file.addr6.iter()).cloned().collect()
+    } else {
+        f.addr.clone()
+    };
+    let (mut v4, mut v6) = (None, None);
+    for a in &addrs {
+        if a.contains(':') {
+            if v6.replace(parse_addr6(a)?).is_some() {
+                return Err("--addr: give at most one IPv6 address".into());
+            }
+        } else if v4.replace(parse_addr(a)?).is_some() {
+            return Err("--addr: give one IPv4 address (and at most one IPv6 address beside it)".into());
+        }
+    }
+    let v4 = v4.ok_or("--addr A.B.C.D/N is required (and an IPv6 ADDR/N may follow in a second --addr)")?;
+    let gateways: Vec<IpAddr> = if f.gateway.is_empty() {
+        file.gateway.map(IpAddr::V4).into_iter().chain(file.gateway6.map(IpAddr::V6)).collect()
+    } else {
+        f.gateway.clone()
+    };
+    let (mut g4, mut g6) = (None, None);
+    for g in gateways {
+        let dup = match g {
+            IpAddr::V4(g) => g4.replace(g).is_some(),
+            IpAddr::V6(g) => g6.replace(g).is_some(),
+        };
+        if dup {
+            return Err("--gateway: give at most one of each family".into());
+        }
+    }
+    Ok((v4, v6, g4, g6))
+}
+
 /// Merges flags over the config file into engine settings.
 fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> Result<EngineSettings, String> {
     let file: ConfigFile = match &f.config {
@@ -297,14 +367,13 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         }
         None => ConfigFile::default(),
     };
+    let ((addr, prefix), addr6, gateway, gateway6) = addresses(f, &file)?;
     let link_s = f
         .link
         .clone()
         .or(file.link)
         .ok_or("--link is required (af_xdp:IFACE[:QUEUE], af_packet:IFACE, tap:NAME or fabric:NAME)")?;
     let link: LinkSpec = link_s.parse().map_err(|e| format!("--link: {e}"))?;
-    let addr_s = f.addr.clone().or(file.addr).ok_or("--addr A.B.C.D/N is required")?;
-    let (addr, prefix) = parse_addr(&addr_s)?;
     let name = f.name.clone().or(file.name).unwrap_or_else(|| "default".into());
     if name.is_empty()
         || name.len() > 64
@@ -313,13 +382,28 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         return Err(format!("--name {name:?}: use 1 to 64 of A-Z a-z 0-9 - _ ."));
     }
     let mut set = EngineSettings::new(&name, link, addr, prefix);
-    set.gateway = f.gateway.or(file.gateway);
+    set.gateway = gateway;
     if let Some(g) = set.gateway {
         let mask = u32::MAX << (32 - u32::from(prefix));
         if u32::from(g) & mask != u32::from(addr) & mask {
             return Err(format!("--gateway {g} is not inside {addr}/{prefix}"));
         }
     }
+    let ipv6_on = f.ipv6.or(file.ipv6).unwrap_or(addr6.is_some());
+    if addr6.is_some() && !ipv6_on {
+        return Err("--ipv6 off with an IPv6 --addr: drop one of them".into());
+    }
+    if gateway6.is_some() && !ipv6_on {
+        return Err("--gateway with an IPv6 router needs IPv6 (an IPv6 --addr or --ipv6 on)".into());
+    }
+    if let (Some(g), Some((a, p))) = (gateway6, addr6) {
+        let link_local = g.segments()[0] & 0xffc0 == 0xfe80;
+        let mask = if p == 0 { 0 } else { u128::MAX << (128 - u32::from(p)) };
+        if !link_local && u128::from(g) & mask != u128::from(a) & mask {
+            return Err(format!("--gateway {g} is neither link-local nor inside {a}/{p}"));
+        }
+    }
+    set.ipv6 = ipv6_on.then(|| outboard_stack::Ipv6Config { addr: addr6, gateway: gateway6, ..Default::default() });
     set.mtu = flag_or_file(f.mtu, file.mtu.as_ref().map(toml_text), "mtu", args::engine_mtu())?;
     set.pcap = f.pcap.clone().or(file.pcap);
     let svc = services.map(str::to_string).or(file.services).unwrap_or_else(|| default_services.into());
@@ -605,6 +689,52 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_addresses_parse_and_reject() {
+        assert_eq!(parse_addr6("2001:db8::2/64").unwrap(), ("2001:db8::2".parse().unwrap(), 64));
+        for bad in ["2001:db8::2", "2001:db8::2/129", "::/0", "::/64", "ff02::1/64", "::1/128", "fe80::1/64", "x/64"] {
+            assert!(parse_addr6(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dual_stack_flags_and_file() {
+        let flags = |addr: &[&str], gw: &[&str], ipv6: Option<bool>| EngineFlags {
+            link: Some("fabric:f1".into()),
+            addr: addr.iter().map(|s| s.to_string()).collect(),
+            gateway: gw.iter().map(|s| s.parse().unwrap()).collect(),
+            ipv6,
+            ..Default::default()
+        };
+        let s = settings(&flags(&["10.0.0.1/24", "2001:db8::1/64"], &["10.0.0.254", "fe80::1"], None), None, "all").unwrap();
+        let v6 = s.ipv6.unwrap();
+        assert_eq!(v6.addr, Some(("2001:db8::1".parse().unwrap(), 64)));
+        assert_eq!(v6.gateway, Some("fe80::1".parse().unwrap()));
+        assert_eq!(s.gateway, Some("10.0.0.254".parse().unwrap()));
+        assert!(v6.accept_ra && v6.slaac);
+        // IPv4 only by default; --ipv6 on gives link-local and SLAAC.
+        assert!(settings(&flags(&["10.0.0.1/24"], &[], None), None, "all").unwrap().ipv6.is_none());
+        assert_eq!(settings(&flags(&["10.0.0.1/24"], &[], Some(true)), None, "all").unwrap().ipv6.unwrap().addr, None);
+        for (a, g, on, needle) in [
+            (&["2001:db8::1/64"][..], &[][..], None, "A.B.C.D/N is required"),
+            (&["10.0.0.1/24", "10.0.0.2/24"][..], &[][..], None, "one IPv4 address"),
+            (&["10.0.0.1/24", "2001:db8::1/64", "2001:db8::2/64"][..], &[][..], None, "at most one IPv6"),
+            (&["10.0.0.1/24", "2001:db8::1/64"][..], &[][..], Some(false), "--ipv6 off"),
+            (&["10.0.0.1/24"][..], &["fe80::1"][..], None, "needs IPv6"),
+            (&["10.0.0.1/24", "2001:db8::1/64"][..], &["2001:db9::1"][..], None, "neither link-local nor inside"),
+        ] {
+            let e = settings(&flags(a, g, on), None, "all").unwrap_err();
+            assert!(e.contains(needle), "{a:?} {g:?}: {e}");
+        }
+        // The file's addr6/gateway6/ipv6 keys.
+        let dir = std::env::temp_dir().join(format!("ob-cfg6-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("e.toml");
+        std::fs::write(&p, "link = \"fabric:f1\"\naddr = \"10.0.0.1/24\"\naddr6 = \"2001:db8::1/64\"\ngateway6 = \"fe80::1\"\n").unwrap();
+        let s = settings(&EngineFlags { config: Some(p), ..Default::default() }, None, "all").unwrap();
+        assert_eq!(s.ipv6.unwrap().gateway, Some("fe80::1".parse().unwrap()));
+    }
+
+    #[test]
     fn config_file_and_flags_merge() {
         let dir = std::env::temp_dir().join(format!("ob-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -614,7 +744,7 @@ mod tests {
             "name = \"edge\"\nlink = \"fabric:f1\"\naddr = \"10.0.0.1/24\"\nservices = \"echo\"\nmemory_cap = \"64MiB\"\n[fabric]\nloss = \"1%\"\nseed = 9\n",
         )
         .unwrap();
-        let f = EngineFlags { config: Some(p.clone()), addr: Some("10.0.0.5/24".into()), ..Default::default() };
+        let f = EngineFlags { config: Some(p.clone()), addr: vec!["10.0.0.5/24".into()], ..Default::default() };
         let s = settings(&f, None, "all").unwrap();
         assert_eq!(s.name, "edge");
         assert_eq!(s.addr, "10.0.0.5".parse::<Ipv4Addr>().unwrap());
@@ -628,7 +758,7 @@ mod tests {
         assert!(e.contains("lnk"), "{e}");
         let f = EngineFlags {
             link: Some("af_packet:eth0".into()),
-            addr: Some("10.0.0.1/24".into()),
+            addr: vec!["10.0.0.1/24".into()],
             loss: Some(0.1),
             ..Default::default()
         };

@@ -117,6 +117,10 @@ pub struct UpArgs {
     /// af_xdp engine (`outboard engine --shards N`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub queues: u32,
+    /// IPv6 beside IPv4: Linux fd77::1/64 (routed: fd78::2/64 behind router fd77::1 and
+    /// fd78::1); give the engine fd77::2/64 with a second --addr.
+    #[arg(long)]
+    pub ipv6: bool,
     /// Print the lab's description as JSON.
     #[arg(long)]
     pub json: bool,
@@ -195,6 +199,7 @@ fn up(a: &UpArgs) -> ExitCode {
         force_relay: a.relay,
         relay_exe: None,
         queues: a.queues,
+        ipv6: a.ipv6,
     };
     match Lab::up(&cfg) {
         Ok(lab) => {
@@ -225,6 +230,10 @@ fn print_info(i: &LabInfo) {
         "  engine: {} in {}, address {}/{}{gw} (not configured on {}: the engine owns it)",
         e.iface, e.namespace, e.addr, e.prefix, e.iface
     );
+    if let Some(a) = e.addr6 {
+        let gw = e.gateway6.map(|g| format!(", gateway {g}")).unwrap_or_default();
+        println!("  engine IPv6: {a}/64{gw}");
+    }
     if let Some(r) = &i.router {
         println!(
             "  router: {} in {}, {}/24; {} {}/24; forwarding on",
@@ -240,6 +249,10 @@ fn print_info(i: &LabInfo) {
         "  linux: {} in {}, address {}/{}{gw}",
         l.iface, l.namespace, l.addr, l.prefix
     );
+    if let Some(a) = l.addr6 {
+        let gw = l.gateway6.map(|g| format!(", default via {g}")).unwrap_or_default();
+        println!("  linux IPv6: {a}/64{gw}");
+    }
     let s = &i.stage;
     if s.kind == "relay" {
         println!(

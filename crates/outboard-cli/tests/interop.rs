@@ -256,15 +256,30 @@ struct Row {
 }
 
 fn echo_matrix(kind: &str, topology: Topology, tag: &str) {
-    echo_matrix_shards(kind, topology, tag, 1);
+    echo_matrix_with(kind, topology, tag, 1, false);
 }
 
-/// The matrix against an engine of `shards` shards (the lab's veth with as many queues).
 fn echo_matrix_shards(kind: &str, topology: Topology, tag: &str, shards: u32) {
+    echo_matrix_with(kind, topology, tag, shards, false);
+}
+
+/// The engine's lab address for the matrix: IPv4, or with IPv6 its IPv6 one.
+fn matrix_target(ipv6: bool) -> &'static str {
+    if ipv6 {
+        "fd77::2"
+    } else {
+        ENGINE_ADDR
+    }
+}
+
+/// The matrix against an engine of `shards` shards (the lab's veth with as
+/// many queues), over IPv4 or (`ipv6`) over IPv6 in a dual-stack lab.
+fn echo_matrix_with(kind: &str, topology: Topology, tag: &str, shards: u32, ipv6: bool) {
     need_python();
-    // A multi-shard run proves forwarding and placement under faults; 256 MiB
-    // each (at most) keeps its six runs to a few minutes in CI.
-    let bytes = if shards > 1 { support::interop_bytes().min(256 << 20) } else { support::interop_bytes() };
+    // A multi-shard run proves forwarding and placement under faults, an
+    // IPv6 run the other family under them; 256 MiB each (at most) keeps
+    // their six runs to a few minutes in CI.
+    let bytes = if shards > 1 || ipv6 { support::interop_bytes().min(256 << 20) } else { support::interop_bytes() };
     // Bounded: a floor of 1 MB/s plus set-up time (the slowest cases, 25 %
     // reordering, run at about 30 MB/s since the adaptive reordering threshold).
     let limit_s = 120 + bytes / 1_000_000;
@@ -274,7 +289,8 @@ fn echo_matrix_shards(kind: &str, topology: Topology, tag: &str, shards: u32) {
         let seed = 4200 + i as u64;
         let name = lab_name(&format!("{tag}{i}"));
         eprintln!(
-            "=== echo {kind} {topology} ({shards} shard(s)) [{}] {}: {} bytes, seed {seed}, lab {name}",
+            "=== echo {kind} {topology} ({shards} shard(s), {}) [{}] {}: {} bytes, seed {seed}, lab {name}",
+            if ipv6 { "IPv6" } else { "IPv4" },
             case.name,
             case.imp.summary(),
             bytes
@@ -284,23 +300,33 @@ fn echo_matrix_shards(kind: &str, topology: Topology, tag: &str, shards: u32) {
         cfg.impairment = case.imp.clone();
         cfg.seed = seed;
         cfg.queues = shards;
+        cfg.ipv6 = ipv6;
         let lab = lab(&cfg);
-        let n = shards.to_string();
-        let extra: &[&str] = if shards > 1 { &["--shards", &n] } else { &[] };
-        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, extra);
+        let mut extra: Vec<String> = Vec::new();
+        if shards > 1 {
+            extra.extend(["--shards".to_string(), shards.to_string()]);
+        }
+        if let Some(a) = lab.engine_addr6() {
+            extra.extend(["--addr".to_string(), format!("{a}/64")]);
+        }
+        if let Some(g) = lab.gateway6() {
+            extra.extend(["--gateway".to_string(), g.to_string()]);
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), kind, &extra);
         let o = ns_run(
             lab.linux_ns(),
             limit_s + 10,
             &[
                 "python3",
                 &script("interop_echo_client.py"),
-                ENGINE_ADDR,
+                matrix_target(ipv6),
                 "7",
                 &bytes.to_string(),
                 &limit_s.to_string(),
             ],
         );
-        let what = format!("{kind} {topology} [{}] seed {seed}", case.name);
+        let what = format!("{kind} {topology} {} [{}] seed {seed}", if ipv6 { "IPv6" } else { "IPv4" }, case.name);
         let v = serde_json::from_str::<serde_json::Value>(
             String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -446,6 +472,54 @@ fn echo_matrix_af_packet_direct_two_shards_is_byte_exact_under_impairments() {
         return;
     }
     echo_matrix_shards("af_packet", Topology::Direct, "msd", 2);
+}
+
+#[test]
+fn echo_matrix_ipv6_af_packet_direct_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_ipv6_af_packet_direct_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix_with("af_packet", Topology::Direct, "m6d", 1, true);
+}
+
+#[test]
+fn echo_matrix_ipv6_af_xdp_routed_is_byte_exact_under_impairments() {
+    if skip_unless_root("echo_matrix_ipv6_af_xdp_routed_is_byte_exact_under_impairments") {
+        return;
+    }
+    echo_matrix_with("af_xdp", Topology::Routed, "m6r", 1, true);
+}
+
+/// IPv6 beside IPv4 against Linux: neighbour discovery both ways, ping6
+/// answered by the engine, UDP echo and port unreachable (ECONNREFUSED at
+/// Linux), IPv4 still answered, and `stat` showing the addresses and counters.
+#[test]
+fn ipv6_ping_udp_and_stat_against_linux() {
+    if skip_unless_root("ipv6_ping_udp_and_stat_against_linux") {
+        return;
+    }
+    need_python();
+    let name = lab_name("v6");
+    let mut cfg = LabConfig::new(&name);
+    cfg.ipv6 = true;
+    let lab = lab(&cfg);
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &["--addr", "fd77::2/64"]);
+    // RFC 4862: the engine's addresses pass duplicate-address detection (1 s) first.
+    let (st, ready) = e.poll_stat(Duration::from_secs(10), POLL, |s| {
+        s["ipv6"]["addresses"].as_array().is_some_and(|a| a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+    });
+    assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
+    let addrs = st["ipv6"]["addresses"].to_string();
+    assert!(addrs.contains("fd77::2/64 preferred static") && addrs.contains("fe80::"), "{addrs}");
+    assert_ping(lab.linux_ns(), "fd77::2", "ping6");
+    assert_ping(lab.linux_ns(), ENGINE_ADDR, "ping over IPv4 beside IPv6");
+    let o = ns_run(lab.linux_ns(), 60, &["python3", &script("interop_udp.py"), "fd77::2", "7", "4444"]);
+    assert!(o.status.success() && last_json(&o)["ok"] == true, "UDP over IPv6 failed: {}", text(&o));
+    let s = e.stat()["stack"].clone();
+    for (k, min) in [("ndisc_solicits_in", 1), ("ndisc_adverts_out", 1), ("icmpv6_errors_out", 1), ("ipv6_packets_in", 5), ("fragments_in", 2)] {
+        assert!(s[k].as_u64().unwrap_or(0) >= min, "{k} = {} in {s}", s[k]);
+    }
+    assert_eq!(s["ipv6_dad_failures"].as_u64(), Some(0), "{s}");
 }
 
 // ---------------------------------------------------------------- 3. UDP

@@ -315,5 +315,6 @@ pub fn describe(e: StackError) -> &'static str {
         StackError::MessageTooLong => "message too long",
         StackError::WouldBlock => "would block",
         StackError::Refused => "connection refused",
+        StackError::NoRoute => "no route to the destination",
     }
 }

@@ -59,6 +59,9 @@ pub struct EngineSettings {
     /// Network-device mode (`--kernel-tap NAME`): a TAP interface for the
     /// host kernel, which gets the traffic the engine does not take.
     pub kernel_tap: Option<(String, crate::kernel::KernelPolicy)>,
+    /// IPv6 beside IPv4 (`--addr` with an IPv6 address, or `--ipv6 on`):
+    /// a link-local address always, a static one and SLAAC as configured.
+    pub ipv6: Option<outboard_stack::Ipv6Config>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +99,7 @@ impl EngineSettings {
             shards: 1,
             cores: None,
             kernel_tap: None,
+            ipv6: None,
         }
     }
 }
@@ -365,6 +369,7 @@ impl Engine {
             addr: set.addr,
             fabric_faults: set.fabric_faults.clone(),
             offloads: set.offloads,
+            ipv6: set.ipv6.is_some(),
         };
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
@@ -406,6 +411,7 @@ impl Engine {
             cfg.shard_count = n as u16;
             // Shard 0 answers ARP; the others learn from the copies it gives them.
             cfg.arp_replies = i == 0;
+            cfg.ipv6 = set.ipv6.clone();
             let mut stack = Stack::new(cfg, now);
             // The built-in services listen on every shard (connections spread by hash).
             let services = Services::start(&mut stack, &set.services).map_err(EngineError::Service)?;
@@ -446,6 +452,12 @@ impl Engine {
                 ("mac", &crate::stat::mac_string(&info.mac)),
                 ("addr", &format!("{}/{}", set.addr, set.prefix_len)),
                 ("gateway", &set.gateway.map_or("none".to_string(), |g| g.to_string())),
+                (
+                    "ipv6",
+                    &set.ipv6.as_ref().map_or("off".to_string(), |c| {
+                        c.addr.map_or("link-local".to_string(), |(a, p)| format!("{a}/{p}"))
+                    }),
+                ),
                 (
                     "services",
                     &set.services.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),

@@ -150,7 +150,7 @@ impl KernelPort {
     /// Creates (or attaches to) TAP `name` for the kernel, with the engine's
     /// MAC and MTU, up.
     pub fn open(name: &str, mac: [u8; 6], mtu: usize, policy: KernelPolicy) -> Result<KernelPort, LinkError> {
-        let opts = LinkOptions { mtu: Some(mtu), addr: std::net::Ipv4Addr::UNSPECIFIED, fabric_faults: None, offloads: false };
+        let opts = LinkOptions { mtu: Some(mtu), addr: std::net::Ipv4Addr::UNSPECIFIED, fabric_faults: None, offloads: false, ipv6: false };
         let tap = TapLink::open(name, &opts)?;
         crate::link::sys::set_if_mac(name, mac)?;
         Ok(KernelPort { tap, name: name.to_string(), policy, to_wire: VecDeque::new(), counters: KernelCounters::default() })

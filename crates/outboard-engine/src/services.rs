@@ -17,7 +17,6 @@ use outboard_time::Instant;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddrV4;
 
 /// What a service does with a connection or datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -345,7 +344,7 @@ impl Services {
         let kind = self.specs[svc].kind;
         let mut work = false;
         for _ in 0..64 {
-            let (n, from): (usize, SocketAddrV4) = match stack.udp_recv_from(u, &mut self.scratch) {
+            let (n, from) = match stack.udp_recv_from(u, &mut self.scratch) {
                 Ok(x) => x,
                 Err(StackError::WouldBlock) => break,
                 // A port unreachable for a reply we sent: nothing to do.

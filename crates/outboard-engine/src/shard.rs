@@ -427,6 +427,7 @@ impl Shard {
             pid: std::process::id(),
             addr: format!("{}/{}", cfg.addr, cfg.prefix_len),
             gateway: cfg.gateway.map(|g| g.to_string()),
+            ipv6: crate::stat::Ipv6Snapshot::of(&self.stack),
             link: LinkSnapshot::new(&self.link.info(), &link_counters),
             shard: self.counters.clone(),
             shards: vec![ShardRow {

@@ -138,6 +138,9 @@ pub struct Snapshot {
     pub pid: u32,
     pub addr: String,
     pub gateway: Option<String>,
+    /// IPv6 addresses, router and MTU; None when the engine runs IPv4 only.
+    #[serde(default)]
+    pub ipv6: Option<Ipv6Snapshot>,
     pub link: LinkSnapshot,
     /// The engine's shards together (the sum of `shards`).
     pub shard: ShardCounters,
@@ -159,6 +162,41 @@ pub struct Snapshot {
     /// Bytes of every board mapped now (beside the stack's `memory_in_use`).
     #[serde(default)]
     pub board_memory: usize,
+}
+
+/// What `outboard stat` shows of IPv6.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Ipv6Snapshot {
+    /// "ADDR/N STATE ORIGIN", the link-local address first, e.g.
+    /// "2001:db8::1/64 preferred static".
+    pub addresses: Vec<String>,
+    pub router: Option<String>,
+    pub mtu: usize,
+}
+
+impl Ipv6Snapshot {
+    pub fn of(stack: &outboard_stack::Stack) -> Option<Ipv6Snapshot> {
+        use outboard_stack::{AddrOrigin, AddrState};
+        let mtu = stack.ipv6_mtu()?;
+        let addresses = stack
+            .ipv6_addresses()
+            .iter()
+            .map(|a| {
+                let state = match a.state {
+                    AddrState::Tentative { .. } => "tentative",
+                    AddrState::Preferred => "preferred",
+                    AddrState::Duplicate => "duplicate",
+                };
+                let origin = match a.origin {
+                    AddrOrigin::LinkLocal => "link-local",
+                    AddrOrigin::Static => "static",
+                    AddrOrigin::Autoconf { .. } => "slaac",
+                };
+                format!("{}/{} {state} {origin}", a.addr, a.prefix_len)
+            })
+            .collect();
+        Some(Ipv6Snapshot { addresses, router: stack.ipv6_default_router().map(|r| r.to_string()), mtu })
+    }
 }
 
 impl Snapshot {
@@ -222,6 +260,15 @@ pub fn render(s: &Snapshot) -> String {
         s.addr,
         s.gateway.as_ref().map_or(String::new(), |g| format!(" gateway {g}"))
     );
+    if let Some(v6) = &s.ipv6 {
+        let _ = writeln!(
+            o,
+            "ipv6 {}{} mtu {}",
+            v6.addresses.join(", "),
+            v6.router.as_ref().map_or(String::new(), |r| format!(" router {r}")),
+            v6.mtu
+        );
+    }
     let _ = writeln!(
         o,
         "link {}:{} mode \"{}\" mtu {} mac {}{}",
@@ -390,6 +437,7 @@ mod tests {
             pid: 1,
             addr: "10.0.0.1/24".into(),
             gateway: None,
+            ipv6: None,
             link: LinkSnapshot::new(
                 &LinkInfo { kind: "fabric".into(), name: "f".into(), mode: String::new(), mtu: 1500, mac: [0; 6], offloads: Vec::new() },
                 &LinkCounters::default(),

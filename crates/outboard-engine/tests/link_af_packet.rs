@@ -21,6 +21,7 @@ fn opts(mtu: Option<usize>) -> LinkOptions {
         addr: Ipv4Addr::new(10, 201, 0, 2),
         fabric_faults: None,
         offloads: false,
+        ipv6: false,
     }
 }
 

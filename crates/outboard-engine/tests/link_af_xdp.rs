@@ -161,6 +161,7 @@ fn opts(addr: Ipv4Addr) -> LinkOptions {
         addr,
         fabric_faults: None,
         offloads: false,
+        ipv6: false,
     }
 }
 
@@ -481,7 +482,7 @@ fn only_frames_for_our_address_reach_the_socket() {
             ("IPv4 to another", to(other), 2),
             ("ARP for us", arp_req.clone(), 4),
             ("ARP for another", arp_other, 2),
-            ("IPv6", ipv6, 2),
+            ("IPv6", ipv6.clone(), 2),
             ("IPv4 cut short", to(ours)[..30].to_vec(), 2),
             ("ARP cut short", arp_req[..40].to_vec(), 2),
         ];
@@ -511,6 +512,13 @@ fn only_frames_for_our_address_reach_the_socket() {
         assert_eq!(for_other, 0, "frames for {other} must go to the kernel");
         assert!(kernel >= 3, "the kernel in ns A should have received the 3 pings for {other}, got {kernel}");
         assert!(kernel < 6, "frames for us reached the kernel too ({kernel})");
+
+        // An engine running IPv6 takes every IPv6 frame (and still only its own IPv4).
+        drop(link);
+        let link6 = AfXdpLink::open(&p.if_a, 0, &LinkOptions { ipv6: true, ..opts(ours) }).expect("open af_xdp with IPv6");
+        assert_eq!(link6.test_program(&ipv6).expect("test run"), 4, "IPv6 with IPv6 on");
+        assert_eq!(link6.test_program(&to(other)).expect("test run"), 2, "IPv4 to another with IPv6 on");
+        assert_eq!(link6.test_program(&to(ours)).expect("test run"), 4, "IPv4 to us with IPv6 on");
     });
 }
 

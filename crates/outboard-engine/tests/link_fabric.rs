@@ -40,7 +40,7 @@ impl Drop for TempDir {
 }
 
 fn opts() -> LinkOptions {
-    LinkOptions { mtu: None, addr: std::net::Ipv4Addr::new(10, 0, 0, 1), fabric_faults: None, offloads: false }
+    LinkOptions { mtu: None, addr: std::net::Ipv4Addr::new(10, 0, 0, 1), fabric_faults: None, offloads: false, ipv6: false }
 }
 
 fn name(tag: &str) -> String {

@@ -35,15 +35,23 @@
 //! waits up to 2 s for the report, SIGKILLs stragglers, deletes every
 //! `ob-NAME-*` namespace (which destroys the veths) and removes the state dir.
 //!
-//! Not done: IPv6 addressing; more than one engine interface; impairment
-//! changes on a running lab (take it down and up again).
+//! IPv6 (`LabConfig::ipv6`, `outboard lab up --ipv6`): Linux's side and the
+//! router get IPv6 too (fd77::/64 beside 10.77.0.0/24, fd78::/64 beside
+//! 10.78.0.0/24; the engine is fd77::2), added without duplicate-address
+//! detection so the lab is usable at once; the router forwards IPv6; eng0
+//! and the impairment stage keep IPv6 off (the engine owns eng0, the stage is
+//! layer 2), and the bridge does no multicast snooping, so neighbour
+//! discovery's multicasts always pass.
+//!
+//! Not done: more than one engine interface; impairment changes on a running
+//! lab (take it down and up again).
 
 use outboard_impair::FaultConfig;
 use outboard_time::Duration;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -62,6 +70,10 @@ const ENGINE_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 const NEAR_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const RTR_L_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 1);
 const FAR_LINUX_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 2);
+const ENGINE_ADDR6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 2);
+const NEAR_ADDR6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 1);
+const RTR_L_ADDR6: Ipv6Addr = Ipv6Addr::new(0xfd78, 0, 0, 0, 0, 0, 0, 1);
+const FAR_LINUX_ADDR6: Ipv6Addr = Ipv6Addr::new(0xfd78, 0, 0, 0, 0, 0, 0, 2);
 
 /// How the engine reaches Linux.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +268,8 @@ pub struct LabConfig {
     /// peer), 1 to 16: an engine with N shards on af_xdp binds one queue
     /// each; the peer's transmit queue (by flow hash) picks eng0's receive queue.
     pub queues: u32,
+    /// IPv6 beside IPv4 on Linux's side and the router (the engine is fd77::2/64).
+    pub ipv6: bool,
 }
 
 impl LabConfig {
@@ -270,6 +284,7 @@ impl LabConfig {
             force_relay: false,
             relay_exe: None,
             queues: 1,
+            ipv6: false,
         }
     }
 
@@ -419,6 +434,11 @@ pub struct Endpoint {
     pub addr: Ipv4Addr,
     pub prefix: u8,
     pub gateway: Option<Ipv4Addr>,
+    /// With IPv6: the /64 address and the IPv6 gateway.
+    #[serde(default)]
+    pub addr6: Option<Ipv6Addr>,
+    #[serde(default)]
+    pub gateway6: Option<Ipv6Addr>,
 }
 
 /// The router of a routed lab.
@@ -431,6 +451,11 @@ pub struct Router {
     /// Linux side: `rtr-l`, 10.78.0.1/24.
     pub west_iface: String,
     pub west_addr: Ipv4Addr,
+    /// With IPv6: fd77::1 and fd78::1.
+    #[serde(default)]
+    pub east_addr6: Option<Ipv6Addr>,
+    #[serde(default)]
+    pub west_addr6: Option<Ipv6Addr>,
 }
 
 /// The impairment stage.
@@ -498,6 +523,7 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
         namespace(n, "rtr"),
     );
     let routed = cfg.topology == Topology::Routed;
+    let v6 = |a: Ipv6Addr| cfg.ipv6.then_some(a);
     let mut namespaces = vec![eng.clone(), imp.clone()];
     let mut links = vec![Veth { queues: cfg.queues, ..veth(&eng, ENGINE_IFACE, &imp, "imp-e") }];
     let (router, linux, gateway) = if routed {
@@ -510,6 +536,8 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
             east_addr: NEAR_ADDR,
             west_iface: "rtr-l".into(),
             west_addr: RTR_L_ADDR,
+            east_addr6: v6(NEAR_ADDR6),
+            west_addr6: v6(RTR_L_ADDR6),
         };
         let linux = Endpoint {
             namespace: lnx.clone(),
@@ -517,6 +545,8 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
             addr: FAR_LINUX_ADDR,
             prefix: 24,
             gateway: Some(RTR_L_ADDR),
+            addr6: v6(FAR_LINUX_ADDR6),
+            gateway6: v6(RTR_L_ADDR6),
         };
         (Some(router), linux, Some(NEAR_ADDR))
     } else {
@@ -527,6 +557,8 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
             addr: NEAR_ADDR,
             prefix: 24,
             gateway: None,
+            addr6: v6(NEAR_ADDR6),
+            gateway6: None,
         };
         (None, linux, None)
     };
@@ -537,6 +569,8 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
         addr: ENGINE_ADDR,
         prefix: 24,
         gateway,
+        addr6: v6(ENGINE_ADDR6),
+        gateway6: if routed { v6(NEAR_ADDR6) } else { None },
     };
     let dir = state_dir(n);
     let relay = cfg.uses_relay();
@@ -553,6 +587,12 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
         "ip netns exec {eng} outboard engine --link af_packet:{ENGINE_IFACE} --addr {ENGINE_ADDR}/24"
     );
     if let Some(gw) = gateway {
+        engine_cmd.push_str(&format!(" --gateway {gw}"));
+    }
+    if let Some(a) = engine.addr6 {
+        engine_cmd.push_str(&format!(" --addr {a}/64"));
+    }
+    if let Some(gw) = engine.gateway6 {
         engine_cmd.push_str(&format!(" --gateway {gw}"));
     }
     let commands = Commands {
@@ -585,6 +625,7 @@ fn argv(parts: &[&str]) -> Vec<String> {
 pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
     let mut p = Vec::new();
     let mtu = info.mtu.to_string();
+    let ipv6 = info.linux.addr6.is_some();
     for ns in &info.namespaces {
         p.push(argv(&["ip", "netns", "add", ns]));
     }
@@ -636,6 +677,10 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             "0",
             "forward_delay",
             "0",
+            // IPv6: no multicast snooping, so neighbour discovery's solicited-node
+            // multicasts are flooded like broadcasts whoever has reported what.
+            "mcast_snooping",
+            if ipv6 { "0" } else { "1" },
         ]));
     }
     // Every lab interface: IPv6 off (before it comes up, so no link-local
@@ -652,6 +697,8 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
         ifaces.push((imp.clone(), "br0".into(), true));
     }
     for (ns, i, kernel_end) in &ifaces {
+        // With IPv6 only the interfaces that carry it keep it: Linux's and the router's.
+        let keeps_ipv6 = ipv6 && (i == LINUX_IFACE || i.starts_with("rtr-"));
         p.push(argv(&[
             "ip",
             "netns",
@@ -659,7 +706,7 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             ns,
             "sysctl",
             "-qw",
-            &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
+            &format!("net.ipv6.conf.{i}.disable_ipv6={}", if keeps_ipv6 { 0 } else { 1 }),
         ]));
         if *kernel_end {
             p.push(argv(&[
@@ -721,6 +768,14 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             "-qw",
             "net.ipv4.ip_forward=1",
         ]));
+        for (a, i) in [(r.east_addr6, &r.east_iface), (r.west_addr6, &r.west_iface)] {
+            if let Some(a) = a {
+                p.push(argv(&["ip", "-n", &r.namespace, "-6", "addr", "add", &format!("{a}/64"), "dev", i, "nodad"]));
+            }
+        }
+        if ipv6 {
+            p.push(argv(&["ip", "netns", "exec", &r.namespace, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]));
+        }
     }
     let l = &info.linux;
     p.push(argv(&[
@@ -733,6 +788,9 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
         "dev",
         &l.iface,
     ]));
+    if let Some(a) = l.addr6 {
+        p.push(argv(&["ip", "-n", &l.namespace, "-6", "addr", "add", &format!("{a}/64"), "dev", &l.iface, "nodad"]));
+    }
     for (ns, i, _) in &ifaces {
         if i != "br0" {
             p.push(argv(&["ip", "-n", ns, "link", "set", i, "up"]));
@@ -749,6 +807,9 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             "via",
             &gw.to_string(),
         ]));
+    }
+    if let Some(gw) = l.gateway6 {
+        p.push(argv(&["ip", "-n", &l.namespace, "-6", "route", "add", "default", "via", &gw.to_string()]));
     }
     p
 }
@@ -1239,6 +1300,17 @@ impl Lab {
     /// The Linux address the engine talks to (direct 10.77.0.1, routed 10.78.0.2).
     pub fn linux_addr(&self) -> Ipv4Addr {
         self.info.linux.addr
+    }
+    /// With IPv6: the engine's address (fd77::2), its IPv6 gateway (routed:
+    /// fd77::1) and Linux's address.
+    pub fn engine_addr6(&self) -> Option<Ipv6Addr> {
+        self.info.engine.addr6
+    }
+    pub fn gateway6(&self) -> Option<Ipv6Addr> {
+        self.info.engine.gateway6
+    }
+    pub fn linux_addr6(&self) -> Option<Ipv6Addr> {
+        self.info.linux.addr6
     }
     pub fn linux_iface(&self) -> &str {
         &self.info.linux.iface

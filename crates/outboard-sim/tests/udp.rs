@@ -59,7 +59,7 @@ fn datagrams_from_two_hosts_arrive_whole_and_intact() {
         // Drain as we go so the receive queue never overflows.
         while let Ok((n, src)) = net.host_mut(2).udp_recv_from(server, &mut buf) {
             let from = (0..2)
-                .find(|&h| host_addr(h) == *src.ip())
+                .find(|&h| std::net::IpAddr::from(host_addr(h)) == src.ip())
                 .expect("a known sender");
             assert_eq!(
                 &buf[..n],

@@ -1,4 +1,5 @@
-//! The ARP cache (RFC 826): resolved entries with a lifetime, incomplete
+//! The ARP cache (RFC 826), also the IPv6 neighbour cache (RFC 4861 §5.1:
+//! the same bookkeeping keyed by IPv6 address, with solicitations for requests): resolved entries with a lifetime, incomplete
 //! entries holding the frames that wait for them, request retry and give-up,
 //! and a hard cap on entries. Pure bookkeeping: the stack builds and parses
 //! the ARP packets and asks this module what to send.
@@ -6,6 +7,7 @@
 use crate::stats::StackStats;
 use outboard_time::{Duration, Instant};
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use std::net::Ipv4Addr;
 
 /// Time between requests for one unresolved address.
@@ -57,10 +59,10 @@ pub(crate) struct Expired {
 }
 
 #[derive(Debug)]
-pub(crate) struct ArpCache {
-    entries: HashMap<Ipv4Addr, Entry>,
+pub(crate) struct ArpCache<A = Ipv4Addr> {
+    entries: HashMap<A, Entry>,
     /// Requests to emit, in order (an address may appear once).
-    requests: VecDeque<Ipv4Addr>,
+    requests: VecDeque<A>,
     cap: usize,
     ttl: Duration,
     pending_cap: usize,
@@ -72,8 +74,8 @@ pub(crate) struct ArpCache {
     next_purge: Instant,
 }
 
-impl ArpCache {
-    pub(crate) fn new(cap: usize, ttl: Duration, pending_cap: usize, now: Instant) -> ArpCache {
+impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
+    pub(crate) fn new(cap: usize, ttl: Duration, pending_cap: usize, now: Instant) -> ArpCache<A> {
         ArpCache {
             entries: HashMap::new(),
             requests: VecDeque::new(),
@@ -90,7 +92,7 @@ impl ArpCache {
     /// The MAC for `ip` if known. An entry past its lifetime is still used for a
     /// short grace period while a refresh request goes out, so an active flow
     /// does not stall every `ttl`.
-    pub(crate) fn lookup(&mut self, now: Instant, ip: Ipv4Addr) -> Option<[u8; 6]> {
+    pub(crate) fn lookup(&mut self, now: Instant, ip: A) -> Option<[u8; 6]> {
         match self.entries.get_mut(&ip)? {
             Entry::Resolved {
                 mac,
@@ -117,7 +119,7 @@ impl ArpCache {
     pub(crate) fn queue(
         &mut self,
         now: Instant,
-        ip: Ipv4Addr,
+        ip: A,
         frame: Vec<u8>,
         stats: &mut StackStats,
     ) -> QueueOutcome {
@@ -159,7 +161,7 @@ impl ArpCache {
     pub(crate) fn learn(
         &mut self,
         now: Instant,
-        ip: Ipv4Addr,
+        ip: A,
         mac: [u8; 6],
         create: bool,
         stats: &mut StackStats,
@@ -191,7 +193,7 @@ impl ArpCache {
     }
 
     /// Next address to send an ARP request for.
-    pub(crate) fn poll_request(&mut self) -> Option<Ipv4Addr> {
+    pub(crate) fn poll_request(&mut self) -> Option<A> {
         self.requests.pop_front()
     }
 

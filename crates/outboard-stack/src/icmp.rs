@@ -5,13 +5,12 @@
 
 use crate::input::IpMeta;
 use crate::{Stack, StackError};
-use crate::tcp_table::v4_tuple;
-use outboard_tcp::IcmpError;
+use outboard_tcp::{FourTuple, IcmpError};
 use outboard_time::Instant;
 use outboard_wire::icmpv4::{Icmpv4Packet, Icmpv4Repr, TimeExceededCode, UnreachableCode};
 use outboard_wire::ipv4::IpProtocol;
 use outboard_wire::{Error, RxChecksum, SeqNumber};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// ICMP errors sent per second at most, and the burst allowed.
 pub(crate) const ERROR_RATE_PER_SEC: u32 = 1000;
@@ -29,7 +28,7 @@ const MIN_PMTU: u16 = 552;
 /// An echo reply that came back (see `Stack::icmp_echo_request`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EchoReply {
-    pub from: Ipv4Addr,
+    pub from: IpAddr,
     pub ident: u16,
     pub seq_no: u16,
     pub data_len: usize,
@@ -91,15 +90,7 @@ impl Stack {
                 data,
             } => {
                 self.stats.icmp_echo_replies_in += 1;
-                if self.echo_replies.len() >= ECHO_REPLIES_KEPT {
-                    self.echo_replies.pop_front();
-                }
-                self.echo_replies.push_back(EchoReply {
-                    from: src,
-                    ident,
-                    seq_no,
-                    data_len: data.len(),
-                });
+                self.keep_echo_reply(src.into(), ident, seq_no, data.len());
             }
             Icmpv4Repr::DstUnreachable {
                 code, next_hop_mtu, ..
@@ -121,6 +112,14 @@ impl Stack {
         }
     }
 
+    /// Keeps an echo reply for `poll_echo_reply` (the latest ones only).
+    pub(crate) fn keep_echo_reply(&mut self, from: IpAddr, ident: u16, seq_no: u16, data_len: usize) {
+        if self.echo_replies.len() >= ECHO_REPLIES_KEPT {
+            self.echo_replies.pop_front();
+        }
+        self.echo_replies.push_back(EchoReply { from, ident, seq_no, data_len });
+    }
+
     /// Finds the connection or socket that sent the quoted packet.
     fn icmp_error_input(&mut self, now: Instant, repr: &Icmpv4Repr<'_>, err: IcmpError) {
         let Some((quoted, l4)) = repr.quoted() else {
@@ -135,7 +134,10 @@ impl Stack {
         // The ports are the first four bytes of both TCP and UDP headers.
         let sport = u16::from_be_bytes([l4[0], l4[1]]);
         let dport = u16::from_be_bytes([l4[2], l4[3]]);
-        let tuple = v4_tuple(SocketAddrV4::new(quoted.src_addr, sport), SocketAddrV4::new(quoted.dst_addr, dport));
+        let tuple = FourTuple::new(
+            SocketAddr::V4(SocketAddrV4::new(quoted.src_addr, sport)),
+            SocketAddr::V4(SocketAddrV4::new(quoted.dst_addr, dport)),
+        );
         let delivered = match quoted.protocol {
             // Bytes 4..8 of the quoted TCP header: the sequence number, which
             // RFC 5927 §4.1 checks (RFC 792 quotes at least 8 bytes; an error
@@ -239,15 +241,19 @@ impl Stack {
         self.route_frame(now, dst, frame)
     }
 
-    /// Sends an echo request (ping).
+    /// Sends an echo request (ping, or ping6 to an IPv6 address).
     pub fn icmp_echo_request(
         &mut self,
         now: Instant,
-        dst: Ipv4Addr,
+        dst: impl Into<IpAddr>,
         ident: u16,
         seq_no: u16,
         data: &[u8],
     ) -> Result<(), StackError> {
+        let dst = match dst.into() {
+            IpAddr::V4(d) => d,
+            IpAddr::V6(d) => return self.icmpv6_echo_request(now, d, ident, seq_no, data),
+        };
         if data.len() + 8 + 20 > self.cfg.mtu {
             return Err(StackError::MessageTooLong);
         }

@@ -1,5 +1,6 @@
 //! The receive path: Ethernet, ARP and IPv4 checks, fragment reassembly, then
-//! demultiplexing by protocol. Every drop increments a named counter.
+//! demultiplexing by protocol (IPv6 in `input6`). Every drop increments a
+//! named counter.
 
 use crate::reassembly::{FragKey, Fragment};
 use crate::Stack;
@@ -8,6 +9,7 @@ use outboard_wire::arp::{ArpOperation, ArpPacket, ArpRepr};
 use outboard_wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use outboard_wire::ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 use outboard_wire::{Error, RxChecksum};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// The bits of an IPv4 header the upper layers need, with the raw header
 /// kept for quoting in ICMP errors.
@@ -20,6 +22,47 @@ pub(crate) struct IpMeta<'a> {
     pub header: &'a [u8],
 }
 
+/// What the transport layer needs of the IPv6 header of a packet for us.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ip6Meta<'a> {
+    pub src: Ipv6Addr,
+    pub dst: Ipv6Addr,
+    /// Sent to a multicast group: never answered with most errors (RFC 4443 §2.4(e)).
+    pub multicast: bool,
+    /// The packet from its IPv6 header on (of the first fragment, for a
+    /// reassembled one), for quoting in ICMPv6 errors.
+    pub packet: &'a [u8],
+}
+
+/// The network-layer facts of a received transport packet, either family.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Net<'a> {
+    V4(IpMeta<'a>),
+    V6(Ip6Meta<'a>),
+}
+
+impl Net<'_> {
+    pub(crate) fn src(&self) -> IpAddr {
+        match self {
+            Net::V4(m) => m.repr.src_addr.into(),
+            Net::V6(m) => m.src.into(),
+        }
+    }
+    pub(crate) fn dst(&self) -> IpAddr {
+        match self {
+            Net::V4(m) => m.repr.dst_addr.into(),
+            Net::V6(m) => m.dst.into(),
+        }
+    }
+    /// Sent to a broadcast or multicast address (TCP takes none of these).
+    pub(crate) fn is_to_group(&self) -> bool {
+        match self {
+            Net::V4(m) => m.broadcast,
+            Net::V6(m) => m.multicast,
+        }
+    }
+}
+
 impl Stack {
     pub(crate) fn ethernet_input(&mut self, now: Instant, frame: &[u8]) {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
@@ -27,14 +70,17 @@ impl Stack {
             return;
         };
         let dst = eth.dst_addr();
-        // We join no multicast groups: unicast to us or broadcast only.
-        if dst != EthernetAddress(self.cfg.mac) && !dst.is_broadcast() {
+        // Unicast to us, broadcast, or (with IPv6) the all-nodes and our
+        // solicited-node groups.
+        let group = self.ip6.as_ref().is_some_and(|s| s.accepts_mac(dst));
+        if dst != EthernetAddress(self.cfg.mac) && !dst.is_broadcast() && !group {
             self.stats.drops_not_for_us += 1;
             return;
         }
         match eth.ethertype() {
             EtherType::Arp => self.arp_input(now, eth.payload()),
             EtherType::Ipv4 => self.ipv4_input(now, eth.payload()),
+            EtherType::Ipv6 if self.ip6.is_some() => self.ipv6_input(now, eth.payload()),
             _ => self.stats.drops_unknown_ethertype += 1,
         }
     }
@@ -69,7 +115,10 @@ impl Stack {
             if !flushed.is_empty() {
                 // Connections behind this next hop may have stopped sending while it resolved.
                 self.tcp
-                    .mark_ready_via(|remote| self.route.next_hop(remote) == Some(spa));
+                    .mark_ready_via(|remote| match remote {
+                        IpAddr::V4(r) => self.route.next_hop(r) == Some(spa),
+                        IpAddr::V6(_) => false,
+                    });
             }
             for frame in flushed {
                 self.push_frame(frame);
@@ -128,10 +177,10 @@ impl Stack {
         }
         self.stats.fragments_in += 1;
         let key = FragKey {
-            src: repr.src_addr,
-            dst: repr.dst_addr,
+            src: repr.src_addr.into(),
+            dst: repr.dst_addr.into(),
             protocol: u8::from(repr.protocol),
-            ident: repr.ident,
+            ident: u32::from(repr.ident),
         };
         let frag = Fragment {
             offset: usize::from(repr.frag_offset),
@@ -160,8 +209,8 @@ impl Stack {
     fn ip_deliver(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
         match ip.repr.protocol {
             IpProtocol::Icmp => self.icmp_input(now, ip, payload),
-            IpProtocol::Udp => self.udp_input(now, ip, payload),
-            IpProtocol::Tcp => self.tcp_segment_input(now, ip, payload),
+            IpProtocol::Udp => self.udp_input(now, Net::V4(ip), payload),
+            IpProtocol::Tcp => self.tcp_segment_input(now, Net::V4(ip), payload),
             IpProtocol::Unknown(_) => {
                 self.stats.drops_unknown_protocol += 1;
                 // RFC 1122 §3.2.2.1: protocol unreachable.

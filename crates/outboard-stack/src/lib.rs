@@ -1,13 +1,16 @@
-//! One IPv4 stack instance per engine shard, sans-IO: frames and time in,
-//! frames out. ARP, IPv4 (with bounded fragment reassembly), ICMP, UDP and the
-//! TCP connection table (listeners with SYN queue and SYN cookies, accept
+//! One IP stack instance per engine shard, sans-IO: frames and time in,
+//! frames out. ARP, IPv4 (with bounded fragment reassembly), ICMP, and with
+//! `StackConfig::ipv6` also IPv6 (neighbour discovery, SLAAC, ICMPv6,
+//! reassembly); UDP and the TCP connection table (listeners with SYN queue and SYN cookies, accept
 //! queues, port allocation). No global state: two `Stack`s never share anything.
 //!
 //! Call order: `receive_frame` for each received frame and the socket calls
 //! as the application makes them; then drain `poll_transmit` until `None`,
 //! and call `handle_timeout` at or after `poll_timeout`.
 //!
-//! Module map: `input` (Ethernet/ARP/IPv4 receive path), `output` (framing,
+//! Module map: `input` (Ethernet/ARP/IPv4 receive path), `input6` (IPv6
+//! receive path), `ipv6` (addresses, prefixes, router, neighbour cache),
+//! `icmp6` (ICMPv6 and neighbour discovery messages), `output` (framing,
 //! next-hop resolution, the transmit queue, fragmentation), `arp` (cache),
 //! `reassembly`, `icmp`, `transport` (UDP/TCP receive), `udp` (sockets),
 //! `tcp_table` + `listener` + `tcp_input` (connections, listeners, demux),
@@ -23,7 +26,10 @@
 
 mod arp;
 mod icmp;
+mod icmp6;
 mod input;
+mod input6;
+mod ipv6;
 mod listener;
 mod output;
 mod ratelimit;
@@ -37,6 +43,7 @@ mod transport;
 mod udp;
 
 pub use icmp::EchoReply;
+pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config};
 pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
 pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
@@ -44,7 +51,7 @@ pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
 use outboard_tcp::{ConnStats, Connection, FourTuple, State};
 use outboard_time::{Duration, Instant};
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 
 /// Settings of one stack instance.
 #[derive(Debug, Clone)]
@@ -80,6 +87,8 @@ pub struct StackConfig {
     pub arp_replies: bool,
     /// What the link does for us (virtio-net header offloads); none by default.
     pub offloads: LinkOffloads,
+    /// IPv6 beside IPv4 (dual stack); off by default.
+    pub ipv6: Option<Ipv6Config>,
 }
 
 /// Who a received frame is for (`Stack::claims_frame`).
@@ -159,6 +168,7 @@ impl StackConfig {
             shard_count: 1,
             arp_replies: true,
             offloads: LinkOffloads::default(),
+            ipv6: None,
         }
     }
 }
@@ -184,6 +194,9 @@ pub enum StackError {
     WouldBlock,
     /// UDP: an ICMP port unreachable came back for this socket (ECONNREFUSED).
     Refused,
+    /// No route to the destination, or no source address for it (IPv6 not
+    /// configured, or no usable address yet): ENETUNREACH.
+    NoRoute,
 }
 
 /// One shard's IPv4 stack.
@@ -202,6 +215,10 @@ pub struct Stack {
     txq_bytes: usize,
     /// IPv4 identification for the next datagram we originate.
     ip_ident: u16,
+    /// IPv6: addresses, routers, neighbour cache; None when not configured.
+    ip6: Option<ipv6::Ipv6State>,
+    /// IPv6 Fragment header identification for the next fragmented packet.
+    ip6_ident: u32,
     /// UDP ephemeral port cursor.
     udp_port_cursor: u16,
     ports_generation: u64,
@@ -249,6 +266,12 @@ impl Stack {
             txq_bytes: 0,
             // Start identifications from the secret so restarts don't repeat them.
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
+            // RFC 8200 §5: IPv6 needs links of at least 1280 bytes; below that it stays off.
+            ip6: cfg.ipv6.clone().filter(|_| cfg.mtu >= outboard_wire::ipv6::MIN_MTU).map(|c| {
+                let neighbors = arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now);
+                ipv6::Ipv6State::new(c, cfg.mac, cfg.mtu, neighbors, now)
+            }),
+            ip6_ident: u32::from_be_bytes([cfg.secret[2], cfg.secret[3], cfg.secret[4], cfg.secret[5]]),
             udp_port_cursor: cfg.ephemeral_ports.0,
             ports_generation: 0,
             echo_replies: VecDeque::new(),
@@ -305,6 +328,7 @@ impl Stack {
             self.arp.poll_timeout(),
             self.reasm.poll_timeout(),
             self.tcp.poll_timeout(),
+            self.ip6.as_ref().and_then(|s| s.poll_timeout()),
         ]
         .into_iter()
         .flatten()
@@ -315,14 +339,26 @@ impl Stack {
         let expired = self.arp.handle_timeout(now);
         self.stats.arp_resolution_failures += expired.failures;
         self.stats.drops_arp_unresolved += expired.frames_dropped;
+        if let Some(s) = self.ip6.as_mut() {
+            let expired = s.neighbors.handle_timeout(now);
+            self.stats.ndisc_resolution_failures += expired.failures;
+            self.stats.drops_arp_unresolved += expired.frames_dropped;
+            s.handle_timeout(now);
+        }
         for (key, quote) in self.reasm.handle_timeout(now, &mut self.stats) {
-            // RFC 1122 §3.3.2: Time Exceeded (reassembly) when fragment zero arrived.
-            self.send_icmp_error(
-                now,
-                key.src,
-                icmp::ErrorKind::ReassemblyTimeExceeded,
-                &quote,
-            );
+            // RFC 1122 §3.3.2, RFC 8200 §4.5: Time Exceeded (reassembly) when fragment zero arrived.
+            match (key.src, key.dst) {
+                (IpAddr::V4(src), _) => {
+                    self.send_icmp_error(now, src, icmp::ErrorKind::ReassemblyTimeExceeded, &quote)
+                }
+                (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                    let meta = input::Ip6Meta { src, dst, multicast: dst.is_multicast(), packet: &quote };
+                    let quote = self.icmpv6_quote(&quote);
+                    let repr = outboard_wire::icmpv6::Icmpv6Repr::TimeExceeded { code: 1, invoking: &quote };
+                    self.send_icmpv6_error(now, meta, &repr);
+                }
+                (IpAddr::V6(_), IpAddr::V4(_)) => {}
+            }
         }
         for id in self.tcp.expired(now) {
             if let Some(e) = self.tcp.conns.get_mut(&id) {
@@ -442,15 +478,19 @@ impl Stack {
         self.tcp.has_pending(listener)
     }
 
+    /// Opens a connection to `remote` (IPv4, or IPv6 when configured) from
+    /// an ephemeral port that steers back to this shard.
     pub fn tcp_connect(
         &mut self,
         now: Instant,
-        remote: SocketAddrV4,
+        remote: impl Into<SocketAddr>,
     ) -> Result<ConnId, StackError> {
+        let remote = remote.into();
+        let local = self.local_addr_for(remote.ip()).ok_or(StackError::NoRoute)?;
         let port = self
             .tcp
             .ephemeral_port(
-                self.cfg.addr,
+                local,
                 remote,
                 self.cfg.ephemeral_ports,
                 (self.cfg.shard_index, self.cfg.shard_count),
@@ -465,14 +505,16 @@ impl Stack {
         &mut self,
         now: Instant,
         local_port: u16,
-        remote: SocketAddrV4,
+        remote: impl Into<SocketAddr>,
     ) -> Result<ConnId, StackError> {
-        let tuple = tcp_table::v4_tuple(SocketAddrV4::new(self.cfg.addr, local_port), remote);
+        let remote = remote.into();
+        let local = self.local_addr_for(remote.ip()).ok_or(StackError::NoRoute)?;
+        let tuple = FourTuple::new(SocketAddr::new(local, local_port), remote);
         if local_port == 0 || self.tcp.by_tuple.contains_key(&tuple) {
             return Err(StackError::AddrInUse);
         }
         let iss = self.tcp.isn.isn(now, tuple.local, tuple.remote);
-        let conn = Connection::connect(&self.tcp.cfg, tuple, iss, now);
+        let conn = Connection::connect(self.tcp.cfg_for(&tuple), tuple, iss, now);
         self.stats.tcp_connections_opened += 1;
         Ok(self.tcp.insert(conn, tcp_table::Owner::App))
     }
@@ -548,11 +590,11 @@ impl Stack {
         &mut self,
         now: Instant,
         id: UdpId,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         data: &[u8],
     ) -> Result<(), StackError> {
         let port = self.udp.local_port(id).ok_or(StackError::NoSuchSocket)?;
-        self.udp_output(now, port, dst, data)
+        self.udp_output(now, port, dst.into(), data)
     }
 
     /// Next datagram: (length copied, source). Err(Refused) reports a port unreachable once.
@@ -560,7 +602,7 @@ impl Stack {
         &mut self,
         id: UdpId,
         buf: &mut [u8],
-    ) -> Result<(usize, SocketAddrV4), StackError> {
+    ) -> Result<(usize, SocketAddr), StackError> {
         self.udp.recv(id, buf)
     }
 
@@ -582,7 +624,29 @@ impl Stack {
             + self.udp.memory()
             + self.reasm.memory()
             + self.arp.memory()
+            + self.ip6.as_ref().map_or(0, |s| s.memory())
             + self.txq_bytes
+    }
+
+    /// Our IPv6 addresses (link-local first) with their state; empty without IPv6.
+    pub fn ipv6_addresses(&self) -> Vec<Addr6> {
+        self.ip6.as_ref().map_or_else(Vec::new, |s| s.addresses().to_vec())
+    }
+
+    /// The IPv6 default router in use (advertised or configured).
+    pub fn ipv6_default_router(&self) -> Option<Ipv6Addr> {
+        self.ip6.as_ref().and_then(|s| s.default_router())
+    }
+
+    /// The IPv6 MTU in use (the link's, or lower if a router advertised so);
+    /// None without IPv6.
+    pub fn ipv6_mtu(&self) -> Option<usize> {
+        self.ip6.as_ref().map(|s| s.mtu)
+    }
+
+    /// The IPv6 settings, if configured.
+    pub fn ipv6_config(&self) -> Option<&Ipv6Config> {
+        self.ip6.as_ref().map(|s| s.config())
     }
 
     /// ARP entries held (resolved, resolving or failed).

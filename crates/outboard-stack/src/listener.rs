@@ -94,7 +94,7 @@ impl TcpTable {
         if l.syn_queue_len < self.syn_queue_cap {
             l.syn_queue_len += 1;
             let iss = self.isn.isn(now, tuple.local, tuple.remote);
-            let conn = Connection::accept(&self.cfg, tuple, repr, iss, now);
+            let conn = Connection::accept(self.cfg_for(&tuple), tuple, repr, iss, now);
             self.insert(conn, Owner::Embryonic(lid));
             stats.tcp_syn_queue_adds += 1;
             return None;
@@ -112,12 +112,12 @@ impl TcpTable {
             seq: cookie,
             ack: repr.seq + 1,
             flags: TcpFlags::SYN | TcpFlags::ACK,
-            window: self.cfg.recv_buffer.min(usize::from(u16::MAX)) as u16,
+            window: self.cfg_for(&tuple).recv_buffer.min(usize::from(u16::MAX)) as u16,
             urgent: 0,
             // The cookie can't remember window scale, SACK or timestamps, so
             // none are offered (RFC 4987 §3.6).
             options: TcpOptions {
-                mss: Some(self.cfg.mss),
+                mss: Some(self.cfg_for(&tuple).mss),
                 ..TcpOptions::default()
             },
         })
@@ -155,7 +155,7 @@ impl TcpTable {
             stats.drops_tcp_accept_queue_full += 1;
             return None;
         }
-        let mut conn = Connection::from_cookie(&self.cfg, tuple, iss, irs, params.mss, repr, now);
+        let mut conn = Connection::from_cookie(self.cfg_for(&tuple), tuple, iss, irs, params.mss, repr, now);
         conn.handle_segment(now, repr, payload);
         let id = self.insert(conn, Owner::Queued(lid));
         if let Some(l) = self.listeners.get_mut(&lid) {

@@ -1,5 +1,5 @@
-//! IPv4 fragment reassembly (RFC 791 §3.2, RFC 815 hole tracking), bounded
-//! in memory and time.
+//! IPv4 and IPv6 fragment reassembly (RFC 791 §3.2, RFC 8200 §4.5, RFC 815
+//! hole tracking), bounded in memory and time.
 //!
 //! Policy:
 //! - A datagram is keyed by (source, destination, protocol, identification).
@@ -23,7 +23,7 @@
 use crate::stats::StackStats;
 use outboard_time::{Duration, Instant};
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// Bytes charged per datagram being reassembled.
 pub(crate) const DATAGRAM_OVERHEAD: usize = 128;
@@ -34,10 +34,12 @@ pub(crate) const MAX_PAYLOAD: usize = 65535 - 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct FragKey {
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// IPv4's protocol; for IPv6 the fragment header's Next Header.
     pub protocol: u8,
-    pub ident: u16,
+    /// IPv4's 16-bit or IPv6's 32-bit identification.
+    pub ident: u32,
 }
 
 /// One received fragment, borrowed from the frame.

@@ -76,6 +76,31 @@ counters! {
     /// Fragments with inconsistent lengths (beyond 64 KiB, beyond the known end, odd sizes).
     reassembly_bad_fragments,
 
+    // --- IPv6 ---
+    ipv6_packets_in,
+    ipv6_packets_out,
+    /// An extension header to discard (RFC 8200 §4: an option or header we
+    /// must not skip, a Routing header with segments left, a Hop-by-Hop out of place).
+    drops_ipv6_extension_header,
+    icmpv6_in,
+    icmpv6_out,
+    icmpv6_packet_too_big_in,
+    icmpv6_param_problem_in,
+    icmpv6_errors_out,
+    ndisc_solicits_in,
+    ndisc_solicits_out,
+    ndisc_adverts_in,
+    ndisc_adverts_out,
+    ndisc_router_adverts_in,
+    ndisc_router_solicits_out,
+    /// Neighbours that never answered our solicitations (IPv6's ARP failures).
+    ndisc_resolution_failures,
+    /// One of our addresses was found in use by another node during
+    /// duplicate-address detection (RFC 4862 §5.4.5): it is not used.
+    ipv6_dad_failures,
+    /// Another node advertised an address we already use.
+    ipv6_address_conflicts,
+
     // --- ICMP ---
     icmp_in,
     icmp_out,

@@ -11,7 +11,7 @@
 //! The hash input is the tuple as the NIC sees it on receive: source is the
 //! remote peer, destination is us.
 
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::ops::RangeInclusive;
 
 /// The 40-byte key from Microsoft's RSS specification; the default of most
@@ -45,6 +45,29 @@ impl FlowTuple {
         b[4..8].copy_from_slice(&self.dst_ip.octets());
         b[8..10].copy_from_slice(&self.src_port.to_be_bytes());
         b[10..12].copy_from_slice(&self.dst_port.to_be_bytes());
+        b
+    }
+}
+
+/// An IPv6 flow as seen on receive: `src` is the sender of the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowTuple6 {
+    pub src_ip: Ipv6Addr,
+    pub dst_ip: Ipv6Addr,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+impl FlowTuple6 {
+    /// The RSS input for IPv6 with TCP (Microsoft's RSS specification,
+    /// "IPv6 with TCP"): source address, destination address, source port,
+    /// destination port: 36 bytes, exactly what a 40-byte key covers.
+    pub fn rss_input(&self) -> [u8; 36] {
+        let mut b = [0u8; 36];
+        b[0..16].copy_from_slice(&self.src_ip.octets());
+        b[16..32].copy_from_slice(&self.dst_ip.octets());
+        b[32..34].copy_from_slice(&self.src_port.to_be_bytes());
+        b[34..36].copy_from_slice(&self.dst_port.to_be_bytes());
         b
     }
 }
@@ -96,6 +119,27 @@ pub fn rss_hash_ipv4(key: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> u32 {
 pub fn shard_for(tuple: &FlowTuple, nshards: u16) -> u16 {
     let hash = rss_hash_ipv4_tcp(&MICROSOFT_RSS_KEY, tuple);
     reta_default_entry(hash, nshards)
+}
+
+/// [`shard_for`] for an IPv6 flow.
+pub fn shard_for_v6(tuple: &FlowTuple6, nshards: u16) -> u16 {
+    let hash = toeplitz_hash(&MICROSOFT_RSS_KEY, &tuple.rss_input());
+    reta_default_entry(hash, nshards)
+}
+
+/// The shard a flow from `remote` to `local` (either family, both the same)
+/// hashes to among `nshards`.
+fn shard_of_flow(local: IpAddr, local_port: u16, remote: IpAddr, remote_port: u16, nshards: u16) -> u16 {
+    match (local, remote) {
+        (IpAddr::V4(dst_ip), IpAddr::V4(src_ip)) => {
+            shard_for(&FlowTuple { src_ip, dst_ip, src_port: remote_port, dst_port: local_port }, nshards)
+        }
+        (IpAddr::V6(dst_ip), IpAddr::V6(src_ip)) => {
+            shard_for_v6(&FlowTuple6 { src_ip, dst_ip, src_port: remote_port, dst_port: local_port }, nshards)
+        }
+        // A mixed pair names no flow; shard 0 takes what cannot be placed.
+        _ => 0,
+    }
 }
 
 fn reta_default_entry(hash: u32, nshards: u16) -> u16 {
@@ -161,8 +205,8 @@ impl Steering {
 /// Ports are tried from the start of the range; `is_free` says whether the
 /// stack can use a port for this remote. `None` when no port qualifies.
 pub fn pick_source_port(
-    local_ip: Ipv4Addr,
-    remote: (Ipv4Addr, u16),
+    local_ip: impl Into<IpAddr>,
+    remote: (impl Into<IpAddr>, u16),
     shard: u16,
     nshards: u16,
     range: RangeInclusive<u16>,
@@ -176,14 +220,15 @@ pub fn pick_source_port(
 /// around the range, so successive connects can spread over the range
 /// (RFC 6056 section 3.3 discusses why a moving start helps).
 pub fn pick_source_port_from(
-    local_ip: Ipv4Addr,
-    remote: (Ipv4Addr, u16),
+    local_ip: impl Into<IpAddr>,
+    remote: (impl Into<IpAddr>, u16),
     shard: u16,
     nshards: u16,
     range: RangeInclusive<u16>,
     cursor: u16,
     mut is_free: impl FnMut(u16) -> bool,
 ) -> Option<u16> {
+    let (local_ip, remote) = (local_ip.into(), (remote.0.into(), remote.1));
     let (lo, hi) = (*range.start(), *range.end());
     if lo > hi || shard >= nshards.max(1) {
         return None;
@@ -200,14 +245,8 @@ pub fn pick_source_port_from(
             lo + ((first + k) % span) as u16
         })
         .find(|&port| {
-            let tuple = FlowTuple {
-                src_ip: remote.0,
-                dst_ip: local_ip,
-                src_port: remote.1,
-                dst_port: port,
-            };
             // One shard owns every flow: skip the hash.
-            (nshards <= 1 || shard_for(&tuple, nshards) == shard) && is_free(port)
+            (nshards <= 1 || shard_of_flow(local_ip, port, remote.0, remote.1, nshards) == shard) && is_free(port)
         })
 }
 
@@ -246,6 +285,7 @@ pub fn frame_owner(frame: &[u8], nshards: u16, bound: impl Fn(Transport, u16) ->
     match u16::from_be_bytes([frame[12], frame[13]]) {
         0x0806 => FrameOwner::Arp,
         0x0800 => FrameOwner::Shard(ipv4_owner(&frame[14..], nshards, &bound).unwrap_or(0)),
+        0x86dd => ipv6_owner(&frame[14..], nshards, &bound),
         _ => FrameOwner::Shard(0),
     }
 }
@@ -253,7 +293,11 @@ pub fn frame_owner(frame: &[u8], nshards: u16, bound: impl Fn(Transport, u16) ->
 /// The owner of `tuple` (as received) to `transport` among `nshards`, given
 /// which shards have its destination port bound (`bound`, a bit per shard).
 pub fn flow_owner(tuple: &FlowTuple, nshards: u16, bound: u64) -> u16 {
-    let hashed = shard_for(tuple, nshards);
+    bound_or(shard_for(tuple, nshards), nshards, bound)
+}
+
+/// `hashed`, unless the port is bound on some shards only and not on it: then the lowest of those.
+fn bound_or(hashed: u16, nshards: u16, bound: u64) -> u16 {
     let mask = if nshards >= 64 { u64::MAX } else { (1u64 << nshards) - 1 };
     let bound = bound & mask;
     if bound == 0 || bound & (1 << hashed) != 0 {
@@ -261,6 +305,50 @@ pub fn flow_owner(tuple: &FlowTuple, nshards: u16, bound: u64) -> u16 {
     } else {
         bound.trailing_zeros() as u16
     }
+}
+
+/// The owner of an IPv6 packet: TCP/UDP by the IPv6 4-tuple's hash (as
+/// [`flow_owner`] for IPv4), ICMPv6 errors by their quote, neighbour
+/// discovery like ARP (shard 0 answers, every shard learns), the rest shard 0.
+fn ipv6_owner(ip: &[u8], nshards: u16, bound: &impl Fn(Transport, u16) -> u64) -> FrameOwner {
+    use outboard_wire::ipv6::{next_header, walk_extensions, Ipv6Packet};
+    let Ok(p) = Ipv6Packet::new_checked(ip) else { return FrameOwner::Shard(0) };
+    let Ok(w) = walk_extensions(p.next_header(), p.payload()) else { return FrameOwner::Shard(0) };
+    if w.fragment.is_some_and(|(f, _)| !f.is_atomic()) {
+        return FrameOwner::Shard(0);
+    }
+    let l4 = &p.payload()[w.upper_offset..];
+    let owner = match w.upper {
+        next_header::ICMPV6 => match l4.first() {
+            Some(133..=137) => return FrameOwner::Arp,
+            Some(1..=4) => icmpv6_owner(&l4[8.min(l4.len())..], nshards, bound),
+            _ => None,
+        },
+        upper => transport(upper).and_then(|t| {
+            let (src_port, dst_port) = l4_ports(l4)?;
+            let tuple = FlowTuple6 { src_ip: p.src_addr(), dst_ip: p.dst_addr(), src_port, dst_port };
+            Some(flow_owner_v6(&tuple, nshards, bound(t, dst_port)))
+        }),
+    };
+    FrameOwner::Shard(owner.unwrap_or(0))
+}
+
+fn icmpv6_owner(quote: &[u8], nshards: u16, bound: &impl Fn(Transport, u16) -> u64) -> Option<u16> {
+    use outboard_wire::ipv6::{walk_extensions, Ipv6Repr};
+    let (q, payload) = Ipv6Repr::parse_quoted(quote).ok()?;
+    let w = walk_extensions(q.next_header, payload).ok()?;
+    if w.fragment.is_some_and(|(f, _)| f.offset != 0) {
+        return None;
+    }
+    let t = transport(w.upper)?;
+    let (q_sport, q_dport) = l4_ports(payload.get(w.upper_offset..)?)?;
+    let tuple = FlowTuple6 { src_ip: q.dst_addr, dst_ip: q.src_addr, src_port: q_dport, dst_port: q_sport };
+    Some(flow_owner_v6(&tuple, nshards, bound(t, q_sport)))
+}
+
+/// [`flow_owner`] for an IPv6 flow.
+pub fn flow_owner_v6(tuple: &FlowTuple6, nshards: u16, bound: u64) -> u16 {
+    bound_or(shard_for_v6(tuple, nshards), nshards, bound)
 }
 
 /// (src, dst, protocol, header length, fragment?) of the IPv4 header at `ip`.

@@ -11,21 +11,7 @@ use outboard_tcp::{Config, Connection, FourTuple};
 use outboard_time::{Duration, Instant, TimerWheel};
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
-
-/// The stack speaks IPv4 only: every 4-tuple it makes comes from here, so the
-/// IPv4 output path always gets an IPv4 address back from `remote_ipv4`.
-pub(crate) fn v4_tuple(local: SocketAddrV4, remote: SocketAddrV4) -> FourTuple {
-    FourTuple::new(SocketAddr::V4(local), SocketAddr::V4(remote))
-}
-
-/// The remote IPv4 address of a tuple made by `v4_tuple`; `None` for another family.
-pub(crate) fn remote_ipv4(tuple: &FourTuple) -> Option<Ipv4Addr> {
-    match tuple.remote.ip() {
-        IpAddr::V4(ip) => Some(ip),
-        IpAddr::V6(_) => None,
-    }
-}
+use std::net::{IpAddr, SocketAddr};
 
 /// Table bookkeeping per connection besides what the connection reports
 /// (`Connection::memory_in_use`, which includes its own struct): the rest of
@@ -79,7 +65,11 @@ pub(crate) struct TcpTable {
     port_cursor: u16,
     /// Embryonic connections per listener before SYN cookies take over.
     pub syn_queue_cap: usize,
+    /// The template for IPv4 connections.
     pub cfg: Config,
+    /// The template for IPv6 connections: `cfg` with an MSS 20 bytes smaller
+    /// (the IPv6 header is 40 bytes, not 20; RFC 8200 §8.3).
+    pub cfg6: Config,
     pub isn: IsnGenerator,
     pub cookies: SynCookies,
 }
@@ -104,9 +94,19 @@ impl TcpTable {
             next_listener: 0,
             port_cursor: ephemeral_start,
             syn_queue_cap,
+            cfg6: Config { mss: cfg.mss.saturating_sub(20).max(64), ..cfg.clone() },
             cfg,
             isn: IsnGenerator::new(secret),
             cookies: SynCookies::new(secret),
+        }
+    }
+
+    /// The connection template for a tuple's family.
+    pub(crate) fn cfg_for(&self, tuple: &FourTuple) -> &Config {
+        if tuple.local.is_ipv4() {
+            &self.cfg
+        } else {
+            &self.cfg6
         }
     }
 
@@ -149,8 +149,8 @@ impl TcpTable {
     /// unused and the port no listener's. Scans the range from a moving cursor.
     pub(crate) fn ephemeral_port(
         &mut self,
-        local_ip: std::net::Ipv4Addr,
-        remote: SocketAddrV4,
+        local_ip: IpAddr,
+        remote: SocketAddr,
         range: (u16, u16),
         (shard, nshards): (u16, u16),
     ) -> Option<u16> {
@@ -161,13 +161,13 @@ impl TcpTable {
         let (by_tuple, listener_by_port) = (&self.by_tuple, &self.listener_by_port);
         let port = crate::steer::pick_source_port_from(
             local_ip,
-            (*remote.ip(), remote.port()),
+            (remote.ip(), remote.port()),
             shard,
             nshards,
             lo..=hi,
             self.port_cursor,
             |port| {
-                let tuple = v4_tuple(SocketAddrV4::new(local_ip, port), remote);
+                let tuple = FourTuple::new(SocketAddr::new(local_ip, port), remote);
                 !by_tuple.contains_key(&tuple) && !listener_by_port.contains_key(&port)
             },
         )?;
@@ -187,11 +187,11 @@ impl TcpTable {
     }
 
     /// Marks ready every connection whose remote address satisfies `via`.
-    pub(crate) fn mark_ready_via(&mut self, via: impl Fn(Ipv4Addr) -> bool) {
+    pub(crate) fn mark_ready_via(&mut self, via: impl Fn(IpAddr) -> bool) {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, e)| remote_ipv4(&e.conn.tuple()).is_some_and(&via))
+            .filter(|(_, e)| via(e.conn.tuple().remote.ip()))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {

@@ -1,20 +1,19 @@
 //! UDP and TCP receive: checksum, demultiplexing to a socket or the
 //! connection table, and the errors or resets owed when nothing matches.
 
-use crate::input::IpMeta;
-use crate::tcp_table::v4_tuple;
+use crate::input::Net;
 use crate::Stack;
+use outboard_tcp::FourTuple;
 use outboard_time::Instant;
 use outboard_wire::checksum::copy_and_checksum;
-use outboard_wire::icmpv4::UnreachableCode;
 use outboard_wire::tcp::TcpPacket;
 use outboard_wire::udp::{UdpPacket, UdpRepr};
 use outboard_wire::{RxChecksum, TcpRepr};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 impl Stack {
-    pub(crate) fn udp_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
-        let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
+    pub(crate) fn udp_input(&mut self, now: Instant, ip: Net<'_>, payload: &[u8]) {
+        let (src, dst) = (ip.src(), ip.dst());
         // The checksum is verified during the copy into the socket queue
         // (one pass over the payload), or on its own when there is no copy.
         let parsed = UdpPacket::new_checked(payload)
@@ -34,7 +33,7 @@ impl Stack {
                     return;
                 }
                 self.stats.udp_datagrams_in += 1;
-                let from = SocketAddrV4::new(src, repr.src_port);
+                let from = SocketAddr::new(src, repr.src_port);
                 self.udp.deliver(repr.dst_port, from, copy, &mut self.stats);
             }
             room => {
@@ -47,8 +46,9 @@ impl Stack {
                     self.stats.drops_udp_queue_full += 1;
                 } else {
                     self.stats.udp_no_port += 1;
-                    // RFC 1122 §4.1.3.1: port unreachable (not for broadcasts, checked there).
-                    self.send_unreachable(now, ip, payload, UnreachableCode::PORT);
+                    // RFC 1122 §4.1.3.1, RFC 4443 §3.1: port unreachable
+                    // (not for broadcasts or multicasts, checked there).
+                    self.send_port_unreachable(now, ip, payload);
                 }
             }
         }
@@ -59,9 +59,9 @@ impl Stack {
     /// connection's receive ring (one pass over it, DESIGN.md §7), and the
     /// segment reaches the connection only once that sum verifies; else
     /// it is verified on its own first and copied afterwards.
-    pub(crate) fn tcp_segment_input(&mut self, now: Instant, ip: IpMeta<'_>, payload: &[u8]) {
-        let (src, dst) = (ip.repr.src_addr, ip.repr.dst_addr);
-        if ip.broadcast {
+    pub(crate) fn tcp_segment_input(&mut self, now: Instant, ip: Net<'_>, payload: &[u8]) {
+        let (src, dst) = (ip.src(), ip.dst());
+        if ip.is_to_group() {
             // RFC 9293 §3.10.7.2 / RFC 1122 §4.2.3.10: TCP is unicast only.
             self.stats.drops_not_for_us += 1;
             return;
@@ -85,7 +85,7 @@ impl Stack {
                 return;
             }
         };
-        let tuple = v4_tuple(SocketAddrV4::new(dst, repr.dst_port), SocketAddrV4::new(src, repr.src_port));
+        let tuple = FourTuple::new(SocketAddr::new(dst, repr.dst_port), SocketAddr::new(src, repr.src_port));
         let data = pkt.payload();
         let mut prefilled = None;
         if !trusted {
@@ -118,7 +118,7 @@ impl Stack {
             self.tcp
                 .segment_input(now, tuple, (&repr, data), prefilled, &mut self.stats)
         {
-            self.send_tcp_control(now, src, &reply);
+            self.send_tcp_control(now, dst, src, &reply);
         }
     }
 }

@@ -5,7 +5,7 @@
 use crate::stats::StackStats;
 use crate::{StackError, UdpId};
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 /// Bytes of payload a socket may hold unread.
 pub const UDP_RECV_QUEUE_BYTES: usize = 256 * 1024;
@@ -17,7 +17,7 @@ const DATAGRAM_OVERHEAD: usize = 32;
 #[derive(Debug)]
 struct Socket {
     port: u16,
-    queue: VecDeque<(SocketAddrV4, Vec<u8>)>,
+    queue: VecDeque<(SocketAddr, Vec<u8>)>,
     queued_bytes: usize,
     /// An ICMP error to report once on the next receive (RFC 1122 §4.1.3.3).
     pending_error: Option<StackError>,
@@ -84,7 +84,7 @@ impl UdpTable {
     pub(crate) fn deliver(
         &mut self,
         dst_port: u16,
-        src: SocketAddrV4,
+        src: SocketAddr,
         payload: Vec<u8>,
         stats: &mut StackStats,
     ) -> bool {
@@ -125,7 +125,7 @@ impl UdpTable {
         &mut self,
         id: UdpId,
         buf: &mut [u8],
-    ) -> Result<(usize, SocketAddrV4), StackError> {
+    ) -> Result<(usize, SocketAddr), StackError> {
         let sock = self.sockets.get_mut(&id).ok_or(StackError::NoSuchSocket)?;
         if let Some(err) = sock.pending_error.take() {
             return Err(err);
@@ -155,8 +155,8 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    fn peer() -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9999)
+    fn peer() -> SocketAddr {
+        SocketAddr::new(Ipv4Addr::new(10, 0, 0, 2).into(), 9999)
     }
 
     #[test]

@@ -128,7 +128,7 @@ fn udp_datagram_is_delivered_with_its_source() {
     let mut buf = [0u8; 64];
     assert_eq!(
         s.udp_recv_from(u, &mut buf),
-        Ok((5, SocketAddrV4::new(IP_PEER, 4000)))
+        Ok((5, SocketAddrV4::new(IP_PEER, 4000).into()))
     );
     assert_eq!(&buf[..5], b"query");
     assert_eq!(s.udp_recv_from(u, &mut buf), Err(StackError::WouldBlock));
@@ -209,7 +209,7 @@ fn large_udp_datagram_is_fragmented_and_fragments_reassemble() {
     let mut buf = vec![0u8; 5000];
     assert_eq!(
         r.udp_recv_from(ru, &mut buf),
-        Ok((4000, SocketAddrV4::new(IP_A, 5000)))
+        Ok((4000, SocketAddrV4::new(IP_A, 5000).into()))
     );
     assert_eq!(&buf[..4000], &data[..]);
     assert_eq!(r.stats().reassembled, 1);

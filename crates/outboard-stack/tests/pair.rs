@@ -30,7 +30,7 @@ fn arp_then_ping_between_two_stacks() {
             == 1)
     );
     let r = p.a.poll_echo_reply().unwrap();
-    assert_eq!((r.from, r.ident, r.seq_no, r.data_len), (IP_B, 42, 1, 13));
+    assert_eq!((r.from, r.ident, r.seq_no, r.data_len), (IP_B.into(), 42, 1, 13));
     assert_eq!(p.a.stats().arp_requests_out, 1);
     assert_eq!(p.b.stats().arp_replies_out, 1);
     assert_eq!(
@@ -57,7 +57,7 @@ fn udp_round_trip_between_two_stacks_including_a_fragmented_datagram() {
     assert!(p.run_until(Duration::from_secs(1), |p| {
         let mut buf = vec![0u8; 65536];
         while let Ok((n, from)) = p.b.udp_recv_from(ub, &mut buf) {
-            assert_eq!(from, SocketAddrV4::new(IP_A, pa));
+            assert_eq!(from, SocketAddrV4::new(IP_A, pa).into());
             got.push(buf[..n].to_vec());
         }
         got.len() == 2

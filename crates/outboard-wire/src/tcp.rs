@@ -8,7 +8,7 @@
 //! `seg[hl..]` with [`checksum::copy_and_checksum`],
 //! then `repr.emit(seg, src, dst, payload_len, TxChecksum::Payload(sum))`.
 
-use std::net::Ipv4Addr;
+use crate::pseudo::PseudoAddr;
 
 use crate::checksum::{self, Accumulator, RxChecksum, TxChecksum};
 use crate::seq::SeqNumber;
@@ -173,7 +173,7 @@ impl TcpRepr {
     /// (reserved); with [`RxChecksum::Verify`] a wrong checksum is
     /// [`Error::Checksum`]. Malformed options are ignored, never an error
     /// (see [`TcpOptions::parse`]).
-    pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr, checksum: RxChecksum) -> Result<TcpRepr> {
+    pub fn parse<T: AsRef<[u8]>, A: PseudoAddr>(p: &TcpPacket<T>, src: A, dst: A, checksum: RxChecksum) -> Result<TcpRepr> {
         p.check_len()?;
         if checksum == RxChecksum::Verify && !p.verify_checksum(src, dst) {
             return Err(Error::Checksum);
@@ -213,7 +213,7 @@ impl TcpRepr {
     /// that don't fit are dropped from the end ([`TcpOptions::fitted`]).
     /// [`Error::Truncated`] if `buf` is too short, [`Error::Malformed`] if the
     /// segment would exceed 65535 bytes.
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize, checksum: TxChecksum) -> Result<usize> {
+    pub fn emit<A: PseudoAddr>(&self, buf: &mut [u8], src: A, dst: A, payload_len: usize, checksum: TxChecksum) -> Result<usize> {
         let hl = self.header_len();
         let total = hl + payload_len;
         let len = u16::try_from(total).map_err(|_| Error::Malformed)?;
@@ -238,7 +238,8 @@ impl TcpRepr {
             TxChecksum::Payload(s) => s,
         };
         let mut acc = Accumulator::new();
-        acc.add_ipv4_pseudo_header(src, dst, PROTO_TCP, len).add(&buf[..hl]).add_partial(payload_sum);
+        A::add_pseudo_header(&mut acc, src, dst, PROTO_TCP, usize::from(len));
+        acc.add(&buf[..hl]).add_partial(payload_sum);
         buf[field::CHECKSUM].copy_from_slice(&acc.finish().to_be_bytes());
         Ok(hl)
     }

@@ -1,6 +1,6 @@
 //! UDP (RFC 768) with the IPv4 pseudo-header checksum.
 
-use std::net::Ipv4Addr;
+use crate::pseudo::PseudoAddr;
 
 use crate::checksum::{self, Accumulator, PartialSum, RxChecksum, TxChecksum};
 use crate::{Error, Result};
@@ -71,18 +71,19 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..usize::from(self.length())]
     }
-    fn header_sum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> Accumulator {
+    fn header_sum<A: PseudoAddr>(&self, src: A, dst: A) -> Accumulator {
         let mut acc = Accumulator::new();
-        acc.add_ipv4_pseudo_header(src, dst, PROTO_UDP, self.length()).add(&self.buffer.as_ref()[..HEADER_LEN]);
+        A::add_pseudo_header(&mut acc, src, dst, PROTO_UDP, usize::from(self.length()));
+        acc.add(&self.buffer.as_ref()[..HEADER_LEN]);
         acc
     }
     /// True if the checksum verifies or is zero ("no checksum", RFC 768).
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoAddr>(&self, src: A, dst: A) -> bool {
         self.verify_checksum_with(src, dst, checksum::sum(self.payload()))
     }
     /// [`verify_checksum`](Self::verify_checksum) with the payload summed
     /// elsewhere, e.g. by the [`checksum::copy_and_checksum`] that moved it.
-    pub fn verify_checksum_with(&self, src: Ipv4Addr, dst: Ipv4Addr, payload: PartialSum) -> bool {
+    pub fn verify_checksum_with<A: PseudoAddr>(&self, src: A, dst: A, payload: PartialSum) -> bool {
         self.checksum() == 0 || self.header_sum(src, dst).add_partial(payload).finish() == 0
     }
 }
@@ -98,7 +99,7 @@ impl UdpRepr {
     /// Parses a checked datagram; with [`RxChecksum::Verify`] a wrong nonzero
     /// checksum is [`Error::Checksum`]. Destination port 0 is reserved and
     /// [`Error::Malformed`].
-    pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr, checksum: RxChecksum) -> Result<UdpRepr> {
+    pub fn parse<T: AsRef<[u8]>, A: PseudoAddr>(p: &UdpPacket<T>, src: A, dst: A, checksum: RxChecksum) -> Result<UdpRepr> {
         p.check_len()?;
         if p.dst_port() == 0 {
             return Err(Error::Malformed);
@@ -125,7 +126,7 @@ impl UdpRepr {
     /// With [`TxChecksum::Compute`] the payload must already be in `buf`;
     /// with `Payload(sum)` it is not read. A computed checksum of zero is sent
     /// as 0xFFFF, since zero means "none" (RFC 768).
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize, checksum: TxChecksum) -> Result<usize> {
+    pub fn emit<A: PseudoAddr>(&self, buf: &mut [u8], src: A, dst: A, payload_len: usize, checksum: TxChecksum) -> Result<usize> {
         let total = HEADER_LEN + payload_len;
         let len = u16::try_from(total).map_err(|_| Error::Malformed)?;
         let need = if checksum == TxChecksum::Compute { total } else { HEADER_LEN };
@@ -142,7 +143,8 @@ impl UdpRepr {
             TxChecksum::Payload(s) => s,
         };
         let mut acc = Accumulator::new();
-        acc.add_ipv4_pseudo_header(src, dst, PROTO_UDP, len).add(&buf[..HEADER_LEN]).add_partial(payload_sum);
+        A::add_pseudo_header(&mut acc, src, dst, PROTO_UDP, usize::from(len));
+        acc.add(&buf[..HEADER_LEN]).add_partial(payload_sum);
         let c = match acc.finish() {
             0 => 0xffff,
             c => c,

@@ -22,7 +22,7 @@ def main():
     host, echo_port, closed_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     out = {"echo": [], "refused": False, "refused_error": None}
     ok = True
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(2)
     for size in (1, 512, 1472):
         payload = os.urandom(size)
@@ -36,12 +36,12 @@ def main():
             except socket.timeout:
                 continue
             got = (data, src)
-        same = got is not None and got[0] == payload and got[1] == (host, echo_port)
+        same = got is not None and got[0] == payload and got[1][:2] == (host, echo_port)
         out["echo"].append({"size": size, "tries": tries, "same": same})
         ok = ok and same
     s.close()
 
-    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     c.settimeout(3)
     c.connect((host, closed_port))
     for _ in range(3):

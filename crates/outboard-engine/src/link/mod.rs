@@ -383,6 +383,8 @@ pub struct LinkOptions {
     /// TAP and AF_PACKET: use virtio-net headers for TSO/GSO and checksum
     /// offload (the engine's default; `--offloads off` clears it).
     pub offloads: bool,
+    /// The engine runs IPv6: AF_XDP's XDP program redirects IPv6 frames too.
+    pub ipv6: bool,
 }
 
 /// Opens the link a spec names.

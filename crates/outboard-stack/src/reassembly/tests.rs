@@ -1,13 +1,14 @@
 use super::*;
+use std::net::Ipv4Addr;
 
 const HDR: [u8; 20] = [0x45; 20];
 
 fn key(ident: u16) -> FragKey {
     FragKey {
-        src: Ipv4Addr::new(10, 0, 0, 2),
-        dst: Ipv4Addr::new(10, 0, 0, 1),
+        src: Ipv4Addr::new(10, 0, 0, 2).into(),
+        dst: Ipv4Addr::new(10, 0, 0, 1).into(),
         protocol: 17,
-        ident,
+        ident: u32::from(ident),
     }
 }
 
@@ -181,7 +182,7 @@ fn reassembly_stays_under_cap_under_fragment_flood() {
     for i in 0..20_000u32 {
         let k = key(i as u16);
         let k = FragKey {
-            src: Ipv4Addr::from(0x0a00_0000 | (i >> 16)),
+            src: Ipv4Addr::from(0x0a00_0000 | (i >> 16)).into(),
             ..k
         };
         let f = match i % 3 {

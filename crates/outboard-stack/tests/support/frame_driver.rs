@@ -16,7 +16,7 @@ use outboard_wire::icmpv4::{Icmpv4Repr, TimeExceededCode, UnreachableCode};
 use outboard_wire::ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 use outboard_wire::udp::UdpRepr;
 use outboard_wire::{RxChecksum, SeqNumber, TcpFlags, TcpOptions, TcpPacket, TcpRepr, TxChecksum};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 
 const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
@@ -30,6 +30,16 @@ const ADDRS: [Ipv4Addr; 6] = [
     Ipv4Addr::new(0, 0, 0, 0),
 ];
 const PORTS: [u16; 5] = [80, 53, 4000, 4001, 33000];
+const ADDR6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+const ADDRS6: [Ipv6Addr; 7] = [
+    Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2),
+    Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 9),
+    Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1),
+    Ipv6Addr::new(0x2001, 0xdb9, 0, 0, 0, 0, 0, 7),
+    Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1),
+    Ipv6Addr::UNSPECIFIED,
+    Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 1),
+];
 const MEMORY_BOUND: usize = 64 * 1024 * 1024;
 
 struct Input<'a> {
@@ -76,6 +86,8 @@ struct Seen {
     tcp: Option<(Ipv4Addr, TcpRepr)>,
     /// The last IPv4 packet the stack sent (header and payload), for ICMP quotes.
     ip: Vec<u8>,
+    /// The last IPv6 packet the stack sent, for ICMPv6 quotes.
+    ip6: Vec<u8>,
 }
 
 struct Driver {
@@ -98,6 +110,12 @@ pub fn run(data: &[u8]) -> usize {
     cfg.reassembly_mem_cap = 64 * 1024;
     cfg.tcp.send_buffer = 32 * 1024;
     cfg.tcp.recv_buffer = 32 * 1024;
+    // Dual stack (IPv6 stays off on links below its 1280-byte minimum MTU).
+    cfg.ipv6 = Some(outboard_stack::Ipv6Config {
+        addr: Some((ADDR6, 64)),
+        dad_transmits: u32::from(input.u8() % 2),
+        ..outboard_stack::Ipv6Config::default()
+    });
     let now = Instant::from_millis(1000);
     let mut s = Stack::new(cfg, now);
     let listener = s.tcp_listen(80, 4).expect("fresh stack");
@@ -154,6 +172,7 @@ impl Driver {
                     self.s.handle_timeout(self.now);
                 }
             }
+            8 if inp.bool() => self.ipv6_in(inp),
             8 => self.app(inp),
             _ => {
                 let dst = inp.pick(&ADDRS);
@@ -168,6 +187,10 @@ impl Driver {
                 let _ =
                     self.s
                         .icmp_echo_request(self.now, dst, 1, inp.u16(), &payload[..n.min(100)]);
+                let dst6 = inp.pick(&ADDRS6);
+                let _ = self.s.udp_send_to(self.now, self.udp, SocketAddrV6::new(dst6, inp.pick(&PORTS), 0, 0), &payload);
+                let _ = self.s.icmp_echo_request(self.now, dst6, 1, inp.u16(), &payload[..n.min(100)]);
+                let _ = self.s.tcp_connect(self.now, SocketAddrV6::new(dst6, inp.pick(&PORTS), 0, 0));
             }
         }
     }
@@ -189,6 +212,10 @@ impl Driver {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             return;
         };
+        if eth.ethertype() == EtherType::Ipv6 {
+            self.seen.ip6 = eth.payload().to_vec();
+            return;
+        }
         if eth.ethertype() != EtherType::Ipv4 {
             return;
         }
@@ -428,6 +455,77 @@ impl Driver {
         }
         p[20..].copy_from_slice(payload);
         self.send_frame(MAC, EtherType::Ipv4, &p);
+    }
+
+    /// An IPv6 packet of a kind picked by the input (neighbour discovery,
+    /// echo, errors quoting what the stack sent, TCP, UDP, extension
+    /// headers, fragments), checksums right, to us or our groups.
+    fn ipv6_in(&mut self, inp: &mut Input<'_>) {
+        use outboard_wire::icmpv6::{Icmpv6Repr, NdiscOption, PrefixInfo};
+        use outboard_wire::ipv6::Ipv6Repr;
+        let src = inp.pick(&ADDRS6);
+        let dst = if inp.bool() { ADDR6 } else { inp.pick(&ADDRS6) };
+        let hop_limit = if inp.bool() { 255 } else { inp.u8() };
+        let mut opts = vec![0u8; 48];
+        let _ = NdiscOption::SourceLla(EthernetAddress(PEER_MAC)).emit(&mut opts[..8]);
+        let _ = NdiscOption::Mtu(u32::from(inp.u16())).emit(&mut opts[8..16]);
+        let p = PrefixInfo { prefix_len: inp.u8() % 129, flags: inp.u8(), valid_lifetime: inp.u32(), preferred_lifetime: inp.u32(), prefix: inp.pick(&ADDRS6) };
+        let _ = NdiscOption::PrefixInfo(p).emit(&mut opts[16..]);
+        let quote = self.seen.ip6.clone();
+        let n = usize::from(inp.u8());
+        let data = inp.bytes(n).to_vec();
+        let target = inp.pick(&ADDRS6);
+        let (next, payload) = match inp.u8() % 10 {
+            k @ 0..=5 => {
+                let icmp = match k {
+                    0 => Icmpv6Repr::NeighborSolicit { target, options: &opts[..8 * usize::from(inp.u8() % 2)] },
+                    1 => Icmpv6Repr::NeighborAdvert { flags: inp.u8(), target, options: &opts[..8] },
+                    2 => Icmpv6Repr::RouterAdvert { hop_limit: inp.u8(), flags: 0, router_lifetime: inp.u16(), reachable_time: 0, retrans_timer: 0, options: &opts },
+                    3 => Icmpv6Repr::EchoRequest { ident: 1, seq_no: inp.u16(), data: &data },
+                    4 => Icmpv6Repr::PacketTooBig { mtu: u32::from(inp.u16()), invoking: &quote },
+                    _ => Icmpv6Repr::DstUnreachable { code: outboard_wire::icmpv6::UnreachableCode(inp.u8() % 8), invoking: &quote },
+                };
+                let mut b = vec![0u8; icmp.buffer_len()];
+                if icmp.emit(src, dst, &mut b).is_err() {
+                    return;
+                }
+                (58u8, b)
+            }
+            6 => {
+                let repr = TcpRepr {
+                    src_port: inp.pick(&PORTS),
+                    dst_port: inp.pick(&PORTS),
+                    seq: SeqNumber(inp.u32()),
+                    ack: SeqNumber(inp.u32()),
+                    flags: TcpFlags(inp.u8() & 0x3f),
+                    window: inp.u16(),
+                    urgent: 0,
+                    options: TcpOptions { mss: Some(inp.u16()), ..TcpOptions::default() },
+                };
+                let mut b = vec![0u8; repr.buffer_len(data.len())];
+                let hl = repr.header_len();
+                b[hl..].copy_from_slice(&data);
+                let _ = repr.emit(&mut b, src, dst, data.len(), TxChecksum::Compute);
+                (6, b)
+            }
+            7 => {
+                let repr = UdpRepr { src_port: inp.pick(&PORTS), dst_port: inp.pick(&PORTS) };
+                let mut b = vec![0u8; 8 + data.len()];
+                b[8..].copy_from_slice(&data);
+                let _ = repr.emit(&mut b, src, dst, data.len(), TxChecksum::Compute);
+                (17, b)
+            }
+            // Extension headers and fragments: raw, as the input says.
+            _ => (inp.pick(&[0u8, 43, 44, 60, 59, 200]), data.clone()),
+        };
+        let ip = Ipv6Repr { src_addr: src, dst_addr: dst, next_header: next, payload_len: payload.len(), hop_limit, traffic_class: 0, flow_label: 0 };
+        let mut pkt = vec![0u8; 40 + payload.len()];
+        if ip.emit(&mut pkt).is_err() {
+            return;
+        }
+        pkt[40..].copy_from_slice(&payload);
+        let mac = if dst.is_multicast() { outboard_wire::icmpv6::multicast_mac(dst).0 } else { MAC };
+        self.send_frame(mac, EtherType::Ipv6, &pkt);
     }
 
     fn send_frame(&mut self, dst: [u8; 6], ty: EtherType, payload: &[u8]) {

@@ -1,3 +1,4 @@
+use std::net::Ipv4Addr;
 use super::*;
 use crate::ethernet::{EthernetFrame, HEADER_LEN as ETH_LEN};
 use crate::testdata;

@@ -1,8 +1,7 @@
 //! The TCP header view (RFC 9293 §3.1).
 
-use std::net::Ipv4Addr;
-
 use crate::checksum::{self, Accumulator, PartialSum};
+use crate::pseudo::PseudoAddr;
 use crate::seq::SeqNumber;
 use crate::tcp::TcpFlags;
 use crate::{Error, Result};
@@ -108,18 +107,20 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         &self.buffer.as_ref()[self.header_len()..]
     }
     /// True if the checksum over pseudo-header, header and payload verifies.
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoAddr>(&self, src: A, dst: A) -> bool {
         self.verify_checksum_with(src, dst, checksum::sum(self.payload()))
     }
     /// [`verify_checksum`](Self::verify_checksum) with the payload summed
     /// elsewhere, e.g. by the [`checksum::copy_and_checksum`] that moved it
     /// to the application: the receive side of the one-copy data path.
-    pub fn verify_checksum_with(&self, src: Ipv4Addr, dst: Ipv4Addr, payload: PartialSum) -> bool {
+    pub fn verify_checksum_with<A: PseudoAddr>(&self, src: A, dst: A, payload: PartialSum) -> bool {
         let b = self.buffer.as_ref();
-        // A segment longer than 65535 bytes cannot come from an IPv4 packet.
+        // A segment longer than 65535 bytes cannot come from an IPv4 packet
+        // (nor from an IPv6 one without a jumbogram, which we do not take).
         let Ok(len) = u16::try_from(b.len()) else { return false };
         let mut acc = Accumulator::new();
-        acc.add_ipv4_pseudo_header(src, dst, PROTO_TCP, len).add(&b[..self.header_len()]).add_partial(payload);
+        A::add_pseudo_header(&mut acc, src, dst, PROTO_TCP, usize::from(len));
+        acc.add(&b[..self.header_len()]).add_partial(payload);
         acc.finish() == 0
     }
 }

@@ -1,3 +1,4 @@
+use std::net::Ipv4Addr;
 use super::*;
 use crate::checksum::copy_and_checksum;
 use crate::ethernet::HEADER_LEN as ETH_LEN;

@@ -182,11 +182,8 @@ impl Session {
                 // other slice of it. The application may change the bytes
                 // meanwhile: payload only.
                 let data = unsafe { self.map.bytes(offset as usize, len as usize) };
-                let sent = match to {
-                    SocketAddr::V4(to) => stack.udp_send_to(now, udp, to, data).is_ok(),
-                    // This engine runs IPv4 only so far: counted, not sent.
-                    SocketAddr::V6(_) => false,
-                };
+                // An IPv6 destination on an engine without IPv6 is counted, not sent.
+                let sent = stack.udp_send_to(now, udp, to, data).is_ok();
                 if sent {
                     self.counters.datagrams_out += 1;
                 } else {
@@ -291,9 +288,9 @@ impl Session {
     ) -> Result<(), Violation> {
         let result = match to {
             _ if to.port() == 0 => Err(-i64::from(libc::EINVAL)),
-            // The board carries IPv6; this engine's stack runs IPv4 only so far.
-            SocketAddr::V6(_) => Err(-i64::from(libc::EAFNOSUPPORT)),
-            SocketAddr::V4(to) => match stack.tcp_connect(now, to) {
+            // The board carries IPv6; an engine started without it refuses the family.
+            SocketAddr::V6(_) if stack.ipv6_config().is_none() => Err(-i64::from(libc::EAFNOSUPPORT)),
+            to => match stack.tcp_connect(now, to) {
                 Ok(conn) => match self.new_stream(stack, conn, Some(sync.0)) {
                     Some(ep) => {
                         owned(conn, Some(ep));
@@ -427,6 +424,7 @@ fn stack_errno(e: StackError) -> i64 {
     -i64::from(match e {
         StackError::AddrInUse => libc::EADDRINUSE,
         StackError::NoEphemeralPorts => libc::EADDRNOTAVAIL,
+        StackError::NoRoute => libc::ENETUNREACH,
         _ => libc::EINVAL,
     })
 }

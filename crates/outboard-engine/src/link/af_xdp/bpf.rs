@@ -11,11 +11,15 @@
 //!                if arp.target_proto != ADDR     -> XDP_PASS
 //!   0x0800 IPv4: if data + 34 > data_end         -> XDP_PASS
 //!                if ip.daddr != ADDR             -> XDP_PASS
+//!   0x86dd IPv6: if !IPV6                        -> XDP_PASS
 //!   other                                        -> XDP_PASS
 //! return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS)
 //! ```
 //!
-//! VLAN-tagged frames and IPv6 go to the kernel (not supported yet).
+//! With IPv6 on (`IPV6`), every IPv6 frame goes to the engine: it owns the
+//! interface's link-local address, its neighbour discovery and whatever
+//! addresses it forms, so there is nothing IPv6 left for the kernel there.
+//! VLAN-tagged frames go to the kernel (not supported yet).
 
 use std::io;
 use std::net::Ipv4Addr;
@@ -339,7 +343,7 @@ impl Asm {
 
 /// The XDP program: redirect ARP for `addr` and IPv4 to `addr` to the XSK in
 /// `map_fd` at `ctx->rx_queue_index`; pass everything else to the kernel.
-pub fn program(map_fd: RawFd, addr: Ipv4Addr) -> Vec<u64> {
+pub fn program(map_fd: RawFd, addr: Ipv4Addr, ipv6: bool) -> Vec<u64> {
     // Loaded as a u32 from packet memory (little-endian host), the address's
     // network-order bytes read as this value; compared with 32-bit jumps so
     // the immediate is not sign-extended.
@@ -353,6 +357,9 @@ pub fn program(map_fd: RawFd, addr: Ipv4Addr) -> Vec<u64> {
     a.jump(JGT_X, 4, 3, 0, Label::Pass); // if r4 > data_end: pass
     a.op(LDX_MEM_H, 5, 2, 12, 0); // r5 = ethertype (as read little-endian)
     a.jump(JEQ32_K, 5, 0, 0x0608, Label::Arp); // 08 06
+    if ipv6 {
+        a.jump(JEQ32_K, 5, 0, 0xdd86, Label::Redirect); // 86 dd
+    }
     a.jump(JNE32_K, 5, 0, 0x0008, Label::Pass); // 08 00, else pass
                                                 // IPv4: daddr at 14 + 16.
     a.op(MOV64_X, 4, 2, 0, 0);
@@ -406,7 +413,7 @@ mod tests {
 
     #[test]
     fn jumps_land_on_their_labels() {
-        let p = program(7, Ipv4Addr::new(10, 202, 0, 2));
+        let p = program(7, Ipv4Addr::new(10, 202, 0, 2), true);
         let off = |i: usize| (p[i] >> 16) as u16 as i16 as i64;
         let code = |i: usize| p[i] as u8;
         // Every jump (not call/exit) lands inside the program, and every jump to

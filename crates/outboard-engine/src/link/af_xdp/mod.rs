@@ -92,6 +92,7 @@ struct Attachment {
     frags: bool,
     ifindex: u32,
     addr: Ipv4Addr,
+    ipv6: bool,
     native: bool,
     max_entries: u32,
     queues: Vec<u32>,
@@ -288,7 +289,7 @@ fn reserve(
     ifindex: u32,
     queue: u32,
     iface: &str,
-    addr: Ipv4Addr,
+    (addr, ipv6): (Ipv4Addr, bool),
     frags: bool,
 ) -> Result<bool, LinkError> {
     let mut list = attachments();
@@ -301,7 +302,7 @@ fn reserve(
                 "{iface} queue {queue} already has an AF_XDP link in this process"
             )));
         }
-        if a.addr != addr {
+        if a.addr != addr || a.ipv6 != ipv6 {
             return Err(LinkError::Busy(format!(
                 "{iface} already carries this process's XDP program for {}, not {addr}",
                 a.addr
@@ -325,7 +326,7 @@ fn reserve(
     let max_entries = (queue + 1).max(64);
     let map = bpf::create_xskmap(max_entries)
         .map_err(|e| LinkError::io("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
-    let insns = bpf::program(map.as_raw_fd(), addr);
+    let insns = bpf::program(map.as_raw_fd(), addr, ipv6);
     let prog_flags = if frags { bpf::BPF_F_XDP_HAS_FRAGS } else { 0 };
     let prog = bpf::load_xdp_with(&insns, prog_flags).map_err(|e| match e.err.raw_os_error() {
         // EACCES with a log is the verifier refusing, not a missing privilege.
@@ -374,6 +375,7 @@ fn reserve(
         frags,
         ifindex,
         addr,
+        ipv6,
         native,
         max_entries,
         queues: vec![queue],
@@ -545,7 +547,7 @@ impl AfXdpLink {
         .map_err(ring_err("completion ring layout"))?;
 
         let netns = netns_id();
-        let native = reserve(netns, ifindex, queue, iface, opts.addr, multi)?;
+        let native = reserve(netns, ifindex, queue, iface, (opts.addr, opts.ipv6), multi)?;
         let mut reservation = Reservation {
             netns,
             ifindex,
