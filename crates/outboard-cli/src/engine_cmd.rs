@@ -42,7 +42,7 @@ use outboard_impair::FaultConfig;
 use outboard_tcp::CcKind;
 use outboard_time::Duration;
 use serde::Deserialize;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -178,9 +178,9 @@ pub struct StatArgs {
 pub struct FetchArgs {
     #[command(flatten)]
     pub flags: EngineFlags,
-    /// The server to connect to, IP:PORT.
+    /// The server to connect to, IP:PORT or [IPV6]:PORT (IPv6 needs an IPv6 --addr or --ipv6 on).
     #[arg(long)]
-    pub connect: SocketAddrV4,
+    pub connect: std::net::SocketAddr,
     /// Bytes to send (a seeded stream), then half-close.
     #[arg(long, default_value = "0", value_parser = args::parse_size)]
     pub send: u64,
@@ -609,10 +609,19 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
     if flags.name.is_none() {
         flags.name = Some(format!("fetch-{}", std::process::id()));
     }
-    let set = match settings(&flags, None, "none") {
+    let mut set = match settings(&flags, None, "none") {
         Ok(s) => s,
         Err(m) => return usage(m),
     };
+    if a.connect.is_ipv6() && set.ipv6.is_none() {
+        return usage(format!("--connect {}: an IPv6 server needs an IPv6 --addr (or --ipv6 on)", a.connect));
+    }
+    // A fetch is a client that lives for one connection: it uses its IPv6
+    // addresses at once instead of waiting a second for duplicate-address
+    // detection (RFC 4862 §5.4 lets a node configure DupAddrDetectTransmits 0).
+    if let Some(v6) = set.ipv6.as_mut() {
+        v6.dad_transmits = 0;
+    }
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::start(&set) {
         Ok(e) => e,

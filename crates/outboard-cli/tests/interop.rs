@@ -818,6 +818,44 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
 
 // ---------------------------------------------------------------- 6. engine as client
 
+/// The engine as an IPv6 client: `outboard fetch` through the routed lab's
+/// Linux router (its default IPv6 gateway) to a Linux echo server on `::`.
+#[test]
+fn engine_fetch_over_ipv6_through_a_router_is_byte_exact() {
+    if skip_unless_root("engine_fetch_over_ipv6_through_a_router_is_byte_exact") {
+        return;
+    }
+    need_python();
+    let name = lab_name("f6");
+    let mut cfg = LabConfig::new(&name);
+    cfg.topology = Topology::Routed;
+    cfg.ipv6 = true;
+    let lab = lab(&cfg);
+    let server = ns_spawn_lines(lab.linux_ns(), 120, &["python3", &script("interop_echo_server.py"), "7777", "100", "6"], false);
+    assert_eq!(server.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"), "echo server did not start");
+    let connect = format!("[{}]:7777", lab.linux_addr6().expect("an IPv6 lab"));
+    let addr = format!("{}/{}", lab.engine_addr(), lab.engine_prefix());
+    let addr6 = format!("{}/64", lab.engine_addr6().expect("an IPv6 lab"));
+    let gw = lab.gateway().expect("routed").to_string();
+    let gw6 = lab.gateway6().expect("routed").to_string();
+    let o = Command::new("timeout")
+        .args(["-k", "5", "110", "ip", "netns", "exec", lab.engine_ns(), OUTBOARD, "fetch"])
+        .args(["--link", "af_packet:eng0", "--addr", &addr, "--addr", &addr6, "--gateway", &gw, "--gateway", &gw6])
+        .args(["--connect", &connect, "--send", "32MiB", "--expect-echo", "--json", "--timeout-s", "90"])
+        .args(["--name", &format!("{name}-f")])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run outboard fetch");
+    let v = last_json(&o);
+    let mut server = server;
+    let (sst, slines) = server.finish_lines(Duration::from_secs(20));
+    eprintln!("fetch over IPv6: {v}\nserver: {slines:?} ({sst:?})");
+    assert!(o.status.success() && v["ok"] == true, "fetch failed: {}", text(&o));
+    assert_eq!(v["bytes_received"], 32u64 << 20, "{v}");
+    assert_eq!(v["sha256_sent"], v["sha256_received"], "{v}");
+}
+
 #[test]
 fn engine_fetch_from_linux_echo_server_is_byte_exact_256mib() {
     if skip_unless_root("engine_fetch_from_linux_echo_server_is_byte_exact_256mib") {

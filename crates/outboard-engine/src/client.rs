@@ -12,12 +12,12 @@ use outboard_tcp::Event;
 use outboard_time::Instant;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 /// What to do.
 #[derive(Debug, Clone)]
 pub struct FetchPlan {
-    pub remote: SocketAddrV4,
+    pub remote: SocketAddr,
     /// Bytes to send before half-closing (0: half-close right after connecting
     /// unless `keep_open`).
     pub send_bytes: u64,

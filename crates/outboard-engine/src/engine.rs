@@ -383,6 +383,12 @@ impl Engine {
                 limits::MIN_MTU
             )));
         }
+        if set.ipv6.is_some() && mtu < outboard_wire::ipv6::MIN_MTU {
+            return Err(EngineError::Config(format!(
+                "the link's MTU {mtu} is below IPv6's minimum of {}: raise it or run without IPv6",
+                outboard_wire::ipv6::MIN_MTU
+            )));
+        }
         let info = links[0].info();
         let now = crate::clock::now();
         // One secret for every shard: ISNs and SYN cookies agree whichever shard computes them.

@@ -76,7 +76,7 @@ fn drive_until_fetched(e: &mut Engine) {
 }
 
 fn echo_plan(to: Ipv4Addr, seed: u64) -> FetchPlan {
-    FetchPlan { remote: SocketAddrV4::new(to, 7), send_bytes: 48 << 10, seed, recv_limit: Some(48 << 10) }
+    FetchPlan { remote: SocketAddrV4::new(to, 7).into(), send_bytes: 48 << 10, seed, recv_limit: Some(48 << 10) }
 }
 
 fn assert_echoed(e: &Engine, shard: usize) -> usize {

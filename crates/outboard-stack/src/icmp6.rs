@@ -252,10 +252,12 @@ impl Stack {
             SocketAddr::new(quoted.dst_addr.into(), dport),
         );
         let delivered = match upper {
-            next_header::TCP => {
-                let seq = l4.get(4..8).map(|b| SeqNumber(u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
-                self.tcp.icmp_input(now, tuple, seq, err)
-            }
+            // As for ICMPv4: an error quoting too little to check the sequence
+            // number (RFC 5927 §4.1) is not believed.
+            next_header::TCP => match l4.get(4..8) {
+                Some(b) => self.tcp.icmp_input(now, tuple, SeqNumber(u32::from_be_bytes([b[0], b[1], b[2], b[3]])), err),
+                None => false,
+            },
             next_header::UDP => match err {
                 IcmpError::Unreachable { code } if V4Code(code).is_hard() => self.udp.set_error(sport, StackError::Refused),
                 _ => false,

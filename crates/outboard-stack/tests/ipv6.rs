@@ -243,3 +243,38 @@ fn rfc8200_s4_unknown_next_header_and_options_get_parameter_problems() {
     assert_eq!(problem(send(&mut p, 60, &[59, 0, 0x5e, 2, 0, 0, 0, 0])), None);
     assert_eq!(p.b.stats().drops_ipv6_extension_header, 2);
 }
+
+#[test]
+fn rfc8201_packet_too_big_lowers_the_connections_segment_size() {
+    let mut p = v6pair();
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    let ca = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    let mut cb = None;
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        cb = cb.or_else(|| p.b.tcp_accept(l));
+        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
+    }));
+    // A full segment from A, as a router on the path would quote it.
+    p.a.tcp(ca).unwrap().send(&[7u8; 4000]).unwrap();
+    let frames = drain(&mut p.a, p.now);
+    let seg = frames.iter().find(|f| f.len() > 1400 && f[12..14] == [0x86, 0xdd]).expect("a full-size segment");
+    let quote = &seg[14..14 + 1232];
+    let ptb = Icmpv6Repr::PacketTooBig { mtu: 1280, invoking: quote };
+    let router: Ipv6Addr = "2001:db8::fe".parse().unwrap();
+    let mut icmp = vec![0u8; ptb.buffer_len()];
+    ptb.emit(router, V6_A, &mut icmp).unwrap();
+    let ip = Ipv6Repr { src_addr: router, dst_addr: V6_A, next_header: 58, payload_len: icmp.len(), hop_limit: 64, traffic_class: 0, flow_label: 0 };
+    let mut pkt = vec![0u8; 40];
+    ip.emit(&mut pkt).unwrap();
+    pkt.extend_from_slice(&icmp);
+    p.a.receive_frame(p.now, &eth(MAC_A, MAC_B, EtherType::Ipv6, &pkt));
+    assert_eq!(p.a.stats().icmpv6_packet_too_big_in, 1);
+    assert_eq!(p.a.stats().icmp_errors_delivered, 1);
+    // RFC 8201 §4: 1280 - 40 - 20, less 12 bytes of timestamps.
+    assert_eq!(p.a.tcp(ca).unwrap().info().snd_mss, 1208);
+    // A claim below the IPv6 minimum is taken as 1280 (RFC 8201 §4).
+    let ptb = Icmpv6Repr::PacketTooBig { mtu: 600, invoking: quote };
+    ptb.emit(router, V6_A, &mut pkt[40..]).unwrap();
+    p.a.receive_frame(p.now, &eth(MAC_A, MAC_B, EtherType::Ipv6, &pkt));
+    assert_eq!(p.a.tcp(ca).unwrap().info().snd_mss, 1208);
+}

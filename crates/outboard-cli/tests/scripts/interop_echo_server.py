@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A Linux TCP echo server for `outboard fetch --expect-echo`.
 
-Usage: interop_echo_server.py PORT TIMEOUT_S
+Usage: interop_echo_server.py PORT TIMEOUT_S [6]
 
-Listens on 0.0.0.0:PORT, prints `LISTENING` once it does, accepts one
+Listens on 0.0.0.0:PORT (with 6: on [::]:PORT, IPv6), prints `LISTENING` once it does, accepts one
 connection and echoes every byte until the peer half-closes, then closes.
 Reads and writes run in separate threads through a bounded buffer, so the
 echo keeps flowing whatever the client's read/write pattern. Prints one JSON
@@ -19,10 +19,11 @@ import time
 
 def main():
     port, limit = int(sys.argv[1]), float(sys.argv[2])
+    v6 = len(sys.argv) > 3 and sys.argv[3] == "6"
     deadline = time.monotonic() + limit
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("0.0.0.0", port))
+    ls.bind(("::" if v6 else "0.0.0.0", port))
     ls.listen(1)
     ls.settimeout(limit)
     print("LISTENING", flush=True)
@@ -62,7 +63,7 @@ def main():
     th.join(timeout=max(0.0, deadline - time.monotonic()) + 1)
     c.close()
     secs = time.monotonic() - t0
-    print(json.dumps({"peer": "%s:%d" % peer, "echoed": total, "seconds": round(secs, 3),
+    print(json.dumps({"peer": "%s:%d" % peer[:2], "echoed": total, "seconds": round(secs, 3),
                       "errors": err}), flush=True)
     sys.exit(2 if err else 0)
 
