@@ -139,6 +139,8 @@ pub(crate) struct Ipv6State {
     /// Router solicitations sent, and when the next is due (None: no more).
     rs_sent: u32,
     rs_next: Option<Instant>,
+    /// Sends router solicitations (shard 0 of an engine; the others only learn).
+    solicit: bool,
 }
 
 /// `a` masked to its first `len` bits.
@@ -156,7 +158,14 @@ fn is_link_local(a: Ipv6Addr) -> bool {
 }
 
 impl Ipv6State {
-    pub(crate) fn new(cfg: Ipv6Config, mac: [u8; 6], mtu: usize, neighbors: ArpCache<Ipv6Addr>, now: Instant) -> Ipv6State {
+    pub(crate) fn new(
+        cfg: Ipv6Config,
+        mac: [u8; 6],
+        mtu: usize,
+        neighbors: ArpCache<Ipv6Addr>,
+        solicit: bool,
+        now: Instant,
+    ) -> Ipv6State {
         let mac = EthernetAddress(mac);
         let mut s = Ipv6State {
             addrs: Vec::new(),
@@ -169,6 +178,7 @@ impl Ipv6State {
             out: VecDeque::new(),
             rs_sent: 0,
             rs_next: None,
+            solicit,
             mac,
             cfg,
         };
@@ -210,7 +220,7 @@ impl Ipv6State {
 
     /// RFC 4861 §6.3.7: solicit routers once the link-local address is usable.
     fn link_local_ready(&mut self, now: Instant) {
-        if self.cfg.accept_ra && self.rs_sent == 0 {
+        if self.cfg.accept_ra && self.solicit && self.rs_sent == 0 {
             self.out.push_back(NdOut::RouterSolicit);
             self.rs_sent = 1;
             self.rs_next = Some(now + RTR_SOLICITATION_INTERVAL);

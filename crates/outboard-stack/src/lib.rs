@@ -267,9 +267,16 @@ impl Stack {
             // Start identifications from the secret so restarts don't repeat them.
             ip_ident: u16::from_be_bytes([cfg.secret[0], cfg.secret[1]]),
             // RFC 8200 §5: IPv6 needs links of at least 1280 bytes; below that it stays off.
-            ip6: cfg.ipv6.clone().filter(|_| cfg.mtu >= outboard_wire::ipv6::MIN_MTU).map(|c| {
+            ip6: cfg.ipv6.clone().filter(|_| cfg.mtu >= outboard_wire::ipv6::MIN_MTU).map(|mut c| {
                 let neighbors = arp::ArpCache::new(cfg.arp_cache_cap, cfg.arp_entry_ttl, cfg.arp_pending_cap, now);
-                ipv6::Ipv6State::new(c, cfg.mac, cfg.mtu, neighbors, now)
+                // A shard that does not answer ARP (all but shard 0) does not
+                // probe or solicit either: shard 0 speaks for the interface,
+                // the others learn from the copies of its neighbour discovery.
+                let solicit = cfg.arp_replies;
+                if !solicit {
+                    c.dad_transmits = 0;
+                }
+                ipv6::Ipv6State::new(c, cfg.mac, cfg.mtu, neighbors, solicit, now)
             }),
             ip6_ident: u32::from_be_bytes([cfg.secret[2], cfg.secret[3], cfg.secret[4], cfg.secret[5]]),
             udp_port_cursor: cfg.ephemeral_ports.0,

@@ -12,7 +12,7 @@ fn t(ms: u64) -> Instant {
 }
 
 fn state(cfg: Ipv6Config) -> Ipv6State {
-    Ipv6State::new(cfg, MAC, 1500, ArpCache::new(64, Duration::from_secs(60), 4, t(0)), t(0))
+    Ipv6State::new(cfg, MAC, 1500, ArpCache::new(64, Duration::from_secs(60), 4, t(0)), true, t(0))
 }
 
 fn a(s: &str) -> Ipv6Addr {

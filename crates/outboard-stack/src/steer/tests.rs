@@ -1,3 +1,4 @@
+use std::net::Ipv6Addr;
 use super::*;
 use proptest::prelude::*;
 
@@ -308,6 +309,72 @@ fn an_icmp_error_goes_to_the_owner_of_the_flow_it_quotes() {
         let t = FlowTuple { src_ip: ip("10.0.0.9"), dst_ip: ip("10.0.0.1"), src_port: 443, dst_port: lport };
         assert_eq!(frame_owner(&f, 4, none), FrameOwner::Shard(shard_for(&t, 4)));
     }
+}
+
+/// An Ethernet frame carrying IPv6 from `src` to `dst` with `next` and `l4`.
+fn frame6(src: &str, dst: &str, next: u8, l4: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 40];
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60;
+    f[18..20].copy_from_slice(&(l4.len() as u16).to_be_bytes());
+    f[20] = next;
+    f[21] = 64;
+    f[22..38].copy_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+    f[38..54].copy_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(l4);
+    f
+}
+
+/// Microsoft, "Verifying the RSS hash calculation" (IPv6 table).
+#[test]
+fn toeplitz_matches_the_published_ipv6_vectors() {
+    for (dst, dport, src, sport, with_tcp) in [
+        ("3ffe:2501:200:3::1", 1766u16, "3ffe:2501:200:1fff::7", 2794u16, 0x4020_7d3du32),
+        ("ff02::1", 4739, "3ffe:501:8::260:97ff:fe40:efab", 14230, 0xdde5_1bbf),
+        ("fe80::200:f8ff:fe21:67cf", 38024, "3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251, 0x02d1_feef),
+    ] {
+        let t = FlowTuple6 { src_ip: src.parse().unwrap(), dst_ip: dst.parse().unwrap(), src_port: sport, dst_port: dport };
+        assert_eq!(toeplitz_hash(&MICROSOFT_RSS_KEY, &t.rss_input()), with_tcp, "{src} -> {dst}");
+    }
+}
+
+#[test]
+fn ipv6_flows_steer_by_the_ipv6_rss_hash_and_neighbour_discovery_goes_to_every_shard() {
+    let none = |_: Transport, _: u16| 0u64;
+    let (peer, us): (Ipv6Addr, Ipv6Addr) = ("2001:db8::9".parse().unwrap(), "2001:db8::1".parse().unwrap());
+    let mut seen = [0u32; 4];
+    for sport in 40000..40064u16 {
+        let mut tcp = [0u8; 20];
+        tcp[0..2].copy_from_slice(&sport.to_be_bytes());
+        tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
+        let f = frame6("2001:db8::9", "2001:db8::1", 6, &tcp);
+        let want = shard_for_v6(&FlowTuple6 { src_ip: peer, dst_ip: us, src_port: sport, dst_port: 80 }, 4);
+        assert_eq!(frame_owner(&f, 4, none), FrameOwner::Shard(want));
+        seen[usize::from(want)] += 1;
+    }
+    assert!(seen.iter().all(|&n| n > 0), "64 flows spread over 4 shards: {seen:?}");
+    let port = pick_source_port(us, (peer, 443), 3, 4, 33000..=34000, |_| true).unwrap();
+    let mut back = [0u8; 20];
+    back[0..2].copy_from_slice(&443u16.to_be_bytes());
+    back[2..4].copy_from_slice(&port.to_be_bytes());
+    assert_eq!(frame_owner(&frame6("2001:db8::9", "2001:db8::1", 6, &back), 4, none), FrameOwner::Shard(3));
+    // Neighbour discovery (NS 135) is copied to every shard; echo goes to shard 0.
+    let mut ns = [0u8; 24];
+    ns[0] = 135;
+    assert_eq!(frame_owner(&frame6("fe80::9", "ff02::1:ff00:1", 58, &ns), 4, none), FrameOwner::Arp);
+    let echo = [128u8, 0, 0, 0, 0, 1, 0, 1];
+    assert_eq!(frame_owner(&frame6("2001:db8::9", "2001:db8::1", 58, &echo), 4, none), FrameOwner::Shard(0));
+    // A Packet Too Big quoting what we sent goes to that flow's owner.
+    let mut quoted = frame6("2001:db8::1", "2001:db8::9", 6, &{
+        let mut t = [0u8; 20];
+        t[0..2].copy_from_slice(&port.to_be_bytes());
+        t[2..4].copy_from_slice(&443u16.to_be_bytes());
+        t
+    });
+    quoted.drain(..14);
+    let mut ptb = vec![2u8, 0, 0, 0, 0, 0, 5, 0];
+    ptb.extend_from_slice(&quoted);
+    assert_eq!(frame_owner(&frame6("2001:db8::fe", "2001:db8::1", 58, &ptb), 4, none), FrameOwner::Shard(3));
 }
 
 proptest! {
