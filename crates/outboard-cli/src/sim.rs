@@ -61,6 +61,9 @@ pub struct TransferArgs {
     /// ACK path clean (the Mathis et al. model); delay and bandwidth still apply both ways.
     #[arg(long)]
     pub clean_reverse_path: bool,
+    /// Run the connection over IPv6 (both simulated hosts dual-stack).
+    #[arg(long)]
+    pub ipv6: bool,
     /// Write every delivered frame to this pcap file (virtual timestamps).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -88,6 +91,7 @@ impl TransferArgs {
             recv_buffer: usize::try_from(self.recv_buffer).unwrap_or(usize::MAX),
             queue_bytes: usize::try_from(self.queue_bytes).unwrap_or(usize::MAX),
             reverse_faults: !self.clean_reverse_path,
+            ipv6: self.ipv6,
             progress_interval_ms: 250,
             ..TransferConfig::default()
         }
@@ -127,6 +131,7 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
         recv_buffer: 256 << 10,
         queue_bytes: 256 << 10,
         clean_reverse_path: false,
+        ipv6: false,
         pcap: None,
         json: false,
     };

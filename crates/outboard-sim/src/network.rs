@@ -52,6 +52,11 @@ impl Endpoint for Stack {
 }
 
 /// The address plan: host `i` (from 0) is 10.0.0.(i+1)/24 with MAC 02:00:00:00:00:(i+1).
+/// Host `i`'s IPv6 address (fd00::i+1/64) when the network runs IPv6.
+pub fn host_addr6(i: usize) -> std::net::Ipv6Addr {
+    std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, i as u16 + 1)
+}
+
 pub fn host_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, (i + 1) as u8)
 }
@@ -384,6 +389,10 @@ pub struct StackNetConfig {
     /// Initial knobs of every link.
     pub link: FaultConfig,
     pub seed: u64,
+    /// Dual stack: every host also has `host_addr6(i)`. Hosts use it at once
+    /// (no duplicate-address detection: every address is unique by
+    /// construction, and transfers start at time zero).
+    pub ipv6: bool,
 }
 
 impl Network<Stack> {
@@ -399,6 +408,14 @@ impl Network<Stack> {
                 sc.mtu = cfg.mtu;
                 sc.tcp = cfg.tcp.clone();
                 secrets.fill_bytes(&mut sc.secret);
+                if cfg.ipv6 {
+                    sc.ipv6 = Some(outboard_stack::Ipv6Config {
+                        addr: Some((host_addr6(i), 64)),
+                        accept_ra: false,
+                        dad_transmits: 0,
+                        ..outboard_stack::Ipv6Config::default()
+                    });
+                }
                 Stack::new(sc, start)
             })
             .collect();

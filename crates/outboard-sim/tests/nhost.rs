@@ -52,6 +52,7 @@ fn all_pairs(seed: u64) -> Trace {
         tcp: Default::default(),
         link,
         seed,
+        ipv6: false,
     });
     let listeners: Vec<_> = (0..HOSTS)
         .map(|h| net.host_mut(h).tcp_listen(PORT, 16).expect("listen"))

@@ -16,6 +16,7 @@ fn net(link: FaultConfig, seed: u64) -> Network {
         tcp: Default::default(),
         link,
         seed,
+        ipv6: false,
     })
 }
 

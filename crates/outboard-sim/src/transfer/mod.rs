@@ -107,6 +107,8 @@ pub struct TransferConfig {
     /// Called every `progress_interval_ms` of virtual time.
     pub progress: Option<fn(&Progress)>,
     pub progress_interval_ms: u64,
+    /// Run the connection over IPv6 (both hosts dual-stack).
+    pub ipv6: bool,
 }
 
 impl Default for TransferConfig {
@@ -138,6 +140,7 @@ impl Default for TransferConfig {
             reverse_faults: true,
             progress: None,
             progress_interval_ms: 1000,
+            ipv6: false,
         }
     }
 }

@@ -54,6 +54,7 @@ pub(super) fn run(
         tcp,
         link: cfg.fault_config(),
         seed: cfg.seed,
+        ipv6: cfg.ipv6,
     });
     if !cfg.reverse_faults {
         let f = cfg.fault_config();
@@ -99,7 +100,11 @@ pub(super) fn run(
         .map_err(|e| format!("listen failed: {e:?}"))
         .and_then(|l| {
             let now = net.now();
-            let remote = SocketAddrV4::new(host_addr(1), PORT);
+            let remote: std::net::SocketAddr = if cfg.ipv6 {
+                std::net::SocketAddrV6::new(crate::network::host_addr6(1), PORT, 0, 0).into()
+            } else {
+                SocketAddrV4::new(host_addr(1), PORT).into()
+            };
             net.host_mut(0)
                 .tcp_connect(now, remote)
                 .map(|c| (l, c))
