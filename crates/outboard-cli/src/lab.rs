@@ -121,6 +121,10 @@ pub struct UpArgs {
     /// fd78::1); give the engine fd77::2/64 with a second --addr.
     #[arg(long)]
     pub ipv6: bool,
+    /// Routed only: MTU of the router-to-Linux hop (576 to --mtu), narrower than the engine's
+    /// link, with Linux advertising the wide MSS: exercises path MTU discovery.
+    #[arg(long)]
+    pub far_mtu: Option<u32>,
     /// Print the lab's description as JSON.
     #[arg(long)]
     pub json: bool,
@@ -200,6 +204,7 @@ fn up(a: &UpArgs) -> ExitCode {
         relay_exe: None,
         queues: a.queues,
         ipv6: a.ipv6,
+        far_mtu: a.far_mtu,
     };
     match Lab::up(&cfg) {
         Ok(lab) => {

@@ -818,6 +818,40 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
 
 // ---------------------------------------------------------------- 6. engine as client
 
+/// Path MTU discovery through a narrow hop: the routed lab with a 1280-byte
+/// link between the router and Linux, Linux advertising the MSS of 1500.
+/// The engine's full-size segments (DF set) meet the router's "fragmentation
+/// needed" (RFC 1191) or "packet too big" (RFC 8201), the engine lowers its
+/// segment size and resends; both families' echoes arrive byte-exact.
+#[test]
+fn path_mtu_discovery_through_a_1280_byte_hop_both_families() {
+    if skip_unless_root("path_mtu_discovery_through_a_1280_byte_hop_both_families") {
+        return;
+    }
+    need_python();
+    let name = lab_name("pmtu");
+    let mut cfg = LabConfig::new(&name);
+    cfg.topology = Topology::Routed;
+    cfg.ipv6 = true;
+    cfg.far_mtu = Some(1280);
+    let lab = lab(&cfg);
+    let addr6 = format!("{}/64", lab.engine_addr6().expect("IPv6 lab"));
+    let gw6 = lab.gateway6().expect("routed").to_string();
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &["--addr", &addr6, "--gateway", &gw6]);
+    for (target, what) in [(ENGINE_ADDR, "IPv4"), ("fd77::2", "IPv6")] {
+        let o = ns_run(
+            lab.linux_ns(),
+            130,
+            &["python3", &script("interop_echo_client.py"), target, "7", &(8u64 << 20).to_string(), "120"],
+        );
+        assert!(o.status.success() && last_json(&o)["ok"] == true, "{what} echo through the 1280-byte hop: {}", text(&o));
+    }
+    let s = e.stat()["stack"].clone();
+    assert!(s["icmp_dest_unreachable_in"].as_u64().unwrap_or(0) >= 1, "no fragmentation needed reached the engine: {s}");
+    assert!(s["icmpv6_packet_too_big_in"].as_u64().unwrap_or(0) >= 1, "no packet too big reached the engine: {s}");
+    assert!(s["icmp_errors_delivered"].as_u64().unwrap_or(0) >= 2, "{s}");
+}
+
 /// The engine as an IPv6 client: `outboard fetch` through the routed lab's
 /// Linux router (its default IPv6 gateway) to a Linux echo server on `::`.
 #[test]

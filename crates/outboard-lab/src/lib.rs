@@ -270,6 +270,12 @@ pub struct LabConfig {
     pub queues: u32,
     /// IPv6 beside IPv4 on Linux's side and the router (the engine is fd77::2/64).
     pub ipv6: bool,
+    /// Routed only: the MTU of the router-to-Linux link (576..=`mtu`), a
+    /// narrower hop than the engine's. Linux still advertises the MSS of the
+    /// engine's MTU (`advmss` on its routes), so the engine's full-size
+    /// segments meet the narrow hop and the router's "fragmentation needed" /
+    /// "packet too big": path MTU discovery (RFC 1191, RFC 8201) is exercised.
+    pub far_mtu: Option<u32>,
 }
 
 impl LabConfig {
@@ -285,6 +291,7 @@ impl LabConfig {
             relay_exe: None,
             queues: 1,
             ipv6: false,
+            far_mtu: None,
         }
     }
 
@@ -300,6 +307,14 @@ impl LabConfig {
                 "--mtu {} is outside 68..=9000",
                 self.mtu
             )));
+        }
+        if let Some(m) = self.far_mtu {
+            if self.topology != Topology::Routed || !(576..=self.mtu).contains(&m) {
+                return Err(LabError::BadConfig(format!(
+                    "--far-mtu {m} needs --topology routed and a value in 576..={}",
+                    self.mtu
+                )));
+            }
         }
         if !(1..=16).contains(&self.queues) {
             return Err(LabError::BadConfig(format!("--queues {} is outside 1..=16", self.queues)));
@@ -420,6 +435,9 @@ pub struct Veth {
     /// Receive and transmit queues of each end.
     #[serde(default = "one_queue")]
     pub queues: u32,
+    /// This pair's MTU when it differs from the lab's (the routed lab's far hop).
+    #[serde(default)]
+    pub mtu: Option<u32>,
 }
 
 fn one_queue() -> u32 {
@@ -510,6 +528,7 @@ fn veth(a_ns: &str, a_if: &str, b_ns: &str, b_if: &str) -> Veth {
         b_ns: b_ns.into(),
         b_if: b_if.into(),
         queues: 1,
+        mtu: None,
     }
 }
 
@@ -529,7 +548,7 @@ pub fn describe(cfg: &LabConfig) -> LabInfo {
     let (router, linux, gateway) = if routed {
         namespaces.push(rtr.clone());
         links.push(veth(&imp, "imp-l", &rtr, "rtr-e"));
-        links.push(veth(&rtr, "rtr-l", &lnx, LINUX_IFACE));
+        links.push(Veth { mtu: cfg.far_mtu, ..veth(&rtr, "rtr-l", &lnx, LINUX_IFACE) });
         let router = Router {
             namespace: rtr.clone(),
             east_iface: "rtr-e".into(),
@@ -631,6 +650,7 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
     }
     for v in &info.links {
         let q = v.queues.to_string();
+        let mtu = v.mtu.map_or(mtu.clone(), |m| m.to_string());
         p.push(argv(&[
             "ip",
             "link",
@@ -796,20 +816,18 @@ pub fn plan(info: &LabInfo) -> Vec<Vec<String>> {
             p.push(argv(&["ip", "-n", ns, "link", "set", i, "up"]));
         }
     }
+    // A narrow far hop: Linux advertises the MSS of the engine's MTU anyway.
+    let far = info.links.iter().find_map(|v| v.mtu);
+    let advmss = |ip_header: u32| far.map(|_| vec!["advmss".to_string(), (info.mtu - ip_header - 20).to_string()]).unwrap_or_default();
     if let Some(gw) = l.gateway {
-        p.push(argv(&[
-            "ip",
-            "-n",
-            &l.namespace,
-            "route",
-            "add",
-            "default",
-            "via",
-            &gw.to_string(),
-        ]));
+        let mut c = argv(&["ip", "-n", &l.namespace, "route", "add", "default", "via", &gw.to_string()]);
+        c.extend(advmss(20));
+        p.push(c);
     }
     if let Some(gw) = l.gateway6 {
-        p.push(argv(&["ip", "-n", &l.namespace, "-6", "route", "add", "default", "via", &gw.to_string()]));
+        let mut c = argv(&["ip", "-n", &l.namespace, "-6", "route", "add", "default", "via", &gw.to_string()]);
+        c.extend(advmss(40));
+        p.push(c);
     }
     p
 }
