@@ -337,6 +337,9 @@ pub mod tcp_info {
     pub const OPT_TIMESTAMPS: u8 = 1;
     pub const OPT_SACK: u8 = 2;
     pub const OPT_WSCALE: u8 = 4;
+    /// RFC 3168 ECN negotiated, and a CE mark received (Linux's TCPI_OPT_ECN, _ECN_SEEN).
+    pub const OPT_ECN: u8 = 8;
+    pub const OPT_ECN_SEEN: u8 = 16;
 
     /// The `info_bytes` word from its bytes.
     pub fn pack(b: [u8; 8]) -> u64 {

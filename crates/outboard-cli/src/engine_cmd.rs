@@ -85,6 +85,9 @@ pub struct EngineFlags {
     /// Congestion controller: newreno or cubic.
     #[arg(long)]
     pub cc: Option<CcKind>,
+    /// ECN (RFC 3168): passive answers peers that ask (Linux's default), on also asks, off.
+    #[arg(long)]
+    pub ecn: Option<outboard_tcp::EcnMode>,
     /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net headers, on or off (default on).
     #[arg(long, value_parser = parse_on_off)]
     pub offloads: Option<bool>,
@@ -218,6 +221,7 @@ struct ConfigFile {
     memory_cap: Option<String>,
     log_level: Option<String>,
     cc: Option<String>,
+    ecn: Option<String>,
     offloads: Option<String>,
     allow_kernel_address: Option<bool>,
     allow_user: Option<Vec<String>>,
@@ -423,6 +427,11 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
     };
     if let Some(c) = cc {
         set.tcp.cc = c;
+    }
+    match (f.ecn, file.ecn) {
+        (Some(e), _) => set.tcp.ecn = e,
+        (None, Some(s)) => set.tcp.ecn = s.parse().map_err(|e| format!("ecn {e}"))?,
+        (None, None) => {}
     }
     set.offloads = match (f.offloads, file.offloads) {
         (Some(o), _) => o,

@@ -818,6 +818,36 @@ fn thousand_concurrent_echo_connections_all_answered_then_freed() {
 
 // ---------------------------------------------------------------- 6. engine as client
 
+/// ECN against Linux (RFC 3168): Linux asks (`net.ipv4.tcp_ecn = 1` in its
+/// namespace), the engine answers as Linux's default does; the echo is
+/// byte-exact and the engine's connection shows ECN negotiated.
+#[test]
+fn ecn_negotiated_with_linux_when_linux_asks() {
+    if skip_unless_root("ecn_negotiated_with_linux_when_linux_asks") {
+        return;
+    }
+    need_python();
+    let name = lab_name("ecn");
+    let lab = lab(&LabConfig::new(&name));
+    let o = ns_run(lab.linux_ns(), 10, &["sysctl", "-qw", "net.ipv4.tcp_ecn=1"]);
+    assert!(o.status.success(), "sysctl: {}", text(&o));
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &[]);
+    let client = ns_spawn_lines(
+        lab.linux_ns(),
+        120,
+        &["python3", &script("interop_echo_client.py"), ENGINE_ADDR, "7", &(256u64 << 20).to_string(), "110"],
+        false,
+    );
+    let (st, seen) = e.poll_stat(Duration::from_secs(30), Duration::from_millis(20), |s| {
+        s["connections"].as_array().is_some_and(|c| c.iter().any(|c| c["ecn"] == true))
+    });
+    let mut client = client;
+    let (cst, lines) = client.finish_lines(Duration::from_secs(120));
+    let v: serde_json::Value = lines.iter().rev().find_map(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    assert!(v["ok"] == true, "echo with ECN failed ({cst:?}): {lines:?}");
+    assert!(seen.is_some(), "no ECN connection in the engine's stat: {}", st["connections"]);
+}
+
 /// Path MTU discovery through a narrow hop: the routed lab with a 1280-byte
 /// link between the router and Linux, Linux advertising the MSS of 1500.
 /// The engine's full-size segments (DF set) meet the router's "fragmentation

@@ -419,6 +419,7 @@ impl Shard {
                 bytes_in: s.bytes_in,
                 bytes_out: s.bytes_out,
                 memory: s.memory,
+                ecn: s.ecn,
             })
             .collect();
         let link_counters = self.link.counters();

@@ -29,6 +29,9 @@ pub struct ConnRow {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub memory: usize,
+    /// RFC 3168 ECN negotiated on it.
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -431,6 +434,7 @@ mod tests {
             bytes_in: 0,
             bytes_out: 0,
             memory: 0,
+            ecn: false,
         };
         Snapshot {
             name: "e".into(),

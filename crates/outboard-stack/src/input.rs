@@ -29,6 +29,8 @@ pub(crate) struct Ip6Meta<'a> {
     pub dst: Ipv6Addr,
     /// Sent to a multicast group: never answered with most errors (RFC 4443 §2.4(e)).
     pub multicast: bool,
+    /// The traffic class (DSCP and ECN bits).
+    pub tclass: u8,
     /// The packet from its IPv6 header on (of the first fragment, for a
     /// reassembled one), for quoting in ICMPv6 errors.
     pub packet: &'a [u8],
@@ -54,6 +56,15 @@ impl Net<'_> {
             Net::V6(m) => m.dst.into(),
         }
     }
+    /// The IP header's ECN field says "congestion experienced" (RFC 3168 §5: 11).
+    pub(crate) fn ce(&self) -> bool {
+        let tos = match self {
+            Net::V4(m) => m.repr.dscp_ecn,
+            Net::V6(m) => m.tclass,
+        };
+        tos & 0b11 == 0b11
+    }
+
     /// Sent to a broadcast or multicast address (TCP takes none of these).
     pub(crate) fn is_to_group(&self) -> bool {
         match self {

@@ -34,7 +34,13 @@ impl Stack {
             return;
         }
         let packet = &bytes[..HEADER_LEN + usize::from(pkt.payload_len())];
-        let meta = Ip6Meta { src: repr.src_addr, dst: repr.dst_addr, multicast: repr.dst_addr.is_multicast(), packet };
+        let meta = Ip6Meta {
+            src: repr.src_addr,
+            dst: repr.dst_addr,
+            multicast: repr.dst_addr.is_multicast(),
+            tclass: repr.traffic_class,
+            packet,
+        };
         let payload = pkt.payload();
         let walk = match walk_extensions(repr.next_header, payload) {
             Ok(w) => w,

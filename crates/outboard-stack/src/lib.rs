@@ -359,7 +359,7 @@ impl Stack {
                     self.send_icmp_error(now, src, icmp::ErrorKind::ReassemblyTimeExceeded, &quote)
                 }
                 (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                    let meta = input::Ip6Meta { src, dst, multicast: dst.is_multicast(), packet: &quote };
+                    let meta = input::Ip6Meta { src, dst, multicast: dst.is_multicast(), tclass: 0, packet: &quote };
                     let quote = self.icmpv6_quote(&quote);
                     let repr = outboard_wire::icmpv6::Icmpv6Repr::TimeExceeded { code: 1, invoking: &quote };
                     self.send_icmpv6_error(now, meta, &repr);

@@ -482,6 +482,7 @@ impl Stack {
                 dst_ip: remote,
                 ident,
                 hop_limit,
+                ecn: if tx.ect { 0b10 } else { 0 },
             };
             let Some(hop) = hop else {
                 self.stats.drops_no_route += 1;
@@ -530,6 +531,8 @@ struct FrameHeader {
     ident: u16,
     /// TTL or hop limit.
     hop_limit: u8,
+    /// The ECN field: ECT(0) (0b10) on an ECN connection's new data, else 0.
+    ecn: u8,
 }
 
 impl FrameHeader {
@@ -554,7 +557,7 @@ impl FrameHeader {
                     protocol: IpProtocol::Tcp,
                     payload_len: tcp_len,
                     ttl: self.hop_limit,
-                    dscp_ecn: 0,
+                    dscp_ecn: self.ecn,
                     ident: self.ident,
                     dont_frag: true,
                     more_frags: false,
@@ -569,7 +572,7 @@ impl FrameHeader {
                     next_header: next_header::TCP,
                     payload_len: tcp_len,
                     hop_limit: self.hop_limit,
-                    traffic_class: 0,
+                    traffic_class: self.ecn,
                     flow_label: 0,
                 };
                 ip.emit(&mut buf[ETH_LEN..]).ok()?;

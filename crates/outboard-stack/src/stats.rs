@@ -151,9 +151,8 @@ counters! {
     /// Segments dropped at the listener (e.g. a bare ACK while no cookies were out,
     /// a SYN with ACK, a SYN for a broadcast address, a SYN+FIN, a RST, no flags at all).
     drops_tcp_listener,
-    /// Segments not sent because their connection's address is not IPv4 (this
-    /// stack emits IPv4 only and makes only IPv4 tuples: should stay 0).
-    drops_tcp_not_ipv4,
+    /// TCP segments that arrived marked "congestion experienced" (RFC 3168).
+    tcp_ce_marks_in,
     /// Payload bytes copied into connections' receive rings (each copy; a
     /// fused copy of a segment that then failed its checksum included).
     tcp_rx_payload_copied,

@@ -114,6 +114,13 @@ impl Stack {
             }
         }
         self.stats.tcp_segments_in += 1;
+        if ip.ce() {
+            // RFC 3168 §6.1.3: the connection echoes it (if it negotiated ECN).
+            self.stats.tcp_ce_marks_in += 1;
+            if let Some(e) = self.tcp.by_tuple.get(&tuple).and_then(|id| self.tcp.conns.get_mut(id)) {
+                e.conn.note_ce();
+            }
+        }
         if let Some(reply) =
             self.tcp
                 .segment_input(now, tuple, (&repr, data), prefilled, &mut self.stats)

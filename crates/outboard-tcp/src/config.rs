@@ -61,6 +61,9 @@ pub struct Config {
     /// window and cwnd allow; retransmissions stay at one MSS. The stack sets
     /// it per connection from its link (`Connection::set_tso_max`).
     pub tso_max_bytes: usize,
+    /// RFC 3168 ECN: who asks (`Passive`, Linux's default `tcp_ecn = 2`:
+    /// answer an ECN-setup SYN, never send one; `On` also asks; `Off`).
+    pub ecn: crate::conn::EcnMode,
 }
 
 impl Default for Config {
@@ -85,6 +88,7 @@ impl Default for Config {
             keepalive: None,
             max_ooo_ranges: 32,
             tso_max_bytes: 0,
+            ecn: crate::conn::EcnMode::Passive,
         }
     }
 }

@@ -202,9 +202,11 @@ impl Connection {
         self.last_rx = now;
         self.keepalive_sent = 0;
         self.arm_keepalive(now);
+        self.ecn_on_segment(repr);
         if !self.ack_step(now, repr, payload.len()) {
             return;
         }
+        self.ecn_on_ack(now, repr);
         // Sixth (URG) is ignored; seventh and eighth: text and FIN.
         self.process_text(now, repr, payload);
     }

@@ -15,6 +15,7 @@
 //! fused receive checksum).
 
 mod ack;
+mod ecn;
 mod in_place;
 mod input;
 mod memory;
@@ -26,6 +27,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use ecn::EcnMode;
 pub use in_place::Prefilled;
 pub use types::{ConnStats, Error, Event, FourTuple, IcmpError, State, Transmit};
 
@@ -89,6 +91,10 @@ pub struct ConnInfo {
     pub retransmitted_bytes: u64,
     pub segments_in: u64,
     pub segments_out: u64,
+    /// RFC 3168 ECN negotiated (Linux's TCPI_OPT_ECN), and a CE mark
+    /// received on it (TCPI_OPT_ECN_SEEN).
+    pub ecn: bool,
+    pub ecn_seen: bool,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -208,6 +214,8 @@ pub struct Connection {
     /// Bumped whenever the receive ring's storage is replaced or freed, so
     /// a `Prefilled` from before never vouches for bytes that are gone.
     recv_epoch: u32,
+    /// RFC 3168 state (`ecn`).
+    ecn: ecn::Ecn,
     stats: ConnStats,
 }
 
@@ -277,6 +285,7 @@ impl Connection {
             want_writable: false,
             rx_prefilled: None,
             recv_epoch: 0,
+            ecn: ecn::Ecn::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -352,6 +361,8 @@ impl Connection {
         self.stats.segments_in += 1;
         self.stats.bytes_in += payload.len() as u64;
         self.on_segment(now, repr, payload);
+        // A CE note is for this segment only, whatever became of it.
+        self.ecn_drop_note();
         self.release_idle_buffers();
     }
 
@@ -570,6 +581,8 @@ impl Connection {
         s.ooo_ranges = self.assembler.range_count();
         s.memory = self.memory_in_use();
         s.reordering = self.rec.reordering;
+        s.ecn = self.ecn.ok;
+        s.ecn_reductions = self.ecn.reductions;
         s
     }
 
@@ -614,6 +627,8 @@ impl Connection {
             retransmitted_bytes: self.stats.retransmitted_bytes,
             segments_in: self.stats.segments_in,
             segments_out: self.stats.segments_out,
+            ecn: self.ecn.ok,
+            ecn_seen: self.ecn.seen,
         }
     }
 

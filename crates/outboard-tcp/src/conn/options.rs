@@ -76,6 +76,7 @@ impl Connection {
             }
         }
         self.sack_ok = self.cfg.sack && o.sack_permitted;
+        self.ecn_on_peer_syn(syn);
         if let (true, Some((tsval, _))) = (self.cfg.timestamps, o.timestamps) {
             self.ts_ok = true;
             self.ts_recent = tsval;

@@ -32,7 +32,7 @@ impl Connection {
                 rst.options.timestamps = Some((super::options::ts_clock(now), ecr));
             }
             self.stats.segments_out += 1;
-            return Some(Transmit { repr: rst, payload: [&[], &[]], gso_size: 0 });
+            return Some(Transmit { repr: rst, payload: [&[], &[]], gso_size: 0, ect: false });
         }
         match self.state {
             State::Closed => return None,
@@ -285,7 +285,7 @@ impl Connection {
             self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + window);
             self.on_ack_sent();
         }
-        let flags = if synack { TcpFlags::SYN | TcpFlags::ACK } else { TcpFlags::SYN };
+        let flags = if synack { TcpFlags::SYN | TcpFlags::ACK } else { TcpFlags::SYN } | self.ecn_syn_flags();
         let repr = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
@@ -297,7 +297,7 @@ impl Connection {
             options: self.syn_options(now),
         };
         self.stats.segments_out += 1;
-        Transmit { repr, payload: [&[], &[]], gso_size: 0 }
+        Transmit { repr, payload: [&[], &[]], gso_size: 0, ect: false }
     }
 
     /// Builds a segment from the send queue and does the bookkeeping of sending it.
@@ -337,7 +337,8 @@ impl Connection {
         self.on_ack_sent();
         self.stats.segments_out += 1;
         self.stats.bytes_out += len as u64;
-        let mut flags = TcpFlags::ACK;
+        let (ecn_flags, ect) = self.ecn_segment_flags(new_data);
+        let mut flags = TcpFlags::ACK | ecn_flags;
         if fin {
             flags |= TcpFlags::FIN;
         }
@@ -379,7 +380,7 @@ impl Connection {
         if gso_size > 0 {
             self.stats.tso_segments_out += 1;
         }
-        Transmit { repr, payload, gso_size }
+        Transmit { repr, payload, gso_size, ect }
     }
 
     /// An ACK goes out: the delayed-ACK state is cleared.

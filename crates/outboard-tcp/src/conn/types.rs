@@ -82,6 +82,8 @@ pub struct Transmit<'a> {
     /// it into carries (the send MSS less this segment's options). 0 for an
     /// ordinary segment.
     pub gso_size: usize,
+    /// Send with ECT(0) in the IP header (RFC 3168: new data on an ECN connection).
+    pub ect: bool,
 }
 
 impl Transmit<'_> {
@@ -134,6 +136,9 @@ pub struct ConnStats {
     /// earlier by `prefill_payload` for `handle_segment_prefilled` (each copy
     /// counted, so a segment copied twice counts twice).
     pub rx_copied_bytes: u64,
+    /// RFC 3168 ECN negotiated, and the window reductions made for ECE.
+    pub ecn: bool,
+    pub ecn_reductions: u64,
 }
 
 /// Errors from the application-side calls.

@@ -128,7 +128,11 @@ impl Session {
     /// one word sees the record's earlier bytes; the words are independent).
     fn write_info(m: &Mapping, base: usize, state: u8, i: &ConnInfo) {
         let bit = |on: bool, b: u8| if on { b } else { 0 };
-        let opts = bit(i.timestamps, tcp_info::OPT_TIMESTAMPS) | bit(i.sack, tcp_info::OPT_SACK) | bit(i.wscale, tcp_info::OPT_WSCALE);
+        let opts = bit(i.timestamps, tcp_info::OPT_TIMESTAMPS)
+            | bit(i.sack, tcp_info::OPT_SACK)
+            | bit(i.wscale, tcp_info::OPT_WSCALE)
+            | bit(i.ecn, tcp_info::OPT_ECN)
+            | bit(i.ecn_seen, tcp_info::OPT_ECN_SEEN);
         let mut b = [0u8; 8];
         b[tcp_info::STATE] = state;
         b[tcp_info::CA_STATE] = i.ca_state as u8;

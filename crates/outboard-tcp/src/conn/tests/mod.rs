@@ -3,6 +3,7 @@
 //! Our ISS is 1000, the peer's 5000; we are 10.0.0.1:4000, the peer 10.0.0.2:80.
 
 mod data;
+mod ecn;
 mod fused;
 mod in_place;
 mod memory;
@@ -82,6 +83,8 @@ pub(super) struct Out {
     pub payload: Vec<u8>,
     /// `Transmit::gso_size`: nonzero for a TSO segment.
     pub gso: usize,
+    /// `Transmit::ect`: sent with ECT(0).
+    pub ect: bool,
 }
 
 impl Out {
@@ -147,7 +150,7 @@ impl Harness {
         while let Some(t) = self.c.poll_transmit(self.now) {
             let mut payload = t.payload[0].to_vec();
             payload.extend_from_slice(t.payload[1]);
-            v.push(Out { repr: t.repr, payload, gso: t.gso_size });
+            v.push(Out { repr: t.repr, payload, gso: t.gso_size, ect: t.ect });
             assert!(v.len() < 10_000, "poll_transmit never returns None");
         }
         v
