@@ -16,8 +16,18 @@ impl Connection {
             return false;
         }
         let ack = repr.ack;
+        if ack < self.snd_una {
+            // RFC 9293 §3.10.7.4: "If the ACK is a duplicate (SEG.ACK <
+            // SND.UNA), it can be ignored." A reordered old ACK carries stale
+            // SACK blocks and window: it must neither count as a duplicate
+            // ACK nor feed the scoreboard, the undo checks or PRR, and the
+            // window update below needs SEG.ACK >= SND.UNA anyway.
+            return true;
+        }
         let wnd = usize::from(repr.window) << self.snd_wscale;
         let prior_high = self.rec.scoreboard.high_sacked();
+        let prior_una = self.snd_una;
+        let prior_sacked = if self.sack_ok { self.rec.scoreboard.sacked_bytes() } else { 0 };
         let newly_sacked = if self.sack_ok {
             let blocks = repr.options.sack;
             self.detect_reordering(ack, blocks.as_slice());
@@ -50,6 +60,14 @@ impl Connection {
         }
         if self.sack_ok {
             self.detect_lost_retransmission();
+            if self.rec.in_recovery {
+                // RFC 6937 DeliveredData: the change in SND.UNA plus the change
+                // in SACKed bytes (negative when the cumulative ACK swallowed
+                // SACKed data).
+                let sacked = self.rec.scoreboard.sacked_bytes();
+                let delivered = (seq_sub(self.snd_una, prior_una) + sacked).saturating_sub(prior_sacked);
+                self.prr_on_ack(delivered, self.snd_una > prior_una);
+            }
         }
         // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
         // a newer segment (SND.WL1/WL2).

@@ -7,7 +7,8 @@
 //!
 //! The work is split by concern: `input` (segment arrival, RFC 9293 §3.10.7),
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
-//! fast retransmit, RFC 6582 NewReno, RFC 6675 SACK recovery), `output` (what
+//! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
+//! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
@@ -20,6 +21,7 @@ mod input;
 mod memory;
 mod options;
 mod output;
+mod prr;
 mod recovery;
 mod timers;
 mod types;

@@ -303,6 +303,9 @@ impl Connection {
         let end = seq + len + usize::from(fin);
         match kind {
             SegKind::Data => {
+                if self.rec.in_recovery && self.sack_ok {
+                    self.prr_on_send(end - seq);
+                }
                 if seq < self.snd_max {
                     if seq == self.snd_una && self.rec.in_recovery && self.sack_ok {
                         self.rec.una_rexmit = Some((seq, self.snd_max));

@@ -7,6 +7,7 @@ mod fused;
 mod in_place;
 mod memory;
 mod options;
+mod prr;
 mod recovery;
 mod reorder;
 mod robust;
