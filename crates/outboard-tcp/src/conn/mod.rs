@@ -8,7 +8,8 @@
 //! The work is split by concern: `input` (segment arrival, RFC 9293 §3.10.7),
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
 //! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
-//! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `output` (what
+//! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
+//! RACK-TLP loss detection and tail loss probes), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
@@ -22,6 +23,7 @@ mod memory;
 mod options;
 mod output;
 mod prr;
+mod rack;
 mod recovery;
 mod timers;
 mod types;
@@ -91,6 +93,15 @@ pub struct ConnInfo {
     pub retransmitted_bytes: u64,
     pub segments_in: u64,
     pub segments_out: u64,
+    /// The adaptive DupThresh in segments (Linux `tcpi_reordering`).
+    pub reordering: u32,
+    /// Whether reordering was seen (RFC 8985 RACK.reordering_seen; Linux `tcpi_reord_seen` > 0).
+    pub reord_seen: bool,
+    /// RACK's reordering window outside recovery (RFC 8985 §6.2 step 4:
+    /// reo_wnd_mult * min_rtt / 4, at most SRTT), microseconds; 0 without SACK.
+    pub rack_reo_wnd_us: u32,
+    /// RFC 8985 §7 tail loss probes sent.
+    pub tlp_probes: u64,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -602,6 +613,10 @@ impl Connection {
             retransmitted_bytes: self.stats.retransmitted_bytes,
             segments_in: self.stats.segments_in,
             segments_out: self.stats.segments_out,
+            reordering: self.rec.reordering,
+            reord_seen: self.rec.rack.reordering_seen,
+            rack_reo_wnd_us: if self.sack_ok { to_us(self.rack_reo_wnd_base()) } else { 0 },
+            tlp_probes: self.stats.tlp_probes,
         }
     }
 

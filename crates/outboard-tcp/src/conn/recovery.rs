@@ -70,6 +70,8 @@ pub(super) struct Recovery {
     pub(super) undo: Option<Undo>,
     /// RFC 6937 PRR state of the current SACK recovery (`prr.rs`).
     pub(super) prr: super::prr::Prr,
+    /// RFC 8985 RACK-TLP state (`rack.rs`).
+    pub(super) rack: super::rack::Rack,
 }
 
 impl Recovery {
@@ -88,6 +90,7 @@ impl Recovery {
             reordering: DUP_THRESH,
             undo: None,
             prr: super::prr::Prr::default(),
+            rack: super::rack::Rack::new(iss),
         }
     }
 }
@@ -182,6 +185,7 @@ impl Connection {
                 self.rec.inflate = 0;
                 self.rec.dupacks = 0;
                 self.cc.on_recovery_end(now);
+                self.rack_on_recovery_end();
             } else if !self.sack_ok {
                 // RFC 6582 §3.2 step 4: partial ACK. Resend the next hole and
                 // deflate by what was acked, adding back one MSS.
@@ -247,7 +251,7 @@ impl Connection {
         }
     }
 
-    fn enter_recovery(&mut self, now: Instant) {
+    pub(super) fn enter_recovery(&mut self, now: Instant) {
         // RFC 5681 eq. 4 FlightSize; while go-back-N after an RTO is still
         // under way only what was resent since is outstanding.
         let flight = if self.rec.rto_recover.is_some() {
@@ -281,6 +285,7 @@ impl Connection {
             self.rec.inflate = self.rec.reordering as usize * self.data_mss();
         }
         self.rtt_timing = None;
+        self.timers.stop(Timer::LossProbe);
     }
 
     /// RFC 4653 §3 / RFC 8985 §6.2 reordering detection, before the scoreboard
@@ -310,6 +315,8 @@ impl Connection {
             }
         }
         if let Some(s) = low {
+            // RFC 8985 §6.2 step 3: RACK.reordering_seen.
+            self.rec.rack.reordering_seen = true;
             self.note_reordering(seq_sub(high, s));
         }
     }
@@ -438,6 +445,7 @@ impl Connection {
         self.rec.una_rexmit = None;
         self.rec.rto_recover = Some(self.snd_max);
         self.rec.high_rxt = self.snd_una;
+        self.rack_on_rto();
         if self.rto_count > 1 {
             // RFC 2018 §8: the receiver may have reneged; stop trusting old SACKs.
             self.rec.scoreboard.clear();

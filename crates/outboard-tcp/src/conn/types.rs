@@ -134,6 +134,12 @@ pub struct ConnStats {
     /// earlier by `prefill_payload` for `handle_segment_prefilled` (each copy
     /// counted, so a segment copied twice counts twice).
     pub rx_copied_bytes: u64,
+    /// RFC 8985 §7 tail loss probes sent.
+    pub tlp_probes: u64,
+    /// Probes that repaired a loss (RFC 8985 §7.4.2; the window was reduced).
+    pub tlp_recoveries: u64,
+    /// Times RACK (RFC 8985 §6.2) marked more segments lost.
+    pub rack_losses: u64,
 }
 
 /// Errors from the application-side calls.

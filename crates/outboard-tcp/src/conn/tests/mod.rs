@@ -8,6 +8,7 @@ mod in_place;
 mod memory;
 mod options;
 mod prr;
+mod rack;
 mod recovery;
 mod reorder;
 mod robust;
