@@ -24,6 +24,9 @@ pub struct Scoreboard {
     /// DupThresh for IsLost (RFC 6675 §4): 3, or more once the connection
     /// has seen reordering (RFC 4653 §3 / Linux `tp->reordering`).
     dup_thresh: usize,
+    /// RFC 8985 RACK: every unSACKed octet below this is lost, whatever
+    /// DupThresh says (set by the connection's RACK loss detection).
+    rack_lost: Option<SeqNumber>,
 }
 
 impl Default for Scoreboard {
@@ -37,7 +40,11 @@ impl Scoreboard {
     pub const MAX_RANGES: usize = 32;
 
     pub fn new() -> Self {
-        Scoreboard { ranges: Vec::with_capacity(Self::MAX_RANGES + 1), dup_thresh: DUP_THRESH }
+        Scoreboard { ranges: Vec::with_capacity(Self::MAX_RANGES + 1), dup_thresh: DUP_THRESH, rack_lost: None }
+    }
+    /// RFC 8985: RACK's verdict, one past the highest segment it marked lost.
+    pub fn set_rack_lost(&mut self, to: Option<SeqNumber>) {
+        self.rack_lost = to;
     }
     /// Sets DupThresh (in segments, at least 3) for IsLost and the lost boundary.
     pub fn set_dup_thresh(&mut self, n: usize) {
@@ -53,6 +60,7 @@ impl Scoreboard {
     }
     pub fn clear(&mut self) {
         self.ranges.clear();
+        self.rack_lost = None;
     }
     /// Applies a cumulative ACK (`snd_una`) and SACK blocks. Blocks not inside
     /// (snd_una, snd_nxt] are ignored (RFC 2018 §4, D-SACK below snd_una).
@@ -114,7 +122,7 @@ impl Scoreboard {
                 bytes += e - from;
             }
         }
-        count >= self.dup_thresh || bytes > (self.dup_thresh - 1) * mss
+        count >= self.dup_thresh || bytes > (self.dup_thresh - 1) * mss || self.rack_lost.is_some_and(|b| seq < b)
     }
     /// RFC 6675 §4 SetPipe: bytes estimated in flight.
     ///
@@ -160,8 +168,8 @@ impl Scoreboard {
         self.ranges.iter().copied()
     }
     /// The start of the lowest SACKed range such that every unSACKed octet
-    /// below it IsLost (RFC 6675 §4) and none above it does; `None` when
-    /// nothing is lost.
+    /// below it IsLost (RFC 6675 §4) and none above it does, or RACK's
+    /// boundary when that is higher; `None` when nothing is lost.
     pub fn lost_boundary(&self, mss: usize) -> Option<SeqNumber> {
         let mut bytes = 0usize;
         let mut boundary = None;
@@ -172,6 +180,11 @@ impl Scoreboard {
                 boundary = Some(s);
                 break;
             }
+        }
+        // RACK's lost octets (not necessarily ending at a SACKed range: the
+        // callers only count unSACKed octets below the boundary).
+        if let Some(b) = self.rack_lost {
+            boundary = Some(boundary.map_or(b, |d: SeqNumber| d.max(b)));
         }
         boundary
     }

@@ -4,8 +4,11 @@
 //! states it in segments); cwnd is kept as f64 bytes so that the small
 //! per-ACK increments of a large window are not lost to rounding, and read out
 //! as whole bytes. Time is `now - epoch_start`, never a clock.
-//! Not implemented: HyStart++ (RFC 9406; slow start is plain RFC 5681 with
-//! ABC) and spurious-congestion undo (RFC 9438 §4.9).
+//! The initial slow start uses HyStart++ (RFC 9406, `hystart.rs`). Not
+//! implemented: spurious-congestion undo (RFC 9438 §4.9) inside the
+//! controller (the connection undoes a reduction by restoring the whole
+//! controller).
+use super::hystart::{Growth, HyStart};
 use super::{initial_window, is_cwnd_limited, CongestionControl, ABC_LIMIT_SEGMENTS};
 use outboard_time::{Duration, Instant};
 
@@ -46,6 +49,8 @@ pub struct Cubic {
     min_rtt: Option<Duration>,
     /// When the last ACK arrived, to freeze the curve while application-limited.
     last_ack: Option<Instant>,
+    /// RFC 9406 HyStart++ for the initial slow start (RFC 9438 §4.10 allows it).
+    hystart: HyStart,
 }
 
 impl Cubic {
@@ -61,6 +66,7 @@ impl Cubic {
             after_rto: false,
             min_rtt: None,
             last_ack: None,
+            hystart: HyStart::new(),
         }
     }
 
@@ -150,8 +156,18 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd() < self.ssthresh {
-            // RFC 9438 §4.10: standard slow start (RFC 5681 with RFC 3465 ABC).
-            self.cwnd += bytes_acked.min(ABC_LIMIT_SEGMENTS * self.mss) as f64;
+            // RFC 9438 §4.10: slow start (RFC 5681 with RFC 3465 ABC), with
+            // HyStart++ (RFC 9406) while ssthresh is unset.
+            let mut inc = bytes_acked.min(ABC_LIMIT_SEGMENTS * self.mss);
+            if self.ssthresh == usize::MAX {
+                let g = self.hystart.on_ack(bytes_acked, rtt, in_flight);
+                if g == Growth::Exit {
+                    self.ssthresh = self.cwnd();
+                    return;
+                }
+                inc = HyStart::scale(g, inc);
+            }
+            self.cwnd += inc as f64;
             return;
         }
         let rtt = rtt.or(self.min_rtt).unwrap_or(Duration::ZERO);

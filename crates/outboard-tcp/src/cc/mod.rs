@@ -130,6 +130,7 @@ pub(crate) fn is_cwnd_limited(cwnd: usize, bytes_acked: usize, bytes_in_flight: 
 }
 
 pub mod cubic;
+pub mod hystart;
 pub mod newreno;
 
 #[cfg(test)]

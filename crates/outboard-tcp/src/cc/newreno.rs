@@ -1,6 +1,7 @@
 //! NewReno's window arithmetic (RFC 5681 §3.1-3.2; the RFC 6582 recovery
 //! bookkeeping lives in the connection, which calls `on_congestion_event` on
 //! entry and `on_recovery_end` on exit).
+use super::hystart::{Growth, HyStart};
 use super::{initial_window, is_cwnd_limited, CongestionControl, ABC_LIMIT_SEGMENTS};
 use outboard_time::{Duration, Instant};
 
@@ -12,13 +13,15 @@ pub struct NewReno {
     /// Bytes acknowledged in congestion avoidance since cwnd last grew
     /// (RFC 5681 §3.1 byte counting: +1 SMSS per cwnd of ACKed bytes).
     ca_acked: usize,
+    /// RFC 9406 HyStart++ for the initial slow start.
+    hystart: HyStart,
 }
 
 impl NewReno {
     pub fn new(mss: usize) -> Self {
         let mss = mss.max(1);
         // RFC 5681 §3.1: ssthresh starts "arbitrarily high".
-        NewReno { mss, cwnd: initial_window(mss), ssthresh: usize::MAX, ca_acked: 0 }
+        NewReno { mss, cwnd: initial_window(mss), ssthresh: usize::MAX, ca_acked: 0, hystart: HyStart::new() }
     }
 
     /// RFC 5681 §3.1 eq. 4: ssthresh = max(FlightSize / 2, 2*SMSS).
@@ -34,13 +37,22 @@ impl CongestionControl for NewReno {
     fn ssthresh(&self) -> usize {
         self.ssthresh
     }
-    fn on_ack(&mut self, _now: Instant, bytes_acked: usize, _rtt: Option<Duration>, in_flight: usize) {
+    fn on_ack(&mut self, _now: Instant, bytes_acked: usize, rtt: Option<Duration>, in_flight: usize) {
         if bytes_acked == 0 || !is_cwnd_limited(self.cwnd, bytes_acked, in_flight) {
             return;
         }
         if self.cwnd < self.ssthresh {
             // Slow start, RFC 3465 §2.2: cwnd += min(N, L), L = 2*SMSS.
-            let inc = bytes_acked.min(ABC_LIMIT_SEGMENTS * self.mss);
+            let mut inc = bytes_acked.min(ABC_LIMIT_SEGMENTS * self.mss);
+            if self.ssthresh == usize::MAX {
+                // RFC 9406 §4.2: HyStart++ in the initial slow start.
+                let g = self.hystart.on_ack(bytes_acked, rtt, in_flight);
+                if g == Growth::Exit {
+                    self.ssthresh = self.cwnd;
+                    return;
+                }
+                inc = HyStart::scale(g, inc);
+            }
             self.cwnd = self.cwnd.saturating_add(inc);
             self.ca_acked = 0;
         } else {

@@ -16,13 +16,25 @@ impl Connection {
             return false;
         }
         let ack = repr.ack;
+        if ack < self.snd_una {
+            // RFC 9293 §3.10.7.4: "If the ACK is a duplicate (SEG.ACK <
+            // SND.UNA), it can be ignored." A reordered old ACK carries stale
+            // SACK blocks and window: it must neither count as a duplicate
+            // ACK nor feed the scoreboard, the undo checks or PRR, and the
+            // window update below needs SEG.ACK >= SND.UNA anyway.
+            return true;
+        }
         let wnd = usize::from(repr.window) << self.snd_wscale;
         let prior_high = self.rec.scoreboard.high_sacked();
+        let prior_una = self.snd_una;
+        let prior_sacked = if self.sack_ok { self.rec.scoreboard.sacked_bytes() } else { 0 };
+        let blocks = repr.options.sack;
+        let blocks = blocks.as_slice();
+        let dsack = dsack_block(ack, blocks);
         let newly_sacked = if self.sack_ok {
-            let blocks = repr.options.sack;
-            self.detect_reordering(ack, blocks.as_slice());
-            self.dsack_check(now, ack, blocks.as_slice());
-            self.rec.scoreboard.on_ack(self.snd_una.max(ack), self.snd_max, blocks.as_slice())
+            self.detect_reordering(ack, blocks);
+            self.dsack_check(now, ack, blocks);
+            self.rec.scoreboard.on_ack(self.snd_una.max(ack), self.snd_max, blocks)
         } else {
             0
         };
@@ -49,7 +61,28 @@ impl Connection {
             }
         }
         if self.sack_ok {
+            // RFC 8985 §6.2: RACK, then §7.4 TLP loss detection; a loss RACK
+            // finds at SND.UNA starts fast recovery without DupThresh.
+            self.rack_on_ack(now, blocks, dsack);
+            self.tlp_on_ack(now, dsack, self.snd_una > prior_una);
+            if self.rack_detect_loss(now) && !self.rec.in_recovery && self.rec.rto_recover.is_none() {
+                self.enter_recovery(now);
+            }
+            if self.snd_una > prior_una {
+                self.tlp_schedule(now);
+            } else if !self.rec.scoreboard.is_empty() {
+                // RFC 8985 §7.2: no probe while SACKed data is outstanding.
+                self.timers.stop(Timer::LossProbe);
+            }
             self.detect_lost_retransmission();
+            if self.rec.in_recovery {
+                // RFC 6937 DeliveredData: the change in SND.UNA plus the change
+                // in SACKed bytes (negative when the cumulative ACK swallowed
+                // SACKed data).
+                let sacked = self.rec.scoreboard.sacked_bytes();
+                let delivered = (seq_sub(self.snd_una, prior_una) + sacked).saturating_sub(prior_sacked);
+                self.prr_on_ack(delivered, self.snd_una > prior_una);
+            }
         }
         // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
         // a newer segment (SND.WL1/WL2).
@@ -165,6 +198,14 @@ impl Connection {
     pub(super) fn fin_acked(&self) -> bool {
         self.fin_seq().is_some_and(|f| self.snd_una > f)
     }
+}
+
+/// RFC 2883 §4: the D-SACK block of an ACK, if any: the first block,
+/// when it lies below the cumulative ACK or inside the second block.
+pub(super) fn dsack_block(ack: SeqNumber, blocks: &[(SeqNumber, SeqNumber)]) -> Option<(SeqNumber, SeqNumber)> {
+    let &(l, r) = blocks.first()?;
+    let is_dsack = r <= ack || blocks.get(1).is_some_and(|&(l2, r2)| l >= l2 && r <= r2);
+    (is_dsack && l < r).then_some((l, r))
 }
 
 /// Challenge ACKs allowed per connection per second (RFC 5961 §7 leaves the

@@ -44,9 +44,10 @@ impl Connection {
         (self.send_buf.allocated_bytes(), self.recv_buf.allocated_bytes())
     }
 
-    /// The out-of-order and SACK range tables, as each reports its own allocation.
+    /// The out-of-order and SACK range tables and RACK's transmit log, as
+    /// each reports its own allocation.
     fn range_tables_bytes(&self) -> usize {
-        self.assembler.allocated_bytes() + self.rec.scoreboard.allocated_bytes()
+        self.assembler.allocated_bytes() + self.rec.scoreboard.allocated_bytes() + self.rec.rack.allocated_bytes()
     }
 
     /// Frees ring storage that can never be used again (see the module docs).
@@ -58,6 +59,11 @@ impl Connection {
     /// board, so a board's TIME-WAIT connections hold no regions.
     pub(super) fn release_idle_buffers(&mut self) {
         let closed = self.state == State::Closed;
+        if closed || self.snd_una == self.snd_max {
+            // Nothing outstanding: RACK's transmit log is empty; free it in CLOSED
+            // (and wherever no more data can go).
+            self.rec.rack.release_log(closed || !self.may_queue_more());
+        }
         let send_held = self.send_buf.allocated_bytes() > 0 || self.send_buf.is_external() || !self.send_buf.is_empty();
         if send_held && (closed || (self.send_buf.is_empty() && !self.may_queue_more())) {
             self.send_buf.release();

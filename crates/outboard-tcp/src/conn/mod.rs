@@ -7,7 +7,9 @@
 //!
 //! The work is split by concern: `input` (segment arrival, RFC 9293 §3.10.7),
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
-//! fast retransmit, RFC 6582 NewReno, RFC 6675 SACK recovery), `output` (what
+//! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
+//! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
+//! RACK-TLP loss detection and tail loss probes), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
@@ -21,6 +23,8 @@ mod input;
 mod memory;
 mod options;
 mod output;
+mod prr;
+mod rack;
 mod recovery;
 mod timers;
 mod types;
@@ -95,6 +99,15 @@ pub struct ConnInfo {
     /// received on it (TCPI_OPT_ECN_SEEN).
     pub ecn: bool,
     pub ecn_seen: bool,
+    /// The adaptive DupThresh in segments (Linux `tcpi_reordering`).
+    pub reordering: u32,
+    /// Whether reordering was seen (RFC 8985 RACK.reordering_seen; Linux `tcpi_reord_seen` > 0).
+    pub reord_seen: bool,
+    /// RACK's reordering window outside recovery (RFC 8985 §6.2 step 4:
+    /// reo_wnd_mult * min_rtt / 4, at most SRTT), microseconds; 0 without SACK.
+    pub rack_reo_wnd_us: u32,
+    /// RFC 8985 §7 tail loss probes sent.
+    pub tlp_probes: u64,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -629,6 +642,10 @@ impl Connection {
             segments_out: self.stats.segments_out,
             ecn: self.ecn.ok,
             ecn_seen: self.ecn.seen,
+            reordering: self.rec.reordering,
+            reord_seen: self.rec.rack.reordering_seen,
+            rack_reo_wnd_us: if self.sack_ok { to_us(self.rack_reo_wnd_base()) } else { 0 },
+            tlp_probes: self.stats.tlp_probes,
         }
     }
 

@@ -45,6 +45,9 @@ impl Connection {
             }
             _ => {}
         }
+        if let Some((seq, len, fin)) = self.next_probe(now) {
+            return Some(self.emit(now, seq, len, fin, SegKind::Data));
+        }
         if let Some((seq, len, fin)) = self.next_retransmission() {
             return Some(self.emit(now, seq, len, fin, SegKind::Data));
         }
@@ -106,7 +109,7 @@ impl Connection {
     }
 
     /// Our FIN's sequence number once it may be sent (the handshake is over).
-    fn fin_due(&self) -> Option<SeqNumber> {
+    pub(super) fn fin_due(&self) -> Option<SeqNumber> {
         match self.state {
             State::FinWait1 | State::Closing | State::LastAck => self.fin_seq(),
             _ => None,
@@ -114,7 +117,7 @@ impl Connection {
     }
 
     /// The segment starting at `seq`, no longer than one MSS and within what was sent.
-    fn sent_segment_at(&self, seq: SeqNumber) -> (usize, bool) {
+    pub(super) fn sent_segment_at(&self, seq: SeqNumber) -> (usize, bool) {
         let data_end = self.snd_buf_seq + self.send_buf.len();
         let len = seq_sub(self.snd_max.min(data_end), seq).min(self.payload_cap());
         let fin = self.fin_due().is_some_and(|f| seq + len == f && self.snd_max > f);
@@ -306,6 +309,9 @@ impl Connection {
         let new_data = kind == SegKind::Data && len > 0 && seq + len > self.snd_max;
         match kind {
             SegKind::Data => {
+                if self.rec.in_recovery && self.sack_ok {
+                    self.prr_on_send(end - seq);
+                }
                 if seq < self.snd_max {
                     if seq == self.snd_una && self.rec.in_recovery && self.sack_ok {
                         self.rec.una_rexmit = Some((seq, self.snd_max));
@@ -320,10 +326,16 @@ impl Connection {
                 } else if self.rtt_timing.is_none() {
                     self.rtt_timing = Some((end, now));
                 }
-                if end > self.snd_max {
+                let new_data = end > self.snd_max;
+                if new_data {
                     self.snd_max = end;
                 }
                 self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+                self.rack_on_send(now, seq, end);
+                if new_data {
+                    // RFC 8985 §7.2: new data (re)arms the probe timeout.
+                    self.tlp_schedule(now);
+                }
             }
             SegKind::Probe => {
                 if end > self.snd_max {

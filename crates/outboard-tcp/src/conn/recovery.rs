@@ -68,6 +68,10 @@ pub(super) struct Recovery {
     pub(super) reordering: u32,
     /// The last fast recovery, while it may still be undone.
     pub(super) undo: Option<Undo>,
+    /// RFC 6937 PRR state of the current SACK recovery (`prr.rs`).
+    pub(super) prr: super::prr::Prr,
+    /// RFC 8985 RACK-TLP state (`rack.rs`).
+    pub(super) rack: super::rack::Rack,
 }
 
 impl Recovery {
@@ -85,6 +89,8 @@ impl Recovery {
             last_advance: 0,
             reordering: DUP_THRESH,
             undo: None,
+            prr: super::prr::Prr::default(),
+            rack: super::rack::Rack::new(iss),
         }
     }
 }
@@ -114,19 +120,51 @@ impl Connection {
 
     /// Bytes the congestion window lets us put in flight now.
     pub(super) fn cwnd_allowance(&self) -> usize {
-        let mut cwnd = self.cc.cwnd().max(self.data_mss());
-        if self.rec.in_recovery && !self.sack_ok {
-            cwnd += self.rec.inflate;
-        } else if !self.rec.in_recovery {
-            // RFC 3042 limited transmit: each of the first two duplicate ACKs
-            // lets one new segment out, so a small window still gets three.
-            // Without SACK and with a raised threshold, each duplicate ACK
-            // below it does (RFC 4653 §3.3 extended limited transmit); with
-            // SACK the SACKed bytes already leave the flight.
-            let lt = if self.sack_ok { DUP_THRESH } else { self.rec.reordering } - 1;
-            cwnd += self.rec.dupacks.min(lt) as usize * self.data_mss();
+        if self.rec.in_recovery && self.sack_ok {
+            // RFC 6937: in SACK recovery PRR decides how much may go (`prr.rs`).
+            return self.prr_allowance();
         }
-        cwnd.saturating_sub(self.bytes_in_flight())
+        let mut cwnd = self.cc.cwnd().max(self.data_mss());
+        if self.rec.in_recovery {
+            cwnd += self.rec.inflate;
+        }
+        let allowance = cwnd.saturating_sub(self.bytes_in_flight());
+        if self.rec.in_recovery || self.rec.dupacks == 0 || self.rec.rto_recover.is_some() {
+            return allowance;
+        }
+        self.limited_transmit(allowance)
+    }
+
+    /// RFC 3042 §2 limited transmit, on the first and second duplicate ACK
+    /// (and, without SACK and with a raised DupThresh, on each duplicate ACK
+    /// below it, RFC 4653 §3.3 extended limited transmit):
+    //= https://www.rfc-editor.org/rfc/rfc3042#section-2
+    //# a TCP SHOULD send a segment of previously unsent data in response to
+    //# each of the first two duplicate acknowledgments that arrive at the
+    //# sender, [...] the receiver's advertised window allows the
+    //# transmission of the segment [and] the amount of outstanding data would
+    //# remain less than or equal to the congestion window plus 2 segments.
+    /// The congestion window itself is not changed. With SACK the SACKed
+    /// bytes already left the pipe (one segment per duplicate ACK, as Linux
+    /// counts `sacked_out`); the FlightSize cap keeps it at one new segment
+    /// per duplicate ACK. Without SACK each duplicate ACK is credited one
+    /// segment. Only new data: the caller (`next_from_nxt`) sends from
+    /// SND.NXT = SND.MAX here, and the allowance is at most one MSS per
+    /// duplicate ACK not yet used, so no TSO burst goes out.
+    fn limited_transmit(&self, allowance: usize) -> usize {
+        let mss = self.data_mss();
+        let cwnd = self.cc.cwnd().max(mss);
+        let flight_size = seq_sub(self.snd_max, self.snd_una);
+        if !self.sack_ok {
+            // The pipe is the FlightSize: credit one segment per duplicate ACK.
+            let lt = self.rec.dupacks.min(self.rec.reordering - 1) as usize;
+            return (cwnd + lt * mss).saturating_sub(flight_size);
+        }
+        if self.rec.dupacks >= DUP_THRESH {
+            // Beyond RFC 3042 (raised DupThresh): the pipe alone, RFC 4653 §3.3.
+            return allowance;
+        }
+        allowance.min((cwnd + self.rec.dupacks as usize * mss).saturating_sub(flight_size))
     }
 
     /// A cumulative ACK advanced SND.UNA by `acked` bytes.
@@ -147,6 +185,7 @@ impl Connection {
                 self.rec.inflate = 0;
                 self.rec.dupacks = 0;
                 self.cc.on_recovery_end(now);
+                self.rack_on_recovery_end();
             } else if !self.sack_ok {
                 // RFC 6582 §3.2 step 4: partial ACK. Resend the next hole and
                 // deflate by what was acked, adding back one MSS.
@@ -212,7 +251,7 @@ impl Connection {
         }
     }
 
-    fn enter_recovery(&mut self, now: Instant) {
+    pub(super) fn enter_recovery(&mut self, now: Instant) {
         // RFC 5681 eq. 4 FlightSize; while go-back-N after an RTO is still
         // under way only what was resent since is outstanding.
         let flight = if self.rec.rto_recover.is_some() {
@@ -235,6 +274,9 @@ impl Connection {
         self.rec.point = self.snd_max;
         self.rec.high_rxt = self.snd_una;
         self.cc.on_congestion_event(now, flight);
+        if self.sack_ok {
+            self.prr_start(flight);
+        }
         self.stats.fast_retransmits += 1;
         // RFC 5681 §3.2 step 2-3 / RFC 6675 §5 (C): resend the first hole at once.
         self.rec.rexmit_una = true;
@@ -243,6 +285,7 @@ impl Connection {
             self.rec.inflate = self.rec.reordering as usize * self.data_mss();
         }
         self.rtt_timing = None;
+        self.timers.stop(Timer::LossProbe);
     }
 
     /// RFC 4653 §3 / RFC 8985 §6.2 reordering detection, before the scoreboard
@@ -272,6 +315,8 @@ impl Connection {
             }
         }
         if let Some(s) = low {
+            // RFC 8985 §6.2 step 3: RACK.reordering_seen.
+            self.rec.rack.reordering_seen = true;
             self.note_reordering(seq_sub(high, s));
         }
     }
@@ -400,6 +445,7 @@ impl Connection {
         self.rec.una_rexmit = None;
         self.rec.rto_recover = Some(self.snd_max);
         self.rec.high_rxt = self.snd_una;
+        self.rack_on_rto();
         if self.rto_count > 1 {
             // RFC 2018 §8: the receiver may have reneged; stop trusting old SACKs.
             self.rec.scoreboard.clear();

@@ -1,5 +1,5 @@
 //! The connection's timers: one small table indexed by an enum (quinn's
-//! `connection/timer.rs` pattern), so `poll_timeout` is a minimum over five slots.
+//! `connection/timer.rs` pattern), so `poll_timeout` is a minimum over seven slots.
 
 use super::{Connection, Error, State};
 use outboard_time::Instant;
@@ -17,17 +17,28 @@ pub(crate) enum Timer {
     Keepalive = 3,
     /// RFC 9293 §3.10.8: 2·MSL in TIME-WAIT.
     TimeWait = 4,
+    /// RFC 8985 §6.3 RACK reorder timer.
+    RackReorder = 5,
+    /// RFC 8985 §7.2 tail loss probe timeout (PTO).
+    LossProbe = 6,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 5] =
-        [Timer::Retransmit, Timer::DelayedAck, Timer::Persist, Timer::Keepalive, Timer::TimeWait];
+    pub(crate) const ALL: [Timer; 7] = [
+        Timer::Retransmit,
+        Timer::DelayedAck,
+        Timer::Persist,
+        Timer::Keepalive,
+        Timer::TimeWait,
+        Timer::RackReorder,
+        Timer::LossProbe,
+    ];
 }
 
 /// Deadlines, one slot per `Timer`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TimerTable {
-    slots: [Option<Instant>; 5],
+    slots: [Option<Instant>; 7],
 }
 
 impl TimerTable {
@@ -47,7 +58,7 @@ impl TimerTable {
         self.slots[timer as usize]
     }
     pub(crate) fn stop_all(&mut self) {
-        self.slots = [None; 5];
+        self.slots = [None; 7];
     }
     /// The earliest deadline of all armed timers.
     pub(crate) fn next(&self) -> Option<Instant> {
@@ -71,6 +82,8 @@ impl Connection {
                 Timer::DelayedAck => self.ack_now = true,
                 Timer::Persist => self.on_persist(now),
                 Timer::Keepalive => self.on_keepalive(now),
+                Timer::RackReorder => self.on_rack_timer(now),
+                Timer::LossProbe => self.on_loss_probe(now),
                 Timer::TimeWait => {
                     if matches!(self.state, State::TimeWait | State::FinWait2) {
                         self.enter_closed();

@@ -139,6 +139,12 @@ pub struct ConnStats {
     /// RFC 3168 ECN negotiated, and the window reductions made for ECE.
     pub ecn: bool,
     pub ecn_reductions: u64,
+    /// RFC 8985 §7 tail loss probes sent.
+    pub tlp_probes: u64,
+    /// Probes that repaired a loss (RFC 8985 §7.4.2; the window was reduced).
+    pub tlp_recoveries: u64,
+    /// Times RACK (RFC 8985 §6.2) marked more segments lost.
+    pub rack_losses: u64,
 }
 
 /// Errors from the application-side calls.

@@ -8,6 +8,8 @@ mod fused;
 mod in_place;
 mod memory;
 mod options;
+mod prr;
+mod rack;
 mod recovery;
 mod reorder;
 mod robust;

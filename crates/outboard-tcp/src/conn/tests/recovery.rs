@@ -360,3 +360,86 @@ fn rfc6582_ack_heuristic_allows_fast_retransmit_after_rto() {
     assert_eq!(h.c.stats().fast_retransmits, 1);
     assert!(out.iter().any(|s| s.seq() == seg_start(1)), "the hole at SND.UNA is resent: {out:?}");
 }
+
+#[test]
+fn rfc3042_sack_limited_transmit_sends_one_new_segment_per_dup_ack() {
+    // The first duplicate ACK SACKs one segment: one new segment, not two
+    // (the SACKed segment left the pipe; no extra credit on top, §2: FlightSize
+    // stays within cwnd + 2*SMSS).
+    let mut h = sack_established();
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(2))]), b"");
+    let r = h.recv();
+    assert_eq!(r.iter().map(|o| (o.seq(), o.len())).collect::<Vec<_>>(), vec![(seg_start(10), MSS as usize)]);
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(3))]), b"");
+    let r = h.recv();
+    assert_eq!(r.iter().map(|o| (o.seq(), o.len())).collect::<Vec<_>>(), vec![(seg_start(11), MSS as usize)]);
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(4))]), b"");
+    assert_eq!(h.recv()[0].seq(), seg_start(0), "third: fast retransmit");
+}
+
+#[test]
+fn rfc3042_limited_transmit_never_exceeds_cwnd_plus_two_segments() {
+    // A dup ACK that SACKs two segments (a delayed ACK) still lets only one
+    // new segment out, and TSO does not turn it into a burst.
+    let cfg = Config { tso_max_bytes: 64 * 1024, ..sack_cfg() };
+    let mut h =
+        Harness::established_with(&cfg, TcpOptions { mss: Some(1460), sack_permitted: true, ..TcpOptions::default() });
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    let first = h.recv();
+    let sent: usize = first.iter().map(Out::len).sum();
+    assert_eq!(sent, 10 * MSS as usize);
+    let cwnd = h.c.stats().cwnd;
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(3))]), b"");
+    let r = h.recv();
+    assert_eq!(r.iter().map(|o| (o.seq(), o.len())).collect::<Vec<_>>(), vec![(seg_start(10), MSS as usize)]);
+    let flight = h.c.snd_max - h.c.snd_una;
+    assert!(flight <= cwnd + 2 * MSS as usize, "FlightSize {flight} > cwnd {cwnd} + 2 SMSS");
+}
+
+#[test]
+fn rfc3042_limited_transmit_respects_the_receive_window() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    // The peer's window ends where the flight does: nothing new may go.
+    let mut a = seg(ACK, PEER_ISS + 1, ISS + 1);
+    a.window = (10 * MSS) as u16;
+    h.send(&a, b"");
+    h.recv_nothing();
+    // Same window again: a duplicate ACK, still nothing beyond the window.
+    h.send(&a, b"");
+    h.recv_nothing();
+}
+
+#[test]
+fn rfc9293_old_ack_below_snd_una_does_not_disturb_sack_recovery() {
+    // Regression: an ACK below SND.UNA (reordered by the network) arriving
+    // in recovery, with the stale SACK blocks it carried, must be ignored
+    // for recovery; the episode goes on and ends without an RTO.
+    let mut h = sack_established();
+    h.c.send(&vec![1u8; 20 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    for k in 2..5 {
+        h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(k))]), b"");
+    }
+    assert_eq!(h.recv()[0].seq(), seg_start(0));
+    h.send(&ack_with_sack(seg_start(5), &[(seg_start(6), seg_start(8))]), b"");
+    assert!(h.c.rec.in_recovery);
+    let before = (h.c.rec.dupacks, h.c.rec.point, h.c.rec.high_rxt, h.c.rec.prr, h.c.stats().sacked_bytes);
+    h.recv();
+    // The old ACK: SEG.ACK < SND.UNA, with blocks from before.
+    h.send(&ack_with_sack(ISS + 1, &[(seg_start(1), seg_start(4))]), b"");
+    h.recv_nothing();
+    let after = (h.c.rec.dupacks, h.c.rec.point, h.c.rec.high_rxt, h.c.rec.prr, h.c.stats().sacked_bytes);
+    assert!(h.c.rec.in_recovery);
+    assert_eq!(before.0, after.0);
+    assert_eq!((before.1, before.2, before.4), (after.1, after.2, after.4));
+    // The rest arrives: recovery ends by ACK, not by timeout.
+    let point = h.c.rec.point;
+    h.send(&ack_with_sack(point.0, &[]), b"");
+    assert!(!h.c.rec.in_recovery);
+    assert_eq!(h.c.stats().rto_events, 0);
+    assert_eq!(h.c.stats().fast_retransmits, 1);
+}
