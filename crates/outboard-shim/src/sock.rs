@@ -56,6 +56,18 @@ pub struct Opts {
     pub linger: Option<u32>,
     pub rcvtimeo: Option<Duration>,
     pub sndtimeo: Option<Duration>,
+    /// TCP_MAXSEG as set (0: none): the SYN's MSS and the send MSS's ceiling.
+    pub maxseg: u16,
+    /// TCP_CORK.
+    pub cork: bool,
+    /// IP_TOS as Linux keeps it (read back; not put on the wire).
+    pub tos: u8,
+    /// TCP_USER_TIMEOUT in milliseconds (0: off).
+    pub user_timeout_ms: u32,
+    /// TCP_CONGESTION as set (`proto::opt::CC_*`); None: the engine's.
+    pub cc: Option<u8>,
+    /// TCP_INQ: recvmsg adds a TCP_CM_INQ control message.
+    pub inq: bool,
 }
 
 impl Default for Opts {
@@ -75,6 +87,12 @@ impl Default for Opts {
             linger: None,
             rcvtimeo: None,
             sndtimeo: None,
+            maxseg: 0,
+            cork: false,
+            tos: 0,
+            user_timeout_ms: 0,
+            cc: None,
+            inq: false,
         }
     }
 }
@@ -115,6 +133,9 @@ pub struct Sock {
     /// re-created on a restarted engine, it shares the port again.
     pub joined: bool,
     pub opts: Opts,
+    /// The engine holds this stream corked (TCP_CORK, or a MSG_MORE send
+    /// until the next send without it).
+    pub engine_cork: bool,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
     /// The epoll sets watching this socket, and under which descriptor
@@ -152,6 +173,7 @@ impl Sock {
             forked: false,
             joined: false,
             opts: Opts::default(),
+            engine_cork: false,
             transitions: 0,
             watchers: Vec::new(),
         }
@@ -238,6 +260,31 @@ impl Sock {
             if o.keepalive {
                 let _ = s.set_keepalive(Some(keepalive_of(&o)));
             }
+            if o.cork {
+                let _ = s.set_cork(true);
+            }
+            if o.user_timeout_ms != 0 {
+                let _ = s.set_user_timeout(o.user_timeout_ms);
+            }
+            if let Some(cc) = o.cc {
+                let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
+            }
+        }
+        self.engine_cork = o.cork;
+    }
+
+    /// Corks the engine's stream for a MSG_MORE send (`more`), or uncorks
+    /// it after a send without MSG_MORE unless TCP_CORK is on (Linux: the
+    /// bytes of a MSG_MORE send wait for the next send).
+    pub fn cork_for_send(&mut self, more: bool) {
+        let want = self.opts.cork || more;
+        if want == self.engine_cork {
+            return;
+        }
+        if let Kind::Stream(s) = &mut self.kind {
+            if s.set_cork(want).is_ok() {
+                self.engine_cork = want;
+            }
         }
     }
 
@@ -276,7 +323,9 @@ impl Sock {
         let trunc = flags & libc::MSG_TRUNC != 0;
         match &mut self.kind {
             Kind::Stream(s) => {
-                if self.shut_rd {
+                // After SHUT_RD Linux still returns the bytes queued, then 0
+                // (it never waits for more).
+                if self.shut_rd && s.readable_bytes() == 0 {
                     return Some(Ok(0));
                 }
                 if peek {

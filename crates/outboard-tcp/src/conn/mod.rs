@@ -21,6 +21,7 @@ mod memory;
 mod options;
 mod output;
 mod recovery;
+mod sockopt;
 mod timers;
 mod types;
 #[cfg(test)]
@@ -89,6 +90,8 @@ pub struct ConnInfo {
     pub retransmitted_bytes: u64,
     pub segments_in: u64,
     pub segments_out: u64,
+    /// The congestion controller is CUBIC (else NewReno).
+    pub cubic: bool,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -205,6 +208,8 @@ pub struct Connection {
     /// Bumped whenever the receive ring's storage is replaced or freed, so
     /// a `Prefilled` from before never vouches for bytes that are gone.
     recv_epoch: u32,
+    /// TCP_CORK, TCP_USER_TIMEOUT (`sockopt`).
+    sockopt: sockopt::SockOpts,
     stats: ConnStats,
 }
 
@@ -273,6 +278,7 @@ impl Connection {
             want_writable: false,
             rx_prefilled: None,
             recv_epoch: 0,
+            sockopt: sockopt::SockOpts::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -348,6 +354,7 @@ impl Connection {
         self.stats.segments_in += 1;
         self.stats.bytes_in += payload.len() as u64;
         self.on_segment(now, repr, payload);
+        self.note_unacked(now);
         self.release_idle_buffers();
     }
 
@@ -372,16 +379,24 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.on_timeout(now);
+        if !self.check_user_timeout(now) {
+            self.on_timeout(now);
+        }
         self.release_idle_buffers();
     }
 
     /// The earliest instant at which `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        match (self.timers.next(), self.user_timeout_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
+        // The caller drains this until None: the last call sees what the
+        // others sent (the user timeout's start).
+        self.note_unacked(now);
         self.transmit(now)
     }
 
@@ -600,6 +615,7 @@ impl Connection {
             retransmitted_bytes: self.stats.retransmitted_bytes,
             segments_in: self.stats.segments_in,
             segments_out: self.stats.segments_out,
+            cubic: self.cfg.cc == crate::cc::CcKind::Cubic,
         }
     }
 
