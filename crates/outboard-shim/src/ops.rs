@@ -811,6 +811,8 @@ unsafe fn splice_engine(sock_in: bool, i: RawFd, ioff: *mut libc::loff_t, o: Raw
             }
             Ok(w)
         } else {
+            // Linux looks at the pipe first: empty and non-blocking is EAGAIN.
+            pipe_ready(libc::POLLIN)?;
             let room = blocking(o, false, sndtimeo, |_, s| {
                 s.settle();
                 match &s.kind {
@@ -828,7 +830,6 @@ unsafe fn splice_engine(sock_in: bool, i: RawFd, ioff: *mut libc::loff_t, o: Raw
                     _ => Some(Err(libc::EINVAL)),
                 }
             })?;
-            pipe_ready(libc::POLLIN)?;
             let want = n.min(room).min(buf.len());
             // SAFETY: reads the program's pipe into our buffer.
             let r = unsafe { crate::real::read(pipe, buf.as_mut_ptr().cast(), want) };
@@ -844,16 +845,17 @@ unsafe fn splice_engine(sock_in: bool, i: RawFd, ioff: *mut libc::loff_t, o: Raw
 }
 
 /// TCP_INQ: the TCP_CM_INQ value for a recvmsg on a stream that asked for
-/// it — the bytes still queued (Linux's `tcp_inq_hint`: 1 when none are
-/// left and the peer's FIN came, so the reader knows to read the 0).
+/// it — Linux's `tcp_inq_hint`: the bytes still queued, plus one for the
+/// peer's FIN once it came (so a reader sees non-zero until it reads the 0).
 pub fn inq_hint(fd: RawFd) -> Option<i32> {
     let st = lock();
     let s = st.sock(fd)?;
     let sock = s.borrow();
     match &sock.kind {
         Kind::Stream(x) if sock.opts.inq => {
-            let n = x.readable_bytes().min(i32::MAX as usize) as i32;
-            Some(if n == 0 && x.peer_closed() { 1 } else { n })
+            // RCV.NXT - copied: the FIN counts one once it came.
+            let n = x.readable_bytes().min(i32::MAX as usize - 1) as i32;
+            Some(n + i32::from(x.peer_closed()))
         }
         _ => None,
     }

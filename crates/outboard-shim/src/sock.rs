@@ -540,10 +540,12 @@ impl Sock {
             Kind::Stream(s) => {
                 let r = board.map(|b| b.readiness(s.id())).unwrap_or_default();
                 let mut bits = pending_err;
-                if r.readable || self.shut_rd {
+                if r.readable {
                     bits |= rd;
                 }
-                if r.hup {
+                // Linux's tcp_poll: the receive side shut (the peer's FIN,
+                // or our SHUT_RD) polls readable with RDHUP.
+                if r.hup || self.shut_rd {
                     bits |= POLLRDHUP | rd;
                 }
                 if (r.writable && !self.shut_wr) || r.error {
@@ -552,7 +554,7 @@ impl Sock {
                 if r.error && !self.err_reported {
                     bits |= POLLERR;
                 }
-                if r.error || (r.hup && self.shut_wr) {
+                if r.error || ((r.hup || self.shut_rd) && self.shut_wr) {
                     bits |= POLLHUP;
                 }
                 bits

@@ -427,8 +427,9 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(o.inq)),
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             let cc = match (&sock.kind, o.cc) {
-                (Kind::Stream(s), _) => s.tcp_info().cc,
+                // What was set (the engine applies it in order with what follows).
                 (_, Some(cc)) => cc,
+                (Kind::Stream(s), None) => s.tcp_info().cc,
                 // The engine's default (NewReno unless it runs `--cc cubic`).
                 (_, None) => opt::CC_RENO as u8,
             };

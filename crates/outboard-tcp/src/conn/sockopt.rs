@@ -47,7 +47,14 @@ impl Connection {
     pub fn set_cork(&mut self, now: Instant, on: bool) {
         match (on, self.sockopt.corked_at) {
             (true, None) => self.sockopt.corked_at = Some(now),
-            (false, Some(_)) => self.sockopt.corked_at = None,
+            (false, Some(_)) => {
+                self.sockopt.corked_at = None;
+                // The ceiling's timer (the persist timer with an open window,
+                // as the SWS override): not wanted now; re-armed if needed.
+                if self.snd_wnd > 0 {
+                    self.timers.stop(super::timers::Timer::Persist);
+                }
+            }
             _ => {}
         }
     }
