@@ -341,7 +341,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
                             sock.bump();
-                            count(Count::EngineSockets);
+                            sock.became_engine();
                         }
                         Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
                     }
@@ -357,7 +357,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                             sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
                             sock.kind = Kind::Dgram(d);
                             sock.peer = Some(a);
-                            count(Count::EngineSockets);
+                            sock.became_engine();
                             return Connect::Engine(Ok(()));
                         }
                         Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
@@ -453,7 +453,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
             sock.bound = Some(SocketAddrV4::new(*a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
-            count(Count::EngineSockets);
+            sock.became_engine();
             Ok(true)
         }
         Err(e) => Err(errno_of(&e, false)),
@@ -487,7 +487,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
                     sock.kind = Kind::Listener(l);
                     sock.backlog = backlog;
                     sock.bump();
-                    count(Count::EngineSockets);
+                    sock.became_engine();
                     Ok(true)
                 }
                 Err(e) => Err(errno_of(&e, false)),
@@ -1004,7 +1004,7 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
             sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
-            count(Count::EngineSockets);
+            sock.became_engine();
             Ok(true)
         }
         Kind::Dgram(_) if !serves(&mut st) => {

@@ -133,6 +133,10 @@ pub struct Sock {
     /// re-created on a restarted engine, it shares the port again.
     pub joined: bool,
     pub opts: Opts,
+    /// Options set while undecided that the engine does not honour (the
+    /// kernel placeholder took them): counted and logged as refused when
+    /// the engine takes the socket (`became_engine`).
+    pub unhonoured: Vec<(i32, i32)>,
     /// The engine holds this stream corked (TCP_CORK, or a MSG_MORE send
     /// until the next send without it).
     pub engine_cork: bool,
@@ -174,6 +178,7 @@ impl Sock {
             joined: false,
             opts: Opts::default(),
             engine_cork: false,
+            unhonoured: Vec::new(),
             transitions: 0,
             watchers: Vec::new(),
         }
@@ -224,6 +229,21 @@ impl Sock {
         if let Kind::Listener(l) = &self.kind {
             if !self.armed && l.accept_on().is_ok() {
                 self.armed = true;
+            }
+        }
+    }
+
+    /// The engine took this socket: counted, and the options set before
+    /// that it cannot honour are counted as refused (`unsupported_options`)
+    /// and named with `OUTBOARD_LOG=debug`.
+    pub fn became_engine(&mut self) {
+        crate::state::count(crate::state::Count::EngineSockets);
+        for (level, name) in std::mem::take(&mut self.unhonoured) {
+            crate::state::count(crate::state::Count::UnsupportedOptions);
+            if crate::log::debug_enabled() {
+                crate::log::debug(&format!(
+                    "unsupported setsockopt level={level} name={name} (set before the engine took the socket; the kernel placeholder kept it)"
+                ));
             }
         }
     }

@@ -342,11 +342,26 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
                 | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION)
             | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
+            // The hints `set` accepts.
+            | (libc::SOL_SOCKET, libc::SO_PRIORITY)
+            | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+            | (libc::IPPROTO_TCP, libc::TCP_QUICKACK)
     );
     if !known {
+        // The kernel placeholder took it; if the engine takes the socket,
+        // it is counted as refused then (`Sock::became_engine`).
+        if sock.unhonoured.len() < 16 {
+            sock.unhonoured.push((level, name));
+        }
         return Ok(());
     }
-    set(sock, level, name, val, len)
+    let r = set(sock, level, name, val, len);
+    if r.is_err() && sock.unhonoured.len() < 16 {
+        // A value the engine cannot take (a congestion control it does not
+        // have): the kernel may have taken it; refused if the engine gets the socket.
+        sock.unhonoured.push((level, name));
+    }
+    r
 }
 
 /// Writes an option value the way the kernel does (truncated to the
