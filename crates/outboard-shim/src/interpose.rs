@@ -512,6 +512,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
 ///
 /// # Safety
 /// `m.msg_control` is null or points to `m.msg_controllen` writable bytes.
+#[allow(clippy::unnecessary_cast)] // msg_controllen is a socklen_t on some C libraries
 unsafe fn put_inq_cmsg(m: &mut libc::msghdr, n: c_int) {
     let hdr = std::mem::size_of::<libc::cmsghdr>();
     // SAFETY: CMSG_* are arithmetic.

@@ -71,7 +71,7 @@ impl Connection {
         if now >= until {
             return false;
         }
-        let sooner = self.timers.get(super::timers::Timer::Persist).map_or(true, |t| t > until);
+        let sooner = self.timers.get(super::timers::Timer::Persist).is_none_or(|t| t > until);
         if sooner && self.snd_wnd > 0 {
             self.timers.set(super::timers::Timer::Persist, until);
         }
@@ -105,15 +105,19 @@ impl Connection {
 
     /// When the user timeout expires, if data is outstanding.
     pub(super) fn user_timeout_at(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
         let (since, _) = self.sockopt.unacked_since?;
         Some(since + self.sockopt.user_timeout?)
     }
 
     /// Fails the connection with TimedOut if the user timeout has expired.
     pub(super) fn check_user_timeout(&mut self, now: Instant) -> bool {
-        if self.state == State::Closed || !self.user_timeout_at().is_some_and(|at| at <= now) {
+        if self.state == State::Closed || self.user_timeout_at().is_none_or(|at| at > now) {
             return false;
         }
+        self.sockopt.unacked_since = None;
         self.fail(super::Error::TimedOut);
         true
     }

@@ -10,6 +10,7 @@ mod options;
 mod recovery;
 mod reorder;
 mod robust;
+mod sockopt;
 mod rst;
 mod rules;
 mod states;
