@@ -382,7 +382,7 @@ impl Board {
     /// `Error::AddrFamily` (EAFNOSUPPORT; today's engines run IPv4 only).
     pub fn connect(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
-        let ep = self.request(|sync| BoardCommand::Connect { sync, to }, None)?;
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0 }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
@@ -512,11 +512,18 @@ impl Board {
     /// Starts a connect without waiting for the handshake (non-blocking
     /// sockets): poll the result with [`PendingConnect::poll`].
     pub fn connect_start(&self, addr: impl Into<SocketAddr>) -> Result<PendingConnect> {
+        self.connect_start_with(addr, 0)
+    }
+
+    /// `connect_start` with TCP_MAXSEG set before connect: the SYN
+    /// advertises at most `mss` and the send MSS stays at or below it
+    /// (0: the engine's; Linux's range is 88..=32767).
+    pub fn connect_start_with(&self, addr: impl Into<SocketAddr>, mss: u16) -> Result<PendingConnect> {
         let to = addr.into();
         let mut i = self.inner.borrow_mut();
         i.check_alive()?;
         let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
-        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to }) {
+        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to, mss }) {
             let _ = i.syncs.cancel(slot);
             return Err(e);
         }

@@ -30,6 +30,8 @@ pub struct TcpInfo {
     pub options: u8,
     pub snd_wscale: u8,
     pub rcv_wscale: u8,
+    /// The congestion controller: `proto::opt::CC_RENO` (0) or `CC_CUBIC` (1).
+    pub cc: u8,
     pub rto_us: u32,
     pub snd_mss: u32,
     pub rcv_mss: u32,
@@ -108,6 +110,7 @@ impl Stream {
             options: b[tcp_info::OPTIONS],
             snd_wscale: b[tcp_info::SND_WSCALE],
             rcv_wscale: b[tcp_info::RCV_WSCALE],
+            cc: b[tcp_info::CC],
             rto_us: w32(status::RTO_US),
             snd_mss: w32(status::SND_MSS),
             rcv_mss: w32(status::RCV_MSS),

@@ -310,8 +310,26 @@ impl Stream {
         i.command(BoardCommand::Shutdown { ep: Endpoint(self.id) })
     }
     pub fn set_nodelay(&mut self, on: bool) -> Result<()> {
+        self.set_option(StreamOption::NoDelay(on))
+    }
+    fn set_option(&mut self, option: StreamOption) -> Result<()> {
         let mut i = self.board.inner.borrow_mut();
-        i.command(BoardCommand::SetOption { ep: Endpoint(self.id), option: StreamOption::NoDelay(on) })
+        i.command(BoardCommand::SetOption { ep: Endpoint(self.id), option })
+    }
+    /// TCP_CORK: while on, the engine sends new data only in full segments
+    /// (a partial one waits until this is turned off, or 200 ms).
+    pub fn set_cork(&mut self, on: bool) -> Result<()> {
+        self.set_option(StreamOption::Cork(on))
+    }
+    /// TCP_USER_TIMEOUT: data unacknowledged for `ms` milliseconds fails the
+    /// stream with `TimedOut` (0: off).
+    pub fn set_user_timeout(&mut self, ms: u32) -> Result<()> {
+        self.set_option(StreamOption::UserTimeout(ms))
+    }
+    /// TCP_CONGESTION: CUBIC (`true`) or NewReno.
+    pub fn set_cubic(&mut self, cubic: bool) -> Result<()> {
+        let k = if cubic { outboard_board::proto::opt::CC_CUBIC } else { outboard_board::proto::opt::CC_RENO };
+        self.set_option(StreamOption::Congestion(k as u8))
     }
     /// The stream's local address (either family; `0.0.0.0:0` if the engine
     /// published none).

@@ -42,6 +42,14 @@ pub enum StreamOption {
     NoDelay(bool),
     /// `None` turns keep-alives off.
     KeepAlive(Option<KeepAlive>),
+    /// TCP_CORK (and MSG_MORE): hold partial segments while on (sent at
+    /// once when turned off, or after 200 ms).
+    Cork(bool),
+    /// TCP_USER_TIMEOUT in milliseconds (0: off): data unacknowledged that
+    /// long fails the stream with ETIMEDOUT.
+    UserTimeout(u32),
+    /// TCP_CONGESTION: `opt::CC_*`.
+    Congestion(u8),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -85,8 +93,9 @@ pub enum BoardCommand {
     Adopt { sync: SyncSlot, key: u64, ep: u32, shard: u32 },
     /// This application was forked from the one whose key is `key`.
     ChildOf { key: u64 },
-    /// Connect to `to` (port 0 is answered EINVAL).
-    Connect { sync: SyncSlot, to: SocketAddr },
+    /// Connect to `to` (port 0 is answered EINVAL). `mss`: TCP_MAXSEG set
+    /// before connect (the SYN's MSS and the send MSS's ceiling), 0: none.
+    Connect { sync: SyncSlot, to: SocketAddr, mss: u16 },
     /// Stream: the application has written `written` bytes in all into its transmit region.
     Push { ep: Endpoint, written: u64 },
     /// Stream: the application has consumed `read` bytes in all from its receive region.
@@ -181,7 +190,12 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             parent: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("inherited endpoint"))?,
             flags: ListenFlags::decode(c.flags),
         },
-        op::CONNECT => BoardCommand::Connect { sync: sync()?, to: addr([c.a, c.b, c.c], "connect")? },
+        op::CONNECT => BoardCommand::Connect {
+            sync: sync()?,
+            to: addr([c.a, c.b, c.c], "connect")?,
+            // Out of range (Linux takes 88..=32767): none.
+            mss: u16::try_from(c.d).ok().filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
+        },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
         op::SHUTDOWN => BoardCommand::Shutdown { ep: ep("shutdown")? },
@@ -216,6 +230,12 @@ fn stream_option(c: &Command) -> StreamOption {
                     _ => StreamOption::Invalid,
                 }
             }
+            _ => StreamOption::Invalid,
+        },
+        opt::CORK => StreamOption::Cork(c.b != 0),
+        opt::USER_TIMEOUT => u32::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::UserTimeout),
+        opt::CONGESTION => match c.b {
+            v @ (opt::CC_RENO | opt::CC_CUBIC) => StreamOption::Congestion(v as u8),
             _ => StreamOption::Invalid,
         },
         _ => StreamOption::Invalid,
@@ -256,10 +276,11 @@ impl BoardCommand {
             BoardCommand::ShadowInherit { ep, key, parent, flags } => {
                 (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent), flags.encode());
             }
-            BoardCommand::Connect { sync, to } => {
+            BoardCommand::Connect { sync, to, mss } => {
                 c.op = op::CONNECT;
                 c.sync = sync.0;
                 put_addr(&mut c, to, 0);
+                c.d = u64::from(mss);
             }
             BoardCommand::Push { ep, written } => (c.op, c.endpoint, c.a) = (op::PUSH, ep.0, written),
             BoardCommand::Consumed { ep, read } => (c.op, c.endpoint, c.a) = (op::CONSUMED, ep.0, read),
@@ -284,6 +305,9 @@ impl BoardCommand {
                         c.d = k.interval.as_millis().min(u128::from(u64::MAX)) as u64;
                         c.e = u64::from(k.probes);
                     }
+                    StreamOption::Cork(on) => (c.a, c.b) = (opt::CORK, u64::from(on)),
+                    StreamOption::UserTimeout(ms) => (c.a, c.b) = (opt::USER_TIMEOUT, u64::from(ms)),
+                    StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

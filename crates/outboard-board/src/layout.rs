@@ -37,7 +37,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// 3: family-neutral addresses (`NetAddr` in commands, status records,
 /// datagram buffers and the attach reply); one command ring, event ring and
 /// sleeping/doorbell pair per shard; endpoints record their shard.
-pub const VERSION: u32 = 3;
+/// 4: CONNECT carries an MSS (TCP_MAXSEG before connect); SET_OPTION takes
+/// CORK, USER_TIMEOUT and CONGESTION; `tcp_info::CC` says a stream's
+/// congestion control (a version-3 engine would ignore them silently).
+pub const VERSION: u32 = 4;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.
@@ -321,6 +324,8 @@ pub mod tcp_info {
     pub const OPTIONS: usize = 4;
     pub const SND_WSCALE: usize = 5;
     pub const RCV_WSCALE: usize = 6;
+    /// The stream's congestion control (`proto::opt::CC_*`).
+    pub const CC: usize = 7;
 
     pub const TCP_ESTABLISHED: u8 = 1;
     pub const TCP_SYN_SENT: u8 = 2;

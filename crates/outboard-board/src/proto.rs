@@ -31,7 +31,9 @@ pub mod op {
     /// -errno (EADDRINUSE when another endpoint listens on the port and
     /// the two may not share it).
     pub const LISTEN: u32 = 1;
-    /// a, b, c = the destination (`NetAddr` as three words) → sync: endpoint
+    /// a, b, c = the destination (`NetAddr` as three words), d = TCP_MAXSEG
+    /// set before connect (`opt::MIN_MSS..=opt::MAX_MSS`; 0 or out of
+    /// range: none) → sync: endpoint
     /// once established, or -errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH,
     /// EAFNOSUPPORT for a family the engine does not run…).
     pub const CONNECT: u32 = 2;
@@ -125,6 +127,18 @@ pub mod opt {
     /// Bounds of `KEEPALIVE`'s values (Linux takes at most 2^31 ms and 127 probes).
     pub const KEEPALIVE_MAX_MS: u64 = 1 << 31;
     pub const KEEPALIVE_MAX_PROBES: u64 = 127;
+    /// TCP_CORK: b = 0 off / 1 on (the shim also sends it around a
+    /// `MSG_MORE` send).
+    pub const CORK: u64 = 3;
+    /// TCP_USER_TIMEOUT: b = milliseconds (0: off).
+    pub const USER_TIMEOUT: u64 = 4;
+    /// TCP_CONGESTION: b = `CC_RENO` or `CC_CUBIC`.
+    pub const CONGESTION: u64 = 5;
+    pub const CC_RENO: u64 = 0;
+    pub const CC_CUBIC: u64 = 1;
+    /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
+    pub const MIN_MSS: u16 = 88;
+    pub const MAX_MSS: u16 = 32767;
 }
 
 /// One event, 16 bytes: `kind` is a set of `ev::*` bits.

@@ -480,8 +480,16 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
     let mut from = None;
     let r = do_recv(fd, &mut v, flags, &mut from);
     if r.is_ok() {
-        m.msg_controllen = 0;
+        let inq = {
+            let _r = Reentry::enter();
+            ops::inq_hint(fd)
+        };
         m.msg_flags = 0;
+        match inq {
+            // SAFETY: the program's control buffer of msg_controllen bytes.
+            Some(n) => unsafe { put_inq_cmsg(m, n) },
+            None => m.msg_controllen = 0,
+        }
         match from {
             Some(a) if !m.msg_name.is_null() => {
                 let mut l = m.msg_namelen;
@@ -497,6 +505,40 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
         }
     }
     ret_len(r)
+}
+
+/// Puts Linux's TCP_CM_INQ control message (an int) as `put_cmsg` does:
+/// no room for a header sets MSG_CTRUNC; too little for the value truncates.
+///
+/// # Safety
+/// `m.msg_control` is null or points to `m.msg_controllen` writable bytes.
+#[allow(clippy::unnecessary_cast)] // msg_controllen is a socklen_t on some C libraries
+unsafe fn put_inq_cmsg(m: &mut libc::msghdr, n: c_int) {
+    let hdr = std::mem::size_of::<libc::cmsghdr>();
+    // SAFETY: CMSG_* are arithmetic.
+    let (want, space) = unsafe { (libc::CMSG_LEN(4) as usize, libc::CMSG_SPACE(4) as usize) };
+    if m.msg_control.is_null() || (m.msg_controllen as usize) < hdr {
+        m.msg_flags |= libc::MSG_CTRUNC;
+        m.msg_controllen = 0;
+        return;
+    }
+    let room = m.msg_controllen as usize;
+    let put = if room < want {
+        m.msg_flags |= libc::MSG_CTRUNC;
+        room
+    } else {
+        want
+    };
+    let mut bytes = [0u8; 64];
+    let c = libc::cmsghdr { cmsg_len: put as _, cmsg_level: libc::SOL_TCP, cmsg_type: libc::TCP_INQ };
+    // SAFETY: plain data into a local buffer large enough for both.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&c as *const libc::cmsghdr).cast::<u8>(), bytes.as_mut_ptr(), hdr);
+        std::ptr::copy_nonoverlapping((&n as *const c_int).cast::<u8>(), bytes.as_mut_ptr().add(hdr), 4);
+    }
+    // SAFETY: `put` ≤ msg_controllen bytes of the program's buffer.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), m.msg_control.cast::<u8>(), put) };
+    m.msg_controllen = space.min(room) as _;
 }
 
 #[no_mangle]
@@ -651,9 +693,17 @@ pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut libc::off_
 #[no_mangle]
 pub unsafe extern "C" fn splice(i: c_int, ioff: *mut libc::loff_t, o: c_int, ooff: *mut libc::loff_t, n: size_t, flags: c_uint) -> ssize_t {
     if ours(i) || ours(o) {
-        let _r = Reentry::enter();
-        crate::log::unsupported("splice", "engine socket", libc::EINVAL);
-        return ret_len(Err(libc::EINVAL));
+        let r = {
+            let _r = Reentry::enter();
+            // SAFETY: the program's offset pointers (or null).
+            unsafe { ops::splice(i, ioff, o, ooff, n, flags) }
+        };
+        match r {
+            // Undecided sockets: the kernel placeholder's splice.
+            None => {}
+            // A send that fails with EPIPE raises SIGPIPE, as Linux's splice does.
+            Some(r) => return ret_sent(r, if ours(o) { 0 } else { libc::MSG_NOSIGNAL }),
+        }
     }
     // SAFETY: passes the program's arguments on.
     unsafe { real::splice(i, ioff, o, ooff, n, flags) }

@@ -216,9 +216,19 @@ pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> 
                 skip = 0;
             }
             let mut stream = true;
+            let more = flags & libc::MSG_MORE != 0;
             let r = blocking(fd, flags & libc::MSG_DONTWAIT != 0, sndtimeo, |_, s| {
                 stream = s.stream;
-                s.send(&rest, to)
+                // MSG_MORE corks the stream before its bytes go in; the next
+                // send without it uncorks after its bytes (one segment for both).
+                if more {
+                    s.cork_for_send(true);
+                }
+                let r = s.send(&rest, to);
+                if !more && s.engine_cork {
+                    s.cork_for_send(false);
+                }
+                r
             });
             (r, stream)
         };
@@ -326,12 +336,12 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                 };
                 let board = st.board().expect("net() attached");
                 if sock.stream {
-                    match board.connect_start(a) {
+                    match board.connect_start_with(a, sock.opts.maxseg) {
                         Ok(p) => {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
                             sock.bump();
-                            count(Count::EngineSockets);
+                            sock.became_engine();
                         }
                         Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
                     }
@@ -347,7 +357,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                             sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
                             sock.kind = Kind::Dgram(d);
                             sock.peer = Some(a);
-                            count(Count::EngineSockets);
+                            sock.became_engine();
                             return Connect::Engine(Ok(()));
                         }
                         Err(e) => return Connect::Engine(Err(errno_of(&e, false))),
@@ -443,7 +453,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
             sock.bound = Some(SocketAddrV4::new(*a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
-            count(Count::EngineSockets);
+            sock.became_engine();
             Ok(true)
         }
         Err(e) => Err(errno_of(&e, false)),
@@ -477,7 +487,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
                     sock.kind = Kind::Listener(l);
                     sock.backlog = backlog;
                     sock.bump();
-                    count(Count::EngineSockets);
+                    sock.became_engine();
                     Ok(true)
                 }
                 Err(e) => Err(errno_of(&e, false)),
@@ -697,7 +707,156 @@ pub fn ioctl_value(fd: RawFd, req: u64) -> Option<SResult<i32>> {
             Ok((m, _)) => m.len() as i32,
             Err(_) => 0,
         })),
-        (Kind::Listener(_) | Kind::Bound | Kind::Connecting(_) | Kind::Failed, r) if r == libc::FIONREAD => Some(Ok(0)),
+        // SIOCINQ/SIOCOUTQ on a listener: EINVAL, as Linux's tcp_ioctl.
+        (Kind::Listener(_), r) if r == libc::FIONREAD || r == libc::TIOCOUTQ => Some(Err(libc::EINVAL)),
+        (Kind::Bound | Kind::Connecting(_) | Kind::Failed, r) if r == libc::FIONREAD || r == libc::TIOCOUTQ => Some(Ok(0)),
+        _ => None,
+    }
+}
+
+fn is_pipe(fd: RawFd) -> bool {
+    // SAFETY: fstat into a local struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &mut st) } == 0) && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO
+}
+
+/// splice with an engine socket on one side and a pipe on the other, by
+/// copying through a buffer (the engine's bytes are in the board, not in
+/// kernel pages): one transfer of at most `n` bytes, as Linux's splice
+/// moves what is there. socket → pipe takes no more than the pipe has
+/// room for (peeked, written, then consumed, so nothing is lost); pipe →
+/// socket reads no more than the stream has room for. Waits as Linux does:
+/// for bytes on the socket (unless non-blocking or `SPLICE_F_NONBLOCK`),
+/// for the pipe to have bytes or room (unless `SPLICE_F_NONBLOCK`).
+///
+/// # Safety
+/// `ioff`/`ooff` are null or valid.
+pub unsafe fn splice(i: RawFd, ioff: *mut libc::loff_t, o: RawFd, ooff: *mut libc::loff_t, n: usize, flags: u32) -> Option<SResult<usize>> {
+    let engine = |fd| {
+        let st = lock();
+        st.sock(fd).is_some_and(|s| s.borrow().is_engine())
+    };
+    if !engine(i) && !engine(o) {
+        return None;
+    }
+    // SAFETY: forwarded contract.
+    Some(unsafe { splice_engine(engine(i), i, ioff, o, ooff, n, flags) })
+}
+
+/// # Safety
+/// As `splice`.
+unsafe fn splice_engine(sock_in: bool, i: RawFd, ioff: *mut libc::loff_t, o: RawFd, ooff: *mut libc::loff_t, n: usize, flags: u32) -> SResult<usize> {
+    thread_local! {
+        static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0u8; 64 * 1024]);
+    }
+    let (pipe, pipe_off, sock_off) = if sock_in { (o, ooff, ioff) } else { (i, ioff, ooff) };
+    if !is_pipe(pipe) {
+        // Linux needs a pipe on one side.
+        return Err(libc::EINVAL);
+    }
+    if !pipe_off.is_null() {
+        return Err(libc::ESPIPE);
+    }
+    if !sock_off.is_null() {
+        return Err(libc::EINVAL);
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    let nonblock = flags & libc::SPLICE_F_NONBLOCK != 0;
+    // Waits for the pipe to be readable or writable (`ev`); Err(EAGAIN) if non-blocking.
+    let pipe_ready = |ev: i16| -> SResult<()> {
+        let mut p = libc::pollfd { fd: pipe, events: ev, revents: 0 };
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let ts: *const libc::timespec = if nonblock { &zero } else { std::ptr::null() };
+        // SAFETY: one pollfd of ours, a timespec of ours or none.
+        let r = unsafe { crate::real::ppoll(&mut p, 1, ts, std::ptr::null()) };
+        match r {
+            r if r < 0 => Err(errno()),
+            0 => Err(libc::EAGAIN),
+            _ => Ok(()),
+        }
+    };
+    BUF.with(|b| {
+        let mut buf = b.borrow_mut();
+        if sock_in {
+            pipe_ready(libc::POLLOUT)?;
+            // The pipe's free room: its capacity less what it holds.
+            // SAFETY: fcntl/ioctl on the program's pipe.
+            let cap = unsafe { crate::real::fcntl(pipe, libc::F_GETPIPE_SZ, 0) };
+            let mut held: libc::c_int = 0;
+            // SAFETY: FIONREAD takes an int pointer.
+            unsafe { crate::real::ioctl(pipe, libc::FIONREAD, (&mut held as *mut libc::c_int).cast()) };
+            let room = (cap.max(0) as usize).saturating_sub(held.max(0) as usize).max(1);
+            let want = n.min(room).min(buf.len());
+            let dontwait = if nonblock { libc::MSG_DONTWAIT } else { 0 };
+            let got = recv(i, &mut [&mut buf[..want]], libc::MSG_PEEK | dontwait, &mut None)?;
+            if got == 0 {
+                return Ok(0);
+            }
+            // SAFETY: writes our buffer into the program's pipe.
+            let w = unsafe { crate::real::write(pipe, buf.as_ptr().cast(), got) };
+            if w < 0 {
+                return Err(errno());
+            }
+            let w = w as usize;
+            // Consume what went into the pipe.
+            let mut sink = 0usize;
+            while sink < w {
+                let k = recv(i, &mut [&mut buf[..w - sink]], libc::MSG_DONTWAIT, &mut None)?;
+                if k == 0 {
+                    break;
+                }
+                sink += k;
+            }
+            Ok(w)
+        } else {
+            // Linux looks at the pipe first: empty and non-blocking is EAGAIN.
+            pipe_ready(libc::POLLIN)?;
+            let room = blocking(o, false, sndtimeo, |_, s| {
+                s.settle();
+                match &s.kind {
+                    Kind::Stream(x) => {
+                        if let Some(e) = s.error() {
+                            return Some(Err(errno_of(&e, true)));
+                        }
+                        if s.shut_wr {
+                            return Some(Err(libc::EPIPE));
+                        }
+                        let (unacked, size) = x.unacked();
+                        let room = size.saturating_sub(unacked) as usize;
+                        (room > 0).then_some(Ok(room))
+                    }
+                    _ => Some(Err(libc::EINVAL)),
+                }
+            })?;
+            let want = n.min(room).min(buf.len());
+            // SAFETY: reads the program's pipe into our buffer.
+            let r = unsafe { crate::real::read(pipe, buf.as_mut_ptr().cast(), want) };
+            if r < 0 {
+                return Err(errno());
+            }
+            if r == 0 {
+                return Ok(0);
+            }
+            send(o, &[&buf[..r as usize]], libc::MSG_NOSIGNAL, None)
+        }
+    })
+}
+
+/// TCP_INQ: the TCP_CM_INQ value for a recvmsg on a stream that asked for
+/// it — Linux's `tcp_inq_hint`: the bytes still queued, plus one for the
+/// peer's FIN once it came (so a reader sees non-zero until it reads the 0).
+pub fn inq_hint(fd: RawFd) -> Option<i32> {
+    let st = lock();
+    let s = st.sock(fd)?;
+    let sock = s.borrow();
+    match &sock.kind {
+        Kind::Stream(x) if sock.opts.inq => {
+            // RCV.NXT - copied: the FIN counts one once it came.
+            let n = x.readable_bytes().min(i32::MAX as usize - 1) as i32;
+            Some(n + i32::from(x.peer_closed()))
+        }
         _ => None,
     }
 }
@@ -845,7 +1004,7 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
             sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
-            count(Count::EngineSockets);
+            sock.became_engine();
             Ok(true)
         }
         Kind::Dgram(_) if !serves(&mut st) => {

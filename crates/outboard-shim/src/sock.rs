@@ -56,6 +56,18 @@ pub struct Opts {
     pub linger: Option<u32>,
     pub rcvtimeo: Option<Duration>,
     pub sndtimeo: Option<Duration>,
+    /// TCP_MAXSEG as set (0: none): the SYN's MSS and the send MSS's ceiling.
+    pub maxseg: u16,
+    /// TCP_CORK.
+    pub cork: bool,
+    /// IP_TOS as Linux keeps it (read back; not put on the wire).
+    pub tos: u8,
+    /// TCP_USER_TIMEOUT in milliseconds (0: off).
+    pub user_timeout_ms: u32,
+    /// TCP_CONGESTION as set (`proto::opt::CC_*`); None: the engine's.
+    pub cc: Option<u8>,
+    /// TCP_INQ: recvmsg adds a TCP_CM_INQ control message.
+    pub inq: bool,
 }
 
 impl Default for Opts {
@@ -75,6 +87,12 @@ impl Default for Opts {
             linger: None,
             rcvtimeo: None,
             sndtimeo: None,
+            maxseg: 0,
+            cork: false,
+            tos: 0,
+            user_timeout_ms: 0,
+            cc: None,
+            inq: false,
         }
     }
 }
@@ -115,6 +133,13 @@ pub struct Sock {
     /// re-created on a restarted engine, it shares the port again.
     pub joined: bool,
     pub opts: Opts,
+    /// Options set while undecided that the engine does not honour (the
+    /// kernel placeholder took them): counted and logged as refused when
+    /// the engine takes the socket (`became_engine`).
+    pub unhonoured: Vec<(i32, i32)>,
+    /// The engine holds this stream corked (TCP_CORK, or a MSG_MORE send
+    /// until the next send without it).
+    pub engine_cork: bool,
     /// Bumped when `kind` changes (edge-triggered epoll sees it as news).
     pub transitions: u32,
     /// The epoll sets watching this socket, and under which descriptor
@@ -152,6 +177,8 @@ impl Sock {
             forked: false,
             joined: false,
             opts: Opts::default(),
+            engine_cork: false,
+            unhonoured: Vec::new(),
             transitions: 0,
             watchers: Vec::new(),
         }
@@ -206,6 +233,21 @@ impl Sock {
         }
     }
 
+    /// The engine took this socket: counted, and the options set before
+    /// that it cannot honour are counted as refused (`unsupported_options`)
+    /// and named with `OUTBOARD_LOG=debug`.
+    pub fn became_engine(&mut self) {
+        crate::state::count(crate::state::Count::EngineSockets);
+        for (level, name) in std::mem::take(&mut self.unhonoured) {
+            crate::state::count(crate::state::Count::UnsupportedOptions);
+            if crate::log::debug_enabled() {
+                crate::log::debug(&format!(
+                    "unsupported setsockopt level={level} name={name} (set before the engine took the socket; the kernel placeholder kept it)"
+                ));
+            }
+        }
+    }
+
     pub fn is_engine(&self) -> bool {
         !matches!(self.kind, Kind::Undecided | Kind::Inherited | Kind::InheritedStream { .. })
     }
@@ -237,6 +279,31 @@ impl Sock {
             }
             if o.keepalive {
                 let _ = s.set_keepalive(Some(keepalive_of(&o)));
+            }
+            if o.cork {
+                let _ = s.set_cork(true);
+            }
+            if o.user_timeout_ms != 0 {
+                let _ = s.set_user_timeout(o.user_timeout_ms);
+            }
+            if let Some(cc) = o.cc {
+                let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
+            }
+        }
+        self.engine_cork = o.cork;
+    }
+
+    /// Corks the engine's stream for a MSG_MORE send (`more`), or uncorks
+    /// it after a send without MSG_MORE unless TCP_CORK is on (Linux: the
+    /// bytes of a MSG_MORE send wait for the next send).
+    pub fn cork_for_send(&mut self, more: bool) {
+        let want = self.opts.cork || more;
+        if want == self.engine_cork {
+            return;
+        }
+        if let Kind::Stream(s) = &mut self.kind {
+            if s.set_cork(want).is_ok() {
+                self.engine_cork = want;
             }
         }
     }
@@ -276,7 +343,9 @@ impl Sock {
         let trunc = flags & libc::MSG_TRUNC != 0;
         match &mut self.kind {
             Kind::Stream(s) => {
-                if self.shut_rd {
+                // After SHUT_RD Linux still returns the bytes queued, then 0
+                // (it never waits for more).
+                if self.shut_rd && s.readable_bytes() == 0 {
                     return Some(Ok(0));
                 }
                 if peek {
@@ -491,10 +560,12 @@ impl Sock {
             Kind::Stream(s) => {
                 let r = board.map(|b| b.readiness(s.id())).unwrap_or_default();
                 let mut bits = pending_err;
-                if r.readable || self.shut_rd {
+                if r.readable {
                     bits |= rd;
                 }
-                if r.hup {
+                // Linux's tcp_poll: the receive side shut (the peer's FIN,
+                // or our SHUT_RD) polls readable with RDHUP.
+                if r.hup || self.shut_rd {
                     bits |= POLLRDHUP | rd;
                 }
                 if (r.writable && !self.shut_wr) || r.error {
@@ -503,7 +574,7 @@ impl Sock {
                 if r.error && !self.err_reported {
                     bits |= POLLERR;
                 }
-                if r.error || (r.hup && self.shut_wr) {
+                if r.error || ((r.hup || self.shut_rd) && self.shut_wr) {
                     bits |= POLLHUP;
                 }
                 bits

@@ -5,6 +5,7 @@
 use crate::sock::{keepalive_of, Kind, Sock};
 use crate::state::{count, Count};
 use libc::{c_int, c_void, socklen_t};
+use outboard_board::proto::opt;
 use std::time::Duration;
 
 /// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_snd_wnd`.
@@ -139,6 +140,9 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let o = &mut sock.opts;
     let mut keepalive_changed = false;
     let mut nodelay_changed = false;
+    let mut cork_changed = false;
+    let mut user_timeout_changed = false;
+    let mut cc_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -146,8 +150,10 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.keepalive = read_int(val, len)? != 0;
             keepalive_changed = true;
         }
-        (libc::SOL_SOCKET, libc::SO_RCVBUF) => o.rcvbuf = Some(read_int(val, len)?.max(0) as u32),
-        (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.sndbuf = Some(read_int(val, len)?.max(0) as u32),
+        // Linux's sock_setsockopt: the value (as unsigned) capped at
+        // net.core.[rw]mem_max, doubled, at least SOCK_MIN_[RCV|SND]BUF.
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => o.rcvbuf = Some(linux_buf(read_int(val, len)?, rmem_max(), SOCK_MIN_RCVBUF)),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.sndbuf = Some(linux_buf(read_int(val, len)?, wmem_max(), SOCK_MIN_SNDBUF)),
         (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => o.rcvtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => o.sndtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_LINGER) => {
@@ -195,10 +201,72 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             }
             o.v6only = read_int(val, len)? != 0;
         }
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+            let v = read_int(val, len)?;
+            // Linux: 0 (none) or TCP_MIN_MSS (88) ..= MAX_TCP_WINDOW (32767).
+            if v != 0 && !(i32::from(opt::MIN_MSS)..=i32::from(opt::MAX_MSS)).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            // Honoured before connect (the SYN's MSS, the send MSS's ceiling);
+            // afterwards Linux records it for nothing the connection does.
+            o.maxseg = v as u16;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_CORK) => {
+            o.cork = read_int(val, len)? != 0;
+            cork_changed = true;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+            let v = read_int(val, len)?;
+            if v < 0 {
+                return Err(libc::EINVAL);
+            }
+            o.user_timeout_ms = v as u32;
+            user_timeout_changed = true;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_INQ) => {
+            let v = read_int(val, len)?;
+            if !(0..=1).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            o.inq = v == 1;
+        }
+        (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
+            if val.is_null() {
+                return Err(libc::EFAULT);
+            }
+            if len < 1 {
+                return Err(libc::EINVAL);
+            }
+            // Linux reads at most TCP_CA_NAME_MAX - 1 bytes, up to a NUL.
+            // SAFETY: `len` bytes are readable (the caller's contract).
+            let raw = unsafe { std::slice::from_raw_parts(val.cast::<u8>(), (len as usize).min(CA_NAME_MAX - 1)) };
+            let name = raw.split(|b| *b == 0).next().unwrap_or_default();
+            o.cc = Some(match name {
+                b"reno" => opt::CC_RENO as u8,
+                b"cubic" => opt::CC_CUBIC as u8,
+                // What the engine does not have: as Linux for an algorithm it cannot load.
+                _ => return Err(libc::ENOENT),
+            });
+            cc_changed = true;
+        }
+        // IP_TOS: an int, or one byte (Linux's do_ip_setsockopt); on a
+        // stream the ECN bits stay as they were (0). Kept and read back;
+        // the engine's packets carry TOS 0 (documented).
+        (libc::IPPROTO_IP, libc::IP_TOS) => {
+            if val.is_null() && len > 0 {
+                return Err(libc::EFAULT);
+            }
+            let v = match len as usize {
+                0 => 0,
+                // SAFETY: a byte is readable.
+                1..=3 => i32::from(unsafe { *val.cast::<u8>() }),
+                _ => read_int(val, len)?,
+            };
+            o.tos = if sock.stream { (v as u8) & !0x3 } else { v as u8 };
+        }
         // Hints a program may set that change nothing it can observe here:
         // accepted as Linux does (no error), on purpose.
         (libc::SOL_SOCKET, libc::SO_PRIORITY)
-        | (libc::IPPROTO_IP, libc::IP_TOS)
         | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
         | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
             read_int(val, len)?;
@@ -220,8 +288,47 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             let ka = o.keepalive.then(|| keepalive_of(&o));
             s.set_keepalive(ka).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
+        if user_timeout_changed {
+            s.set_user_timeout(o.user_timeout_ms).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+        if let (true, Some(cc)) = (cc_changed, o.cc) {
+            s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+    }
+    if cork_changed {
+        // Turning TCP_CORK off sends what waits (a MSG_MORE send in progress
+        // keeps its own cork only until its call returns).
+        sock.cork_for_send(false);
     }
     Ok(())
+}
+
+/// Linux's TCP_CA_NAME_MAX.
+const CA_NAME_MAX: usize = 16;
+/// Linux's SOCK_MIN_SNDBUF and SOCK_MIN_RCVBUF on 64-bit builds (2048 bytes
+/// plus an aligned `struct sk_buff`, twice for the send side).
+pub const SOCK_MIN_SNDBUF: u32 = 4608;
+pub const SOCK_MIN_RCVBUF: u32 = 2304;
+
+/// What Linux's SO_SNDBUF/SO_RCVBUF keep for `v`: as unsigned, capped at
+/// the sysctl maximum, doubled, at least the minimum.
+fn linux_buf(v: i32, max: u32, min: u32) -> u32 {
+    let v = (v as u32).min(max).min(i32::MAX as u32 / 2);
+    (v * 2).max(min)
+}
+
+fn sysctl(path: &str, default: u32) -> u32 {
+    std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(default)
+}
+
+fn wmem_max() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| sysctl("/proc/sys/net/core/wmem_max", 212_992))
+}
+
+fn rmem_max() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| sysctl("/proc/sys/net/core/rmem_max", 212_992))
 }
 
 /// As `set`, without counting or logging: options given to a socket before
@@ -231,13 +338,30 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
         (level, name),
         (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_REUSEPORT | libc::SO_KEEPALIVE | libc::SO_RCVBUF | libc::SO_SNDBUF
             | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
-            | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT)
+            | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT
+                | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION)
+            | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
+            // The hints `set` accepts.
+            | (libc::SOL_SOCKET, libc::SO_PRIORITY)
+            | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+            | (libc::IPPROTO_TCP, libc::TCP_QUICKACK)
     );
     if !known {
+        // The kernel placeholder took it; if the engine takes the socket,
+        // it is counted as refused then (`Sock::became_engine`).
+        if sock.unhonoured.len() < 16 {
+            sock.unhonoured.push((level, name));
+        }
         return Ok(());
     }
-    set(sock, level, name, val, len)
+    let r = set(sock, level, name, val, len);
+    if r.is_err() && sock.unhonoured.len() < 16 {
+        // A value the engine cannot take (a congestion control it does not
+        // have): the kernel may have taken it; refused if the engine gets the socket.
+        sock.unhonoured.push((level, name));
+    }
+    r
 }
 
 /// Writes an option value the way the kernel does (truncated to the
@@ -285,16 +409,59 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => int(i32::from(o.reuseport)),
         (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int(i32::from(o.keepalive)),
         (libc::SOL_SOCKET, libc::SO_RCVBUF) | (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
-            // What the engine really uses: the stream's region (Linux, too,
-            // reports the buffer it uses rather than what was asked).
-            let region = match &sock.kind {
-                Kind::Stream(s) => s.rx_region_size() as i32,
-                _ => {
-                    let asked = if name == libc::SO_RCVBUF { o.rcvbuf } else { o.sndbuf };
-                    asked.map_or(256 * 1024, |v| (v.saturating_mul(2)).min(i32::MAX as u32) as i32)
-                }
+            // Set: what Linux keeps for that value (doubled, clamped). Not
+            // set: the region the engine really uses (Linux, too, reports
+            // the buffer it uses, which autotuning grows).
+            let set = if name == libc::SO_RCVBUF { o.rcvbuf } else { o.sndbuf };
+            let v = match (set, &sock.kind) {
+                (Some(v), _) => v as i32,
+                (None, Kind::Stream(s)) => s.rx_region_size() as i32,
+                (None, _) => 256 * 1024,
             };
-            int(region)
+            int(v)
+        }
+        (libc::IPPROTO_IP, libc::IP_TOS) => {
+            // Linux gives one byte to a buffer shorter than an int.
+            if len.is_null() {
+                return Err(libc::EFAULT);
+            }
+            // SAFETY: len is valid per the contract.
+            let room = unsafe { *len } as i32;
+            if room < 0 {
+                return Err(libc::EINVAL);
+            }
+            if room > 0 && room < 4 {
+                // SAFETY: forwarded contract.
+                unsafe { put(&o.tos, val, len) }
+            } else {
+                int(i32::from(o.tos))
+            }
+        }
+        (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(o.cork)),
+        (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(o.user_timeout_ms as i32),
+        (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(o.inq)),
+        (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
+            let cc = match (&sock.kind, o.cc) {
+                // What was set (the engine applies it in order with what follows).
+                (_, Some(cc)) => cc,
+                (Kind::Stream(s), None) => s.tcp_info().cc,
+                // The engine's default (NewReno unless it runs `--cc cubic`).
+                (_, None) => opt::CC_RENO as u8,
+            };
+            let mut name = [0u8; CA_NAME_MAX];
+            let n: &[u8] = if u64::from(cc) == opt::CC_CUBIC { b"cubic" } else { b"reno" };
+            name[..n.len()].copy_from_slice(n);
+            // SAFETY: forwarded contract (truncated to the caller's room, as Linux).
+            unsafe { put(&name, val, len) }
+        }
+        // Reno and CUBIC have no TCP_CC_INFO in Linux (no get_info): length 0.
+        (libc::IPPROTO_TCP, libc::TCP_CC_INFO) => {
+            if len.is_null() {
+                return Err(libc::EFAULT);
+            }
+            // SAFETY: len is valid per the contract.
+            unsafe { *len = 0 };
+            Ok(())
         }
         (libc::SOL_SOCKET, libc::SO_LINGER) => {
             let l = libc::linger { l_onoff: i32::from(o.linger.is_some()), l_linger: o.linger.unwrap_or(0) as i32 };
@@ -312,8 +479,12 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(o.keepintvl_s as i32),
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(o.keepcnt as i32),
         (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+            // Linux: the send MSS (mss_cache, 536 until connected), or what
+            // was set while the socket is closed or listening.
             let mss = match &sock.kind {
                 Kind::Stream(s) => s.tcp_info().snd_mss as i32,
+                Kind::Connecting(_) => 536,
+                _ if o.maxseg != 0 => i32::from(o.maxseg),
                 _ => 536,
             };
             int(mss)

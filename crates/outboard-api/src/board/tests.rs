@@ -147,7 +147,7 @@ fn commands_go_to_their_endpoints_shard_and_creating_ones_where_placed() {
     let v6: SocketAddr = "[2001:db8::1]:80".parse().unwrap();
     let mut pending = board.connect_start(v6).expect("connect_start");
     let got = eng.commands(0);
-    let [BoardCommand::Connect { sync, to }] = got[..] else { panic!("{got:?}") };
+    let [BoardCommand::Connect { sync, to, .. }] = got[..] else { panic!("{got:?}") };
     assert_eq!(to, v6);
     assert!(eng.commands(1).is_empty());
     // The engine's shard 1 makes endpoint 5 and answers.

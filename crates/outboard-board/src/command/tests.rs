@@ -59,7 +59,7 @@ fn listen_keeps_its_einval_cases_as_values() {
 fn addresses_of_both_families_and_garbage() {
     for to in ["10.0.0.1:80", "[2001:db8::1]:443"] {
         let to: SocketAddr = to.parse().unwrap();
-        let c = BoardCommand::Connect { sync: SyncSlot(3), to };
+        let c = BoardCommand::Connect { sync: SyncSlot(3), to, mss: 0 };
         assert_eq!(decode(&c.encode(), B), Ok(c));
         let s = BoardCommand::UdpSend { ep: Endpoint(7), offset: 4096, len: 10, to };
         assert_eq!(decode(&s.encode(), B), Ok(s));
@@ -69,6 +69,19 @@ fn addresses_of_both_families_and_garbage() {
     assert!(matches!(decode(&old, B), Err(CommandViolation::BadAddress("connect", _))));
 }
 
+#[test]
+fn a_connect_mss_out_of_linux_range_is_none() {
+    let to: SocketAddr = "10.0.0.1:80".parse().unwrap();
+    for (word, want) in [(0u64, 0u16), (87, 0), (88, 88), (1000, 1000), (32767, 32767), (32768, 0), (u64::MAX, 0)] {
+        let mut c = BoardCommand::Connect { sync: SyncSlot(1), to, mss: 0 }.encode();
+        c.d = word;
+        assert_eq!(decode(&c, B), Ok(BoardCommand::Connect { sync: SyncSlot(1), to, mss: want }), "{word}");
+    }
+    let cong = |b| Command { op: op::SET_OPTION, a: opt::CONGESTION, b, ..Default::default() };
+    assert_eq!(option_of(&cong(opt::CC_CUBIC)), StreamOption::Congestion(1));
+    assert_eq!(option_of(&cong(7)), StreamOption::Invalid);
+}
+
 fn any_option() -> impl Strategy<Value = StreamOption> {
     prop_oneof![
         any::<bool>().prop_map(StreamOption::NoDelay),
@@ -76,6 +89,9 @@ fn any_option() -> impl Strategy<Value = StreamOption> {
         (1u64..=opt::KEEPALIVE_MAX_MS, 1u64..=opt::KEEPALIVE_MAX_MS, 1u32..=127).prop_map(|(i, v, p)| {
             StreamOption::KeepAlive(Some(KeepAlive { idle: Duration::from_millis(i), interval: Duration::from_millis(v), probes: p }))
         }),
+        any::<bool>().prop_map(StreamOption::Cork),
+        any::<u32>().prop_map(StreamOption::UserTimeout),
+        (0u8..=1).prop_map(StreamOption::Congestion),
         Just(StreamOption::Invalid),
     ]
 }
@@ -108,7 +124,8 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
         ep.clone().prop_map(|ep| BoardCommand::Release { ep }),
         (sync.clone(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(sync, key, ep, shard)| BoardCommand::Adopt { sync, key, ep, shard }),
         any::<u64>().prop_map(|key| BoardCommand::ChildOf { key }),
-        (sync.clone(), any_addr()).prop_map(|(sync, to)| BoardCommand::Connect { sync, to }),
+        (sync.clone(), any_addr(), prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS])
+            .prop_map(|(sync, to, mss)| BoardCommand::Connect { sync, to, mss }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),
         ep.clone().prop_map(|ep| BoardCommand::Shutdown { ep }),

@@ -26,6 +26,7 @@ mod output;
 mod prr;
 mod rack;
 mod recovery;
+mod sockopt;
 mod timers;
 mod types;
 #[cfg(test)]
@@ -108,6 +109,8 @@ pub struct ConnInfo {
     pub rack_reo_wnd_us: u32,
     /// RFC 8985 §7 tail loss probes sent.
     pub tlp_probes: u64,
+    /// The congestion controller is CUBIC (else NewReno).
+    pub cubic: bool,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -229,6 +232,8 @@ pub struct Connection {
     recv_epoch: u32,
     /// RFC 3168 state (`ecn`).
     ecn: ecn::Ecn,
+    /// TCP_CORK, TCP_USER_TIMEOUT (`sockopt`).
+    sockopt: sockopt::SockOpts,
     stats: ConnStats,
 }
 
@@ -299,6 +304,7 @@ impl Connection {
             rx_prefilled: None,
             recv_epoch: 0,
             ecn: ecn::Ecn::default(),
+            sockopt: sockopt::SockOpts::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -376,6 +382,7 @@ impl Connection {
         self.on_segment(now, repr, payload);
         // A CE note is for this segment only, whatever became of it.
         self.ecn_drop_note();
+        self.note_unacked(now);
         self.release_idle_buffers();
     }
 
@@ -410,16 +417,24 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.on_timeout(now);
+        if !self.check_user_timeout(now) {
+            self.on_timeout(now);
+        }
         self.release_idle_buffers();
     }
 
     /// The earliest instant at which `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        match (self.timers.next(), self.user_timeout_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<'_>> {
+        // The caller drains this until None: the last call sees what the
+        // others sent (the user timeout's start).
+        self.note_unacked(now);
         self.transmit(now)
     }
 
@@ -646,6 +661,7 @@ impl Connection {
             reord_seen: self.rec.rack.reordering_seen,
             rack_reo_wnd_us: if self.sack_ok { to_us(self.rack_reo_wnd_base()) } else { 0 },
             tlp_probes: self.stats.tlp_probes,
+            cubic: self.cfg.cc == crate::cc::CcKind::Cubic,
         }
     }
 

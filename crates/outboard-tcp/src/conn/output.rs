@@ -222,7 +222,7 @@ impl Connection {
         if len > mss {
             // A TSO segment ends on a piece boundary unless its tail may go
             // now anyway (what Nagle allows for the last bytes queued).
-            let tail_ok = len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some());
+            let tail_ok = len == unsent && (fin_pending.is_some() || ((self.cfg.nodelay || idle) && !self.cork_holds(now)));
             if !tail_ok {
                 len -= len % mss;
             }
@@ -239,7 +239,7 @@ impl Connection {
         // even when the window trims it: an RTO must never expire with nothing resent.
         let ok = len >= mss
             || retransmitting
-            || (len == unsent && (self.cfg.nodelay || idle || fin_pending.is_some()))
+            || (len == unsent && (fin_pending.is_some() || ((self.cfg.nodelay || idle) && !self.cork_holds(now))))
             || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2)
             || self.persist_override;
         if !ok {

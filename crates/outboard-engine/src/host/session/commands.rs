@@ -11,7 +11,7 @@ use crate::host::handover::{self, Adopt, Handover};
 use crate::host::listeners::{Joiner, Listeners};
 use outboard_board::command::{decode, BoardCommand, Endpoint, ListenFlags, StreamOption, SyncSlot};
 use outboard_board::layout::{status, tcp_info, CLASS_DGRAM_RX};
-use outboard_board::proto::{ev, kind};
+use outboard_board::proto::{ev, kind, opt};
 use outboard_board::{MailboxProducer, NetAddr};
 use outboard_stack::{ConnId, ListenerId, Stack, StackError};
 use outboard_time::Instant;
@@ -102,7 +102,7 @@ impl Session {
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
-            BoardCommand::Connect { sync, to } => self.connect(stack, now, sync, to, owned)?,
+            BoardCommand::Connect { sync, to, mss } => self.connect(stack, now, sync, to, mss, owned)?,
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
                 let i = self.open_slot(ep, "consumed")?;
@@ -144,6 +144,15 @@ impl Session {
                             StreamOption::KeepAlive(k) => {
                                 conn.set_keepalive(now, k.map(|k| (k.idle, k.interval, k.probes)))
                             }
+                            StreamOption::Cork(on) => conn.set_cork(now, on),
+                            StreamOption::UserTimeout(ms) => {
+                                conn.set_user_timeout(now, Some(std::time::Duration::from_millis(u64::from(ms))))
+                            }
+                            StreamOption::Congestion(k) => conn.set_congestion(if u64::from(k) == opt::CC_CUBIC {
+                                outboard_tcp::CcKind::Cubic
+                            } else {
+                                outboard_tcp::CcKind::NewReno
+                            }),
                             StreamOption::Invalid => {}
                         }
                     }
@@ -284,6 +293,7 @@ impl Session {
         now: Instant,
         sync: SyncSlot,
         to: SocketAddr,
+        mss: u16,
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         let result = match to {
@@ -291,19 +301,25 @@ impl Session {
             // The board carries IPv6; an engine started without it refuses the family.
             SocketAddr::V6(_) if stack.ipv6_config().is_none() => Err(-i64::from(libc::EAFNOSUPPORT)),
             to => match stack.tcp_connect(now, to) {
-                Ok(conn) => match self.new_stream(stack, conn, Some(sync.0)) {
-                    Some(ep) => {
-                        owned(conn, Some(ep));
-                        Ok(ep)
+                Ok(conn) => {
+                    // TCP_MAXSEG set before connect: before the SYN goes out.
+                    if let Some(k) = stack.tcp(conn) {
+                        k.set_user_mss(mss);
                     }
-                    None => {
-                        if let Some(k) = stack.tcp(conn) {
-                            k.abort();
+                    match self.new_stream(stack, conn, Some(sync.0)) {
+                        Some(ep) => {
+                            owned(conn, Some(ep));
+                            Ok(ep)
                         }
-                        stack.tcp_release(conn);
-                        Err(-i64::from(libc::ENOBUFS))
+                        None => {
+                            if let Some(k) = stack.tcp(conn) {
+                                k.abort();
+                            }
+                            stack.tcp_release(conn);
+                            Err(-i64::from(libc::ENOBUFS))
+                        }
                     }
-                },
+                }
                 Err(e) => Err(stack_errno(e)),
             },
         };

@@ -141,6 +141,7 @@ impl Session {
         b[tcp_info::OPTIONS] = opts;
         b[tcp_info::SND_WSCALE] = i.snd_wscale;
         b[tcp_info::RCV_WSCALE] = i.rcv_wscale;
+        b[tcp_info::CC] = u8::from(i.cubic);
         for (off, v) in [
             (status::RTO_US, i.rto_us),
             (status::SND_MSS, i.snd_mss),

@@ -13,6 +13,7 @@ mod rack;
 mod recovery;
 mod reorder;
 mod robust;
+mod sockopt;
 mod rst;
 mod rules;
 mod states;

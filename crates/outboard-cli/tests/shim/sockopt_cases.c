@@ -1,0 +1,338 @@
+/* Socket options, one line each ("name result"): run once on the kernel's
+ * stack and once under the shim, the lines must be identical.
+ * Usage: sockopt_cases PEER_IP BASE [usertimeout]. The peer is sockopt_peer. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TCP_INQ
+#define TCP_INQ 36
+#define TCP_CM_INQ TCP_INQ
+#endif
+
+static const char *peer;
+static int base;
+
+static const char *en(int e) {
+    switch (e) {
+    case 0: return "0";
+    case EINVAL: return "EINVAL";
+    case ENOENT: return "ENOENT";
+    case ENOPROTOOPT: return "ENOPROTOOPT";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case EAGAIN: return "EAGAIN";
+    case ESPIPE: return "ESPIPE";
+    case EPIPE: return "EPIPE";
+    case ECONNRESET: return "ECONNRESET";
+    default: { static char b[32]; snprintf(b, sizeof b, "errno%d", e); return b; }
+    }
+}
+static int res(long r) { return r < 0 ? errno : 0; }
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int conn_to(int port, int presocket) {
+    int s = presocket >= 0 ? presocket : socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, peer, &a.sin_addr);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); exit(1); }
+    return s;
+}
+static int conn_cmd(char cmd) {
+    int s = conn_to(base, -1);
+    write(s, &cmd, 1);
+    return s;
+}
+
+static int geti(int s, int level, int name) {
+    int v = -1;
+    socklen_t l = sizeof v;
+    if (getsockopt(s, level, name, &v, &l) < 0) return -errno - 1000;
+    return v;
+}
+static int seti(int s, int level, int name, int v) { return res(setsockopt(s, level, name, &v, sizeof v)); }
+
+/* Milliseconds until s is readable (-1: not within ms). */
+static int readable_within(int s, int ms) {
+    long t0 = now_ms();
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    int r = poll(&p, 1, ms);
+    return r == 1 ? (int)(now_ms() - t0) : -1;
+}
+
+static void maxseg(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    printf("maxseg unconnected=%d\n", geti(s, IPPROTO_TCP, TCP_MAXSEG));
+    int e50 = seti(s, IPPROTO_TCP, TCP_MAXSEG, 50);
+    int e40k = seti(s, IPPROTO_TCP, TCP_MAXSEG, 40000);
+    printf("maxseg set_50=%s set_40000=%s\n", en(e50), en(e40k));
+    printf("maxseg set_1000=%s\n", en(seti(s, IPPROTO_TCP, TCP_MAXSEG, 1000)));
+    conn_to(base, s);
+    write(s, "M", 1);
+    char b[64] = {0};
+    ssize_t n = 0, k;
+    while ((k = read(s, b + n, sizeof b - 1 - n)) > 0) n += k;
+    b[strcspn(b, "\n")] = 0;
+    int ours = geti(s, IPPROTO_TCP, TCP_MAXSEG);
+    printf("maxseg peer_sees=%s ours=%d\n", b, ours);
+    close(s);
+}
+
+static void cork(void) {
+    int s = conn_cmd('E');
+    char b[64];
+    /* Let the command byte's echo-less round trip settle. */
+    usleep(50000);
+    int g0 = geti(s, IPPROTO_TCP, TCP_CORK);
+    int e = seti(s, IPPROTO_TCP, TCP_CORK, 1);
+    int g1 = geti(s, IPPROTO_TCP, TCP_CORK);
+    printf("cork get=%d set=%s get=%d\n", g0, en(e), g1);
+    write(s, "a", 1);
+    int held = readable_within(s, 100) < 0;
+    seti(s, IPPROTO_TCP, TCP_CORK, 0);
+    int after = readable_within(s, 1000);
+    ssize_t n = read(s, b, sizeof b);
+    printf("cork held=%d uncork_echo_within_100ms=%d n=%zd\n", held, after >= 0 && after < 100, n);
+    /* The ceiling: a corked partial segment goes after 200 ms. */
+    seti(s, IPPROTO_TCP, TCP_CORK, 1);
+    write(s, "b", 1);
+    int t = readable_within(s, 2000);
+    n = read(s, b, sizeof b);
+    printf("cork ceiling=%s n=%zd\n", t < 0 ? "none" : t < 150 ? "early" : t < 600 ? "about_200ms" : "late", n);
+    seti(s, IPPROTO_TCP, TCP_CORK, 0);
+    /* MSG_MORE: held until a send without it, then both bytes together. */
+    send(s, "c", 1, MSG_MORE);
+    held = readable_within(s, 100) < 0;
+    send(s, "d", 1, 0);
+    after = readable_within(s, 1000);
+    usleep(20000);
+    n = read(s, b, sizeof b);
+    printf("msg_more held=%d echo_within_100ms=%d got=%.*s\n", held, after >= 0 && after < 100, (int)(n > 0 ? n : 0), b);
+    close(s);
+}
+
+static void shut_rd(void) {
+    int s = conn_cmd('S');
+    char b[64];
+    /* Wait until the peer's 5 bytes are here. */
+    int q = 0;
+    for (int i = 0; i < 200 && q < 5; i++) {
+        ioctl(s, SIOCINQ, &q);
+        if (q < 5) usleep(10000);
+    }
+    int outq = -1;
+    ioctl(s, SIOCOUTQ, &outq);
+    printf("ioctl siocinq=%d siocoutq=%d\n", q, outq);
+    printf("shut_rd shutdown=%s\n", en(res(shutdown(s, SHUT_RD))));
+    struct pollfd p = {.fd = s, .events = POLLIN | POLLRDHUP | POLLOUT};
+    poll(&p, 1, 0);
+    printf("shut_rd poll in=%d rdhup=%d out=%d\n", !!(p.revents & POLLIN), !!(p.revents & POLLRDHUP), !!(p.revents & POLLOUT));
+    ssize_t n1 = read(s, b, sizeof b);
+    ssize_t n2 = read(s, b, sizeof b);
+    ssize_t n3 = recv(s, b, sizeof b, MSG_DONTWAIT);
+    printf("shut_rd read=%zd then=%zd then=%zd\n", n1, n2, n3);
+    close(s);
+}
+
+static void tos_bufs_timeout(void) {
+    int s = conn_cmd('E');
+    printf("tos default=%d\n", geti(s, IPPROTO_IP, IP_TOS));
+    int e = seti(s, IPPROTO_IP, IP_TOS, 0x10);
+    printf("tos set_int_0x10=%s get=%d\n", en(e), geti(s, IPPROTO_IP, IP_TOS));
+    unsigned char c = 0x28;
+    int r = res(setsockopt(s, IPPROTO_IP, IP_TOS, &c, 1));
+    unsigned char g = 0;
+    socklen_t l = 1;
+    int r2 = res(getsockopt(s, IPPROTO_IP, IP_TOS, &g, &l));
+    int gi = geti(s, IPPROTO_IP, IP_TOS);
+    printf("tos set_byte_0x28=%s get_byte=%s 0x%x len=%u get_int=%d\n", en(r), en(r2), g, l, gi);
+    e = seti(s, IPPROTO_IP, IP_TOS, 0x13);
+    printf("tos set_int_0x13=%s get=%d\n", en(e), geti(s, IPPROTO_IP, IP_TOS));
+    int vals[] = {1, 100000, 100000000, -1};
+    for (int i = 0; i < 4; i++) {
+        seti(s, SOL_SOCKET, SO_SNDBUF, vals[i]);
+        seti(s, SOL_SOCKET, SO_RCVBUF, vals[i]);
+        int sb = geti(s, SOL_SOCKET, SO_SNDBUF), rb = geti(s, SOL_SOCKET, SO_RCVBUF);
+        printf("bufs set=%d sndbuf=%d rcvbuf=%d\n", vals[i], sb, rb);
+    }
+    int u0 = geti(s, IPPROTO_TCP, TCP_USER_TIMEOUT);
+    int ue = seti(s, IPPROTO_TCP, TCP_USER_TIMEOUT, 1500);
+    int u1 = geti(s, IPPROTO_TCP, TCP_USER_TIMEOUT);
+    int un = seti(s, IPPROTO_TCP, TCP_USER_TIMEOUT, -1);
+    printf("user_timeout default=%d set=%s get=%d set_neg=%s\n", u0, en(ue), u1, en(un));
+    close(s);
+}
+
+static void congestion(void) {
+    int s = conn_cmd('E');
+    char name[32];
+    socklen_t l;
+    int r = res(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "reno", 4));
+    memset(name, 'x', sizeof name);
+    l = sizeof name;
+    int r2 = res(getsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &l));
+    printf("congestion set_reno=%s get=%s %s len=%u\n", en(r), en(r2), name, l);
+    r = res(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "cubic", 6));
+    l = sizeof name;
+    getsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &l);
+    printf("congestion set_cubic=%s get=%s\n", en(r), name);
+    printf("congestion set_nosuch=%s\n", en(res(setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "nosuchcc", 8))));
+    l = 4;
+    getsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &l);
+    printf("congestion short_get=%.4s len=%u\n", name, l);
+    char info[128];
+    l = sizeof info;
+    r = res(getsockopt(s, IPPROTO_TCP, TCP_CC_INFO, info, &l));
+    int rs = res(setsockopt(s, IPPROTO_TCP, TCP_CC_INFO, info, 16));
+    printf("cc_info get=%s len=%u set=%s\n", en(r), l, en(rs));
+    close(s);
+}
+
+static void inq(void) {
+    int s = conn_cmd('F');
+    int i0 = geti(s, IPPROTO_TCP, TCP_INQ);
+    int ie = seti(s, IPPROTO_TCP, TCP_INQ, 1);
+    int i1 = geti(s, IPPROTO_TCP, TCP_INQ);
+    int i2 = seti(s, IPPROTO_TCP, TCP_INQ, 2);
+    printf("inq default=%d set=%s get=%d set_2=%s\n", i0, en(ie), i1, en(i2));
+    struct pollfd p = {.fd = s, .events = POLLRDHUP};
+    poll(&p, 1, 2000);
+    usleep(20000);
+    for (int round = 0; round < 3; round++) {
+        char b[3];
+        union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+        struct iovec v = {.iov_base = b, .iov_len = round == 0 ? 2 : 3};
+        struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+        ssize_t n = recvmsg(s, &m, 0);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        int val = -1, level = -1, type = -1;
+        if (c) { level = c->cmsg_level; type = c->cmsg_type; memcpy(&val, CMSG_DATA(c), sizeof val); }
+        printf("inq recvmsg=%zd cmsg=%d level_tcp=%d type_inq=%d inq=%d flags=%d\n", n, c != NULL, level == SOL_TCP, type == TCP_CM_INQ, val, m.msg_flags);
+    }
+    close(s);
+}
+
+static void listener_ioctl(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0), one = 1, v = 0;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(base + 10)};
+    if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 4)) { perror("listen"); exit(1); }
+    int r1 = res(ioctl(s, SIOCINQ, &v));
+    int r2 = res(ioctl(s, SIOCOUTQ, &v));
+    printf("listener siocinq=%s siocoutq=%s\n", en(r1), en(r2));
+    close(s);
+}
+
+static void splices(void) {
+    int pp[2];
+    if (pipe(pp)) { perror("pipe"); exit(1); }
+    /* socket -> pipe */
+    int s = conn_cmd('G');
+    unsigned long total = 0, sum = 0;
+    int calls = 0;
+    for (;;) {
+        ssize_t n = splice(s, NULL, pp[1], NULL, 65536, 0);
+        if (n < 0) { printf("splice sock_to_pipe error=%s\n", en(errno)); break; }
+        if (n == 0) break;
+        calls++;
+        unsigned char b[65536];
+        ssize_t k = 0;
+        while (k < n) {
+            ssize_t r = read(pp[0], b, n - k);
+            if (r <= 0) break;
+            for (ssize_t i = 0; i < r; i++) sum += b[i];
+            k += r;
+        }
+        total += n;
+    }
+    unsigned long want = 0;
+    for (int i = 0; i < 100000; i++) want += i * 7 % 251;
+    printf("splice sock_to_pipe total=%lu sum_ok=%d\n", total, sum == want);
+    loff_t off = 0;
+    printf("splice offset_on_pipe=%s\n", en(res(splice(s, NULL, pp[1], &off, 10, 0))));
+    close(s);
+    /* pipe -> socket */
+    s = conn_cmd('B');
+    unsigned char chunk[10000];
+    unsigned long sent = 0;
+    sum = 0;
+    for (int r = 0; r < 10; r++) {
+        for (int i = 0; i < 10000; i++) { chunk[i] = (r * 10000 + i) % 253; sum += chunk[i]; }
+        write(pp[1], chunk, sizeof chunk);
+        size_t left = sizeof chunk;
+        while (left > 0) {
+            ssize_t n = splice(pp[0], NULL, s, NULL, left, 0);
+            if (n <= 0) { printf("splice pipe_to_sock error=%s\n", en(errno)); exit(1); }
+            left -= n;
+            sent += n;
+        }
+    }
+    shutdown(s, SHUT_WR);
+    char b[64] = {0};
+    ssize_t n = 0, k;
+    while ((k = read(s, b + n, sizeof b - 1 - n)) > 0) n += k;
+    unsigned long got = 0, gsum = 0;
+    sscanf(b, "%lu %lu", &got, &gsum);
+    printf("splice pipe_to_sock sent=%lu peer_got=%lu sum_ok=%d\n", sent, got, gsum == sum);
+    /* Nothing in the pipe and SPLICE_F_NONBLOCK: EAGAIN. */
+    printf("splice empty_pipe_nonblock=%s\n", en(res(splice(pp[0], NULL, s, NULL, 100, SPLICE_F_NONBLOCK))));
+    close(s);
+    close(pp[0]);
+    close(pp[1]);
+}
+
+/* TCP_USER_TIMEOUT against a peer gone silent (the harness drops its
+ * segments after READY): the connection fails with ETIMEDOUT. */
+static void usertimeout(void) {
+    int s = conn_to(base + 1, -1);
+    write(s, "E", 1);
+    char b[8];
+    write(s, "x", 1);
+    readable_within(s, 1000);
+    read(s, b, sizeof b);
+    seti(s, IPPROTO_TCP, TCP_USER_TIMEOUT, 1000);
+    printf("READY\n");
+    fflush(stdout);
+    usleep(300000);
+    long t0 = now_ms();
+    write(s, "y", 1);
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    poll(&p, 1, 10000);
+    ssize_t n = read(s, b, sizeof b);
+    long t = now_ms() - t0;
+    printf("user_timeout read=%zd error=%s in_time=%d\n", n, en(n < 0 ? errno : 0), t >= 900 && t < 4000);
+    close(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: sockopt_cases PEER_IP BASE [usertimeout]\n"); return 2; }
+    peer = argv[1];
+    base = atoi(argv[2]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 3 && !strcmp(argv[3], "usertimeout")) { usertimeout(); return 0; }
+    maxseg();
+    cork();
+    shut_rd();
+    tos_bufs_timeout();
+    congestion();
+    inq();
+    listener_ioctl();
+    splices();
+    return 0;
+}
