@@ -639,7 +639,7 @@ impl Board {
                         let mut i = self.inner.borrow_mut();
                         i.sleeps = i.sleeps.wrapping_add(1);
                         // Every 16th sleep spins anyway, to notice when spinning would help again.
-                        i.spin_score >= 2 || i.sleeps % 16 == 0
+                        i.spin_score >= 2 || i.sleeps.is_multiple_of(16)
                     };
                     cond.wait(seq, if try_spin { spin } else { Duration::ZERO }, left);
                     let slept = start.elapsed() > spin;
@@ -755,7 +755,7 @@ impl Inner {
         }
         // The clock only every 64 calls: hot loops call this per iteration.
         self.alive_calls = self.alive_calls.wrapping_add(1);
-        if self.alive_calls % 64 != 0 {
+        if !self.alive_calls.is_multiple_of(64) {
             return Ok(());
         }
         let now = Instant::now();

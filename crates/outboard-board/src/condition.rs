@@ -73,7 +73,7 @@ impl Condition {
         while !spin.is_zero() && seq.load(Ordering::Acquire) == seen {
             polls = polls.wrapping_add(1);
             // Reading the clock costs more than a poll: look every 64 polls.
-            if polls % 64 == 0 && start.elapsed() >= spin {
+            if polls.is_multiple_of(64) && start.elapsed() >= spin {
                 break;
             }
             std::hint::spin_loop();

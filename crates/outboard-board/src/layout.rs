@@ -82,7 +82,7 @@ const _: () = assert!(header::APP_COUNTERS >= header::EVENT_CONDITION + crate::c
 const _: () = assert!(header::APP_POLLERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
 const _: () = assert!(header::APP_COUNTERS >= header::APP_POLLERS + 4);
 const _: () = assert!(header::INHERIT_KEY >= header::APP_POLLERS + 4 && header::INHERIT_KEY + 8 <= header::APP_COUNTERS);
-const _: () = assert!(header::APP_COUNTERS % 64 == 0);
+const _: () = assert!(header::APP_COUNTERS.is_multiple_of(64));
 
 /// Slots of the header's application counters (what a socket shim did and
 /// could not do); `NAMES` gives each its `outboard stat` name.
@@ -436,10 +436,10 @@ impl BoardLayout {
         if p.command_capacity > 1 << 20 || p.event_capacity > 1 << 22 || p.mailbox_capacity > 1 << 16 {
             return Err(LayoutError::Invalid("ring capacity too large"));
         }
-        if p.dgram_size < 64 || p.dgram_size > 65536 || p.dgram_size % 64 != 0 {
+        if p.dgram_size < 64 || p.dgram_size > 65536 || !p.dgram_size.is_multiple_of(64) {
             return Err(LayoutError::Invalid("dgram_size must be a multiple of 64 in 64..=65536"));
         }
-        if p.stream_buffer < 4096 || p.stream_buffer % 4096 != 0 || p.stream_buffer > 1 << 30 {
+        if p.stream_buffer < 4096 || !p.stream_buffer.is_multiple_of(4096) || p.stream_buffer > 1 << 30 {
             return Err(LayoutError::Invalid("stream_buffer must be a multiple of 4096 up to 1 GiB"));
         }
         if p.shards == 0 || p.shards > MAX_SHARDS {

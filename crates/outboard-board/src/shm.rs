@@ -114,7 +114,7 @@ impl Mapping {
                 self.len
             ),
         }
-        assert!(offset % align == 0, "board access misaligned: {what} at offset {offset} needs {align}-byte alignment");
+        assert!(offset.is_multiple_of(align), "board access misaligned: {what} at offset {offset} needs {align}-byte alignment");
         // SAFETY: `offset <= len`, so the result stays inside (or one past) the mapping.
         unsafe { self.ptr.add(offset) }
     }
@@ -134,7 +134,7 @@ impl Mapping {
     /// A volatile copy of the record at `offset`.
     pub fn read<T: Pod>(&self, offset: usize) -> T {
         let p = self.at(offset, size_of::<T>(), 1, "read");
-        if p as usize % align_of::<T>() == 0 {
+        if (p as usize).is_multiple_of(align_of::<T>()) {
             // SAFETY: in bounds and aligned; `T: Pod` accepts any bytes.
             unsafe { p.cast::<T>().read_volatile() }
         } else {
@@ -151,7 +151,7 @@ impl Mapping {
     /// A volatile store of `value` at `offset`.
     pub fn write<T: Pod>(&self, offset: usize, value: T) {
         let p = self.at(offset, size_of::<T>(), 1, "write");
-        if p as usize % align_of::<T>() == 0 {
+        if (p as usize).is_multiple_of(align_of::<T>()) {
             // SAFETY: in bounds and aligned.
             unsafe { p.cast::<T>().write_volatile(value) };
         } else {

@@ -20,7 +20,7 @@ fn spin_until(word: &AtomicU32, want: u32) {
     let mut n = 0u32;
     while word.load(Ordering::Acquire) != want {
         n = n.wrapping_add(1);
-        if n % 1024 == 0 {
+        if n.is_multiple_of(1024) {
             std::thread::yield_now();
         }
         std::hint::spin_loop();
@@ -62,7 +62,7 @@ fn complete_and_cancel_race_with_one_winner() {
                         break g;
                     }
                     n = n.wrapping_add(1);
-                    if n % 1024 == 0 {
+                    if n.is_multiple_of(1024) {
                         std::thread::yield_now();
                     }
                     std::hint::spin_loop();

@@ -411,7 +411,7 @@ impl Sock {
                         }
                     };
                     // A connected datagram socket takes only its peer's datagrams.
-                    let wanted = src.is_some() && peer.map_or(true, |p| Some(p) == src);
+                    let wanted = src.is_some() && peer.is_none_or(|p| Some(p) == src);
                     if !peek || !wanted {
                         let _ = d.end_get();
                     }

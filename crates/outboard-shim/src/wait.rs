@@ -187,7 +187,7 @@ static WAITS: AtomicU32 = AtomicU32::new(0);
 
 fn spin_now() -> Duration {
     let n = WAITS.fetch_add(1, Ordering::Relaxed);
-    if SPIN_SCORE.load(Ordering::Relaxed) >= 2 || n % 16 == 0 {
+    if SPIN_SCORE.load(Ordering::Relaxed) >= 2 || n.is_multiple_of(16) {
         spin()
     } else {
         Duration::ZERO
@@ -250,7 +250,7 @@ fn spin_for_news(news: &News, seen: u32) -> bool {
     let mut n = 0u32;
     while news.current() == seen {
         n = n.wrapping_add(1);
-        if n % 64 == 0 && start.elapsed() >= spin {
+        if n.is_multiple_of(64) && start.elapsed() >= spin {
             spin_paid(false);
             return false;
         }

@@ -43,6 +43,7 @@ mod transport;
 mod udp;
 
 pub use icmp::EchoReply;
+pub use listener::Families;
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config};
 pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
@@ -382,6 +383,13 @@ impl Stack {
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
         self.ports_generation += 1;
         self.tcp.listen(port, backlog)
+    }
+
+    /// Restricts a listener to some address families (new listeners take both).
+    pub fn tcp_listen_families(&mut self, listener: ListenerId, families: Families) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.families = families;
+        }
     }
 
     /// Stops listening; connections not yet accepted are reset.

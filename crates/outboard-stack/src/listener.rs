@@ -25,6 +25,26 @@ pub(crate) struct Listener {
     /// Established connections waiting for `tcp_accept`.
     pub accept_queue: VecDeque<ConnId>,
     pub cookies_sent_at: Option<Instant>,
+    /// Which address families it takes connections of.
+    pub families: Families,
+}
+
+/// The address families a listener takes (a segment of another family finds
+/// no listener: RST, as for a closed port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Families {
+    /// IPv4 and IPv6 (the engine's services; Linux's dual-stack `::` listener).
+    #[default]
+    Both,
+    /// IPv4 only (an AF_INET listener; applications' listeners until the
+    /// application interface carries IPv6).
+    Ipv4,
+}
+
+impl Families {
+    pub(crate) fn takes(&self, tuple: &FourTuple) -> bool {
+        *self == Families::Both || tuple.local.is_ipv4()
+    }
 }
 
 impl Listener {
@@ -34,6 +54,7 @@ impl Listener {
             syn_queue_len: 0,
             accept_queue: VecDeque::new(),
             cookies_sent_at: None,
+            families: Families::Both,
         }
     }
 

@@ -91,7 +91,8 @@ impl TcpTable {
                 return None;
             }
         }
-        if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()) {
+        let family_ok = |l: &crate::listener::Listener| l.families.takes(&tuple);
+        if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()).filter(|l| self.listeners.get(l).is_some_and(family_ok)) {
             let reply = self.listener_input(now, lid, tuple, repr, payload, stats);
             if let Some(id) = self.by_tuple.get(&tuple).copied() {
                 if self

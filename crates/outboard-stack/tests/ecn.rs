@@ -24,7 +24,7 @@ fn rfc3168_ce_marks_are_echoed_and_answered_without_loss() {
         // IPv4 from A with ECT(0): mark every 20th CE, fixing the header checksum.
         if to_b && f.len() > 34 && f[12..14] == [0x08, 0x00] && f[15] & 0b11 == 0b10 {
             ect_seen += 1;
-            if ect_seen % 20 == 0 {
+            if ect_seen.is_multiple_of(20) {
                 f[15] |= 0b11;
                 f[24..26].copy_from_slice(&[0, 0]);
                 let c = outboard_wire::checksum::checksum(&f[14..34]);

@@ -278,3 +278,16 @@ fn rfc8201_packet_too_big_lowers_the_connections_segment_size() {
     p.a.receive_frame(p.now, &eth(MAC_A, MAC_B, EtherType::Ipv6, &pkt));
     assert_eq!(p.a.tcp(ca).unwrap().info().snd_mss, 1208);
 }
+
+#[test]
+fn an_ipv4_only_listener_answers_ipv6_syns_with_rst_and_takes_ipv4() {
+    let mut p = v6pair();
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    p.b.tcp_listen_families(l, outboard_stack::Families::Ipv4);
+    let c6 = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c6).unwrap().state() == State::Closed));
+    assert!(p.b.tcp_accept(l).is_none());
+    let c4 = p.a.tcp_connect(p.now, std::net::SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c4).unwrap().state() == State::Established));
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l)));
+}

@@ -122,6 +122,10 @@ impl Listeners {
             StackError::AddrInUse => -i64::from(libc::EADDRINUSE),
             _ => -i64::from(libc::EINVAL),
         })?;
+        // Applications reach the engine over IPv4 only so far (the board's
+        // addresses and the shim's sockets carry no IPv6 destinations yet):
+        // an IPv6 SYN to their port finds no listener, as on an AF_INET socket.
+        stack.tcp_listen_families(lid, outboard_stack::Families::Ipv4);
         let mut g = Group { lid, port, reuseport, uid: j.uid, members: Vec::new(), names: Vec::new(), cursor: 0, linger_until: None };
         g.join(j);
         self.groups.push(g);

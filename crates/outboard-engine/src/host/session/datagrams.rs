@@ -9,7 +9,6 @@ use outboard_board::mailbox::Descriptor;
 use outboard_board::proto::ev;
 use outboard_board::NetAddr;
 use outboard_stack::{ListenerId, Stack, StackError};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 impl Session {
@@ -73,7 +72,7 @@ impl Session {
             let dst = unsafe { self.map.bytes_mut(off + DGRAM_HEADER, size - DGRAM_HEADER) };
             match stack.udp_recv_from(udp, dst) {
                 Ok((n, src)) => {
-                    self.map.write(off, NetAddr::from(SocketAddr::from(src)));
+                    self.map.write(off, NetAddr::from(src));
                     let d = Descriptor { offset: off as u32, len: n as u32, tag: 0, aux: 0 };
                     if mailbox.put(d).unwrap_or(false) {
                         let _ = self.owners.transfer(buf, Side::Engine, Side::App);

@@ -707,7 +707,7 @@ impl AfXdpLink {
                 if bad {
                     continue;
                 }
-                if addr.checked_add(len).map_or(true, |e| e > umem_len)
+                if addr.checked_add(len).is_none_or(|e| e > umem_len)
                     || total + len as usize > frame_max
                 {
                     bad = true;
@@ -913,7 +913,7 @@ impl Link for AfXdpLink {
         for i in 0..n {
             let d = self.rx.peek(i);
             let (addr, len) = (d.addr, d.len as u64);
-            if addr.checked_add(len).map_or(true, |end| end > umem_len) {
+            if addr.checked_add(len).is_none_or(|end| end > umem_len) {
                 // The kernel never does this; don't trust it blindly either.
                 self.counters.rx_oversize += 1;
                 continue;

@@ -103,7 +103,7 @@ impl<D: Copy> Ring<D> {
         producer_side: bool,
     ) -> io::Result<Ring<D>> {
         let end = off.desc as usize + size as usize * std::mem::size_of::<D>();
-        let fits = |o: u64| (o as usize) + 4 <= map.size() && o % 4 == 0;
+        let fits = |o: u64| (o as usize) + 4 <= map.size() && o.is_multiple_of(4);
         if !size.is_power_of_two()
             || end > map.size()
             || !fits(off.producer)

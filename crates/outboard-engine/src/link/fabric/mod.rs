@@ -595,7 +595,7 @@ impl FabricLink {
                 t = t.wrapping_add(1);
                 continue;
             }
-            let nothing_due_before = self.heap.peek().map_or(true, |p| p.at > now);
+            let nothing_due_before = self.heap.peek().is_none_or(|p| p.at > now);
             if at <= now && nothing_due_before {
                 self.map.read(slot + SLOT_HEADER, &mut self.scratch[..len]);
                 t = t.wrapping_add(1);

@@ -127,7 +127,7 @@ impl Mapping {
     /// The u32 at `off` as an atomic; `off` comes from the layout functions
     /// above with port/slot numbers we validated, so it is in bounds and aligned.
     pub fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= self.len);
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         let off = off.min(self.len - 4) & !3;
         // SAFETY: in bounds and 4-aligned (clamped above; the mapping is
         // page-aligned); AtomicU32 has interior mutability, so concurrent
@@ -138,7 +138,7 @@ impl Mapping {
 
     /// The u64 at `off` as an atomic (see `u32_at`).
     pub fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= self.len);
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.len);
         let off = off.min(self.len - 8) & !7;
         // SAFETY: as in `u32_at`, with 8-byte alignment.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast::<u64>()) }
@@ -147,7 +147,7 @@ impl Mapping {
     /// Copies `out.len()` bytes at `off` into private memory; false (nothing
     /// copied) when the range is outside the mapping.
     pub fn read(&self, off: usize, out: &mut [u8]) -> bool {
-        if off.checked_add(out.len()).map_or(true, |end| end > self.len) {
+        if off.checked_add(out.len()).is_none_or(|end| end > self.len) {
             return false;
         }
         // SAFETY: the range is inside the mapping (checked above) and `out`
@@ -162,7 +162,7 @@ impl Mapping {
 
     /// Copies `data` to `off`; false (nothing written) when out of range.
     pub fn write(&self, off: usize, data: &[u8]) -> bool {
-        if off.checked_add(data.len()).map_or(true, |end| end > self.len) {
+        if off.checked_add(data.len()).is_none_or(|end| end > self.len) {
             return false;
         }
         // SAFETY: the range is inside the mapping (checked above); the slot
