@@ -12,64 +12,14 @@ mod support;
 
 use outboard_lab::LabConfig;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::cases::{compile, run_lines, Nft};
 use support::engine::{ChildGuard, EngineProc};
 use support::netns::{lab, lab_name, ns_command, skip_unless_root};
 use support::{run_dir, shim_lib, OUTBOARD};
 
 const BASE: u16 = 30000;
-
-fn compile(src: &str, dir: &Path) -> PathBuf {
-    let out = dir.join(src.trim_end_matches(".c"));
-    let srcp = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shim").join(src);
-    let st = Command::new("cc").args(["-O1", "-Wall", "-o"]).arg(&out).arg(&srcp).status().expect("cc (install gcc)");
-    assert!(st.success(), "compiling {src} failed");
-    out
-}
-
-/// Runs `cmd` (the cases program), returns its stdout lines; on "READY"
-/// runs `on_ready` (the keepalive case).
-fn run_lines(mut cmd: Command, mut on_ready: impl FnMut()) -> Vec<String> {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn cases");
-    let out = child.stdout.take().expect("stdout");
-    let mut lines = Vec::new();
-    for line in BufReader::new(out).lines() {
-        let line = line.expect("line");
-        if line == "READY" {
-            on_ready();
-            continue;
-        }
-        lines.push(line);
-    }
-    let o = child.wait_with_output().expect("wait");
-    assert!(o.status.success(), "cases exited {}: {}", o.status, String::from_utf8_lossy(&o.stderr));
-    lines
-}
-
-struct Nft<'a> {
-    ns: &'a str,
-}
-impl Nft<'_> {
-    fn cmd(&self, script: &str) -> bool {
-        Command::new("ip").args(["netns", "exec", self.ns, "nft", script]).status().is_ok_and(|s| s.success())
-    }
-    fn drop_from_port(&self, port: u16) {
-        let _ = self.cmd("delete table inet obshimerr");
-        assert!(self.cmd("add table inet obshimerr"));
-        assert!(self.cmd("add chain inet obshimerr out { type filter hook output priority 0 ; }"));
-        assert!(self.cmd(&format!("add rule inet obshimerr out tcp sport {port} drop")));
-    }
-    fn clear(&self) {
-        let _ = self.cmd("delete table inet obshimerr");
-    }
-}
-impl Drop for Nft<'_> {
-    fn drop(&mut self) {
-        self.clear();
-    }
-}
 
 #[test]
 fn shim_error_cases_match_linux() {
@@ -147,7 +97,7 @@ fn shim_error_cases_match_linux() {
     }
 
     // ETIMEDOUT: keepalive (1 s idle, 1 s interval, 2 probes) against a peer gone silent.
-    let nft = Nft { ns: lab.linux_ns() };
+    let nft = Nft { ns: lab.linux_ns(), table: "obshimerr" };
     for (what, cmd) in [("kernel", kernel_cmd(&["keepalive"])), ("shim", shim_cmd(&["keepalive"]))] {
         let t = Instant::now();
         let lines = run_lines(cmd, || nft.drop_from_port(BASE + 3));

@@ -34,6 +34,18 @@ fn usable(s: &Stack, a: Ipv6Addr) -> bool {
     s.ipv6_addresses().iter().any(|x| x.addr == a && x.state == AddrState::Preferred)
 }
 
+/// A connects to B port 80 over IPv6; both ends once established.
+fn connected(p: &mut Pair) -> (outboard_stack::ConnId, outboard_stack::ConnId) {
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    let ca = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    let mut cb = None;
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        cb = cb.or_else(|| p.b.tcp_accept(l));
+        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
+    }));
+    (ca, cb.expect("accepted"))
+}
+
 fn sa(ip: Ipv6Addr, port: u16) -> SocketAddr {
     SocketAddrV6::new(ip, port, 0, 0).into()
 }
@@ -105,14 +117,7 @@ fn udp_over_ipv6_with_a_fragmented_datagram_and_port_unreachable() {
 #[test]
 fn tcp_over_ipv6_transfers_and_closes_with_an_ipv6_mss() {
     let mut p = v6pair();
-    let l = p.b.tcp_listen(80, 8).unwrap();
-    let ca = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
-    let mut cb = None;
-    assert!(p.run_until(Duration::from_secs(5), |p| {
-        cb = cb.or_else(|| p.b.tcp_accept(l));
-        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
-    }));
-    let cb = cb.unwrap();
+    let (ca, cb) = connected(&mut p);
     // RFC 8200 §8.3: MSS = MTU - 60 = 1440; less the 12 bytes of timestamps per segment.
     assert_eq!(p.a.tcp(ca).unwrap().info().snd_mss, 1428);
     assert_eq!(p.b.tcp(cb).unwrap().tuple().remote.ip(), std::net::IpAddr::V6(V6_A));
@@ -247,13 +252,7 @@ fn rfc8200_s4_unknown_next_header_and_options_get_parameter_problems() {
 #[test]
 fn rfc8201_packet_too_big_lowers_the_connections_segment_size() {
     let mut p = v6pair();
-    let l = p.b.tcp_listen(80, 8).unwrap();
-    let ca = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
-    let mut cb = None;
-    assert!(p.run_until(Duration::from_secs(5), |p| {
-        cb = cb.or_else(|| p.b.tcp_accept(l));
-        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
-    }));
+    let (ca, _) = connected(&mut p);
     // A full segment from A, as a router on the path would quote it.
     p.a.tcp(ca).unwrap().send(&[7u8; 4000]).unwrap();
     let frames = drain(&mut p.a, p.now);

@@ -12,7 +12,7 @@ use std::net::Ipv6Addr;
 
 use crate::checksum::{Accumulator, RxChecksum};
 use crate::ethernet::EthernetAddress;
-use crate::ipv6::{self, next_header, Ipv6Repr};
+use crate::ipv6::{self, addr, be16, be32, next_header, Ipv6Repr};
 use crate::{Error, Result};
 
 /// ICMPv6 message types this crate parses.
@@ -91,20 +91,6 @@ pub const MAX_ERROR_LEN: usize = ipv6::MIN_MTU - ipv6::HEADER_LEN;
 /// The hop limit every neighbour discovery message must arrive with: a
 /// receiver drops any other (RFC 4861 §6.1, §7.1), so an off-link sender cannot forge one.
 pub const NDISC_HOP_LIMIT: u8 = 255;
-
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
-}
-
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn addr(b: &[u8]) -> Ipv6Addr {
-    let mut o = [0u8; 16];
-    o.copy_from_slice(&b[..16]);
-    Ipv6Addr::from(o)
-}
 
 /// A view of an ICMPv6 message; after `check_len` (8 bytes) no accessor panics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

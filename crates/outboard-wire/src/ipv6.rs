@@ -46,17 +46,18 @@ pub const HEADER_LEN: usize = field::DST.end;
 /// The minimum link MTU every IPv6 link must carry (RFC 8200 §5).
 pub const MIN_MTU: usize = 1280;
 
-fn be16(b: &[u8]) -> u16 {
+pub(crate) fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
 
-fn be32(b: &[u8]) -> u32 {
+pub(crate) fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-fn addr(b: &[u8]) -> Ipv6Addr {
+/// The IPv6 address in the first 16 bytes of `b`.
+pub(crate) fn addr(b: &[u8]) -> Ipv6Addr {
     let mut o = [0u8; 16];
-    o.copy_from_slice(b);
+    o.copy_from_slice(&b[..16]);
     Ipv6Addr::from(o)
 }
 

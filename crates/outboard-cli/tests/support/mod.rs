@@ -8,6 +8,7 @@
 //!   or in a lab namespace), a child guard that stops and reaps, `stat`
 //!   polling;
 //! - [`netns`]: root and tool checks, labs, namespaces and running in them;
+//! - [`cases`]: the shim-versus-Linux C-cases harness (compile, run, nftables);
 //! - [`rig`]: the shim tests' lab (a lab, its engine daemon, programs under
 //!   the shim and on Linux's side, background servers).
 //!
@@ -16,6 +17,7 @@
 #![allow(dead_code)]
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 
+pub mod cases;
 pub mod engine;
 pub mod netns;
 pub mod rig;
