@@ -10,14 +10,9 @@
 
 mod support;
 
-use outboard_lab::LabConfig;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::cases::{compile, run_lines, Nft};
-use support::engine::{ChildGuard, EngineProc};
-use support::netns::{lab, lab_name, ns_command, skip_unless_root};
-use support::{run_dir, shim_lib, OUTBOARD};
+use support::cases::{run_lines, CasesRig, Nft};
+use support::netns::skip_unless_root;
 
 const BASE: u16 = 30000;
 
@@ -26,49 +21,10 @@ fn shim_error_cases_match_linux() {
     if skip_unless_root("shim_error_cases_match_linux") {
         return;
     }
-    let shim = shim_lib();
-    let dir = std::env::temp_dir().join(format!("ob-shim-errno-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cases = compile("errno_cases.c", &dir);
-    let peer_bin = compile("errno_peer.c", &dir);
-
-    let name = lab_name("errno");
-    let lab = lab(&LabConfig::new(&name));
-    let engine = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
-    let lip = lab.linux_addr().to_string();
-
-    // Killed (and reaped) when the test ends, even by a panic.
-    let mut peer = ChildGuard::new(
-        Command::new("ip")
-            .args(["netns", "exec", lab.linux_ns()])
-            .arg(&peer_bin)
-            .args([&lip, &BASE.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("peer"),
-        Duration::ZERO,
-    );
-    let mut first = String::new();
-    BufReader::new(peer.child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
-    assert_eq!(first.trim(), "listening");
-
-    let kernel_cmd = |extra: &[&str]| {
-        let mut c = ns_command(lab.linux_ns(), Duration::from_secs(40), 2, &[]);
-        c.arg(&cases).args([&lip, &BASE.to_string()]).args(extra);
-        c
-    };
-    let shim_cmd = |extra: &[&str]| {
-        let mut c = ns_command(lab.engine_ns(), Duration::from_secs(40), 2, &[OUTBOARD, "run", "--name", &engine.name, "--shim"]);
-        c
-            .arg(&shim)
-            .arg("--")
-            .arg(&cases)
-            .args([&lip, &BASE.to_string()])
-            .args(extra)
-            .env("OUTBOARD_RUN_DIR", run_dir());
-        c
-    };
+    let rig = CasesRig::start("errno", BASE, Duration::from_secs(40));
+    let lab = &rig.lab;
+    let kernel_cmd = |extra: &[&str]| rig.kernel_cmd(extra);
+    let shim_cmd = |extra: &[&str]| rig.shim_cmd(extra);
 
     let t0 = Instant::now();
     let kernel = run_lines(kernel_cmd(&[]), || {});
@@ -106,7 +62,6 @@ fn shim_error_cases_match_linux() {
         assert!(t.elapsed() < Duration::from_secs(20), "{what}: keepalive took {:?}", t.elapsed());
     }
     eprintln!("error cases took {:?}", t0.elapsed());
-    drop(peer);
-    drop(engine);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(nft);
+    drop(rig);
 }

@@ -69,3 +69,83 @@ impl Drop for Nft<'_> {
         self.clear();
     }
 }
+
+/// A lab with an engine (AF_XDP, no services), a C cases program and its
+/// kernel peer started on Linux's side at `ip:base`; the cases program runs
+/// on the kernel (`kernel_cmd`) and under the shim (`shim_cmd`).
+/// Fields drop in order: the peer and the engine stop before the lab goes.
+pub struct CasesRig {
+    /// Killed (and reaped) when the test ends, even by a panic.
+    pub peer: super::engine::ChildGuard,
+    pub engine: super::engine::EngineProc,
+    pub cases: PathBuf,
+    pub shim: PathBuf,
+    /// Linux's address, as the programs take it.
+    pub lip: String,
+    pub base: u16,
+    pub limit: std::time::Duration,
+    /// Where the programs were compiled; removed on drop.
+    dir: PathBuf,
+    pub lab: outboard_lab::Lab,
+}
+
+impl Drop for CasesRig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl CasesRig {
+    /// Compiles `tests/shim/{tag}_cases.c` and `{tag}_peer.c`, brings the lab
+    /// up and the peer listening (it prints `listening`).
+    pub fn start(tag: &str, base: u16, limit: std::time::Duration) -> CasesRig {
+        let dir = std::env::temp_dir().join(format!("ob-shim-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = compile(&format!("{tag}_cases.c"), &dir);
+        let peer_bin = compile(&format!("{tag}_peer.c"), &dir);
+        let name = super::netns::lab_name(tag);
+        let lab = super::netns::lab(&outboard_lab::LabConfig::new(&name));
+        let engine = super::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
+        let lip = lab.linux_addr().to_string();
+        let mut peer = super::engine::ChildGuard::new(
+            Command::new("ip")
+                .args(["netns", "exec", lab.linux_ns()])
+                .arg(&peer_bin)
+                .args([&lip, &base.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("peer"),
+            std::time::Duration::ZERO,
+        );
+        let mut first = String::new();
+        BufReader::new(peer.child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+        assert_eq!(first.trim(), "listening");
+        CasesRig { lab, engine, peer, cases, shim: super::shim_lib(), lip, base, limit, dir }
+    }
+
+    /// The cases program on the kernel's stack, in Linux's namespace.
+    pub fn kernel_cmd(&self, extra: &[&str]) -> Command {
+        let mut c = super::netns::ns_command(self.lab.linux_ns(), self.limit, 2, &[]);
+        c.arg(&self.cases).args([&self.lip, &self.base.to_string()]).args(extra);
+        c
+    }
+
+    /// The cases program under the shim, in the engine's namespace.
+    pub fn shim_cmd(&self, extra: &[&str]) -> Command {
+        let mut c = super::netns::ns_command(
+            self.lab.engine_ns(),
+            self.limit,
+            2,
+            &[super::OUTBOARD, "run", "--name", &self.engine.name, "--shim"],
+        );
+        c.arg(&self.shim)
+            .arg("--")
+            .arg(&self.cases)
+            .args([&self.lip, &self.base.to_string()])
+            .args(extra)
+            .env("OUTBOARD_RUN_DIR", super::run_dir())
+            .env("OUTBOARD_REQUIRE_ENGINE", "1");
+        c
+    }
+}
