@@ -24,6 +24,12 @@ impl Stack {
         };
         let data = pkt.payload();
         let trusted = self.rx_csum_trusted;
+        // RFC 8200 §8.1: over IPv6 the UDP checksum is mandatory; a zero one
+        // (IPv4's "no checksum") is discarded.
+        if matches!(ip, Net::V6(_)) && pkt.checksum() == 0 && !trusted {
+            self.stats.drops_checksum += 1;
+            return;
+        }
         match self.udp.has_room(repr.dst_port, data.len()) {
             Some(true) => {
                 let mut copy = vec![0u8; data.len()];

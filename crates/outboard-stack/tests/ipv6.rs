@@ -290,3 +290,25 @@ fn an_ipv4_only_listener_answers_ipv6_syns_with_rst_and_takes_ipv4() {
     assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c4).unwrap().state() == State::Established));
     assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l)));
 }
+
+#[test]
+fn rfc8200_s8_1_a_udp_datagram_without_checksum_is_discarded_over_ipv6() {
+    let mut p = v6pair();
+    let ub = p.b.udp_bind(53).unwrap();
+    // Resolve first (a ping), then hand B a UDP datagram whose checksum field is 0.
+    p.a.icmp_echo_request(p.now, V6_B, 1, 1, b"x").unwrap();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.a.stats().icmp_echo_replies_in == 1));
+    let mut udp = vec![0u8; 8 + 5];
+    udp[0..2].copy_from_slice(&4000u16.to_be_bytes());
+    udp[2..4].copy_from_slice(&53u16.to_be_bytes());
+    udp[4..6].copy_from_slice(&13u16.to_be_bytes());
+    udp[8..].copy_from_slice(b"hello");
+    let ip = Ipv6Repr { src_addr: V6_A, dst_addr: V6_B, next_header: 17, payload_len: udp.len(), hop_limit: 64, traffic_class: 0, flow_label: 0 };
+    let mut pkt = vec![0u8; 40];
+    ip.emit(&mut pkt).unwrap();
+    pkt.extend_from_slice(&udp);
+    let before = p.b.stats().drops_checksum;
+    p.b.receive_frame(p.now, &eth(MAC_B, MAC_A, EtherType::Ipv6, &pkt));
+    assert_eq!(p.b.stats().drops_checksum, before + 1);
+    assert_eq!(p.b.udp_recv_from(ub, &mut [0u8; 16]), Err(StackError::WouldBlock));
+}
