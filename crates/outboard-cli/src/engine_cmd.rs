@@ -743,6 +743,11 @@ mod tests {
             let e = settings(&flags(a, g, on), None, "all").unwrap_err();
             assert!(e.contains(needle), "{a:?} {g:?}: {e}");
         }
+        // Network-device mode gives IPv6 to the kernel: refused with IPv6 on (exit 2, from validate).
+        let mut f = flags(&["10.0.0.1/24", "2001:db8::1/64"], &[], None);
+        f.kernel_tap = Some("obk0".into());
+        let e = settings(&f, None, "all").unwrap().validate().unwrap_err();
+        assert!(e.contains("gives IPv6 to the host kernel"), "{e}");
         // The file's addr6/gateway6/ipv6 keys.
         let dir = std::env::temp_dir().join(format!("ob-cfg6-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

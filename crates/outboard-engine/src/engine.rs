@@ -180,6 +180,9 @@ impl EngineSettings {
                 ));
             }
         }
+        if self.kernel_tap.is_some() && self.ipv6.is_some() {
+            return Err("kernel_tap: network-device mode gives IPv6 to the host kernel; run the engine without IPv6 (no IPv6 addr, ipv6 off)".into());
+        }
         if self.kernel_tap.is_some() && self.shards > 1 {
             return Err(format!("kernel_tap: the kernel's TAP takes one shard, not {} (use shards = 1)", self.shards));
         }
