@@ -83,8 +83,11 @@ impl Stack {
         let dst = eth.dst_addr();
         // Unicast to us, broadcast, or (with IPv6) the all-nodes and our
         // solicited-node groups.
-        let group = self.ip6.as_ref().is_some_and(|s| s.accepts_mac(dst));
-        if dst != EthernetAddress(self.cfg.mac) && !dst.is_broadcast() && !group {
+        // (The group check runs only for frames not unicast to us: off the per-frame path.)
+        if dst != EthernetAddress(self.cfg.mac)
+            && !dst.is_broadcast()
+            && !self.ip6.as_ref().is_some_and(|s| s.accepts_mac(dst))
+        {
             self.stats.drops_not_for_us += 1;
             return;
         }
