@@ -90,6 +90,18 @@
 #define OB_LISTEN_ON_DEMAND 2
 
 /**
+ * `ob_listen_with` flag: IPv4 connections only (an AF_INET socket).
+ * Without either family flag a listener takes both families.
+ */
+#define OB_LISTEN_IPV4_ONLY 4
+
+/**
+ * `ob_listen_with` / `ob_listen_addr` flag: IPv6 connections only (an
+ * AF_INET6 socket with IPV6_V6ONLY).
+ */
+#define OB_LISTEN_IPV6_ONLY 8
+
+/**
  * Interest and readiness bit: data to read, a connection to accept, or end of stream.
  */
 #define OB_READABLE 1
@@ -310,6 +322,15 @@ uint32_t ob_engine_addr(const struct ob_board_t *board);
 int ob_engine_address(const struct ob_board_t *board, struct ob_addr_t *out);
 
 /**
+ * The engine's static IPv6 address into `*out` (port 0) and its prefix
+ * length into `*prefix_len` (may be NULL). Returns 0, or -1 with errno:
+ * EINVAL for NULL, EAFNOSUPPORT when the engine runs no IPv6,
+ * EADDRNOTAVAIL when it runs IPv6 with no static address (link-local and
+ * autoconfigured addresses only).
+ */
+int ob_engine_address6(const struct ob_board_t *board, struct ob_addr_t *out, uint8_t *prefix_len);
+
+/**
  * Copies the board's copy counters into `*out`. Returns 0 or -1 (EINVAL).
  */
 int ob_board_copy_counters(const struct ob_board_t *board, struct ob_copy_counters_t *out);
@@ -330,6 +351,19 @@ struct ob_listener_t *ob_listen(struct ob_board_t *board, uint16_t port, uint32_
  */
 struct ob_listener_t *ob_listen_with(struct ob_board_t *board,
                                      uint16_t port,
+                                     uint32_t backlog,
+                                     uint32_t flags);
+
+/**
+ * Listens on `*addr` as a Linux socket bound to it: `0.0.0.0` takes IPv4
+ * connections only, `[::]` both families (only IPv6 with
+ * `OB_LISTEN_IPV6_ONLY`), any other address only connections to it.
+ * `flags` as for `ob_listen_with`. Returns NULL with errno on failure
+ * (EINVAL, EAFNOSUPPORT for IPv6 on an engine without it, EADDRNOTAVAIL
+ * for an address not the engine's, EADDRINUSE, ENOBUFS, ESHUTDOWN).
+ */
+struct ob_listener_t *ob_listen_addr(struct ob_board_t *board,
+                                     const struct ob_addr_t *addr,
                                      uint32_t backlog,
                                      uint32_t flags);
 

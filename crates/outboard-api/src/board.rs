@@ -156,6 +156,7 @@ pub(crate) struct Inner {
     pub engine_addr: IpAddr,
     pub net_prefix: u8,
     pub net_gateway: Option<IpAddr>,
+    pub net6: Option<crate::EngineNet6>,
     pub mode: Mode,
     spin: Duration,
     pub copies: CopyCounters,
@@ -277,6 +278,20 @@ impl Board {
         let net_gateway =
             reply.gateway.to_option().map_err(|e| Error::Attach(format!("the engine's gateway: {e}")))?.map(|g| g.ip());
         let prefix_max = if engine_addr.is_ipv4() { 32 } else { 128 };
+        let v6 = |a: NetAddr, what: &str| match a.to_option() {
+            Ok(None) => Ok(None),
+            Ok(Some(std::net::SocketAddr::V6(a))) => Ok(Some(*a.ip())),
+            Ok(Some(_)) => Err(Error::Attach(format!("the engine's IPv6 {what} is an IPv4 address"))),
+            Err(e) => Err(Error::Attach(format!("the engine's IPv6 {what}: {e}"))),
+        };
+        let net6 = if reply.ipv6_flags & outboard_board::attach::ipv6::ON != 0 {
+            Some(crate::EngineNet6 {
+                addr: v6(reply.engine_addr6, "address")?.map(|a| (a, reply.prefix_len6.min(128))),
+                gateway: v6(reply.gateway6, "router")?,
+            })
+        } else {
+            None
+        };
         sock.set_read_timeout(None).map_err(|e| attach_err("socket", e))?;
         let p = layout.params;
         let tx_class = &layout.arena.classes[CLASS_DGRAM_TX as usize];
@@ -297,6 +312,7 @@ impl Board {
             engine_addr,
             net_prefix: reply.prefix_len.min(prefix_max),
             net_gateway,
+            net6,
             mode: opts.mode,
             spin: opts.spin,
             copies: CopyCounters::default(),
@@ -314,9 +330,27 @@ impl Board {
         Ok(Board { inner: Rc::new(RefCell::new(inner)) })
     }
 
-    /// Listens on `port` of the engine's address.
+    /// Listens on `port` of the engine's addresses, IPv4 and (on a
+    /// dual-stack engine) IPv6, as a Linux AF_INET6 socket on `[::]`.
     pub fn listen(&self, port: u16, backlog: u32) -> Result<Listener> {
         self.listen_with(port, backlog, ListenFlags::default())
+    }
+
+    /// Listens on `addr` as a Linux socket bound to it would: `0.0.0.0`
+    /// takes IPv4 connections only, `[::]` both families (`flags.family`
+    /// `Ipv6` for IPv6 only, as IPV6_V6ONLY), any other address only
+    /// connections to it (EADDRNOTAVAIL when it is not the engine's).
+    pub fn listen_on(&self, addr: SocketAddr, backlog: u32, flags: ListenFlags) -> Result<Listener> {
+        use crate::ListenFamily;
+        let family = match addr.ip() {
+            IpAddr::V4(a) if a.is_unspecified() => ListenFamily::Ipv4,
+            IpAddr::V6(a) if a.is_unspecified() => match flags.family {
+                ListenFamily::Ipv6 => ListenFamily::Ipv6,
+                _ => ListenFamily::Both,
+            },
+            ip => ListenFamily::Addr(ip),
+        };
+        self.listen_with(addr.port(), backlog, ListenFlags { family, ..flags })
     }
 
     /// Listens on `port`, sharing it with other processes' listeners that

@@ -7,7 +7,7 @@ use outboard_board::layout::{header, status, tcp_info};
 use outboard_board::command::{Endpoint, KeepAlive, StreamOption};
 use outboard_board::proto::opt;
 use outboard_board::BoardCommand;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -129,15 +129,56 @@ impl Stream {
     }
 }
 
-/// The engine's place on its network, from the attach reply. Addresses are
-/// family-neutral (`IpAddr`); today's engines run IPv4 only, and
-/// [`EngineNet::serves`] says so for IPv6 destinations.
+/// The engine's place on its network, from the attach reply: its IPv4
+/// address, subnet and gateway, and its IPv6 when it runs IPv6 beside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineNet {
     pub addr: IpAddr,
     /// 0..=32 for an IPv4 engine (0..=128 for IPv6).
     pub prefix_len: u8,
     pub gateway: Option<IpAddr>,
+    /// `Some` when the engine runs IPv6 (dual-stack).
+    pub ipv6: Option<EngineNet6>,
+}
+
+/// A dual-stack engine's IPv6, as told at attach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineNet6 {
+    /// Its static address and prefix length (`--addr fd77::2/64`); `None`
+    /// when it has only its link-local address (and what SLAAC forms later).
+    pub addr: Option<(Ipv6Addr, u8)>,
+    /// Its static default router: IPv6 destinations off the prefix are
+    /// served only through it.
+    pub gateway: Option<Ipv6Addr>,
+}
+
+impl EngineNet6 {
+    /// Whether a connection or datagram to `dst` goes through the engine:
+    /// a unicast address on its prefix or link-local (fe80::/10, on every
+    /// link), or any other global unicast address when it has a default
+    /// router. Never `::`, loopback, multicast or IPv4-mapped (the caller
+    /// unwraps those to IPv4 first).
+    pub fn serves(&self, dst: Ipv6Addr) -> bool {
+        if dst.is_unspecified() || dst.is_loopback() || dst.is_multicast() || dst.to_ipv4_mapped().is_some() {
+            return false;
+        }
+        if dst.segments()[0] & 0xffc0 == 0xfe80 {
+            return true;
+        }
+        let on_prefix = self.addr.is_some_and(|(a, p)| {
+            let m = match p.min(128) {
+                0 => 0,
+                p => u128::MAX << (128 - u32::from(p)),
+            };
+            u128::from(dst) & m == u128::from(a) & m
+        });
+        on_prefix || self.gateway.is_some()
+    }
+
+    /// Whether `a` is the engine's static IPv6 address.
+    pub fn is_local(&self, a: Ipv6Addr) -> bool {
+        self.addr.is_some_and(|(x, _)| x == a)
+    }
 }
 
 impl EngineNet {
@@ -171,10 +212,15 @@ impl EngineNet {
     /// address when it has a gateway. Never 0.0.0.0, broadcast (limited,
     /// or the subnet's own), loopback or multicast; never a link-local
     /// address off the subnet (RFC 3927 §2.6.2: routers do not forward them).
-    /// IPv6 destinations: never, until the engine runs IPv6 (an
-    /// IPv4-mapped one is for the caller to unwrap first).
+    /// IPv6 destinations: as [`EngineNet6::serves`] when the engine runs
+    /// IPv6, never otherwise (an IPv4-mapped one is for the caller to
+    /// unwrap first).
     pub fn serves(&self, dst: impl Into<IpAddr>) -> bool {
-        let (IpAddr::V4(dst), IpAddr::V4(_)) = (dst.into(), self.addr) else { return false };
+        let dst = dst.into();
+        if let IpAddr::V6(d) = dst {
+            return self.ipv6.is_some_and(|n| n.serves(d));
+        }
+        let (IpAddr::V4(dst), IpAddr::V4(_)) = (dst, self.addr) else { return false };
         if dst.is_unspecified() || dst.is_broadcast() || dst.is_loopback() || dst.is_multicast() {
             return false;
         }
@@ -193,7 +239,7 @@ impl Board {
     /// The engine's address, subnet and gateway: which destinations it serves.
     pub fn engine_net(&self) -> EngineNet {
         let i = self.inner.borrow();
-        EngineNet { addr: i.engine_addr, prefix_len: i.net_prefix, gateway: i.net_gateway }
+        EngineNet { addr: i.engine_addr, prefix_len: i.net_prefix, gateway: i.net_gateway, ipv6: i.net6 }
     }
 
     /// Adds `n` to the application counter `slot` (`app_counter::*`; slots
@@ -218,7 +264,12 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn net(prefix_len: u8, gateway: Option<[u8; 4]>) -> EngineNet {
-        EngineNet { addr: Ipv4Addr::new(10, 0, 0, 1).into(), prefix_len, gateway: gateway.map(|g| Ipv4Addr::from(g).into()) }
+        EngineNet {
+            addr: Ipv4Addr::new(10, 0, 0, 1).into(),
+            prefix_len,
+            gateway: gateway.map(|g| Ipv4Addr::from(g).into()),
+            ipv6: None,
+        }
     }
 
     #[test]
@@ -247,7 +298,7 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_destinations_are_not_served_until_the_engine_runs_ipv6() {
+    fn ipv6_destinations_are_not_served_by_an_engine_without_ipv6() {
         let g = net(0, Some([10, 0, 0, 254]));
         for v6 in ["2001:db8::1", "::ffff:10.0.0.2", "::1", "fe80::1"] {
             let d: std::net::Ipv6Addr = v6.parse().unwrap();
@@ -258,11 +309,30 @@ mod tests {
         // Family-neutral callers pass `IpAddr`; IPv4 ones still pass `Ipv4Addr`.
         assert!(g.serves(IpAddr::V4(Ipv4Addr::new(8, 8, 8, 8))));
         // An IPv6 engine's subnet (for when it runs IPv6): on-link by prefix.
-        let v6 = EngineNet { addr: "2001:db8::1".parse::<IpAddr>().unwrap(), prefix_len: 64, gateway: None };
+        let v6 = EngineNet { addr: "2001:db8::1".parse::<IpAddr>().unwrap(), prefix_len: 64, gateway: None, ipv6: None };
         assert!(v6.on_link("2001:db8::2".parse::<IpAddr>().unwrap()));
         assert!(!v6.on_link("2001:db9::2".parse::<IpAddr>().unwrap()));
         assert!(!v6.on_link(Ipv4Addr::new(10, 0, 0, 1)));
         assert!(!v6.serves(Ipv4Addr::new(10, 0, 0, 1)), "an IPv6 engine does not serve IPv4");
+    }
+
+    #[test]
+    fn a_dual_stack_engine_serves_its_prefix_link_local_and_through_its_router_the_rest() {
+        let ip6 = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+        let mut n = net(24, None);
+        n.ipv6 = Some(EngineNet6 { addr: Some((ip6("fd77::2"), 64)), gateway: None });
+        assert!(n.serves(ip6("fd77::1")));
+        assert!(n.serves(IpAddr::V6(ip6("fd77::1"))));
+        assert!(n.serves(ip6("fe80::1")), "link-local is on every link");
+        assert!(!n.serves(ip6("2001:db8::1")), "off the prefix, no router");
+        for never in ["::", "::1", "ff02::1", "::ffff:10.0.0.2"] {
+            assert!(!n.serves(ip6(never)), "{never}");
+        }
+        assert!(n.serves(Ipv4Addr::new(10, 0, 0, 2)), "IPv4 as before");
+        n.ipv6 = Some(EngineNet6 { addr: Some((ip6("fd77::2"), 64)), gateway: Some(ip6("fe80::1")) });
+        assert!(n.serves(ip6("2001:db8::1")));
+        let v6 = n.ipv6.unwrap();
+        assert!(v6.is_local(ip6("fd77::2")) && !v6.is_local(ip6("fd77::1")));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Readiness, Ready};
 pub use info::*;
 pub use listener::Listener;
-pub use outboard_board::command::ListenFlags;
+pub use outboard_board::command::{ListenFamily, ListenFlags};
 pub use stream::Stream;
 
 /// The endpoint id of a listener, stream or datagram socket (its slot in the board).

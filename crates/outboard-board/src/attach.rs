@@ -92,11 +92,28 @@ pub struct AttachReply {
     /// The engine's default gateway (`FAMILY_NONE` = none): destinations
     /// off the subnet are served only through it.
     pub gateway: NetAddr,
+    /// `ipv6::*` bits: whether the engine runs IPv6 beside IPv4.
+    pub ipv6_flags: u8,
+    /// The prefix of `engine_addr6`.
+    pub prefix_len6: u8,
+    pub _pad6: [u8; 6],
+    /// The engine's static IPv6 address (`FAMILY_NONE` when it has only its
+    /// link-local one, or no IPv6).
+    pub engine_addr6: NetAddr,
+    /// The engine's static IPv6 default router (`FAMILY_NONE` = none):
+    /// IPv6 destinations off its prefix are served only through it.
+    pub gateway6: NetAddr,
 }
-const _: () = assert!(std::mem::size_of::<AttachReply>() == 112);
+const _: () = assert!(std::mem::size_of::<AttachReply>() == 168);
 const _: () = assert!(std::mem::offset_of!(AttachReply, version) == 56);
 // SAFETY: repr(C), integers and NetAddr (itself Pod) only, no padding.
 unsafe impl Pod for AttachReply {}
+
+/// Bits of `AttachReply::ipv6_flags`.
+pub mod ipv6 {
+    /// The engine runs IPv6 (its link-local address at least).
+    pub const ON: u8 = 1;
+}
 
 /// Bytes of a reply that every layout version shares (through `params`).
 pub const REPLY_COMMON_BYTES: usize = 56;
@@ -223,6 +240,11 @@ mod tests {
             _pad: [0; 3],
             engine_addr: NetAddr::from(std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 0)),
             gateway: NetAddr::from(std::net::SocketAddrV4::new([10, 0, 0, 254].into(), 0)),
+            ipv6_flags: ipv6::ON,
+            prefix_len6: 64,
+            _pad6: [0; 6],
+            engine_addr6: NetAddr::from("[fd77::2]:0".parse::<std::net::SocketAddr>().unwrap()),
+            gateway6: NetAddr::NONE,
         };
         send_record(&a, &r, &[]).unwrap();
         let (got, fds) = recv_record::<AttachReply>(&b).unwrap();

@@ -60,14 +60,58 @@ pub enum StreamOption {
 pub struct ListenFlags {
     pub reuseport: bool,
     pub on_demand: bool,
+    /// Which connections it takes by their local address.
+    pub family: ListenFamily,
+}
+
+/// Which local addresses a listener takes connections on, as Linux's socket
+/// families do: an AF_INET6 socket on `::` takes both families (IPV6_V6ONLY
+/// off, Linux's default), with V6ONLY only IPv6; an AF_INET socket only
+/// IPv4; a socket bound to one address only that address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListenFamily {
+    /// IPv4 and IPv6 (a dual-stack `::` listener; the engine's own services).
+    #[default]
+    Both,
+    /// IPv4 only (an AF_INET socket on 0.0.0.0).
+    Ipv4,
+    /// IPv6 only (an AF_INET6 socket on `::` with IPV6_V6ONLY).
+    Ipv6,
+    /// Connections to this one local address only.
+    Addr(std::net::IpAddr),
 }
 
 impl ListenFlags {
-    fn decode(bits: u32) -> ListenFlags {
-        ListenFlags { reuseport: bits & listen::REUSEPORT != 0, on_demand: bits & listen::ON_DEMAND != 0 }
+    /// The flags, and the bound address from words c, d and e when `listen::ADDR` is set.
+    fn decode(c: &Command) -> Result<ListenFlags, CommandViolation> {
+        let bits = c.flags;
+        let family = match (bits & listen::ADDR != 0, bits & listen::IPV4_ONLY != 0, bits & listen::IPV6_ONLY != 0) {
+            (true, _, _) => ListenFamily::Addr(
+                NetAddr::from_words([c.c, c.d, c.e])
+                    .to_socket_addr()
+                    .map_err(|e| CommandViolation::BadAddress("listen", e))?
+                    .ip(),
+            ),
+            (false, true, true) => return Err(CommandViolation::BadField("listen family")),
+            (false, true, false) => ListenFamily::Ipv4,
+            (false, false, true) => ListenFamily::Ipv6,
+            (false, false, false) => ListenFamily::Both,
+        };
+        Ok(ListenFlags { reuseport: bits & listen::REUSEPORT != 0, on_demand: bits & listen::ON_DEMAND != 0, family })
     }
-    fn encode(self) -> u32 {
-        (if self.reuseport { listen::REUSEPORT } else { 0 }) | if self.on_demand { listen::ON_DEMAND } else { 0 }
+    fn encode(self, c: &mut Command) {
+        let family = match self.family {
+            ListenFamily::Both => 0,
+            ListenFamily::Ipv4 => listen::IPV4_ONLY,
+            ListenFamily::Ipv6 => listen::IPV6_ONLY,
+            ListenFamily::Addr(a) => {
+                [c.c, c.d, c.e] = NetAddr::from(SocketAddr::new(a, 0)).to_words();
+                listen::ADDR
+            }
+        };
+        c.flags = family
+            | (if self.reuseport { listen::REUSEPORT } else { 0 })
+            | if self.on_demand { listen::ON_DEMAND } else { 0 };
     }
 }
 
@@ -161,20 +205,20 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             sync: sync()?,
             port: u16::try_from(c.a).ok().filter(|p| *p != 0),
             backlog: c.b.clamp(1, 4096) as u32,
-            flags: ListenFlags::decode(c.flags),
+            flags: ListenFlags::decode(c)?,
         },
         op::INHERIT => BoardCommand::Inherit {
             sync: sync()?,
             key: c.a,
             ep: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("inherited endpoint"))?,
-            flags: ListenFlags::decode(c.flags),
+            flags: ListenFlags::decode(c)?,
         },
         op::ACCEPT_ON => BoardCommand::AcceptOn { ep: ep("accept on")? },
         op::SHADOW_LISTEN => BoardCommand::ShadowListen {
             ep: ep("shadow listen")?,
             port: u16::try_from(c.a).ok().filter(|p| *p != 0).ok_or(CommandViolation::BadField("shadow listen port"))?,
             backlog: c.b.clamp(1, 4096) as u32,
-            flags: ListenFlags::decode(c.flags),
+            flags: ListenFlags::decode(c)?,
         },
         op::RELEASE => BoardCommand::Release { ep: ep("release")? },
         op::ADOPT => BoardCommand::Adopt {
@@ -188,7 +232,7 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             ep: ep("shadow inherit")?,
             key: c.a,
             parent: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("inherited endpoint"))?,
-            flags: ListenFlags::decode(c.flags),
+            flags: ListenFlags::decode(c)?,
         },
         op::CONNECT => BoardCommand::Connect {
             sync: sync()?,
@@ -259,14 +303,16 @@ impl BoardCommand {
                 c.sync = sync.0;
                 c.a = u64::from(port.unwrap_or(0));
                 c.b = u64::from(backlog);
-                c.flags = flags.encode();
+                flags.encode(&mut c);
             }
             BoardCommand::Inherit { sync, key, ep, flags } => {
-                (c.op, c.sync, c.a, c.b, c.flags) = (op::INHERIT, sync.0, key, u64::from(ep), flags.encode());
+                (c.op, c.sync, c.a, c.b) = (op::INHERIT, sync.0, key, u64::from(ep));
+                flags.encode(&mut c);
             }
             BoardCommand::AcceptOn { ep } => (c.op, c.endpoint) = (op::ACCEPT_ON, ep.0),
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {
-                (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_LISTEN, ep.0, u64::from(port), u64::from(backlog), flags.encode());
+                (c.op, c.endpoint, c.a, c.b) = (op::SHADOW_LISTEN, ep.0, u64::from(port), u64::from(backlog));
+                flags.encode(&mut c);
             }
             BoardCommand::Release { ep } => (c.op, c.endpoint) = (op::RELEASE, ep.0),
             BoardCommand::Adopt { sync, key, ep, shard } => {
@@ -274,7 +320,8 @@ impl BoardCommand {
             }
             BoardCommand::ChildOf { key } => (c.op, c.a) = (op::CHILD_OF, key),
             BoardCommand::ShadowInherit { ep, key, parent, flags } => {
-                (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent), flags.encode());
+                (c.op, c.endpoint, c.a, c.b) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent));
+                flags.encode(&mut c);
             }
             BoardCommand::Connect { sync, to, mss } => {
                 c.op = op::CONNECT;

@@ -40,7 +40,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// 4: CONNECT carries an MSS (TCP_MAXSEG before connect); SET_OPTION takes
 /// CORK, USER_TIMEOUT and CONGESTION; `tcp_info::CC` says a stream's
 /// congestion control (a version-3 engine would ignore them silently).
-pub const VERSION: u32 = 4;
+/// 5: the attach reply carries the engine's IPv6 facts (on or off, static
+/// address and prefix, default router); LISTEN's flags say which family or
+/// address a listener takes (`listen::IPV4_ONLY`, `IPV6_ONLY`, `ADDR`).
+pub const VERSION: u32 = 5;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.

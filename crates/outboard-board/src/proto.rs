@@ -114,7 +114,15 @@ pub mod listen {
     /// (a process holding a shared listener it never accepts on, such as
     /// nginx's master, is given none).
     pub const ON_DEMAND: u32 = 2;
-    pub const ALL: u32 = REUSEPORT | ON_DEMAND;
+    /// An AF_INET listener: IPv4 connections only.
+    pub const IPV4_ONLY: u32 = 4;
+    /// An AF_INET6 listener with IPV6_V6ONLY: IPv6 connections only
+    /// (neither family bit: both, as a dual-stack `::` socket).
+    pub const IPV6_ONLY: u32 = 8;
+    /// Bound to one local address, in words c, d and e (a `NetAddr`, port
+    /// ignored): connections to that address only.
+    pub const ADDR: u32 = 16;
+    pub const ALL: u32 = REUSEPORT | ON_DEMAND | IPV4_ONLY | IPV6_ONLY | ADDR;
 }
 
 /// Options for `op::SET_OPTION`.

@@ -195,6 +195,24 @@ pub unsafe extern "C" fn ob_engine_address(board: *const ob_board_t, out: *mut o
     })
 }
 
+/// The engine's static IPv6 address into `*out` (port 0) and its prefix
+/// length into `*prefix_len` (may be NULL). Returns 0, or -1 with errno:
+/// EINVAL for NULL, EAFNOSUPPORT when the engine runs no IPv6,
+/// EADDRNOTAVAIL when it runs IPv6 with no static address (link-local and
+/// autoconfigured addresses only).
+#[no_mangle]
+pub unsafe extern "C" fn ob_engine_address6(board: *const ob_board_t, out: *mut ob_addr_t, prefix_len: *mut u8) -> c_int {
+    ffi(-1, || {
+        let net = handle_ref(board)?.board.engine_net();
+        let out = out.as_mut().ok_or(EINVAL)?;
+        let v6 = net.ipv6.ok_or(Errno(libc::EAFNOSUPPORT))?;
+        let (a, p) = v6.addr.ok_or(Errno(libc::EADDRNOTAVAIL))?;
+        out.clone_from(&ip_to_c(a.into()));
+        crate::put_opt(prefix_len, p);
+        Ok(0)
+    })
+}
+
 /// Copies the board's copy counters into `*out`. Returns 0 or -1 (EINVAL).
 #[no_mangle]
 pub unsafe extern "C" fn ob_board_copy_counters(board: *const ob_board_t, out: *mut ob_copy_counters_t) -> c_int {
@@ -230,6 +248,22 @@ pub unsafe extern "C" fn ob_listen_with(board: *mut ob_board_t, port: u16, backl
     ffi(ptr::null_mut(), || {
         let flags = crate::listener::listen_flags(flags)?;
         let listener = handle(board)?.board.listen_with(port, backlog, flags)?;
+        Ok(Box::into_raw(Box::new(ob_listener_t { listener })))
+    })
+}
+
+/// Listens on `*addr` as a Linux socket bound to it: `0.0.0.0` takes IPv4
+/// connections only, `[::]` both families (only IPv6 with
+/// `OB_LISTEN_IPV6_ONLY`), any other address only connections to it.
+/// `flags` as for `ob_listen_with`. Returns NULL with errno on failure
+/// (EINVAL, EAFNOSUPPORT for IPv6 on an engine without it, EADDRNOTAVAIL
+/// for an address not the engine's, EADDRINUSE, ENOBUFS, ESHUTDOWN).
+#[no_mangle]
+pub unsafe extern "C" fn ob_listen_addr(board: *mut ob_board_t, addr: *const ob_addr_t, backlog: u32, flags: u32) -> *mut ob_listener_t {
+    ffi(ptr::null_mut(), || {
+        let addr = crate::addr::addr_from_c(addr)?;
+        let flags = crate::listener::listen_flags(flags)?;
+        let listener = handle(board)?.board.listen_on(addr, backlog, flags)?;
         Ok(Box::into_raw(Box::new(ob_listener_t { listener })))
     })
 }

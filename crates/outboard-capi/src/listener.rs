@@ -2,7 +2,7 @@
 
 use crate::{ffi, free, handle, handle_ref, ob_stream_t, OB_NO_ENDPOINT};
 use libc::c_int;
-use outboard_api::{ListenFlags, Listener};
+use outboard_api::{ListenFamily, ListenFlags, Listener};
 use std::ptr;
 
 /// A listening TCP port on the engine's address (from `ob_listen`; free with
@@ -18,11 +18,27 @@ pub const OB_LISTEN_REUSEPORT: u32 = 1;
 /// `ob_listen_with` flag: no connections until `ob_listener_accept_on`.
 pub const OB_LISTEN_ON_DEMAND: u32 = 2;
 
+/// `ob_listen_with` flag: IPv4 connections only (an AF_INET socket).
+/// Without either family flag a listener takes both families.
+pub const OB_LISTEN_IPV4_ONLY: u32 = 4;
+/// `ob_listen_with` / `ob_listen_addr` flag: IPv6 connections only (an
+/// AF_INET6 socket with IPV6_V6ONLY).
+pub const OB_LISTEN_IPV6_ONLY: u32 = 8;
+
 pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
-    if bits & !(OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND) != 0 {
+    let all = OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND | OB_LISTEN_IPV4_ONLY | OB_LISTEN_IPV6_ONLY;
+    let both = OB_LISTEN_IPV4_ONLY | OB_LISTEN_IPV6_ONLY;
+    if bits & !all != 0 || bits & both == both {
         return Err(crate::EINVAL);
     }
-    Ok(ListenFlags { reuseport: bits & OB_LISTEN_REUSEPORT != 0, on_demand: bits & OB_LISTEN_ON_DEMAND != 0 })
+    let family = if bits & OB_LISTEN_IPV4_ONLY != 0 {
+        ListenFamily::Ipv4
+    } else if bits & OB_LISTEN_IPV6_ONLY != 0 {
+        ListenFamily::Ipv6
+    } else {
+        ListenFamily::Both
+    };
+    Ok(ListenFlags { reuseport: bits & OB_LISTEN_REUSEPORT != 0, on_demand: bits & OB_LISTEN_ON_DEMAND != 0, family })
 }
 
 /// A listener opened with `OB_LISTEN_ON_DEMAND` takes connections from now

@@ -499,6 +499,7 @@ impl Engine {
                     engine_addr: std::net::IpAddr::V4(set.addr),
                     prefix_len: set.prefix_len,
                     gateway: set.gateway.map(std::net::IpAddr::V4),
+                    ipv6: set.ipv6.as_ref().map(|c| crate::host::Ipv6Facts { addr: c.addr, gateway: c.gateway }),
                     shards: n as u32,
                 };
                 let (server, inboxes) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())

@@ -1,31 +1,37 @@
 //! Socket addresses between C and Rust, checked: a short or foreign address
 //! is an error, never a read past what the program gave.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-/// An address the API gave (family-neutral) as the shim's IPv4 form: IPv4,
-/// or IPv4-mapped IPv6; `None` for any other IPv6 address (the engine
-/// serves the shim's sockets over IPv4 only, so none arrives today).
-pub fn v4_of(a: SocketAddr) -> Option<SocketAddrV4> {
+/// An address as the engine sees it: an IPv4-mapped IPv6 address (what a
+/// dual-stack AF_INET6 socket passes for an IPv4 peer) is IPv4; other IPv6
+/// addresses, `::` included, stay IPv6.
+pub fn unmap(a: SocketAddr) -> SocketAddr {
     match a {
-        SocketAddr::V4(v4) => Some(v4),
-        SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map(|ip| SocketAddrV4::new(ip, v6.port())),
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(ip) => SocketAddr::V4(SocketAddrV4::new(ip, v6.port())),
+            None => a,
+        },
+        v4 => v4,
     }
 }
 
-/// A stream's address as the shim shows it: `v4_of`, or `0.0.0.0` with the
-/// port for an address it cannot show as IPv4.
-pub fn v4_or_unspecified(a: SocketAddr) -> SocketAddrV4 {
-    v4_of(a).unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, a.port()))
+/// The unspecified address of a socket's family (`::` for AF_INET6).
+pub fn unspecified(v6: bool, port: u16) -> SocketAddr {
+    if v6 {
+        SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port)
+    } else {
+        SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port)
+    }
 }
 
-/// Reads an AF_INET address (or an IPv4-mapped AF_INET6 one, as dual-stack
-/// programs pass). `Err(errno)` for a bad pointer or length; `Ok(None)` for
-/// another family (the kernel's business).
+/// Reads an AF_INET or AF_INET6 address ([`unmap`]ped: IPv4-mapped ones as
+/// IPv4). `Err(errno)` for a bad pointer or length; `Ok(None)` for another
+/// family (the kernel's business).
 ///
 /// # Safety
 /// `addr` must point to `len` readable bytes (or be null).
-pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Result<Option<SocketAddrV4>, i32> {
+pub unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: libc::socklen_t) -> Result<Option<SocketAddr>, i32> {
     if addr.is_null() {
         return Err(libc::EFAULT);
     }
@@ -41,7 +47,7 @@ pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Resu
             }
             // SAFETY: len covers a sockaddr_in.
             let sin = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in>()) };
-            Ok(Some(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port))))
+            Ok(Some(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)), u16::from_be(sin.sin_port)))))
         }
         libc::AF_INET6 => {
             if (len as usize) < std::mem::size_of::<libc::sockaddr_in6>() {
@@ -49,14 +55,9 @@ pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Resu
             }
             // SAFETY: len covers a sockaddr_in6.
             let sin6 = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in6>()) };
-            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            let port = u16::from_be(sin6.sin6_port);
-            // `::` (a dual-stack wildcard) and IPv4-mapped addresses are IPv4
-            // to the engine; other IPv6 addresses are the kernel's.
-            if ip.is_unspecified() {
-                return Ok(Some(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)));
-            }
-            Ok(ip.to_ipv4_mapped().map(|v4| SocketAddrV4::new(v4, port)))
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            let a = SocketAddrV6::new(ip, u16::from_be(sin6.sin6_port), 0, sin6.sin6_scope_id);
+            Ok(Some(unmap(SocketAddr::V6(a))))
         }
         _ => Ok(None),
     }
@@ -65,7 +66,7 @@ pub unsafe fn read_v4(addr: *const libc::sockaddr, len: libc::socklen_t) -> Resu
 /// True for `AF_UNSPEC` (connect's "dissolve the association").
 ///
 /// # Safety
-/// As `read_v4`.
+/// As `read_sockaddr`.
 pub unsafe fn is_unspec(addr: *const libc::sockaddr, len: libc::socklen_t) -> bool {
     if addr.is_null() || (len as usize) < std::mem::size_of::<libc::sa_family_t>() {
         return false;
@@ -74,61 +75,66 @@ pub unsafe fn is_unspec(addr: *const libc::sockaddr, len: libc::socklen_t) -> bo
     i32::from(unsafe { std::ptr::read_unaligned(addr.cast::<libc::sa_family_t>()) }) == libc::AF_UNSPEC
 }
 
-/// Writes `a` as a sockaddr_in the way the kernel does: truncated to the
-/// buffer's size, `*len` set to the full size. Null pointers write nothing.
+/// Writes `a` as the kernel does for the socket's family (the thread's
+/// [`with_family`]): a sockaddr_in for AF_INET; for AF_INET6 a
+/// sockaddr_in6, IPv4 addresses IPv4-mapped (`::` for 0.0.0.0). Truncated
+/// to the buffer's size, `*len` set to the full size. Null pointers write
+/// nothing.
 ///
 /// # Safety
 /// `addr` must point to `*len` writable bytes; `len` must be valid (or both null).
-pub unsafe fn write_v4(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
+pub unsafe fn write_sockaddr(a: SocketAddr, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
     if addr.is_null() || len.is_null() {
         return;
     }
-    if crate::addr::V6_CONTEXT.with(|c| c.get()) {
-        // SAFETY: forwarded contract.
-        return unsafe { write_v6(a, addr, len) };
-    }
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: a.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
-        sin_zero: [0; 8],
-    };
-    let full = std::mem::size_of::<libc::sockaddr_in>();
-    // SAFETY: `len` is valid per the contract.
-    let room = unsafe { *len } as usize;
-    let n = room.min(full);
-    // SAFETY: copies n ≤ room bytes into the caller's buffer.
-    unsafe {
-        std::ptr::copy_nonoverlapping((&sin as *const libc::sockaddr_in).cast::<u8>(), addr.cast::<u8>(), n);
-        *len = full as libc::socklen_t;
+    let v6 = V6_CONTEXT.with(|c| c.get());
+    match (a, v6) {
+        (SocketAddr::V4(a), false) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: forwarded contract.
+            unsafe { copy_out(&sin, addr, len) }
+        }
+        (a, _) => {
+            let (ip, port, scope) = match a {
+                SocketAddr::V4(v4) if v4.ip().is_unspecified() => (Ipv6Addr::UNSPECIFIED, v4.port(), 0),
+                SocketAddr::V4(v4) => (v4.ip().to_ipv6_mapped(), v4.port(), 0),
+                SocketAddr::V6(v6) => (*v6.ip(), v6.port(), v6.scope_id()),
+            };
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: port.to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr { s6_addr: ip.octets() },
+                sin6_scope_id: scope,
+            };
+            // SAFETY: forwarded contract.
+            unsafe { copy_out(&sin6, addr, len) }
+        }
     }
 }
 
 thread_local! {
-    /// Set while an IPv6 socket's address is written back (dual-stack sockets see IPv4-mapped addresses).
+    /// Set while an AF_INET6 socket's address is written back.
     pub static V6_CONTEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Writes `a` for a dual-stack AF_INET6 socket: `::` for 0.0.0.0, else `::ffff:a.b.c.d`.
+/// Copies `v` into the caller's buffer, truncated to `*len`, and sets `*len` to its full size.
 ///
 /// # Safety
-/// As `write_v4`.
-pub unsafe fn write_v6(a: SocketAddrV4, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
-    let ip = if a.ip().is_unspecified() { std::net::Ipv6Addr::UNSPECIFIED } else { a.ip().to_ipv6_mapped() };
-    let sin6 = libc::sockaddr_in6 {
-        sin6_family: libc::AF_INET6 as libc::sa_family_t,
-        sin6_port: a.port().to_be(),
-        sin6_flowinfo: 0,
-        sin6_addr: libc::in6_addr { s6_addr: ip.octets() },
-        sin6_scope_id: 0,
-    };
-    let full = std::mem::size_of::<libc::sockaddr_in6>();
+/// As `write_sockaddr`, both pointers non-null.
+unsafe fn copy_out<T>(v: &T, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) {
+    let full = std::mem::size_of::<T>();
     // SAFETY: `len` is valid per the contract.
     let room = unsafe { *len } as usize;
     let n = room.min(full);
     // SAFETY: copies n ≤ room bytes into the caller's buffer.
     unsafe {
-        std::ptr::copy_nonoverlapping((&sin6 as *const libc::sockaddr_in6).cast::<u8>(), addr.cast::<u8>(), n);
+        std::ptr::copy_nonoverlapping((v as *const T).cast::<u8>(), addr.cast::<u8>(), n);
         *len = full as libc::socklen_t;
     }
 }
@@ -145,35 +151,61 @@ pub fn with_family<T>(v6: bool, f: impl FnOnce() -> T) -> T {
 mod tests {
     use super::*;
 
-    #[test]
-    fn api_addresses_show_as_before() {
-        let v4: SocketAddr = "10.0.0.2:80".parse().unwrap();
-        assert_eq!(v4_of(v4), Some("10.0.0.2:80".parse().unwrap()));
-        let mapped: SocketAddr = "[::ffff:10.0.0.2]:80".parse().unwrap();
-        assert_eq!(v4_of(mapped), Some("10.0.0.2:80".parse().unwrap()));
-        let v6: SocketAddr = "[2001:db8::2]:80".parse().unwrap();
-        assert_eq!(v4_of(v6), None);
-        assert_eq!(v4_or_unspecified(v6), "0.0.0.0:80".parse().unwrap());
-        assert_eq!(v4_or_unspecified(v4), "10.0.0.2:80".parse().unwrap());
+    fn read(a: &libc::sockaddr_in6) -> Option<SocketAddr> {
+        let len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        unsafe { read_sockaddr((a as *const libc::sockaddr_in6).cast(), len) }.unwrap()
+    }
+
+    fn sin6(ip: &str, port: u16) -> libc::sockaddr_in6 {
+        let mut s: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        s.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        s.sin6_port = port.to_be();
+        s.sin6_addr.s6_addr = ip.parse::<Ipv6Addr>().unwrap().octets();
+        s
     }
 
     #[test]
-    fn getsockname_forms_are_unchanged_for_both_socket_families() {
-        let a: SocketAddrV4 = "10.0.0.1:7000".parse().unwrap();
-        // AF_INET: a sockaddr_in.
-        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        unsafe { write_v4(a, (&mut sin as *mut libc::sockaddr_in).cast(), &mut len) };
-        assert_eq!(i32::from(sin.sin_family), libc::AF_INET);
-        assert_eq!((u32::from_be(sin.sin_addr.s_addr), u16::from_be(sin.sin_port)), (0x0a00_0001, 7000));
-        // A dual-stack AF_INET6 socket: IPv4-mapped, and `::` for 0.0.0.0.
-        for (a, want) in [(a, "::ffff:10.0.0.1"), ("0.0.0.0:7000".parse().unwrap(), "::")] {
-            let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
-            with_family(true, || unsafe { write_v4(a, (&mut sin6 as *mut libc::sockaddr_in6).cast(), &mut len) });
-            assert_eq!(i32::from(sin6.sin6_family), libc::AF_INET6);
-            assert_eq!(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr), want.parse::<std::net::Ipv6Addr>().unwrap());
-            assert_eq!(u16::from_be(sin6.sin6_port), 7000);
+    fn ipv6_addresses_are_read_as_ipv6_and_mapped_ones_as_ipv4() {
+        assert_eq!(read(&sin6("fd77::2", 80)), Some("[fd77::2]:80".parse().unwrap()));
+        assert_eq!(read(&sin6("::", 80)), Some("[::]:80".parse().unwrap()));
+        assert_eq!(read(&sin6("::ffff:10.0.0.2", 80)), Some("10.0.0.2:80".parse().unwrap()));
+        // A short sockaddr_in6 is EINVAL, never a read past it.
+        let s = sin6("fd77::2", 80);
+        let r = unsafe { read_sockaddr((&s as *const libc::sockaddr_in6).cast(), 16) };
+        assert_eq!(r, Err(libc::EINVAL));
+    }
+
+    fn written(a: SocketAddr, v6: bool) -> (i32, SocketAddr) {
+        let mut buf: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        with_family(v6, || unsafe { write_sockaddr(a, (&mut buf as *mut libc::sockaddr_in6).cast(), &mut len) });
+        let fam = i32::from(buf.sin6_family);
+        if fam == libc::AF_INET {
+            let sin: libc::sockaddr_in = unsafe { std::ptr::read_unaligned((&buf as *const libc::sockaddr_in6).cast()) };
+            assert_eq!(len as usize, std::mem::size_of::<libc::sockaddr_in>());
+            (fam, SocketAddr::new(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into(), u16::from_be(sin.sin_port)))
+        } else {
+            assert_eq!(len as usize, std::mem::size_of::<libc::sockaddr_in6>());
+            (fam, SocketAddr::new(Ipv6Addr::from(buf.sin6_addr.s6_addr).into(), u16::from_be(buf.sin6_port)))
         }
+    }
+
+    #[test]
+    fn addresses_are_written_in_the_sockets_family() {
+        let v4: SocketAddr = "10.0.0.1:7000".parse().unwrap();
+        assert_eq!(written(v4, false), (libc::AF_INET, v4));
+        // AF_INET6: IPv4 peers IPv4-mapped, `::` for 0.0.0.0, IPv6 as it is.
+        assert_eq!(written(v4, true), (libc::AF_INET6, "[::ffff:10.0.0.1]:7000".parse().unwrap()));
+        assert_eq!(written("0.0.0.0:7000".parse().unwrap(), true), (libc::AF_INET6, "[::]:7000".parse().unwrap()));
+        let v6: SocketAddr = "[fd77::1]:443".parse().unwrap();
+        assert_eq!(written(v6, true), (libc::AF_INET6, v6));
+    }
+
+    #[test]
+    fn unmap_and_unspecified() {
+        assert_eq!(unmap("[::ffff:1.2.3.4]:5".parse().unwrap()), "1.2.3.4:5".parse().unwrap());
+        assert_eq!(unmap("[fd77::1]:5".parse().unwrap()), "[fd77::1]:5".parse::<SocketAddr>().unwrap());
+        assert_eq!(unspecified(true, 9), "[::]:9".parse().unwrap());
+        assert_eq!(unspecified(false, 9), "0.0.0.0:9".parse().unwrap());
     }
 }

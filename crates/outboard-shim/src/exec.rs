@@ -29,7 +29,7 @@ use crate::state::{count, lock, set_mark, Count, Reentry, MARK_SOCK, MAX_FDS};
 use libc::{c_char, c_int};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
-use std::net::{Ipv4Addr, SocketAddrV4};
+
 use std::rc::Rc;
 
 /// The environment variable naming the memfd with the table.
@@ -234,14 +234,14 @@ pub fn restore(value: Option<&str>) {
         let mut sock = Sock::new(true, v6, nonblock);
         match e {
             Entry::Listener { key, ep, port, backlog, reuseport, .. } => {
-                let flags = outboard_api::ListenFlags { reuseport, on_demand: true };
+                let flags = outboard_api::ListenFlags { reuseport, on_demand: true, ..Default::default() };
                 match board.inherit_listener(key, ep, flags) {
                     Ok(l) => {
                         sock.kind = Kind::Listener(l);
                         sock.joined = true;
                         sock.backlog = backlog;
                         sock.opts.reuseport = reuseport;
-                        sock.bound = Some(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
+                        sock.bound = Some(crate::addr::unspecified(v6, port));
                         joined += 1;
                     }
                     Err(err) => {

@@ -15,7 +15,7 @@ use crate::real;
 use crate::sock::SResult;
 use crate::state::{in_shim, mark, Reentry, MARK_EPOLL, MARK_INTERNAL, MARK_SOCK};
 use libc::{c_int, c_uint, c_ulong, c_void, size_t, sockaddr, socklen_t, ssize_t};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -110,12 +110,12 @@ unsafe fn buf<'a>(p: *const c_void, n: size_t) -> Result<&'a [u8], i32> {
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
 }
 
-fn do_recv(fd: c_int, bufs: &mut [&mut [u8]], flags: c_int, from: &mut Option<SocketAddrV4>) -> SResult<usize> {
+fn do_recv(fd: c_int, bufs: &mut [&mut [u8]], flags: c_int, from: &mut Option<SocketAddr>) -> SResult<usize> {
     let _r = Reentry::enter();
     ops::recv(fd, bufs, flags, from)
 }
 
-fn do_send(fd: c_int, bufs: &[&[u8]], flags: c_int, to: Option<SocketAddrV4>) -> SResult<usize> {
+fn do_send(fd: c_int, bufs: &[&[u8]], flags: c_int, to: Option<SocketAddr>) -> SResult<usize> {
     let _r = Reentry::enter();
     ops::send(fd, bufs, flags, to)
 }
@@ -182,7 +182,7 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
     match r {
         Ok((nfd, peer, v6)) => {
             // SAFETY: the program's address buffer.
-            crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(peer, addr, len) });
+            crate::addr::with_family(v6, || unsafe { crate::addr::write_sockaddr(peer, addr, len) });
             nfd
         }
         Err(e) => {
@@ -258,7 +258,7 @@ unsafe fn name_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, peer:
                 return ret_int(Err(libc::EFAULT));
             }
             // SAFETY: the program's buffer.
-            crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, addr, len) });
+            crate::addr::with_family(v6, || unsafe { crate::addr::write_sockaddr(a, addr, len) });
             0
         }
         // Undecided: the placeholder answers.
@@ -438,7 +438,7 @@ pub unsafe extern "C" fn recvfrom(fd: c_int, b: *mut c_void, n: size_t, flags: c
             ops::is_v6(fd)
         };
         // SAFETY: the program's address buffer.
-        crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, addr, len) });
+        crate::addr::with_family(v6, || unsafe { crate::addr::write_sockaddr(a, addr, len) });
     }
     ret_len(r)
 }
@@ -498,7 +498,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
                     ops::is_v6(fd)
                 };
                 // SAFETY: the program's name buffer of msg_namelen bytes.
-                crate::addr::with_family(v6, || unsafe { crate::addr::write_v4(a, m.msg_name.cast(), &mut l) });
+                crate::addr::with_family(v6, || unsafe { crate::addr::write_sockaddr(a, m.msg_name.cast(), &mut l) });
                 m.msg_namelen = l;
             }
             _ => m.msg_namelen = 0,

@@ -8,9 +8,9 @@ use crate::poll::errno;
 use crate::sock::{errno_of, Kind, SResult, Sock};
 use crate::state::{self, count, lock, set_mark, Count, Guard, MARK_KERNEL, MARK_SOCK, MAX_FDS};
 use crate::wait::{self, Slept};
-use outboard_api::{Error, ListenFlags};
+use outboard_api::{Error, ListenFamily, ListenFlags};
 use std::cell::RefCell;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -161,7 +161,7 @@ fn advance<'a>(bufs: &'a mut [&mut [u8]], mut skip: usize) -> Vec<&'a mut [u8]> 
     out
 }
 
-pub fn recv(fd: RawFd, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddrV4>) -> SResult<usize> {
+pub fn recv(fd: RawFd, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddr>) -> SResult<usize> {
     const KNOWN: i32 = libc::MSG_PEEK | libc::MSG_DONTWAIT | libc::MSG_WAITALL | libc::MSG_TRUNC | libc::MSG_NOSIGNAL | libc::MSG_CMSG_CLOEXEC;
     if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
         crate::log::unsupported("recv", if flags & libc::MSG_OOB != 0 { "flag MSG_OOB" } else { "unknown flags" }, libc::EOPNOTSUPP);
@@ -195,7 +195,7 @@ fn s_is_stream(fd: RawFd) -> bool {
 
 /// Sends; a blocking stream sends everything (or until a signal, with a partial count).
 /// `Err(EPIPE)` means: raise SIGPIPE unless MSG_NOSIGNAL (the caller does it).
-pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> SResult<usize> {
+pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddr>) -> SResult<usize> {
     const KNOWN: i32 = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | libc::MSG_MORE | libc::MSG_EOR | libc::MSG_CONFIRM;
     if flags & libc::MSG_OOB != 0 || flags & !KNOWN != 0 {
         crate::log::unsupported("send", if flags & libc::MSG_OOB != 0 { "flag MSG_OOB" } else { "unknown flags" }, libc::EOPNOTSUPP);
@@ -254,7 +254,7 @@ pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddrV4>) -> 
     }
 }
 
-pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
+pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddr, bool)> {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(libc::EINVAL);
     }
@@ -290,7 +290,7 @@ pub fn accept(fd: RawFd, flags: i32) -> SResult<(RawFd, SocketAddrV4, bool)> {
             unsafe { crate::real::close(nfd) };
             return Some(Err(libc::EMFILE));
         }
-        let peer = crate::addr::v4_or_unspecified(stream.peer_addr());
+        let peer = crate::addr::unmap(stream.peer_addr());
         let mut ns = Sock::new(true, v6, flags & libc::SOCK_NONBLOCK != 0);
         ns.opts = opts;
         ns.opts.rcvtimeo = None;
@@ -313,7 +313,7 @@ pub enum Connect {
     Kernel,
 }
 
-pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
+pub fn connect(fd: RawFd, a: Option<SocketAddr>, unspec: bool) -> Connect {
     let started = {
         let mut st = lock();
         let Ok(s) = sock_of(&st, fd) else { return Connect::Kernel };
@@ -328,7 +328,9 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                     return Connect::Kernel;
                 };
                 let net = st.net();
-                let Some(net) = net.filter(|n| n.serves(*a.ip())) else {
+                // A family the socket cannot reach (IPv6 on AF_INET, IPv4 on
+                // an IPv6-only socket) is the kernel's to refuse as Linux does.
+                let Some(net) = net.filter(|n| fits_family(&sock, a) && n.serves(a.ip())) else {
                     drop(sock);
                     count(Count::KernelFallbackConnects);
                     to_kernel(&mut st, fd);
@@ -354,7 +356,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                     let port = sock.bound.map_or(0, |b| b.port());
                     match board.bind_udp(port) {
                         Ok(d) => {
-                            sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
+                            sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
                             sock.kind = Kind::Dgram(d);
                             sock.peer = Some(a);
                             sock.became_engine();
@@ -381,6 +383,9 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
                     return Connect::Engine(Ok(()));
                 }
                 let Some(a) = a else { return Connect::Engine(Err(libc::EAFNOSUPPORT)) };
+                if !fits_family(&sock, a) {
+                    return Connect::Engine(Err(if sock.v6 { libc::ENETUNREACH } else { libc::EAFNOSUPPORT }));
+                }
                 sock.peer = Some(a);
                 return Connect::Engine(Ok(()));
             }
@@ -407,7 +412,7 @@ pub fn connect(fd: RawFd, a: Option<SocketAddrV4>, unspec: bool) -> Connect {
 }
 
 /// `Ok(true)`: the engine took it; `Ok(false)`: the kernel should bind.
-pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
+pub fn bind(fd: RawFd, a: Option<SocketAddr>) -> SResult<bool> {
     let mut st = lock();
     let s = sock_of(&st, fd)?;
     let mut sock = s.borrow_mut();
@@ -421,7 +426,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
         to_kernel(&mut st, fd);
         return Ok(false);
     };
-    let local = !(sock.v6 && sock.opts.v6only) && st.net().is_some_and(|n| state::is_local(&n, *a.ip()));
+    let local = fits_family(&sock, a) && st.net().is_some_and(|n| state::is_local(&n, a.ip(), sock.opts.v6only));
     // Port 0 for a stream: the kernel picks ports for listeners (the engine listens on given ports).
     if !local || (sock.stream && a.port() == 0) {
         drop(sock);
@@ -450,7 +455,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddrV4>) -> SResult<bool> {
     let board = st.board().expect("net() attached");
     match board.bind_udp(a.port()) {
         Ok(d) => {
-            sock.bound = Some(SocketAddrV4::new(*a.ip(), d.local_port()));
+            sock.bound = Some(SocketAddr::new(a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
             sock.became_engine();
@@ -500,8 +505,18 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
 
 /// How the shim listens: on demand (connections only once the process
 /// accepts: see `Sock::want_accepts`), sharing the port if SO_REUSEPORT.
+/// Its family as Linux's: an AF_INET6 socket on `::` takes both families
+/// (IPv4 peers shown IPv4-mapped) unless IPV6_V6ONLY; 0.0.0.0 only IPv4;
+/// one address only connections to it.
 pub fn listen_flags(sock: &Sock) -> ListenFlags {
-    ListenFlags { reuseport: sock.opts.reuseport, on_demand: true }
+    let family = match sock.bound.map(|b| b.ip()) {
+        Some(std::net::IpAddr::V6(a)) if a.is_unspecified() && sock.opts.v6only => ListenFamily::Ipv6,
+        Some(std::net::IpAddr::V6(a)) if a.is_unspecified() => ListenFamily::Both,
+        Some(std::net::IpAddr::V4(a)) if a.is_unspecified() => ListenFamily::Ipv4,
+        Some(ip) => ListenFamily::Addr(ip),
+        None => ListenFamily::Ipv4,
+    };
+    ListenFlags { reuseport: sock.opts.reuseport, on_demand: true, family }
 }
 
 pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
@@ -531,7 +546,7 @@ pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
     Ok(())
 }
 
-pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> {
+pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddr, bool)>> {
     let st = lock();
     let s = sock_of(&st, fd)?;
     let mut sock = s.borrow_mut();
@@ -539,18 +554,20 @@ pub fn sockname(fd: RawFd, peer: bool) -> SResult<Option<(SocketAddrV4, bool)>> 
     let r = match (&sock.kind, peer) {
         (Kind::Undecided, _) => return Ok(None),
         (Kind::Inherited | Kind::InheritedStream { .. }, _) => return Err(inherited(if peer { "getpeername" } else { "getsockname" })),
-        (Kind::Stream(x), false) => Some(crate::addr::v4_or_unspecified(x.local_addr())),
-        (Kind::Stream(x), true) => Some(crate::addr::v4_or_unspecified(x.peer_addr())),
+        (Kind::Stream(x), false) => Some(crate::addr::unmap(x.local_addr())),
+        (Kind::Stream(x), true) => Some(crate::addr::unmap(x.peer_addr())),
         (Kind::Listener(_) | Kind::Bound, false) => sock.bound,
-        (Kind::Dgram(d), false) => Some(SocketAddrV4::new(sock.bound.map_or(std::net::Ipv4Addr::UNSPECIFIED, |b| *b.ip()), d.local_port())),
+        (Kind::Dgram(d), false) => {
+            Some(SocketAddr::new(sock.bound.map_or(crate::addr::unspecified(sock.v6, 0).ip(), |b| b.ip()), d.local_port()))
+        }
         (Kind::Dgram(_), true) => sock.peer,
-        (Kind::Connecting(_), false) => Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0)),
+        (Kind::Connecting(_), false) => Some(crate::addr::unspecified(sock.v6, 0)),
         _ => None,
     };
     match r {
         Some(a) => Ok(Some((a, sock.v6))),
         None if peer => Err(libc::ENOTCONN),
-        None => Ok(Some((SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0), sock.v6))),
+        None => Ok(Some((crate::addr::unspecified(sock.v6, 0), sock.v6))),
     }
 }
 
@@ -980,18 +997,19 @@ pub unsafe fn getsockopt(fd: RawFd, level: i32, name: i32, val: *mut libc::c_voi
 ///
 /// # Safety
 /// As `addr::read_v4`.
-pub unsafe fn read_addr(a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<SocketAddrV4>> {
+pub unsafe fn read_addr(a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<SocketAddr>> {
     // SAFETY: forwarded contract.
-    unsafe { addr::read_v4(a, len) }
+    unsafe { addr::read_sockaddr(a, len) }
 }
 
 /// A datagram's destination decides an undecided datagram socket:
 /// `Ok(true)` the engine sends it, `Ok(false)` the kernel does.
-pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
+pub fn decide_dgram(fd: RawFd, a: SocketAddr) -> SResult<bool> {
     let mut st = lock();
     let s = sock_of(&st, fd)?;
     let mut sock = s.borrow_mut();
-    let serves = |st: &mut Guard| st.net().is_some_and(|n| n.serves(*a.ip()));
+    let fits = fits_family(&sock, a);
+    let serves = |st: &mut Guard| fits && st.net().is_some_and(|n| n.serves(a.ip()));
     match sock.kind {
         Kind::Undecided if !sock.stream => {
             if !serves(&mut st) {
@@ -1001,12 +1019,13 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
             }
             let board = st.board().expect("net() attached");
             let d = board.bind_udp(0).map_err(|e| errno_of(&e, false))?;
-            sock.bound = Some(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, d.local_port()));
+            sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();
             sock.became_engine();
             Ok(true)
         }
+        Kind::Dgram(_) if !fits => Err(if sock.v6 { libc::ENETUNREACH } else { libc::EAFNOSUPPORT }),
         Kind::Dgram(_) if !serves(&mut st) => {
             crate::log::unsupported("sendto", "destination the engine does not reach from an engine socket", libc::ENETUNREACH);
             Err(libc::ENETUNREACH)
@@ -1015,7 +1034,17 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddrV4) -> SResult<bool> {
     }
 }
 
-/// True for a (dual-stack) AF_INET6 socket.
+/// Whether `a` is of a family the socket can reach: IPv4 for AF_INET;
+/// either for a dual-stack AF_INET6 socket; IPv6 only with IPV6_V6ONLY.
+pub fn fits_family(sock: &Sock, a: SocketAddr) -> bool {
+    if sock.v6 {
+        !(sock.opts.v6only && a.is_ipv4())
+    } else {
+        a.is_ipv4()
+    }
+}
+
+/// True for an AF_INET6 socket.
 pub fn is_v6(fd: RawFd) -> bool {
     let st = lock();
     st.sock(fd).is_some_and(|s| s.borrow().v6)
@@ -1027,13 +1056,13 @@ pub fn is_v6(fd: RawFd) -> bool {
 /// whose first destination the engine does not reach).
 ///
 /// # Safety
-/// As `addr::read_v4` (null is fine).
-pub unsafe fn destination(fd: RawFd, a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<Option<SocketAddrV4>>> {
+/// As `addr::read_sockaddr` (null is fine).
+pub unsafe fn destination(fd: RawFd, a: *const libc::sockaddr, len: libc::socklen_t) -> SResult<Option<Option<SocketAddr>>> {
     if a.is_null() || s_is_stream(fd) {
         return Ok(Some(None));
     }
     // SAFETY: forwarded contract.
-    let Some(to) = (unsafe { addr::read_v4(a, len) })? else { return Err(libc::EAFNOSUPPORT) };
+    let Some(to) = (unsafe { addr::read_sockaddr(a, len) })? else { return Err(libc::EAFNOSUPPORT) };
     if decide_dgram(fd, to)? {
         Ok(Some(Some(to)))
     } else {

@@ -10,7 +10,7 @@
 
 use outboard_api::{Board, Datagram, Error, Listener, PendingConnect, Stream};
 use crate::epoll::Inbox;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Weak;
 use std::time::Duration;
@@ -106,9 +106,9 @@ pub struct Sock {
     /// O_NONBLOCK of the open file (shared by dup'ed descriptors, as in the kernel).
     pub nonblock: bool,
     /// What the program bound (getsockname shows it as bound: 0.0.0.0 stays 0.0.0.0).
-    pub bound: Option<SocketAddrV4>,
+    pub bound: Option<SocketAddr>,
     /// The connected peer (datagram sockets: the default destination and receive filter).
-    pub peer: Option<SocketAddrV4>,
+    pub peer: Option<SocketAddr>,
     /// Pending SO_ERROR.
     pub so_error: i32,
     /// The stream's failure was returned once already (later reads see end of stream, writes EPIPE).
@@ -337,7 +337,7 @@ impl Sock {
     }
 
     /// Receives into `bufs` (stream or datagram); `None`: nothing yet.
-    pub fn recv(&mut self, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddrV4>) -> Option<SResult<usize>> {
+    pub fn recv(&mut self, bufs: &mut [&mut [u8]], flags: i32, from: &mut Option<SocketAddr>) -> Option<SResult<usize>> {
         self.settle();
         let peek = flags & libc::MSG_PEEK != 0;
         let trunc = flags & libc::MSG_TRUNC != 0;
@@ -388,9 +388,12 @@ impl Sock {
             }
             Kind::Dgram(d) => {
                 let peer = self.peer;
+                let (v6, v6only) = (self.v6, self.opts.v6only);
+                let family_ok_of = |a: &SocketAddr| if v6 { !(v6only && a.is_ipv4()) } else { a.is_ipv4() };
                 loop {
                     let (n, src) = match d.begin_get() {
                         Ok((msg, src)) => {
+                            let family_ok = family_ok_of(&crate::addr::unmap(src));
                             let mut off = 0;
                             for b in bufs.iter_mut() {
                                 let k = b.len().min(msg.len() - off);
@@ -400,8 +403,9 @@ impl Sock {
                                     break;
                                 }
                             }
-                            // A source the shim cannot show as IPv4 (none today) is not wanted.
-                            (if trunc { msg.len() } else { off }, crate::addr::v4_of(src))
+                            // A source of a family the socket does not take (IPv6 on
+                            // AF_INET, IPv4 on an IPv6-only socket) is not wanted.
+                            (if trunc { msg.len() } else { off }, Some(crate::addr::unmap(src)).filter(|_| family_ok))
                         }
                         Err(Error::WouldBlock) => return None,
                         Err(Error::EngineGone) if self.gone_reported => return None,
@@ -450,7 +454,7 @@ impl Sock {
 
     /// Sends what fits now from `bufs` (streams), or one datagram.
     /// Errors that raise SIGPIPE come back as `Err(EPIPE)`.
-    pub fn send(&mut self, bufs: &[&[u8]], to: Option<SocketAddrV4>) -> Option<SResult<usize>> {
+    pub fn send(&mut self, bufs: &[&[u8]], to: Option<SocketAddr>) -> Option<SResult<usize>> {
         self.settle();
         match &mut self.kind {
             Kind::Stream(s) => {

@@ -17,7 +17,7 @@ use outboard_board::layout::app_counter;
 use outboard_board::BoardParams;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -105,9 +105,16 @@ pub fn count(c: Count) {
 /// The engine's network (which destinations it serves).
 pub type Net = outboard_api::EngineNet;
 
-/// Local addresses a server may bind to and be served by the engine.
-pub fn is_local(net: &Net, a: Ipv4Addr) -> bool {
-    a.is_unspecified() || a == net.addr
+/// Local addresses a socket may bind to and be served by the engine: its
+/// IPv4 address or 0.0.0.0; on a dual-stack engine its static IPv6
+/// address, and `::` (an IPv6-only `::` needs the engine's IPv6; a
+/// dual-stack one is served for IPv4 at least).
+pub fn is_local(net: &Net, a: IpAddr, v6only: bool) -> bool {
+    match a {
+        IpAddr::V4(a) => a.is_unspecified() || IpAddr::V4(a) == net.addr,
+        IpAddr::V6(a) if a.is_unspecified() => !v6only || net.ipv6.is_some(),
+        IpAddr::V6(a) => net.ipv6.is_some_and(|n| n.is_local(a)),
+    }
 }
 
 pub struct Shim {
@@ -576,7 +583,7 @@ fn join_inherited(shim: &mut Shim, listeners: &[(RawFd, u64, u32)]) {
     for (fd, key, ep) in listeners {
         let Some(s) = shim.socks.get(fd).cloned() else { continue };
         let mut sock = s.borrow_mut();
-        let flags = outboard_api::ListenFlags { reuseport: sock.opts.reuseport, on_demand: true };
+        let flags = crate::ops::listen_flags(&sock);
         match board.inherit_listener(*key, *ep, flags) {
             Ok(l) => {
                 sock.kind = crate::sock::Kind::Listener(l);

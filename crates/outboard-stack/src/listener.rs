@@ -36,14 +36,22 @@ pub enum Families {
     /// IPv4 and IPv6 (the engine's services; Linux's dual-stack `::` listener).
     #[default]
     Both,
-    /// IPv4 only (an AF_INET listener; applications' listeners until the
-    /// application interface carries IPv6).
+    /// IPv4 only (an AF_INET listener).
     Ipv4,
+    /// IPv6 only (an AF_INET6 listener with IPV6_V6ONLY).
+    Ipv6,
+    /// Connections to this one local address only (a listener bound to it).
+    Addr(std::net::IpAddr),
 }
 
 impl Families {
     pub(crate) fn takes(&self, tuple: &FourTuple) -> bool {
-        *self == Families::Both || tuple.local.is_ipv4()
+        match self {
+            Families::Both => true,
+            Families::Ipv4 => tuple.local.is_ipv4(),
+            Families::Ipv6 => tuple.local.is_ipv6(),
+            Families::Addr(a) => tuple.local.ip() == *a,
+        }
     }
 }
 

@@ -292,6 +292,31 @@ fn an_ipv4_only_listener_answers_ipv6_syns_with_rst_and_takes_ipv4() {
 }
 
 #[test]
+fn an_ipv6_only_listener_answers_ipv4_syns_with_rst_and_takes_ipv6() {
+    let mut p = v6pair();
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    p.b.tcp_listen_families(l, outboard_stack::Families::Ipv6);
+    let c4 = p.a.tcp_connect(p.now, std::net::SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c4).unwrap().state() == State::Closed));
+    assert!(p.b.tcp_accept(l).is_none());
+    let c6 = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c6).unwrap().state() == State::Established));
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l)));
+}
+
+#[test]
+fn a_listener_bound_to_one_address_takes_only_connections_to_it() {
+    let mut p = v6pair();
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    p.b.tcp_listen_families(l, outboard_stack::Families::Addr(V6_B.into()));
+    let c4 = p.a.tcp_connect(p.now, std::net::SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c4).unwrap().state() == State::Closed));
+    let c6 = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c6).unwrap().state() == State::Established));
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l)));
+}
+
+#[test]
 fn rfc8200_s8_1_a_udp_datagram_without_checksum_is_discarded_over_ipv6() {
     let mut p = v6pair();
     let ub = p.b.udp_bind(53).unwrap();

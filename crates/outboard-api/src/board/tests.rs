@@ -16,6 +16,11 @@ fn reply(status: i32, version: u32) -> AttachReply {
         version,
         engine_addr: NetAddr::NONE,
         gateway: NetAddr::NONE,
+        ipv6_flags: 0,
+        prefix_len6: 0,
+        _pad6: [0; 6],
+        engine_addr6: NetAddr::NONE,
+        gateway6: NetAddr::NONE,
     }
 }
 const FULL: usize = std::mem::size_of::<AttachReply>();
@@ -125,6 +130,11 @@ fn attach_fake(shards: u32) -> (Board, FakeEngine) {
         _pad: [0; 3],
         engine_addr: NetAddr::from(SocketAddr::from(([10, 0, 0, 1], 0))),
         gateway: NetAddr::NONE,
+        ipv6_flags: outboard_board::attach::ipv6::ON,
+        prefix_len6: 64,
+        _pad6: [0; 6],
+        engine_addr6: NetAddr::from("[fd77::2]:0".parse::<SocketAddr>().unwrap()),
+        gateway6: NetAddr::NONE,
     };
     // The reply waits in the socket until the handshake reads it.
     let fds: [RawFd; 2] = [memfd.as_raw_fd(), doorbell.as_raw_fd()];
@@ -141,6 +151,10 @@ fn commands_go_to_their_endpoints_shard_and_creating_ones_where_placed() {
     let (board, mut eng) = attach_fake(2);
     assert_eq!(board.engine_addr(), IpAddr::from([10, 0, 0, 1]));
     assert_eq!(board.engine_net().gateway, None);
+    // The reply's IPv6 facts: a dual-stack engine serves its IPv6 prefix.
+    let v6net = board.engine_net().ipv6.expect("the engine runs IPv6");
+    assert_eq!(v6net.addr, Some(("fd77::2".parse().unwrap(), 64)));
+    assert!(board.engine_net().serves("fd77::1".parse::<IpAddr>().unwrap()));
     // A connect (either family) goes to the shard the board places it on
     // (by default the calling core's; here chosen).
     board.place_on(Some(0));

@@ -105,7 +105,13 @@ fn any_addr() -> impl Strategy<Value = SocketAddr> {
 }
 
 fn any_flags() -> impl Strategy<Value = ListenFlags> {
-    (any::<bool>(), any::<bool>()).prop_map(|(reuseport, on_demand)| ListenFlags { reuseport, on_demand })
+    let family = prop_oneof![
+        Just(ListenFamily::Both),
+        Just(ListenFamily::Ipv4),
+        Just(ListenFamily::Ipv6),
+        any_addr().prop_map(|a| ListenFamily::Addr(a.ip())),
+    ];
+    (any::<bool>(), any::<bool>(), family).prop_map(|(reuseport, on_demand, family)| ListenFlags { reuseport, on_demand, family })
 }
 
 fn any_command() -> impl Strategy<Value = BoardCommand> {

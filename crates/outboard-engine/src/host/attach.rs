@@ -65,8 +65,18 @@ pub struct BoardLimits {
     /// so they know which destinations the engine serves.
     pub prefix_len: u8,
     pub gateway: Option<std::net::IpAddr>,
+    /// `Some` when the engine runs IPv6: its static address and prefix (if
+    /// any) and static default router (if any), told to applications.
+    pub ipv6: Option<Ipv6Facts>,
     /// Shards the engine runs: every board gets a ring pair per shard.
     pub shards: u32,
+}
+
+/// The engine's IPv6 as applications are told it at attach.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ipv6Facts {
+    pub addr: Option<(std::net::Ipv6Addr, u8)>,
+    pub gateway: Option<std::net::Ipv6Addr>,
 }
 
 struct Shared {
@@ -313,6 +323,11 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
         _pad: [0; 3],
         engine_addr: NetAddr::from(SocketAddr::new(sh.limits.engine_addr, 0)),
         gateway: NetAddr::from(sh.limits.gateway.map(|g| SocketAddr::new(g, 0))),
+        ipv6_flags: if sh.limits.ipv6.is_some() { outboard_board::attach::ipv6::ON } else { 0 },
+        prefix_len6: sh.limits.ipv6.and_then(|v| v.addr).map_or(0, |(_, p)| p),
+        _pad6: [0; 6],
+        engine_addr6: NetAddr::from(sh.limits.ipv6.and_then(|v| v.addr).map(|(a, _)| SocketAddr::new(a.into(), 0))),
+        gateway6: NetAddr::from(sh.limits.ipv6.and_then(|v| v.gateway).map(|g| SocketAddr::new(g.into(), 0))),
     };
     let refuse = |errno: i32| {
         let _ = send_record(&stream, &reply(errno, 0, req.params), &[]);

@@ -33,7 +33,31 @@
 //!   meanwhile wait in the listener's accept queue; a lingering listener
 //!   nobody joins is closed (its queued connections reset).
 
-use outboard_stack::{ListenerId, Stack, StackError};
+use outboard_board::command::{ListenFamily, ListenFlags};
+use outboard_stack::{Families, ListenerId, Stack, StackError};
+use std::net::IpAddr;
+
+/// What a listener's family asks of the stack. IPv6 on an engine without it
+/// is EAFNOSUPPORT (Linux without IPv6 refuses the AF_INET6 socket); an
+/// address that is not the engine's is EADDRNOTAVAIL, as Linux's bind.
+pub fn families_of(stack: &Stack, family: ListenFamily) -> Result<Families, i64> {
+    let no_v6 = stack.ipv6_config().is_none();
+    Ok(match family {
+        ListenFamily::Both => Families::Both,
+        ListenFamily::Ipv4 => Families::Ipv4,
+        ListenFamily::Ipv6 if no_v6 => return Err(-i64::from(libc::EAFNOSUPPORT)),
+        ListenFamily::Ipv6 => Families::Ipv6,
+        ListenFamily::Addr(a) if a.is_unspecified() => match a {
+            IpAddr::V4(_) => Families::Ipv4,
+            IpAddr::V6(_) if no_v6 => return Err(-i64::from(libc::EAFNOSUPPORT)),
+            IpAddr::V6(_) => Families::Ipv6,
+        },
+        ListenFamily::Addr(IpAddr::V4(a)) if a == stack.config().addr => Families::Addr(a.into()),
+        ListenFamily::Addr(IpAddr::V6(_)) if no_v6 => return Err(-i64::from(libc::EAFNOSUPPORT)),
+        ListenFamily::Addr(IpAddr::V6(a)) if stack.ipv6_addresses().iter().any(|x| x.addr == a) => Families::Addr(a.into()),
+        ListenFamily::Addr(_) => return Err(-i64::from(libc::EADDRNOTAVAIL)),
+    })
+}
 use outboard_time::{Duration, Instant};
 
 /// How long a listener of a board that died after forking waits for a child to join.
@@ -54,6 +78,7 @@ struct Group {
     port: u16,
     reuseport: bool,
     uid: u32,
+    families: Families,
     members: Vec<Member>,
     /// (inherit key, endpoint) of every member, and of members gone while
     /// the listener lingers: what an `INHERIT` may name.
@@ -108,10 +133,22 @@ impl Listeners {
     }
 
     /// `LISTEN`: a new listener on `port`, or a place in its group. Err(-errno).
-    pub fn listen(&mut self, stack: &mut Stack, port: u16, backlog: u32, reuseport: bool, j: Joiner) -> Result<ListenerId, i64> {
+    pub fn listen(
+        &mut self,
+        stack: &mut Stack,
+        port: u16,
+        backlog: u32,
+        flags: ListenFlags,
+        j: Joiner,
+    ) -> Result<ListenerId, i64> {
+        let families = families_of(stack, flags.family)?;
+        let reuseport = flags.reuseport;
         if let Some(g) = self.groups.iter_mut().find(|g| g.port == port) {
-            // Linux: every socket on the port set SO_REUSEPORT, and one user owns them all.
-            if !(reuseport && g.reuseport && g.uid == j.uid) {
+            // Linux: every socket on the port set SO_REUSEPORT, one user owns
+            // them all, and they are bound alike. (One stack listener per
+            // port: an AF_INET and a V6ONLY AF_INET6 listener cannot share a
+            // port here as they can on Linux.)
+            if !(reuseport && g.reuseport && g.uid == j.uid && g.families == families) {
                 return Err(-i64::from(libc::EADDRINUSE));
             }
             g.join(j);
@@ -122,11 +159,19 @@ impl Listeners {
             StackError::AddrInUse => -i64::from(libc::EADDRINUSE),
             _ => -i64::from(libc::EINVAL),
         })?;
-        // Applications reach the engine over IPv4 only so far (the board's
-        // addresses and the shim's sockets carry no IPv6 destinations yet):
-        // an IPv6 SYN to their port finds no listener, as on an AF_INET socket.
-        stack.tcp_listen_families(lid, outboard_stack::Families::Ipv4);
-        let mut g = Group { lid, port, reuseport, uid: j.uid, members: Vec::new(), names: Vec::new(), cursor: 0, linger_until: None };
+        // A SYN of another family (or to another address) finds no listener: RST, as on Linux.
+        stack.tcp_listen_families(lid, families);
+        let mut g = Group {
+            lid,
+            port,
+            reuseport,
+            uid: j.uid,
+            families,
+            members: Vec::new(),
+            names: Vec::new(),
+            cursor: 0,
+            linger_until: None,
+        };
         g.join(j);
         self.groups.push(g);
         Ok(lid)

@@ -18,7 +18,7 @@ pub mod listeners;
 mod region;
 mod session;
 
-pub use attach::{board_socket_path, ring_eventfd, AttachError, AttachInbox, AttachServer, BoardLimits, LocalAttacher, NewSession};
+pub use attach::{board_socket_path, ring_eventfd, AttachError, AttachInbox, AttachServer, BoardLimits, Ipv6Facts, LocalAttacher, NewSession};
 pub use session::{SessionCounters, Violation};
 
 use crate::app::{AppCx, ShardApp, WakeSources};

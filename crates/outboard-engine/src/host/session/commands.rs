@@ -9,7 +9,7 @@ use crate::host::SessionCx;
 use outboard_board::arena::Side;
 use crate::host::handover::{self, Adopt, Handover};
 use crate::host::listeners::{Joiner, Listeners};
-use outboard_board::command::{decode, BoardCommand, Endpoint, ListenFlags, StreamOption, SyncSlot};
+use outboard_board::command::{decode, BoardCommand, Endpoint, ListenFamily, ListenFlags, StreamOption, SyncSlot};
 use outboard_board::layout::{status, tcp_info, CLASS_DGRAM_RX};
 use outboard_board::proto::{ev, kind, opt};
 use outboard_board::{MailboxProducer, NetAddr};
@@ -64,7 +64,7 @@ impl Session {
             BoardCommand::Inherit { sync, key, ep, flags } => self.inherit(stack, listeners, sync, key, ep, flags)?,
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {
                 self.check_shadow(ep)?;
-                match listeners.listen(stack, port, backlog, flags.reuseport, self.joiner(ep.0, flags)) {
+                match listeners.listen(stack, port, backlog, flags, self.joiner(ep.0, flags)) {
                     Ok(lid) => self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true }),
                     Err(_) => self.counters.shadows_refused += 1,
                 }
@@ -225,7 +225,7 @@ impl Session {
     ) -> Result<(), Violation> {
         let Some(port) = port else { return self.sync_result(sync.0, -i64::from(libc::EINVAL)).map(|_| ()) };
         self.open_listener(stack, listeners, sync, flags, |stack, ls, j| {
-            ls.listen(stack, port, backlog, flags.reuseport, j).map(|lid| (lid, port))
+            ls.listen(stack, port, backlog, flags, j).map(|lid| (lid, port))
         })
     }
 
@@ -258,7 +258,7 @@ impl Session {
             let ep = self.open_ep(kind::LISTENER).expect("checked non-empty");
             match join(stack, listeners, self.joiner(ep, flags)) {
                 Ok((lid, port)) => {
-                    self.listening(stack, ep, lid, port);
+                    self.listening(stack, ep, lid, port, flags.family);
                     i64::from(ep)
                 }
                 Err(errno) => {
@@ -278,11 +278,18 @@ impl Session {
     }
 
     /// Endpoint `ep` is now a member of listener `lid` on `port`.
-    fn listening(&mut self, stack: &Stack, ep: u32, lid: ListenerId, port: u16) {
+    fn listening(&mut self, stack: &Stack, ep: u32, lid: ListenerId, port: u16, family: ListenFamily) {
         let base = self.layout.endpoint_status(ep);
         let listen = tcp_info::pack([tcp_info::TCP_LISTEN, 0, 0, 0, 0, 0, 0, 0]);
         self.map.atomic_u64(base + status::INFO_BYTES).store(listen, Ordering::Release);
-        let local = SocketAddrV4::new(stack.config().addr, port);
+        // The address it takes connections on: its own, the IPv6 wildcard
+        // for an IPv6-only one, else the engine's IPv4 address.
+        let ip = match family {
+            ListenFamily::Addr(a) => a,
+            ListenFamily::Ipv6 => std::net::Ipv6Addr::UNSPECIFIED.into(),
+            ListenFamily::Both | ListenFamily::Ipv4 => stack.config().addr.into(),
+        };
+        let local = SocketAddr::new(ip, port);
         self.map.write(base + status::LOCAL, NetAddr::from(local));
         self.eps[ep as usize] = Some(EpKind::Listener { lid, shadow: false });
     }
