@@ -878,3 +878,231 @@ print("ok" if bytes(got) == data else "differs", len(got), flush=True)
     assert!(attached >= 1 && rx >= 4 << 20, "the engine did not carry it: {attached} attached, {rx} bytes");
     srv.assert_running();
 }
+
+// ------------------------------------------------------------ IPv6 (dual-stack lab)
+//
+// A dual-stack rig (`Rig::up_ipv6`): the engine is 10.77.0.2 and fd77::2,
+// Linux 10.77.0.1 and fd77::1. Programs under the shim open AF_INET6 sockets
+// with real IPv6 addresses; the engine serves them (not the kernel: the
+// engine side has no kernel address, and the tests check the engine's
+// counters).
+
+/// JSON lines a background helper printed.
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// Linux's `interop_echo_client.py HOST PORT BYTES`: (echoed byte-exact, its output).
+fn linux_echo(rig: &Rig, host: &str, port: u16, bytes: u64) -> (bool, String) {
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &[python3(), &support::script("interop_echo_client.py"), host, &port.to_string(), &bytes.to_string(), "40"],
+    ));
+    let exact = ok && json_lines(&out).last().is_some_and(|v| v["ok"] == true);
+    (exact, format!("{out}{err}"))
+}
+
+/// Waits until the helper's log has a JSON line for which `f` holds.
+fn wait_line(srv: &mut support::rig::Bg, what: &str, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = json_lines(&srv.text()).into_iter().find(|v| f(v)) {
+            return v;
+        }
+        srv.assert_running();
+        assert!(t0.elapsed() < Duration::from_secs(20), "{what}: no such line in {}", srv.text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An AF_INET6 server under the shim on `[::]` (IPV6_V6ONLY 0, Linux's
+/// default) takes Linux's connections over IPv6 and over IPv4, echoing 4 MiB
+/// byte-exact each way; getsockname/getpeername give sockaddr_in6 (IPv4
+/// peers IPv4-mapped, as on Linux). With IPV6_V6ONLY 1 the same server
+/// takes IPv6 only: Linux's IPv4 connect is refused.
+#[test]
+fn shim_ipv6_dual_stack_server_serves_linux_over_ipv6_and_ipv4() {
+    if skip_unless_root("shim_ipv6_dual_stack_server_serves_linux_over_ipv6_and_ipv4") {
+        return;
+    }
+    need_all(&[("python3", "python3")]);
+    let rig = Rig::up_ipv6("s6d", outboard_lab::Impairment::default());
+    let (e4, e6, l4, l6) = (rig.eip(), rig.eip6(), rig.lip(), rig.lip6());
+    let server = support::script("shim_v6_server.py");
+    let mut dual = rig.bg("shim-v6-dual", rig.shim_cmd(STEP * 2, &[python3(), "-u", &server, "tcp", "9000", "dual"]));
+    let head = wait_line(&mut dual, "dual listening", |v| v.get("listening").is_some());
+    assert_eq!((head["listening"].as_str(), head["v6only"].as_i64()), (Some("::"), Some(0)), "{head}");
+    rig.wait_tcp(&e6, 9000, &mut dual);
+    const N: u64 = 4 << 20;
+    let (ok, out) = linux_echo(&rig, &e6, 9000, N);
+    assert!(ok, "Linux → [{e6}]:9000 under the shim, over IPv6: {out}\n{}", dual.text());
+    let v = wait_line(&mut dual, "the IPv6 connection", |v| v["bytes"] == N && v["peer"] == l6.as_str());
+    assert_eq!(v["local"].as_str(), Some(e6.as_str()), "getsockname over IPv6: {v}");
+    assert_eq!(v["accepted"].as_str(), Some(l6.as_str()), "accept's address over IPv6: {v}");
+    let (ok, out) = linux_echo(&rig, &e4, 9000, N);
+    assert!(ok, "Linux → {e4}:9000 (the same [::] socket) over IPv4: {out}\n{}", dual.text());
+    let mapped = |a: &str| format!("::ffff:{a}");
+    let v = wait_line(&mut dual, "the IPv4 connection", |v| v["bytes"] == N && v["peer"] == mapped(&l4).as_str());
+    assert_eq!(v["local"].as_str(), Some(mapped(&e4).as_str()), "getsockname of an IPv4 peer on [::]: {v}");
+
+    let mut only = rig.bg("shim-v6-only", rig.shim_cmd(STEP * 2, &[python3(), "-u", &server, "tcp", "9001", "v6only"]));
+    let head = wait_line(&mut only, "v6only listening", |v| v.get("listening").is_some());
+    assert_eq!(head["v6only"].as_i64(), Some(1), "{head}");
+    rig.wait_tcp(&e6, 9001, &mut only);
+    let (ok, out) = linux_echo(&rig, &e6, 9001, 1 << 20);
+    assert!(ok, "IPv6 to the IPv6-only socket: {out}\n{}", only.text());
+    let (ok, out) = linux_echo(&rig, &e4, 9001, 1 << 20);
+    assert!(!ok && out.contains("efused"), "IPv4 to an IPV6_V6ONLY socket must be refused: {out}");
+    let (attached, rx, _) = rig.through_engine();
+    assert!(attached >= 2 && rx >= 2 * N, "the engine did not carry it: {attached} attached, {rx} bytes read");
+    dual.assert_running();
+    only.assert_running();
+}
+
+/// curl under the shim downloads 16 MiB from Linux's http.server bound to
+/// its IPv6 address (`http://[fd77::1]:8000/`), byte-exact, through the engine.
+#[test]
+fn shim_ipv6_curl_downloads_from_a_linux_server_over_ipv6() {
+    if skip_unless_root("shim_ipv6_curl_downloads_from_a_linux_server_over_ipv6") {
+        return;
+    }
+    need_all(&[("curl", "curl"), ("python3", "python3"), ("sha256sum", "coreutils")]);
+    let rig = Rig::up_ipv6("s6c", outboard_lab::Impairment::default());
+    let src = rig.random_file("blob", 16 << 20, 61);
+    let l6 = rig.lip6();
+    let mut srv = rig.bg(
+        "linux-http6",
+        rig.linux_cmd(STEP * 2, &[python3(), "-u", "-m", "http.server", "--bind", &l6, "8000", "--directory", rig.tmp.to_str().unwrap()]),
+    );
+    rig.wait_tcp(&l6, 8000, &mut srv);
+    let dst = rig.tmp.join("got6");
+    let url = format!("http://[{l6}]:8000/blob");
+    let (ok, out, err) = output(rig.shim_cmd(STEP, &["curl", "-6", "-g", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url]));
+    assert!(ok, "curl under the shim from {url}: {out}\n{err}\n{}", srv.text());
+    assert_eq!(sha256(&dst), sha256(&src), "what curl under the shim got over IPv6 differs");
+    let (_, rx, _) = rig.through_engine();
+    assert!(rx >= 16 << 20, "the engine did not carry the download: {rx} bytes read through boards");
+}
+
+/// nginx under the shim with `listen [::]:8080` (nginx sets IPV6_V6ONLY on
+/// such a socket) serves Linux's `curl -6` byte-exact and wrk over IPv6;
+/// Linux's IPv4 connection to the port is refused, as against nginx on Linux.
+#[test]
+fn shim_ipv6_nginx_listen_v6_serves_linux_curl_6() {
+    if skip_unless_root("shim_ipv6_nginx_listen_v6_serves_linux_curl_6") {
+        return;
+    }
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("wrk", "wrk"), ("sha256sum", "coreutils")]);
+    let rig = Rig::up_ipv6("s6n", outboard_lab::Impairment::default());
+    let (conf, src) = nginx_v6_site(&rig, 8 << 20, 62);
+    let mut srv = rig.bg(
+        "shim-nginx6",
+        rig.shim_cmd(STEP * 2, &["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"]),
+    );
+    let e6 = rig.eip6();
+    rig.wait_tcp(&e6, 8080, &mut srv);
+    let dst = rig.tmp.join("got6");
+    let url = |name: &str| format!("http://[{e6}]:8080/{name}");
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", "-6", "-g", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")]));
+    assert!(ok, "Linux curl -6 from nginx under the shim: {out}\n{err}");
+    assert_eq!(sha256(&dst), sha256(&src), "nginx → Linux curl -6");
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["wrk", "-t2", "-c8", "-d2s", &url("small")]));
+    assert!(ok, "wrk over IPv6 failed: {out}\n{err}");
+    let w = must(tools::wrk(&out, &err));
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", "-4", "-sS", "--max-time", "5", &format!("http://{}:8080/small", rig.eip())]));
+    assert!(!ok && err.contains("(7)"), "IPv4 to nginx's [::] (ipv6only) listener must be refused: {out}\n{err}");
+    srv.assert_running();
+    eprintln!("shim nginx [::]: 8 MiB over IPv6 byte-exact; wrk {} requests, {:.0}/s", w.requests, w.per_s);
+}
+
+/// nginx's configuration with `listen [::]:8080`, and its site: `blob` of
+/// `n` random bytes (returned) and `small`.
+fn nginx_v6_site(rig: &Rig, n: u64, seed: u64) -> (PathBuf, PathBuf) {
+    let www = rig.tmp.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    let src = www.join("blob");
+    random_file(&src, n, seed);
+    random_file(&www.join("small"), 4096, seed + 1);
+    let conf = must(tools::nginx_conf(&rig.tmp, 8080));
+    let text = std::fs::read_to_string(&conf).unwrap().replace("listen 8080;", "listen [::]:8080;");
+    assert!(text.contains("listen [::]:8080;"), "{text}");
+    std::fs::write(&conf, text).unwrap();
+    (conf, src)
+}
+
+/// A UDP server under the shim on `[::]` (dual-stack) echoes Linux's
+/// datagrams (1, 512 and 1472 bytes) sent over IPv6 and over IPv4;
+/// recvfrom gives the sources as sockaddr_in6 (IPv4 ones mapped).
+#[test]
+fn shim_ipv6_udp_server_echoes_linux_over_both_families() {
+    if skip_unless_root("shim_ipv6_udp_server_echoes_linux_over_both_families") {
+        return;
+    }
+    need_all(&[("python3", "python3")]);
+    let rig = Rig::up_ipv6("s6u", outboard_lab::Impairment::default());
+    let mut srv = rig.bg(
+        "shim-udp6",
+        rig.shim_cmd(STEP * 2, &[python3(), "-u", &support::script("shim_v6_server.py"), "udp", "9002", "dual"]),
+    );
+    wait_line(&mut srv, "udp listening", |v| v.get("listening").is_some());
+    for (host, closed) in [(rig.eip6(), "4444"), (rig.eip(), "4445")] {
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), &support::script("interop_udp.py"), &host, "9002", closed]));
+        let v = json_lines(&out).pop().unwrap_or_default();
+        assert!(ok && v["ok"] == true, "UDP echo from the shim's [::] socket to {host}: {out}\n{err}\n{}", srv.text());
+    }
+    let l6 = rig.lip6();
+    let mapped = format!("::ffff:{}", rig.lip());
+    wait_line(&mut srv, "an IPv6 source", |v| v["from"] == l6.as_str() && v["bytes"] == 1472);
+    wait_line(&mut srv, "an IPv4 source, mapped", |v| v["from"] == mapped.as_str() && v["bytes"] == 1472);
+    assert!(rig.engine.counter("udp_datagrams_in") >= 6, "the engine did not carry the datagrams");
+}
+
+/// Through the seeded impairment relay (loss, duplication, reordering,
+/// corruption, each way) over IPv6: nginx under the shim on `[::]` serves
+/// Linux's `curl -6`, and curl under the shim downloads from Linux's
+/// http.server on fd77::1; both 16 MiB byte-exact.
+#[test]
+fn shim_ipv6_nginx_and_curl_through_an_impaired_path() {
+    if skip_unless_root("shim_ipv6_nginx_and_curl_through_an_impaired_path") {
+        return;
+    }
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("python3", "python3"), ("sha256sum", "coreutils")]);
+    let imp = outboard_lab::Impairment {
+        loss: 0.01,
+        duplicate: 0.01,
+        corrupt: 0.001,
+        reorder: 0.05,
+        reorder_delay_ms: 2.0,
+        ..Default::default()
+    };
+    let rig = Rig::up_ipv6("s6i", imp);
+    let (conf, src) = nginx_v6_site(&rig, 16 << 20, 63);
+    let mut ngx = rig.bg(
+        "shim-nginx6",
+        rig.shim_cmd(STEP * 3, &["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"]),
+    );
+    let (e6, l6) = (rig.eip6(), rig.lip6());
+    rig.wait_tcp(&e6, 8080, &mut ngx);
+    let dst = rig.tmp.join("got-from-nginx6");
+    let (ok, out, err) = output(rig.linux_cmd(
+        STEP,
+        &["curl", "-6", "-g", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &format!("http://[{e6}]:8080/blob")],
+    ));
+    assert!(ok, "Linux curl -6 from nginx under the shim, impaired path: {out}\n{err}");
+    assert_eq!(sha256(&dst), sha256(&src), "nginx → Linux curl -6 through the impairments");
+    let www = rig.tmp.join("www");
+    let mut srv = rig.bg(
+        "linux-http6",
+        rig.linux_cmd(STEP * 2, &[python3(), "-u", "-m", "http.server", "--bind", &l6, "8000", "--directory", www.to_str().unwrap()]),
+    );
+    rig.wait_tcp(&l6, 8000, &mut srv);
+    let dst2 = rig.tmp.join("got-from-linux6");
+    let (ok, out, err) = output(rig.shim_cmd(
+        STEP,
+        &["curl", "-6", "-g", "-sS", "--fail", "--max-time", "50", "-o", dst2.to_str().unwrap(), &format!("http://[{l6}]:8000/blob")],
+    ));
+    assert!(ok, "curl under the shim from Linux over IPv6, impaired path: {out}\n{err}");
+    assert_eq!(sha256(&dst2), sha256(&src), "Linux http.server → curl under the shim, IPv6, through the impairments");
+    let (seg_in, seg_out) = (rig.engine.counter("tcp_segments_in"), rig.engine.counter("tcp_segments_out"));
+    eprintln!("impaired IPv6 path: 16 MiB each way byte-exact; engine TCP segments in {seg_in}, out {seg_out}");
+}

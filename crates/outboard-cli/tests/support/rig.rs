@@ -66,17 +66,29 @@ impl Rig {
     /// `shards`-queue veth each).
     pub fn up_sharded(tag: &str, shards: u32, extra: &[&str]) -> Rig {
         let n = shards.to_string();
-        Rig::build_with(tag, outboard_lab::Impairment::default(), shards, &[&["--shards", n.as_str()], extra].concat())
+        Rig::build_with(tag, outboard_lab::Impairment::default(), shards, false, &[&["--shards", n.as_str()], extra].concat())
     }
 
     pub fn build(tag: &str, impairment: outboard_lab::Impairment, extra: &[&str]) -> Rig {
-        Rig::build_with(tag, impairment, 1, extra)
+        Rig::build_with(tag, impairment, 1, false, extra)
     }
 
-    fn build_with(tag: &str, impairment: outboard_lab::Impairment, queues: u32, extra: &[&str]) -> Rig {
+    /// A dual-stack lab (`LabConfig::ipv6`): the engine is 10.77.0.2 and
+    /// fd77::2/64, Linux 10.77.0.1 and fd77::1; returns once the engine's
+    /// IPv6 addresses passed duplicate-address detection.
+    pub fn up_ipv6(tag: &str, impairment: outboard_lab::Impairment) -> Rig {
+        let rig = Rig::build_with(tag, impairment, 1, true, &["--addr", "fd77::2/64"]);
+        let (st, ready) = rig.engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
+            s["ipv6"]["addresses"].as_array().is_some_and(|a| !a.is_empty() && a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+        });
+        assert!(ready.is_some(), "the engine's IPv6 addresses never became preferred: {}", st["ipv6"]);
+        rig
+    }
+
+    fn build_with(tag: &str, impairment: outboard_lab::Impairment, queues: u32, ipv6: bool, extra: &[&str]) -> Rig {
         let shim = shim_lib();
         let name = lab_name(tag);
-        let lab = lab(&LabConfig { impairment, queues, ..LabConfig::new(&name) });
+        let lab = lab(&LabConfig { impairment, queues, ipv6, ..LabConfig::new(&name) });
         let engine = Rig::start_engine(&lab, &format!("{name}-e"), extra);
         let extra = extra.iter().map(|s| s.to_string()).collect();
         let tmp = std::env::temp_dir().join(format!("ob-shim-{name}-{}", std::process::id()));
@@ -111,6 +123,16 @@ impl Rig {
 
     pub fn eip(&self) -> String {
         self.lab.engine_addr().to_string()
+    }
+
+    /// The engine's IPv6 address (a dual-stack rig).
+    pub fn eip6(&self) -> String {
+        self.lab.engine_addr6().expect("an IPv6 rig").to_string()
+    }
+
+    /// Linux's IPv6 address (a dual-stack rig).
+    pub fn lip6(&self) -> String {
+        self.lab.linux_addr6().expect("an IPv6 rig").to_string()
     }
 
     pub fn lip(&self) -> String {
