@@ -37,12 +37,28 @@ fn result_of(out: &str) -> (u64, String) {
     (v["bytes"].as_u64().expect("bytes"), v["sha256"].as_str().expect("sha256").to_string())
 }
 
-/// Echo server on the engine; Linux's client sends `n` bytes and checks the echo.
-fn serve_linux_client(tag: &str, server: AppCmd) {
+/// A lab and its engine, dual-stack when `ipv6` (the engine fd77::2/64,
+/// ready once its IPv6 addresses passed duplicate-address detection).
+fn lab_and_engine(name: &str, ipv6: bool) -> (outboard_lab::Lab, EngineProc) {
+    let lab = lab(&LabConfig { ipv6, ..LabConfig::new(name) });
+    let extra: &[&str] = if ipv6 { &["--addr", "fd77::2/64"] } else { &[] };
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", extra);
+    if ipv6 {
+        let (st, ready) = e.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
+            s["ipv6"]["addresses"].as_array().is_some_and(|a| !a.is_empty() && a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+        });
+        assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
+    }
+    (lab, e)
+}
+
+/// Echo server on the engine; Linux's client sends `n` bytes and checks the
+/// echo, over IPv6 when `ipv6` (the server's listener takes both families).
+fn serve_linux_client(tag: &str, server: AppCmd, ipv6: bool) {
     let name = lab_name(tag);
-    let lab = lab(&LabConfig::new(&name));
-    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &[]);
-    let n = support::interop_bytes();
+    let (lab, e) = lab_and_engine(&name, ipv6);
+    let target = if ipv6 { lab.engine_addr6().expect("IPv6 lab").to_string() } else { lab.engine_addr().to_string() };
+    let n = if ipv6 { support::interop_bytes().min(256 << 20) } else { support::interop_bytes() };
     let limit = Duration::from_secs(60 + n / (8 << 20));
     let mut srv = Command::new(&server.program);
     // `cargo test` puts target dirs on LD_LIBRARY_PATH; the C examples use their rpath.
@@ -51,7 +67,7 @@ fn serve_linux_client(tag: &str, server: AppCmd) {
     std::thread::sleep(Duration::from_millis(300));
     let t0 = Instant::now();
     let o = ns_command(lab.linux_ns(), limit, 5, &["python3"])
-        .args([&script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7100", &n.to_string(), &limit.as_secs().to_string()])
+        .args([&script("interop_echo_client.py"), &target, "7100", &n.to_string(), &limit.as_secs().to_string()])
         .output()
         .expect("client");
     let secs = t0.elapsed().as_secs_f64();
@@ -68,15 +84,16 @@ fn serve_linux_client(tag: &str, server: AppCmd) {
     drop(e);
 }
 
-/// A Linux server sends `n` bytes; the engine-side client downloads and hashes them.
-fn download_from_linux(tag: &str, client: AppCmd) {
+/// A Linux server sends `n` bytes; the engine-side client downloads and
+/// hashes them (from Linux's IPv6 address when `ipv6`).
+fn download_from_linux(tag: &str, client: AppCmd, ipv6: bool) {
     let name = lab_name(tag);
-    let lab = lab(&LabConfig::new(&name));
-    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &[]);
-    let n = support::interop_bytes();
+    let (lab, e) = lab_and_engine(&name, ipv6);
+    let n = if ipv6 { support::interop_bytes().min(256 << 20) } else { support::interop_bytes() };
     let limit = Duration::from_secs(60 + n / (8 << 20));
+    let bind = if ipv6 { "::" } else { "0.0.0.0" };
     let mut server = ns_command(lab.linux_ns(), limit, 5, &["python3"])
-        .args([&script("interop_source_server.py"), "0.0.0.0", "7200", &n.to_string(), &limit.as_secs().to_string()])
+        .args([&script("interop_source_server.py"), bind, "7200", &n.to_string(), &limit.as_secs().to_string()])
         .stdout(Stdio::piped())
         .spawn()
         .expect("Linux server");
@@ -87,10 +104,11 @@ fn download_from_linux(tag: &str, client: AppCmd) {
     let t0 = Instant::now();
     let mut c = Command::new(&client.program);
     c.arg(&e.name).env("OUTBOARD_RUN_DIR", support::run_dir()).env_remove("LD_LIBRARY_PATH");
+    let server_ip: std::net::IpAddr = if ipv6 { lab.linux_addr6().expect("IPv6 lab").into() } else { lab.linux_addr().into() };
     if client.split_addr {
-        c.args([lab.linux_addr().to_string(), "7200".to_string()]);
+        c.args([server_ip.to_string(), "7200".to_string()]);
     } else {
-        c.arg(format!("{}:7200", lab.linux_addr()));
+        c.arg(std::net::SocketAddr::new(server_ip, 7200).to_string());
     }
     let (ok, cout, cerr) = output_within(c, limit, Duration::ZERO);
     let secs = t0.elapsed().as_secs_f64();
@@ -138,7 +156,7 @@ fn c_native_server_serves_a_linux_client() {
     if skip_unless_root("c_native_server_serves_a_linux_client") {
         return;
     }
-    serve_linux_client("bcs", c("echo_server"));
+    serve_linux_client("bcs", c("echo_server"), false);
 }
 
 #[test]
@@ -146,7 +164,7 @@ fn c_native_client_downloads_from_a_linux_server() {
     if skip_unless_root("c_native_client_downloads_from_a_linux_server") {
         return;
     }
-    download_from_linux("bcc", c("fetch"));
+    download_from_linux("bcc", c("fetch"), false);
 }
 
 #[test]
@@ -154,7 +172,7 @@ fn rust_native_server_serves_a_linux_client() {
     if skip_unless_root("rust_native_server_serves_a_linux_client") {
         return;
     }
-    serve_linux_client("brs", rust("echo_server"));
+    serve_linux_client("brs", rust("echo_server"), false);
 }
 
 #[test]
@@ -162,5 +180,25 @@ fn rust_native_client_downloads_from_a_linux_server() {
     if skip_unless_root("rust_native_client_downloads_from_a_linux_server") {
         return;
     }
-    download_from_linux("brc", rust("fetch"));
+    download_from_linux("brc", rust("fetch"), false);
+}
+
+/// The Rust echo server (`Board::listen`: both families on a dual-stack
+/// engine) serves Linux's client over IPv6.
+#[test]
+fn rust_native_server_serves_a_linux_client_over_ipv6() {
+    if skip_unless_root("rust_native_server_serves_a_linux_client_over_ipv6") {
+        return;
+    }
+    serve_linux_client("br6s", rust("echo_server"), true);
+}
+
+/// The Rust client (`Board::connect` to `[fd77::1]:7200`) downloads from
+/// Linux's server over IPv6.
+#[test]
+fn rust_native_client_downloads_from_a_linux_server_over_ipv6() {
+    if skip_unless_root("rust_native_client_downloads_from_a_linux_server_over_ipv6") {
+        return;
+    }
+    download_from_linux("br6c", rust("fetch"), true);
 }

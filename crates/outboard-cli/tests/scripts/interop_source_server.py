@@ -20,7 +20,7 @@ CHUNK = 256 * 1024
 def main():
     addr, port, total, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     deadline = time.monotonic() + limit
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((addr, port))
     ls.listen(1)
