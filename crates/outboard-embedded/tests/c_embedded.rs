@@ -64,6 +64,18 @@ int main(int argc, char **argv) {
     if (ob_engine_addr(b) != OB_IPV4(10, 0, 0, 1) || ob_engine_alive(b) != 1) { puts("wrong engine"); return 1; }
     ob_listener_t *l = ob_listen(b, 7000, 4);
     if (!l || ob_listener_close(l) != 0) { printf("ob_listen: errno %d\n", errno); return 1; }
+    /* IPv6 through the header: this engine runs none, and says so. */
+    ob_addr_t a6;
+    uint8_t plen = 0;
+    if (ob_engine_address6(b, &a6, &plen) != -1 || errno != EAFNOSUPPORT) { puts("ob_engine_address6 on an IPv4 engine"); return 1; }
+    ob_addr_t any6;
+    memset(&any6, 0, sizeof any6);
+    any6.family = OB_AF_INET6;
+    any6.port = 7001;
+    if (ob_listen_addr(b, &any6, 4, OB_LISTEN_IPV6_ONLY) != NULL || errno != EAFNOSUPPORT) { puts("an IPv6-only listener on an IPv4 engine"); return 1; }
+    if (ob_listen_addr(b, &any6, 4, OB_LISTEN_IPV4_ONLY | OB_LISTEN_IPV6_ONLY) != NULL || errno != EINVAL) { puts("both family flags accepted"); return 1; }
+    l = ob_listen_addr(b, &any6, 4, 0);
+    if (!l || ob_listener_close(l) != 0) { printf("ob_listen_addr [::]: errno %d\n", errno); return 1; }
     if (ob_detach(b) != 0 || ob_embedded_stop(e) != 0) { puts("teardown failed"); return 1; }
     printf("ok functions=%zu\n", sizeof every / sizeof every[0]);
     return 0;
