@@ -81,6 +81,33 @@ pub enum ListenFamily {
     Addr(std::net::IpAddr),
 }
 
+impl ListenFamily {
+    /// What a socket bound to `addr` takes (`v6only`: IPV6_V6ONLY on an
+    /// AF_INET6 socket): `::` both families (IPv6 only with `v6only`),
+    /// 0.0.0.0 IPv4, another address only itself.
+    pub fn of_bound(addr: std::net::IpAddr, v6only: bool) -> ListenFamily {
+        match addr {
+            std::net::IpAddr::V6(a) if a.is_unspecified() && v6only => ListenFamily::Ipv6,
+            std::net::IpAddr::V6(a) if a.is_unspecified() => ListenFamily::Both,
+            std::net::IpAddr::V4(a) if a.is_unspecified() => ListenFamily::Ipv4,
+            ip => ListenFamily::Addr(ip),
+        }
+    }
+
+    /// Whether one connection could be for both (Linux's bind conflict on
+    /// one port: the same family, and a wildcard or the same address).
+    pub fn overlaps(&self, other: &ListenFamily) -> bool {
+        use ListenFamily::*;
+        match (self, other) {
+            (Both, _) | (_, Both) | (Ipv4, Ipv4) | (Ipv6, Ipv6) => true,
+            (Ipv4, Ipv6) | (Ipv6, Ipv4) => false,
+            (Ipv4, Addr(a)) | (Addr(a), Ipv4) => a.is_ipv4(),
+            (Ipv6, Addr(a)) | (Addr(a), Ipv6) => a.is_ipv6(),
+            (Addr(a), Addr(b)) => a == b,
+        }
+    }
+}
+
 impl ListenFlags {
     /// The flags, and the bound address from words c, d and e when `listen::ADDR` is set.
     fn decode(c: &Command) -> Result<ListenFlags, CommandViolation> {

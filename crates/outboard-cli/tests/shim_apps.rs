@@ -1015,6 +1015,35 @@ fn shim_ipv6_nginx_listen_v6_serves_linux_curl_6() {
     eprintln!("shim nginx [::]: 8 MiB over IPv6 byte-exact; wrk {} requests, {:.0}/s", w.requests, w.per_s);
 }
 
+/// nginx with both `listen 8080` and `listen [::]:8080` (Debian's default
+/// site has both: an AF_INET socket on 0.0.0.0 and an IPV6_V6ONLY one on
+/// `::`, one port) serves Linux's curl over IPv4 and over IPv6, each
+/// byte-exact.
+#[test]
+fn shim_nginx_listening_on_both_families_serves_linux_over_each() {
+    if skip_unless_root("shim_nginx_listening_on_both_families_serves_linux_over_each") {
+        return;
+    }
+    need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("sha256sum", "coreutils")]);
+    let rig = Rig::up_ipv6("s6b", outboard_lab::Impairment::default());
+    let (conf, src) = nginx_v6_site(&rig, 8 << 20, 64);
+    let text = std::fs::read_to_string(&conf).unwrap().replace("listen [::]:8080;", "listen 8080; listen [::]:8080;");
+    std::fs::write(&conf, text).unwrap();
+    let mut srv = rig.bg(
+        "shim-nginx46",
+        rig.shim_cmd(STEP * 2, &["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap(), "-g", "daemon off; master_process off;"]),
+    );
+    let errlog = || std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
+    rig.wait_tcp(&rig.eip6(), 8080, &mut srv);
+    for (flag, url) in [("-6", format!("http://[{}]:8080/blob", rig.eip6())), ("-4", format!("http://{}:8080/blob", rig.eip()))] {
+        let dst = rig.tmp.join(format!("got{flag}"));
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", flag, "-g", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url]));
+        assert!(ok, "Linux curl {flag} {url}: {out}\n{err}\nnginx error.log:\n{}", errlog());
+        assert_eq!(sha256(&dst), sha256(&src), "nginx → Linux curl {flag}");
+    }
+    srv.assert_running();
+}
+
 /// nginx's configuration with `listen [::]:8080`, and its site: `blob` of
 /// `n` random bytes (returned) and `small`.
 fn nginx_v6_site(rig: &Rig, n: u64, seed: u64) -> (PathBuf, PathBuf) {

@@ -434,6 +434,9 @@ pub fn bind(fd: RawFd, a: Option<SocketAddr>) -> SResult<bool> {
         return Ok(false);
     }
     if sock.stream {
+        // Sockets of families that do not overlap share a port (an AF_INET
+        // 0.0.0.0 one beside an IPV6_V6ONLY `::` one), as on Linux.
+        let family = ListenFamily::of_bound(a.ip(), sock.opts.v6only);
         let clash = st.socks.values().any(|o| {
             if Rc::ptr_eq(o, &s) {
                 return false;
@@ -441,7 +444,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddr>) -> SResult<bool> {
             let o = o.borrow();
             o.stream
                 && matches!(o.kind, Kind::Bound | Kind::Listener(_))
-                && o.bound.is_some_and(|b| b.port() == a.port())
+                && o.bound.is_some_and(|b| b.port() == a.port() && ListenFamily::of_bound(b.ip(), o.opts.v6only).overlaps(&family))
                 && !(o.opts.reuseport && sock.opts.reuseport)
         });
         if clash {
@@ -509,13 +512,7 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
 /// (IPv4 peers shown IPv4-mapped) unless IPV6_V6ONLY; 0.0.0.0 only IPv4;
 /// one address only connections to it.
 pub fn listen_flags(sock: &Sock) -> ListenFlags {
-    let family = match sock.bound.map(|b| b.ip()) {
-        Some(std::net::IpAddr::V6(a)) if a.is_unspecified() && sock.opts.v6only => ListenFamily::Ipv6,
-        Some(std::net::IpAddr::V6(a)) if a.is_unspecified() => ListenFamily::Both,
-        Some(std::net::IpAddr::V4(a)) if a.is_unspecified() => ListenFamily::Ipv4,
-        Some(ip) => ListenFamily::Addr(ip),
-        None => ListenFamily::Ipv4,
-    };
+    let family = sock.bound.map_or(ListenFamily::Ipv4, |b| ListenFamily::of_bound(b.ip(), sock.opts.v6only));
     ListenFlags { reuseport: sock.opts.reuseport, on_demand: true, family }
 }
 

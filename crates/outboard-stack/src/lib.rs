@@ -381,8 +381,16 @@ impl Stack {
 
     // --- TCP ---
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
+        self.tcp_listen_for(port, backlog, Families::Both)
+    }
+
+    /// A listener that takes only `families`: listeners whose families do
+    /// not overlap may share a port (an IPv4-only and an IPv6-only one, as
+    /// Linux's AF_INET `0.0.0.0` beside an IPV6_V6ONLY `::`); an
+    /// overlapping one is `AddrInUse`.
+    pub fn tcp_listen_for(&mut self, port: u16, backlog: usize, families: Families) -> Result<ListenerId, StackError> {
         self.ports_generation += 1;
-        self.tcp.listen(port, backlog)
+        self.tcp.listen(port, backlog, families)
     }
 
     /// Restricts a listener to some address families (new listeners take both).

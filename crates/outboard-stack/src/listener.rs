@@ -45,6 +45,20 @@ pub enum Families {
 }
 
 impl Families {
+    /// Whether a connection could be for both (Linux's bind conflict for
+    /// sockets on one port: same family and wildcard or same address).
+    pub fn overlaps(&self, other: &Families) -> bool {
+        use Families::*;
+        match (self, other) {
+            (Both, _) | (_, Both) => true,
+            (Ipv4, Ipv4) | (Ipv6, Ipv6) => true,
+            (Ipv4, Ipv6) | (Ipv6, Ipv4) => false,
+            (Ipv4, Addr(a)) | (Addr(a), Ipv4) => a.is_ipv4(),
+            (Ipv6, Addr(a)) | (Addr(a), Ipv6) => a.is_ipv6(),
+            (Addr(a), Addr(b)) => a == b,
+        }
+    }
+
     pub(crate) fn takes(&self, tuple: &FourTuple) -> bool {
         match self {
             Families::Both => true,
@@ -215,7 +229,10 @@ impl TcpTable {
         let Some(_) = self.listeners.remove(&lid) else {
             return;
         };
-        self.listener_by_port.retain(|_, l| *l != lid);
+        self.listener_by_port.retain(|_, ls| {
+            ls.retain(|l| *l != lid);
+            !ls.is_empty()
+        });
         let orphans: Vec<ConnId> = self
             .conns
             .iter()

@@ -91,8 +91,7 @@ impl TcpTable {
                 return None;
             }
         }
-        let family_ok = |l: &crate::listener::Listener| l.families.takes(&tuple);
-        if let Some(&lid) = self.listener_by_port.get(&tuple.local.port()).filter(|l| self.listeners.get(l).is_some_and(family_ok)) {
+        if let Some(lid) = self.listener_for(&tuple) {
             let reply = self.listener_input(now, lid, tuple, repr, payload, stats);
             if let Some(id) = self.by_tuple.get(&tuple).copied() {
                 if self

@@ -3,7 +3,7 @@
 //! `handle_timeout` (the timer index). Listener behaviour (SYN queue, SYN
 //! cookies, accept queue) is in `listener`; segment demultiplexing in `tcp_input`.
 
-use crate::listener::Listener;
+use crate::listener::{Families, Listener};
 use crate::{ConnId, ListenerId, StackError};
 use outboard_tcp::isn::IsnGenerator;
 use outboard_tcp::syncookie::SynCookies;
@@ -52,7 +52,8 @@ pub(crate) struct TcpTable {
     pub conns: HashMap<ConnId, Entry>,
     pub by_tuple: HashMap<FourTuple, ConnId>,
     pub listeners: HashMap<ListenerId, Listener>,
-    pub listener_by_port: HashMap<u16, ListenerId>,
+    /// The listeners of each port (more than one only when their families do not overlap).
+    pub listener_by_port: HashMap<u16, Vec<ListenerId>>,
     /// Connections that may have something to send, served round-robin.
     ready: VecDeque<ConnId>,
     /// Each connection's next deadline, in a hierarchical timer wheel
@@ -110,15 +111,29 @@ impl TcpTable {
         }
     }
 
-    pub(crate) fn listen(&mut self, port: u16, backlog: usize) -> Result<ListenerId, StackError> {
-        if self.listener_by_port.contains_key(&port) {
+    /// A listener on `port` for `families`. Listeners of families that do
+    /// not overlap share a port (Linux's AF_INET `0.0.0.0` beside an
+    /// IPV6_V6ONLY `::`); overlapping ones are EADDRINUSE.
+    pub(crate) fn listen(&mut self, port: u16, backlog: usize, families: Families) -> Result<ListenerId, StackError> {
+        let taken = self.listener_by_port.get(&port).is_some_and(|ls| {
+            ls.iter().any(|l| self.listeners.get(l).is_some_and(|x| x.families.overlaps(&families)))
+        });
+        if taken {
             return Err(StackError::AddrInUse);
         }
         self.next_listener = self.next_listener.wrapping_add(1);
         let id = ListenerId(self.next_listener);
-        self.listeners.insert(id, Listener::new(backlog));
-        self.listener_by_port.insert(port, id);
+        let mut l = Listener::new(backlog);
+        l.families = families;
+        self.listeners.insert(id, l);
+        self.listener_by_port.entry(port).or_default().push(id);
         Ok(id)
+    }
+
+    /// The listener on the tuple's local port that takes its family and address.
+    pub(crate) fn listener_for(&self, tuple: &FourTuple) -> Option<ListenerId> {
+        let ls = self.listener_by_port.get(&tuple.local.port())?;
+        ls.iter().copied().find(|l| self.listeners.get(l).is_some_and(|x| x.families.takes(tuple)))
     }
 
     /// Adds a connection and queues its first output (SYN or SYN-ACK).

@@ -317,6 +317,32 @@ fn a_listener_bound_to_one_address_takes_only_connections_to_it() {
 }
 
 #[test]
+fn an_ipv4_and_an_ipv6_only_listener_share_a_port_and_overlapping_ones_do_not() {
+    use outboard_stack::{Families, StackError};
+    let mut p = v6pair();
+    let l4 = p.b.tcp_listen_for(80, 8, Families::Ipv4).unwrap();
+    let l6 = p.b.tcp_listen_for(80, 8, Families::Ipv6).unwrap();
+    // Linux: EADDRINUSE for a second wildcard of a family, or an address of one taken.
+    assert_eq!(p.b.tcp_listen_for(80, 8, Families::Both), Err(StackError::AddrInUse));
+    assert_eq!(p.b.tcp_listen_for(80, 8, Families::Addr(V6_B.into())), Err(StackError::AddrInUse));
+    assert_eq!(p.b.tcp_listen(80, 8), Err(StackError::AddrInUse));
+    let c4 = p.a.tcp_connect(p.now, std::net::SocketAddrV4::new(IP_B, 80)).unwrap();
+    let c6 = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| [c4, c6].iter().all(|c| p.a.tcp(*c).unwrap().state() == State::Established)));
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l4) && p.b.tcp_accept_pending(l6)));
+    let got4 = p.b.tcp_accept(l4).unwrap();
+    let got6 = p.b.tcp_accept(l6).unwrap();
+    assert!(p.b.tcp(got4).unwrap().tuple().local.is_ipv4(), "the IPv4 connection went to the IPv4 listener");
+    assert!(p.b.tcp(got6).unwrap().tuple().local.is_ipv6(), "the IPv6 connection went to the IPv6 listener");
+    // Closing one leaves the other listening.
+    p.b.tcp_unlisten(l4);
+    let again = p.a.tcp_connect(p.now, sa(V6_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(again).unwrap().state() == State::Established));
+    let c4b = p.a.tcp_connect(p.now, std::net::SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(c4b).unwrap().state() == State::Closed));
+}
+
+#[test]
 fn rfc8200_s8_1_a_udp_datagram_without_checksum_is_discarded_over_ipv6() {
     let mut p = v6pair();
     let ub = p.b.udp_bind(53).unwrap();

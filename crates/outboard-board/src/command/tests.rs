@@ -56,6 +56,23 @@ fn listen_keeps_its_einval_cases_as_values() {
 }
 
 #[test]
+fn listen_families_and_addresses_decode_or_are_violations() {
+    let v6: std::net::IpAddr = "fd77::2".parse().unwrap();
+    for family in [ListenFamily::Both, ListenFamily::Ipv4, ListenFamily::Ipv6, ListenFamily::Addr(v6)] {
+        let l = BoardCommand::Listen { sync: SyncSlot(1), port: Some(80), backlog: 8, flags: ListenFlags { family, ..Default::default() } };
+        assert_eq!(decode(&l.encode(), B), Ok(l));
+    }
+    // No family bit: both families (`ListenFlags::default()`).
+    let plain = Command { op: op::LISTEN, a: 80, b: 8, ..Default::default() };
+    assert!(matches!(decode(&plain, B), Ok(BoardCommand::Listen { flags: ListenFlags { family: ListenFamily::Both, .. }, .. })));
+    let both = Command { flags: listen::IPV4_ONLY | listen::IPV6_ONLY, ..plain };
+    assert_eq!(decode(&both, B), Err(CommandViolation::BadField("listen family")));
+    // ADDR with a record that is no address.
+    let garbage = Command { flags: listen::ADDR, c: 7, ..plain };
+    assert!(matches!(decode(&garbage, B), Err(CommandViolation::BadAddress("listen", _))));
+}
+
+#[test]
 fn addresses_of_both_families_and_garbage() {
     for to in ["10.0.0.1:80", "[2001:db8::1]:443"] {
         let to: SocketAddr = to.parse().unwrap();

@@ -143,11 +143,11 @@ impl Listeners {
     ) -> Result<ListenerId, i64> {
         let families = families_of(stack, flags.family)?;
         let reuseport = flags.reuseport;
-        if let Some(g) = self.groups.iter_mut().find(|g| g.port == port) {
+        // Listeners of families that do not overlap (an AF_INET one on
+        // 0.0.0.0 and an IPV6_V6ONLY one on `::`) are separate, as on Linux.
+        if let Some(g) = self.groups.iter_mut().find(|g| g.port == port && g.families.overlaps(&families)) {
             // Linux: every socket on the port set SO_REUSEPORT, one user owns
-            // them all, and they are bound alike. (One stack listener per
-            // port: an AF_INET and a V6ONLY AF_INET6 listener cannot share a
-            // port here as they can on Linux.)
+            // them all, and they are bound alike.
             if !(reuseport && g.reuseport && g.uid == j.uid && g.families == families) {
                 return Err(-i64::from(libc::EADDRINUSE));
             }
@@ -155,12 +155,11 @@ impl Listeners {
             self.counters.joined += 1;
             return Ok(g.lid);
         }
-        let lid = stack.tcp_listen(port, backlog as usize).map_err(|e| match e {
+        // A SYN of another family (or to another address) finds no listener: RST, as on Linux.
+        let lid = stack.tcp_listen_for(port, backlog as usize, families).map_err(|e| match e {
             StackError::AddrInUse => -i64::from(libc::EADDRINUSE),
             _ => -i64::from(libc::EINVAL),
         })?;
-        // A SYN of another family (or to another address) finds no listener: RST, as on Linux.
-        stack.tcp_listen_families(lid, families);
         let mut g = Group {
             lid,
             port,
