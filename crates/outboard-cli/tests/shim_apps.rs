@@ -1084,6 +1084,36 @@ fn shim_ipv6_udp_server_echoes_linux_over_both_families() {
     wait_line(&mut srv, "an IPv6 source", |v| v["from"] == l6.as_str() && v["bytes"] == 1472);
     wait_line(&mut srv, "an IPv4 source, mapped", |v| v["from"] == mapped.as_str() && v["bytes"] == 1472);
     assert!(rig.engine.counter("udp_datagrams_in") >= 6, "the engine did not carry the datagrams");
+
+    // The other way: a client under the shim sends to Linux's echo server on [fd77::1].
+    let mut lsrv = rig.bg(
+        "linux-udp6",
+        rig.linux_cmd(STEP * 2, &[python3(), "-u", &support::script("shim_v6_server.py"), "udp", "9003", "v6only", &l6]),
+    );
+    wait_line(&mut lsrv, "Linux udp listening", |v| v.get("listening").is_some());
+    let before = rig.engine.counter("udp_datagrams_in");
+    let client = format!(
+        "import os, socket, json\n\
+         s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n\
+         s.settimeout(2)\n\
+         ok = 0\n\
+         for size in (1, 512, 1232):\n\
+         \x20   p = os.urandom(size)\n\
+         \x20   for _ in range(5):\n\
+         \x20       s.sendto(p, ('{l6}', 9003))\n\
+         \x20       try:\n\
+         \x20           d, src = s.recvfrom(4096)\n\
+         \x20       except socket.timeout:\n\
+         \x20           continue\n\
+         \x20       ok += d == p and src[0] == '{l6}'\n\
+         \x20       break\n\
+         print(json.dumps({{'ok': ok == 3, 'local': s.getsockname()[0]}}))\n"
+    );
+    let (ok, out, err) = output(rig.shim_cmd(STEP, &[python3(), "-c", &client]));
+    let v = json_lines(&out).pop().unwrap_or_default();
+    assert!(ok && v["ok"] == true, "UDP client under the shim to [{l6}]:9003: {out}\n{err}\n{}", lsrv.text());
+    assert_eq!(v["local"].as_str(), Some("::"), "{v}");
+    assert!(rig.engine.counter("udp_datagrams_in") >= before + 3, "the engine did not carry the replies");
 }
 
 /// Through the seeded impairment relay (loss, duplication, reordering,

@@ -415,7 +415,8 @@ impl Sock {
                         }
                     };
                     // A connected datagram socket takes only its peer's datagrams.
-                    let wanted = src.is_some() && peer.is_none_or(|p| Some(p) == src);
+                    // (Address and port: a link-local peer's scope may be written differently.)
+                    let wanted = src.is_some_and(|s| peer.is_none_or(|p| p.ip() == s.ip() && p.port() == s.port()));
                     if !peek || !wanted {
                         let _ = d.end_get();
                     }
