@@ -54,22 +54,34 @@ fn nginx_conf(rig: &Rig, port: u16, workers: u32, daemon: bool) -> std::path::Pa
     p
 }
 
-fn nginx_master_and_workers(daemon: bool, shards: u32) {
-    let tag = match (daemon, shards) {
-        (true, _) => "ngxd",
-        (false, 1) => "ngxm",
-        (false, _) => "ngxs",
+/// `ipv6`: a dual-stack rig, nginx listening on `8080` and `[::]:8080`
+/// (an AF_INET and an IPv6-only socket on one port, both inherited by the
+/// workers), fetched over IPv6 and checked over IPv4.
+fn nginx_master_and_workers(daemon: bool, shards: u32, ipv6: bool) {
+    let tag = match (daemon, shards, ipv6) {
+        (_, _, true) => "ngx6",
+        (true, _, _) => "ngxd",
+        (false, 1, _) => "ngxm",
+        (false, _, _) => "ngxs",
     };
     need_all(&[("nginx", "nginx-light"), ("curl", "curl"), ("wrk", "wrk")]);
     // The workers drop to nobody after joining the listeners (as root): the
     // engine admits nobody for the boards they may open later.
-    let rig = Rig::up_sharded(tag, shards, &["--allow-user", "nobody"]);
+    let rig = if ipv6 {
+        Rig::up_ipv6_sharded(tag, outboard_lab::Impairment::default(), shards, &["--allow-user", "nobody"])
+    } else {
+        Rig::up_sharded(tag, shards, &["--allow-user", "nobody"])
+    };
     let www = rig.tmp.join("www");
     std::fs::create_dir_all(&www).unwrap();
     let src = www.join("blob");
     random_file(&src, 4 << 20, 21);
     random_file(&www.join("small"), 4096, 22);
     let conf = nginx_conf(&rig, 8080, 2, daemon);
+    if ipv6 {
+        let text = std::fs::read_to_string(&conf).unwrap().replace("listen 8080;", "listen 8080; listen [::]:8080;");
+        std::fs::write(&conf, text).unwrap();
+    }
     let args = ["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap()];
     let errlog = || format!("\nnginx error.log:\n{}", std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default());
     let mut fg = None;
@@ -81,7 +93,8 @@ fn nginx_master_and_workers(daemon: bool, shards: u32) {
         fg = Some(rig.bg("nginx-mw", rig.shim_cmd(STEP * 3, &args)));
     }
     // Wait for the port on Linux's side.
-    let url = |name: &str| format!("http://{}:8080/{name}", rig.eip());
+    let host = if ipv6 { format!("[{}]", rig.eip6()) } else { rig.eip() };
+    let url = |name: &str| format!("http://{host}:8080/{name}");
     let t0 = Instant::now();
     loop {
         let (ok, _, _) = output(rig.linux_cmd(Duration::from_secs(5), &["curl", "-sS", "--fail", "-o", "/dev/null", "--max-time", "2", &url("small")]));
@@ -98,6 +111,12 @@ fn nginx_master_and_workers(daemon: bool, shards: u32) {
     let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &url("blob")]));
     assert!(ok, "curl: {out}\n{err}{}", errlog());
     assert_eq!(sha256(&dst), sha256(&src), "what curl got differs from the file");
+    if ipv6 {
+        // The AF_INET listener of the same port, inherited the same way.
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &["curl", "-4", "-sS", "--fail", "--max-time", "50", "-o", dst.to_str().unwrap(), &format!("http://{}:8080/blob", rig.eip())]));
+        assert!(ok, "curl -4: {out}\n{err}{}", errlog());
+        assert_eq!(sha256(&dst), sha256(&src), "what curl -4 got differs from the file");
+    }
     let (ok, out, err) = output(rig.linux_cmd(STEP, &["wrk", "-t2", "-c32", "-d3s", &url("small")]));
     assert!(ok, "wrk failed: {out}\n{err}{}", errlog());
     let w = tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}{}", errlog()));
@@ -109,7 +128,7 @@ fn nginx_master_and_workers(daemon: bool, shards: u32) {
     let per_shard: Vec<u64> = st["shards"].as_array().map(|r| r.iter().map(|x| x["rx_frames"].as_u64().unwrap_or(0)).collect()).unwrap_or_default();
     assert_eq!(per_shard.len(), shards as usize, "{}", st["shards"]);
     assert!(per_shard.iter().all(|f| *f > 0), "every shard carried frames: {per_shard:?}");
-    eprintln!("nginx master/2 workers (daemon {daemon}, {shards} shards): 4 MiB byte-exact; wrk {} requests, {:.0}/s; accepts per worker {boards:?}; frames per shard {per_shard:?}", w.requests, w.per_s);
+    eprintln!("nginx master/2 workers (daemon {daemon}, {shards} shards, IPv6 {ipv6}): 4 MiB byte-exact; wrk {} requests, {:.0}/s; accepts per worker {boards:?}; frames per shard {per_shard:?}", w.requests, w.per_s);
     if master > 0 {
         // SAFETY: kill(2) of the nginx master we started.
         unsafe { libc::kill(master as i32, libc::SIGQUIT) };
@@ -127,7 +146,7 @@ fn shim_nginx_master_and_two_workers_in_the_foreground() {
     if skip_unless_root("shim_nginx_master_and_two_workers_in_the_foreground") {
         return;
     }
-    nginx_master_and_workers(false, 1);
+    nginx_master_and_workers(false, 1, false);
 }
 
 #[test]
@@ -135,7 +154,7 @@ fn shim_nginx_as_a_daemon_with_two_workers() {
     if skip_unless_root("shim_nginx_as_a_daemon_with_two_workers") {
         return;
     }
-    nginx_master_and_workers(true, 1);
+    nginx_master_and_workers(true, 1, false);
 }
 
 #[test]
@@ -143,7 +162,19 @@ fn shim_nginx_workers_on_a_two_shard_engine() {
     if skip_unless_root("shim_nginx_workers_on_a_two_shard_engine") {
         return;
     }
-    nginx_master_and_workers(false, 2);
+    nginx_master_and_workers(false, 2, false);
+}
+
+/// nginx's master and two workers on a two-shard engine over IPv6: the
+/// workers inherit `listen 8080` and `listen [::]:8080` across fork, Linux's
+/// `curl -6` and `wrk` over IPv6 and `curl -4` are served, every shard
+/// carries frames.
+#[test]
+fn shim_nginx_workers_on_a_two_shard_engine_over_ipv6() {
+    if skip_unless_root("shim_nginx_workers_on_a_two_shard_engine_over_ipv6") {
+        return;
+    }
+    nginx_master_and_workers(false, 2, true);
 }
 
 /// A Python echo server: `prefork` (the parent listens and forks two

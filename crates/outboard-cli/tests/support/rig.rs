@@ -77,7 +77,13 @@ impl Rig {
     /// fd77::2/64, Linux 10.77.0.1 and fd77::1; returns once the engine's
     /// IPv6 addresses passed duplicate-address detection.
     pub fn up_ipv6(tag: &str, impairment: outboard_lab::Impairment) -> Rig {
-        let rig = Rig::build_with(tag, impairment, 1, true, &["--addr", "fd77::2/64"]);
+        Rig::up_ipv6_sharded(tag, impairment, 1, &[])
+    }
+
+    /// As `up_ipv6`, with `shards` shards (one af_xdp queue each) and `extra` flags.
+    pub fn up_ipv6_sharded(tag: &str, impairment: outboard_lab::Impairment, shards: u32, extra: &[&str]) -> Rig {
+        let n = shards.to_string();
+        let rig = Rig::build_with(tag, impairment, shards, true, &[&["--addr", "fd77::2/64", "--shards", n.as_str()], extra].concat());
         let (st, ready) = rig.engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
             s["ipv6"]["addresses"].as_array().is_some_and(|a| !a.is_empty() && a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
         });
