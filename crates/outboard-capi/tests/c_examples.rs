@@ -106,3 +106,22 @@ fn live_fetch_from_listening_source() {
     assert_eq!((sent, sent_sha.as_str()), (n as u64, want.as_str()));
     assert_eq!((got, got_sha.as_str()), (n as u64, want.as_str()));
 }
+
+/// Live over IPv6: `fetch` on engine B (`ob_engine_address6`, then
+/// `ob_connect_addr` to `fd00::1`) reads to end of stream from `source`
+/// listening with `ob_listen` (both families) on engine A; byte-exact.
+#[test]
+fn live_fetch_from_listening_source_over_ipv6() {
+    let _ = built();
+    let lab = Lab::start_with("f6", true);
+    let n = (3usize << 20) + 777;
+    let mut src = lab.run("source", &[&lab.a, "listen", "5003", &n.to_string(), "4"]);
+    src.line("listening on 5003", Duration::from_secs(20));
+    let mut fetch = lab.run("fetch", &[&lab.b, "fd00::1", "5003"]);
+    fetch.line("engine6=fd00::2/64", Duration::from_secs(20));
+    let (got, got_sha) = fetch.result(Duration::from_secs(120));
+    let (sent, sent_sha) = src.result(Duration::from_secs(30));
+    let want = sha256_hex(&pattern(4, n));
+    assert_eq!((sent, sent_sha.as_str()), (n as u64, want.as_str()));
+    assert_eq!((got, got_sha.as_str()), (n as u64, want.as_str()));
+}

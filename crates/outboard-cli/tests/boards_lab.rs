@@ -202,3 +202,13 @@ fn rust_native_client_downloads_from_a_linux_server_over_ipv6() {
     }
     download_from_linux("br6c", rust("fetch"), true);
 }
+
+/// The C client (`ob_engine_address6`, `ob_connect_addr` to `fd77::1`)
+/// downloads from Linux's server over IPv6.
+#[test]
+fn c_native_client_downloads_from_a_linux_server_over_ipv6() {
+    if skip_unless_root("c_native_client_downloads_from_a_linux_server_over_ipv6") {
+        return;
+    }
+    download_from_linux("bc6c", c("fetch"), true);
+}

@@ -289,6 +289,12 @@ pub struct Lab {
 
 impl Lab {
     pub fn start(tag: &str) -> Lab {
+        Lab::start_with(tag, false)
+    }
+
+    /// With `ipv6`, the engines run IPv6 beside IPv4 too (A fd00::1/64, B
+    /// fd00::2/64); returns once their IPv6 addresses passed duplicate-address detection.
+    pub fn start_with(tag: &str, ipv6: bool) -> Lab {
         let bin = outboard_bin();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -296,18 +302,43 @@ impl Lab {
         let fabric = format!("fabric:c{}{tag}", std::process::id());
         let (a, b) = (format!("{tag}-a"), format!("{tag}-b"));
         let mut engines = Vec::new();
-        for (name, addr) in [(&a, "10.0.0.1/24"), (&b, "10.0.0.2/24")] {
+        for (name, addr, addr6) in [(&a, "10.0.0.1/24", "fd00::1/64"), (&b, "10.0.0.2/24", "fd00::2/64")] {
             let mut cmd = Command::new(bin);
             cmd.args(["engine", "--link", &fabric, "--addr", addr, "--name", name, "--services", "none"])
                 .args(["--log-level", "warn", "--run-for-s", "300"])
                 .env("OUTBOARD_RUN_DIR", &dir);
+            if ipv6 {
+                cmd.args(["--addr", addr6]);
+            }
             engines.push(Proc::spawn(&format!("engine {name}"), cmd, &dir));
         }
         let lab = Lab { dir, a, b, _engines: engines };
         for name in [&lab.a, &lab.b] {
             lab.wait_up(name);
+            if ipv6 {
+                lab.wait_ipv6(name);
+            }
         }
         lab
+    }
+
+    /// Until every IPv6 address of the engine is preferred (past duplicate-address detection).
+    pub fn wait_ipv6(&self, name: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = Command::new(outboard_bin())
+                .args(["stat", "--json", "--name", name])
+                .env("OUTBOARD_RUN_DIR", &self.dir)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+                .unwrap_or_default();
+            // `stat` lists each address with its state ("fd00::1/64 preferred static").
+            if out.contains(" preferred static") && !out.contains("tentative") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "engine {name}: IPv6 addresses never became preferred: {out}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Until the engine takes boards (its board socket answers `stat`'s peer, the control socket).
