@@ -23,7 +23,7 @@ static void die(const char *what) {
 
 int main(int argc, char **argv) {
     if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: %s ENGINE A.B.C.D PORT [BYTES]\n", argv[0]);
+        fprintf(stderr, "usage: %s ENGINE A.B.C.D|IPV6 PORT [BYTES]\n", argv[0]);
         return 2;
     }
     ob_addr_t to;

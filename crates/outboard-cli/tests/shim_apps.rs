@@ -939,11 +939,14 @@ fn shim_ipv6_dual_stack_server_serves_linux_over_ipv6_and_ipv4() {
     let v = wait_line(&mut dual, "the IPv6 connection", |v| v["bytes"] == N && v["peer"] == l6.as_str());
     assert_eq!(v["local"].as_str(), Some(e6.as_str()), "getsockname over IPv6: {v}");
     assert_eq!(v["accepted"].as_str(), Some(l6.as_str()), "accept's address over IPv6: {v}");
+    // TCP_INFO's path MTU counts the 40-byte IPv6 header: the link's 1500, as Linux shows.
+    assert_eq!(v["pmtu"].as_u64(), Some(1500), "tcpi_pmtu over IPv6: {v}");
     let (ok, out) = linux_echo(&rig, &e4, 9000, N);
     assert!(ok, "Linux → {e4}:9000 (the same [::] socket) over IPv4: {out}\n{}", dual.text());
     let mapped = |a: &str| format!("::ffff:{a}");
     let v = wait_line(&mut dual, "the IPv4 connection", |v| v["bytes"] == N && v["peer"] == mapped(&l4).as_str());
     assert_eq!(v["local"].as_str(), Some(mapped(&e4).as_str()), "getsockname of an IPv4 peer on [::]: {v}");
+    assert_eq!(v["pmtu"].as_u64(), Some(1500), "tcpi_pmtu over IPv4: {v}");
 
     let mut only = rig.bg("shim-v6-only", rig.shim_cmd(STEP * 2, &[python3(), "-u", &server, "tcp", "9001", "v6only"]));
     let head = wait_line(&mut only, "v6only listening", |v| v.get("listening").is_some());

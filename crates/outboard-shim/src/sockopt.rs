@@ -96,9 +96,11 @@ pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
             t.bytes_received = i.bytes_received;
             t.segs_out = i.segs_out;
             t.segs_in = i.segs_in;
-            // The path MTU the MSS came from: IPv4 and TCP headers, and the timestamp option when in use.
+            // The path MTU the MSS came from: IP (20 bytes, or 40 over IPv6) and TCP
+            // headers, and the timestamp option when in use.
             let ts = if i.options & outboard_api::TCPI_OPT_TIMESTAMPS != 0 { 12 } else { 0 };
-            t.pmtu = i.snd_mss + 40 + ts;
+            let ip = if crate::addr::unmap(s.peer_addr()).is_ipv6() { 40 } else { 20 };
+            t.pmtu = i.snd_mss + ip + 20 + ts;
         }
         Kind::Listener(_) => t.state = 10,    // TCP_LISTEN
         Kind::Connecting(_) => t.state = 2,   // TCP_SYN_SENT

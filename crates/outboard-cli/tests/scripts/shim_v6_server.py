@@ -7,12 +7,14 @@ Binds ADDR (default `::`) port PORT with IPV6_V6ONLY off (dual) or on
 (v6only), prints "listening", then serves forever (the test kills it):
 - tcp: each connection, in turn, is echoed until the peer's EOF, then one
   JSON line says its getsockname, getpeername (as the socket API gives
-  them: sockaddr_in6, IPv4 peers IPv4-mapped) and the bytes echoed;
+  them: sockaddr_in6, IPv4 peers IPv4-mapped), TCP_INFO's path MTU and the
+  bytes echoed;
 - udp: each datagram is sent back to its source (recvfrom), and a JSON line
   says the source and the size.
 """
 import json
 import socket
+import struct
 import sys
 
 
@@ -35,6 +37,8 @@ def main():
             print(json.dumps({"from": src[0], "bytes": len(data)}), flush=True)
     while True:
         c, peer = s.accept()
+        # tcp_info's tcpi_pmtu (the 14th u32 after 8 one-byte fields).
+        pmtu = struct.unpack_from("I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 60)[0]
         n = 0
         while True:
             b = c.recv(262144)
@@ -42,7 +46,7 @@ def main():
                 break
             c.sendall(b)
             n += len(b)
-        out = {"local": c.getsockname()[0], "peer": c.getpeername()[0], "accepted": peer[0], "bytes": n}
+        out = {"local": c.getsockname()[0], "peer": c.getpeername()[0], "accepted": peer[0], "bytes": n, "pmtu": pmtu}
         c.close()
         print(json.dumps(out), flush=True)
 
