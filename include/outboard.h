@@ -415,8 +415,8 @@ struct ob_stream_t *ob_connect(struct ob_board_t *board, uint32_t ipv4, uint16_t
 /**
  * Connects to `*to` (either family) and waits for the handshake, as
  * `ob_connect`. Returns NULL with errno on failure: as `ob_connect`, and
- * EAFNOSUPPORT for a family the engine does not run (today's engines run
- * IPv4 only) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
+ * EAFNOSUPPORT for a family the engine does not run (IPv6 on an engine
+ * without it) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
  * `OB_AF_INET6`; EINVAL for NULL.
  */
 struct ob_stream_t *ob_connect_addr(struct ob_board_t *board, const struct ob_addr_t *to);

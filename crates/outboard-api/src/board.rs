@@ -413,7 +413,7 @@ impl Board {
     /// Connects; waits for the handshake (blocking or polling as the board's
     /// mode says; a non-blocking board waits too, sleeping). Either family:
     /// the engine answers a family it does not run with
-    /// `Error::AddrFamily` (EAFNOSUPPORT; today's engines run IPv4 only).
+    /// `Error::AddrFamily` (EAFNOSUPPORT: IPv6 on an engine without it).
     pub fn connect(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
         let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0 }, None)?;

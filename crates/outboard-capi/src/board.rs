@@ -327,8 +327,8 @@ pub unsafe extern "C" fn ob_connect(board: *mut ob_board_t, ipv4: u32, port: u16
 
 /// Connects to `*to` (either family) and waits for the handshake, as
 /// `ob_connect`. Returns NULL with errno on failure: as `ob_connect`, and
-/// EAFNOSUPPORT for a family the engine does not run (today's engines run
-/// IPv4 only) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
+/// EAFNOSUPPORT for a family the engine does not run (IPv6 on an engine
+/// without it) or an `ob_addr_t.family` that is neither `OB_AF_INET` nor
 /// `OB_AF_INET6`; EINVAL for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn ob_connect_addr(board: *mut ob_board_t, to: *const ob_addr_t) -> *mut ob_stream_t {

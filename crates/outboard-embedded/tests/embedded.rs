@@ -118,7 +118,7 @@ fn event_queue_over_many_streams_and_errors() {
         let board_b = b.attach(&AttachOptions::default()).expect("attach b");
         let refused = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7101));
         assert!(matches!(refused, Err(Error::ConnectionRefused)), "{:?}", refused.err());
-        // An IPv6 destination: the engine (IPv4 only, for now) answers EAFNOSUPPORT.
+        // An IPv6 destination: an engine without IPv6 answers EAFNOSUPPORT.
         let v6 = board_b.connect("[2001:db8::1]:7100".parse::<std::net::SocketAddr>().unwrap());
         assert!(matches!(v6, Err(Error::AddrFamily)), "{:?}", v6.err());
         let mut streams: Vec<_> = (0..16)

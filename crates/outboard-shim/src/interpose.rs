@@ -1,7 +1,7 @@
 //! The exported C functions that LD_PRELOAD puts in front of libc's. Each
 //! first checks, without a lock, whether the descriptor is one the shim
-//! tracks; every other descriptor (files, pipes, AF_UNIX, IPv6, kernel
-//! sockets) goes straight to libc, untouched.
+//! tracks; every other descriptor (files, pipes, AF_UNIX, kernel sockets)
+//! goes straight to libc, untouched.
 //!
 //! `fcntl` and `ioctl` are variadic in C; on x86-64 and AArch64 Linux a
 //! variadic argument travels in the same register as a fixed one, so they

@@ -1,6 +1,7 @@
 //! Outboard's socket shim: an LD_PRELOAD library (`outboard run -- CMD`)
-//! that gives an unmodified program's IPv4 TCP and UDP sockets to an engine
-//! and passes every other descriptor to the kernel untouched.
+//! that gives an unmodified program's TCP and UDP sockets (IPv4, and IPv6
+//! when the engine runs it) to an engine and passes every other descriptor
+//! to the kernel untouched.
 //!
 //! How it is built:
 //! - `interpose.rs`: the exported C functions (socket, connect, read, epoll_wait…);
@@ -15,10 +16,12 @@
 //! - `sockopt.rs`: socket options and Linux's `struct tcp_info`.
 //! - `exec.rs`: engine sockets carried across `exec` into the next image.
 //!
-//! Which sockets go to the engine: AF_INET stream/datagram sockets bound to
-//! 0.0.0.0 or the engine's address, and connects or first datagrams to
-//! destinations the engine serves (its subnet, or any unicast address when
-//! it has a gateway). Loopback and everything else stays with the kernel.
+//! Which sockets go to the engine: AF_INET and AF_INET6 stream/datagram
+//! sockets bound to a wildcard (`::` only dual-stack unless the engine runs
+//! IPv6) or one of the engine's addresses, and connects or first datagrams
+//! to destinations the engine serves (`EngineNet::serves`: its subnet or
+//! IPv6 prefix, or anywhere through its gateway). Loopback and everything
+//! else stays with the kernel.
 
 // The shim runs in applications and waits on the real clock (timeouts of
 // poll, SO_RCVTIMEO): the protocol crates' ban on reading it does not apply.

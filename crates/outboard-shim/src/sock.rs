@@ -101,7 +101,7 @@ pub struct Sock {
     pub kind: Kind,
     /// SOCK_STREAM (else SOCK_DGRAM).
     pub stream: bool,
-    /// An AF_INET6 socket (dual-stack: the engine serves its IPv4 side; addresses are shown IPv4-mapped).
+    /// An AF_INET6 socket (IPv4 peers of a dual-stack one are shown IPv4-mapped; real IPv6 when the engine runs it).
     pub v6: bool,
     /// O_NONBLOCK of the open file (shared by dup'ed descriptors, as in the kernel).
     pub nonblock: bool,

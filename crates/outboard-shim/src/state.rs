@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard};
 pub const MAX_FDS: usize = 1 << 16;
 
 pub const MARK_KERNEL: u8 = 0;
-/// An AF_INET socket the shim tracks (undecided, or owned by the engine).
+/// An AF_INET or AF_INET6 socket the shim tracks (undecided, or owned by the engine).
 pub const MARK_SOCK: u8 = 1;
 /// An epoll instance the shim tracks (it may hold engine sockets).
 pub const MARK_EPOLL: u8 = 2;
