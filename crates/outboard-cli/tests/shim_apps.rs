@@ -1168,3 +1168,59 @@ fn shim_ipv6_nginx_and_curl_through_an_impaired_path() {
     let (seg_in, seg_out) = (rig.engine.counter("tcp_segments_in"), rig.engine.counter("tcp_segments_out"));
     eprintln!("impaired IPv6 path: 16 MiB each way byte-exact; engine TCP segments in {seg_in}, out {seg_out}");
 }
+
+/// iperf3 both ways over IPv6 (the server under the shim on its default
+/// `[::]` listener, Linux's client to fd77::2; then the client under the
+/// shim to Linux's server bound to fd77::1), 3 s each; and redis-server
+/// under the shim with `--bind 0.0.0.0 ::` (an AF_INET and an IPv6-only
+/// socket on one port): redis-benchmark over IPv6 clean, redis-cli
+/// SET over IPv6 read back over IPv4.
+#[test]
+fn shim_ipv6_iperf3_both_ways_and_redis_on_both_families() {
+    if skip_unless_root("shim_ipv6_iperf3_both_ways_and_redis_on_both_families") {
+        return;
+    }
+    need_all(&[("iperf3", "iperf3"), ("redis-server", "redis-server"), ("redis-benchmark", "redis-tools"), ("redis-cli", "redis-tools")]);
+    let rig = Rig::up_ipv6("s6p", outboard_lab::Impairment::default());
+    let (e6, l6) = (rig.eip6(), rig.lip6());
+    let mut srv = rig.bg("shim-iperf3-server6", rig.shim_cmd(STEP, &["iperf3", "-s", "-1", "-p", "5201", "--forceflush"]));
+    srv.wait_log("Server listening");
+    let (_, out, err) = output(rig.linux_cmd(STEP, &["iperf3", "-6", "-c", &e6, "-p", "5201", "-t", "3", "-J"]));
+    let to_shim = must(tools::iperf3(&out, &err));
+    let (ok, log) = srv.wait(STEP);
+    assert!(ok, "iperf3 server under the shim: {log}");
+    let mut srv = rig.bg("linux-iperf3-server6", rig.linux_cmd(STEP, &["iperf3", "-s", "-1", "-B", &l6, "-p", "5202", "--forceflush"]));
+    srv.wait_log("Server listening");
+    let (_, out, err) = output(rig.shim_cmd(STEP, &["iperf3", "-6", "-c", &l6, "-p", "5202", "-t", "3", "-J"]));
+    let from_shim = must(tools::iperf3(&out, &err));
+    let (ok, log) = srv.wait(STEP);
+    assert!(ok, "Linux iperf3 server: {log}");
+
+    let mut cmd = tools::redis_server_cmd(6379, &rig.tmp);
+    let at = cmd.iter().position(|a| a == "0.0.0.0").expect("--bind 0.0.0.0");
+    cmd.insert(at + 1, "::".to_string());
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let mut redis = rig.bg("shim-redis6", rig.shim_cmd(STEP * 3, &cmd));
+    redis.wait_log("Ready to accept connections");
+    rig.wait_tcp(&e6, 6379, &mut redis);
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &["redis-benchmark", "-h", &e6, "-p", "6379", "-c", "50", "-n", "20000", "-t", "set,get", "-q"]));
+    assert!(ok, "redis-benchmark over IPv6 failed: {out}\n{err}\n{}", redis.text());
+    let rps = ["SET", "GET"].map(|t| must(tools::redis_benchmark(&out, &err, t)));
+    let cli = |host: &str, args: &[&str]| {
+        let mut v = vec!["redis-cli", "-h", host, "-p", "6379"];
+        v.extend_from_slice(args);
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &v));
+        assert!(ok, "redis-cli -h {host} {args:?}: {out}\n{err}");
+        out
+    };
+    assert_eq!(cli(&e6, &["SET", "k6", "over-ipv6"]).trim(), "OK");
+    assert_eq!(cli(&rig.eip(), &["GET", "k6"]).trim(), "over-ipv6", "redis's IPv4 socket on the same port");
+    redis.assert_running();
+    eprintln!(
+        "shim over IPv6: iperf3 to the shim {:.2} Gbit/s, from the shim {:.2} Gbit/s; redis SET {:.0}/s GET {:.0}/s",
+        to_shim.bits_per_s / 1e9,
+        from_shim.bits_per_s / 1e9,
+        rps[0],
+        rps[1]
+    );
+}
