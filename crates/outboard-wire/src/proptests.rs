@@ -51,7 +51,7 @@ fn tcp_options() -> impl Strategy<Value = TcpOptions> {
             for (l, r) in blocks {
                 sack.push(SeqNumber(l), SeqNumber(r));
             }
-            TcpOptions { mss, window_scale, sack_permitted, sack, timestamps }
+            TcpOptions { mss, window_scale, sack_permitted, sack, timestamps, fast_open: None }
         })
 }
 
