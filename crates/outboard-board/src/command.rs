@@ -15,7 +15,7 @@
 //! `decode(encode(c)) == c`).
 
 use crate::addr::{AddrError, NetAddr};
-use crate::proto::{listen, op, opt, Command};
+use crate::proto::{connect, listen, op, opt, Command};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -50,6 +50,8 @@ pub enum StreamOption {
     UserTimeout(u32),
     /// TCP_CONGESTION: `opt::CC_*`.
     Congestion(u8),
+    /// TCP_FASTOPEN on a listener: the RFC 7413 Fast Open queue length (0: off).
+    FastOpen(u16),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -60,14 +62,22 @@ pub enum StreamOption {
 pub struct ListenFlags {
     pub reuseport: bool,
     pub on_demand: bool,
+    /// RFC 7413 Fast Open queue length (TCP_FASTOPEN before `listen`); 0: off.
+    pub fastopen_qlen: u16,
 }
 
 impl ListenFlags {
     fn decode(bits: u32) -> ListenFlags {
-        ListenFlags { reuseport: bits & listen::REUSEPORT != 0, on_demand: bits & listen::ON_DEMAND != 0 }
+        ListenFlags {
+            reuseport: bits & listen::REUSEPORT != 0,
+            on_demand: bits & listen::ON_DEMAND != 0,
+            fastopen_qlen: (bits >> listen::FASTOPEN_QLEN_SHIFT) as u16,
+        }
     }
     fn encode(self) -> u32 {
-        (if self.reuseport { listen::REUSEPORT } else { 0 }) | if self.on_demand { listen::ON_DEMAND } else { 0 }
+        (if self.reuseport { listen::REUSEPORT } else { 0 })
+            | (if self.on_demand { listen::ON_DEMAND } else { 0 })
+            | u32::from(self.fastopen_qlen) << listen::FASTOPEN_QLEN_SHIFT
     }
 }
 
@@ -95,7 +105,8 @@ pub enum BoardCommand {
     ChildOf { key: u64 },
     /// Connect to `to` (port 0 is answered EINVAL). `mss`: TCP_MAXSEG set
     /// before connect (the SYN's MSS and the send MSS's ceiling), 0: none.
-    Connect { sync: SyncSlot, to: SocketAddr, mss: u16 },
+    /// `fast_open`: RFC 7413 (`connect::FAST_OPEN`).
+    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool },
     /// Stream: the application has written `written` bytes in all into its transmit region.
     Push { ep: Endpoint, written: u64 },
     /// Stream: the application has consumed `read` bytes in all from its receive region.
@@ -195,6 +206,7 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             to: addr([c.a, c.b, c.c], "connect")?,
             // Out of range (Linux takes 88..=32767): none.
             mss: u16::try_from(c.d).ok().filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
+            fast_open: c.flags & connect::FAST_OPEN != 0,
         },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
@@ -238,6 +250,7 @@ fn stream_option(c: &Command) -> StreamOption {
             v @ (opt::CC_RENO | opt::CC_CUBIC) => StreamOption::Congestion(v as u8),
             _ => StreamOption::Invalid,
         },
+        opt::FAST_OPEN => u16::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::FastOpen),
         _ => StreamOption::Invalid,
     }
 }
@@ -276,11 +289,12 @@ impl BoardCommand {
             BoardCommand::ShadowInherit { ep, key, parent, flags } => {
                 (c.op, c.endpoint, c.a, c.b, c.flags) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent), flags.encode());
             }
-            BoardCommand::Connect { sync, to, mss } => {
+            BoardCommand::Connect { sync, to, mss, fast_open } => {
                 c.op = op::CONNECT;
                 c.sync = sync.0;
                 put_addr(&mut c, to, 0);
                 c.d = u64::from(mss);
+                c.flags = if fast_open { connect::FAST_OPEN } else { 0 };
             }
             BoardCommand::Push { ep, written } => (c.op, c.endpoint, c.a) = (op::PUSH, ep.0, written),
             BoardCommand::Consumed { ep, read } => (c.op, c.endpoint, c.a) = (op::CONSUMED, ep.0, read),
@@ -308,6 +322,7 @@ impl BoardCommand {
                     StreamOption::Cork(on) => (c.a, c.b) = (opt::CORK, u64::from(on)),
                     StreamOption::UserTimeout(ms) => (c.a, c.b) = (opt::USER_TIMEOUT, u64::from(ms)),
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
+                    StreamOption::FastOpen(q) => (c.a, c.b) = (opt::FAST_OPEN, u64::from(q)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

@@ -18,11 +18,20 @@ pub const OB_LISTEN_REUSEPORT: u32 = 1;
 /// `ob_listen_with` flag: no connections until `ob_listener_accept_on`.
 pub const OB_LISTEN_ON_DEMAND: u32 = 2;
 
+/// `ob_listen_with` flags bits 16..32: the RFC 7413 Fast Open queue length
+/// (`qlen << OB_LISTEN_FASTOPEN_SHIFT`, Linux's TCP_FASTOPEN); 0: off.
+pub const OB_LISTEN_FASTOPEN_SHIFT: u32 = 16;
+
 pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
-    if bits & !(OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND) != 0 {
+    let low = bits & ((1 << OB_LISTEN_FASTOPEN_SHIFT) - 1);
+    if low & !(OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND) != 0 {
         return Err(crate::EINVAL);
     }
-    Ok(ListenFlags { reuseport: bits & OB_LISTEN_REUSEPORT != 0, on_demand: bits & OB_LISTEN_ON_DEMAND != 0 })
+    Ok(ListenFlags {
+        reuseport: bits & OB_LISTEN_REUSEPORT != 0,
+        on_demand: bits & OB_LISTEN_ON_DEMAND != 0,
+        fastopen_qlen: (bits >> OB_LISTEN_FASTOPEN_SHIFT) as u16,
+    })
 }
 
 /// A listener opened with `OB_LISTEN_ON_DEMAND` takes connections from now

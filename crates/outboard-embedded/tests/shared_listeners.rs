@@ -68,7 +68,7 @@ fn drain(listeners: &mut [&mut Listener], want: usize) -> Vec<usize> {
 fn reuseport_listeners_of_two_boards_share_a_port() {
     let lab = lab("rp");
     let (a, b, other) = (attach(&lab.server), attach(&lab.server), attach(&lab.server));
-    let share = ListenFlags { reuseport: true, on_demand: false };
+    let share = ListenFlags { reuseport: true, on_demand: false, fastopen_qlen: 0 };
     let mut la = a.listen_with(7400, 64, share).expect("first reuseport listener");
     let mut lb = b.listen_with(7400, 64, share).expect("second reuseport listener joins");
     // Without SO_REUSEPORT the port is taken, as on Linux.
@@ -90,7 +90,7 @@ fn an_inherited_listener_takes_connections_once_it_says_so() {
     let (parent, child) = (attach(&lab.server), attach(&lab.server));
     let mut lp = parent.listen(7401, 64).expect("listen");
     // A wrong key or endpoint names nothing.
-    let on_demand = ListenFlags { reuseport: false, on_demand: true };
+    let on_demand = ListenFlags { reuseport: false, on_demand: true, fastopen_qlen: 0 };
     assert!(matches!(child.inherit_listener(parent.inherit_key() ^ 1, lp.id(), on_demand), Err(Error::Errno(libc::EBADF))));
     assert!(matches!(child.inherit_listener(parent.inherit_key(), lp.id() + 1, on_demand), Err(Error::Errno(libc::EBADF))));
     let mut lc = child.inherit_listener(parent.inherit_key(), lp.id(), on_demand).expect("the child joins");
@@ -119,7 +119,7 @@ fn a_listener_of_a_board_that_died_after_forking_lingers_for_its_child() {
     std::thread::sleep(Duration::from_millis(300));
     let child = attach(&lab.server);
     let mut lc = child
-        .inherit_listener(key, ep, ListenFlags { reuseport: false, on_demand: true })
+        .inherit_listener(key, ep, ListenFlags { reuseport: false, on_demand: true, fastopen_qlen: 0 })
         .expect("the child joins the lingering listener");
     lc.accept_on().expect("accept on");
     let client = attach(&lab.client);

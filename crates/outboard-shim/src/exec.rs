@@ -234,7 +234,7 @@ pub fn restore(value: Option<&str>) {
         let mut sock = Sock::new(true, v6, nonblock);
         match e {
             Entry::Listener { key, ep, port, backlog, reuseport, .. } => {
-                let flags = outboard_api::ListenFlags { reuseport, on_demand: true };
+                let flags = outboard_api::ListenFlags { reuseport, on_demand: true, fastopen_qlen: 0 };
                 match board.inherit_listener(key, ep, flags) {
                     Ok(l) => {
                         sock.kind = Kind::Listener(l);

@@ -576,7 +576,7 @@ fn join_inherited(shim: &mut Shim, listeners: &[(RawFd, u64, u32)]) {
     for (fd, key, ep) in listeners {
         let Some(s) = shim.socks.get(fd).cloned() else { continue };
         let mut sock = s.borrow_mut();
-        let flags = outboard_api::ListenFlags { reuseport: sock.opts.reuseport, on_demand: true };
+        let flags = outboard_api::ListenFlags { reuseport: sock.opts.reuseport, on_demand: true, fastopen_qlen: 0 };
         match board.inherit_listener(*key, *ep, flags) {
             Ok(l) => {
                 sock.kind = crate::sock::Kind::Listener(l);
