@@ -102,6 +102,12 @@
 #define OB_LISTEN_IPV6_ONLY 8
 
 /**
+ * `ob_listen_with` flags bits 16..32: the RFC 7413 Fast Open queue length
+ * (`qlen << OB_LISTEN_FASTOPEN_SHIFT`, Linux's TCP_FASTOPEN); 0: off.
+ */
+#define OB_LISTEN_FASTOPEN_SHIFT 16
+
+/**
  * Interest and readiness bit: data to read, a connection to accept, or end of stream.
  */
 #define OB_READABLE 1

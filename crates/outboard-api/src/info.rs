@@ -26,7 +26,7 @@ pub struct TcpInfo {
     /// RTO backoff exponent.
     pub backoff: u8,
     /// `TCPI_OPT_TIMESTAMPS` (1), `TCPI_OPT_SACK` (2), `TCPI_OPT_WSCALE` (4),
-    /// `TCPI_OPT_ECN` (8), `TCPI_OPT_ECN_SEEN` (16).
+    /// `TCPI_OPT_ECN` (8), `TCPI_OPT_ECN_SEEN` (16), `TCPI_OPT_SYN_DATA` (32).
     pub options: u8,
     pub snd_wscale: u8,
     pub rcv_wscale: u8,
@@ -59,6 +59,7 @@ pub const TCPI_OPT_SACK: u8 = tcp_info::OPT_SACK;
 pub const TCPI_OPT_WSCALE: u8 = tcp_info::OPT_WSCALE;
 pub const TCPI_OPT_ECN: u8 = tcp_info::OPT_ECN;
 pub const TCPI_OPT_ECN_SEEN: u8 = tcp_info::OPT_ECN_SEEN;
+pub const TCPI_OPT_SYN_DATA: u8 = tcp_info::OPT_SYN_DATA;
 
 /// Whole milliseconds for a keep-alive time, rounded up (1 ms ..= 2^31 ms).
 fn keepalive_ms(d: Duration) -> Result<u64> {

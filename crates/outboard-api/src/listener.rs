@@ -47,6 +47,13 @@ impl Listener {
         b.check_alive()?;
         b.command_listener(BoardCommand::AcceptOn { ep: Endpoint(self.id) })
     }
+    /// TCP_FASTOPEN: RFC 7413 Fast Open SYNs are taken, at most `qlen`
+    /// pending at once (0: off). `ListenFlags::fastopen_qlen` sets it at `listen`.
+    pub fn set_fast_open(&self, qlen: u16) -> Result<()> {
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option: outboard_board::command::StreamOption::FastOpen(qlen) })
+    }
     pub fn local_port(&self) -> u16 {
         self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }

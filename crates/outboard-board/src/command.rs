@@ -15,7 +15,7 @@
 //! `decode(encode(c)) == c`).
 
 use crate::addr::{AddrError, NetAddr};
-use crate::proto::{listen, op, opt, Command};
+use crate::proto::{connect, listen, op, opt, Command};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -50,6 +50,8 @@ pub enum StreamOption {
     UserTimeout(u32),
     /// TCP_CONGESTION: `opt::CC_*`.
     Congestion(u8),
+    /// TCP_FASTOPEN on a listener: the RFC 7413 Fast Open queue length (0: off).
+    FastOpen(u16),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -62,6 +64,8 @@ pub struct ListenFlags {
     pub on_demand: bool,
     /// Which connections it takes by their local address.
     pub family: ListenFamily,
+    /// RFC 7413 Fast Open queue length (TCP_FASTOPEN before `listen`); 0: off.
+    pub fastopen_qlen: u16,
 }
 
 /// Which local addresses a listener takes connections on, as Linux's socket
@@ -124,7 +128,12 @@ impl ListenFlags {
             (false, false, true) => ListenFamily::Ipv6,
             (false, false, false) => ListenFamily::Both,
         };
-        Ok(ListenFlags { reuseport: bits & listen::REUSEPORT != 0, on_demand: bits & listen::ON_DEMAND != 0, family })
+        Ok(ListenFlags {
+            reuseport: bits & listen::REUSEPORT != 0,
+            on_demand: bits & listen::ON_DEMAND != 0,
+            family,
+            fastopen_qlen: (bits >> listen::FASTOPEN_QLEN_SHIFT) as u16,
+        })
     }
     fn encode(self, c: &mut Command) {
         let family = match self.family {
@@ -138,7 +147,8 @@ impl ListenFlags {
         };
         c.flags = family
             | (if self.reuseport { listen::REUSEPORT } else { 0 })
-            | if self.on_demand { listen::ON_DEMAND } else { 0 };
+            | (if self.on_demand { listen::ON_DEMAND } else { 0 })
+            | u32::from(self.fastopen_qlen) << listen::FASTOPEN_QLEN_SHIFT;
     }
 }
 
@@ -166,7 +176,8 @@ pub enum BoardCommand {
     ChildOf { key: u64 },
     /// Connect to `to` (port 0 is answered EINVAL). `mss`: TCP_MAXSEG set
     /// before connect (the SYN's MSS and the send MSS's ceiling), 0: none.
-    Connect { sync: SyncSlot, to: SocketAddr, mss: u16 },
+    /// `fast_open`: RFC 7413 (`connect::FAST_OPEN`).
+    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool },
     /// Stream: the application has written `written` bytes in all into its transmit region.
     Push { ep: Endpoint, written: u64 },
     /// Stream: the application has consumed `read` bytes in all from its receive region.
@@ -266,6 +277,7 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             to: addr([c.a, c.b, c.c], "connect")?,
             // Out of range (Linux takes 88..=32767): none.
             mss: u16::try_from(c.d).ok().filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
+            fast_open: c.flags & connect::FAST_OPEN != 0,
         },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
@@ -309,6 +321,7 @@ fn stream_option(c: &Command) -> StreamOption {
             v @ (opt::CC_RENO | opt::CC_CUBIC) => StreamOption::Congestion(v as u8),
             _ => StreamOption::Invalid,
         },
+        opt::FAST_OPEN => u16::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::FastOpen),
         _ => StreamOption::Invalid,
     }
 }
@@ -350,11 +363,12 @@ impl BoardCommand {
                 (c.op, c.endpoint, c.a, c.b) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent));
                 flags.encode(&mut c);
             }
-            BoardCommand::Connect { sync, to, mss } => {
+            BoardCommand::Connect { sync, to, mss, fast_open } => {
                 c.op = op::CONNECT;
                 c.sync = sync.0;
                 put_addr(&mut c, to, 0);
                 c.d = u64::from(mss);
+                c.flags = if fast_open { connect::FAST_OPEN } else { 0 };
             }
             BoardCommand::Push { ep, written } => (c.op, c.endpoint, c.a) = (op::PUSH, ep.0, written),
             BoardCommand::Consumed { ep, read } => (c.op, c.endpoint, c.a) = (op::CONSUMED, ep.0, read),
@@ -382,6 +396,7 @@ impl BoardCommand {
                     StreamOption::Cork(on) => (c.a, c.b) = (opt::CORK, u64::from(on)),
                     StreamOption::UserTimeout(ms) => (c.a, c.b) = (opt::USER_TIMEOUT, u64::from(ms)),
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
+                    StreamOption::FastOpen(q) => (c.a, c.b) = (opt::FAST_OPEN, u64::from(q)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

@@ -348,6 +348,8 @@ pub mod tcp_info {
     /// RFC 3168 ECN negotiated, and a CE mark received (Linux's TCPI_OPT_ECN, _ECN_SEEN).
     pub const OPT_ECN: u8 = 8;
     pub const OPT_ECN_SEEN: u8 = 16;
+    /// Our SYN's data was acknowledged (RFC 7413; Linux's TCPI_OPT_SYN_DATA).
+    pub const OPT_SYN_DATA: u8 = 32;
 
     /// The `info_bytes` word from its bytes.
     pub fn pack(b: [u8; 8]) -> u64 {

@@ -123,6 +123,18 @@ pub mod listen {
     /// ignored): connections to that address only.
     pub const ADDR: u32 = 16;
     pub const ALL: u32 = REUSEPORT | ON_DEMAND | IPV4_ONLY | IPV6_ONLY | ADDR;
+    /// Bits 16..32: RFC 7413 Fast Open queue length (Linux's `TCP_FASTOPEN`
+    /// set before `listen`); 0: Fast Open off.
+    pub const FASTOPEN_QLEN_SHIFT: u32 = 16;
+}
+
+/// `CONNECT` flags (`Command::flags`).
+pub mod connect {
+    /// RFC 7413 Fast Open (Linux's `TCP_FASTOPEN_CONNECT`, or `MSG_FASTOPEN`):
+    /// with a cookie cached for the destination the sync completes at once
+    /// and the SYN goes with the first data; without one the SYN asks for a
+    /// cookie and the sync completes with the handshake.
+    pub const FAST_OPEN: u32 = 1;
 }
 
 /// Options for `op::SET_OPTION`.
@@ -144,6 +156,8 @@ pub mod opt {
     pub const CONGESTION: u64 = 5;
     pub const CC_RENO: u64 = 0;
     pub const CC_CUBIC: u64 = 1;
+    /// TCP_FASTOPEN on a listener: b = the Fast Open queue length (0: off).
+    pub const FAST_OPEN: u64 = 6;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

@@ -25,10 +25,15 @@ pub const OB_LISTEN_IPV4_ONLY: u32 = 4;
 /// AF_INET6 socket with IPV6_V6ONLY).
 pub const OB_LISTEN_IPV6_ONLY: u32 = 8;
 
+/// `ob_listen_with` flags bits 16..32: the RFC 7413 Fast Open queue length
+/// (`qlen << OB_LISTEN_FASTOPEN_SHIFT`, Linux's TCP_FASTOPEN); 0: off.
+pub const OB_LISTEN_FASTOPEN_SHIFT: u32 = 16;
+
 pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
     let all = OB_LISTEN_REUSEPORT | OB_LISTEN_ON_DEMAND | OB_LISTEN_IPV4_ONLY | OB_LISTEN_IPV6_ONLY;
     let both = OB_LISTEN_IPV4_ONLY | OB_LISTEN_IPV6_ONLY;
-    if bits & !all != 0 || bits & both == both {
+    let low = bits & ((1 << OB_LISTEN_FASTOPEN_SHIFT) - 1);
+    if low & !all != 0 || bits & both == both {
         return Err(crate::EINVAL);
     }
     let family = if bits & OB_LISTEN_IPV4_ONLY != 0 {
@@ -38,7 +43,12 @@ pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
     } else {
         ListenFamily::Both
     };
-    Ok(ListenFlags { reuseport: bits & OB_LISTEN_REUSEPORT != 0, on_demand: bits & OB_LISTEN_ON_DEMAND != 0, family })
+    Ok(ListenFlags {
+        reuseport: bits & OB_LISTEN_REUSEPORT != 0,
+        on_demand: bits & OB_LISTEN_ON_DEMAND != 0,
+        family,
+        fastopen_qlen: (bits >> OB_LISTEN_FASTOPEN_SHIFT) as u16,
+    })
 }
 
 /// A listener opened with `OB_LISTEN_ON_DEMAND` takes connections from now

@@ -8,7 +8,9 @@
 //! TCP_CORK and MSG_MORE (held, sent on uncork, the 200 ms ceiling),
 //! reads after SHUT_RD, SIOCINQ/SIOCOUTQ, IP_TOS as an int and a byte,
 //! SO_SNDBUF/SO_RCVBUF read back, TCP_USER_TIMEOUT, TCP_CONGESTION,
-//! TCP_CC_INFO, TCP_INQ with TCP_CM_INQ, and splice both ways. The user
+//! TCP_CC_INFO, TCP_INQ with TCP_CM_INQ, TCP_FASTOPEN and
+//! TCP_FASTOPEN_CONNECT read back and refused where Linux refuses them, and
+//! splice both ways. The user
 //! timeout case makes the peer go silent with an nftables rule: both must
 //! end in ETIMEDOUT.
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
@@ -69,6 +71,10 @@ fn shim_socket_options_match_linux() {
         "inq recvmsg=2 cmsg=1 level_tcp=1 type_inq=1 inq=4 flags=0",
         "inq recvmsg=0 cmsg=1 level_tcp=1 type_inq=1 inq=1 flags=0",
         "listener siocinq=EINVAL siocoutq=EINVAL",
+        "fastopen get=0 set_neg=EINVAL set_5=0 get=5",
+        "fastopen_connect get=0 set_2=EINVAL set_1=0 get=1",
+        "fastopen listener set_7=0 get=7",
+        "fastopen connected set=EINVAL connect_set=EINVAL",
         "splice sock_to_pipe total=100000 sum_ok=1",
         "splice offset_on_pipe=ESPIPE",
         "splice pipe_to_sock sent=100000 peer_got=100000 sum_ok=1",

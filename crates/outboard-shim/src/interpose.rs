@@ -554,12 +554,57 @@ pub unsafe extern "C" fn send(fd: c_int, b: *const c_void, n: size_t, flags: c_i
     }
 }
 
+/// What a send with MSG_FASTOPEN does first.
+enum FastOpen {
+    /// Send with these flags (MSG_FASTOPEN done with or absent).
+    Send(c_int),
+    /// The connect failed (EINPROGRESS: no cookie yet, non-blocking; as Linux).
+    Failed(i32),
+    /// The kernel took the socket: give it the call as it is.
+    Kernel,
+}
+
+/// MSG_FASTOPEN on a stream socket (RFC 7413, Linux's `tcp_sendmsg_fastopen`):
+/// connect to `addr` with Fast Open, then the data is sent as usual (in the
+/// SYN when the engine holds a cookie for the destination).
+///
+/// # Safety
+/// `addr` is null or `len` readable bytes.
+unsafe fn fast_open(fd: c_int, flags: c_int, addr: *const sockaddr, len: socklen_t) -> FastOpen {
+    if flags & libc::MSG_FASTOPEN == 0 {
+        return FastOpen::Send(flags);
+    }
+    let _r = Reentry::enter();
+    if !ops::s_is_stream(fd) {
+        // Linux ignores MSG_FASTOPEN on datagram sockets.
+        return FastOpen::Send(flags & !libc::MSG_FASTOPEN);
+    }
+    // SAFETY: forwarded contract.
+    let a = match unsafe { ops::read_addr(addr, len) } {
+        Ok(Some(a)) => a,
+        Ok(None) => return FastOpen::Failed(libc::EAFNOSUPPORT),
+        Err(e) => return FastOpen::Failed(e),
+    };
+    match ops::connect_fast_open(fd, a) {
+        Connect::Engine(Ok(())) => FastOpen::Send(flags & !libc::MSG_FASTOPEN),
+        Connect::Engine(Err(e)) => FastOpen::Failed(e),
+        Connect::Kernel => FastOpen::Kernel,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sendto(fd: c_int, b: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
     if !ours(fd) {
         // SAFETY: passes the program's arguments on.
         return unsafe { real::sendto(fd, b, n, flags, addr, len) };
     }
+    // SAFETY: the program's address.
+    let flags = match unsafe { fast_open(fd, flags, addr, len) } {
+        FastOpen::Send(flags) => flags,
+        FastOpen::Failed(e) => return ret_len(Err(e)),
+        // SAFETY: passes the program's arguments on.
+        FastOpen::Kernel => return unsafe { real::sendto(fd, b, n, flags, addr, len) },
+    };
     let to = {
         let _r = Reentry::enter();
         // SAFETY: the program's address.
@@ -593,6 +638,14 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_i
         crate::log::unsupported("sendmsg", "control messages", libc::EOPNOTSUPP);
         return ret_len(Err(libc::EOPNOTSUPP));
     }
+    let (name, namelen) = if m.msg_namelen > 0 { (m.msg_name as *const sockaddr, m.msg_namelen) } else { (std::ptr::null(), 0) };
+    // SAFETY: the program's name of msg_namelen bytes.
+    let flags = match unsafe { fast_open(fd, flags, name, namelen) } {
+        FastOpen::Send(flags) => flags,
+        FastOpen::Failed(e) => return ret_len(Err(e)),
+        // SAFETY: passes the program's arguments on.
+        FastOpen::Kernel => return unsafe { real::sendmsg(fd, msg, flags) },
+    };
     let to = {
         let _r = Reentry::enter();
         let (name, namelen) = if m.msg_namelen > 0 { (m.msg_name as *const sockaddr, m.msg_namelen) } else { (std::ptr::null(), 0) };

@@ -68,6 +68,11 @@ pub struct Opts {
     pub cc: Option<u8>,
     /// TCP_INQ: recvmsg adds a TCP_CM_INQ control message.
     pub inq: bool,
+    /// TCP_FASTOPEN: the RFC 7413 Fast Open queue length of a listener
+    /// (as Linux keeps it: at most net.core.somaxconn); 0: off.
+    pub fastopen_qlen: u16,
+    /// TCP_FASTOPEN_CONNECT: `connect` uses Fast Open.
+    pub fastopen_connect: bool,
 }
 
 impl Default for Opts {
@@ -93,6 +98,8 @@ impl Default for Opts {
             user_timeout_ms: 0,
             cc: None,
             inq: false,
+            fastopen_qlen: 0,
+            fastopen_connect: false,
         }
     }
 }

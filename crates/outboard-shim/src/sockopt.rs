@@ -145,6 +145,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let mut cork_changed = false;
     let mut user_timeout_changed = false;
     let mut cc_changed = false;
+    let mut fastopen_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -232,6 +233,26 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             }
             o.inq = v == 1;
         }
+        // RFC 7413 server side, as Linux's do_tcp_setsockopt: a socket not
+        // yet connected or a listener; the queue length is capped at
+        // net.core.somaxconn (`fastopen_queue_tune`).
+        (libc::IPPROTO_TCP, libc::TCP_FASTOPEN) => {
+            let v = read_int(val, len)?;
+            let open = matches!(sock.kind, Kind::Undecided | Kind::Bound | Kind::Listener(_));
+            if v < 0 || !open {
+                return Err(libc::EINVAL);
+            }
+            o.fastopen_qlen = (v as u32).min(somaxconn()).min(u32::from(u16::MAX)) as u16;
+            fastopen_changed = true;
+        }
+        // RFC 7413 client side (net.ipv4.tcp_fastopen = 1 enables it): 0 or 1, before connect.
+        (libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT) => {
+            let v = read_int(val, len)?;
+            if !(0..=1).contains(&v) || !matches!(sock.kind, Kind::Undecided | Kind::Bound) {
+                return Err(libc::EINVAL);
+            }
+            o.fastopen_connect = v == 1;
+        }
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             if val.is_null() {
                 return Err(libc::EFAULT);
@@ -297,6 +318,9 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
     }
+    if let (true, Kind::Listener(l)) = (fastopen_changed, &sock.kind) {
+        l.set_fast_open(o.fastopen_qlen).map_err(|e| crate::sock::errno_of(&e, true))?;
+    }
     if cork_changed {
         // Turning TCP_CORK off sends what waits (a MSG_MORE send in progress
         // keeps its own cork only until its call returns).
@@ -328,6 +352,12 @@ fn wmem_max() -> u32 {
     *V.get_or_init(|| sysctl("/proc/sys/net/core/wmem_max", 212_992))
 }
 
+/// net.core.somaxconn (Linux caps TCP_FASTOPEN's queue length at it).
+fn somaxconn() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| sysctl("/proc/sys/net/core/somaxconn", 4096))
+}
+
 fn rmem_max() -> u32 {
     static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *V.get_or_init(|| sysctl("/proc/sys/net/core/rmem_max", 212_992))
@@ -341,7 +371,8 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
         (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_REUSEPORT | libc::SO_KEEPALIVE | libc::SO_RCVBUF | libc::SO_SNDBUF
             | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
             | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT
-                | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION)
+                | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION
+                | libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT)
             | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
             // The hints `set` accepts.
@@ -442,6 +473,8 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(o.cork)),
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(o.user_timeout_ms as i32),
         (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(o.inq)),
+        (libc::IPPROTO_TCP, libc::TCP_FASTOPEN) => int(i32::from(o.fastopen_qlen)),
+        (libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT) => int(i32::from(o.fastopen_connect)),
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             let cc = match (&sock.kind, o.cc) {
                 // What was set (the engine applies it in order with what follows).

@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 mod arp;
+mod fastopen;
 mod icmp;
 mod icmp6;
 mod input;
@@ -398,6 +399,51 @@ impl Stack {
         if let Some(l) = self.tcp.listeners.get_mut(&listener) {
             l.families = families;
         }
+    }
+
+    /// RFC 7413 server side for a listener (Linux's `TCP_FASTOPEN`): at most
+    /// `qlen` Fast Open connections pending at once; 0 turns it off.
+    pub fn tcp_listen_fast_open(&mut self, listener: ListenerId, qlen: usize) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.fastopen_qlen = qlen;
+        }
+    }
+
+    /// The listener's Fast Open queue length (0: off).
+    pub fn tcp_listen_fast_open_qlen(&self, listener: ListenerId) -> usize {
+        self.tcp.listeners.get(&listener).map_or(0, |l| l.fastopen_qlen)
+    }
+
+    /// RFC 7413 client side for a connection just made by `tcp_connect` (before
+    /// the next `poll_transmit`): with a cookie cached for the destination the
+    /// SYN waits for the first data and carries it (returns true: the
+    /// application may write at once, as after Linux's `TCP_FASTOPEN_CONNECT`);
+    /// without one the SYN asks for a cookie (false). A destination that
+    /// loses SYNs with data gets a plain SYN for a while (false).
+    pub fn tcp_fast_open(&mut self, now: Instant, id: ConnId) -> bool {
+        let Some(e) = self.tcp.conns.get(&id) else { return false };
+        let dst = e.conn.tuple().remote.ip();
+        let plan = self.tcp.tfo_cache.plan(now, dst);
+        let Some(e) = self.tcp.conns.get_mut(&id) else { return false };
+        match plan {
+            fastopen::ClientPlan::Cookie(c) => {
+                e.conn.set_fast_open(Some(c));
+                true
+            }
+            fastopen::ClientPlan::Request => {
+                e.conn.set_fast_open(None);
+                false
+            }
+            fastopen::ClientPlan::Disabled => {
+                self.stats.tcp_fastopen_disabled += 1;
+                false
+            }
+        }
+    }
+
+    /// Destinations in the Fast Open cookie cache.
+    pub fn tcp_fast_open_cached(&self) -> usize {
+        self.tcp.tfo_cache.len()
     }
 
     /// Stops listening; connections not yet accepted are reset.

@@ -27,6 +27,11 @@ pub(crate) struct Listener {
     pub cookies_sent_at: Option<Instant>,
     /// Which address families it takes connections of.
     pub families: Families,
+    /// RFC 7413: the most Fast Open connections pending (in SYN-RECEIVED)
+    /// at once; 0: Fast Open off (Linux's `TCP_FASTOPEN` queue length).
+    pub fastopen_qlen: usize,
+    /// The Fast Open connections that may still be pending (`fastopen`).
+    pub tfo_pending: Vec<ConnId>,
 }
 
 /// The address families a listener takes (a segment of another family finds
@@ -77,6 +82,8 @@ impl Listener {
             accept_queue: VecDeque::new(),
             cookies_sent_at: None,
             families: Families::Both,
+            fastopen_qlen: 0,
+            tfo_pending: Vec::new(),
         }
     }
 
@@ -135,6 +142,13 @@ impl TcpTable {
             return None;
         }
         if l.syn_queue_len < self.syn_queue_cap {
+            // RFC 7413: a cookie request, a cookie, data in the SYN.
+            if let Some(plan) = self.fast_open_plan(lid, &tuple, repr, payload, stats) {
+                self.fast_open_accept(now, lid, tuple, (repr, payload), plan, stats);
+                return None;
+            }
+            // Invariant: looked up above.
+            let l = self.listeners.get_mut(&lid).expect("listener exists");
             l.syn_queue_len += 1;
             let iss = self.isn.isn(now, tuple.local, tuple.remote);
             let conn = Connection::accept(self.cfg_for(&tuple), tuple, repr, iss, now);
@@ -142,7 +156,8 @@ impl TcpTable {
             stats.tcp_syn_queue_adds += 1;
             return None;
         }
-        // SYN queue full: answer statelessly (RFC 4987 §3.6).
+        // SYN queue full: answer statelessly (RFC 4987 §3.6); no Fast Open
+        // then, as in Linux.
         l.cookies_sent_at = Some(now);
         let mss = repr.options.mss.unwrap_or(DEFAULT_MSS);
         let cookie = self

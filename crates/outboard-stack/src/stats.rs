@@ -146,6 +146,31 @@ counters! {
     tcp_syncookies_accepted,
     /// ACKs to a listener carrying a cookie that did not verify.
     tcp_syncookies_failed,
+    /// RFC 7413 server: SYNs whose data was accepted with a valid Fast Open
+    /// cookie (Linux's TCPFastOpenPassive).
+    tcp_fastopen_passive,
+    /// Server: SYNs with an invalid Fast Open cookie; their data was dropped
+    /// (Linux's TCPFastOpenPassiveFail).
+    tcp_fastopen_passive_fail,
+    /// Server: SYNs asking for a Fast Open cookie (Linux's TCPFastOpenCookieReqd).
+    tcp_fastopen_cookie_requests,
+    /// Server: Fast Open SYNs treated as ordinary ones because the listener's
+    /// Fast Open queue was full (Linux's TCPFastOpenListenOverflow).
+    tcp_fastopen_listen_overflow,
+    /// Client: SYN data acknowledged by the SYN-ACK (Linux's TCPFastOpenActive).
+    tcp_fastopen_active,
+    /// Client: SYN data the SYN-ACK did not acknowledge, resent after the
+    /// handshake (Linux's TCPFastOpenActiveFail).
+    tcp_fastopen_active_fail,
+    /// Client: cookies received in SYN-ACKs and cached.
+    tcp_fastopen_cookies_learned,
+    /// Client: SYNs with data presumed lost (timed out, then a SYN-ACK without
+    /// cookie or data acknowledgment); twice in a row turns Fast Open off
+    /// for the destination for a while (RFC 7413 §4.1.3).
+    tcp_fastopen_syn_loss,
+    /// Client: Fast Open connects sent as plain SYNs because the destination
+    /// is marked as losing SYNs with data.
+    tcp_fastopen_disabled,
     /// Handshake-completing segments dropped because the accept queue was full.
     drops_tcp_accept_queue_full,
     /// Segments dropped at the listener (e.g. a bare ACK while no cookies were out,

@@ -78,6 +78,11 @@ impl TcpTable {
                     None => e.conn.handle_segment(now, repr, payload),
                 }
                 stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
+                if state == State::SynSent {
+                    // RFC 7413: the SYN-ACK's cookie and what became of our SYN's data.
+                    self.fast_open_learn(now, id, stats);
+                }
+                let e = self.conns.get_mut(&id).expect("looked up above");
                 let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
                     && !matches!(e.conn.state(), State::SynReceived | State::Closed);
                 if embryonic_done {

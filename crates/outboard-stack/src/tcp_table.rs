@@ -5,6 +5,8 @@
 
 use crate::listener::{Families, Listener};
 use crate::{ConnId, ListenerId, StackError};
+use crate::fastopen::CookieCache;
+use outboard_tcp::fastopen::FastOpenKey;
 use outboard_tcp::isn::IsnGenerator;
 use outboard_tcp::syncookie::SynCookies;
 use outboard_tcp::{Config, Connection, FourTuple};
@@ -73,6 +75,10 @@ pub(crate) struct TcpTable {
     pub cfg6: Config,
     pub isn: IsnGenerator,
     pub cookies: SynCookies,
+    /// RFC 7413 server cookies (`fastopen`).
+    pub tfo_key: FastOpenKey,
+    /// RFC 7413 client cookies per destination (`fastopen`).
+    pub tfo_cache: CookieCache,
 }
 
 impl TcpTable {
@@ -99,6 +105,8 @@ impl TcpTable {
             cfg,
             isn: IsnGenerator::new(secret),
             cookies: SynCookies::new(secret),
+            tfo_key: FastOpenKey::new(secret),
+            tfo_cache: CookieCache::default(),
         }
     }
 

@@ -12,6 +12,7 @@
 //! - `ring`: byte ring buffers for the send and receive queues, in their own
 //!   memory or in storage lent to them (`RingStorage`, a board's shared memory);
 //! - `isn`: RFC 6528 initial sequence numbers; `syncookie`: SYN cookies;
+//!   `fastopen`: RFC 7413 server cookies;
 //! - `reset`: the RST for a segment that matches no connection.
 //!
 //! The per-shard connection table, listeners, SYN queue and accept queues live
@@ -23,6 +24,7 @@ pub mod assembler;
 pub mod cc;
 pub mod config;
 pub mod conn;
+pub mod fastopen;
 pub mod isn;
 pub mod reset;
 pub mod ring;
@@ -33,5 +35,5 @@ pub mod syncookie;
 
 pub use cc::CcKind;
 pub use config::Config;
-pub use conn::{ConnStats, Connection, EcnMode, Error, Event, FourTuple, IcmpError, Prefilled, State, Transmit};
+pub use conn::{ConnStats, Connection, EcnMode, Error, Event, FastOpenReport, FourTuple, IcmpError, Prefilled, State, Transmit};
 pub use ring::RingStorage;

@@ -45,5 +45,5 @@ pub use ipv4::{IpProtocol, Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use pseudo::PseudoAddr;
 pub use seq::SeqNumber;
-pub use tcp::{SackBlocks, TcpFlags, TcpOptions, TcpPacket, TcpRepr};
+pub use tcp::{FastOpenCookie, SackBlocks, TcpFlags, TcpOptions, TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};

@@ -45,13 +45,18 @@ fn tcp_options() -> impl Strategy<Value = TcpOptions> {
         any::<bool>(),
         prop::collection::vec(any::<(u32, u32)>(), 0..=4),
         any::<Option<(u32, u32)>>(),
+        // RFC 7413 cookies: none, a request, or 4..=16 bytes of an even count.
+        prop::option::of((0usize..=8).prop_flat_map(|half| {
+            prop::collection::vec(any::<u8>(), if half == 1 { 0 } else { 2 * half })
+        })),
     )
-        .prop_map(|(mss, window_scale, sack_permitted, blocks, timestamps)| {
+        .prop_map(|(mss, window_scale, sack_permitted, blocks, timestamps, cookie)| {
             let mut sack = SackBlocks::new();
             for (l, r) in blocks {
                 sack.push(SeqNumber(l), SeqNumber(r));
             }
-            TcpOptions { mss, window_scale, sack_permitted, sack, timestamps }
+            let fast_open = cookie.and_then(|c| crate::tcp::FastOpenCookie::new(&c));
+            TcpOptions { mss, window_scale, sack_permitted, sack, timestamps, fast_open }
         })
 }
 

@@ -81,6 +81,7 @@ fn every_option_together_round_trips() {
         sack_permitted: true,
         timestamps: Some((1, 2)),
         sack: SackBlocks::new(),
+        fast_open: None,
     };
     assert_eq!(TcpOptions::parse(&emit(&o)), o);
 }

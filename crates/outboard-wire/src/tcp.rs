@@ -144,6 +144,59 @@ pub struct TcpOptions {
     pub sack: SackBlocks,
     /// Timestamps (kind 8, RFC 7323 §3): (TSval, TSecr).
     pub timestamps: Option<(u32, u32)>,
+    /// TCP Fast Open (kind 34, RFC 7413 §4.1.1), SYN and SYN-ACK only: an
+    /// empty cookie is a cookie request.
+    pub fast_open: Option<FastOpenCookie>,
+}
+
+/// A TCP Fast Open cookie (RFC 7413 §4.1.1): 4 to 16 bytes, an even count
+/// (as Linux's `tcp_parse_fastopen_option` takes them), or empty (a request).
+#[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FastOpenCookie {
+    len: u8,
+    bytes: [u8; 16],
+}
+
+impl FastOpenCookie {
+    /// Longest cookie (RFC 7413 §4.1.1).
+    pub const MAX: usize = 16;
+    /// Shortest non-empty cookie (RFC 7413 §4.1.1).
+    pub const MIN: usize = 4;
+
+    /// The empty cookie: a cookie request.
+    pub const fn request() -> FastOpenCookie {
+        FastOpenCookie { len: 0, bytes: [0; 16] }
+    }
+
+    /// A cookie of `bytes`; None unless empty or 4 to 16 bytes of an even count.
+    pub fn new(bytes: &[u8]) -> Option<FastOpenCookie> {
+        let n = bytes.len();
+        if n != 0 && !(Self::MIN..=Self::MAX).contains(&n) || !n.is_multiple_of(2) {
+            return None;
+        }
+        let mut c = FastOpenCookie { len: n as u8, bytes: [0; 16] };
+        c.bytes[..n].copy_from_slice(bytes);
+        Some(c)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// An empty cookie (a request).
+    pub fn is_request(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl core::fmt::Debug for FastOpenCookie {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "FastOpenCookie(")?;
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
 }
 
 /// A parsed TCP header, independent of any buffer. The payload travels separately.

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
 #ifndef TCP_INQ
 #define TCP_INQ 36
 #define TCP_CM_INQ TCP_INQ
@@ -320,6 +323,36 @@ static void usertimeout(void) {
     close(s);
 }
 
+/* RFC 7413 options: TCP_FASTOPEN (a queue length, before connect or on a
+ * listener) and TCP_FASTOPEN_CONNECT (0/1 before connect); both EINVAL on a
+ * connected socket. */
+static void fastopen(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int g0 = geti(s, IPPROTO_TCP, TCP_FASTOPEN);
+    int rn = seti(s, IPPROTO_TCP, TCP_FASTOPEN, -1);
+    int r5 = seti(s, IPPROTO_TCP, TCP_FASTOPEN, 5);
+    int g5 = geti(s, IPPROTO_TCP, TCP_FASTOPEN);
+    printf("fastopen get=%d set_neg=%s set_5=%s get=%d\n", g0, en(rn), en(r5), g5);
+    int c0 = geti(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT);
+    int c2 = seti(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 2);
+    int c1 = seti(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
+    int g1 = geti(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT);
+    printf("fastopen_connect get=%d set_2=%s set_1=%s get=%d\n", c0, en(c2), en(c1), g1);
+    close(s);
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(base + 11)};
+    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4)) { perror("listen"); exit(1); }
+    int rl = seti(l, IPPROTO_TCP, TCP_FASTOPEN, 7);
+    printf("fastopen listener set_7=%s get=%d\n", en(rl), geti(l, IPPROTO_TCP, TCP_FASTOPEN));
+    close(l);
+    int c = conn_cmd('F');
+    int rc = seti(c, IPPROTO_TCP, TCP_FASTOPEN, 1);
+    int rcc = seti(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
+    printf("fastopen connected set=%s connect_set=%s\n", en(rc), en(rcc));
+    close(c);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: sockopt_cases PEER_IP BASE [usertimeout]\n"); return 2; }
     peer = argv[1];
@@ -333,6 +366,7 @@ int main(int argc, char **argv) {
     congestion();
     inq();
     listener_ioctl();
+    fastopen();
     splices();
     return 0;
 }

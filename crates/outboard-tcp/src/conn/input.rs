@@ -58,6 +58,7 @@ impl Connection {
             // The SYN-ACK's window is unscaled (RFC 7323 §2.2): on_peer_syn took it.
             self.snd_wl2 = repr.ack;
             self.on_new_ack_syn(now, repr);
+            self.fast_open_on_synack(repr);
             self.establish(now);
             self.ack_now = true;
             if !payload.is_empty() || f.fin() {
@@ -327,7 +328,7 @@ impl Connection {
 
     /// Writes payload at its offset in the receive ring and advances RCV.NXT
     /// over whatever became contiguous.
-    fn place_data(&mut self, now: Instant, seq: SeqNumber, data: &[u8]) {
+    pub(super) fn place_data(&mut self, now: Instant, seq: SeqNumber, data: &[u8]) {
         let offset = seq_sub(seq, self.rcv_nxt);
         let written = if self.is_prefilled(seq, data.len()) {
             // `prefill_payload` already copied exactly these bytes to exactly

@@ -18,6 +18,7 @@
 
 mod ack;
 mod ecn;
+mod fastopen;
 mod in_place;
 mod input;
 mod memory;
@@ -33,6 +34,7 @@ mod types;
 mod tests;
 
 pub use ecn::EcnMode;
+pub use fastopen::FastOpenReport;
 pub use in_place::Prefilled;
 pub use types::{ConnStats, Error, Event, FourTuple, IcmpError, State, Transmit};
 
@@ -111,6 +113,8 @@ pub struct ConnInfo {
     pub tlp_probes: u64,
     /// The congestion controller is CUBIC (else NewReno).
     pub cubic: bool,
+    /// Our SYN carried data that the SYN-ACK acknowledged (RFC 7413; Linux's TCPI_OPT_SYN_DATA).
+    pub syn_data: bool,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -234,6 +238,8 @@ pub struct Connection {
     ecn: ecn::Ecn,
     /// TCP_CORK, TCP_USER_TIMEOUT (`sockopt`).
     sockopt: sockopt::SockOpts,
+    /// RFC 7413 Fast Open (`fastopen`).
+    tfo: fastopen::FastOpen,
     stats: ConnStats,
 }
 
@@ -305,6 +311,7 @@ impl Connection {
             recv_epoch: 0,
             ecn: ecn::Ecn::default(),
             sockopt: sockopt::SockOpts::default(),
+            tfo: fastopen::FastOpen::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -662,6 +669,7 @@ impl Connection {
             rack_reo_wnd_us: if self.sack_ok { to_us(self.rack_reo_wnd_base()) } else { 0 },
             tlp_probes: self.stats.tlp_probes,
             cubic: self.cfg.cc == crate::cc::CcKind::Cubic,
+            syn_data: self.tfo.syn_data_acked,
         }
     }
 

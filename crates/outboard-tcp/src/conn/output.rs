@@ -36,7 +36,7 @@ impl Connection {
         }
         match self.state {
             State::Closed => return None,
-            State::SynSent => return (self.snd_nxt == self.iss).then(|| self.emit_syn(now)),
+            State::SynSent => return (self.snd_nxt == self.iss && !self.syn_deferred()).then(|| self.emit_syn(now)),
             State::SynReceived => {
                 return (self.snd_nxt == self.iss || self.ack_now).then(|| self.emit_syn(now));
             }
@@ -273,14 +273,17 @@ impl Connection {
     /// The SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED).
     fn emit_syn(&mut self, now: Instant) -> Transmit<'_> {
         let synack = self.state == State::SynReceived;
-        if self.snd_max != self.iss {
+        let first = self.snd_max == self.iss;
+        if !first {
             self.stats.retransmits += 1;
             self.rtt_timing = None;
         } else {
             self.rtt_timing = Some((self.iss + 1, now));
         }
-        self.snd_nxt = self.iss + 1;
-        self.snd_max = self.snd_max.max(self.iss + 1);
+        // RFC 7413: a Fast Open cookie (or request), and on a client's first SYN data.
+        let (fast_open, data_len) = self.fast_open_syn(first);
+        self.snd_nxt = self.iss + 1 + data_len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
         self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         // RFC 7323 §2.2: the window in a SYN is never scaled.
         let window = self.recv_buf.free().min(usize::from(u16::MAX));
@@ -297,9 +300,14 @@ impl Connection {
             flags,
             window: window as u16,
             urgent: 0,
-            options: self.syn_options(now),
+            options: TcpOptions { fast_open, ..self.syn_options(now) },
         };
         self.stats.segments_out += 1;
+        if data_len > 0 {
+            self.stats.bytes_out += data_len as u64;
+            let (a, b) = self.send_buf.peek(0, data_len);
+            return Transmit { repr, payload: [a, b], gso_size: 0, ect: false };
+        }
         Transmit { repr, payload: [&[], &[]], gso_size: 0, ect: false }
     }
 

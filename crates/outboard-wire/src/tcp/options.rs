@@ -13,8 +13,12 @@
 //! | SACK-permitted alone      | 4     | `1 1 4 2`                       |
 //! | window scale              | 4     | `1 3 3 shift`                   |
 //! | SACK blocks               | 4+8n  | `1 1 5 2+8n blocks…`            |
+//! | Fast Open cookie (SYNs)   | 4+4k  | `34 2+n cookie… [1 1]`          |
 //!
-//! Everything but SACK blocks totals at most 20 bytes, so only SACK blocks
+//! The Fast Open option goes last, padded with trailing NOPs as Linux pads
+//! it; it is emitted only in the kind-34 form (RFC 7413), while the
+//! experimental form (kind 254, magic 0xF989, RFC 6994) is accepted on input
+//! as Linux accepts it. Everything but SACK blocks and the cookie totals at most 20 bytes, so only SACK blocks
 //! can fail to fit in the 40-byte option space (RFC 9293 §3.1). When they
 //! don't, the **last SACK blocks are dropped first**: RFC 2018 §4 puts the most
 //! recently changed block first, and it is the one the sender needs. With
@@ -34,7 +38,14 @@ pub mod kind {
     pub const SACK_PERMITTED: u8 = 4;
     pub const SACK: u8 = 5;
     pub const TIMESTAMPS: u8 = 8;
+    /// TCP Fast Open cookie (RFC 7413 §4.1.1).
+    pub const FAST_OPEN: u8 = 34;
+    /// Experimental option (RFC 6994); Fast Open's pre-RFC form carries magic 0xF989.
+    pub const EXPERIMENTAL: u8 = 254;
 }
+
+/// The experiment id of Fast Open's experimental form (RFC 7413 §7.2).
+const FAST_OPEN_MAGIC: u16 = 0xF989;
 
 /// The TCP option space: data offset 15 words minus the 5-word header.
 pub const MAX_OPTIONS_LEN: usize = 40;
@@ -89,6 +100,17 @@ impl TcpOptions {
                     opts.sack = blocks;
                 }
                 kind::TIMESTAMPS if len == 10 => opts.timestamps = Some((be32(&data[..4]), be32(&data[4..]))),
+                // RFC 7413 §4.1.1; a cookie of a length Linux would not take is ignored.
+                kind::FAST_OPEN => {
+                    if let Some(c) = crate::tcp::FastOpenCookie::new(data) {
+                        opts.fast_open = Some(c);
+                    }
+                }
+                kind::EXPERIMENTAL if len >= 4 && be16(data) == FAST_OPEN_MAGIC => {
+                    if let Some(c) = crate::tcp::FastOpenCookie::new(&data[2..]) {
+                        opts.fast_open = Some(c);
+                    }
+                }
                 // Unknown, or a known kind of the wrong length: skipped by length.
                 _ => {}
             }
@@ -110,6 +132,9 @@ impl TcpOptions {
         }
         if self.window_scale.is_some() {
             n += 4;
+        }
+        if let Some(c) = &self.fast_open {
+            n += (2 + c.as_bytes().len()).div_ceil(4) * 4;
         }
         n
     }
@@ -168,6 +193,15 @@ impl TcpOptions {
             for (l, r) in self.sack.iter().take(n) {
                 w.put(&l.0.to_be_bytes());
                 w.put(&r.0.to_be_bytes());
+            }
+        }
+        if let Some(c) = &self.fast_open {
+            let cookie = c.as_bytes();
+            // At most 16 bytes, so the length fits a byte.
+            w.put(&[kind::FAST_OPEN, (2 + cookie.len()) as u8]);
+            w.put(cookie);
+            if cookie.len() % 4 != 2 {
+                w.put(&[kind::NOP, kind::NOP]);
             }
         }
         Ok(w.at)

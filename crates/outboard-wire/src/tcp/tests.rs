@@ -247,6 +247,7 @@ fn syn_options_leave_room_for_two_sack_blocks() {
         sack_permitted: true,
         timestamps: Some((1, 2)),
         sack: sack(4),
+        fast_open: None,
     };
     assert_eq!(o.buffer_len(), 40);
     assert_eq!(o.fitted().sack, sack(2));
@@ -255,13 +256,15 @@ fn syn_options_leave_room_for_two_sack_blocks() {
 #[test]
 fn emitted_options_are_padded_and_never_exceed_40_bytes() {
     let (src, dst) = (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST);
-    for mask in 0..32u32 {
+    let cookies = [None, Some(FastOpenCookie::request()), Some(FastOpenCookie::new(&[9; 8]).unwrap()), Some(FastOpenCookie::new(&[7; 16]).unwrap()), Some(FastOpenCookie::new(&[5; 6]).unwrap())];
+    for mask in 0..32u32 * cookies.len() as u32 {
         let o = TcpOptions {
             mss: (mask & 1 != 0).then_some(536),
             window_scale: (mask & 2 != 0).then_some(14),
             sack_permitted: mask & 4 != 0,
             timestamps: (mask & 8 != 0).then_some((7, 8)),
             sack: if mask & 16 != 0 { sack(4) } else { SackBlocks::new() },
+            fast_open: cookies[(mask / 32) as usize],
         };
         let r = repr_with(o);
         let hl = r.header_len();
@@ -282,4 +285,32 @@ fn emit_checks_buffer_and_length() {
     assert_eq!(r.emit(&mut [0u8; 24], src, dst, 1, TxChecksum::Compute), Err(Error::Truncated));
     assert_eq!(r.emit(&mut [0u8; 24], src, dst, 1, TxChecksum::Omit), Ok(24));
     assert_eq!(r.emit(&mut [0u8; 24], src, dst, 65512, TxChecksum::Omit), Err(Error::Malformed));
+}
+
+/// RFC 7413 §4.1.1: kind 34, length 2 (a request) or 6 to 18; the experimental
+/// form (kind 254, magic 0xF989) is read as the same option, as Linux reads it.
+#[test]
+fn rfc7413_4_1_1_fast_open_option_parses_both_forms() {
+    let req = TcpOptions::parse(&[34, 2, 1, 1]);
+    assert_eq!(req.fast_open, Some(FastOpenCookie::request()));
+    let c = TcpOptions::parse(&[34, 10, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1]);
+    assert_eq!(c.fast_open.unwrap().as_bytes(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    let exp = TcpOptions::parse(&[254, 12, 0xF9, 0x89, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(exp.fast_open, c.fast_open);
+    let exp_req = TcpOptions::parse(&[254, 4, 0xF9, 0x89]);
+    assert_eq!(exp_req.fast_open, Some(FastOpenCookie::request()));
+    // Another experiment's option, an odd length, or too short a cookie: ignored.
+    assert_eq!(TcpOptions::parse(&[254, 4, 0x12, 0x34]).fast_open, None);
+    assert_eq!(TcpOptions::parse(&[34, 7, 1, 2, 3, 4, 5, 1]).fast_open, None);
+    assert_eq!(TcpOptions::parse(&[34, 4, 1, 2]).fast_open, None);
+    // Emitted in the RFC form, padded with trailing NOPs.
+    let o = TcpOptions { fast_open: FastOpenCookie::new(&[1, 2, 3, 4, 5, 6, 7, 8]), ..TcpOptions::default() };
+    assert_eq!(o.buffer_len(), 12);
+    let mut buf = [0u8; 12];
+    assert_eq!(o.emit(&mut buf), Ok(12));
+    assert_eq!(buf, [34, 10, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1]);
+    let o = TcpOptions { fast_open: Some(FastOpenCookie::request()), ..TcpOptions::default() };
+    let mut buf = [0u8; 4];
+    assert_eq!(o.emit(&mut buf), Ok(4));
+    assert_eq!(buf, [34, 2, 1, 1]);
 }

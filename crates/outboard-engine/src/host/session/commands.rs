@@ -65,7 +65,10 @@ impl Session {
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {
                 self.check_shadow(ep)?;
                 match listeners.listen(stack, port, backlog, flags, self.joiner(ep.0, flags)) {
-                    Ok(lid) => self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true }),
+                    Ok(lid) => {
+                        fast_open_listener(stack, lid, flags);
+                        self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true });
+                    }
                     Err(_) => self.counters.shadows_refused += 1,
                 }
             }
@@ -102,7 +105,7 @@ impl Session {
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
-            BoardCommand::Connect { sync, to, mss } => self.connect(stack, now, sync, to, mss, owned)?,
+            BoardCommand::Connect { sync, to, mss, fast_open } => self.connect(stack, now, sync, (to, mss, fast_open), owned)?,
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
                 let i = self.open_slot(ep, "consumed")?;
@@ -135,6 +138,10 @@ impl Session {
                     self.counters.bad_options += 1;
                     return Ok(());
                 }
+                if let (Some(&EpKind::Listener { lid, .. }), StreamOption::FastOpen(qlen)) = (self.eps[i].as_ref(), option) {
+                    // TCP_FASTOPEN after listen (RFC 7413 server side).
+                    stack.tcp_listen_fast_open(lid, usize::from(qlen));
+                }
                 // Options apply to the stream as it is now (an accepted one
                 // inherits nothing from its listener: the application sets them).
                 if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
@@ -153,7 +160,8 @@ impl Session {
                             } else {
                                 outboard_tcp::CcKind::NewReno
                             }),
-                            StreamOption::Invalid => {}
+                            // A listener's option; on a stream Linux takes it and it does nothing.
+                            StreamOption::FastOpen(_) | StreamOption::Invalid => {}
                         }
                     }
                 }
@@ -225,7 +233,9 @@ impl Session {
     ) -> Result<(), Violation> {
         let Some(port) = port else { return self.sync_result(sync.0, -i64::from(libc::EINVAL)).map(|_| ()) };
         self.open_listener(stack, listeners, sync, flags, |stack, ls, j| {
-            ls.listen(stack, port, backlog, flags, j).map(|lid| (lid, port))
+            let lid = ls.listen(stack, port, backlog, flags, j)?;
+            fast_open_listener(stack, lid, flags);
+            Ok((lid, port))
         })
     }
 
@@ -299,10 +309,12 @@ impl Session {
         stack: &mut Stack,
         now: Instant,
         sync: SyncSlot,
-        to: SocketAddr,
-        mss: u16,
+        (to, mss, fast_open): (SocketAddr, u16, bool),
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
+        // RFC 7413: with a cookie cached the SYN waits for the first data
+        // and the connect completes at once (Linux's TCP_FASTOPEN_CONNECT).
+        let mut deferred = false;
         let result = match to {
             _ if to.port() == 0 => Err(-i64::from(libc::EINVAL)),
             // The board carries IPv6; an engine started without it refuses the family.
@@ -313,6 +325,7 @@ impl Session {
                     if let Some(k) = stack.tcp(conn) {
                         k.set_user_mss(mss);
                     }
+                    deferred = fast_open && stack.tcp_fast_open(now, conn);
                     match self.new_stream(stack, conn, Some(sync.0)) {
                         Some(ep) => {
                             owned(conn, Some(ep));
@@ -331,6 +344,14 @@ impl Session {
             },
         };
         match result {
+            Ok(ep) if deferred => {
+                if let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_mut() {
+                    s.connect_sync = None;
+                    s.flags |= outboard_board::layout::flags::CONNECTED;
+                }
+                self.sync_result(sync.0, i64::from(ep))?;
+                self.update_stream(stack, ep)?;
+            }
             // The sync completes when the handshake does (update_stream).
             Ok(ep) => self.update_stream(stack, ep)?,
             Err(v) => {
@@ -450,4 +471,11 @@ fn stack_errno(e: StackError) -> i64 {
         StackError::NoRoute => libc::ENETUNREACH,
         _ => libc::EINVAL,
     })
+}
+
+/// TCP_FASTOPEN set before `listen`: the listener takes RFC 7413 Fast Open SYNs.
+fn fast_open_listener(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
+    if flags.fastopen_qlen > 0 {
+        stack.tcp_listen_fast_open(lid, usize::from(flags.fastopen_qlen));
+    }
 }

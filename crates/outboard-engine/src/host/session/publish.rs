@@ -132,7 +132,8 @@ impl Session {
             | bit(i.sack, tcp_info::OPT_SACK)
             | bit(i.wscale, tcp_info::OPT_WSCALE)
             | bit(i.ecn, tcp_info::OPT_ECN)
-            | bit(i.ecn_seen, tcp_info::OPT_ECN_SEEN);
+            | bit(i.ecn_seen, tcp_info::OPT_ECN_SEEN)
+            | bit(i.syn_data, tcp_info::OPT_SYN_DATA);
         let mut b = [0u8; 8];
         b[tcp_info::STATE] = state;
         b[tcp_info::CA_STATE] = i.ca_state as u8;

@@ -4,6 +4,7 @@
 
 mod data;
 mod ecn;
+mod fastopen;
 mod fused;
 mod in_place;
 mod memory;
