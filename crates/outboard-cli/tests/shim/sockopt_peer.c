@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,6 +96,10 @@ int main(int argc, char **argv) {
             int c = accept(p[i].fd, NULL, NULL);
             if (c < 0) continue;
             if (fork() == 0) {
+                /* A connection's server dies with the peer (the test kills
+                 * it) and in any case within a minute: none outlives a run. */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                alarm(60);
                 close(p[0].fd);
                 close(p[1].fd);
                 serve(c);
