@@ -428,6 +428,15 @@ struct ob_stream_t *ob_connect(struct ob_board_t *board, uint32_t ipv4, uint16_t
 struct ob_stream_t *ob_connect_addr(struct ob_board_t *board, const struct ob_addr_t *to);
 
 /**
+ * `ob_connect_addr` with RFC 7413 Fast Open (Linux's `TCP_FASTOPEN_CONNECT`):
+ * when the engine holds a cookie for the destination this returns at once
+ * and the SYN carries the first data written; otherwise the SYN asks for a
+ * cookie (for the next connection) and this returns when the handshake
+ * completes. Returns NULL with errno on failure, as `ob_connect_addr`.
+ */
+struct ob_stream_t *ob_connect_fast_open(struct ob_board_t *board, const struct ob_addr_t *to);
+
+/**
  * A UDP socket on `port` of the engine's address (0: any free port).
  * Returns NULL with errno on failure.
  */

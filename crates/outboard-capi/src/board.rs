@@ -339,6 +339,20 @@ pub unsafe extern "C" fn ob_connect_addr(board: *mut ob_board_t, to: *const ob_a
     })
 }
 
+/// `ob_connect_addr` with RFC 7413 Fast Open (Linux's `TCP_FASTOPEN_CONNECT`):
+/// when the engine holds a cookie for the destination this returns at once
+/// and the SYN carries the first data written; otherwise the SYN asks for a
+/// cookie (for the next connection) and this returns when the handshake
+/// completes. Returns NULL with errno on failure, as `ob_connect_addr`.
+#[no_mangle]
+pub unsafe extern "C" fn ob_connect_fast_open(board: *mut ob_board_t, to: *const ob_addr_t) -> *mut ob_stream_t {
+    ffi(ptr::null_mut(), || {
+        let b = handle(board)?;
+        let stream = b.board.connect_fast_open(addr_from_c(to)?)?;
+        Ok(Box::into_raw(Box::new(ob_stream_t { stream })))
+    })
+}
+
 /// A UDP socket on `port` of the engine's address (0: any free port).
 /// Returns NULL with errno on failure.
 #[no_mangle]
