@@ -356,16 +356,48 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// What an engine that upgrades a running one takes over from it (the
+/// `upgrade` module's exchange): the link's socket, claim and ring
+/// positions, the control and board listening sockets, the secret.
+#[derive(Debug)]
+pub struct Takeover {
+    pub link: link::Adopted,
+    pub control: std::os::unix::net::UnixListener,
+    pub board: Option<std::os::unix::net::UnixListener>,
+    pub secret: [u8; 16],
+}
+
 impl Engine {
     pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
+        Engine::start_inner(set, None)
+    }
+
+    /// Starts with what a running engine handed over (live upgrade): the
+    /// settings must name the same link (af_packet, one shard) as the
+    /// running engine's. Nothing here reads a frame: the old engine may
+    /// still resume until the caller confirms.
+    pub fn take_over(set: &EngineSettings, t: Takeover) -> Result<Engine, EngineError> {
+        Engine::start_inner(set, Some(t))
+    }
+
+    fn start_inner(set: &EngineSettings, mut taken: Option<Takeover>) -> Result<Engine, EngineError> {
         // Impossible settings are refused before anything is bound or opened.
         set.validate().map_err(EngineError::Config)?;
-        // The control socket first: a name clash must not disturb the link.
         let n = set.shards;
-        let control = if set.control {
-            Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?)
-        } else {
-            None
+        if taken.is_some() && (n != 1 || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control) {
+            return Err(EngineError::Config(format!(
+                "only a one-shard af_packet engine with a control socket can be taken over (this one: {} shards on {})",
+                n, set.link
+            )));
+        }
+        // The control socket first: a name clash must not disturb the link.
+        let control = match taken.as_mut() {
+            Some(t) => {
+                let l = t.control.try_clone().map_err(|e| EngineError::Control(ControlError::Io(crate::control::socket_path(&set.name), e)))?;
+                Some(ControlServer::with_listener(&set.name, l, n).map_err(EngineError::Control)?)
+            }
+            None if set.control => Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?),
+            None => None,
         };
         let opts = LinkOptions {
             mtu: set.mtu,
@@ -377,7 +409,14 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let links = link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?;
+        let (links, board_taken, secret_taken) = match taken {
+            Some(t) => {
+                let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
+                let l = link::af_packet::AfPacketLink::adopt(iface, &opts, t.link).map_err(EngineError::Link)?;
+                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret))
+            }
+            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None),
+        };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
         if mtu < limits::MIN_MTU {
@@ -395,7 +434,7 @@ impl Engine {
         let info = links[0].info();
         let now = crate::clock::now();
         // One secret for every shard: ISNs and SYN cookies agree whichever shard computes them.
-        let secret = random_secret();
+        let secret = secret_taken.unwrap_or_else(random_secret);
         let steer = Steer::new(n);
         let mut mesh = if n > 1 {
             crate::steering::mesh(&steer)
@@ -501,8 +540,12 @@ impl Engine {
                     gateway: set.gateway.map(std::net::IpAddr::V4),
                     shards: n as u32,
                 };
-                let (server, inboxes) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
-                    .map_err(|e| EngineError::Config(e.to_string()))?;
+                let (server, inboxes) =
+                    AttachServer::start_with(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone(), board_taken)
+                        .map_err(|e| EngineError::Config(e.to_string()))?;
+                if let (Some((c, _)), Some(fd)) = (control.as_ref(), server.listener_fd()) {
+                    c.set_board_listener(fd);
+                }
                 for (i, (shard, inbox)) in shards.iter_mut().zip(inboxes).enumerate() {
                     shard.add_app(Box::new(Host::new(i as u32, Some(inbox))));
                 }
@@ -510,6 +553,11 @@ impl Engine {
             }
         };
         Ok(Engine { shards, control, attach, cores: set.cores.clone() })
+    }
+
+    /// Whether this engine stopped because a new engine took it over (live upgrade).
+    pub fn handed_over(&self) -> bool {
+        self.shards.first().is_some_and(|s| s.handed_over())
     }
 
     /// Makes in-process attachments (embedded mode; daemon mode too).
@@ -614,6 +662,11 @@ impl Engine {
             let r = first.run(stop, inbox0.as_deref_mut(), done).map_err(EngineError::Link);
             if let Err(e) = &r {
                 log::event(Level::Error, "engine_failed", &[("error", e)]);
+            }
+            if first.handed_over() {
+                if let Some(a) = self.attach.as_mut() {
+                    a.hand_over();
+                }
             }
             self.close_control();
             return r;

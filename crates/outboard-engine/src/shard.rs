@@ -62,6 +62,9 @@ pub struct Shard {
     published: (u64, Vec<u16>, Vec<u16>),
     /// Network-device mode: the host kernel's TAP interface.
     kernel: Option<crate::kernel::KernelPort>,
+    /// Live upgrade: the new engine confirmed; this shard stops for good
+    /// and leaves everything it shared (link, sockets) alone.
+    handed_over: bool,
 }
 
 impl Shard {
@@ -87,7 +90,13 @@ impl Shard {
             mesh: None,
             published: (u64::MAX, Vec::new(), Vec::new()),
             kernel: None,
+            handed_over: false,
         }
+    }
+
+    /// Whether this shard handed its link and sockets to an engine that upgraded this one.
+    pub fn handed_over(&self) -> bool {
+        self.handed_over
     }
 
     /// Shares the link with the host kernel through `port` (network-device mode).
@@ -292,6 +301,10 @@ impl Shard {
             let now = crate::clock::now();
             let work = self.turn(now)?;
             self.serve_control(inbox.as_deref_mut(), now);
+            if self.handed_over {
+                // Everything is the new engine's: no word to applications or peers.
+                return Ok(());
+            }
             if work {
                 idle_since = None;
                 continue;
@@ -314,10 +327,101 @@ impl Shard {
     pub fn serve_control(&mut self, inbox: Option<&mut ControlInbox>, now: Instant) {
         if let Some(inbox) = inbox {
             while let Some(req) = inbox.try_next() {
+                if let Some(side) = req.upgrade {
+                    self.offer_upgrade(side);
+                    if self.handed_over {
+                        return;
+                    }
+                    continue;
+                }
                 let answer = self.answer(&req.line, now);
                 let _ = req.reply.send(answer);
             }
         }
+    }
+
+    /// Live upgrade (`upgrade` module): stops here, between two turns,
+    /// offers the record and the descriptors, and waits for the outcome —
+    /// stopping for good if the new engine confirmed, resuming if not.
+    fn offer_upgrade(&mut self, side: crate::upgrade::ShardSide) {
+        use crate::log::{self, Level};
+        let offer = self.upgrade_record();
+        if let Err(e) = &offer {
+            log::event(Level::Warn, "upgrade_refused", &[("reason", e)]);
+            let _ = side.offer.send(offer);
+            return;
+        }
+        let quiesced = crate::clock::now();
+        if side.offer.send(offer).is_err() {
+            return;
+        }
+        let outcome = side.outcome.recv_timeout(crate::upgrade::CONFIRM_WAIT + std::time::Duration::from_secs(5));
+        if outcome == Ok(true) {
+            log::event(Level::Info, "upgrade_handed_over", &[("shard", &self.index)]);
+            self.handed_over = true;
+            if let Some(p) = self.pcap.as_mut() {
+                p.flush();
+            }
+        } else {
+            let paused = crate::clock::now().saturating_duration_since(quiesced);
+            log::event(
+                Level::Warn,
+                "upgrade_rolled_back",
+                &[("reason", &"the new engine did not confirm"), ("paused_ms", &format!("{:.1}", paused.as_nanos() as f64 / 1e6))],
+            );
+        }
+    }
+
+    /// What this shard hands over, or why it cannot.
+    fn upgrade_record(&mut self) -> Result<(crate::upgrade::Record, Vec<std::os::fd::RawFd>), String> {
+        use outboard_tcp::State;
+        let args = crate::upgrade::command_line()
+            .ok_or("this engine was not started by `outboard engine`: it has no command line to hand over")?
+            .to_vec();
+        if self.kernel.is_some() {
+            return Err("network-device mode (--kernel-tap) cannot be upgraded yet".into());
+        }
+        if self.mesh.is_some() {
+            return Err("only a one-shard engine can be upgraded yet".into());
+        }
+        let open: Vec<_> = self
+            .stack
+            .tcp_connections()
+            .into_iter()
+            .filter(|c| !matches!(c.2, State::TimeWait | State::Closed))
+            .collect();
+        if !open.is_empty() {
+            return Err(format!(
+                "{} TCP connection{} open (e.g. {} - {} {:?}): handing established connections over is not built yet; upgrade when none is open",
+                open.len(),
+                if open.len() == 1 { " is" } else { "s are" },
+                open[0].1.local,
+                open[0].1.remote,
+                open[0].2
+            ));
+        }
+        let boards = self.apps.get::<crate::host::Host>().map_or(0, |h| h.rows().len());
+        if boards > 0 {
+            return Err(format!(
+                "{boards} application board{} attached: handing board sessions over is not built yet; upgrade when none is attached",
+                if boards == 1 { " is" } else { "s are" }
+            ));
+        }
+        let link = self.link.hand_over()?;
+        let (tcp_ports, udp_ports) = self.stack.bound_ports();
+        let fds = link.fds.clone();
+        let record = crate::upgrade::Record {
+            version: crate::upgrade::RECORD_VERSION,
+            pid: std::process::id(),
+            args,
+            quiesced_ns: crate::clock::now().as_nanos(),
+            secret: self.stack.config().secret,
+            link,
+            tcp_ports,
+            udp_ports,
+            fds: vec!["link socket".into(), "link claim".into()],
+        };
+        Ok((record, fds))
     }
 
     /// Sleeps until the next deadline, a frame, a control request or an

@@ -1,0 +1,252 @@
+//! Live upgrade: `outboard engine --upgrade NAME` takes over from a running
+//! engine (root; each test makes its own lab, gone on drop even when the
+//! test fails):
+//!
+//! - an engine on af_packet is upgraded in place, twice (the second upgrade
+//!   takes its settings from the first new engine): each new engine serves
+//!   the Linux peer byte-exact, the old one exits 0, `stat` shows the new
+//!   pid; a ping at 2 ms intervals runs across both upgrades and the longest
+//!   gap it saw is printed (the blackout as a peer sees it);
+//! - an upgrade while a TCP connection is open is refused (exit 16, the
+//!   reason named) and the transfer on that connection goes on byte-exact;
+//! - a new binary that reads another record version is refused (exit 16),
+//!   the old engine serves on;
+//! - a new engine that dies before it confirms (as a crash would) leaves
+//!   the old engine serving (rollback) — and a later upgrade still works.
+
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+
+mod support;
+
+use outboard_lab::LabConfig;
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::engine::{ChildGuard, EngineProc};
+use support::netns::{lab, lab_name, need, ns_command, skip_unless_root};
+use support::{run_dir, script, text, OUTBOARD};
+
+/// `outboard engine --upgrade NAME` in the engine's namespace, to its end
+/// (an upgrade that succeeds keeps running as the engine: it is waited for
+/// only until its log says it took over).
+fn upgrade(lab: &outboard_lab::Lab, name: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = ns_command(lab.engine_ns(), Duration::from_secs(30), 5, &[OUTBOARD, "engine", "--upgrade", name]);
+    c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run outboard engine --upgrade")
+}
+
+/// A successful upgrade: the new engine's process, its log file, and the
+/// pause it logged.
+struct Upgraded {
+    engine: EngineProc,
+    pause_ms: f64,
+}
+
+/// Runs `--upgrade NAME` in the background as the engine to be, waits for
+/// its `engine_upgraded` line and for the old engine to exit 0.
+fn upgrade_ok(lab: &outboard_lab::Lab, name: &str, mut old: EngineProc, n: u32) -> Upgraded {
+    let log = std::env::temp_dir().join(format!("outboard-test-{name}-up{n}-{}.log", std::process::id()));
+    let logf = std::fs::File::create(&log).expect("log");
+    let child = Command::new("ip")
+        .args(["netns", "exec", lab.engine_ns(), OUTBOARD, "engine", "--upgrade", name])
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().expect("log"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn the upgrade");
+    let mut new = EngineProc { child, name: name.to_string(), log };
+    let t0 = Instant::now();
+    let line = loop {
+        if let Some(l) = new.log_text().lines().find(|l| l.contains("engine_upgraded")) {
+            break l.to_string();
+        }
+        if let Ok(Some(st)) = new.child.try_wait() {
+            panic!("the upgrade exited ({st}): {}\nold engine: {}", new.log_text(), old.log_text());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no engine_upgraded line: {}", new.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let old_pid = old.child.id();
+    assert!(line.contains(&format!("old_pid={old_pid}")), "{line}");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Ok(Some(st)) = old.child.try_wait() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "the old engine {old_pid} did not exit: {}", old.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "the old engine exited {status}: {}", old.log_text());
+    assert!(old.log_text().contains("engine_handed_over"), "{}", old.log_text());
+    assert!(!std::path::Path::new(&format!("/proc/{old_pid}")).exists(), "old pid {old_pid} is gone");
+    let pause_ms = line
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("pause_ms="))
+        .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("pause_ms in {line}"));
+    let st = new.stat();
+    assert_eq!(st["pid"].as_u64(), Some(u64::from(new.child.id())), "stat answers from the new engine");
+    Upgraded { engine: new, pause_ms }
+}
+
+/// The interop echo client from the Linux side: BYTES echoed byte-exact.
+fn echo(lab: &outboard_lab::Lab, bytes: u64) -> Value {
+    let o = ns_command(
+        lab.linux_ns(),
+        Duration::from_secs(60),
+        5,
+        &["python3", &script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7", &bytes.to_string(), "50"],
+    )
+    .output()
+    .expect("echo client");
+    assert!(o.status.success(), "echo of {bytes} bytes: {}", text(&o));
+    serde_json::from_slice(o.stdout.trim_ascii()).unwrap_or(Value::Null)
+}
+
+/// Ping at 2 ms intervals from the Linux side for `secs`, in the background.
+fn ping_bg(lab: &outboard_lab::Lab, secs: u32) -> ChildGuard {
+    let mut c = ns_command(
+        lab.linux_ns(),
+        Duration::from_secs(u64::from(secs) + 10),
+        2,
+        &["ping", "-n", "-D", "-i", "0.002", "-W", "1", "-w", &secs.to_string(), &lab.engine_addr().to_string()],
+    );
+    ChildGuard::spawn_lines(&mut c, Duration::from_secs(2))
+}
+
+/// (replies, longest gap between two replies in ms) from `ping -D` lines.
+fn ping_gaps(lines: &[String]) -> (usize, f64) {
+    let times: Vec<f64> = lines
+        .iter()
+        .filter(|l| l.contains("bytes from"))
+        .filter_map(|l| l.strip_prefix('[')?.split(']').next()?.parse::<f64>().ok())
+        .collect();
+    let gap = times.windows(2).map(|w| (w[1] - w[0]) * 1e3).fold(0.0, f64::max);
+    (times.len(), gap)
+}
+
+fn start(lab: &outboard_lab::Lab, name: &str) -> EngineProc {
+    EngineProc::in_lab(lab, name, "af_packet", &["--services", "echo,discard"])
+}
+
+#[test]
+fn an_idle_engine_is_upgraded_in_place_twice_and_serves_on() {
+    if skip_unless_root("an_idle_engine_is_upgraded_in_place_twice_and_serves_on") {
+        return;
+    }
+    need("ping", "iputils-ping");
+    let name = lab_name("upg");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    echo(&lab, 1 << 20);
+    let mut ping = ping_bg(&lab, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    let first = upgrade_ok(&lab, &eng, e, 1);
+    echo(&lab, 1 << 20);
+    std::thread::sleep(Duration::from_millis(300));
+    // The second upgrade takes its settings from the first new engine's record.
+    let second = upgrade_ok(&lab, &eng, first.engine, 2);
+    let (_, lines) = ping.finish_lines(Duration::from_secs(15));
+    let (replies, gap) = ping_gaps(&lines);
+    let r = echo(&lab, 4 << 20);
+    println!(
+        "upgrade: engine pause {:.2} ms and {:.2} ms; ping every 2 ms across both: {replies} replies, longest gap {gap:.1} ms; echo after: {r}",
+        first.pause_ms, second.pause_ms
+    );
+    assert!(replies > 100, "ping answered across the upgrades: {lines:?}");
+    assert!(gap < 250.0, "longest ping gap {gap:.1} ms over the 250 ms goal");
+    let st = second.engine.stat();
+    assert_eq!(st["link"]["kind"], "af_packet");
+    let log = second.engine.stop();
+    assert!(log.contains("engine_upgraded"), "{log}");
+}
+
+#[test]
+fn an_upgrade_with_a_connection_open_is_refused_and_the_transfer_goes_on() {
+    if skip_unless_root("an_upgrade_with_a_connection_open_is_refused_and_the_transfer_goes_on") {
+        return;
+    }
+    let name = lab_name("upgc");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    let pid = e.child.id();
+    let mut client = ns_command(
+        lab.linux_ns(),
+        Duration::from_secs(60),
+        5,
+        &["python3", &script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7", &(64u64 << 20).to_string(), "50"],
+    );
+    let client = client.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("echo client");
+    // Until the connection shows in stat.
+    let (_, took) = e.poll_stat(Duration::from_secs(10), Duration::from_millis(20), |s| {
+        s["connections"].as_array().is_some_and(|c| c.iter().any(|c| c["state"] == "Established"))
+    });
+    assert!(took.is_some(), "the transfer's connection in stat");
+    let o = upgrade(&lab, &eng, &[]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("TCP connection"), "{}", text(&o));
+    assert!(text(&o).contains("goes on serving"), "{}", text(&o));
+    let out = client.wait_with_output().expect("echo client");
+    assert!(out.status.success(), "the transfer across the refused upgrade: {}", text(&out));
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(pid)));
+    let log = e.stop();
+    assert!(log.contains("upgrade_refused"), "{log}");
+}
+
+#[test]
+fn an_incompatible_record_version_is_refused_and_the_old_engine_serves_on() {
+    if skip_unless_root("an_incompatible_record_version_is_refused_and_the_old_engine_serves_on") {
+        return;
+    }
+    let name = lab_name("upgv");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    let o = upgrade(&lab, &eng, &[("OUTBOARD_UPGRADE_READS", "99")]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("incompatible upgrade record"), "{}", text(&o));
+    echo(&lab, 1 << 20);
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
+    // Settings beside --upgrade are a usage error: they come from the running engine.
+    let o = support::outboard(&["engine", "--upgrade", &eng, "--link", "af_packet:x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // No engine of that name: refused, nothing started.
+    let o = upgrade(&lab, &format!("{name}-none"), &[]);
+    assert_eq!(o.status.code(), Some(16), "{}", text(&o));
+    assert!(text(&o).contains("no engine named"), "{}", text(&o));
+    e.stop();
+}
+
+#[test]
+fn a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one() {
+    if skip_unless_root("a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one") {
+        return;
+    }
+    let name = lab_name("upgr");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    let pid = e.child.id();
+    let o = upgrade(&lab, &eng, &[("OUTBOARD_UPGRADE_FAIL", "before-confirm")]);
+    assert!(!o.status.success(), "the new engine died: {}", text(&o));
+    // The old engine resumed: it serves, on its own rings, the same pid.
+    let (_, took) = e.poll_stat(Duration::from_secs(5), Duration::from_millis(20), |_| true);
+    assert!(took.is_some());
+    echo(&lab, 4 << 20);
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(pid)));
+    let t0 = Instant::now();
+    while !e.log_text().contains("upgrade_rolled_back") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "rollback logged: {}", e.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And a real upgrade afterwards finds everything as it should be.
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    echo(&lab, 4 << 20);
+    up.engine.stop();
+}

@@ -1,0 +1,448 @@
+//! Live upgrade: a new engine binary takes over from a running engine of the
+//! same name through its control socket (`outboard engine --upgrade NAME`).
+//!
+//! # The exchange, on one connection to `RUN_DIR/NAME.sock`
+//!
+//! 1. New → old: `upgrade V1,V2…\n`, the record versions the new binary reads.
+//! 2. The old engine's control thread passes the request to its shard, which
+//!    finishes its turn, flushes what it queued on the link and stops there
+//!    (quiesced: frames wait in the link's ring, applications' commands in
+//!    their boards). It checks what it holds can be handed over, and offers
+//!    its [`Record`] — or says why not and goes on serving.
+//! 3. Old → new: one message with an 8-byte length and the descriptors
+//!    (`SCM_RIGHTS`, in the order `Record::fds` names them: the link's
+//!    AF_PACKET socket, the interface's claim socket, the control socket's
+//!    and the board socket's listening sockets), then the offer as JSON
+//!    (`{"record": …}` or `{"error": "…"}`).
+//! 4. The new engine builds everything from the record and the descriptors
+//!    (settings from the old engine's command line, the same link socket and
+//!    rings at the same slots, the same listening sockets, the same secret),
+//!    and only then — before it reads a frame — writes `confirm\n`. The old
+//!    engine answers `ok\n` and exits 0 without a word to anyone (no RST, no
+//!    "engine gone": the sockets it leaves behind are the new engine's now).
+//! 5. Anything else (`abort …\n`, the connection closed — the new process
+//!    died — or no word within [`CONFIRM_WAIT`]) is a rollback: the old
+//!    engine resumes where it stopped, and the new one exits non-zero with
+//!    the reason. The new engine touches the link only after `confirm`, so
+//!    the old one finds its rings as it left them.
+//!
+//! # What is handed over, and what is not (yet)
+//!
+//! Handed over: the link (af_packet: its socket, mapped rings and ring
+//! positions), the interface's claim (never released in between: no other
+//! engine can slip in), the control and board listening sockets (a client
+//! or an application connecting during the pause waits in the backlog and
+//! is served by the new engine), the syncookie/ISN secret (a SYN cookie the
+//! old engine issued is valid at the new one), and the settings.
+//!
+//! Refused, with the reason, the old engine serving on: engines with more
+//! than one shard, other link kinds, network-device mode, open TCP
+//! connections (other than TIME-WAIT, which are dropped: a late segment of
+//! theirs gets a RST as after a reboot) and attached boards. Established
+//! connections and board sessions are the next step (their state record is
+//! not built yet).
+
+use crate::control::Request;
+use crate::link::HandOver;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The version of [`Record`] this binary writes.
+pub const RECORD_VERSION: u32 = 1;
+/// The record versions this binary reads.
+pub const READS: &[u32] = &[1];
+/// How long a quiesced engine waits for the new one's `confirm`.
+pub const CONFIRM_WAIT: Duration = Duration::from_secs(10);
+/// The most descriptors a hand-over carries.
+const MAX_FDS: usize = 8;
+/// Largest offer accepted (the record is a few hundred bytes today).
+const MAX_OFFER: u64 = 16 << 20;
+
+/// The state a running engine hands to the engine that upgrades it:
+/// versioned ([`RECORD_VERSION`]), JSON on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub version: u32,
+    /// The old engine's pid (it exits once the new one confirms).
+    pub pid: u32,
+    /// The command line the old engine's settings came from (the program,
+    /// `engine`, its flags): the new engine takes the same settings.
+    pub args: Vec<String>,
+    /// CLOCK_MONOTONIC (the same in both processes) when the old engine
+    /// stopped, in nanoseconds: the start of the blackout.
+    pub quiesced_ns: u64,
+    /// The secret behind ISNs and SYN cookies.
+    pub secret: [u8; 16],
+    /// The link's kind, interface and ring positions.
+    pub link: HandOver,
+    /// TCP and UDP ports the old engine listened on (its services): the
+    /// new one must listen on the same.
+    pub tcp_ports: Vec<u16>,
+    pub udp_ports: Vec<u16>,
+    /// What each descriptor sent with the record is, in order.
+    pub fds: Vec<String>,
+}
+
+/// The offer, as it goes on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+struct Offer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record: Option<Record>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// The shard's end of an upgrade request: it sends its record (and the
+/// descriptors it holds, borrowed) or why not, then learns whether the new
+/// engine confirmed (true: stop for good) or not (false: resume).
+pub struct ShardSide {
+    pub offer: Sender<Result<(Record, Vec<RawFd>), String>>,
+    pub outcome: Receiver<bool>,
+}
+
+static COMMAND_LINE: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Records the command line this process's engine settings came from (the
+/// `outboard engine` command sets it); an engine without one (embedded,
+/// tests) cannot be upgraded.
+pub fn set_command_line(args: Vec<String>) {
+    let _ = COMMAND_LINE.set(args);
+}
+
+pub fn command_line() -> Option<&'static [String]> {
+    COMMAND_LINE.get().map(|v| v.as_slice())
+}
+
+/// The record versions to ask for: [`READS`], or for tests of the refusal,
+/// the comma list in `OUTBOARD_UPGRADE_READS`.
+pub fn reads() -> Vec<u32> {
+    match std::env::var("OUTBOARD_UPGRADE_READS") {
+        Ok(s) => s.split(',').filter_map(|v| v.trim().parse().ok()).collect(),
+        Err(_) => READS.to_vec(),
+    }
+}
+
+// ---------------------------------------------------------------- old side
+
+/// The old engine's control thread: serves one `upgrade` request on
+/// `stream`. `extra` are the control thread's own descriptors to hand over
+/// (the control socket, the board socket). True once the new engine
+/// confirmed: the caller stops accepting, everything is the new engine's.
+pub fn serve(
+    stream: &UnixStream,
+    line: &str,
+    shards: &[(Sender<Request>, UnixStream)],
+    extra: &[RawFd],
+) -> io::Result<bool> {
+    let reads: Vec<u32> = line
+        .trim_start_matches("upgrade")
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    if shards.len() != 1 {
+        send_offer(stream, &Offer { record: None, error: Some(format!(
+            "this engine runs {} shards: only a one-shard engine can be upgraded yet (run it with --shards 1)",
+            shards.len()
+        )) }, &[])?;
+        return Ok(false);
+    }
+    if !reads.contains(&RECORD_VERSION) {
+        send_offer(stream, &Offer { record: None, error: Some(format!(
+            "incompatible upgrade record: the running engine writes version {RECORD_VERSION}, the new binary reads {}",
+            if reads.is_empty() { "none".to_string() } else { reads.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(",") }
+        )) }, &[])?;
+        return Ok(false);
+    }
+    let (offer_tx, offer_rx) = mpsc::channel();
+    let (outcome_tx, outcome_rx) = mpsc::channel();
+    let (reply, _unused) = mpsc::channel();
+    let (tx, bell) = &shards[0];
+    let req = Request { line: line.to_string(), reply, upgrade: Some(ShardSide { offer: offer_tx, outcome: outcome_rx }) };
+    if tx.send(req).is_err() {
+        return Ok(false);
+    }
+    let _ = (&*bell).write(&[1]);
+    let offer = match offer_rx.recv_timeout(Duration::from_secs(5)) {
+        Ok(o) => o,
+        Err(_) => Err("the engine's shard did not answer within 5 s".into()),
+    };
+    let (mut record, mut fds) = match offer {
+        Ok(x) => x,
+        Err(e) => {
+            send_offer(stream, &Offer { record: None, error: Some(e) }, &[])?;
+            return Ok(false);
+        }
+    };
+    // From here the shard waits for the outcome: every way out says it.
+    let confirmed = (|| -> io::Result<bool> {
+        record.fds.push("control socket".into());
+        fds.push(extra[0]);
+        if let Some(&board) = extra.get(1) {
+            record.fds.push("board socket".into());
+            fds.push(board);
+        }
+        send_offer(stream, &Offer { record: Some(record), error: None }, &fds)?;
+        stream.set_read_timeout(Some(CONFIRM_WAIT))?;
+        let answer = read_line(stream)?;
+        Ok(answer == "confirm")
+    })()
+    .unwrap_or(false);
+    let _ = outcome_tx.send(confirmed);
+    if confirmed {
+        let _ = (&*stream).write_all(b"ok\n");
+    }
+    Ok(confirmed)
+}
+
+// ---------------------------------------------------------------- new side
+
+/// The new engine's end: the old engine's record and descriptors, and the
+/// connection on which it confirms or aborts.
+pub struct Incoming {
+    pub record: Record,
+    pub fds: Vec<OwnedFd>,
+    stream: UnixStream,
+}
+
+/// Asks the engine `name` to hand over. An error says why (the old engine
+/// goes on serving).
+pub fn request(name: &str) -> Result<Incoming, String> {
+    let path = crate::control::socket_path(name);
+    let stream = UnixStream::connect(&path).map_err(|e| {
+        format!("no engine named {name:?} is running ({}: {e})", path.display())
+    })?;
+    let io = |e: io::Error| format!("the hand-over from engine {name:?} failed: {e}");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(io)?;
+    stream.set_write_timeout(Some(Duration::from_secs(5))).map_err(io)?;
+    let reads = reads();
+    let line = format!("upgrade {}\n", reads.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(","));
+    (&stream).write_all(line.as_bytes()).map_err(io)?;
+    let (offer, fds) = recv_offer(&stream).map_err(io)?;
+    if let Some(e) = offer.error {
+        return Err(e);
+    }
+    let record = offer.record.ok_or_else(|| "the running engine sent neither a record nor an error".to_string())?;
+    let incoming = Incoming { record, fds, stream };
+    if !reads.contains(&incoming.record.version) {
+        let why = format!(
+            "incompatible upgrade record: version {}, this binary reads {:?}",
+            incoming.record.version, reads
+        );
+        incoming.abort(&why);
+        return Err(why);
+    }
+    if incoming.fds.len() != incoming.record.fds.len() {
+        let why = format!(
+            "the running engine sent {} descriptors for the {} its record names",
+            incoming.fds.len(),
+            incoming.record.fds.len()
+        );
+        incoming.abort(&why);
+        return Err(why);
+    }
+    Ok(incoming)
+}
+
+impl Incoming {
+    /// Takes the descriptor the record names `what`.
+    pub fn take_fd(&mut self, what: &str) -> Option<OwnedFd> {
+        let i = self.record.fds.iter().position(|f| f == what)?;
+        self.record.fds.remove(i);
+        Some(self.fds.remove(i))
+    }
+
+    /// Everything is built: the old engine may go. After this there is no
+    /// rollback. Waits (briefly) for its `ok`.
+    pub fn confirm(&self) -> Result<(), String> {
+        (&self.stream).write_all(b"confirm\n").map_err(|e| format!("confirming the upgrade: {e}"))?;
+        let _ = self.stream.set_read_timeout(Some(Duration::from_secs(5)));
+        match read_line(&self.stream) {
+            Ok(l) if l == "ok" => Ok(()),
+            Ok(l) => Err(format!("the old engine answered {l:?} to the confirmation")),
+            Err(e) => Err(format!("no answer to the confirmation: {e}")),
+        }
+    }
+
+    /// Gives up: the old engine resumes.
+    pub fn abort(&self, why: &str) {
+        let why = why.replace('\n', " ");
+        let _ = (&self.stream).write_all(format!("abort {why}\n").as_bytes());
+    }
+}
+
+// ---------------------------------------------------------------- wire
+
+fn read_line(stream: &UnixStream) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    let mut b = [0u8; 1];
+    while bytes.len() < 4096 {
+        if (&*stream).read(&mut b)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the other engine closed the connection"));
+        }
+        if b[0] == b'\n' {
+            break;
+        }
+        bytes.push(b[0]);
+    }
+    Ok(String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
+/// The length (with the descriptors, SCM_RIGHTS), then the JSON.
+fn send_offer(stream: &UnixStream, offer: &Offer, fds: &[RawFd]) -> io::Result<()> {
+    let json = serde_json::to_vec(offer).map_err(io::Error::other)?;
+    let len = (json.len() as u64).to_le_bytes();
+    send_with_fds(stream, &len, fds)?;
+    (&*stream).write_all(&json)
+}
+
+fn recv_offer(stream: &UnixStream) -> io::Result<(Offer, Vec<OwnedFd>)> {
+    let mut len = [0u8; 8];
+    let fds = recv_with_fds(stream, &mut len)?;
+    let n = u64::from_le_bytes(len);
+    if n > MAX_OFFER {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("an offer of {n} bytes")));
+    }
+    let mut json = vec![0u8; n as usize];
+    (&*stream).read_exact(&mut json)?;
+    let offer = serde_json::from_slice(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("the offer: {e}")))?;
+    Ok((offer, fds))
+}
+
+fn send_with_fds(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"));
+    }
+    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+    let mut cbuf = [0u64; 16];
+    // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        let fd_bytes = std::mem::size_of_val(fds) as u32;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE is a pure size computation.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
+        // SAFETY: msg_control points at cbuf (128 bytes), room for one cmsg of MAX_FDS fds.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast::<RawFd>(), fds.len());
+        }
+    }
+    // SAFETY: msg and everything it points to live across the call.
+    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != bytes.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short hand-over message"));
+    }
+    Ok(())
+}
+
+fn recv_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Vec<OwnedFd>> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut cbuf = [0u64; 16];
+    // SAFETY: as in send_with_fds.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: msg points at live buffers of the sizes given.
+    let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into cbuf; each
+    // descriptor it passed is new in this process and owned by nobody else.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                let data = libc::CMSG_DATA(c).cast::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "hand-over descriptors cut short"));
+    }
+    if (n as usize) < buf.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the running engine closed the connection before its offer",
+        ));
+    }
+    Ok(fds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offers_and_descriptors_cross_a_socket_pair() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (x, y) = UnixStream::pair().unwrap();
+        let record = Record {
+            version: RECORD_VERSION,
+            pid: 7,
+            args: vec!["outboard".into(), "engine".into()],
+            quiesced_ns: 123,
+            secret: [9; 16],
+            link: HandOver { kind: "af_packet".into(), iface: "eng0".into(), fds: vec![], rx_idx: 3, tx_idx: 4, tx_unsent: 0 },
+            tcp_ports: vec![7],
+            udp_ports: vec![],
+            fds: vec!["control socket".into()],
+        };
+        send_offer(&a, &Offer { record: Some(record.clone()), error: None }, &[x.as_raw_fd()]).unwrap();
+        let (offer, fds) = recv_offer(&b).unwrap();
+        assert_eq!(offer.record, Some(record));
+        assert_eq!(fds.len(), 1);
+        // The descriptor is the same socket: what goes in through it comes out of `y`.
+        let s = UnixStream::from(fds.into_iter().next().unwrap());
+        (&s).write_all(b"x").unwrap();
+        let mut got = [0u8; 1];
+        (&y).read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"x");
+    }
+
+    #[test]
+    fn a_refusal_carries_its_reason_and_no_descriptors() {
+        let (a, b) = UnixStream::pair().unwrap();
+        send_offer(&a, &Offer { record: None, error: Some("no".into()) }, &[]).unwrap();
+        let (offer, fds) = recv_offer(&b).unwrap();
+        assert_eq!(offer.error.as_deref(), Some("no"));
+        assert!(fds.is_empty());
+    }
+
+    #[test]
+    fn a_truncated_or_oversized_offer_is_an_error_not_a_panic() {
+        let (a, b) = UnixStream::pair().unwrap();
+        send_with_fds(&a, &(MAX_OFFER + 1).to_le_bytes(), &[]).unwrap();
+        assert!(recv_offer(&b).is_err());
+        let (a, b) = UnixStream::pair().unwrap();
+        send_with_fds(&a, &10u64.to_le_bytes(), &[]).unwrap();
+        (&a).write_all(b"{\"rec").unwrap();
+        drop(a);
+        assert!(recv_offer(&b).is_err());
+        let (a, b) = UnixStream::pair().unwrap();
+        send_with_fds(&a, &5u64.to_le_bytes(), &[]).unwrap();
+        (&a).write_all(b"nope!").unwrap();
+        assert!(recv_offer(&b).is_err());
+    }
+}
