@@ -595,9 +595,16 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         ExitCode::from(UPGRADE_FAILED)
     };
     let asked = outboard_engine::clock::now();
-    let mut inc = match outboard_engine::upgrade::request(name) {
-        Ok(i) => i,
-        Err(e) => return failed(&e),
+    // A connection in its handshake is not handed over: ask again (the
+    // running engine resumes between two asks) for up to 3 s.
+    let mut inc = loop {
+        match outboard_engine::upgrade::request(name) {
+            Ok(i) => break i,
+            Err(e) if e.starts_with("busy:") && outboard_engine::clock::now() < asked + Duration::from_secs(3) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return failed(&e),
+        }
     };
     let abort = |inc: &outboard_engine::upgrade::Incoming, why: String| {
         inc.abort(&why);
@@ -632,7 +639,9 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         control: std::os::unix::net::UnixListener::from(control),
         board,
         secret: inc.record.secret,
+        tcp: std::mem::take(&mut inc.record.tcp),
     };
+    let handed = taken.tcp.len();
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::take_over(&set, taken) {
         Ok(e) => e,
@@ -665,6 +674,7 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
             ("old_pid", &inc.record.pid),
             ("pid", &std::process::id()),
             ("record_version", &inc.record.version),
+            ("connections", &handed),
             ("pause_ms", &format!("{blackout:.2}")),
             ("upgrade_ms", &format!("{total:.2}")),
         ],

@@ -365,6 +365,8 @@ pub struct Takeover {
     pub control: std::os::unix::net::UnixListener,
     pub board: Option<std::os::unix::net::UnixListener>,
     pub secret: [u8; 16],
+    /// The running engine's TCP connections, with who holds each.
+    pub tcp: Vec<crate::upgrade::TcpRecord>,
 }
 
 impl Engine {
@@ -409,13 +411,13 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let (links, board_taken, secret_taken) = match taken {
+        let (links, board_taken, secret_taken, tcp_taken) = match taken {
             Some(t) => {
                 let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
                 let l = link::af_packet::AfPacketLink::adopt(iface, &opts, t.link).map_err(EngineError::Link)?;
-                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret))
+                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret), t.tcp)
             }
-            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None),
+            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
         };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
@@ -487,6 +489,9 @@ impl Engine {
                 shard.set_kernel_port(k);
             }
             shards.push(shard);
+        }
+        for r in tcp_taken {
+            adopt_connection(&mut shards[0], r, now)?;
         }
         log::event(
             Level::Info,
@@ -742,6 +747,26 @@ impl Engine {
             drop(server);
         }
     }
+}
+
+/// Live upgrade: one of the running engine's connections, checked, in the
+/// stack, and given back to its service.
+fn adopt_connection(shard: &mut Shard, r: crate::upgrade::TcpRecord, now: outboard_time::Instant) -> Result<(), EngineError> {
+    use crate::upgrade::Holder;
+    let tuple = r.conn.tuple();
+    let what = |e: String| EngineError::Config(format!("handed-over connection {} - {}: {e}", tuple.local, tuple.remote));
+    r.conn.check_restored().map_err(what)?;
+    let id = shard
+        .stack
+        .tcp_adopt(r.conn, r.holder != Holder::Released)
+        .map_err(|e| what(format!("{e:?}")))?;
+    if let Holder::Service(sr) = &r.holder {
+        shard
+            .with_app::<Services, _>(now, |s, cx| s.adopt(cx, id, sr))
+            .ok_or_else(|| what("this engine runs no services".into()))?
+            .map_err(what)?;
+    }
+    Ok(())
 }
 
 /// Where shard `i` writes its capture: FILE for shard 0, FILE.shardI (before

@@ -372,8 +372,10 @@ impl Shard {
         }
     }
 
-    /// What this shard hands over, or why it cannot.
-    fn upgrade_record(&mut self) -> Result<(crate::upgrade::Record, Vec<std::os::fd::RawFd>), String> {
+    /// What this shard hands over (the record as JSON, and the link's
+    /// descriptors), or why it cannot.
+    fn upgrade_record(&mut self) -> Result<(String, Vec<std::os::fd::RawFd>), String> {
+        use crate::upgrade::{Holder, Record, TcpRecord};
         use outboard_tcp::State;
         let args = crate::upgrade::command_line()
             .ok_or("this engine was not started by `outboard engine`: it has no command line to hand over")?
@@ -384,22 +386,6 @@ impl Shard {
         if self.mesh.is_some() {
             return Err("only a one-shard engine can be upgraded yet".into());
         }
-        let open: Vec<_> = self
-            .stack
-            .tcp_connections()
-            .into_iter()
-            .filter(|c| !matches!(c.2, State::TimeWait | State::Closed))
-            .collect();
-        if !open.is_empty() {
-            return Err(format!(
-                "{} TCP connection{} open (e.g. {} - {} {:?}): handing established connections over is not built yet; upgrade when none is open",
-                open.len(),
-                if open.len() == 1 { " is" } else { "s are" },
-                open[0].1.local,
-                open[0].1.remote,
-                open[0].2
-            ));
-        }
         let boards = self.apps.get::<crate::host::Host>().map_or(0, |h| h.rows().len());
         if boards > 0 {
             return Err(format!(
@@ -407,10 +393,39 @@ impl Shard {
                 if boards == 1 { " is" } else { "s are" }
             ));
         }
+        let services = self.apps.get::<crate::services::Services>();
+        let mut tcp = Vec::new();
+        for (id, tuple, state, _) in self.stack.tcp_connections() {
+            if state == State::Closed {
+                continue; // finished: freed at the next turn
+            }
+            let Some((conn, held)) = self.stack.tcp_export(id) else {
+                return Err(format!(
+                    "busy: connection {} - {} is in its handshake or waiting to be accepted ({state:?}); try again",
+                    tuple.local, tuple.remote
+                ));
+            };
+            let holder = if !held {
+                Holder::Released
+            } else {
+                match services.and_then(|s| s.export(id)) {
+                    Some(r) => Holder::Service(r),
+                    None => {
+                        return Err(format!(
+                            "connection {} - {} belongs to {}: only the built-in services' connections can be handed over yet",
+                            tuple.local,
+                            tuple.remote,
+                            self.apps.owner_label(id)
+                        ))
+                    }
+                }
+            };
+            tcp.push(TcpRecord { conn, holder });
+        }
         let link = self.link.hand_over()?;
         let (tcp_ports, udp_ports) = self.stack.bound_ports();
         let fds = link.fds.clone();
-        let record = crate::upgrade::Record {
+        let record: Record<&outboard_tcp::Connection> = Record {
             version: crate::upgrade::RECORD_VERSION,
             pid: std::process::id(),
             args,
@@ -420,8 +435,10 @@ impl Shard {
             tcp_ports,
             udp_ports,
             fds: vec!["link socket".into(), "link claim".into()],
+            tcp,
         };
-        Ok((record, fds))
+        let json = serde_json::to_string(&record).map_err(|e| format!("writing the upgrade record: {e}"))?;
+        Ok((json, fds))
     }
 
     /// Sleeps until the next deadline, a frame, a control request or an

@@ -52,10 +52,10 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The version of [`Record`] this binary writes.
-pub const RECORD_VERSION: u32 = 1;
-/// The record versions this binary reads.
-pub const READS: &[u32] = &[1];
+/// The version of [`Record`] this binary writes: 2 added `tcp` (open connections).
+pub const RECORD_VERSION: u32 = 2;
+/// The record versions this binary reads (1 is 2 without connections).
+pub const READS: &[u32] = &[1, 2];
 /// How long a quiesced engine waits for the new one's `confirm`.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// The most descriptors a hand-over carries.
@@ -65,8 +65,12 @@ const MAX_OFFER: u64 = 16 << 20;
 
 /// The state a running engine hands to the engine that upgrades it:
 /// versioned ([`RECORD_VERSION`]), JSON on the wire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+///
+/// Generic over the connection type only so the old engine can write its
+/// connections where they are (`Record<&Connection>`); the new engine
+/// reads a `Record` (owned connections).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Record<C = outboard_tcp::Connection> {
     pub version: u32,
     /// The old engine's pid (it exits once the new one confirms).
     pub pid: u32,
@@ -86,22 +90,64 @@ pub struct Record {
     pub udp_ports: Vec<u16>,
     /// What each descriptor sent with the record is, in order.
     pub fds: Vec<String>,
+    /// Every TCP connection past its handshake: its full state, and who holds it.
+    #[serde(default = "Vec::new")]
+    pub tcp: Vec<TcpRecord<C>>,
 }
 
-/// The offer, as it goes on the wire.
+/// One TCP connection in the record.
 #[derive(Debug, Serialize, Deserialize)]
+pub struct TcpRecord<C = outboard_tcp::Connection> {
+    /// Everything the connection is: RFC 9293 variables, options, SACK
+    /// scoreboard, RTT and congestion state, timers as absolute
+    /// CLOCK_MONOTONIC deadlines, and the bytes in its buffers.
+    pub conn: C,
+    pub holder: Holder,
+}
+
+/// Who holds a handed-over connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holder {
+    /// A built-in service.
+    Service(ServiceConnRecord),
+    /// Nobody: released by its application, closing or in TIME-WAIT.
+    Released,
+}
+
+/// What a built-in service keeps about one of its connections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceConnRecord {
+    pub port: u16,
+    /// Position in the chargen/source pattern.
+    pub offset: usize,
+    /// The service has shut its sending side.
+    pub shut: bool,
+}
+
+/// The offer, as the new engine reads it: `{"record": …, "more_fds": […]}`
+/// or `{"error": "…"}` (the old engine writes it from the record's JSON).
+#[derive(Debug, Deserialize)]
 struct Offer {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     record: Option<Record>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Names of the control thread's descriptors, sent after the record's.
+    #[serde(default)]
+    more_fds: Vec<String>,
+    #[serde(default)]
     error: Option<String>,
+}
+
+fn error_json(e: &str) -> String {
+    serde_json::json!({ "error": e }).to_string()
 }
 
 /// The shard's end of an upgrade request: it sends its record (and the
 /// descriptors it holds, borrowed) or why not, then learns whether the new
 /// engine confirmed (true: stop for good) or not (false: resume).
 pub struct ShardSide {
-    pub offer: Sender<Result<(Record, Vec<RawFd>), String>>,
+    /// The record as JSON, and the descriptors `Record::fds` names.
+    pub offer: Sender<Result<(String, Vec<RawFd>), String>>,
     pub outcome: Receiver<bool>,
 }
 
@@ -145,17 +191,19 @@ pub fn serve(
         .filter_map(|v| v.trim().parse().ok())
         .collect();
     if shards.len() != 1 {
-        send_offer(stream, &Offer { record: None, error: Some(format!(
+        let e = format!(
             "this engine runs {} shards: only a one-shard engine can be upgraded yet (run it with --shards 1)",
             shards.len()
-        )) }, &[])?;
+        );
+        send_offer(stream, &error_json(&e), &[])?;
         return Ok(false);
     }
     if !reads.contains(&RECORD_VERSION) {
-        send_offer(stream, &Offer { record: None, error: Some(format!(
+        let e = format!(
             "incompatible upgrade record: the running engine writes version {RECORD_VERSION}, the new binary reads {}",
             if reads.is_empty() { "none".to_string() } else { reads.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(",") }
-        )) }, &[])?;
+        );
+        send_offer(stream, &error_json(&e), &[])?;
         return Ok(false);
     }
     let (offer_tx, offer_rx) = mpsc::channel();
@@ -171,22 +219,23 @@ pub fn serve(
         Ok(o) => o,
         Err(_) => Err("the engine's shard did not answer within 5 s".into()),
     };
-    let (mut record, mut fds) = match offer {
+    let (record, mut fds) = match offer {
         Ok(x) => x,
         Err(e) => {
-            send_offer(stream, &Offer { record: None, error: Some(e) }, &[])?;
+            send_offer(stream, &error_json(&e), &[])?;
             return Ok(false);
         }
     };
     // From here the shard waits for the outcome: every way out says it.
     let confirmed = (|| -> io::Result<bool> {
-        record.fds.push("control socket".into());
+        let mut more = vec!["control socket"];
         fds.push(extra[0]);
         if let Some(&board) = extra.get(1) {
-            record.fds.push("board socket".into());
+            more.push("board socket");
             fds.push(board);
         }
-        send_offer(stream, &Offer { record: Some(record), error: None }, &fds)?;
+        let json = format!("{{\"record\":{record},\"more_fds\":{}}}", serde_json::json!(more));
+        send_offer(stream, &json, &fds)?;
         stream.set_read_timeout(Some(CONFIRM_WAIT))?;
         let answer = read_line(stream)?;
         Ok(answer == "confirm")
@@ -226,7 +275,8 @@ pub fn request(name: &str) -> Result<Incoming, String> {
     if let Some(e) = offer.error {
         return Err(e);
     }
-    let record = offer.record.ok_or_else(|| "the running engine sent neither a record nor an error".to_string())?;
+    let mut record = offer.record.ok_or_else(|| "the running engine sent neither a record nor an error".to_string())?;
+    record.fds.extend(offer.more_fds);
     let incoming = Incoming { record, fds, stream };
     if !reads.contains(&incoming.record.version) {
         let why = format!(
@@ -293,11 +343,10 @@ fn read_line(stream: &UnixStream) -> io::Result<String> {
 }
 
 /// The length (with the descriptors, SCM_RIGHTS), then the JSON.
-fn send_offer(stream: &UnixStream, offer: &Offer, fds: &[RawFd]) -> io::Result<()> {
-    let json = serde_json::to_vec(offer).map_err(io::Error::other)?;
+fn send_offer(stream: &UnixStream, json: &str, fds: &[RawFd]) -> io::Result<()> {
     let len = (json.len() as u64).to_le_bytes();
     send_with_fds(stream, &len, fds)?;
-    (&*stream).write_all(&json)
+    (&*stream).write_all(json.as_bytes())
 }
 
 fn recv_offer(stream: &UnixStream) -> io::Result<(Offer, Vec<OwnedFd>)> {
@@ -398,7 +447,7 @@ mod tests {
     fn offers_and_descriptors_cross_a_socket_pair() {
         let (a, b) = UnixStream::pair().unwrap();
         let (x, y) = UnixStream::pair().unwrap();
-        let record = Record {
+        let record: Record = Record {
             version: RECORD_VERSION,
             pid: 7,
             args: vec!["outboard".into(), "engine".into()],
@@ -408,10 +457,14 @@ mod tests {
             tcp_ports: vec![7],
             udp_ports: vec![],
             fds: vec!["control socket".into()],
+            tcp: vec![],
         };
-        send_offer(&a, &Offer { record: Some(record.clone()), error: None }, &[x.as_raw_fd()]).unwrap();
+        let want = serde_json::to_string(&record).unwrap();
+        let json = format!("{{\"record\":{want},\"more_fds\":[\"board socket\"]}}");
+        send_offer(&a, &json, &[x.as_raw_fd()]).unwrap();
         let (offer, fds) = recv_offer(&b).unwrap();
-        assert_eq!(offer.record, Some(record));
+        assert_eq!(serde_json::to_string(&offer.record.unwrap()).unwrap(), want);
+        assert_eq!(offer.more_fds, ["board socket"]);
         assert_eq!(fds.len(), 1);
         // The descriptor is the same socket: what goes in through it comes out of `y`.
         let s = UnixStream::from(fds.into_iter().next().unwrap());
@@ -424,7 +477,7 @@ mod tests {
     #[test]
     fn a_refusal_carries_its_reason_and_no_descriptors() {
         let (a, b) = UnixStream::pair().unwrap();
-        send_offer(&a, &Offer { record: None, error: Some("no".into()) }, &[]).unwrap();
+        send_offer(&a, &error_json("no"), &[]).unwrap();
         let (offer, fds) = recv_offer(&b).unwrap();
         assert_eq!(offer.error.as_deref(), Some("no"));
         assert!(fds.is_empty());
