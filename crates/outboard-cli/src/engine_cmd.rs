@@ -640,6 +640,7 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         board,
         secret: inc.record.secret,
         tcp: std::mem::take(&mut inc.record.tcp),
+        arp: std::mem::take(&mut inc.record.arp),
     };
     let handed = taken.tcp.len();
     let stop = outboard_engine::signals::stop_on_signals();

@@ -367,6 +367,8 @@ pub struct Takeover {
     pub secret: [u8; 16],
     /// The running engine's TCP connections, with who holds each.
     pub tcp: Vec<crate::upgrade::TcpRecord>,
+    /// Its resolved ARP entries.
+    pub arp: Vec<(Ipv4Addr, [u8; 6])>,
 }
 
 impl Engine {
@@ -411,13 +413,13 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let (links, board_taken, secret_taken, tcp_taken) = match taken {
+        let (links, board_taken, secret_taken, tcp_taken, arp_taken) = match taken {
             Some(t) => {
                 let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
                 let l = link::af_packet::AfPacketLink::adopt(iface, &opts, t.link).map_err(EngineError::Link)?;
-                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret), t.tcp)
+                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret), t.tcp, t.arp)
             }
-            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
+            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new(), Vec::new()),
         };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
@@ -489,6 +491,9 @@ impl Engine {
                 shard.set_kernel_port(k);
             }
             shards.push(shard);
+        }
+        if !arp_taken.is_empty() {
+            shards[0].stack.arp_import(now, &arp_taken);
         }
         for r in tcp_taken {
             adopt_connection(&mut shards[0], r, now)?;

@@ -435,6 +435,7 @@ impl Shard {
             tcp_ports,
             udp_ports,
             fds: vec!["link socket".into(), "link claim".into()],
+            arp: self.stack.arp_export(),
             tcp,
         };
         let json = serde_json::to_string(&record).map_err(|e| format!("writing the upgrade record: {e}"))?;

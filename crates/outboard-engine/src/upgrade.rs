@@ -90,6 +90,9 @@ pub struct Record<C = outboard_tcp::Connection> {
     pub udp_ports: Vec<u16>,
     /// What each descriptor sent with the record is, in order.
     pub fds: Vec<String>,
+    /// The resolved ARP entries (IPv4 address, MAC).
+    #[serde(default)]
+    pub arp: Vec<(std::net::Ipv4Addr, [u8; 6])>,
     /// Every TCP connection past its handshake: its full state, and who holds it.
     #[serde(default = "Vec::new")]
     pub tcp: Vec<TcpRecord<C>>,
@@ -457,6 +460,7 @@ mod tests {
             tcp_ports: vec![7],
             udp_ports: vec![],
             fds: vec!["control socket".into()],
+            arp: vec![],
             tcp: vec![],
         };
         let want = serde_json::to_string(&record).unwrap();

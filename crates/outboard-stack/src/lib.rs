@@ -601,6 +601,21 @@ impl Stack {
         Ok(self.tcp.insert(conn, owner))
     }
 
+    /// Live upgrade: the resolved ARP entries (IPv4 address, MAC).
+    pub fn arp_export(&self) -> Vec<(Ipv4Addr, [u8; 6])> {
+        self.arp.resolved()
+    }
+
+    /// Live upgrade: learns the running engine's resolved ARP entries (each
+    /// with a fresh lifetime), so handed-over connections send at once
+    /// instead of resolving first.
+    pub fn arp_import(&mut self, now: Instant, entries: &[(Ipv4Addr, [u8; 6])]) {
+        for &(ip, mac) in entries {
+            let flushed = self.arp.learn(now, ip, mac, true, &mut self.stats);
+            debug_assert!(flushed.is_empty(), "a fresh stack has nothing waiting");
+        }
+    }
+
     // --- UDP ---
     /// Binds `port`, or an ephemeral port when `port` is 0.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {
