@@ -56,6 +56,9 @@ pub struct Phase {
     pub pause_ms: Vec<f64>,
     /// Connections each upgrade handed over.
     pub handed_over: Vec<u64>,
+    /// Frames the kernel dropped for a full receive ring during the phase
+    /// (the ring fills while the engine pauses).
+    pub rx_kernel_drops: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,7 +106,11 @@ fn run(lab: &Lab, a: &UpgradeArgs, tmp: &Path) -> Result<Report, String> {
     let cidr = format!("{}/{}", lab.engine_addr(), lab.engine_prefix());
     let mut engine = EngineProc::start(lab.engine_ns(), &link, &cidr, "echo", engine_name.clone(), tmp, tmp.join("engine.log"), &[])?;
     let server = SocketAddr::new(lab.engine_addr().into(), 7);
-    let baseline = phase(lab, server, a.bytes, &mut |_| Ok(()))?;
+    let mut baseline = phase(lab, server, a.bytes, &mut |_| Ok(()))?;
+    let d0 = kernel_drops(&engine)?;
+    baseline.rx_kernel_drops = d0;
+    let mut drops = 0u64;
+    let mut first = true;
     let every = 1.0 / f64::from(a.upgrades + 1);
     let mut n = 0u32;
     let mut pauses = Vec::new();
@@ -111,6 +118,9 @@ fn run(lab: &Lab, a: &UpgradeArgs, tmp: &Path) -> Result<Report, String> {
     let upgrade = phase(lab, server, a.bytes, &mut |progress| {
         if n < a.upgrades && progress >= every * f64::from(n + 1) {
             n += 1;
+            // Counted per engine process: the old one's before it goes.
+            drops += kernel_drops(&engine)?.saturating_sub(if first { d0 } else { 0 });
+            first = false;
             let (new, pause, conns) = upgrade_once(lab, &engine_name, tmp, n)?;
             let old = std::mem::replace(&mut engine, new);
             old.wait_gone(Duration::from_secs(10))?;
@@ -122,12 +132,13 @@ fn run(lab: &Lab, a: &UpgradeArgs, tmp: &Path) -> Result<Report, String> {
     if n < a.upgrades {
         return Err(format!("only {n} of {} upgrades ran before the transfer ended (give more --bytes)", a.upgrades));
     }
+    drops += kernel_drops(&engine)?.saturating_sub(if first { d0 } else { 0 });
     engine.stop();
     Ok(Report {
         machine: machine(),
         link,
         baseline,
-        upgrade: Phase { upgrades: pauses.len(), pause_ms: pauses, handed_over: handed, ..upgrade },
+        upgrade: Phase { upgrades: pauses.len(), pause_ms: pauses, handed_over: handed, rx_kernel_drops: drops, ..upgrade },
     })
 }
 
@@ -275,7 +286,13 @@ fn phase(lab: &Lab, server: SocketAddr, bytes: u64, tick: &mut dyn FnMut(f64) ->
         rr_max_ms: worst.as_secs_f64() * 1e3,
         pause_ms: Vec::new(),
         handed_over: Vec::new(),
+        rx_kernel_drops: 0,
     })
+}
+
+/// The engine's count of frames the kernel dropped for a full ring.
+fn kernel_drops(e: &EngineProc) -> Result<u64, String> {
+    Ok(e.stat()?.link.counters.get("rx_kernel_drops").copied().unwrap_or(0))
 }
 
 fn machine() -> String {
@@ -288,16 +305,20 @@ fn machine() -> String {
 
 fn print_table(r: &Report) {
     println!("outboard bench upgrade — {} ({}), echo service, Linux TCP client", r.link, r.machine);
-    println!("{:<10} {:>9} {:>8} {:>16} {:>10} {:>12}  upgrades: pause ms (connections)", "phase", "MiB", "s", "transfer gap ms", "requests", "slowest ms");
+    println!(
+        "{:<10} {:>9} {:>8} {:>16} {:>10} {:>12} {:>11}  upgrades: pause ms (connections)",
+        "phase", "MiB", "s", "transfer gap ms", "requests", "slowest ms", "ring drops"
+    );
     for (what, p) in [("baseline", &r.baseline), ("upgrade", &r.upgrade)] {
         let ups: Vec<String> = p.pause_ms.iter().zip(&p.handed_over).map(|(ms, c)| format!("{ms:.2} ({c})")).collect();
         println!(
-            "{what:<10} {:>9} {:>8.2} {:>16.2} {:>10} {:>12.2}  {}",
+            "{what:<10} {:>9} {:>8.2} {:>16.2} {:>10} {:>12.2} {:>11}  {}",
             p.bytes >> 20,
             p.seconds,
             p.transfer_max_gap_ms,
             p.requests,
             p.rr_max_ms,
+            p.rx_kernel_drops,
             if ups.is_empty() { "-".to_string() } else { ups.join(", ") }
         );
     }
