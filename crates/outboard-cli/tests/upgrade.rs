@@ -12,6 +12,9 @@
 //!   byte-exact, and the longest gap each saw is printed and under 250 ms;
 //! - a new binary that reads another record version is refused (exit 16),
 //!   the old engine serves on;
+//! - an upgrade while an application (python3's HTTP server under the shim)
+//!   has a board attached is refused (exit 16, boards named) and the
+//!   application serves on;
 //! - a new engine that dies before it confirms (as a crash would) leaves
 //!   the old engine serving (rollback) — a request/response loop runs on
 //!   through it — and a later upgrade still works.
@@ -286,4 +289,46 @@ fn a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one() {
     assert_eq!(r["ok"], true, "{r}");
     println!("rollback then upgrade: request/response {} requests, slowest {} ms", r["requests"], r["max_rtt_ms"]);
     up.engine.stop();
+}
+
+#[test]
+fn an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on() {
+    if skip_unless_root("an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on") {
+        return;
+    }
+    need("curl", "curl");
+    let name = lab_name("upgb");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    // python3's HTTP server under the shim: its board is attached to the engine.
+    let mut server = ns_command(lab.engine_ns(), Duration::from_secs(60), 3, &[OUTBOARD, "run", "--name", &eng, "--shim"]);
+    server
+        .arg(support::shim_lib())
+        .args(["--", "python3", "-m", "http.server", "8080"])
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let server = ChildGuard::new(server.spawn().expect("the shim server"), Duration::from_secs(2));
+    let url = format!("http://{}:8080/", lab.engine_addr());
+    let get = || {
+        ns_command(lab.linux_ns(), Duration::from_secs(10), 2, &["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", &url])
+            .output()
+            .expect("curl")
+    };
+    let t0 = Instant::now();
+    let code = |o: Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+    while code(get()) != "200" {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the shim server never answered: {}", e.log_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = upgrade(&lab, &eng, &[]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("application board"), "{}", text(&o));
+    // Nothing changed for the application or the engine.
+    assert_eq!(code(get()), "200", "the application serves on");
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
+    drop(server);
+    e.stop();
 }
