@@ -6,7 +6,8 @@
 //!   takes its settings from the first new engine): each new engine serves
 //!   the Linux peer byte-exact, the old one exits 0, `stat` shows the new
 //!   pid; a ping at 2 ms intervals runs across both upgrades and the longest
-//!   gap it saw is printed (the blackout as a peer sees it);
+//!   gap it saw is printed (the blackout as a peer sees it); the `--pcap`
+//!   capture goes on across the engines (each appends) and holds every reply;
 //! - a 256 MiB echo transfer and a request/response loop run through an
 //!   upgrade: both connections are handed over, everything comes back
 //!   byte-exact, and the longest gap each saw is printed and under 250 ms;
@@ -153,7 +154,8 @@ fn an_idle_engine_is_upgraded_in_place_twice_and_serves_on() {
     let name = lab_name("upg");
     let lab = lab(&LabConfig::new(&name));
     let eng = format!("{name}-e");
-    let e = start(&lab, &eng);
+    let pcap = std::env::temp_dir().join(format!("outboard-test-{name}-{}.pcap", std::process::id()));
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &["--services", "echo,discard", "--pcap", &pcap.to_string_lossy()]);
     echo(&lab, 1 << 20);
     let mut ping = ping_bg(&lab, 4);
     std::thread::sleep(Duration::from_millis(500));
@@ -175,6 +177,18 @@ fn an_idle_engine_is_upgraded_in_place_twice_and_serves_on() {
     assert_eq!(st["link"]["kind"], "af_packet");
     let log = second.engine.stop();
     assert!(log.contains("engine_upgraded"), "{log}");
+    // One capture across the three engines: each new one appended to it.
+    if support::netns::have("tshark") {
+        let o = Command::new("tshark").args(["-r", &pcap.to_string_lossy(), "-Y", "icmp.type == 0"]).output().expect("tshark");
+        let replies = String::from_utf8_lossy(&o.stdout).lines().count();
+        assert!(o.status.success() && replies >= replies_seen(&lines), "the capture holds every ping reply ({replies}): {}", text(&o));
+    }
+    let _ = std::fs::remove_file(&pcap);
+}
+
+/// Ping replies the Linux side got.
+fn replies_seen(lines: &[String]) -> usize {
+    lines.iter().filter(|l| l.contains("bytes from")).count()
 }
 
 /// `upgrade_client.py MODE` from the Linux side, in the background, once it

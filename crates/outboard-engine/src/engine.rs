@@ -388,6 +388,7 @@ impl Engine {
         // Impossible settings are refused before anything is bound or opened.
         set.validate().map_err(EngineError::Config)?;
         let n = set.shards;
+        let upgrading = taken.is_some();
         if taken.is_some() && (n != 1 || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control) {
             return Err(EngineError::Config(format!(
                 "only a one-shard af_packet engine with a control socket can be taken over (this one: {} shards on {})",
@@ -470,7 +471,8 @@ impl Engine {
             let pcap = match &set.pcap {
                 Some(p) => {
                     let p = shard_pcap_path(p, i);
-                    Some(PcapWriter::create(&p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?)
+                    let w = if upgrading { PcapWriter::append(&p, now) } else { PcapWriter::create(&p, now) };
+                    Some(w.map_err(|e| EngineError::Pcap(p.clone(), e))?)
                 }
                 None => None,
             };

@@ -352,6 +352,10 @@ impl Shard {
             return;
         }
         let quiesced = crate::clock::now();
+        // The new engine appends to the same capture: ours goes out first.
+        if let Some(p) = self.pcap.as_mut() {
+            p.flush();
+        }
         if side.offer.send(offer).is_err() {
             return;
         }
@@ -359,9 +363,6 @@ impl Shard {
         if outcome == Ok(true) {
             log::event(Level::Info, "upgrade_handed_over", &[("shard", &self.index)]);
             self.handed_over = true;
-            if let Some(p) = self.pcap.as_mut() {
-                p.flush();
-            }
         } else {
             let paused = crate::clock::now().saturating_duration_since(quiesced);
             log::event(
