@@ -660,7 +660,13 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         std::process::abort();
     }
     if let Err(e) = inc.confirm() {
-        return failed(&e);
+        // No `ok`: the old engine took the confirmation (and is going) or
+        // not (and serves on). Its pid says which; never two engines.
+        let gone = pid_gone_within(inc.record.pid, std::time::Duration::from_secs(2));
+        if !gone {
+            return failed(&e);
+        }
+        log::event(Level::Warn, "upgrade_unconfirmed", &[("error", &e), ("note", &"the old engine has exited: going on")]);
     }
     outboard_engine::upgrade::set_command_line(inc.record.args.clone());
     let first = engine.turn();
@@ -704,6 +710,22 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         }
     }
     serve(engine, &set, &old, stop)
+}
+
+/// Whether process `pid` exits within `limit` (polled).
+fn pid_gone_within(pid: u32, limit: std::time::Duration) -> bool {
+    let until = outboard_engine::clock::now() + limit;
+    loop {
+        // A zombie still has /proc/PID; its state says it is gone.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+            return true;
+        }
+        if outboard_engine::clock::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Runs a started engine until it is stopped (signal, `--run-for-s`, or an

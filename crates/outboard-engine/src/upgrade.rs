@@ -259,6 +259,8 @@ pub struct Incoming {
     pub record: Record,
     pub fds: Vec<OwnedFd>,
     stream: UnixStream,
+    /// When the offer came: the old engine waits [`CONFIRM_WAIT`] from about then.
+    received: std::time::Instant,
 }
 
 /// Asks the engine `name` to hand over. An error says why (the old engine
@@ -280,7 +282,9 @@ pub fn request(name: &str) -> Result<Incoming, String> {
     }
     let mut record = offer.record.ok_or_else(|| "the running engine sent neither a record nor an error".to_string())?;
     record.fds.extend(offer.more_fds);
-    let incoming = Incoming { record, fds, stream };
+    #[allow(clippy::disallowed_methods)] // a deadline against the other process's wait, not protocol time
+    let received = std::time::Instant::now();
+    let incoming = Incoming { record, fds, stream, received };
     if !reads.contains(&incoming.record.version) {
         let why = format!(
             "incompatible upgrade record: version {}, this binary reads {:?}",
@@ -310,8 +314,15 @@ impl Incoming {
     }
 
     /// Everything is built: the old engine may go. After this there is no
-    /// rollback. Waits (briefly) for its `ok`.
+    /// rollback. Waits (briefly) for its `ok`. Refused (and aborted) when
+    /// building took so long that the old engine may have given up waiting.
     pub fn confirm(&self) -> Result<(), String> {
+        let took = self.received.elapsed();
+        if took + Duration::from_secs(2) > CONFIRM_WAIT {
+            let why = format!("taking over took {:.1} s, too close to the running engine's {} s wait", took.as_secs_f64(), CONFIRM_WAIT.as_secs());
+            self.abort(&why);
+            return Err(why);
+        }
         (&self.stream).write_all(b"confirm\n").map_err(|e| format!("confirming the upgrade: {e}"))?;
         let _ = self.stream.set_read_timeout(Some(Duration::from_secs(5)));
         match read_line(&self.stream) {
