@@ -610,7 +610,7 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         inc.abort(&why);
         failed(&why)
     };
-    let old = match OldCommandLine::try_parse_from(&inc.record.args) {
+    let old = match OldCommandLine::try_parse_from(&inc.record().args) {
         Ok(OldCommandLine { command: OldCommand::Engine(e) }) => e,
         Err(e) => return abort(&inc, format!("the running engine's command line does not parse here: {}", e.to_string().trim())),
     };
@@ -621,39 +621,47 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
     if set.name != name {
         return abort(&inc, format!("the engine answering as {name:?} is named {:?}", set.name));
     }
-    let (Some(socket), Some(claim), Some(control)) =
-        (inc.take_fd("link socket"), inc.take_fd("link claim"), inc.take_fd("control socket"))
-    else {
-        return abort(&inc, "the running engine did not send its link and control sockets".into());
+    let (Some(control), board) = (inc.take_fd(None, "control socket"), inc.take_fd(None, "board socket")) else {
+        return abort(&inc, "the running engine did not send its control socket".into());
     };
-    let board = inc.take_fd("board socket").map(std::os::unix::net::UnixListener::from);
-    let link = &inc.record.link;
+    let mut shards = Vec::new();
+    for i in 0..inc.records.len() {
+        let (Some(socket), Some(claim)) = (inc.take_fd(Some(i), "link socket"), inc.take_fd(Some(i), "link claim")) else {
+            return abort(&inc, format!("the running engine did not send shard {i}'s link socket and claim"));
+        };
+        let r = &mut inc.records[i];
+        shards.push(outboard_engine::engine::ShardTakeover {
+            link: outboard_engine::link::Adopted {
+                socket,
+                claim,
+                rx_idx: r.link.rx_idx,
+                tx_idx: r.link.tx_idx,
+                tx_unsent: r.link.tx_unsent,
+            },
+            tcp: std::mem::take(&mut r.tcp),
+            arp: std::mem::take(&mut r.arp),
+        });
+    }
+    let handed: usize = shards.iter().map(|s| s.tcp.len()).sum();
     let taken = outboard_engine::engine::Takeover {
-        link: outboard_engine::link::Adopted {
-            socket,
-            claim,
-            rx_idx: link.rx_idx,
-            tx_idx: link.tx_idx,
-            tx_unsent: link.tx_unsent,
-        },
         control: std::os::unix::net::UnixListener::from(control),
-        board,
-        secret: inc.record.secret,
-        tcp: std::mem::take(&mut inc.record.tcp),
-        arp: std::mem::take(&mut inc.record.arp),
+        board: board.map(std::os::unix::net::UnixListener::from),
+        secret: inc.record().secret,
+        shards,
     };
-    let handed = taken.tcp.len();
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::take_over(&set, taken) {
         Ok(e) => e,
         Err(e) => return abort(&inc, e.to_string()),
     };
     let (tcp, udp) = engine.shard().stack.bound_ports();
-    if (tcp.as_slice(), udp.as_slice()) != (inc.record.tcp_ports.as_slice(), inc.record.udp_ports.as_slice()) {
-        return abort(&inc, format!(
+    let r0 = inc.record();
+    if (tcp.as_slice(), udp.as_slice()) != (r0.tcp_ports.as_slice(), r0.udp_ports.as_slice()) {
+        let why = format!(
             "this engine would listen on TCP {tcp:?} UDP {udp:?}, the running one on TCP {:?} UDP {:?}",
-            inc.record.tcp_ports, inc.record.udp_ports
-        ));
+            r0.tcp_ports, r0.udp_ports
+        );
+        return abort(&inc, why);
     }
     if std::env::var("OUTBOARD_UPGRADE_FAIL").as_deref() == Ok("before-confirm") {
         // For the rollback test: the new engine dies (as a crash would) with everything built.
@@ -662,25 +670,28 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
     if let Err(e) = inc.confirm() {
         // No `ok`: the old engine took the confirmation (and is going) or
         // not (and serves on). Its pid says which; never two engines.
-        let gone = pid_gone_within(inc.record.pid, std::time::Duration::from_secs(2));
+        let gone = pid_gone_within(inc.record().pid, std::time::Duration::from_secs(2));
         if !gone {
             return failed(&e);
         }
         log::event(Level::Warn, "upgrade_unconfirmed", &[("error", &e), ("note", &"the old engine has exited: going on")]);
     }
-    outboard_engine::upgrade::set_command_line(inc.record.args.clone());
+    outboard_engine::upgrade::set_command_line(inc.record().args.clone());
     let first = engine.turn();
     let now = outboard_engine::clock::now();
-    let blackout = now.as_nanos().saturating_sub(inc.record.quiesced_ns) as f64 / 1e6;
+    // From the first shard to stop.
+    let quiesced = inc.records.iter().map(|r| r.quiesced_ns).min().unwrap_or(0);
+    let blackout = now.as_nanos().saturating_sub(quiesced) as f64 / 1e6;
     let total = now.saturating_duration_since(asked).as_nanos() as f64 / 1e6;
     log::event(
         Level::Info,
         "engine_upgraded",
         &[
             ("name", &set.name),
-            ("old_pid", &inc.record.pid),
+            ("old_pid", &inc.record().pid),
             ("pid", &std::process::id()),
-            ("record_version", &inc.record.version),
+            ("record_version", &inc.record().version),
+            ("shards", &inc.records.len()),
             ("connections", &handed),
             ("pause_ms", &format!("{blackout:.2}")),
             ("upgrade_ms", &format!("{total:.2}")),

@@ -9,8 +9,9 @@
 //!   gap it saw is printed (the blackout as a peer sees it); the `--pcap`
 //!   capture goes on across the engines (each appends) and holds every reply;
 //! - a 256 MiB echo transfer and a request/response loop run through an
-//!   upgrade: both connections are handed over, everything comes back
-//!   byte-exact, and the longest gap each saw is printed and under 250 ms;
+//!   upgrade (of a one-shard engine, and of a two-shard one): both
+//!   connections are handed over, everything comes back byte-exact, and the
+//!   longest gap each saw is printed and under 250 ms;
 //! - a new binary that reads another record version is refused (exit 16),
 //!   the old engine serves on;
 //! - an upgrade while an application (python3's HTTP server under the shim)
@@ -50,6 +51,8 @@ struct Upgraded {
     engine: EngineProc,
     pause_ms: f64,
     connections: u64,
+    /// The new engine's `engine_upgraded` line.
+    line: String,
 }
 
 /// Runs `--upgrade NAME` in the background as the engine to be, waits for
@@ -102,7 +105,7 @@ fn upgrade_ok(lab: &outboard_lab::Lab, name: &str, mut old: EngineProc, n: u32) 
         .unwrap_or_else(|| panic!("connections in {line}"));
     let st = new.stat();
     assert_eq!(st["pid"].as_u64(), Some(u64::from(new.child.id())), "stat answers from the new engine");
-    Upgraded { engine: new, pause_ms, connections }
+    Upgraded { engine: new, pause_ms, connections, line }
 }
 
 /// The interop echo client from the Linux side: BYTES echoed byte-exact.
@@ -218,10 +221,23 @@ fn a_transfer_and_a_request_response_loop_run_through_an_upgrade_byte_exact() {
     if skip_unless_root("a_transfer_and_a_request_response_loop_run_through_an_upgrade_byte_exact") {
         return;
     }
-    let name = lab_name("upgc");
+    under_load("upgc", &[]);
+}
+
+#[test]
+fn a_two_shard_engine_is_upgraded_under_load_byte_exact() {
+    if skip_unless_root("a_two_shard_engine_is_upgraded_under_load_byte_exact") {
+        return;
+    }
+    under_load("upg2", &["--shards", "2"]);
+}
+
+/// A transfer and a loop through an upgrade of an engine with `extra` flags.
+fn under_load(tag: &str, extra: &[&str]) {
+    let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
     let eng = format!("{name}-e");
-    let e = start(&lab, &eng);
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[&["--services", "echo,discard"], extra].concat());
     // 256 MiB echoed (the 1 GiB run: OUTBOARD_UPGRADE_TEST_BYTES), and a ping-pong loop.
     let bytes: u64 = std::env::var("OUTBOARD_UPGRADE_TEST_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(256 << 20);
     let stream = client_bg(&lab, "stream", &bytes.to_string());
@@ -232,10 +248,13 @@ fn a_transfer_and_a_request_response_loop_run_through_an_upgrade_byte_exact() {
     assert!(open >= 2, "both connections open before the upgrade: {}", before["connections"]);
     let up = upgrade_ok(&lab, &eng, e, 1);
     assert!(up.connections >= 2, "connections handed over: {}", up.connections);
+    let shards = extra.iter().position(|a| *a == "--shards").map_or("1", |i| extra[i + 1]);
+    assert!(up.line.contains(&format!("shards={shards}")), "every shard handed over: {}", up.line);
+    assert_eq!(up.engine.stat()["shards"].as_array().map_or(1, |v| v.len()).to_string(), shards, "the new engine's shards");
     let s = client_done(stream, "stream across the upgrade");
     let r = client_done(rr, "request/response across the upgrade");
     println!(
-        "upgrade under load: {} connections handed over, engine pause {:.2} ms; {bytes}-byte echo: longest gap {} ms; request/response: {} requests, slowest {} ms",
+        "upgrade under load ({extra:?}): {} connections handed over, engine pause {:.2} ms; {bytes}-byte echo: longest gap {} ms; request/response: {} requests, slowest {} ms",
         up.connections, up.pause_ms, s["max_gap_ms"], r["requests"], r["max_rtt_ms"]
     );
     assert_eq!(s["ok"], true, "{s}");

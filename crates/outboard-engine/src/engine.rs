@@ -361,11 +361,18 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
 /// positions, the control and board listening sockets, the secret.
 #[derive(Debug)]
 pub struct Takeover {
-    pub link: link::Adopted,
     pub control: std::os::unix::net::UnixListener,
     pub board: Option<std::os::unix::net::UnixListener>,
     pub secret: [u8; 16],
-    /// The running engine's TCP connections, with who holds each.
+    /// One per shard, in shard order.
+    pub shards: Vec<ShardTakeover>,
+}
+
+/// What one shard of the running engine hands over.
+#[derive(Debug)]
+pub struct ShardTakeover {
+    pub link: link::Adopted,
+    /// Its TCP connections, with who holds each.
     pub tcp: Vec<crate::upgrade::TcpRecord>,
     /// Its resolved ARP entries.
     pub arp: Vec<(Ipv4Addr, [u8; 6])>,
@@ -389,11 +396,15 @@ impl Engine {
         set.validate().map_err(EngineError::Config)?;
         let n = set.shards;
         let upgrading = taken.is_some();
-        if taken.is_some() && (n != 1 || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control) {
-            return Err(EngineError::Config(format!(
-                "only a one-shard af_packet engine with a control socket can be taken over (this one: {} shards on {})",
-                n, set.link
-            )));
+        if let Some(t) = &taken {
+            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control {
+                return Err(EngineError::Config(format!(
+                    "only an af_packet engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
+                    t.shards.len(),
+                    n,
+                    set.link
+                )));
+            }
         }
         // The control socket first: a name clash must not disturb the link.
         let control = match taken.as_mut() {
@@ -414,13 +425,19 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let (links, board_taken, secret_taken, tcp_taken, arp_taken) = match taken {
+        let (links, board_taken, secret_taken, state_taken) = match taken {
             Some(t) => {
                 let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
-                let l = link::af_packet::AfPacketLink::adopt(iface, &opts, t.link).map_err(EngineError::Link)?;
-                (vec![Box::new(l) as Box<dyn link::Link>], t.board, Some(t.secret), t.tcp, t.arp)
+                let mut links: Vec<Box<dyn link::Link>> = Vec::with_capacity(n);
+                let mut state = Vec::with_capacity(n);
+                for s in t.shards {
+                    // The same sockets: an engine of several shards keeps its fanout group.
+                    links.push(Box::new(link::af_packet::AfPacketLink::adopt(iface, &opts, s.link).map_err(EngineError::Link)?));
+                    state.push((s.tcp, s.arp));
+                }
+                (links, t.board, Some(t.secret), state)
             }
-            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new(), Vec::new()),
+            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
         };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
@@ -494,11 +511,11 @@ impl Engine {
             }
             shards.push(shard);
         }
-        if !arp_taken.is_empty() {
-            shards[0].stack.arp_import(now, &arp_taken);
-        }
-        for r in tcp_taken {
-            adopt_connection(&mut shards[0], r, now)?;
+        for (shard, (tcp, arp)) in shards.iter_mut().zip(state_taken) {
+            shard.stack.arp_import(now, &arp);
+            for r in tcp {
+                adopt_connection(shard, r, now)?;
+            }
         }
         log::event(
             Level::Info,
@@ -739,6 +756,11 @@ impl Engine {
         });
         if let Err(e) = &result {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
+        }
+        if self.handed_over() {
+            if let Some(a) = self.attach.as_mut() {
+                a.hand_over();
+            }
         }
         self.close_control();
         result

@@ -345,7 +345,22 @@ impl Shard {
     /// stopping for good if the new engine confirmed, resuming if not.
     fn offer_upgrade(&mut self, side: crate::upgrade::ShardSide) {
         use crate::log::{self, Level};
-        let offer = self.upgrade_record();
+        // Every shard has stopped reading its link: then what the others
+        // forwarded here before they stopped goes into this stack, not lost.
+        let offer = if !side.gate.arrive_and_wait(std::time::Duration::from_secs(5)) {
+            Err("the engine's shards did not all stop within 5 s".to_string())
+        } else {
+            if let Some(m) = self.mesh.as_mut() {
+                let now = crate::clock::now();
+                let stack = &mut self.stack;
+                for _ in 0..64 {
+                    if m.receive(RX_BURST, &mut |f, meta| stack.receive_frame_offloaded(now, f, meta)) == 0 {
+                        break;
+                    }
+                }
+            }
+            self.upgrade_record()
+        };
         if let Err(e) = &offer {
             log::event(Level::Warn, "upgrade_refused", &[("reason", e)]);
             let _ = side.offer.send(offer);
@@ -383,9 +398,6 @@ impl Shard {
             .to_vec();
         if self.kernel.is_some() {
             return Err("network-device mode (--kernel-tap) cannot be upgraded yet".into());
-        }
-        if self.mesh.is_some() {
-            return Err("only a one-shard engine can be upgraded yet".into());
         }
         let boards = self.apps.get::<crate::host::Host>().map_or(0, |h| h.rows().len());
         if boards > 0 {
@@ -428,6 +440,8 @@ impl Shard {
         let fds = link.fds.clone();
         let record: Record<&outboard_tcp::Connection> = Record {
             version: crate::upgrade::RECORD_VERSION,
+            shard: self.index,
+            shards: self.mesh.as_ref().map_or(1, |m| m.steer.shards as u32),
             pid: std::process::id(),
             args,
             quiesced_ns: crate::clock::now().as_nanos(),

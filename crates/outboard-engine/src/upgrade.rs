@@ -52,10 +52,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The version of [`Record`] this binary writes: 2 added `tcp` (open connections).
-pub const RECORD_VERSION: u32 = 2;
-/// The record versions this binary reads (1 is 2 without connections).
-pub const READS: &[u32] = &[1, 2];
+/// The version of [`Record`] this binary writes: 2 added `tcp` (open
+/// connections), 3 one record per shard (`records`, with `shard`).
+pub const RECORD_VERSION: u32 = 3;
+/// The record versions this binary reads (1 is 2 without connections, 2 is
+/// 3 with one shard).
+pub const READS: &[u32] = &[1, 2, 3];
 /// How long a quiesced engine waits for the new one's `confirm`.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// The most descriptors a hand-over carries.
@@ -72,6 +74,11 @@ const MAX_OFFER: u64 = 16 << 20;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Record<C = outboard_tcp::Connection> {
     pub version: u32,
+    /// Which shard's record this is, of how many (every shard writes one).
+    #[serde(default)]
+    pub shard: u32,
+    #[serde(default = "one")]
+    pub shards: u32,
     /// The old engine's pid (it exits once the new one confirms).
     pub pid: u32,
     /// The command line the old engine's settings came from (the program,
@@ -128,12 +135,19 @@ pub struct ServiceConnRecord {
     pub shut: bool,
 }
 
-/// The offer, as the new engine reads it: `{"record": …, "more_fds": […]}`
-/// or `{"error": "…"}` (the old engine writes it from the record's JSON).
+fn one() -> u32 {
+    1
+}
+
+/// The offer, as the new engine reads it: `{"records": [shard 0's, …],
+/// "more_fds": […]}` (version 2 had one `record`) or `{"error": "…"}` (the
+/// old engine writes it from the shards' JSON).
 #[derive(Debug, Deserialize)]
 struct Offer {
     #[serde(default)]
     record: Option<Record>,
+    #[serde(default)]
+    records: Vec<Record>,
     /// Names of the control thread's descriptors, sent after the record's.
     #[serde(default)]
     more_fds: Vec<String>,
@@ -148,7 +162,36 @@ fn error_json(e: &str) -> String {
 /// The shard's end of an upgrade request: it sends its record (and the
 /// descriptors it holds, borrowed) or why not, then learns whether the new
 /// engine confirmed (true: stop for good) or not (false: resume).
+/// Where every shard of the engine being upgraded meets once it has stopped
+/// reading its link: past it, nothing is forwarded between shards any more,
+/// so each drains what others forwarded to it before writing its record.
+pub struct Gate {
+    arrived: std::sync::Mutex<usize>,
+    all: std::sync::Condvar,
+    parties: usize,
+}
+
+impl Gate {
+    pub fn new(parties: usize) -> Gate {
+        Gate { arrived: std::sync::Mutex::new(0), all: std::sync::Condvar::new(), parties }
+    }
+
+    /// Arrives and waits for the others, at most `limit`: false if they did not all come.
+    pub fn arrive_and_wait(&self, limit: Duration) -> bool {
+        let mut n = self.arrived.lock().unwrap_or_else(|p| p.into_inner());
+        *n += 1;
+        self.all.notify_all();
+        let (n, timeout) = self
+            .all
+            .wait_timeout_while(n, limit, |n| *n < self.parties)
+            .unwrap_or_else(|p| p.into_inner());
+        !timeout.timed_out() || *n >= self.parties
+    }
+}
+
 pub struct ShardSide {
+    /// Shared by every shard's request.
+    pub gate: std::sync::Arc<Gate>,
     /// The record as JSON, and the descriptors `Record::fds` names.
     pub offer: Sender<Result<(String, Vec<RawFd>), String>>,
     pub outcome: Receiver<bool>,
@@ -193,14 +236,6 @@ pub fn serve(
         .split(',')
         .filter_map(|v| v.trim().parse().ok())
         .collect();
-    if shards.len() != 1 {
-        let e = format!(
-            "this engine runs {} shards: only a one-shard engine can be upgraded yet (run it with --shards 1)",
-            shards.len()
-        );
-        send_offer(stream, &error_json(&e), &[])?;
-        return Ok(false);
-    }
     if !reads.contains(&RECORD_VERSION) {
         let e = format!(
             "incompatible upgrade record: the running engine writes version {RECORD_VERSION}, the new binary reads {}",
@@ -209,42 +244,61 @@ pub fn serve(
         send_offer(stream, &error_json(&e), &[])?;
         return Ok(false);
     }
-    let (offer_tx, offer_rx) = mpsc::channel();
-    let (outcome_tx, outcome_rx) = mpsc::channel();
-    let (reply, _unused) = mpsc::channel();
-    let (tx, bell) = &shards[0];
-    let req = Request { line: line.to_string(), reply, upgrade: Some(ShardSide { offer: offer_tx, outcome: outcome_rx }) };
-    if tx.send(req).is_err() {
+    // Every shard stops at its next turn boundary and offers its part.
+    let mut waiting = Vec::new();
+    let gate = std::sync::Arc::new(Gate::new(shards.len()));
+    for (tx, bell) in shards {
+        let (offer_tx, offer_rx) = mpsc::channel();
+        let (outcome_tx, outcome_rx) = mpsc::channel();
+        let (reply, _unused) = mpsc::channel();
+        let req = Request { line: line.to_string(), reply, upgrade: Some(ShardSide { gate: gate.clone(), offer: offer_tx, outcome: outcome_rx }) };
+        if tx.send(req).is_err() {
+            break;
+        }
+        let _ = (&*bell).write(&[1]);
+        waiting.push((offer_rx, outcome_tx));
+    }
+    let mut offered = Vec::new();
+    let mut failure = (waiting.len() != shards.len()).then(|| "a shard of the engine has stopped".to_string());
+    for (i, (offer_rx, outcome_tx)) in waiting.into_iter().enumerate() {
+        match offer_rx.recv_timeout(Duration::from_secs(8)) {
+            Ok(Ok(part)) => offered.push((part, outcome_tx)),
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Err(_) => {
+                failure.get_or_insert(format!("shard {i} of the engine did not answer within 8 s"));
+            }
+        }
+    }
+    if let Some(e) = failure {
+        // The shards that offered resume.
+        for (_, outcome_tx) in offered {
+            let _ = outcome_tx.send(false);
+        }
+        send_offer(stream, &error_json(&e), &[])?;
         return Ok(false);
     }
-    let _ = (&*bell).write(&[1]);
-    let offer = match offer_rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(o) => o,
-        Err(_) => Err("the engine's shard did not answer within 5 s".into()),
-    };
-    let (record, mut fds) = match offer {
-        Ok(x) => x,
-        Err(e) => {
-            send_offer(stream, &error_json(&e), &[])?;
-            return Ok(false);
-        }
-    };
-    // From here the shard waits for the outcome: every way out says it.
+    // From here the shards wait for the outcome: every way out says it.
     let confirmed = (|| -> io::Result<bool> {
+        let mut fds: Vec<RawFd> = offered.iter().flat_map(|((_, f), _)| f.iter().copied()).collect();
+        let records: Vec<&str> = offered.iter().map(|((json, _), _)| json.as_str()).collect();
         let mut more = vec!["control socket"];
         fds.push(extra[0]);
         if let Some(&board) = extra.get(1) {
             more.push("board socket");
             fds.push(board);
         }
-        let json = format!("{{\"record\":{record},\"more_fds\":{}}}", serde_json::json!(more));
+        let json = format!("{{\"records\":[{}],\"more_fds\":{}}}", records.join(","), serde_json::json!(more));
         send_offer(stream, &json, &fds)?;
         stream.set_read_timeout(Some(CONFIRM_WAIT))?;
         let answer = read_line(stream)?;
         Ok(answer == "confirm")
     })()
     .unwrap_or(false);
-    let _ = outcome_tx.send(confirmed);
+    for (_, outcome_tx) in offered {
+        let _ = outcome_tx.send(confirmed);
+    }
     if confirmed {
         let _ = (&*stream).write_all(b"ok\n");
     }
@@ -256,8 +310,12 @@ pub fn serve(
 /// The new engine's end: the old engine's record and descriptors, and the
 /// connection on which it confirms or aborts.
 pub struct Incoming {
-    pub record: Record,
-    pub fds: Vec<OwnedFd>,
+    /// One record per shard of the old engine, in shard order.
+    pub records: Vec<Record>,
+    /// Each record's descriptors, by the names it gives them.
+    pub shard_fds: Vec<Vec<(String, OwnedFd)>>,
+    /// The control thread's descriptors (control socket, board socket).
+    pub more_fds: Vec<(String, OwnedFd)>,
     stream: UnixStream,
     /// When the offer came: the old engine waits [`CONFIRM_WAIT`] from about then.
     received: std::time::Instant,
@@ -280,25 +338,34 @@ pub fn request(name: &str) -> Result<Incoming, String> {
     if let Some(e) = offer.error {
         return Err(e);
     }
-    let mut record = offer.record.ok_or_else(|| "the running engine sent neither a record nor an error".to_string())?;
-    record.fds.extend(offer.more_fds);
+    let mut records = offer.records;
+    records.extend(offer.record);
+    if records.is_empty() {
+        return Err("the running engine sent neither a record nor an error".to_string());
+    }
+    // The descriptors: each record's, in order, then the control thread's.
+    let mut fds = fds.into_iter();
+    let expected: usize = records.iter().map(|r| r.fds.len()).sum::<usize>() + offer.more_fds.len();
+    let count = fds.len();
+    let shard_fds: Vec<Vec<(String, OwnedFd)>> =
+        records.iter().map(|r| r.fds.iter().cloned().zip(fds.by_ref()).collect()).collect();
+    let more_fds: Vec<(String, OwnedFd)> = offer.more_fds.into_iter().zip(fds.by_ref()).collect();
     #[allow(clippy::disallowed_methods)] // a deadline against the other process's wait, not protocol time
     let received = std::time::Instant::now();
-    let incoming = Incoming { record, fds, stream, received };
-    if !reads.contains(&incoming.record.version) {
-        let why = format!(
-            "incompatible upgrade record: version {}, this binary reads {:?}",
-            incoming.record.version, reads
-        );
+    let incoming = Incoming { records, shard_fds, more_fds, stream, received };
+    if let Some(r) = incoming.records.iter().find(|r| !reads.contains(&r.version)) {
+        let why = format!("incompatible upgrade record: version {}, this binary reads {:?}", r.version, reads);
         incoming.abort(&why);
         return Err(why);
     }
-    if incoming.fds.len() != incoming.record.fds.len() {
-        let why = format!(
-            "the running engine sent {} descriptors for the {} its record names",
-            incoming.fds.len(),
-            incoming.record.fds.len()
-        );
+    if count != expected {
+        let why = format!("the running engine sent {count} descriptors for the {expected} its records name");
+        incoming.abort(&why);
+        return Err(why);
+    }
+    let n = incoming.records.len();
+    if incoming.records.iter().enumerate().any(|(i, r)| r.shard as usize != i || r.shards as usize != n) {
+        let why = format!("the running engine's {n} shard records are not shards 0 to {}", n - 1);
         incoming.abort(&why);
         return Err(why);
     }
@@ -306,11 +373,21 @@ pub fn request(name: &str) -> Result<Incoming, String> {
 }
 
 impl Incoming {
-    /// Takes the descriptor the record names `what`.
-    pub fn take_fd(&mut self, what: &str) -> Option<OwnedFd> {
-        let i = self.record.fds.iter().position(|f| f == what)?;
-        self.record.fds.remove(i);
-        Some(self.fds.remove(i))
+    /// Shard 0's record: what every shard's record has alike (pid, command
+    /// line, secret, ports).
+    pub fn record(&self) -> &Record {
+        &self.records[0]
+    }
+
+    /// Takes the descriptor shard `shard`'s record names `what`, or with
+    /// `None` the control thread's.
+    pub fn take_fd(&mut self, shard: Option<usize>, what: &str) -> Option<OwnedFd> {
+        let list = match shard {
+            Some(i) => self.shard_fds.get_mut(i)?,
+            None => &mut self.more_fds,
+        };
+        let i = list.iter().position(|(name, _)| name == what)?;
+        Some(list.remove(i).1)
     }
 
     /// Everything is built: the old engine may go. After this there is no
@@ -463,6 +540,8 @@ mod tests {
         let (x, y) = UnixStream::pair().unwrap();
         let record: Record = Record {
             version: RECORD_VERSION,
+            shard: 0,
+            shards: 1,
             pid: 7,
             args: vec!["outboard".into(), "engine".into()],
             quiesced_ns: 123,
