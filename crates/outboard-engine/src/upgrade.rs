@@ -4,43 +4,48 @@
 //! # The exchange, on one connection to `RUN_DIR/NAME.sock`
 //!
 //! 1. New → old: `upgrade V1,V2…\n`, the record versions the new binary reads.
-//! 2. The old engine's control thread passes the request to its shard, which
-//!    finishes its turn, flushes what it queued on the link and stops there
-//!    (quiesced: frames wait in the link's ring, applications' commands in
-//!    their boards). It checks what it holds can be handed over, and offers
-//!    its [`Record`] — or says why not and goes on serving.
+//! 2. The old engine's control thread passes the request to every shard;
+//!    each finishes its turn, flushes what it queued on the link and stops
+//!    there (quiesced: frames wait in the link's ring, applications'
+//!    commands in their boards). The shards meet at a [`Gate`] once all have
+//!    stopped reading their links, take in what the others forwarded to them,
+//!    check that what they hold can be handed over, and offer their
+//!    [`Record`] — or say why not, and all go on serving.
 //! 3. Old → new: one message with an 8-byte length and the descriptors
-//!    (`SCM_RIGHTS`, in the order `Record::fds` names them: the link's
-//!    AF_PACKET socket, the interface's claim socket, the control socket's
-//!    and the board socket's listening sockets), then the offer as JSON
-//!    (`{"record": …}` or `{"error": "…"}`).
-//! 4. The new engine builds everything from the record and the descriptors
-//!    (settings from the old engine's command line, the same link socket and
-//!    rings at the same slots, the same listening sockets, the same secret),
-//!    and only then — before it reads a frame — writes `confirm\n`. The old
-//!    engine answers `ok\n` and exits 0 without a word to anyone (no RST, no
-//!    "engine gone": the sockets it leaves behind are the new engine's now).
+//!    (`SCM_RIGHTS`: each shard's, in the order its `Record::fds` names them
+//!    — its AF_PACKET socket, the interface's claim socket — then the control
+//!    socket's and the board socket's listening sockets), then the offer as
+//!    JSON (`{"records": [shard 0's, …], "more_fds": […]}` or `{"error": "…"}`).
+//! 4. The new engine builds everything from the records and the descriptors
+//!    (settings from the old engine's command line, the same link sockets
+//!    and rings at the same slots, the same listening sockets, the same
+//!    secret, ARP entries and TCP connections), and only then — before it
+//!    reads a frame — writes `confirm\n`. The old engine answers `ok\n` and
+//!    exits 0 without a word to anyone (no RST, no "engine gone": the sockets
+//!    it leaves behind are the new engine's now).
 //! 5. Anything else (`abort …\n`, the connection closed — the new process
 //!    died — or no word within [`CONFIRM_WAIT`]) is a rollback: the old
 //!    engine resumes where it stopped, and the new one exits non-zero with
-//!    the reason. The new engine touches the link only after `confirm`, so
+//!    the reason. The new engine touches the links only after `confirm`, so
 //!    the old one finds its rings as it left them.
 //!
 //! # What is handed over, and what is not (yet)
 //!
-//! Handed over: the link (af_packet: its socket, mapped rings and ring
-//! positions), the interface's claim (never released in between: no other
-//! engine can slip in), the control and board listening sockets (a client
-//! or an application connecting during the pause waits in the backlog and
-//! is served by the new engine), the syncookie/ISN secret (a SYN cookie the
-//! old engine issued is valid at the new one), and the settings.
+//! Handed over: the links (af_packet: each shard's socket, mapped rings and
+//! ring positions), the interface's claim (never released in between: no
+//! other engine can slip in), the control and board listening sockets (a
+//! client or an application connecting during the pause waits in the
+//! backlog and is served by the new engine), the syncookie/ISN secret (a SYN
+//! cookie the old engine issued is valid at the new one), the settings, the
+//! resolved ARP entries, and every TCP connection past its handshake with
+//! its whole state (`outboard_tcp::Connection` is serde) and its holder: a
+//! built-in service, or nobody (closing, TIME-WAIT).
 //!
-//! Refused, with the reason, the old engine serving on: engines with more
-//! than one shard, other link kinds, network-device mode, open TCP
-//! connections (other than TIME-WAIT, which are dropped: a late segment of
-//! theirs gets a RST as after a reboot) and attached boards. Established
-//! connections and board sessions are the next step (their state record is
-//! not built yet).
+//! Refused, with the reason, the old engine serving on: other link kinds,
+//! network-device mode, attached boards (board sessions, and connections
+//! whose buffers live in a board, are not in the record yet) and
+//! connections of other holders (fetches). A connection in its handshake or
+//! an accept queue is "busy": the new engine asks again.
 
 use crate::control::Request;
 use crate::link::HandOver;
