@@ -574,18 +574,10 @@ enum OldCommand {
 fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
     use clap::Parser;
     let f = &a.flags;
-    if f.link.is_some()
-        || !f.addr.is_empty()
-        || f.config.is_some()
-        || f.name.is_some()
-        || a.services.is_some()
-        || a.metrics.is_some()
-        || a.run_for_s.is_some()
-        || f.shards.is_some()
-        || f.mtu.is_some()
-        || f.pcap.is_some()
-    {
-        return usage("--upgrade NAME takes the running engine's settings: give it no other settings (only --log-level)");
+    if let Some(other) = other_than_upgrade(std::env::args().skip_while(|a| a != "engine").skip(1)) {
+        return usage(format!(
+            "--upgrade NAME takes the running engine's settings: {other} cannot be given with it (only --log-level)"
+        ));
     }
     if let Some(l) = f.log_level {
         log::set_level(l);
@@ -721,6 +713,22 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         }
     }
     serve(engine, &set, &old, stop)
+}
+
+/// The first argument of `outboard engine ARGS` other than `--upgrade NAME`
+/// and `--log-level LEVEL` (each also as `--flag=value`), if any.
+fn other_than_upgrade(args: impl Iterator<Item = String>) -> Option<String> {
+    let mut args = args;
+    while let Some(a) = args.next() {
+        let flag = a.split('=').next().unwrap_or("");
+        if !matches!(flag, "--upgrade" | "--log-level") {
+            return Some(a);
+        }
+        if !a.contains('=') {
+            args.next();
+        }
+    }
+    None
 }
 
 /// Whether process `pid` exits within `limit` (polled).
@@ -905,6 +913,15 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upgrade_takes_no_settings_but_the_log_level() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter();
+        assert_eq!(other_than_upgrade(args(&["--upgrade", "edge"])), None);
+        assert_eq!(other_than_upgrade(args(&["--upgrade=edge", "--log-level", "debug"])), None);
+        assert_eq!(other_than_upgrade(args(&["--upgrade", "edge", "--cc", "reno"])).as_deref(), Some("--cc"));
+        assert_eq!(other_than_upgrade(args(&["--allow-user=bob", "--upgrade", "edge"])).as_deref(), Some("--allow-user=bob"));
+    }
 
     #[test]
     fn addresses_parse_and_reject() {
