@@ -157,6 +157,12 @@ pub struct EngineArgs {
     /// Stop after this many seconds, 0.001 to a year (default: run until SIGINT/SIGTERM).
     #[arg(long, value_parser = args::run_seconds())]
     pub run_for_s: Option<f64>,
+    /// Live upgrade: take over from the running engine NAME (its link, sockets and settings)
+    /// and serve in its place; it exits once this one is ready. Give no other settings: they
+    /// come from the running engine. Exit 16 when the upgrade does not happen (refused or
+    /// failed before the hand-over completed): the running engine then goes on serving.
+    #[arg(long, value_name = "NAME")]
+    pub upgrade: Option<String>,
     /// Validate the settings (this TOML file, with any flags given) and exit: 0 and a summary
     /// when the engine would start with them, 2 and the reason when not. Opens nothing.
     #[arg(long, value_name = "FILE")]
@@ -519,6 +525,9 @@ pub fn engine(a: &EngineArgs) -> ExitCode {
     if let Some(file) = &a.check_config {
         return check_config(a, file);
     }
+    if let Some(name) = &a.upgrade {
+        return upgrade(a, name);
+    }
     let set = match settings(&a.flags, a.services.as_deref(), "all") {
         Ok(s) => s,
         Err(m) => return usage(m),
@@ -534,10 +543,213 @@ pub fn engine(a: &EngineArgs) -> ExitCode {
         }
     }
     let stop = outboard_engine::signals::stop_on_signals();
-    let mut engine = match Engine::start(&set) {
+    let engine = match Engine::start(&set) {
         Ok(e) => e,
         Err(e) => return fail(&e),
     };
+    // What an engine that upgrades this one takes its settings from.
+    outboard_engine::upgrade::set_command_line(std::env::args().collect());
+    serve(engine, &set, a, stop)
+}
+
+/// Exit code of `--upgrade` when the upgrade did not happen (the running engine serves on).
+pub const UPGRADE_FAILED: u8 = 16;
+
+/// The old engine's command line, parsed as this binary parses `outboard engine`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "outboard")]
+struct OldCommandLine {
+    #[command(subcommand)]
+    command: OldCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum OldCommand {
+    Engine(EngineArgs),
+}
+
+/// `outboard engine --upgrade NAME`: takes over from the running engine
+/// NAME (`outboard_engine::upgrade` has the exchange), then serves as
+/// `engine` does with the running engine's settings.
+fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
+    use clap::Parser;
+    let f = &a.flags;
+    if let Some(other) = other_than_upgrade(std::env::args().skip_while(|a| a != "engine").skip(1)) {
+        return usage(format!(
+            "--upgrade NAME takes the running engine's settings: {other} cannot be given with it (only --log-level)"
+        ));
+    }
+    if let Some(l) = f.log_level {
+        log::set_level(l);
+    }
+    let failed = |why: &str| {
+        eprintln!("outboard engine --upgrade {name}: {why}\n  hint: the running engine goes on serving");
+        ExitCode::from(UPGRADE_FAILED)
+    };
+    let asked = outboard_engine::clock::now();
+    // A connection in its handshake is not handed over: ask again (the
+    // running engine resumes between two asks) for up to 3 s.
+    let mut inc = loop {
+        match outboard_engine::upgrade::request(name) {
+            Ok(i) => break i,
+            Err(e) if e.starts_with("busy:") && outboard_engine::clock::now() < asked + Duration::from_secs(3) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return failed(&e),
+        }
+    };
+    let abort = |inc: &outboard_engine::upgrade::Incoming, why: String| {
+        inc.abort(&why);
+        failed(&why)
+    };
+    let old = match OldCommandLine::try_parse_from(&inc.record().args) {
+        Ok(OldCommandLine { command: OldCommand::Engine(e) }) => e,
+        Err(e) => return abort(&inc, format!("the running engine's command line does not parse here: {}", e.to_string().trim())),
+    };
+    let set = match settings(&old.flags, old.services.as_deref(), "all") {
+        Ok(s) => s,
+        Err(m) => return abort(&inc, format!("the running engine's settings: {m}")),
+    };
+    if set.name != name {
+        return abort(&inc, format!("the engine answering as {name:?} is named {:?}", set.name));
+    }
+    let (Some(control), board) = (inc.take_fd(None, "control socket"), inc.take_fd(None, "board socket")) else {
+        return abort(&inc, "the running engine did not send its control socket".into());
+    };
+    let mut shards = Vec::new();
+    for i in 0..inc.records.len() {
+        let (Some(socket), Some(claim)) = (inc.take_fd(Some(i), "link socket"), inc.take_fd(Some(i), "link claim")) else {
+            return abort(&inc, format!("the running engine did not send shard {i}'s link socket and claim"));
+        };
+        let r = &mut inc.records[i];
+        shards.push(outboard_engine::engine::ShardTakeover {
+            link: outboard_engine::link::Adopted {
+                socket,
+                claim,
+                rx_idx: r.link.rx_idx,
+                tx_idx: r.link.tx_idx,
+                tx_unsent: r.link.tx_unsent,
+            },
+            tcp: std::mem::take(&mut r.tcp),
+            arp: std::mem::take(&mut r.arp),
+        });
+    }
+    let handed: usize = shards.iter().map(|s| s.tcp.len()).sum();
+    let taken = outboard_engine::engine::Takeover {
+        control: std::os::unix::net::UnixListener::from(control),
+        board: board.map(std::os::unix::net::UnixListener::from),
+        secret: inc.record().secret,
+        shards,
+    };
+    let stop = outboard_engine::signals::stop_on_signals();
+    let mut engine = match Engine::take_over(&set, taken) {
+        Ok(e) => e,
+        Err(e) => return abort(&inc, e.to_string()),
+    };
+    let (tcp, udp) = engine.shard().stack.bound_ports();
+    let r0 = inc.record();
+    if (tcp.as_slice(), udp.as_slice()) != (r0.tcp_ports.as_slice(), r0.udp_ports.as_slice()) {
+        let why = format!(
+            "this engine would listen on TCP {tcp:?} UDP {udp:?}, the running one on TCP {:?} UDP {:?}",
+            r0.tcp_ports, r0.udp_ports
+        );
+        return abort(&inc, why);
+    }
+    if std::env::var("OUTBOARD_UPGRADE_FAIL").as_deref() == Ok("before-confirm") {
+        // For the rollback test: the new engine dies (as a crash would) with everything built.
+        std::process::abort();
+    }
+    if let Err(e) = inc.confirm() {
+        // No `ok`: the old engine took the confirmation (and is going) or
+        // not (and serves on). Its pid says which; never two engines.
+        let gone = pid_gone_within(inc.record().pid, std::time::Duration::from_secs(2));
+        if !gone {
+            return failed(&e);
+        }
+        log::event(Level::Warn, "upgrade_unconfirmed", &[("error", &e), ("note", &"the old engine has exited: going on")]);
+    }
+    outboard_engine::upgrade::set_command_line(inc.record().args.clone());
+    let first = engine.turn();
+    let now = outboard_engine::clock::now();
+    // From the first shard to stop.
+    let quiesced = inc.records.iter().map(|r| r.quiesced_ns).min().unwrap_or(0);
+    let blackout = now.as_nanos().saturating_sub(quiesced) as f64 / 1e6;
+    let total = now.saturating_duration_since(asked).as_nanos() as f64 / 1e6;
+    log::event(
+        Level::Info,
+        "engine_upgraded",
+        &[
+            ("name", &set.name),
+            ("old_pid", &inc.record().pid),
+            ("pid", &std::process::id()),
+            ("record_version", &inc.record().version),
+            ("shards", &inc.records.len()),
+            ("connections", &handed),
+            ("pause_ms", &format!("{blackout:.2}")),
+            ("upgrade_ms", &format!("{total:.2}")),
+        ],
+    );
+    if let Err(e) = first {
+        return fail(&e);
+    }
+    // The old engine's metrics port is free once it has exited.
+    if let Some(addr) = old.metrics {
+        let until = outboard_engine::clock::now() + Duration::from_secs(3);
+        loop {
+            match crate::metrics::serve(addr, set.name.clone()) {
+                Ok(bound) => {
+                    log::event(Level::Info, "metrics_listening", &[("addr", &bound)]);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && outboard_engine::clock::now() < until => {
+                    let _ = engine.turn();
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => {
+                    log::event(Level::Warn, "metrics_failed", &[("addr", &addr), ("error", &e)]);
+                    break;
+                }
+            }
+        }
+    }
+    serve(engine, &set, &old, stop)
+}
+
+/// The first argument of `outboard engine ARGS` other than `--upgrade NAME`
+/// and `--log-level LEVEL` (each also as `--flag=value`), if any.
+fn other_than_upgrade(args: impl Iterator<Item = String>) -> Option<String> {
+    let mut args = args;
+    while let Some(a) = args.next() {
+        let flag = a.split('=').next().unwrap_or("");
+        if !matches!(flag, "--upgrade" | "--log-level") {
+            return Some(a);
+        }
+        if !a.contains('=') {
+            args.next();
+        }
+    }
+    None
+}
+
+/// Whether process `pid` exits within `limit` (polled).
+fn pid_gone_within(pid: u32, limit: std::time::Duration) -> bool {
+    let until = outboard_engine::clock::now() + limit;
+    loop {
+        // A zombie still has /proc/PID; its state says it is gone.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+            return true;
+        }
+        if outboard_engine::clock::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Runs a started engine until it is stopped (signal, `--run-for-s`, or an
+/// upgrade that took it over).
+fn serve(mut engine: Engine, set: &EngineSettings, a: &EngineArgs, stop: &'static std::sync::atomic::AtomicBool) -> ExitCode {
     let status = format!("engine {} on {} at {}/{}", set.name, set.link, set.addr, set.prefix_len);
     if let Err(e) = crate::service::notify(&format!("READY=1\nSTATUS={status}\nMAINPID={}", std::process::id())) {
         log::event(Level::Warn, "notify_failed", &[("error", &e)]);
@@ -546,6 +758,10 @@ pub fn engine(a: &EngineArgs) -> ExitCode {
         .run_for_s
         .map(|s| outboard_engine::clock::now() + Duration::from_secs_f64(s));
     let r = engine.run(stop, |_| deadline.is_some_and(|d| outboard_engine::clock::now() >= d));
+    if engine.handed_over() {
+        log::event(Level::Info, "engine_handed_over", &[("name", &set.name), ("pid", &std::process::id())]);
+        return ExitCode::SUCCESS;
+    }
     let _ = crate::service::notify("STOPPING=1");
     log::event(Level::Info, "engine_stopped", &[("name", &set.name)]);
     match r {
@@ -697,6 +913,15 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upgrade_takes_no_settings_but_the_log_level() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter();
+        assert_eq!(other_than_upgrade(args(&["--upgrade", "edge"])), None);
+        assert_eq!(other_than_upgrade(args(&["--upgrade=edge", "--log-level", "debug"])), None);
+        assert_eq!(other_than_upgrade(args(&["--upgrade", "edge", "--cc", "reno"])).as_deref(), Some("--cc"));
+        assert_eq!(other_than_upgrade(args(&["--allow-user=bob", "--upgrade", "edge"])).as_deref(), Some("--allow-user=bob"));
+    }
 
     #[test]
     fn addresses_parse_and_reject() {

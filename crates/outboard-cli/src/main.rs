@@ -79,6 +79,9 @@ enum BenchCommand {
     Apps(bench::apps::AppsArgs),
     /// Protocol-processing throughput against the number of shards: speedup and efficiency (CDP), synthetic in-memory load (no root).
     Scale(bench::scale::ScaleArgs),
+    /// Live upgrade under load: the longest gap a Linux peer sees in an echo transfer and a
+    /// request/response loop, without and with `engine --upgrade` (root, the lab).
+    Upgrade(bench::upgrade::UpgradeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +121,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Throughput(a)) => bench::throughput::main(&a),
         Command::Bench(BenchCommand::Apps(a)) => bench::apps::main(&a),
         Command::Bench(BenchCommand::Scale(a)) => bench::scale::main(&a),
+        Command::Bench(BenchCommand::Upgrade(a)) => bench::upgrade::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -19,13 +19,28 @@ const SNAPLEN: u32 = 65535;
 
 impl PcapWriter {
     pub fn create(path: &Path, now: Instant) -> std::io::Result<PcapWriter> {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        out.write_all(&outboard_wire::pcap::file_header(SNAPLEN))?;
+        let mut w = PcapWriter::create_on(File::create(path)?, now);
+        w.out.write_all(&outboard_wire::pcap::file_header(SNAPLEN))?;
+        Ok(w)
+    }
+
+    /// Live upgrade: goes on with the capture the running engine wrote to
+    /// `path` (appending records after its; a missing or empty file is
+    /// created as by `create`).
+    pub fn append(path: &Path, now: Instant) -> std::io::Result<PcapWriter> {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() >= outboard_wire::pcap::file_header(SNAPLEN).len() as u64) {
+            let f = std::fs::OpenOptions::new().append(true).open(path)?;
+            return Ok(PcapWriter::create_on(f, now));
+        }
+        PcapWriter::create(path, now)
+    }
+
+    fn create_on(f: File, now: Instant) -> PcapWriter {
         #[allow(clippy::disallowed_methods)] // the capture's timestamps are wall-clock by convention
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        Ok(PcapWriter { out, wall_offset_ns: wall.saturating_sub(now.as_nanos()), frames: 0, error: None })
+        PcapWriter { out: BufWriter::with_capacity(1 << 20, f), wall_offset_ns: wall.saturating_sub(now.as_nanos()), frames: 0, error: None }
     }
 
     pub fn record(&mut self, at: Instant, frame: &[u8]) {

@@ -15,7 +15,7 @@
 //! A second engine with the same name finds the socket alive and stops with
 //! "name taken"; a socket left by a dead engine is replaced.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -56,6 +56,8 @@ impl std::fmt::Display for ControlError {
 pub struct Request {
     pub line: String,
     pub reply: Sender<String>,
+    /// `upgrade`: where the shard sends its offer and learns the outcome.
+    pub upgrade: Option<crate::upgrade::ShardSide>,
 }
 
 /// The shard's side: requests to answer and the doorbell fd to sleep on.
@@ -85,6 +87,11 @@ impl ControlInbox {
 pub struct ControlServer {
     path: PathBuf,
     stop: Arc<AtomicBool>,
+    /// Set once the socket went to the engine that upgraded this one: the
+    /// path is then that engine's and stays.
+    handed: Arc<AtomicBool>,
+    /// The board socket's listening fd, handed over with the control socket.
+    board_fd: Arc<std::sync::Mutex<Option<RawFd>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -107,6 +114,13 @@ impl ControlServer {
             let _ = std::fs::remove_file(&path);
         }
         let listener = UnixListener::bind(&path).map_err(|e| ControlError::Io(path.clone(), e))?;
+        ControlServer::with_listener(name, listener, shards)
+    }
+
+    /// The control socket handed over by the engine this one upgrades (the
+    /// same listening socket: clients waiting in its backlog are served here).
+    pub fn with_listener(name: &str, listener: UnixListener, shards: usize) -> Result<(ControlServer, Vec<ControlInbox>), ControlError> {
+        let path = socket_path(name);
         listener.set_nonblocking(true).map_err(|e| ControlError::Io(path.clone(), e))?;
         let mut shard_ends = Vec::new();
         let mut inboxes = Vec::new();
@@ -119,12 +133,24 @@ impl ControlServer {
             inboxes.push(ControlInbox { rx, bell: bell_rx });
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let handed = Arc::new(AtomicBool::new(false));
+        let board_fd = Arc::new(std::sync::Mutex::new(None));
+        let ctx = Ctx { stop: stop.clone(), handed: handed.clone(), board_fd: board_fd.clone() };
         let thread = std::thread::Builder::new()
             .name("outboard-control".into())
-            .spawn(move || serve(listener, shard_ends, stop2))
+            .spawn(move || serve(listener, shard_ends, ctx))
             .map_err(|e| ControlError::Io(path.clone(), e))?;
-        Ok((ControlServer { path, stop, thread: Some(thread) }, inboxes))
+        Ok((ControlServer { path, stop, handed, board_fd, thread: Some(thread) }, inboxes))
+    }
+
+    /// The board socket's listening fd, to hand over in an upgrade beside the control socket's.
+    pub fn set_board_listener(&self, fd: RawFd) {
+        *self.board_fd.lock().unwrap_or_else(|p| p.into_inner()) = Some(fd);
+    }
+
+    /// Whether this engine's sockets went to an engine that upgraded it.
+    pub fn handed_over(&self) -> bool {
+        self.handed.load(Ordering::SeqCst)
     }
 
     pub fn path(&self) -> &Path {
@@ -138,15 +164,24 @@ impl Drop for ControlServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        if !self.handed.load(Ordering::SeqCst) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
-fn serve(listener: UnixListener, shards: Vec<(Sender<Request>, UnixStream)>, stop: Arc<AtomicBool>) {
-    while !stop.load(Ordering::Relaxed) {
+/// What the control thread shares with its server.
+struct Ctx {
+    stop: Arc<AtomicBool>,
+    handed: Arc<AtomicBool>,
+    board_fd: Arc<std::sync::Mutex<Option<RawFd>>>,
+}
+
+fn serve(listener: UnixListener, shards: Vec<(Sender<Request>, UnixStream)>, ctx: Ctx) {
+    while !ctx.stop.load(Ordering::Relaxed) && !ctx.handed.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
-                let _ = handle(stream, &shards);
+                let _ = handle(stream, &shards, &listener, &ctx);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -156,16 +191,32 @@ fn serve(listener: UnixListener, shards: Vec<(Sender<Request>, UnixStream)>, sto
     }
 }
 
-fn handle(stream: UnixStream, shards: &[(Sender<Request>, UnixStream)]) -> std::io::Result<()> {
+fn handle(
+    stream: UnixStream,
+    shards: &[(Sender<Request>, UnixStream)],
+    listener: &UnixListener,
+    ctx: &Ctx,
+) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
-    BufReader::new(&stream).take(4096).read_line(&mut line)?;
+    // One byte at a time: an upgrade's descriptors follow its line on this socket.
+    (&stream).take(4096).read_line_unbuffered(&mut line)?;
+    if line.trim_start().starts_with("upgrade") {
+        let board = *ctx.board_fd.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fds = vec![listener.as_raw_fd()];
+        fds.extend(board);
+        let handed = crate::upgrade::serve(&stream, line.trim(), shards, &fds)?;
+        if handed {
+            ctx.handed.store(true, Ordering::SeqCst);
+        }
+        return Ok(());
+    }
     let mut pending = Vec::new();
     for (tx, bell) in shards {
         let (rtx, rrx) = mpsc::channel();
-        if tx.send(Request { line: line.trim().to_string(), reply: rtx }).is_err() {
+        if tx.send(Request { line: line.trim().to_string(), reply: rtx, upgrade: None }).is_err() {
             return Ok(());
         }
         let _ = (&*bell).write(&[1]);
@@ -199,6 +250,27 @@ fn merge_answers(mut answers: Vec<String>) -> String {
     }
     let merged = crate::stat::Snapshot::merge(snaps);
     serde_json::to_string(&merged).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// Reading a line without reading ahead (what follows may come with descriptors).
+trait ReadLineUnbuffered {
+    fn read_line_unbuffered(&mut self, line: &mut String) -> std::io::Result<usize>;
+}
+
+impl<R: Read> ReadLineUnbuffered for R {
+    fn read_line_unbuffered(&mut self, line: &mut String) -> std::io::Result<usize> {
+        let mut bytes = Vec::new();
+        let mut b = [0u8; 1];
+        loop {
+            match self.read(&mut b)? {
+                0 => break,
+                _ if b[0] == b'\n' => break,
+                _ => bytes.push(b[0]),
+            }
+        }
+        line.push_str(&String::from_utf8_lossy(&bytes));
+        Ok(bytes.len())
+    }
 }
 
 /// The client side (`outboard stat`): sends `request`, returns the answer.

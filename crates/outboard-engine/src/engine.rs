@@ -356,16 +356,64 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// What an engine that upgrades a running one takes over from it (the
+/// `upgrade` module's exchange): the link's socket, claim and ring
+/// positions, the control and board listening sockets, the secret.
+#[derive(Debug)]
+pub struct Takeover {
+    pub control: std::os::unix::net::UnixListener,
+    pub board: Option<std::os::unix::net::UnixListener>,
+    pub secret: [u8; 16],
+    /// One per shard, in shard order.
+    pub shards: Vec<ShardTakeover>,
+}
+
+/// What one shard of the running engine hands over.
+#[derive(Debug)]
+pub struct ShardTakeover {
+    pub link: link::Adopted,
+    /// Its TCP connections, with who holds each.
+    pub tcp: Vec<crate::upgrade::TcpRecord>,
+    /// Its resolved ARP entries.
+    pub arp: Vec<(Ipv4Addr, [u8; 6])>,
+}
+
 impl Engine {
     pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
+        Engine::start_inner(set, None)
+    }
+
+    /// Starts with what a running engine handed over (live upgrade): the
+    /// settings must name the same link (af_packet, one shard) as the
+    /// running engine's. Nothing here reads a frame: the old engine may
+    /// still resume until the caller confirms.
+    pub fn take_over(set: &EngineSettings, t: Takeover) -> Result<Engine, EngineError> {
+        Engine::start_inner(set, Some(t))
+    }
+
+    fn start_inner(set: &EngineSettings, mut taken: Option<Takeover>) -> Result<Engine, EngineError> {
         // Impossible settings are refused before anything is bound or opened.
         set.validate().map_err(EngineError::Config)?;
-        // The control socket first: a name clash must not disturb the link.
         let n = set.shards;
-        let control = if set.control {
-            Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?)
-        } else {
-            None
+        let upgrading = taken.is_some();
+        if let Some(t) = &taken {
+            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control {
+                return Err(EngineError::Config(format!(
+                    "only an af_packet engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
+                    t.shards.len(),
+                    n,
+                    set.link
+                )));
+            }
+        }
+        // The control socket first: a name clash must not disturb the link.
+        let control = match taken.as_mut() {
+            Some(t) => {
+                let l = t.control.try_clone().map_err(|e| EngineError::Control(ControlError::Io(crate::control::socket_path(&set.name), e)))?;
+                Some(ControlServer::with_listener(&set.name, l, n).map_err(EngineError::Control)?)
+            }
+            None if set.control => Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?),
+            None => None,
         };
         let opts = LinkOptions {
             mtu: set.mtu,
@@ -377,7 +425,20 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
-        let links = link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?;
+        let (links, board_taken, secret_taken, state_taken) = match taken {
+            Some(t) => {
+                let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
+                let mut links: Vec<Box<dyn link::Link>> = Vec::with_capacity(n);
+                let mut state = Vec::with_capacity(n);
+                for s in t.shards {
+                    // The same sockets: an engine of several shards keeps its fanout group.
+                    links.push(Box::new(link::af_packet::AfPacketLink::adopt(iface, &opts, s.link).map_err(EngineError::Link)?));
+                    state.push((s.tcp, s.arp));
+                }
+                (links, t.board, Some(t.secret), state)
+            }
+            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
+        };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
         if mtu < limits::MIN_MTU {
@@ -395,7 +456,7 @@ impl Engine {
         let info = links[0].info();
         let now = crate::clock::now();
         // One secret for every shard: ISNs and SYN cookies agree whichever shard computes them.
-        let secret = random_secret();
+        let secret = secret_taken.unwrap_or_else(random_secret);
         let steer = Steer::new(n);
         let mut mesh = if n > 1 {
             crate::steering::mesh(&steer)
@@ -427,7 +488,8 @@ impl Engine {
             let pcap = match &set.pcap {
                 Some(p) => {
                     let p = shard_pcap_path(p, i);
-                    Some(PcapWriter::create(&p, now).map_err(|e| EngineError::Pcap(p.clone(), e))?)
+                    let w = if upgrading { PcapWriter::append(&p, now) } else { PcapWriter::create(&p, now) };
+                    Some(w.map_err(|e| EngineError::Pcap(p.clone(), e))?)
                 }
                 None => None,
             };
@@ -448,6 +510,12 @@ impl Engine {
                 shard.set_kernel_port(k);
             }
             shards.push(shard);
+        }
+        for (shard, (tcp, arp)) in shards.iter_mut().zip(state_taken) {
+            shard.stack.arp_import(now, &arp);
+            for r in tcp {
+                adopt_connection(shard, r, now)?;
+            }
         }
         log::event(
             Level::Info,
@@ -502,8 +570,12 @@ impl Engine {
                     ipv6: set.ipv6.as_ref().map(|c| crate::host::Ipv6Facts { addr: c.addr, gateway: c.gateway }),
                     shards: n as u32,
                 };
-                let (server, inboxes) = AttachServer::start(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone())
-                    .map_err(|e| EngineError::Config(e.to_string()))?;
+                let (server, inboxes) =
+                    AttachServer::start_with(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone(), board_taken)
+                        .map_err(|e| EngineError::Config(e.to_string()))?;
+                if let (Some((c, _)), Some(fd)) = (control.as_ref(), server.listener_fd()) {
+                    c.set_board_listener(fd);
+                }
                 for (i, (shard, inbox)) in shards.iter_mut().zip(inboxes).enumerate() {
                     shard.add_app(Box::new(Host::new(i as u32, Some(inbox))));
                 }
@@ -511,6 +583,11 @@ impl Engine {
             }
         };
         Ok(Engine { shards, control, attach, cores: set.cores.clone() })
+    }
+
+    /// Whether this engine stopped because a new engine took it over (live upgrade).
+    pub fn handed_over(&self) -> bool {
+        self.shards.first().is_some_and(|s| s.handed_over())
     }
 
     /// Makes in-process attachments (embedded mode; daemon mode too).
@@ -616,6 +693,11 @@ impl Engine {
             if let Err(e) = &r {
                 log::event(Level::Error, "engine_failed", &[("error", e)]);
             }
+            if first.handed_over() {
+                if let Some(a) = self.attach.as_mut() {
+                    a.hand_over();
+                }
+            }
             self.close_control();
             return r;
         }
@@ -676,6 +758,11 @@ impl Engine {
         if let Err(e) = &result {
             log::event(Level::Error, "engine_failed", &[("error", e)]);
         }
+        if self.handed_over() {
+            if let Some(a) = self.attach.as_mut() {
+                a.hand_over();
+            }
+        }
         self.close_control();
         result
     }
@@ -690,6 +777,26 @@ impl Engine {
             drop(server);
         }
     }
+}
+
+/// Live upgrade: one of the running engine's connections, checked, in the
+/// stack, and given back to its service.
+fn adopt_connection(shard: &mut Shard, r: crate::upgrade::TcpRecord, now: outboard_time::Instant) -> Result<(), EngineError> {
+    use crate::upgrade::Holder;
+    let tuple = r.conn.tuple();
+    let what = |e: String| EngineError::Config(format!("handed-over connection {} - {}: {e}", tuple.local, tuple.remote));
+    r.conn.check_restored().map_err(what)?;
+    let id = shard
+        .stack
+        .tcp_adopt(r.conn, r.holder != Holder::Released)
+        .map_err(|e| what(format!("{e:?}")))?;
+    if let Holder::Service(sr) = &r.holder {
+        shard
+            .with_app::<Services, _>(now, |s, cx| s.adopt(cx, id, sr))
+            .ok_or_else(|| what("this engine runs no services".into()))?
+            .map_err(what)?;
+    }
+    Ok(())
 }
 
 /// Where shard `i` writes its capture: FILE for shard 0, FILE.shardI (before

@@ -20,6 +20,8 @@
 //!   `outboard stat` renders; [`capture`]: `--pcap`; [`log`]: logfmt events.
 //! - [`steering`]: which shard owns a frame, and the rings between shards
 //!   of a multi-shard engine; [`cpu`]: pinning shards to cores.
+//! - [`upgrade`]: live upgrade, a new engine binary taking over the link,
+//!   sockets and settings of a running one through its control socket.
 //! - [`clock`], [`signals`]: the only places that read the clock or install
 //!   signal handlers; protocol code gets time passed in.
 
@@ -47,6 +49,8 @@ pub mod shard;
 pub mod signals;
 pub mod stat;
 pub mod steering;
+#[allow(unsafe_code)]
+pub mod upgrade;
 
 /// The hierarchical timer wheel lives in `outboard-time` so the stack can index its timers with it.
 pub use outboard_time::timer_wheel;

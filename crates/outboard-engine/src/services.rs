@@ -218,6 +218,35 @@ impl Services {
         &self.specs
     }
 
+    /// Live upgrade: what the service keeps about connection `id` (its
+    /// port, the chargen/source position, whether it shut its side).
+    pub fn export(&self, id: ConnId) -> Option<crate::upgrade::ServiceConnRecord> {
+        let sc = self.conns.get(&id)?;
+        Some(crate::upgrade::ServiceConnRecord { port: self.specs[sc.service].port, offset: sc.offset, shut: sc.shut })
+    }
+
+    /// Live upgrade: serves connection `id` (just taken over by the stack)
+    /// as the old engine's service on the same port did, from where it was.
+    pub fn adopt(&mut self, cx: &mut AppCx<'_>, id: ConnId, r: &crate::upgrade::ServiceConnRecord) -> Result<(), String> {
+        let svc = self
+            .specs
+            .iter()
+            .position(|sp| sp.port == r.port)
+            .ok_or_else(|| format!("no service on port {} here for a handed-over connection", r.port))?;
+        let period = match self.specs[svc].kind {
+            ServiceKind::Chargen => CHARGEN_PERIOD,
+            _ => 251,
+        };
+        if r.offset >= period {
+            return Err(format!("a handed-over connection's pattern position {} is past {period}", r.offset));
+        }
+        self.counters[svc].tcp_active += 1;
+        self.conns.insert(id, ServiceConn { service: svc, offset: r.offset, shut: r.shut });
+        cx.claim(id, svc as u64);
+        self.serve(cx, id);
+        Ok(())
+    }
+
     pub fn counters(&self) -> &[ServiceCounters] {
         &self.counters
     }

@@ -62,6 +62,9 @@ pub struct Shard {
     published: (u64, Vec<u16>, Vec<u16>),
     /// Network-device mode: the host kernel's TAP interface.
     kernel: Option<crate::kernel::KernelPort>,
+    /// Live upgrade: the new engine confirmed; this shard stops for good
+    /// and leaves everything it shared (link, sockets) alone.
+    handed_over: bool,
 }
 
 impl Shard {
@@ -87,7 +90,13 @@ impl Shard {
             mesh: None,
             published: (u64::MAX, Vec::new(), Vec::new()),
             kernel: None,
+            handed_over: false,
         }
+    }
+
+    /// Whether this shard handed its link and sockets to an engine that upgraded this one.
+    pub fn handed_over(&self) -> bool {
+        self.handed_over
     }
 
     /// Shares the link with the host kernel through `port` (network-device mode).
@@ -292,6 +301,10 @@ impl Shard {
             let now = crate::clock::now();
             let work = self.turn(now)?;
             self.serve_control(inbox.as_deref_mut(), now);
+            if self.handed_over {
+                // Everything is the new engine's: no word to applications or peers.
+                return Ok(());
+            }
             if work {
                 idle_since = None;
                 continue;
@@ -314,10 +327,134 @@ impl Shard {
     pub fn serve_control(&mut self, inbox: Option<&mut ControlInbox>, now: Instant) {
         if let Some(inbox) = inbox {
             while let Some(req) = inbox.try_next() {
+                if let Some(side) = req.upgrade {
+                    self.offer_upgrade(side);
+                    if self.handed_over {
+                        return;
+                    }
+                    continue;
+                }
                 let answer = self.answer(&req.line, now);
                 let _ = req.reply.send(answer);
             }
         }
+    }
+
+    /// Live upgrade (`upgrade` module): stops here, between two turns,
+    /// offers the record and the descriptors, and waits for the outcome —
+    /// stopping for good if the new engine confirmed, resuming if not.
+    fn offer_upgrade(&mut self, side: crate::upgrade::ShardSide) {
+        use crate::log::{self, Level};
+        // Every shard has stopped reading its link: then what the others
+        // forwarded here before they stopped goes into this stack, not lost.
+        let offer = if !side.gate.arrive_and_wait(std::time::Duration::from_secs(5)) {
+            Err("the engine's shards did not all stop within 5 s".to_string())
+        } else {
+            if let Some(m) = self.mesh.as_mut() {
+                let now = crate::clock::now();
+                let stack = &mut self.stack;
+                for _ in 0..64 {
+                    if m.receive(RX_BURST, &mut |f, meta| stack.receive_frame_offloaded(now, f, meta)) == 0 {
+                        break;
+                    }
+                }
+            }
+            self.upgrade_record()
+        };
+        if let Err(e) = &offer {
+            log::event(Level::Warn, "upgrade_refused", &[("reason", e)]);
+            let _ = side.offer.send(offer);
+            return;
+        }
+        let quiesced = crate::clock::now();
+        // The new engine appends to the same capture: ours goes out first.
+        if let Some(p) = self.pcap.as_mut() {
+            p.flush();
+        }
+        if side.offer.send(offer).is_err() {
+            return;
+        }
+        let outcome = side.outcome.recv_timeout(crate::upgrade::CONFIRM_WAIT + std::time::Duration::from_secs(5));
+        if outcome == Ok(true) {
+            log::event(Level::Info, "upgrade_handed_over", &[("shard", &self.index)]);
+            self.handed_over = true;
+        } else {
+            let paused = crate::clock::now().saturating_duration_since(quiesced);
+            log::event(
+                Level::Warn,
+                "upgrade_rolled_back",
+                &[("reason", &"the new engine did not confirm"), ("paused_ms", &format!("{:.1}", paused.as_nanos() as f64 / 1e6))],
+            );
+        }
+    }
+
+    /// What this shard hands over (the record as JSON, and the link's
+    /// descriptors), or why it cannot.
+    fn upgrade_record(&mut self) -> Result<(String, Vec<std::os::fd::RawFd>), String> {
+        use crate::upgrade::{Holder, Record, TcpRecord};
+        use outboard_tcp::State;
+        let args = crate::upgrade::command_line()
+            .ok_or("this engine was not started by `outboard engine`: it has no command line to hand over")?
+            .to_vec();
+        if self.kernel.is_some() {
+            return Err("network-device mode (--kernel-tap) cannot be upgraded yet".into());
+        }
+        let boards = self.apps.get::<crate::host::Host>().map_or(0, |h| h.rows().len());
+        if boards > 0 {
+            return Err(format!(
+                "{boards} application board{} attached: handing board sessions over is not built yet; upgrade when none is attached",
+                if boards == 1 { " is" } else { "s are" }
+            ));
+        }
+        let services = self.apps.get::<crate::services::Services>();
+        let mut tcp = Vec::new();
+        for (id, tuple, state, _) in self.stack.tcp_connections() {
+            if state == State::Closed {
+                continue; // finished: freed at the next turn
+            }
+            let Some((conn, held)) = self.stack.tcp_export(id) else {
+                return Err(format!(
+                    "busy: connection {} - {} is in its handshake or waiting to be accepted ({state:?}); try again",
+                    tuple.local, tuple.remote
+                ));
+            };
+            let holder = if !held {
+                Holder::Released
+            } else {
+                match services.and_then(|s| s.export(id)) {
+                    Some(r) => Holder::Service(r),
+                    None => {
+                        return Err(format!(
+                            "connection {} - {} belongs to {}: only the built-in services' connections can be handed over yet",
+                            tuple.local,
+                            tuple.remote,
+                            self.apps.owner_label(id)
+                        ))
+                    }
+                }
+            };
+            tcp.push(TcpRecord { conn, holder });
+        }
+        let link = self.link.hand_over()?;
+        let (tcp_ports, udp_ports) = self.stack.bound_ports();
+        let fds = link.fds.clone();
+        let record: Record<&outboard_tcp::Connection> = Record {
+            version: crate::upgrade::RECORD_VERSION,
+            shard: self.index,
+            shards: self.mesh.as_ref().map_or(1, |m| m.steer.shards as u32),
+            pid: std::process::id(),
+            args,
+            quiesced_ns: crate::clock::now().as_nanos(),
+            secret: self.stack.config().secret,
+            link,
+            tcp_ports,
+            udp_ports,
+            fds: vec!["link socket".into(), "link claim".into()],
+            arp: self.stack.arp_export(),
+            tcp,
+        };
+        let json = serde_json::to_string(&record).map_err(|e| format!("writing the upgrade record: {e}"))?;
+        Ok((json, fds))
     }
 
     /// Sleeps until the next deadline, a frame, a control request or an

@@ -298,6 +298,17 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
         self.entries.len()
     }
 
+    /// Live upgrade: every resolved address and its MAC.
+    pub(crate) fn resolved(&self) -> Vec<(A, [u8; 6])> {
+        self.entries
+            .iter()
+            .filter_map(|(ip, e)| match e {
+                Entry::Resolved { mac, .. } => Some((*ip, *mac)),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn memory(&self) -> usize {
         self.entries.len() * ENTRY_OVERHEAD + self.pending_bytes
     }

@@ -625,6 +625,51 @@ impl Stack {
         v
     }
 
+    /// Live upgrade: the connection as it is, and who holds it — `Some(true)`
+    /// the application, `Some(false)` nobody (released, closing or in
+    /// TIME-WAIT); `None` when it is still a listener's (handshake not
+    /// complete, or waiting to be accepted) or there is no such connection.
+    pub fn tcp_export(&self, id: ConnId) -> Option<(&Connection, bool)> {
+        let e = self.tcp.conns.get(&id)?;
+        match e.owner {
+            tcp_table::Owner::App => Some((&e.conn, true)),
+            tcp_table::Owner::Released => Some((&e.conn, false)),
+            tcp_table::Owner::Embryonic(_) | tcp_table::Owner::Queued(_) => None,
+        }
+    }
+
+    /// Live upgrade: takes over a connection read back from a record (see
+    /// `Connection::check_restored`), held by the application (`app`) or
+    /// released. Its timers are absolute times on the same clock, and it
+    /// is served at the next `poll_transmit`. `AddrInUse` if its 4-tuple is
+    /// here already, `NoRoute` if its local address is not ours.
+    pub fn tcp_adopt(&mut self, conn: Connection, app: bool) -> Result<ConnId, StackError> {
+        let tuple = conn.tuple();
+        if self.tcp.by_tuple.contains_key(&tuple) {
+            return Err(StackError::AddrInUse);
+        }
+        if self.local_addr_for(tuple.remote.ip()) != Some(tuple.local.ip()) {
+            return Err(StackError::NoRoute);
+        }
+        let owner = if app { tcp_table::Owner::App } else { tcp_table::Owner::Released };
+        Ok(self.tcp.insert(conn, owner))
+    }
+
+    /// Live upgrade: the resolved ARP entries (IPv4 address, MAC).
+    pub fn arp_export(&self) -> Vec<(Ipv4Addr, [u8; 6])> {
+        self.arp.resolved()
+    }
+
+    /// Live upgrade: learns the running engine's resolved ARP entries (each
+    /// with a fresh lifetime), so handed-over connections send at once
+    /// instead of resolving first.
+    pub fn arp_import(&mut self, now: Instant, entries: &[(Ipv4Addr, [u8; 6])]) {
+        for &(ip, mac) in entries {
+            let flushed = self.arp.learn(now, ip, mac, true, &mut self.stats);
+            debug_assert!(flushed.is_empty(), "a fresh stack has nothing waiting");
+        }
+    }
+
     // --- UDP ---
     /// Binds `port`, or an ephemeral port when `port` is 0.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {

@@ -12,6 +12,7 @@
 pub struct TooManyRanges;
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Assembler {
     /// Sorted, disjoint, non-adjacent, non-empty `(start, end)` ranges.
     ranges: Vec<(usize, usize)>,

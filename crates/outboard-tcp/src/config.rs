@@ -8,6 +8,7 @@ use crate::cc::CcKind;
 use outboard_time::Duration;
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Our MSS (advertised in the SYN); the sender MSS is min(this, peer's),
     /// 536 when the peer sends none (RFC 9293 §3.7.1). Values below 64 act as 64.

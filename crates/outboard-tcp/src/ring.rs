@@ -29,6 +29,7 @@ pub use storage::RingStorage;
 use storage::Storage;
 
 #[derive(Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct RingBuffer {
     /// Owned: empty until the first write, then between `MIN_STORAGE` and
     /// `cap` bytes. External: exactly `cap` bytes.
@@ -236,6 +237,19 @@ impl RingBuffer {
         let first = len.min(self.size() - start);
         let buf = self.store.bytes();
         (&buf[start..start + first], &buf[..len - first])
+    }
+
+    /// A ring read back from a record: its positions fit its storage and
+    /// its storage its capacity (else an accessor could index out of bounds).
+    pub fn check(&self) -> Result<(), String> {
+        let size = self.size();
+        if size > self.cap {
+            return Err(format!("ring storage of {size} bytes over its capacity {}", self.cap));
+        }
+        if self.len > size || (size > 0 && self.head >= size) || (size == 0 && self.head != 0) {
+            return Err(format!("ring head {} and length {} do not fit its {size} bytes", self.head, self.len));
+        }
+        Ok(())
     }
 
     /// Bytes of storage there are now (the capacity once external).

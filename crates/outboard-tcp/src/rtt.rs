@@ -16,6 +16,7 @@ const MAX_BACKOFF_SHIFT: u32 = 31;
 const SYN_TIMEOUT_RTO: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct RttEstimator {
     initial_rto: Duration,
     min_rto: Duration,

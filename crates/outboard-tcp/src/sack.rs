@@ -19,6 +19,7 @@ pub const DUP_THRESH: usize = 3;
 /// repairs first, and a receiver repeats its SACK blocks, so forgotten high
 /// ranges come back (at worst some of their data is resent needlessly).
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Scoreboard {
     ranges: Vec<(SeqNumber, SeqNumber)>,
     /// DupThresh for IsLost (RFC 6675 §4): 3, or more once the connection

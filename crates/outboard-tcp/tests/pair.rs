@@ -215,6 +215,29 @@ fn transfer(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8]
 
 /// `transfer` with both initial sequence numbers chosen.
 fn transfer_iss(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &[u8], iss: Option<(u32, u32)>) {
+    transfer_with(cfg, faults, seed, a_data, b_data, iss, None);
+}
+
+/// A connection written to its record (serde, JSON) and read back, as a
+/// live upgrade hands it to the new engine.
+fn through_record(c: &Connection) -> Connection {
+    let json = serde_json::to_string(c).expect("a connection writes its record");
+    let back: Connection = serde_json::from_str(&json).expect("and reads it back");
+    back.check_restored().expect("a restored connection passes its checks");
+    back
+}
+
+/// `transfer_iss`, and every `handover_every` steps both connections go
+/// through their records (mid-handshake, mid-transfer, mid-recovery, closing).
+fn transfer_with(
+    cfg: Config,
+    faults: Faults,
+    seed: u64,
+    a_data: &[u8],
+    b_data: &[u8],
+    iss: Option<(u32, u32)>,
+    handover_every: Option<u64>,
+) {
     let mut p = Pair::new(cfg, faults, seed, iss);
     let (mut a_sent, mut b_sent) = (0, 0);
     let (mut a_got, mut b_got) = (Vec::with_capacity(b_data.len()), Vec::with_capacity(a_data.len()));
@@ -228,6 +251,10 @@ fn transfer_iss(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &
         assert!(p.now < deadline, "seed {seed} {faults:?}: virtual deadline; a={:?} b={:?} a_got={} b_got={} stats a={:?} b={:?}",
             p.a.state(), p.b.as_ref().map(|b| b.state()), a_got.len(), b_got.len(), p.a.stats(), p.b.as_ref().map(|b| b.stats()));
         assert!(steps < 20_000_000, "seed {seed}: too many steps");
+        if handover_every.is_some_and(|k| steps.is_multiple_of(k)) {
+            p.a = through_record(&p.a);
+            p.b = p.b.as_ref().map(through_record);
+        }
         // Application on A.
         while let Some(ev) = p.a.poll_event() {
             assert_ne!(ev, Event::Reset, "seed {seed}: A reset");
@@ -297,6 +324,38 @@ fn transfer_iss(cfg: Config, faults: Faults, seed: u64, a_data: &[u8], b_data: &
     assert!(b_got == a_data, "seed {seed}: A->B bytes differ");
     assert_eq!(a_got.len(), b_data.len(), "seed {seed}: B->A length");
     assert!(a_got == b_data, "seed {seed}: B->A bytes differ");
+}
+
+/// Live upgrade: connections that go through their serde record again and
+/// again — under loss, duplication and reordering, both ways, both
+/// congestion controllers — deliver byte-exact, as if nothing happened.
+#[test]
+fn pair_connections_handed_over_through_their_record_mid_transfer_stay_byte_exact() {
+    let faults = Faults { loss: 0.02, dup: 0.01, reorder: 0.05, reorder_ms: 10, delay_ms: 5 };
+    for (i, cc) in [CcKind::NewReno, CcKind::Cubic].into_iter().enumerate() {
+        let seed = 40 + i as u64;
+        let a = pattern(seed, 300_000);
+        let b = pattern(seed + 100, 200_000);
+        transfer_with(cfg(cc), faults, seed, &a, &b, None, Some(13));
+    }
+}
+
+/// A damaged record is an error, never a panic.
+#[test]
+fn pair_a_damaged_connection_record_is_refused() {
+    let mut p = Pair::new(cfg(CcKind::Cubic), CLEAN, 1, None);
+    while !matches!(p.a.state(), State::Established) {
+        assert!(p.step(), "handshake");
+    }
+    let _ = p.a.send(&pattern(1, 10_000));
+    let json = serde_json::to_string(&p.a).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["send_buf"]["head"] = serde_json::json!(1usize << 40);
+    let back: Connection = serde_json::from_value(v).expect("well-formed JSON");
+    assert!(back.check_restored().unwrap_err().contains("send buffer"));
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["recv_buf"]["store"] = serde_json::json!("zz");
+    assert!(serde_json::from_value::<Connection>(v).is_err());
 }
 
 fn cfg(cc: CcKind) -> Config {

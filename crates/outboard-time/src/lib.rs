@@ -15,6 +15,7 @@ pub use timer_wheel::TimerWheel;
 
 /// A point in time, in nanoseconds since the clock owner's epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Instant(u64);
 
 impl Instant {

@@ -7,6 +7,7 @@ use core::ops::{Add, AddAssign, Sub};
 /// A sequence number. Comparison is wrapping: `a < b` iff `(b - a) as i32 > 0`.
 /// Valid only for numbers less than 2^31 apart, which the window rules ensure.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct SeqNumber(pub u32);
 
 impl SeqNumber {

@@ -23,6 +23,7 @@ use packet::{field, PROTO_TCP};
 
 /// The TCP control bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct TcpFlags(pub u8);
 
 impl TcpFlags {
@@ -85,6 +86,7 @@ impl core::fmt::Debug for TcpFlags {
 
 /// Up to four SACK blocks `[left, right)` (RFC 2018 §3); fixed size, no allocation.
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct SackBlocks {
     blocks: [(SeqNumber, SeqNumber); 4],
     len: u8,
@@ -132,6 +134,7 @@ impl SackBlocks {
 /// The TCP options Outboard understands. Unknown options are skipped by
 /// length when parsing and never emitted.
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct TcpOptions {
     /// Maximum segment size (kind 2), SYN only.
     pub mss: Option<u16>,
@@ -201,6 +204,7 @@ impl core::fmt::Debug for FastOpenCookie {
 
 /// A parsed TCP header, independent of any buffer. The payload travels separately.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct TcpRepr {
     pub src_port: u16,
     pub dst_port: u16,

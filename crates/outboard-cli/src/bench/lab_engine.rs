@@ -77,6 +77,31 @@ impl EngineProc {
         }
     }
 
+    /// An engine process started some other way (`engine --upgrade`), as an `EngineProc`.
+    pub fn adopt(child: Child, name: String, run_dir: &Path, log: PathBuf) -> EngineProc {
+        EngineProc { child, name, run_dir: run_dir.to_path_buf(), log }
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits up to `limit` for the process to exit by itself (an engine that
+    /// handed over to an upgrade): an error if it does not, or exits non-zero.
+    pub fn wait_gone(mut self, limit: Duration) -> Result<(), String> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.exited() {
+                return if st.success() { Ok(()) } else { Err(format!("the old engine exited {st}: {}", self.log_text().trim_end())) };
+            }
+            if t0.elapsed() > limit {
+                return Err(format!("the old engine did not exit within {limit:?} of the upgrade"));
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

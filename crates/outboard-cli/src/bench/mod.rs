@@ -10,6 +10,7 @@ pub mod plot;
 pub mod scale;
 pub mod throughput;
 pub mod tools;
+pub mod upgrade;
 
 /// A lab name for a bench run: `prefix` and this process's id in base 36
 /// (≤ 8 characters, as lab names must be).

@@ -133,6 +133,7 @@ pub struct AttachServer {
     path: Option<PathBuf>,
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
+    listener_fd: Option<RawFd>,
 }
 
 #[derive(Debug)]
@@ -157,9 +158,24 @@ impl AttachServer {
     /// only `attach_local`. One inbox per shard (`limits.shards`): each
     /// board is handed to every shard, which serves its endpoints there.
     pub fn start(name: &str, limits: BoardLimits, listen: bool, access: Access) -> Result<(AttachServer, Vec<AttachInbox>), AttachError> {
+        AttachServer::start_with(name, limits, listen, access, None)
+    }
+
+    /// As `start`, listening on `taken` (the board socket handed over by
+    /// the engine this one upgrades) instead of binding a new one.
+    pub fn start_with(
+        name: &str,
+        limits: BoardLimits,
+        listen: bool,
+        access: Access,
+        taken: Option<UnixListener>,
+    ) -> Result<(AttachServer, Vec<AttachInbox>), AttachError> {
         let path = board_socket_path(name);
         let io_err = |e| AttachError::Io(path.clone(), e);
-        let listener = if listen {
+        let listener = if let Some(l) = taken.filter(|_| listen) {
+            l.set_nonblocking(true).map_err(io_err)?;
+            Some(l)
+        } else if listen {
             let dir = run_dir();
             std::fs::create_dir_all(&dir).map_err(|e| AttachError::Io(dir.clone(), e))?;
             if path.exists() {
@@ -195,17 +211,33 @@ impl AttachServer {
             access,
             engine_uid: current_uid(),
         });
+        let listener_fd = listener.as_ref().map(|l| l.as_raw_fd());
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("outboard-attach".into())
             .spawn(move || serve(listener, sh))
             .map_err(io_err)?;
         let inboxes = rxs.into_iter().enumerate().map(|(shard, rx)| AttachInbox { rx, shared: shared.clone(), shard }).collect();
-        Ok((AttachServer { path: listen.then_some(path), shared, thread: Some(thread) }, inboxes))
+        Ok((AttachServer { path: listen.then_some(path), shared, thread: Some(thread), listener_fd }, inboxes))
     }
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// The board socket's listening fd (daemon mode), to hand over in an upgrade.
+    pub fn listener_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.listener_fd
+    }
+
+    /// The board socket went to the engine that upgraded this one: stop
+    /// accepting on it now, and leave its path to that engine.
+    pub fn hand_over(&mut self) {
+        self.path = None;
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 
     /// A handle that can make local attachments from another thread.

@@ -102,6 +102,50 @@ const fn align16(x: usize) -> usize {
     (x + 15) & !15
 }
 
+/// The rings' sizes and the interface's facts, the same for the same
+/// interface and options (so an adopted socket's rings map as they were made).
+struct Geometry {
+    mtu: usize,
+    mac: [u8; 6],
+    tso: bool,
+    frame_size: usize,
+    block_size: usize,
+    block_nr: usize,
+}
+
+impl Geometry {
+    fn of(iface: &str, opts: &LinkOptions) -> Result<Geometry, LinkError> {
+        let if_mtu = sys::if_mtu(iface)?;
+        let max_mtu = MAX_FRAME - 14;
+        let mtu = match opts.mtu {
+            Some(m) if m > if_mtu || m > max_mtu || m < 68 => {
+                return Err(LinkError::BadSpec(format!(
+                    "MTU {m} for af_packet:{iface}: must be 68..={} (the interface's MTU is {if_mtu}; raise it with `ip link set {iface} mtu {m}`)",
+                    if_mtu.min(max_mtu)
+                )))
+            }
+            Some(m) => m,
+            None => if_mtu.min(max_mtu),
+        };
+        let mac = sys::if_mac(iface)?;
+        // GSO frames only where the device segments (or lets the kernel segment) them.
+        let tso = opts.offloads && sys::if_tso_enabled(iface).unwrap_or(false);
+        let (frame_size, block_size, block_nr) = if opts.offloads {
+            (VNET_FRAME_SIZE, VNET_BLOCK_SIZE, VNET_BLOCK_NR)
+        } else {
+            let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
+            let frame_size = need.next_power_of_two();
+            // SAFETY: sysconf takes an integer and returns one.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .unwrap_or(4096)
+                .max(4096);
+            let block_size = frame_size.max(page);
+            (frame_size, block_size, FRAME_NR * frame_size / block_size)
+        };
+        Ok(Geometry { mtu, mac, tso, frame_size, block_size, block_nr })
+    }
+}
+
 /// An AF_PACKET link over TPACKET_V2 mmap rings. See the module docs.
 pub struct AfPacketLink {
     // Field order = drop order: unmap the rings before closing the socket.
@@ -148,22 +192,36 @@ impl AfPacketLink {
     /// per shard of an engine, all with the same group id; ids are per
     /// network namespace, so the engine uses its pid's low bits).
     pub fn open_fanout(iface: &str, opts: &LinkOptions, group: Option<u16>) -> Result<AfPacketLink, LinkError> {
+        AfPacketLink::open_inner(iface, opts, group, None)
+    }
+
+    /// Takes over the socket and claim of the engine being upgraded (live
+    /// upgrade): the rings are mapped again from the same socket, with the
+    /// same geometry (the same interface and options give the same sizes),
+    /// and reading and writing go on at the slots the old engine stopped at.
+    pub fn adopt(iface: &str, opts: &LinkOptions, taken: super::Adopted) -> Result<AfPacketLink, LinkError> {
+        AfPacketLink::open_inner(iface, opts, None, Some(taken))
+    }
+
+    fn open_inner(
+        iface: &str,
+        opts: &LinkOptions,
+        group: Option<u16>,
+        adopted: Option<super::Adopted>,
+    ) -> Result<AfPacketLink, LinkError> {
         let ifindex = sys::ifindex(iface)?;
+        let (adopted, positions) = match adopted {
+            Some(a) => (Some((a.socket, a.claim)), (a.rx_idx, a.tx_idx, a.tx_unsent)),
+            None => (None, (0, 0, 0)),
+        };
+        if let Some((fd, claim)) = adopted {
+            return AfPacketLink::remap(iface, ifindex, opts, fd, super::claim::adopt(ifindex, claim), positions);
+        }
         // Before any socket: a second engine must not see (or answer) a frame.
         let claim = super::claim::claim(iface, ifindex)?;
-        let if_mtu = sys::if_mtu(iface)?;
-        let max_mtu = MAX_FRAME - 14;
-        let mtu = match opts.mtu {
-            Some(m) if m > if_mtu || m > max_mtu || m < 68 => {
-                return Err(LinkError::BadSpec(format!(
-                    "MTU {m} for af_packet:{iface}: must be 68..={} (the interface's MTU is {if_mtu}; raise it with `ip link set {iface} mtu {m}`)",
-                    if_mtu.min(max_mtu)
-                )))
-            }
-            Some(m) => m,
-            None => if_mtu.min(max_mtu),
-        };
-        let mac = sys::if_mac(iface)?;
+        let g = Geometry::of(iface, opts)?;
+        let (mtu, mac, tso) = (g.mtu, g.mac, g.tso);
+        let (frame_size, block_size, block_nr) = (g.frame_size, g.block_size, g.block_nr);
 
         // Protocol 0: the socket receives nothing until bind names ETH_P_ALL,
         // so no frame is queued outside the ring.
@@ -211,20 +269,6 @@ impl AfPacketLink {
             "setsockopt(PACKET_IGNORE_OUTGOING)",
         )?;
 
-        // GSO frames only where the device segments (or lets the kernel segment) them.
-        let tso = opts.offloads && sys::if_tso_enabled(iface).unwrap_or(false);
-        let (frame_size, block_size, block_nr) = if opts.offloads {
-            (VNET_FRAME_SIZE, VNET_BLOCK_SIZE, VNET_BLOCK_NR)
-        } else {
-            let need = (RX_MAC_OFF.max(TX_DATA_OFF) + mtu + 14 + VLAN_HLEN).max(2048);
-            let frame_size = need.next_power_of_two();
-            // SAFETY: sysconf takes an integer and returns one.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-                .unwrap_or(4096)
-                .max(4096);
-            let block_size = frame_size.max(page);
-            (frame_size, block_size, FRAME_NR * frame_size / block_size)
-        };
         let frames_per_block = block_size / frame_size;
         let frame_nr = frames_per_block * block_nr;
         let req = libc::tpacket_req {
@@ -319,6 +363,50 @@ impl AfPacketLink {
             rx_idx: 0,
             tx_idx: 0,
             tx_unsent: 0,
+            counters: LinkCounters::default(),
+            kernel_drops: AtomicU64::new(0),
+            _claim: claim,
+        })
+    }
+
+    /// The rings of an adopted socket, mapped again; reading and writing go
+    /// on at `(rx_idx, tx_idx, tx_unsent)`.
+    fn remap(
+        iface: &str,
+        ifindex: u32,
+        opts: &LinkOptions,
+        fd: OwnedFd,
+        claim: super::claim::Claim,
+        (rx_idx, tx_idx, tx_unsent): (usize, usize, usize),
+    ) -> Result<AfPacketLink, LinkError> {
+        let _ = ifindex;
+        let g = Geometry::of(iface, opts)?;
+        let frames_per_block = g.block_size / g.frame_size;
+        let frame_nr = frames_per_block * g.block_nr;
+        if rx_idx >= frame_nr || tx_idx >= frame_nr || tx_unsent > frame_nr {
+            return Err(LinkError::BadSpec(format!(
+                "af_packet:{iface}: ring positions rx {rx_idx} tx {tx_idx} (+{tx_unsent}) handed over do not fit rings of {frame_nr} slots"
+            )));
+        }
+        let ring_bytes = g.block_nr * g.block_size;
+        let ring = Mmap::shared(fd.as_raw_fd(), 2 * ring_bytes, 0, libc::MAP_POPULATE)?;
+        Ok(AfPacketLink {
+            ring,
+            fd,
+            name: iface.to_string(),
+            mac: g.mac,
+            mtu: g.mtu,
+            mode: format!("tpacket_v2 mmap rx {frame_nr}x{fs} tx {frame_nr}x{fs} (handed over)", fs = g.frame_size),
+            frame_size: g.frame_size,
+            block_size: g.block_size,
+            frames_per_block,
+            frame_nr,
+            ring_bytes,
+            vnet: opts.offloads,
+            tso: g.tso,
+            rx_idx,
+            tx_idx,
+            tx_unsent,
             counters: LinkCounters::default(),
             kernel_drops: AtomicU64::new(0),
             _claim: claim,
@@ -474,6 +562,20 @@ impl AfPacketLink {
 }
 
 impl Link for AfPacketLink {
+    fn hand_over(&mut self) -> Result<super::HandOver, String> {
+        self.flush().map_err(|e| e.to_string())?;
+        let ifindex = sys::ifindex(&self.name).map_err(|e| e.to_string())?;
+        let claim = super::claim::raw_fd(ifindex).ok_or("the interface's claim is not held")?;
+        Ok(super::HandOver {
+            kind: "af_packet".into(),
+            iface: self.name.clone(),
+            fds: vec![self.fd.as_raw_fd(), claim],
+            rx_idx: self.rx_idx,
+            tx_idx: self.tx_idx,
+            tx_unsent: self.tx_unsent,
+        })
+    }
+
     fn info(&self) -> LinkInfo {
         LinkInfo {
             kind: "af_packet".into(),

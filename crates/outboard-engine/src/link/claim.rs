@@ -204,6 +204,30 @@ pub fn claim(iface: &str, ifindex: u32) -> Result<Claim, LinkError> {
     Ok(Claim { netns, ifindex })
 }
 
+/// The claim socket this process holds on `ifindex` (live upgrade: it goes
+/// to the new engine, so the interface is never free in between).
+pub fn raw_fd(ifindex: u32) -> Option<std::os::fd::RawFd> {
+    let netns = netns_id();
+    held()
+        .iter()
+        .find(|h| h.netns == netns && h.ifindex == ifindex)
+        .map(|h| h._sock.as_raw_fd())
+}
+
+/// Takes over a claim socket handed over by the engine being upgraded (its
+/// name stays bound throughout: the old engine's copy and this one are the
+/// same socket).
+pub fn adopt(ifindex: u32, sock: OwnedFd) -> Claim {
+    let netns = netns_id();
+    let mut list = held();
+    if let Some(h) = list.iter_mut().find(|h| h.netns == netns && h.ifindex == ifindex) {
+        h.users += 1;
+        return Claim { netns, ifindex };
+    }
+    list.push(Held { netns, ifindex, users: 1, _sock: sock });
+    Claim { netns, ifindex }
+}
+
 /// For tests of the claim itself: how many claims this process holds on
 /// `ifindex` in the calling thread's namespace.
 pub fn users(ifindex: u32) -> usize {

@@ -290,6 +290,13 @@ pub trait Link: Send {
         false
     }
     fn counters(&self) -> LinkCounters;
+    /// Live upgrade: stops at a frame boundary (what was queued to send is
+    /// flushed) and says what the new engine needs to go on where this link
+    /// stopped: its descriptors (borrowed: this link still owns them) and
+    /// ring positions. Links that cannot be handed over say why.
+    fn hand_over(&mut self) -> Result<HandOver, String> {
+        Err(format!("a {} link cannot be handed over yet (af_packet can)", self.info().kind))
+    }
     /// Offloads this link has on; none unless the link says so.
     fn offloads(&self) -> Offloads {
         Offloads::default()
@@ -385,6 +392,31 @@ pub struct LinkOptions {
     pub offloads: bool,
     /// The engine runs IPv6: AF_XDP's XDP program redirects IPv6 frames too.
     pub ipv6: bool,
+}
+
+/// What a link hands to the engine that upgrades this one (`Link::hand_over`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HandOver {
+    /// The link's kind (`af_packet`) and interface.
+    pub kind: String,
+    pub iface: String,
+    /// The descriptors, in order: the socket, the interface's claim.
+    #[serde(skip)]
+    pub fds: Vec<std::os::fd::RawFd>,
+    /// Next RX slot to read, next TX slot to fill, slots queued and not yet taken by the kernel.
+    pub rx_idx: usize,
+    pub tx_idx: usize,
+    pub tx_unsent: usize,
+}
+
+/// A handed-over link's descriptors, owned by the new engine, and its positions.
+#[derive(Debug)]
+pub struct Adopted {
+    pub socket: std::os::fd::OwnedFd,
+    pub claim: std::os::fd::OwnedFd,
+    pub rx_idx: usize,
+    pub tx_idx: usize,
+    pub tx_unsent: usize,
 }
 
 /// Opens the link a spec names.

@@ -22,6 +22,7 @@ const ALPHA: f64 = 3.0 * (1.0 - BETA) / (1.0 + BETA);
 /// One congestion-avoidance stage (RFC 9438 §4.2: it starts at the first ACK
 /// in congestion avoidance after slow start or recovery).
 #[derive(Debug, Clone, Copy)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Epoch {
     start: Instant,
     /// K in seconds: when the curve reaches its plateau.
@@ -33,6 +34,7 @@ struct Epoch {
 }
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Cubic {
     mss: usize,
     /// Bytes; never below one SMSS.

@@ -20,6 +20,7 @@ const CSS_ROUNDS: u32 = 5;
 
 /// How slow start grows on this ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum Growth {
     /// Standard slow start.
     SlowStart,
@@ -30,6 +31,7 @@ pub enum Growth {
 }
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct HyStart {
     /// Bytes acknowledged so far, and the count that ends the current round.
     acked: u64,

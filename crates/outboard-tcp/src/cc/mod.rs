@@ -10,6 +10,7 @@ use outboard_time::{Duration, Instant};
 
 /// Which congestion controller a connection uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum CcKind {
     #[default]
     NewReno,
@@ -50,6 +51,7 @@ pub trait CongestionControl: core::fmt::Debug {
 
 /// A controller of either kind, without allocation.
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum Controller {
     NewReno(newreno::NewReno),
     Cubic(cubic::Cubic),

@@ -6,6 +6,7 @@ use super::{initial_window, is_cwnd_limited, CongestionControl, ABC_LIMIT_SEGMEN
 use outboard_time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct NewReno {
     mss: usize,
     cwnd: usize,

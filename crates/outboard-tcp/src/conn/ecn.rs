@@ -26,6 +26,7 @@ use outboard_wire::{SeqNumber, TcpFlags, TcpRepr};
 
 /// Who asks for ECN (Linux's `net.ipv4.tcp_ecn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum EcnMode {
     /// Never.
     Off,
@@ -51,6 +52,7 @@ impl core::str::FromStr for EcnMode {
 
 /// A connection's ECN state.
 #[derive(Debug, Clone, Copy, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Ecn {
     /// Negotiated.
     pub ok: bool,

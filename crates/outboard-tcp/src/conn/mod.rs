@@ -57,6 +57,7 @@ const QUICKACK_SEGMENTS: u32 = 16;
 /// Congestion-avoidance state, numbered as Linux's `tcpi_ca_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum CaState {
     #[default]
     Open = 0,
@@ -122,6 +123,7 @@ pub struct ConnInfo {
 /// docs for the call order. The buffers take memory only while they can hold
 /// data (`memory_in_use`; the `memory` module says when they are freed).
 #[derive(Debug)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Connection {
     cfg: Config,
     tuple: FourTuple,
@@ -230,6 +232,7 @@ pub struct Connection {
     want_writable: bool,
     /// During `handle_segment_prefilled` only: the payload that
     /// `prefill_payload` already wrote into the receive ring.
+    #[serde(skip)]
     rx_prefilled: Option<Prefilled>,
     /// Bumped whenever the receive ring's storage is replaced or freed, so
     /// a `Prefilled` from before never vouches for bytes that are gone.
@@ -244,6 +247,21 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection read back from a record (live upgrade, serde): checks
+    /// what the accessors rely on, so a damaged record is an error here and
+    /// never a panic later.
+    pub fn check_restored(&self) -> Result<(), String> {
+        self.send_buf.check().map_err(|e| format!("send buffer: {e}"))?;
+        self.recv_buf.check().map_err(|e| format!("receive buffer: {e}"))?;
+        if self.send_mss == 0 {
+            return Err("send MSS 0".into());
+        }
+        if self.snd_wscale > 14 || self.rcv_wscale > 14 {
+            return Err(format!("window scales {} / {} over 14 (RFC 7323 §2.3)", self.snd_wscale, self.rcv_wscale));
+        }
+        Ok(())
+    }
+
     fn new(cfg: &Config, tuple: FourTuple, state: State, iss: SeqNumber, now: Instant) -> Connection {
         let mss = usize::from(cfg.mss.max(64));
         let cfg = cfg.clone();

@@ -17,6 +17,7 @@ use crate::cc::CongestionControl;
 
 /// RFC 6937 §3 variables for one recovery episode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Prr {
     /// RecoverFS: the FlightSize when recovery began (bytes, > 0).
     pub(super) recover_fs: usize,

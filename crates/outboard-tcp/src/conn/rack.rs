@@ -33,6 +33,7 @@ const REO_WND_PERSIST: u32 = 16;
 
 /// One transmission of a segment.
 #[derive(Debug, Clone, Copy)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Sent {
     start: SeqNumber,
     end: SeqNumber,
@@ -46,6 +47,7 @@ struct Sent {
 
 /// RACK and TLP state (RFC 8985 §5.2, §7).
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Rack {
     /// Transmit log of [SND.UNA, SND.MAX), ordered by sequence number.
     log: VecDeque<Sent>,

@@ -20,6 +20,7 @@ pub(super) const MAX_REORDERING: u32 = 300;
 /// 4015 §3.2 response), kept from the congestion event until the next one
 /// or an RTO.
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Undo {
     /// The controller before the reduction: cwnd, ssthresh and CUBIC's W_max.
     cc: Controller,
@@ -42,6 +43,7 @@ pub(super) struct Undo {
 /// Recovery bookkeeping. The congestion controller only decides cwnd and
 /// ssthresh; which bytes to resend and when is decided here.
 #[derive(Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Recovery {
     pub(super) scoreboard: Scoreboard,
     pub(super) dupacks: u32,

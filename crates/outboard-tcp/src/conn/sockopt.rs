@@ -14,6 +14,7 @@ pub const CORK_CEILING: Duration = Duration::from_millis(200);
 
 /// The options' state (a field of `Connection`).
 #[derive(Debug, Clone, Copy, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct SockOpts {
     /// Corked since then (TCP_CORK or MSG_MORE): partial segments wait.
     corked_at: Option<Instant>,

@@ -6,6 +6,7 @@ use outboard_time::Instant;
 
 /// Every timer a connection can arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) enum Timer {
     /// RFC 6298 retransmission timer (also retransmits SYN and SYN-ACK).
     Retransmit = 0,
@@ -37,6 +38,7 @@ impl Timer {
 
 /// Deadlines, one slot per `Timer`.
 #[derive(Debug, Clone, Copy, Default)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct TimerTable {
     slots: [Option<Instant>; 7],
 }

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 /// a tuple mixing IPv4 and IPv6 is a programming error (`new` checks it in
 /// debug builds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FourTuple {
     pub local: SocketAddr,
     pub remote: SocketAddr,
@@ -29,6 +30,7 @@ impl FourTuple {
 
 /// RFC 9293 §3.3.2 states (LISTEN lives in `table`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum State {
     Closed,
     SynSent,
@@ -44,6 +46,7 @@ pub enum State {
 
 /// What the application should hear about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum Event {
     /// The handshake completed.
     Connected,
@@ -63,6 +66,7 @@ pub enum Event {
 
 /// ICMP errors that concern a connection (RFC 1122 §4.2.3.9, RFC 1191).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum IcmpError {
     /// Fragmentation needed with the next-hop MTU: lowers the MSS.
     FragmentationNeeded { mtu: u16 },
@@ -94,6 +98,7 @@ impl Transmit<'_> {
 
 /// Counters readable from outside (`outboard stat`, TCP_INFO).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct ConnStats {
     pub segments_in: u64,
     pub segments_out: u64,
@@ -149,6 +154,7 @@ pub struct ConnStats {
 
 /// Errors from the application-side calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum Error {
     /// Nothing to read / no room to write right now.
     WouldBlock,

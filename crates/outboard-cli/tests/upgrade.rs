@@ -1,0 +1,367 @@
+//! Live upgrade: `outboard engine --upgrade NAME` takes over from a running
+//! engine (root; each test makes its own lab, gone on drop even when the
+//! test fails):
+//!
+//! - an engine on af_packet is upgraded in place, twice (the second upgrade
+//!   takes its settings from the first new engine): each new engine serves
+//!   the Linux peer byte-exact, the old one exits 0, `stat` shows the new
+//!   pid; a ping at 2 ms intervals runs across both upgrades and the longest
+//!   gap it saw is printed (the blackout as a peer sees it); the `--pcap`
+//!   capture goes on across the engines (each appends) and holds every reply;
+//! - a 256 MiB echo transfer and a request/response loop run through an
+//!   upgrade (of a one-shard engine, and of a two-shard one): both
+//!   connections are handed over, everything comes back byte-exact, and the
+//!   longest gap each saw is printed and under 250 ms;
+//! - a new binary that reads another record version is refused (exit 16),
+//!   the old engine serves on;
+//! - an upgrade while an application (python3's HTTP server under the shim)
+//!   has a board attached is refused (exit 16, boards named) and the
+//!   application serves on;
+//! - a new engine that dies before it confirms (as a crash would) leaves
+//!   the old engine serving (rollback) — a request/response loop runs on
+//!   through it — and a later upgrade still works.
+
+#![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
+
+mod support;
+
+use outboard_lab::LabConfig;
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::engine::{ChildGuard, EngineProc};
+use support::netns::{lab, lab_name, need, ns_command, ns_spawn_lines, skip_unless_root};
+use support::{run_dir, script, text, OUTBOARD};
+
+/// `outboard engine --upgrade NAME` in the engine's namespace, to its end
+/// (an upgrade that succeeds keeps running as the engine: it is waited for
+/// only until its log says it took over).
+fn upgrade(lab: &outboard_lab::Lab, name: &str, env: &[(&str, &str)]) -> Output {
+    let mut c = ns_command(lab.engine_ns(), Duration::from_secs(30), 5, &[OUTBOARD, "engine", "--upgrade", name]);
+    c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run outboard engine --upgrade")
+}
+
+/// A successful upgrade: the new engine's process, its log file, and the
+/// pause it logged.
+struct Upgraded {
+    engine: EngineProc,
+    pause_ms: f64,
+    connections: u64,
+    /// The new engine's `engine_upgraded` line.
+    line: String,
+}
+
+/// Runs `--upgrade NAME` in the background as the engine to be, waits for
+/// its `engine_upgraded` line and for the old engine to exit 0.
+fn upgrade_ok(lab: &outboard_lab::Lab, name: &str, mut old: EngineProc, n: u32) -> Upgraded {
+    let log = std::env::temp_dir().join(format!("outboard-test-{name}-up{n}-{}.log", std::process::id()));
+    let logf = std::fs::File::create(&log).expect("log");
+    let child = Command::new("ip")
+        .args(["netns", "exec", lab.engine_ns(), OUTBOARD, "engine", "--upgrade", name])
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().expect("log"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn the upgrade");
+    let mut new = EngineProc { child, name: name.to_string(), log };
+    let t0 = Instant::now();
+    let line = loop {
+        if let Some(l) = new.log_text().lines().find(|l| l.contains("engine_upgraded")) {
+            break l.to_string();
+        }
+        if let Ok(Some(st)) = new.child.try_wait() {
+            panic!("the upgrade exited ({st}): {}\nold engine: {}", new.log_text(), old.log_text());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no engine_upgraded line: {}", new.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let old_pid = old.child.id();
+    assert!(line.contains(&format!("old_pid={old_pid}")), "{line}");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Ok(Some(st)) = old.child.try_wait() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "the old engine {old_pid} did not exit: {}", old.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "the old engine exited {status}: {}", old.log_text());
+    assert!(old.log_text().contains("engine_handed_over"), "{}", old.log_text());
+    assert!(!std::path::Path::new(&format!("/proc/{old_pid}")).exists(), "old pid {old_pid} is gone");
+    let pause_ms = line
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("pause_ms="))
+        .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("pause_ms in {line}"));
+    let connections = line
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("connections="))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("connections in {line}"));
+    let st = new.stat();
+    assert_eq!(st["pid"].as_u64(), Some(u64::from(new.child.id())), "stat answers from the new engine");
+    Upgraded { engine: new, pause_ms, connections, line }
+}
+
+/// The interop echo client from the Linux side: BYTES echoed byte-exact.
+fn echo(lab: &outboard_lab::Lab, bytes: u64) -> Value {
+    let o = ns_command(
+        lab.linux_ns(),
+        Duration::from_secs(60),
+        5,
+        &["python3", &script("interop_echo_client.py"), &lab.engine_addr().to_string(), "7", &bytes.to_string(), "50"],
+    )
+    .output()
+    .expect("echo client");
+    assert!(o.status.success(), "echo of {bytes} bytes: {}", text(&o));
+    serde_json::from_slice(o.stdout.trim_ascii()).unwrap_or(Value::Null)
+}
+
+/// Ping at 2 ms intervals from the Linux side for `secs`, in the background.
+fn ping_bg(lab: &outboard_lab::Lab, secs: u32) -> ChildGuard {
+    let mut c = ns_command(
+        lab.linux_ns(),
+        Duration::from_secs(u64::from(secs) + 10),
+        2,
+        &["ping", "-n", "-D", "-i", "0.002", "-W", "1", "-w", &secs.to_string(), &lab.engine_addr().to_string()],
+    );
+    ChildGuard::spawn_lines(&mut c, Duration::from_secs(2))
+}
+
+/// (replies, longest gap between two replies in ms) from `ping -D` lines.
+fn ping_gaps(lines: &[String]) -> (usize, f64) {
+    let times: Vec<f64> = lines
+        .iter()
+        .filter(|l| l.contains("bytes from"))
+        .filter_map(|l| l.strip_prefix('[')?.split(']').next()?.parse::<f64>().ok())
+        .collect();
+    let gap = times.windows(2).map(|w| (w[1] - w[0]) * 1e3).fold(0.0, f64::max);
+    (times.len(), gap)
+}
+
+fn start(lab: &outboard_lab::Lab, name: &str) -> EngineProc {
+    EngineProc::in_lab(lab, name, "af_packet", &["--services", "echo,discard"])
+}
+
+#[test]
+fn an_idle_engine_is_upgraded_in_place_twice_and_serves_on() {
+    if skip_unless_root("an_idle_engine_is_upgraded_in_place_twice_and_serves_on") {
+        return;
+    }
+    need("ping", "iputils-ping");
+    let name = lab_name("upg");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let pcap = std::env::temp_dir().join(format!("outboard-test-{name}-{}.pcap", std::process::id()));
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &["--services", "echo,discard", "--pcap", &pcap.to_string_lossy()]);
+    echo(&lab, 1 << 20);
+    let mut ping = ping_bg(&lab, 4);
+    std::thread::sleep(Duration::from_millis(500));
+    let first = upgrade_ok(&lab, &eng, e, 1);
+    echo(&lab, 1 << 20);
+    std::thread::sleep(Duration::from_millis(300));
+    // The second upgrade takes its settings from the first new engine's record.
+    let second = upgrade_ok(&lab, &eng, first.engine, 2);
+    let (_, lines) = ping.finish_lines(Duration::from_secs(15));
+    let (replies, gap) = ping_gaps(&lines);
+    let r = echo(&lab, 4 << 20);
+    println!(
+        "upgrade: engine pause {:.2} ms and {:.2} ms; ping every 2 ms across both: {replies} replies, longest gap {gap:.1} ms; echo after: {r}",
+        first.pause_ms, second.pause_ms
+    );
+    assert!(replies > 100, "ping answered across the upgrades: {lines:?}");
+    assert!(gap < 250.0, "longest ping gap {gap:.1} ms over the 250 ms goal");
+    let st = second.engine.stat();
+    assert_eq!(st["link"]["kind"], "af_packet");
+    let log = second.engine.stop();
+    assert!(log.contains("engine_upgraded"), "{log}");
+    // One capture across the three engines: each new one appended to it.
+    if support::netns::have("tshark") {
+        let o = Command::new("tshark").args(["-r", &pcap.to_string_lossy(), "-Y", "icmp.type == 0"]).output().expect("tshark");
+        let replies = String::from_utf8_lossy(&o.stdout).lines().count();
+        assert!(o.status.success() && replies >= replies_seen(&lines), "the capture holds every ping reply ({replies}): {}", text(&o));
+    }
+    let _ = std::fs::remove_file(&pcap);
+}
+
+/// Ping replies the Linux side got.
+fn replies_seen(lines: &[String]) -> usize {
+    lines.iter().filter(|l| l.contains("bytes from")).count()
+}
+
+/// `upgrade_client.py MODE` from the Linux side, in the background, once it
+/// says it is connected.
+fn client_bg(lab: &outboard_lab::Lab, mode: &str, amount: &str) -> ChildGuard {
+    let c = ns_spawn_lines(
+        lab.linux_ns(),
+        120,
+        &["python3", &script("upgrade_client.py"), mode, &lab.engine_addr().to_string(), "7", amount, "100"],
+        false,
+    );
+    let first = c.line(Duration::from_secs(10));
+    assert!(first.as_deref().is_some_and(|l| l.contains("ready")), "{mode} client: {first:?}");
+    c
+}
+
+/// The client's last JSON line, once it ended with exit 0.
+fn client_done(mut c: ChildGuard, what: &str) -> Value {
+    let (st, lines) = c.finish_lines(Duration::from_secs(100));
+    let last = lines.last().cloned().unwrap_or_default();
+    assert!(st.is_some_and(|s| s.success()), "{what}: {st:?} {lines:?}");
+    serde_json::from_str(&last).unwrap_or_else(|e| panic!("{what}: {e}: {last}"))
+}
+
+#[test]
+fn a_transfer_and_a_request_response_loop_run_through_an_upgrade_byte_exact() {
+    if skip_unless_root("a_transfer_and_a_request_response_loop_run_through_an_upgrade_byte_exact") {
+        return;
+    }
+    under_load("upgc", &[]);
+}
+
+#[test]
+fn a_two_shard_engine_is_upgraded_under_load_byte_exact() {
+    if skip_unless_root("a_two_shard_engine_is_upgraded_under_load_byte_exact") {
+        return;
+    }
+    under_load("upg2", &["--shards", "2"]);
+}
+
+/// A transfer and a loop through an upgrade of an engine with `extra` flags.
+fn under_load(tag: &str, extra: &[&str]) {
+    let name = lab_name(tag);
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[&["--services", "echo,discard"], extra].concat());
+    // 256 MiB echoed (the 1 GiB run: OUTBOARD_UPGRADE_TEST_BYTES), and a ping-pong loop.
+    let bytes: u64 = std::env::var("OUTBOARD_UPGRADE_TEST_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(256 << 20);
+    let stream = client_bg(&lab, "stream", &bytes.to_string());
+    let rr = client_bg(&lab, "rr", "4");
+    std::thread::sleep(Duration::from_millis(700));
+    let before = e.stat();
+    let open = before["connections"].as_array().map_or(0, |c| c.len());
+    assert!(open >= 2, "both connections open before the upgrade: {}", before["connections"]);
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    assert!(up.connections >= 2, "connections handed over: {}", up.connections);
+    let shards = extra.iter().position(|a| *a == "--shards").map_or("1", |i| extra[i + 1]);
+    assert!(up.line.contains(&format!("shards={shards}")), "every shard handed over: {}", up.line);
+    assert_eq!(up.engine.stat()["shards"].as_array().map_or(1, |v| v.len()).to_string(), shards, "the new engine's shards");
+    let s = client_done(stream, "stream across the upgrade");
+    let r = client_done(rr, "request/response across the upgrade");
+    println!(
+        "upgrade under load ({extra:?}): {} connections handed over, engine pause {:.2} ms; {bytes}-byte echo: longest gap {} ms; request/response: {} requests, slowest {} ms",
+        up.connections, up.pause_ms, s["max_gap_ms"], r["requests"], r["max_rtt_ms"]
+    );
+    assert_eq!(s["ok"], true, "{s}");
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
+    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+    let st = up.engine.stat();
+    assert!(st["stack"]["tcp_resets_out"].as_u64().unwrap_or(0) == 0, "no reset: {}", st["stack"]);
+    up.engine.stop();
+}
+
+#[test]
+fn an_incompatible_record_version_is_refused_and_the_old_engine_serves_on() {
+    if skip_unless_root("an_incompatible_record_version_is_refused_and_the_old_engine_serves_on") {
+        return;
+    }
+    let name = lab_name("upgv");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    let o = upgrade(&lab, &eng, &[("OUTBOARD_UPGRADE_READS", "99")]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("incompatible upgrade record"), "{}", text(&o));
+    echo(&lab, 1 << 20);
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
+    // Settings beside --upgrade are a usage error: they come from the running engine.
+    let o = support::outboard(&["engine", "--upgrade", &eng, "--link", "af_packet:x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // No engine of that name: refused, nothing started.
+    let o = upgrade(&lab, &format!("{name}-none"), &[]);
+    assert_eq!(o.status.code(), Some(16), "{}", text(&o));
+    assert!(text(&o).contains("no engine named"), "{}", text(&o));
+    e.stop();
+}
+
+#[test]
+fn a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one() {
+    if skip_unless_root("a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one") {
+        return;
+    }
+    let name = lab_name("upgr");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    let pid = e.child.id();
+    let rr = client_bg(&lab, "rr", "3");
+    std::thread::sleep(Duration::from_millis(300));
+    let o = upgrade(&lab, &eng, &[("OUTBOARD_UPGRADE_FAIL", "before-confirm")]);
+    assert!(!o.status.success(), "the new engine died: {}", text(&o));
+    // The old engine resumed: it serves, on its own rings, the same pid.
+    let (_, took) = e.poll_stat(Duration::from_secs(5), Duration::from_millis(20), |_| true);
+    assert!(took.is_some());
+    echo(&lab, 4 << 20);
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(pid)));
+    let t0 = Instant::now();
+    while !e.log_text().contains("upgrade_rolled_back") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "rollback logged: {}", e.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And a real upgrade afterwards finds everything as it should be,
+    // the loop's connection included.
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    echo(&lab, 4 << 20);
+    let r = client_done(rr, "request/response across a rollback and an upgrade");
+    assert_eq!(r["ok"], true, "{r}");
+    println!("rollback then upgrade: request/response {} requests, slowest {} ms", r["requests"], r["max_rtt_ms"]);
+    up.engine.stop();
+}
+
+#[test]
+fn an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on() {
+    if skip_unless_root("an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on") {
+        return;
+    }
+    need("curl", "curl");
+    let name = lab_name("upgb");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = start(&lab, &eng);
+    // python3's HTTP server under the shim: its board is attached to the engine.
+    let mut server = ns_command(lab.engine_ns(), Duration::from_secs(60), 3, &[OUTBOARD, "run", "--name", &eng, "--shim"]);
+    server
+        .arg(support::shim_lib())
+        .args(["--", "python3", "-m", "http.server", "8080"])
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let server = ChildGuard::new(server.spawn().expect("the shim server"), Duration::from_secs(2));
+    let url = format!("http://{}:8080/", lab.engine_addr());
+    let get = || {
+        ns_command(lab.linux_ns(), Duration::from_secs(10), 2, &["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", &url])
+            .output()
+            .expect("curl")
+    };
+    let t0 = Instant::now();
+    let code = |o: Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+    while code(get()) != "200" {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the shim server never answered: {}", e.log_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = upgrade(&lab, &eng, &[]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("application board"), "{}", text(&o));
+    // Nothing changed for the application or the engine.
+    assert_eq!(code(get()), "200", "the application serves on");
+    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
+    drop(server);
+    e.stop();
+}
