@@ -154,10 +154,25 @@ pub struct TcpOptions {
 
 /// A TCP Fast Open cookie (RFC 7413 §4.1.1): 4 to 16 bytes, an even count
 /// (as Linux's `tcp_parse_fastopen_option` takes them), or empty (a request).
-#[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "Vec<u8>", into = "Vec<u8>")]
 pub struct FastOpenCookie {
     len: u8,
     bytes: [u8; 16],
+}
+
+/// A cookie in a saved record (a live upgrade's): its bytes, checked as on the wire.
+impl TryFrom<Vec<u8>> for FastOpenCookie {
+    type Error = &'static str;
+    fn try_from(bytes: Vec<u8>) -> core::result::Result<FastOpenCookie, &'static str> {
+        FastOpenCookie::new(&bytes).ok_or("a Fast Open cookie is empty or 4 to 16 bytes of an even count")
+    }
+}
+
+impl From<FastOpenCookie> for Vec<u8> {
+    fn from(c: FastOpenCookie) -> Vec<u8> {
+        c.as_bytes().to_vec()
+    }
 }
 
 impl FastOpenCookie {

@@ -25,7 +25,7 @@ use outboard_wire::tcp::MAX_OPTIONS_LEN;
 use outboard_wire::{FastOpenCookie, SeqNumber, TcpRepr};
 
 /// What a connection knows of Fast Open.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct FastOpen {
     /// Client: the cookie for our SYN (empty: a request); None: not used.
     client: Option<FastOpenCookie>,
@@ -46,7 +46,7 @@ pub(super) struct FastOpen {
 }
 
 /// What the SYN-ACK told an active Fast Open (`Connection::take_fast_open_report`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FastOpenReport {
     /// The cookie the SYN-ACK carried (non-empty), to cache for the destination.
     pub cookie: Option<FastOpenCookie>,
