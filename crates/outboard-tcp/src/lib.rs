@@ -33,5 +33,5 @@ pub mod syncookie;
 
 pub use cc::CcKind;
 pub use config::Config;
-pub use conn::{ConnStats, Connection, EcnMode, Error, Event, FourTuple, IcmpError, Prefilled, State, Transmit};
+pub use conn::{ConnStats, Connection, EcnMode, Error, MtuProbing, Event, FourTuple, IcmpError, Prefilled, State, Transmit};
 pub use ring::RingStorage;

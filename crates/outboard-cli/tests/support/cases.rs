@@ -59,6 +59,16 @@ impl Nft<'_> {
         assert!(self.cmd(&format!("add chain inet {t} out {{ type filter hook output priority 0 ; }}")));
         assert!(self.cmd(&format!("add rule inet {t} out tcp sport {port} drop")));
     }
+    /// Drops the ICMP errors that carry a path MTU (fragmentation needed,
+    /// packet too big) that the namespace sends: a path MTU black hole.
+    pub fn drop_icmp_too_big(&self) {
+        let t = self.table;
+        let _ = self.cmd(&format!("delete table inet {t}"));
+        assert!(self.cmd(&format!("add table inet {t}")));
+        assert!(self.cmd(&format!("add chain inet {t} out {{ type filter hook output priority 0 ; }}")));
+        assert!(self.cmd(&format!("add rule inet {t} out icmp type destination-unreachable icmp code frag-needed drop")));
+        assert!(self.cmd(&format!("add rule inet {t} out icmpv6 type packet-too-big drop")));
+    }
     pub fn clear(&self) {
         let _ = self.cmd(&format!("delete table inet {}", self.table));
     }

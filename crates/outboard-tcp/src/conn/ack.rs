@@ -129,6 +129,7 @@ impl Connection {
             self.snd_nxt = ack;
         }
         self.rto_count = 0;
+        self.blackhole_on_progress();
         let rtt = self.rtt_sample(now, repr);
         if let Some(d) = rtt {
             self.rtt.on_sample(d);

@@ -9,7 +9,8 @@
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
 //! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
 //! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
-//! RACK-TLP loss detection and tail loss probes), `output` (what
+//! RACK-TLP loss detection and tail loss probes), `blackhole` (RFC 4821
+//! black-hole detection), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
@@ -17,6 +18,7 @@
 //! fused receive checksum).
 
 mod ack;
+mod blackhole;
 mod ecn;
 mod in_place;
 mod input;
@@ -32,6 +34,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use blackhole::MtuProbing;
 pub use ecn::EcnMode;
 pub use in_place::Prefilled;
 pub use types::{ConnStats, Error, Event, FourTuple, IcmpError, State, Transmit};
@@ -234,6 +237,8 @@ pub struct Connection {
     ecn: ecn::Ecn,
     /// TCP_CORK, TCP_USER_TIMEOUT (`sockopt`).
     sockopt: sockopt::SockOpts,
+    /// RFC 4821 black-hole detection (`blackhole`).
+    blackhole: blackhole::BlackHole,
     stats: ConnStats,
 }
 
@@ -305,6 +310,7 @@ impl Connection {
             recv_epoch: 0,
             ecn: ecn::Ecn::default(),
             sockopt: sockopt::SockOpts::default(),
+            blackhole: blackhole::BlackHole::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -611,6 +617,7 @@ impl Connection {
         s.reordering = self.rec.reordering;
         s.ecn = self.ecn.ok;
         s.ecn_reductions = self.ecn.reductions;
+        s.blackhole_events = self.blackhole.events;
         s
     }
 

@@ -429,6 +429,9 @@ impl Connection {
         if !syn_phase {
             self.cc.on_rto(now, flight);
         }
+        if !syn_phase {
+            self.blackhole_on_rto(now, self.rtt.rto());
+        }
         // RTO recovery is not undone (F-RTO is not implemented).
         self.rec.undo = None;
         // Linux `tcp_enter_loss`: a timeout outside recovery while several

@@ -1,0 +1,95 @@
+//! RFC 4821 §7.x black-hole detection, as Linux's `tcp_mtu_probing = 1`: a
+//! path that drops large segments and sends no ICMP (so path MTU discovery
+//! never hears of it) still works, because repeated retransmission timeouts
+//! make the connection fall back to a small segment size.
+//!
+//! Linux (`tcp_write_timeout` → `tcp_mtu_probing`): on a retransmission
+//! timeout, once the retransmissions have lasted as long as `tcp_retries1`
+//! (3) backed-off minimum RTOs would (`retransmits_timed_out`: (2⁴ − 1) ×
+//! 200 ms = 3 s since the first retransmitted segment was sent), the first
+//! such timeout enables MTU probing with `search_low` at `tcp_base_mss`
+//! (1024 payload bytes), which caps the segment size; every later such
+//! timeout halves it, `min(tcp_base_mss, low / 2)`, but not below
+//! `tcp_mtu_probe_floor` (48). The payload size never grows past what the
+//! peer's MSS and path MTU discovery allow.
+//!
+//! Not built: Linux's upward probing (single larger probe segments, and
+//! re-probing every `tcp_probe_interval`, 600 s); once lowered, the segment
+//! size stays for the connection's life.
+
+use super::Connection;
+use outboard_time::{Duration, Instant};
+
+/// Who may lower the segment size on black-hole timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MtuProbing {
+    /// Never (Linux's `tcp_mtu_probing = 0`).
+    Off,
+    /// When repeated timeouts suggest a black hole (Linux's default, 1).
+    #[default]
+    BlackHole,
+}
+
+impl core::str::FromStr for MtuProbing {
+    type Err = String;
+    /// `off` or `on` (or Linux's `tcp_mtu_probing` numbers 0 and 1).
+    fn from_str(s: &str) -> Result<MtuProbing, String> {
+        match s {
+            "off" | "0" => Ok(MtuProbing::Off),
+            "on" | "1" => Ok(MtuProbing::BlackHole),
+            "2" => Err("2 (always probe) is not supported: use off or on".into()),
+            _ => Err(format!("{s:?}: use off or on")),
+        }
+    }
+}
+
+/// Linux's `tcp_retries1`: retransmissions "before black-hole detection and
+/// route re-validation".
+const RETRIES1: u32 = 3;
+/// Linux's `TCP_RTO_MIN`, the base of `tcp_model_timeout`.
+const RTO_BASE: Duration = Duration::from_millis(200);
+
+/// A connection's black-hole state.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct BlackHole {
+    /// When the head segment of the current timeout episode was sent (Linux's
+    /// `retrans_stamp`); None while no retransmission timeout is in progress.
+    pub episode_start: Option<Instant>,
+    /// Linux's `icsk_mtup.search_low` as a payload size, once enabled.
+    pub low_mss: Option<usize>,
+    /// Times the segment size was lowered for a black hole.
+    pub events: u64,
+}
+
+impl Connection {
+    /// Called by `on_rto` before backing off, with the RTO that just expired.
+    pub(super) fn blackhole_on_rto(&mut self, now: Instant, expired_rto: Duration) {
+        if self.cfg.mtu_probing == MtuProbing::Off {
+            return;
+        }
+        let start = *self.blackhole.episode_start.get_or_insert(now - expired_rto);
+        // `retransmits_timed_out(sk, tcp_retries1, 0)`: at least one earlier
+        // timeout, and (2 << 3) − 1 minimum RTOs since the head was sent.
+        let threshold = RTO_BASE.saturating_mul((2u32 << RETRIES1) - 1);
+        if self.rto_count <= 1 || now.saturating_duration_since(start) < threshold {
+            return;
+        }
+        let base = usize::from(self.cfg.base_mss);
+        let floor = usize::from(self.cfg.mtu_probe_floor);
+        let low = match self.blackhole.low_mss {
+            None => base,
+            Some(low) => (low / 2).min(base).max(floor),
+        };
+        self.blackhole.low_mss = Some(low);
+        let opt = self.send_mss - self.data_mss().min(self.send_mss);
+        if low + opt < self.send_mss {
+            self.blackhole.events += 1;
+            self.set_send_mss(low + opt);
+        }
+    }
+
+    /// Progress: the timeout episode is over.
+    pub(super) fn blackhole_on_progress(&mut self) {
+        self.blackhole.episode_start = None;
+    }
+}
