@@ -8,7 +8,7 @@ use libc::{c_int, c_void, socklen_t};
 use outboard_board::proto::opt;
 use std::time::Duration;
 
-/// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_snd_wnd`.
+/// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_total_rto_time` (Linux 6.7).
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
 pub struct LinuxTcpInfo {
@@ -67,8 +67,13 @@ pub struct LinuxTcpInfo {
     pub reord_seen: u32,
     pub rcv_ooopack: u32,
     pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    pub rehash: u32,
+    pub total_rto: u16,
+    pub total_rto_recoveries: u16,
+    pub total_rto_time: u32,
 }
-const _: () = assert!(std::mem::size_of::<LinuxTcpInfo>() == 232);
+const _: () = assert!(std::mem::size_of::<LinuxTcpInfo>() == 248);
 
 /// Fills Linux's tcp_info from what the engine publishes.
 pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
@@ -96,6 +101,23 @@ pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
             t.bytes_received = i.bytes_received;
             t.segs_out = i.segs_out;
             t.segs_in = i.segs_in;
+            t.app_limited = u8::from(i.delivery_rate_app_limited);
+            t.delivery_rate = i.delivery_rate;
+            t.delivered = i.delivered;
+            t.delivered_ce = i.delivered_ce;
+            t.bytes_sent = i.bytes_sent;
+            t.bytes_retrans = i.bytes_retrans;
+            t.dsack_dups = i.dsack_dups;
+            t.reord_seen = i.reord_seen;
+            t.reordering = i.reordering;
+            t.rcv_ooopack = i.rcv_ooopack;
+            t.snd_wnd = i.snd_wnd;
+            t.rcv_wnd = i.rcv_wnd;
+            t.total_rto = i.total_rto;
+            t.total_rto_recoveries = i.total_rto_recoveries;
+            t.total_rto_time = i.total_rto_time;
+            t.notsent_bytes = i.notsent;
+            t.min_rtt = i.min_rtt_us;
             // The path MTU the MSS came from: IPv4 and TCP headers, and the timestamp option when in use.
             let ts = if i.options & outboard_api::TCPI_OPT_TIMESTAMPS != 0 { 12 } else { 0 };
             t.pmtu = i.snd_mss + 40 + ts;

@@ -60,6 +60,9 @@ impl Connection {
                 self.recovery_on_dup_ack(now);
             }
         }
+        if let Some((l, r)) = dsack {
+            self.rate.dsack_dups += seq_sub(r, l).div_ceil(self.data_mss().max(1)) as u64;
+        }
         if self.sack_ok {
             // RFC 8985 §6.2: RACK, then §7.4 TLP loss detection; a loss RACK
             // finds at SND.UNA starts fast recovery without DupThresh.
@@ -84,6 +87,8 @@ impl Connection {
                 self.prr_on_ack(delivered, self.snd_una > prior_una);
             }
         }
+        let ece = self.ecn.ok && repr.flags.contains(outboard_wire::TcpFlags::ECE);
+        self.rate_on_ack(now, seq_sub(self.snd_una, prior_una) + newly_sacked, ece);
         // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
         // a newer segment (SND.WL1/WL2).
         if ack >= self.snd_una && (self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack)) {
@@ -127,6 +132,11 @@ impl Connection {
         self.snd_una = ack;
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
+        }
+        if self.rto_count > 0 {
+            if let Some(t) = self.rate.rto_since.take() {
+                self.rate.rto_time += now.saturating_duration_since(t);
+            }
         }
         self.rto_count = 0;
         self.blackhole_on_progress();

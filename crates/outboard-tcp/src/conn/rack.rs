@@ -42,6 +42,8 @@ struct Sent {
     rexmit: bool,
     /// Already counted as delivered by a SACK.
     sacked: bool,
+    /// For the delivery-rate sample (`rate`).
+    tx: super::rate::TxRate,
 }
 
 /// RACK and TLP state (RFC 8985 §5.2, §7).
@@ -130,6 +132,7 @@ impl Connection {
         if !self.sack_ok || end <= seq {
             return;
         }
+        let tx = self.rate_on_send(now, self.rec.rack.log.is_empty());
         let r = &mut self.rec.rack;
         let log_end = r.log.back().map_or(seq, |s| s.end);
         if seq < log_end {
@@ -144,11 +147,12 @@ impl Connection {
                 s.at = now;
                 s.rexmit = true;
                 s.sacked = false;
+                s.tx = tx;
             }
         }
         let new_from = seq.max(log_end);
         if end > new_from {
-            r.log.push_back(Sent { start: new_from, end, at: now, rexmit: false, sacked: false });
+            r.log.push_back(Sent { start: new_from, end, at: now, rexmit: false, sacked: false, tx });
         }
     }
 
@@ -182,6 +186,18 @@ impl Connection {
             }
         };
         let (mut xmit, mut end_seq, mut rtt) = (r.xmit_ts, r.end_seq, r.rtt);
+        // The newest transmission this ACK delivers gives the rate sample.
+        let mut newest: Option<(super::rate::TxRate, Instant)> = None;
+        let mut min_rtt_us: Option<Duration> = None;
+        let mut note = |s: &Sent| {
+            if newest.is_none_or(|(_, at)| s.at >= at) {
+                newest = Some((s.tx, s.at));
+            }
+            if !s.rexmit {
+                let rtt = now.saturating_duration_since(s.at);
+                min_rtt_us = Some(min_rtt_us.map_or(rtt, |m| m.min(rtt)));
+            }
+        };
         while let Some(s) = r.log.front().copied() {
             if s.end > una {
                 if s.start < una {
@@ -191,6 +207,7 @@ impl Connection {
             }
             r.log.pop_front();
             if !s.sacked {
+                note(&s);
                 delivered(&s, &mut xmit, &mut end_seq, &mut rtt);
             }
         }
@@ -205,11 +222,19 @@ impl Connection {
                 }
                 if !s.sacked && s.start >= l && s.end <= rr {
                     s.sacked = true;
+                    note(s);
                     delivered(s, &mut xmit, &mut end_seq, &mut rtt);
                 }
             }
         }
         (r.xmit_ts, r.end_seq, r.rtt) = (xmit, end_seq, rtt);
+        if let Some(rtt) = min_rtt_us {
+            self.rate.min_rtt = Some(self.rate.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+        if let Some((tx, at)) = newest {
+            self.rate_on_delivered(tx, at);
+        }
+        let r = &mut self.rec.rack;
         // Step 4: a D-SACK means the reordering window was too small; widen it
         // once per round trip, and keep it wide for 16 recoveries.
         if dsack.is_some() {

@@ -317,6 +317,7 @@ impl Connection {
         if let Some(s) = low {
             // RFC 8985 §6.2 step 3: RACK.reordering_seen.
             self.rec.rack.reordering_seen = true;
+            self.rate.reord_seen += 1;
             self.note_reordering(seq_sub(high, s));
         }
     }
@@ -414,6 +415,11 @@ impl Connection {
         let peer_alive = self.snd_wnd == 0 && now.saturating_duration_since(self.last_rx) < self.cfg.max_rto;
         if !peer_alive || syn_phase {
             self.rto_count += 1;
+        }
+        if self.rate.rto_since.is_none() && !syn_phase {
+            // Linux's `tcp_retransmit_timer`: a new timeout episode.
+            self.rate.rto_recoveries += 1;
+            self.rate.rto_since = Some(now);
         }
         let limit = match self.state {
             State::SynSent => self.cfg.max_syn_retransmits,

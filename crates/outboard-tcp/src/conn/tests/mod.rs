@@ -11,6 +11,7 @@ mod memory;
 mod options;
 mod prr;
 mod rack;
+mod rate;
 mod recovery;
 mod reorder;
 mod robust;
