@@ -31,6 +31,8 @@ impl Connection {
         let blocks = repr.options.sack;
         let blocks = blocks.as_slice();
         let dsack = dsack_block(ack, blocks);
+        let was_in_recovery = self.rec.in_recovery;
+        let mut dup_ack = false;
         let newly_sacked = if self.sack_ok {
             self.detect_reordering(ack, blocks);
             self.dsack_check(now, ack, blocks);
@@ -57,8 +59,19 @@ impl Connection {
                 payload_len == 0 && wnd == self.snd_wnd
             };
             if dup {
+                dup_ack = true;
                 self.recovery_on_dup_ack(now);
             }
+        }
+        if !self.sack_ok && self.rec.in_recovery {
+            // RFC 6937 §3 without SACK: the ACK that starts recovery delivered
+            // one segment; later ones as `prr_reno_delivered` estimates.
+            let delivered = if was_in_recovery {
+                self.prr_reno_delivered(seq_sub(self.snd_una, prior_una), dup_ack)
+            } else {
+                self.data_mss()
+            };
+            self.prr_on_ack(delivered, self.snd_una > prior_una);
         }
         if let Some((l, r)) = dsack {
             self.rate.dsack_dups += seq_sub(r, l).div_ceil(self.data_mss().max(1)) as u64;

@@ -126,6 +126,19 @@ impl Connection {
 
     /// Fast retransmit / partial ACK, then RFC 6675 NextSeg rule (1).
     fn next_retransmission(&mut self) -> Option<(SeqNumber, usize, bool)> {
+        if let Some(seq) = self.rec.rack_rexmit {
+            if seq < self.snd_una || seq >= self.snd_max {
+                self.rec.rack_rexmit = None;
+            } else if self.cwnd_allowance() >= self.payload_cap() {
+                self.rec.rack_rexmit = None;
+                let (full, fin) = self.sent_segment_at(seq);
+                let len = if self.sack_ok { full.min(self.unsacked_run(seq)) } else { full };
+                let fin = fin && len == full;
+                if len > 0 || fin {
+                    return Some((seq, len, fin));
+                }
+            }
+        }
         if self.rec.rexmit_una {
             self.rec.rexmit_una = false;
             if self.snd_una < self.snd_max {
@@ -309,7 +322,7 @@ impl Connection {
         let new_data = kind == SegKind::Data && len > 0 && seq + len > self.snd_max;
         match kind {
             SegKind::Data => {
-                if self.rec.in_recovery && self.sack_ok {
+                if self.rec.in_recovery {
                     self.prr_on_send(end - seq);
                 }
                 if seq < self.snd_max {
