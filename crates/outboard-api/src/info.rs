@@ -74,8 +74,10 @@ pub struct TcpInfo {
     pub total_rto: u16,
     pub total_rto_recoveries: u16,
     pub total_rto_time: u32,
-    /// Bytes queued and not yet sent.
+    /// Bytes the engine's connection holds and has not sent yet.
     pub notsent: u32,
+    /// Bytes sent and not yet acknowledged.
+    pub in_flight: u32,
     /// Lowest RTT seen, microseconds (0 before a sample).
     pub min_rtt_us: u32,
 }
@@ -166,6 +168,7 @@ impl Stream {
             total_rto_recoveries: (w32(status::TOTAL_RTOS) >> 16) as u16,
             total_rto_time: w32(status::TOTAL_RTO_TIME),
             notsent: w32(status::NOTSENT),
+            in_flight: w32(status::IN_FLIGHT),
             min_rtt_us: w32(status::MIN_RTT_US),
         }
     }

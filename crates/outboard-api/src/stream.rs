@@ -277,6 +277,12 @@ impl Stream {
         let i = self.board.inner.borrow();
         self.stream_error(&i)
     }
+    /// Bytes written and not yet sent (Linux's SIOCOUTQNSD): those not
+    /// acknowledged less those in flight, as the engine last published.
+    pub fn notsent(&self) -> u64 {
+        let in_flight = u64::from(self.tcp_info().in_flight);
+        self.unacked().0.saturating_sub(in_flight)
+    }
     /// Bytes written but not yet acknowledged, and the transmit region's size.
     pub fn unacked(&self) -> (u64, u64) {
         let i = self.board.inner.borrow();

@@ -42,7 +42,8 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// congestion control (a version-3 engine would ignore them silently).
 /// 5: the status record carries more of TCP_INFO (delivery rate, delivered,
 /// D-SACK, reordering, windows, RTO totals, min RTT) and the stream's unsent
-/// bytes (`notsent`, for TCP_NOTSENT_LOWAT and SIOCOUTQNSD).
+/// bytes (`notsent`) and bytes in flight (`in_flight`, for
+/// TCP_NOTSENT_LOWAT and SIOCOUTQNSD).
 pub const VERSION: u32 = 5;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
@@ -274,7 +275,9 @@ pub struct EndpointStatus {
     pub total_retrans: u32,
     pub segs_out: u32,
     pub segs_in: u32,
-    pub _pad2: u32,
+    /// Bytes sent and not yet acknowledged: the application's unacknowledged
+    /// bytes less these are not sent yet (SIOCOUTQNSD, TCP_NOTSENT_LOWAT).
+    pub in_flight: u32,
     pub retrans_bytes: u64,
     /// The endpoint's addresses (listeners and datagram sockets: local
     /// only), written before the endpoint's id is published.
@@ -336,6 +339,7 @@ pub mod status {
     pub const RETRANS_BYTES: usize = 144;
     pub const LOCAL: usize = 152;
     pub const REMOTE: usize = 176;
+    pub const IN_FLIGHT: usize = 140;
     pub const NOTSENT: usize = 80;
     pub const MIN_RTT_US: usize = 84;
     pub const DELIVERY_RATE: usize = 200;
@@ -430,6 +434,7 @@ const _: () = {
     assert!(offset_of!(EndpointStatus, segs_in) == status::SEGS_IN);
     assert!(offset_of!(EndpointStatus, retrans_bytes) == status::RETRANS_BYTES);
     assert!(offset_of!(EndpointStatus, notsent) == status::NOTSENT);
+    assert!(offset_of!(EndpointStatus, in_flight) == status::IN_FLIGHT);
     assert!(offset_of!(EndpointStatus, min_rtt_us) == status::MIN_RTT_US);
     assert!(offset_of!(EndpointStatus, delivery_rate) == status::DELIVERY_RATE);
     assert!(offset_of!(EndpointStatus, delivered) == status::DELIVERED);

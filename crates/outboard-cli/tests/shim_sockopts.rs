@@ -8,7 +8,9 @@
 //! TCP_CORK and MSG_MORE (held, sent on uncork, the 200 ms ceiling),
 //! reads after SHUT_RD, SIOCINQ/SIOCOUTQ, IP_TOS as an int and a byte,
 //! SO_SNDBUF/SO_RCVBUF read back, TCP_USER_TIMEOUT, TCP_CONGESTION,
-//! TCP_CC_INFO, TCP_INQ with TCP_CM_INQ, and splice both ways. The user
+//! TCP_CC_INFO, TCP_INQ with TCP_CM_INQ, splice both ways, and SIOCOUTQNSD
+//! with TCP_NOTSENT_LOWAT (POLLOUT held while the unsent bytes are at or
+//! above it). The user
 //! timeout case makes the peer go silent with an nftables rule: both must
 //! end in ETIMEDOUT.
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
@@ -73,6 +75,8 @@ fn shim_socket_options_match_linux() {
         "splice offset_on_pipe=ESPIPE",
         "splice pipe_to_sock sent=100000 peer_got=100000 sum_ok=1",
         "splice empty_pipe_nonblock=EAGAIN",
+        "notsent lowat set=0 get=16384 nsd_at_least_lowat=1 nsd_le_outq=1 pollout_held=0",
+        "notsent pollout_after_drain=1 nsd_below_lowat=1",
     ] {
         assert!(shimmed.iter().any(|l| l == want), "expected line {want:?}");
     }

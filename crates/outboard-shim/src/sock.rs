@@ -68,6 +68,9 @@ pub struct Opts {
     pub cc: Option<u8>,
     /// TCP_INQ: recvmsg adds a TCP_CM_INQ control message.
     pub inq: bool,
+    /// TCP_NOTSENT_LOWAT (0: unset, Linux's default `tcp_notsent_lowat`
+    /// UINT_MAX): writable only while fewer bytes wait unsent.
+    pub notsent_lowat: u32,
 }
 
 impl Default for Opts {
@@ -93,6 +96,7 @@ impl Default for Opts {
             user_timeout_ms: 0,
             cc: None,
             inq: false,
+            notsent_lowat: 0,
         }
     }
 }
@@ -568,7 +572,10 @@ impl Sock {
                 if r.hup || self.shut_rd {
                     bits |= POLLRDHUP | rd;
                 }
-                if (r.writable && !self.shut_wr) || r.error {
+                // Linux's tcp_stream_memory_free: with TCP_NOTSENT_LOWAT,
+                // writable only while the unsent bytes are below it.
+                let lowat_ok = self.opts.notsent_lowat == 0 || s.notsent() < u64::from(self.opts.notsent_lowat);
+                if (r.writable && !self.shut_wr && lowat_ok) || r.error {
                     bits |= wr;
                 }
                 if r.error && !self.err_reported {

@@ -116,7 +116,7 @@ pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
             t.total_rto = i.total_rto;
             t.total_rto_recoveries = i.total_rto_recoveries;
             t.total_rto_time = i.total_rto_time;
-            t.notsent_bytes = i.notsent;
+            t.notsent_bytes = s.notsent().min(u64::from(u32::MAX)) as u32;
             t.min_rtt = i.min_rtt_us;
             // The path MTU the MSS came from: IPv4 and TCP headers, and the timestamp option when in use.
             let ts = if i.options & outboard_api::TCPI_OPT_TIMESTAMPS != 0 { 12 } else { 0 };
@@ -237,6 +237,8 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.cork = read_int(val, len)? != 0;
             cork_changed = true;
         }
+        // Linux's do_tcp_setsockopt keeps any int (as unsigned); 0 means the sysctl (UINT_MAX).
+        (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => o.notsent_lowat = read_int(val, len)? as u32,
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
             let v = read_int(val, len)?;
             if v < 0 {
@@ -361,7 +363,8 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
         (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_REUSEPORT | libc::SO_KEEPALIVE | libc::SO_RCVBUF | libc::SO_SNDBUF
             | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
             | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT
-                | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION)
+                | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION
+                | libc::TCP_NOTSENT_LOWAT)
             | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
             // The hints `set` accepts.
@@ -461,6 +464,7 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         }
         (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(o.cork)),
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(o.user_timeout_ms as i32),
+        (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => int(o.notsent_lowat as i32),
         (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(o.inq)),
         (libc::IPPROTO_TCP, libc::TCP_CONGESTION) => {
             let cc = match (&sock.kind, o.cc) {

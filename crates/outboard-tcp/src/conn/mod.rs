@@ -140,6 +140,8 @@ pub struct ConnInfo {
     pub total_rto_time_ms: u32,
     /// Bytes queued and not yet sent (`tcpi_notsent_bytes`, SIOCOUTQNSD).
     pub notsent: u32,
+    /// Bytes of the send queue sent and not yet acknowledged.
+    pub in_flight: u32,
     /// Lowest RTT seen, microseconds (`tcpi_min_rtt`; 0 before a sample).
     pub min_rtt_us: u32,
 }
@@ -714,9 +716,11 @@ impl Connection {
             total_rto: self.stats.rto_events,
             total_rto_recoveries: self.rate.rto_recoveries,
             total_rto_time_ms: u32::try_from(self.rate.rto_time.as_millis()).unwrap_or(u32::MAX),
-            notsent: u32::try_from(recovery::seq_sub(self.snd_buf_seq + self.send_buf.len(), self.snd_nxt.max(self.snd_buf_seq)))
+            notsent: u32::try_from(recovery::seq_sub(self.snd_buf_seq + self.send_buf.len(), self.snd_max.max(self.snd_buf_seq)))
                 .unwrap_or(u32::MAX),
             min_rtt_us: self.rate.min_rtt.or(self.rtt.min_rtt()).map_or(0, to_us),
+            in_flight: u32::try_from(recovery::seq_sub(self.snd_nxt.max(self.snd_max).min(self.snd_buf_seq + self.send_buf.len()), self.snd_buf_seq))
+                .unwrap_or(u32::MAX),
         }
     }
 

@@ -155,6 +155,7 @@ impl Session {
             (status::SEGS_OUT, low_u32(i.segments_out)),
             (status::SEGS_IN, low_u32(i.segments_in)),
             (status::NOTSENT, i.notsent),
+            (status::IN_FLIGHT, i.in_flight),
             (status::MIN_RTT_US, i.min_rtt_us),
             (status::DELIVERED, low_u32(i.delivered)),
             (status::DELIVERED_CE, low_u32(i.delivered_ce)),
