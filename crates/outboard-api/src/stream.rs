@@ -332,6 +332,11 @@ impl Stream {
     pub fn set_user_timeout(&mut self, ms: u32) -> Result<()> {
         self.set_option(StreamOption::UserTimeout(ms))
     }
+    /// IP_TOS: the TOS byte of the stream's packets from now on (the
+    /// engine keeps the ECN bits, as Linux does on a TCP socket).
+    pub fn set_tos(&mut self, tos: u8) -> Result<()> {
+        self.set_option(StreamOption::Tos(tos))
+    }
     /// TCP_CONGESTION: CUBIC (`true`) or NewReno.
     pub fn set_cubic(&mut self, cubic: bool) -> Result<()> {
         let k = if cubic { outboard_board::proto::opt::CC_CUBIC } else { outboard_board::proto::opt::CC_RENO };

@@ -50,6 +50,8 @@ pub enum StreamOption {
     UserTimeout(u32),
     /// TCP_CONGESTION: `opt::CC_*`.
     Congestion(u8),
+    /// IP_TOS: the TOS byte of the stream's packets (ECN bits ignored).
+    Tos(u8),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -238,6 +240,7 @@ fn stream_option(c: &Command) -> StreamOption {
             v @ (opt::CC_RENO | opt::CC_CUBIC) => StreamOption::Congestion(v as u8),
             _ => StreamOption::Invalid,
         },
+        opt::TOS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::Tos),
         _ => StreamOption::Invalid,
     }
 }
@@ -308,6 +311,7 @@ impl BoardCommand {
                     StreamOption::Cork(on) => (c.a, c.b) = (opt::CORK, u64::from(on)),
                     StreamOption::UserTimeout(ms) => (c.a, c.b) = (opt::USER_TIMEOUT, u64::from(ms)),
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
+                    StreamOption::Tos(t) => (c.a, c.b) = (opt::TOS, u64::from(t)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

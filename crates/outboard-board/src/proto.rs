@@ -136,6 +136,8 @@ pub mod opt {
     pub const CONGESTION: u64 = 5;
     pub const CC_RENO: u64 = 0;
     pub const CC_CUBIC: u64 = 1;
+    /// IP_TOS / IPV6_TCLASS: b = the byte (the engine keeps the ECN bits under its control).
+    pub const TOS: u64 = 6;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

@@ -189,3 +189,46 @@ fn tcp_info_delivery_rate_and_recovery_fields_as_linux_fills_them() {
     drop(sink);
     drop(rig);
 }
+
+const TOS_SCRIPT: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20 | 0x3)
+print("tos", s.getsockopt(socket.IPPROTO_IP, socket.IP_TOS), flush=True)
+s.sendall(b"E")
+data = b"x" * 200000
+s.sendall(data)
+got = 0
+while got < len(data):
+    got += len(s.recv(65536))
+print("echoed", got, flush=True)
+s.close()
+"#;
+
+/// IP_TOS on the wire (Linux's `inet->tos` on every segment of the socket):
+/// under the shim, after `setsockopt(IP_TOS, 0x23)` the engine's segments
+/// reach Linux with TOS 0x20, the ECN bits left to the engine (0: no ECN
+/// negotiated), as the kernel's would; nftables in Linux's namespace counts them.
+#[test]
+fn ip_tos_is_put_on_the_streams_packets() {
+    if skip_unless_root("ip_tos_is_put_on_the_streams_packets") {
+        return;
+    }
+    let rig = CasesRig::start("sockopt", BASE + 300, Duration::from_secs(60));
+    let eng = rig.lab.engine_addr().to_string();
+    let nft = Nft { ns: rig.lab.linux_ns(), table: "obtos" };
+    nft.count_tos(&eng, 0x20);
+    let port = (BASE + 300).to_string();
+    let mut c = support::netns::ns_command(rig.lab.engine_ns(), Duration::from_secs(60), 2, &[support::OUTBOARD, "run", "--name", &rig.engine.name, "--shim"]);
+    c.arg(&rig.shim).args(["--", "python3", "-c", TOS_SCRIPT, &rig.lip, &port]);
+    c.env("OUTBOARD_RUN_DIR", support::run_dir()).env("OUTBOARD_REQUIRE_ENGINE", "1");
+    let o = c.stdin(std::process::Stdio::null()).output().expect("run the TOS script");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success() && out.contains("tos 32") && out.contains("echoed 200000"), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let (tos, all) = (nft.packets("tosmatch"), nft.packets("tcpseen"));
+    eprintln!("engine packets with TOS 0x20: {tos} of {all}");
+    // The SYN leaves before the option reaches the engine; after it, every segment.
+    assert!(tos >= 100 && tos + 3 >= all, "TOS 0x20 on {tos} of {all} packets");
+    drop(nft);
+    drop(rig);
+}

@@ -60,7 +60,7 @@ pub struct Opts {
     pub maxseg: u16,
     /// TCP_CORK.
     pub cork: bool,
-    /// IP_TOS as Linux keeps it (read back; not put on the wire).
+    /// IP_TOS as Linux keeps it (read back, and put on a stream's packets).
     pub tos: u8,
     /// TCP_USER_TIMEOUT in milliseconds (0: off).
     pub user_timeout_ms: u32,
@@ -292,6 +292,9 @@ impl Sock {
             }
             if let Some(cc) = o.cc {
                 let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
+            }
+            if o.tos != 0 {
+                let _ = s.set_tos(o.tos);
             }
         }
         self.engine_cork = o.cork;

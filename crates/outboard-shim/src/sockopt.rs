@@ -165,6 +165,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let mut cork_changed = false;
     let mut user_timeout_changed = false;
     let mut cc_changed = false;
+    let mut tos_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -274,8 +275,8 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             cc_changed = true;
         }
         // IP_TOS: an int, or one byte (Linux's do_ip_setsockopt); on a
-        // stream the ECN bits stay as they were (0). Kept and read back;
-        // the engine's packets carry TOS 0 (documented).
+        // stream the ECN bits stay as they were (0). Kept, read back and
+        // put on the stream's packets.
         (libc::IPPROTO_IP, libc::IP_TOS) => {
             if val.is_null() && len > 0 {
                 return Err(libc::EFAULT);
@@ -287,6 +288,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
                 _ => read_int(val, len)?,
             };
             o.tos = if sock.stream { (v as u8) & !0x3 } else { v as u8 };
+            tos_changed = true;
         }
         // Hints a program may set that change nothing it can observe here:
         // accepted as Linux does (no error), on purpose.
@@ -314,6 +316,9 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         }
         if user_timeout_changed {
             s.set_user_timeout(o.user_timeout_ms).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+        if tos_changed {
+            s.set_tos(o.tos).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
         if let (true, Some(cc)) = (cc_changed, o.cc) {
             s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;

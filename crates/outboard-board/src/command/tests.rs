@@ -92,6 +92,7 @@ fn any_option() -> impl Strategy<Value = StreamOption> {
         any::<bool>().prop_map(StreamOption::Cork),
         any::<u32>().prop_map(StreamOption::UserTimeout),
         (0u8..=1).prop_map(StreamOption::Congestion),
+        any::<u8>().prop_map(StreamOption::Tos),
         Just(StreamOption::Invalid),
     ]
 }

@@ -69,6 +69,31 @@ impl Nft<'_> {
         assert!(self.cmd(&format!("add rule inet {t} out icmp type destination-unreachable icmp code frag-needed drop")));
         assert!(self.cmd(&format!("add rule inet {t} out icmpv6 type packet-too-big drop")));
     }
+    /// Counts the TCP packets from `src` arriving with TOS byte `tos` (DSCP
+    /// and ECN bits as given) in the named counter `tosmatch` (all of them in `tcpseen`).
+    pub fn count_tos(&self, src: &str, tos: u8) {
+        let t = self.table;
+        let _ = self.cmd(&format!("delete table inet {t}"));
+        assert!(self.cmd(&format!("add table inet {t}")));
+        assert!(self.cmd(&format!("add counter inet {t} tosmatch")));
+        assert!(self.cmd(&format!("add counter inet {t} tcpseen")));
+        assert!(self.cmd(&format!("add chain inet {t} inp {{ type filter hook input priority 0 ; }}")));
+        assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp counter name tcpseen")));
+        assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp ip dscp {} ip ecn {} counter name tosmatch", tos >> 2, tos & 3)));
+    }
+    /// The packets a named counter has seen.
+    pub fn packets(&self, counter: &str) -> u64 {
+        let o = Command::new("ip")
+            .args(["netns", "exec", self.ns, "nft", "list", "counter", "inet", self.table, counter])
+            .output()
+            .expect("nft list counter");
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        text.split_whitespace()
+            .skip_while(|w| *w != "packets")
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no packet count in {text:?}"))
+    }
     pub fn clear(&self) {
         let _ = self.cmd(&format!("delete table inet {}", self.table));
     }

@@ -13,12 +13,20 @@
 //! `tcp_mtu_probe_floor` (48). The payload size never grows past what the
 //! peer's MSS and path MTU discovery allow.
 //!
-//! Not built: Linux's upward probing (single larger probe segments, and
-//! re-probing every `tcp_probe_interval`, 600 s); once lowered, the segment
-//! size stays for the connection's life.
+//! Then, as Linux's `tcp_mtu_probe`, the size is searched upward with
+//! single probe segments: while the connection is in the open state with a
+//! congestion window of at least 11 segments, one new-data segment of
+//! (low + high) / 2 payload bytes goes out (never cut by TSO); its
+//! acknowledgment raises the segment size to it (`low`), its loss (the
+//! probe is the first segment to resend, by fast retransmit or timeout)
+//! lowers `high` below it; the search stops when they are within 8 bytes
+//! (`tcp_probe_threshold`). Not built: Linux's re-probing of a converged
+//! search every `tcp_probe_interval` (600 s).
 
 use super::Connection;
+use crate::cc::CongestionControl;
 use outboard_time::{Duration, Instant};
+use outboard_wire::SeqNumber;
 
 /// Who may lower the segment size on black-hole timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,7 +67,21 @@ pub(super) struct BlackHole {
     pub low_mss: Option<usize>,
     /// Times the segment size was lowered for a black hole.
     pub events: u64,
+    /// Linux's `search_high` as a payload size: the size before the first lowering.
+    pub high_mss: usize,
+    /// The outstanding probe: its first sequence number and payload size.
+    pub probe: Option<(SeqNumber, usize)>,
+    /// `next_from_nxt` chose a probe: `emit` sends it whole (no TSO).
+    pub sending_probe: bool,
+    /// Probes that raised the segment size, and probes lost.
+    pub probes_ok: u64,
+    pub probes_lost: u64,
 }
+
+/// Linux's `tcp_probe_threshold`: the search stops when high − low is below it.
+const PROBE_THRESHOLD: usize = 8;
+/// Linux's `tcp_mtu_probe`: probe only with a congestion window of at least this many segments.
+const PROBE_MIN_CWND_SEGS: usize = 11;
 
 impl Connection {
     /// Called by `on_rto` before backing off, with the RTO that just expired.
@@ -77,7 +99,10 @@ impl Connection {
         let base = usize::from(self.cfg.base_mss);
         let floor = usize::from(self.cfg.mtu_probe_floor);
         let low = match self.blackhole.low_mss {
-            None => base,
+            None => {
+                self.blackhole.high_mss = self.data_mss();
+                base
+            }
             Some(low) => (low / 2).min(base).max(floor),
         };
         self.blackhole.low_mss = Some(low);
@@ -88,8 +113,56 @@ impl Connection {
         }
     }
 
-    /// Progress: the timeout episode is over.
+    /// Progress: the timeout episode is over. An acknowledged probe raises
+    /// the segment size to it (Linux's `tcp_mtup_probe_success`).
     pub(super) fn blackhole_on_progress(&mut self) {
         self.blackhole.episode_start = None;
+        if let Some((start, size)) = self.blackhole.probe {
+            if self.snd_una >= start + size {
+                self.blackhole.probe = None;
+                self.blackhole.probes_ok += 1;
+                self.blackhole.low_mss = Some(size);
+                let opt = self.send_mss - self.data_mss().min(self.send_mss);
+                if size > self.data_mss() {
+                    self.set_send_mss(size + opt);
+                }
+            }
+        }
+    }
+
+    /// Loss recovery or a timeout begins: a probe that is the first segment
+    /// to resend was lost (Linux's `tcp_mtup_probe_failed`).
+    pub(super) fn blackhole_on_loss(&mut self) {
+        if let Some((start, size)) = self.blackhole.probe {
+            if self.snd_una == start {
+                self.blackhole.probe = None;
+                self.blackhole.probes_lost += 1;
+                self.blackhole.high_mss = size - 1;
+            }
+        }
+    }
+
+    /// The probe size to send now from SND.NXT, if Linux's `tcp_mtu_probe`
+    /// would: searching, nothing being recovered, no probe outstanding, a
+    /// congestion window of 11 segments with room for the probe, and enough
+    /// unsent data and peer window for it.
+    pub(super) fn blackhole_probe_size(&self, unsent: usize, wnd_avail: usize) -> Option<usize> {
+        let low = self.blackhole.low_mss?;
+        let b = &self.blackhole;
+        let mss = self.data_mss();
+        let size = (low + b.high_mss) / 2;
+        let idle_recovery = !self.rec.in_recovery && self.rec.rto_recover.is_none() && self.rto_count == 0;
+        let cwnd = self.cc.cwnd();
+        (b.probe.is_none()
+            && !b.sending_probe
+            && idle_recovery
+            && b.high_mss >= low + PROBE_THRESHOLD
+            && size > mss
+            && self.snd_nxt == self.snd_max
+            && cwnd >= PROBE_MIN_CWND_SEGS * mss
+            && self.cwnd_allowance() >= size + mss
+            && unsent >= size
+            && wnd_avail >= size)
+            .then_some(size)
     }
 }

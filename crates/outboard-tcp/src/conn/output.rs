@@ -221,6 +221,13 @@ impl Connection {
         }
         let retransmitting = self.snd_nxt < self.snd_max;
         let mss = self.payload_cap();
+        let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
+        if let Some(size) = self.blackhole_probe_size(unsent, wnd_avail) {
+            // RFC 4821 / Linux's `tcp_mtu_probe`: one larger segment, sent whole.
+            self.blackhole.sending_probe = true;
+            self.push_burst_end = false;
+            return Some((self.snd_nxt, size, false));
+        }
         // TSO: new data may go in one segment of several MSS-sized pieces
         // (the link cuts it); data sent before goes again one MSS at a time,
         // as Linux splits a TSO skb it retransmits.
@@ -229,7 +236,6 @@ impl Connection {
         if retransmitting && self.sack_ok {
             limit = limit.min(self.unsacked_run(self.snd_nxt));
         }
-        let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
         let mut len = limit.min(wnd_avail).min(self.cwnd_allowance());
         let idle = self.snd_nxt == self.snd_una;
         if len > mss {
@@ -398,7 +404,15 @@ impl Connection {
         } else {
             [&[][..], &[][..]]
         };
-        let seg = self.payload_cap();
+        let mut seg = self.payload_cap();
+        if self.blackhole.sending_probe {
+            // The probe goes whole: no TSO cut.
+            self.blackhole.sending_probe = false;
+            if new_data {
+                self.blackhole.probe = Some((seq, len));
+                seg = len;
+            }
+        }
         // The D-SACK block went out in this segment (RFC 2883 §4: reported once).
         self.dsack = None;
         let gso_size = if len > seg { seg } else { 0 };

@@ -279,6 +279,7 @@ impl Connection {
             rexmits_before: self.stats.retransmits,
             dsacked: 0,
         });
+        self.blackhole_on_loss();
         self.rec.in_recovery = true;
         self.rec.point = self.snd_max;
         self.rec.high_rxt = self.snd_una;
@@ -449,6 +450,7 @@ impl Connection {
             self.cc.on_rto(now, flight);
         }
         if !syn_phase {
+            self.blackhole_on_loss();
             self.blackhole_on_rto(now, self.rtt.rto());
         }
         // RTO recovery is not undone (F-RTO is not implemented).

@@ -153,6 +153,7 @@ impl Session {
                             } else {
                                 outboard_tcp::CcKind::NewReno
                             }),
+                            StreamOption::Tos(t) => conn.set_tos(t),
                             StreamOption::Invalid => {}
                         }
                     }

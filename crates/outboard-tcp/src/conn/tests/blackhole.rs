@@ -116,3 +116,63 @@ fn linux_tcp_mtu_probing_setting_parses_as_the_sysctl() {
     assert!("x".parse::<MtuProbing>().is_err());
     assert_eq!(Config::default().mtu_probing, MtuProbing::BlackHole);
 }
+
+/// Acknowledges everything sent, one round trip at a time, `rounds` times;
+/// returns the payload sizes of the new segments each round sent.
+fn ack_rounds(h: &mut Harness, rounds: usize, drop_len: Option<usize>) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut lost: Option<u32> = None;
+    for _ in 0..rounds {
+        h.advance(Duration::from_millis(10));
+        let nxt = h.c.snd_nxt.0;
+        let ack = lost.unwrap_or(nxt);
+        h.send(&seg(ACK, PEER_ISS + 1, ack), b"");
+        let sent = h.recv();
+        if let Some(d) = drop_len {
+            if lost.is_none() {
+                lost = sent.iter().find(|s| s.len() == d).map(|s| s.seq());
+            }
+        }
+        out.push(sent.iter().map(|s| s.len()).collect());
+    }
+    out
+}
+
+#[test]
+fn rfc4821_7_3_linux_probes_back_up_with_single_larger_segments() {
+    let cfg = Config { send_buffer: 1 << 20, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    let start = h.now;
+    h.c.send(&vec![7u8; 900_000]).unwrap();
+    h.recv();
+    let t = timeouts(&mut h, start, 4);
+    assert_eq!(t.last().unwrap().1, 1024);
+    // A good path now: the window grows past 11 segments, then one probe of
+    // (1024 + 1460) / 2 = 1242 bytes goes out, whole; its ACK makes it the size.
+    let rounds = ack_rounds(&mut h, 12, None);
+    let all: Vec<usize> = rounds.iter().flatten().copied().collect();
+    let first_probe = all.iter().position(|&l| l > 1024).expect("a probe");
+    assert_eq!(all[first_probe], 1242, "{rounds:?}");
+    assert!(all.contains(&1351), "the next probe, (1242 + 1460) / 2: {rounds:?}");
+    assert!(h.c.stats().send_mss > 1242, "{rounds:?}");
+    assert!(h.c.blackhole.probes_ok >= 2);
+}
+
+#[test]
+fn rfc4821_7_3_linux_a_lost_probe_lowers_the_search_ceiling() {
+    let cfg = Config { send_buffer: 1 << 20, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    let start = h.now;
+    h.c.send(&vec![7u8; 900_000]).unwrap();
+    h.recv();
+    timeouts(&mut h, start, 4);
+    // The 1242-byte probe is dropped (the path's limit is below it): the
+    // ACKs stay at its start, duplicate ACKs start recovery with the probe
+    // first to resend, and the ceiling falls to 1241; the resent bytes go
+    // at 1024, and the size stays 1024.
+    let rounds = ack_rounds(&mut h, 16, Some(1242));
+    assert!(rounds.iter().flatten().any(|&l| l == 1242), "{rounds:?}");
+    assert_eq!(h.c.blackhole.probes_lost, 1, "{rounds:?}");
+    assert_eq!(h.c.blackhole.high_mss, 1241);
+    assert_eq!(h.c.stats().send_mss, 1024);
+}
