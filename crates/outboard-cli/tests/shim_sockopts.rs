@@ -103,8 +103,13 @@ s = socket.create_connection((host, port), timeout=30)
 buf = bytes(range(256)) * 256
 t0 = time.monotonic()
 sent = 0
+rates = []
 while sent < n:
     sent += s.send(buf[:min(len(buf), n - sent)])
+    rate = struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 248), 160)[0]
+    if rate:
+        rates.append(rate)
+rates.sort()
 for _ in range(1000):
     raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 248)
     if struct.unpack_from("Q", raw, 120)[0] >= n and struct.unpack_from("I", raw, 24)[0] == 0:
@@ -113,7 +118,7 @@ for _ in range(1000):
 elapsed = time.monotonic() - t0
 raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 248)
 f = lambda fmt, off: struct.unpack_from(fmt, raw, off)[0]
-r = {"len": len(raw), "elapsed": elapsed, "app_limited": raw[7] & 1, "snd_mss": f("I", 16),
+r = {"len": len(raw), "elapsed": elapsed, "median_rate": rates[len(rates) // 2] if rates else 0, "app_limited": raw[7] & 1, "snd_mss": f("I", 16),
      "unacked": f("I", 24), "rtt": f("I", 68), "reordering": f("I", 88), "bytes_acked": f("Q", 120), "notsent": f("I", 144), "min_rtt": f("I", 148),
      "delivery_rate": f("Q", 160), "delivered": f("I", 192), "delivered_ce": f("I", 196),
      "bytes_sent": f("Q", 200), "bytes_retrans": f("Q", 208), "dsack_dups": f("I", 216),
@@ -139,14 +144,14 @@ for _ in range(2):
 /// in Linux's namespace) and under the shim (the engine across the veth):
 /// the fields Linux fills for delivery-rate estimation and loss recovery
 /// are filled, and agree with the transfer (delivered segments, bytes sent,
-/// a delivery rate within a factor of the measured throughput, windows, no
+/// the engine's median delivery rate within a factor of ten of the measured throughput, windows, no
 /// timeouts on a clean path).
 #[test]
 fn tcp_info_delivery_rate_and_recovery_fields_as_linux_fills_them() {
     if skip_unless_root("tcp_info_delivery_rate_and_recovery_fields_as_linux_fills_them") {
         return;
     }
-    let rig = CasesRig::start("sockopt", BASE + 200, Duration::from_secs(60));
+    let rig = CasesRig::start_as("sockopt", "tinfo", BASE + 200, Duration::from_secs(60));
     let port = (BASE + 250).to_string();
     let sink = support::netns::ns_spawn_lines(rig.lab.linux_ns(), 120, &["python3", "-c", SINK_SCRIPT, &rig.lip, &port], false);
     assert_eq!(sink.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"));
@@ -178,8 +183,14 @@ fn tcp_info_delivery_rate_and_recovery_fields_as_linux_fills_them() {
         assert_eq!(g("delivered_ce"), 0, "{who}: no ECN");
         assert!(g("bytes_sent") >= n && g("bytes_sent") <= n + g("bytes_retrans"), "{who}: tcpi_bytes_sent: {r}");
         let throughput = n as f64 / r["elapsed"].as_f64().unwrap();
-        let rate = g("delivery_rate") as f64;
-        assert!(rate > throughput / 10.0 && rate < throughput * 10.0, "{who}: delivery rate {rate} B/s against {throughput} B/s measured");
+        // The median of the estimates seen while sending (the last one may
+        // be a lone tail segment's, on Linux too). The kernel's run is over
+        // its loopback (64 KiB segments, bursts): there only that it is filled.
+        let rate = g("median_rate") as f64;
+        assert!(g("delivery_rate") > 0 && rate > 0.0, "{who}: {r}");
+        if who == "shim" {
+            assert!(rate > throughput / 10.0 && rate < throughput * 10.0, "{who}: delivery rate {rate} B/s against {throughput} B/s measured");
+        }
         assert!(g("snd_wnd") > 0 && g("rcv_wnd") > 0, "{who}: windows: {r}");
         assert!(g("bytes_acked") >= n, "{who}: {r}");
         assert!(g("min_rtt") > 0 && g("min_rtt") <= g("rtt").max(1000), "{who}: {r}");
@@ -214,7 +225,7 @@ fn ip_tos_is_put_on_the_streams_packets() {
     if skip_unless_root("ip_tos_is_put_on_the_streams_packets") {
         return;
     }
-    let rig = CasesRig::start("sockopt", BASE + 300, Duration::from_secs(60));
+    let rig = CasesRig::start_as("sockopt", "iptos", BASE + 300, Duration::from_secs(60));
     let eng = rig.lab.engine_addr().to_string();
     let nft = Nft { ns: rig.lab.linux_ns(), table: "obtos" };
     nft.count_tos(&eng, 0x20);

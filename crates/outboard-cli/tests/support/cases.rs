@@ -134,11 +134,17 @@ impl CasesRig {
     /// Compiles `tests/shim/{tag}_cases.c` and `{tag}_peer.c`, brings the lab
     /// up and the peer listening (it prints `listening`).
     pub fn start(tag: &str, base: u16, limit: std::time::Duration) -> CasesRig {
-        let dir = std::env::temp_dir().join(format!("ob-shim-{tag}-{}", std::process::id()));
+        CasesRig::start_as(tag, tag, base, limit)
+    }
+
+    /// `start` with its own lab name (`lab_tag`), for tests of one binary
+    /// that run at once with the same programs.
+    pub fn start_as(tag: &str, lab_tag: &str, base: u16, limit: std::time::Duration) -> CasesRig {
+        let dir = std::env::temp_dir().join(format!("ob-shim-{lab_tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = compile(&format!("{tag}_cases.c"), &dir);
         let peer_bin = compile(&format!("{tag}_peer.c"), &dir);
-        let name = super::netns::lab_name(tag);
+        let name = super::netns::lab_name(lab_tag);
         let lab = super::netns::lab(&outboard_lab::LabConfig::new(&name));
         let engine = super::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
         let lip = lab.linux_addr().to_string();
