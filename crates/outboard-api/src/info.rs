@@ -52,6 +52,34 @@ pub struct TcpInfo {
     pub segs_in: u32,
     /// Retransmitted payload bytes, ever.
     pub bytes_retrans: u64,
+    /// Delivery rate, bytes per second, and whether its sample was app-limited.
+    pub delivery_rate: u64,
+    pub delivery_rate_app_limited: bool,
+    /// Segments delivered, and delivered with ECE.
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    pub dsack_dups: u32,
+    /// Reordering events seen, and DupThresh in segments.
+    pub reord_seen: u32,
+    pub reordering: u32,
+    /// Segments received out of order.
+    pub rcv_ooopack: u32,
+    /// The peer's window and ours as last advertised, bytes.
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    /// Retransmission timeouts, timeout episodes (each saturating at 65535),
+    /// and milliseconds spent in finished episodes.
+    pub total_rto: u16,
+    pub total_rto_recoveries: u16,
+    pub total_rto_time: u32,
+    /// Bytes the engine's connection holds and has not sent yet.
+    pub notsent: u32,
+    /// Bytes sent and not yet acknowledged.
+    pub in_flight: u32,
+    /// Lowest RTT seen, microseconds (0 before a sample).
+    pub min_rtt_us: u32,
 }
 
 pub const TCPI_OPT_TIMESTAMPS: u8 = tcp_info::OPT_TIMESTAMPS;
@@ -111,7 +139,7 @@ impl Stream {
             options: b[tcp_info::OPTIONS],
             snd_wscale: b[tcp_info::SND_WSCALE],
             rcv_wscale: b[tcp_info::RCV_WSCALE],
-            cc: b[tcp_info::CC],
+            cc: b[tcp_info::CC] & !tcp_info::CC_APP_LIMITED,
             rto_us: w32(status::RTO_US),
             snd_mss: w32(status::SND_MSS),
             rcv_mss: w32(status::RCV_MSS),
@@ -126,6 +154,23 @@ impl Stream {
             segs_out: w32(status::SEGS_OUT),
             segs_in: w32(status::SEGS_IN),
             bytes_retrans: w64(status::RETRANS_BYTES),
+            delivery_rate: w64(status::DELIVERY_RATE),
+            delivery_rate_app_limited: b[tcp_info::CC] & tcp_info::CC_APP_LIMITED != 0,
+            delivered: w32(status::DELIVERED),
+            delivered_ce: w32(status::DELIVERED_CE),
+            bytes_sent: w64(status::BYTES_SENT),
+            dsack_dups: w32(status::DSACK_DUPS),
+            reord_seen: w32(status::REORD_SEEN),
+            reordering: w32(status::REORDERING),
+            rcv_ooopack: w32(status::RCV_OOOPACK),
+            snd_wnd: w32(status::SND_WND),
+            rcv_wnd: w32(status::RCV_WND),
+            total_rto: w32(status::TOTAL_RTOS) as u16,
+            total_rto_recoveries: (w32(status::TOTAL_RTOS) >> 16) as u16,
+            total_rto_time: w32(status::TOTAL_RTO_TIME),
+            notsent: w32(status::NOTSENT),
+            in_flight: w32(status::IN_FLIGHT),
+            min_rtt_us: w32(status::MIN_RTT_US),
         }
     }
 }

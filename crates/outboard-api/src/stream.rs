@@ -277,6 +277,12 @@ impl Stream {
         let i = self.board.inner.borrow();
         self.stream_error(&i)
     }
+    /// Bytes written and not yet sent (Linux's SIOCOUTQNSD): those not
+    /// acknowledged less those in flight, as the engine last published.
+    pub fn notsent(&self) -> u64 {
+        let in_flight = u64::from(self.tcp_info().in_flight);
+        self.unacked().0.saturating_sub(in_flight)
+    }
     /// Bytes written but not yet acknowledged, and the transmit region's size.
     pub fn unacked(&self) -> (u64, u64) {
         let i = self.board.inner.borrow();
@@ -325,6 +331,11 @@ impl Stream {
     /// stream with `TimedOut` (0: off).
     pub fn set_user_timeout(&mut self, ms: u32) -> Result<()> {
         self.set_option(StreamOption::UserTimeout(ms))
+    }
+    /// IP_TOS: the TOS byte of the stream's packets from now on (the
+    /// engine keeps the ECN bits, as Linux does on a TCP socket).
+    pub fn set_tos(&mut self, tos: u8) -> Result<()> {
+        self.set_option(StreamOption::Tos(tos))
     }
     /// TCP_CONGESTION: CUBIC (`true`) or NewReno.
     pub fn set_cubic(&mut self, cubic: bool) -> Result<()> {

@@ -52,6 +52,8 @@ pub enum StreamOption {
     Congestion(u8),
     /// TCP_FASTOPEN on a listener: the RFC 7413 Fast Open queue length (0: off).
     FastOpen(u16),
+    /// IP_TOS: the TOS byte of the stream's packets (ECN bits ignored).
+    Tos(u8),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -322,6 +324,7 @@ fn stream_option(c: &Command) -> StreamOption {
             _ => StreamOption::Invalid,
         },
         opt::FAST_OPEN => u16::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::FastOpen),
+        opt::TOS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::Tos),
         _ => StreamOption::Invalid,
     }
 }
@@ -397,6 +400,7 @@ impl BoardCommand {
                     StreamOption::UserTimeout(ms) => (c.a, c.b) = (opt::USER_TIMEOUT, u64::from(ms)),
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
                     StreamOption::FastOpen(q) => (c.a, c.b) = (opt::FAST_OPEN, u64::from(q)),
+                    StreamOption::Tos(t) => (c.a, c.b) = (opt::TOS, u64::from(t)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

@@ -43,6 +43,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// 5: the attach reply carries the engine's IPv6 facts (on or off, static
 /// address and prefix, default router); LISTEN's flags say which family or
 /// address a listener takes (`listen::IPV4_ONLY`, `IPV6_ONLY`, `ADDR`).
+/// 5: the status record carries more of TCP_INFO (delivery rate, delivered,
+/// D-SACK, reordering, windows, RTO totals, min RTT) and the stream's unsent
+/// bytes (`notsent`) and bytes in flight (`in_flight`, for
+/// TCP_NOTSENT_LOWAT and SIOCOUTQNSD).
 pub const VERSION: u32 = 5;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
@@ -249,7 +253,11 @@ pub struct EndpointStatus {
     /// (a stream adopted from a parent process; 0 otherwise): the
     /// application's write position starts here.
     pub tx_base: u64,
-    pub _reserved: [u64; 1],
+    /// Bytes the application queued that have not been sent yet (Linux's
+    /// `tcpi_notsent_bytes`, SIOCOUTQNSD).
+    pub notsent: u32,
+    /// Lowest RTT seen, microseconds (`tcpi_min_rtt`; 0 before a sample).
+    pub min_rtt_us: u32,
     // TCP_INFO (streams; a listener has only its state): written by the
     // engine whenever it publishes the stream's status, read word by word.
     /// Bytes `tcp_info::*` (a little-endian u64; byte 7 is 0).
@@ -270,13 +278,35 @@ pub struct EndpointStatus {
     pub total_retrans: u32,
     pub segs_out: u32,
     pub segs_in: u32,
-    pub _pad2: u32,
+    /// Bytes sent and not yet acknowledged: the application's unacknowledged
+    /// bytes less these are not sent yet (SIOCOUTQNSD, TCP_NOTSENT_LOWAT).
+    pub in_flight: u32,
     pub retrans_bytes: u64,
     /// The endpoint's addresses (listeners and datagram sockets: local
     /// only), written before the endpoint's id is published.
     pub local: NetAddr,
     pub remote: NetAddr,
-    pub _spare: [u64; 7],
+    /// Delivery rate, bytes per second (`tcpi_delivery_rate`; its
+    /// app-limited bit is `tcp_info::CC_APP_LIMITED` in the CC byte).
+    pub delivery_rate: u64,
+    /// Segments delivered, and delivered with ECE (`tcpi_delivered`, `_ce`).
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    /// Payload bytes sent, retransmissions included (`tcpi_bytes_sent`).
+    pub bytes_sent: u64,
+    /// `tcpi_dsack_dups`, `tcpi_reord_seen`, `tcpi_rcv_ooopack`.
+    pub dsack_dups: u32,
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    /// The peer's window and ours as last advertised, bytes (`tcpi_snd_wnd`, `tcpi_rcv_wnd`).
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    /// DupThresh in segments (`tcpi_reordering`).
+    pub reordering: u32,
+    /// `tcpi_total_rto` (low 16 bits) and `tcpi_total_rto_recoveries` (high 16), each saturating.
+    pub total_rtos: u32,
+    /// `tcpi_total_rto_time`, milliseconds.
+    pub total_rto_time: u32,
 }
 const _: () = assert!(std::mem::size_of::<EndpointStatus>() == 256);
 // SAFETY: repr(C), integers only, no padding.
@@ -312,6 +342,21 @@ pub mod status {
     pub const RETRANS_BYTES: usize = 144;
     pub const LOCAL: usize = 152;
     pub const REMOTE: usize = 176;
+    pub const IN_FLIGHT: usize = 140;
+    pub const NOTSENT: usize = 80;
+    pub const MIN_RTT_US: usize = 84;
+    pub const DELIVERY_RATE: usize = 200;
+    pub const DELIVERED: usize = 208;
+    pub const DELIVERED_CE: usize = 212;
+    pub const BYTES_SENT: usize = 216;
+    pub const DSACK_DUPS: usize = 224;
+    pub const REORD_SEEN: usize = 228;
+    pub const RCV_OOOPACK: usize = 232;
+    pub const SND_WND: usize = 236;
+    pub const RCV_WND: usize = 240;
+    pub const REORDERING: usize = 244;
+    pub const TOTAL_RTOS: usize = 248;
+    pub const TOTAL_RTO_TIME: usize = 252;
 }
 
 /// Byte indexes inside `EndpointStatus::info_bytes`, and their values
@@ -327,8 +372,12 @@ pub mod tcp_info {
     pub const OPTIONS: usize = 4;
     pub const SND_WSCALE: usize = 5;
     pub const RCV_WSCALE: usize = 6;
-    /// The stream's congestion control (`proto::opt::CC_*`).
+    /// The stream's congestion control (`proto::opt::CC_*`, low 7 bits) and
+    /// `CC_APP_LIMITED`.
     pub const CC: usize = 7;
+    /// In the CC byte: the delivery-rate sample was app-limited
+    /// (`tcpi_delivery_rate_app_limited`).
+    pub const CC_APP_LIMITED: u8 = 0x80;
 
     pub const TCP_ESTABLISHED: u8 = 1;
     pub const TCP_SYN_SENT: u8 = 2;
@@ -389,6 +438,21 @@ const _: () = {
     assert!(offset_of!(EndpointStatus, segs_out) == status::SEGS_OUT);
     assert!(offset_of!(EndpointStatus, segs_in) == status::SEGS_IN);
     assert!(offset_of!(EndpointStatus, retrans_bytes) == status::RETRANS_BYTES);
+    assert!(offset_of!(EndpointStatus, notsent) == status::NOTSENT);
+    assert!(offset_of!(EndpointStatus, in_flight) == status::IN_FLIGHT);
+    assert!(offset_of!(EndpointStatus, min_rtt_us) == status::MIN_RTT_US);
+    assert!(offset_of!(EndpointStatus, delivery_rate) == status::DELIVERY_RATE);
+    assert!(offset_of!(EndpointStatus, delivered) == status::DELIVERED);
+    assert!(offset_of!(EndpointStatus, delivered_ce) == status::DELIVERED_CE);
+    assert!(offset_of!(EndpointStatus, bytes_sent) == status::BYTES_SENT);
+    assert!(offset_of!(EndpointStatus, dsack_dups) == status::DSACK_DUPS);
+    assert!(offset_of!(EndpointStatus, reord_seen) == status::REORD_SEEN);
+    assert!(offset_of!(EndpointStatus, rcv_ooopack) == status::RCV_OOOPACK);
+    assert!(offset_of!(EndpointStatus, snd_wnd) == status::SND_WND);
+    assert!(offset_of!(EndpointStatus, rcv_wnd) == status::RCV_WND);
+    assert!(offset_of!(EndpointStatus, reordering) == status::REORDERING);
+    assert!(offset_of!(EndpointStatus, total_rtos) == status::TOTAL_RTOS);
+    assert!(offset_of!(EndpointStatus, total_rto_time) == status::TOTAL_RTO_TIME);
 };
 
 pub mod flags {

@@ -158,6 +158,8 @@ pub mod opt {
     pub const CC_CUBIC: u64 = 1;
     /// TCP_FASTOPEN on a listener: b = the Fast Open queue length (0: off).
     pub const FAST_OPEN: u64 = 6;
+    /// IP_TOS / IPV6_TCLASS: b = the byte (the engine keeps the ECN bits under its control).
+    pub const TOS: u64 = 7;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

@@ -88,6 +88,10 @@ pub struct EngineFlags {
     /// ECN (RFC 3168): passive answers peers that ask (Linux's default), on also asks, off.
     #[arg(long)]
     pub ecn: Option<outboard_tcp::EcnMode>,
+    /// RFC 4821 black-hole detection, as Linux's tcp_mtu_probing: on (Linux's default 1)
+    /// lowers the segment size after repeated timeouts of full-sized segments; off (0).
+    #[arg(long)]
+    pub mtu_probing: Option<outboard_tcp::MtuProbing>,
     /// TAP and AF_PACKET: TSO/GSO and checksum offload through virtio-net headers, on or off (default on).
     #[arg(long, value_parser = parse_on_off)]
     pub offloads: Option<bool>,
@@ -228,6 +232,7 @@ struct ConfigFile {
     log_level: Option<String>,
     cc: Option<String>,
     ecn: Option<String>,
+    mtu_probing: Option<String>,
     offloads: Option<String>,
     allow_kernel_address: Option<bool>,
     allow_user: Option<Vec<String>>,
@@ -437,6 +442,11 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
     match (f.ecn, file.ecn) {
         (Some(e), _) => set.tcp.ecn = e,
         (None, Some(s)) => set.tcp.ecn = s.parse().map_err(|e| format!("ecn {e}"))?,
+        (None, None) => {}
+    }
+    match (f.mtu_probing, file.mtu_probing) {
+        (Some(m), _) => set.tcp.mtu_probing = m,
+        (None, Some(s)) => set.tcp.mtu_probing = s.parse().map_err(|e| format!("mtu_probing {e}"))?,
         (None, None) => {}
     }
     set.offloads = match (f.offloads, file.offloads) {

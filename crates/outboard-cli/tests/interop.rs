@@ -882,6 +882,53 @@ fn path_mtu_discovery_through_a_1280_byte_hop_both_families() {
     assert!(s["icmp_errors_delivered"].as_u64().unwrap_or(0) >= 2, "{s}");
 }
 
+/// RFC 4821 §7 black-hole detection, as Linux's `tcp_mtu_probing = 1`: the
+/// routed lab's 1280-byte hop with the router's ICMP errors (fragmentation
+/// needed, packet too big) dropped by nftables, so path MTU discovery never
+/// hears of it. The engine's full-sized echo segments vanish; after about
+/// 3 s of timeouts it falls back to 1024-byte segments and both families'
+/// echoes arrive byte-exact. With `--mtu-probing off` the same path stalls.
+#[test]
+fn rfc4821_black_hole_through_a_1280_byte_hop_without_icmp_both_families() {
+    if skip_unless_root("rfc4821_black_hole_through_a_1280_byte_hop_without_icmp_both_families") {
+        return;
+    }
+    need_python();
+    let name = lab_name("bhole");
+    let mut cfg = LabConfig::new(&name);
+    cfg.topology = Topology::Routed;
+    cfg.ipv6 = true;
+    cfg.far_mtu = Some(1280);
+    let lab = lab(&cfg);
+    let router = lab.router_ns().expect("routed lab");
+    let nft = support::cases::Nft { ns: router, table: "blackhole" };
+    nft.drop_icmp_too_big();
+    let addr6 = format!("{}/64", lab.engine_addr6().expect("IPv6 lab"));
+    let gw6 = lab.gateway6().expect("routed").to_string();
+    let echo = |target: &str, bytes: u64, timeout_s: u64| {
+        ns_run(
+            lab.linux_ns(),
+            timeout_s + 10,
+            &["python3", &script("interop_echo_client.py"), target, "7", &bytes.to_string(), &timeout_s.to_string()],
+        )
+    };
+    {
+        let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &["--addr", &addr6, "--gateway", &gw6]);
+        for (target, what) in [(ENGINE_ADDR, "IPv4"), ("fd77::2", "IPv6")] {
+            let t0 = Instant::now();
+            let o = echo(target, 4 << 20, 90);
+            eprintln!("{what} echo through the black hole: {:.1} s", t0.elapsed().as_secs_f64());
+            assert!(o.status.success() && last_json(&o)["ok"] == true, "{what} echo through the black hole: {}", text(&o));
+        }
+        let s = e.stat()["stack"].clone();
+        assert_eq!(s["icmp_dest_unreachable_in"].as_u64().unwrap_or(0), 0, "an ICMP error got through: {s}");
+        assert_eq!(s["icmpv6_packet_too_big_in"].as_u64().unwrap_or(0), 0, "an ICMPv6 error got through: {s}");
+    }
+    let _e = EngineProc::in_lab(&lab, &format!("{name}-off"), "af_packet", &["--addr", &addr6, "--gateway", &gw6, "--mtu-probing", "off"]);
+    let o = echo(ENGINE_ADDR, 1 << 20, 12);
+    assert!(!(o.status.success() && last_json(&o)["ok"] == true), "without black-hole detection the echo should stall: {}", text(&o));
+}
+
 /// The engine as an IPv6 client: `outboard fetch` through the routed lab's
 /// Linux router (its default IPv6 gateway) to a Linux echo server on `::`.
 #[test]

@@ -721,7 +721,7 @@ import errno, socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
 s.settimeout(None)
 try:
-    s.setsockopt(socket.IPPROTO_TCP, 25, 16384)  # TCP_NOTSENT_LOWAT
+    s.setsockopt(socket.IPPROTO_TCP, 10, 16384)  # TCP_WINDOW_CLAMP
     print("lowat ok", flush=True)
 except OSError as e:
     print("lowat %d" % e.errno, flush=True)
@@ -746,7 +746,7 @@ fn unsupported_options_and_flags_fail_are_named_and_counted() {
     let _peer = start_server(&net, 1, 7400, "echo", 0.0);
     let mut p = net.py(0, UNSUPPORTED_SCRIPT, &[net.addr(1), "7400"], &[("OUTBOARD_LOG", "debug")]);
     let lowat = p.expect_line("lowat", Duration::from_secs(15));
-    assert_eq!(lowat, format!("lowat {}", libc::ENOPROTOOPT), "setsockopt(TCP_NOTSENT_LOWAT) on an engine socket: {}", p.report());
+    assert_eq!(lowat, format!("lowat {}", libc::ENOPROTOOPT), "setsockopt(TCP_WINDOW_CLAMP) on an engine socket: {}", p.report());
     let oob = p.expect_line("oob", Duration::from_secs(10));
     assert_eq!(oob, format!("oob {}", libc::EOPNOTSUPP), "send(MSG_OOB) on an engine socket: {}", p.report());
     assert_eq!(p.expect_line("echo", Duration::from_secs(10)), "echo still-works", "the socket still works");
@@ -772,8 +772,8 @@ fn unsupported_options_and_flags_fail_are_named_and_counted() {
     assert_eq!(code, 0, "{}", p.report());
     let unsup: Vec<&str> = err.lines().filter(|l| l.contains("unsupported")).collect();
     eprintln!("shim's unsupported lines:\n{}", unsup.join("\n"));
-    let lowat_named = format!("setsockopt level={} name=25", libc::IPPROTO_TCP);
-    assert!(unsup.iter().any(|l| l.contains(&lowat_named) && l.contains("ENOPROTOOPT")), "a line names setsockopt TCP_NOTSENT_LOWAT ({lowat_named}): {err}");
+    let lowat_named = format!("setsockopt level={} name=10", libc::IPPROTO_TCP);
+    assert!(unsup.iter().any(|l| l.contains(&lowat_named) && l.contains("ENOPROTOOPT")), "a line names setsockopt TCP_WINDOW_CLAMP ({lowat_named}): {err}");
     assert!(unsup.iter().any(|l| l.contains("call=send") && l.contains("MSG_OOB")), "a line names send's MSG_OOB: {err}");
 }
 

@@ -730,7 +730,10 @@ pub fn set_nonblock(fd: RawFd, on: bool) {
     }
 }
 
-/// FIONREAD / SIOCOUTQ for engine sockets; None: not ours to answer.
+/// linux/sockios.h: bytes written and not yet sent.
+const SIOCOUTQNSD: u64 = 0x894B;
+
+/// FIONREAD / SIOCOUTQ / SIOCOUTQNSD for engine sockets; None: not ours to answer.
 pub fn ioctl_value(fd: RawFd, req: u64) -> Option<SResult<i32>> {
     let st = lock();
     let s = st.sock(fd)?;
@@ -740,6 +743,9 @@ pub fn ioctl_value(fd: RawFd, req: u64) -> Option<SResult<i32>> {
         (Kind::Undecided, _) => None,
         (Kind::Stream(x), r) if r == libc::FIONREAD => Some(Ok(x.readable_bytes().min(i32::MAX as usize) as i32)),
         (Kind::Stream(x), r) if r == libc::TIOCOUTQ => Some(Ok(x.unacked().0.min(i32::MAX as u64) as i32)),
+        (Kind::Stream(x), SIOCOUTQNSD) => Some(Ok(x.notsent().min(i32::MAX as u64) as i32)),
+        (Kind::Listener(_), SIOCOUTQNSD) => Some(Err(libc::EINVAL)),
+        (Kind::Bound | Kind::Connecting(_) | Kind::Failed, SIOCOUTQNSD) => Some(Ok(0)),
         (Kind::Dgram(d), r) if r == libc::FIONREAD => Some(Ok(match d.begin_get() {
             Ok((m, _)) => m.len() as i32,
             Err(_) => 0,

@@ -60,7 +60,7 @@ pub struct Opts {
     pub maxseg: u16,
     /// TCP_CORK.
     pub cork: bool,
-    /// IP_TOS as Linux keeps it (read back; not put on the wire).
+    /// IP_TOS as Linux keeps it (read back, and put on a stream's packets).
     pub tos: u8,
     /// TCP_USER_TIMEOUT in milliseconds (0: off).
     pub user_timeout_ms: u32,
@@ -73,6 +73,9 @@ pub struct Opts {
     pub fastopen_qlen: u16,
     /// TCP_FASTOPEN_CONNECT: `connect` uses Fast Open.
     pub fastopen_connect: bool,
+    /// TCP_NOTSENT_LOWAT (0: unset, Linux's default `tcp_notsent_lowat`
+    /// UINT_MAX): writable only while fewer bytes wait unsent.
+    pub notsent_lowat: u32,
 }
 
 impl Default for Opts {
@@ -100,6 +103,7 @@ impl Default for Opts {
             inq: false,
             fastopen_qlen: 0,
             fastopen_connect: false,
+            notsent_lowat: 0,
         }
     }
 }
@@ -295,6 +299,9 @@ impl Sock {
             }
             if let Some(cc) = o.cc {
                 let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
+            }
+            if o.tos != 0 {
+                let _ = s.set_tos(o.tos);
             }
         }
         self.engine_cork = o.cork;
@@ -580,7 +587,10 @@ impl Sock {
                 if r.hup || self.shut_rd {
                     bits |= POLLRDHUP | rd;
                 }
-                if (r.writable && !self.shut_wr) || r.error {
+                // Linux's tcp_stream_memory_free: with TCP_NOTSENT_LOWAT,
+                // writable only while the unsent bytes are below it.
+                let lowat_ok = self.opts.notsent_lowat == 0 || s.notsent() < u64::from(self.opts.notsent_lowat);
+                if (r.writable && !self.shut_wr && lowat_ok) || r.error {
                     bits |= wr;
                 }
                 if r.error && !self.err_reported {

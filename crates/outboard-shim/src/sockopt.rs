@@ -8,7 +8,7 @@ use libc::{c_int, c_void, socklen_t};
 use outboard_board::proto::opt;
 use std::time::Duration;
 
-/// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_snd_wnd`.
+/// Linux's `struct tcp_info` (linux/tcp.h), the fields up to `tcpi_total_rto_time` (Linux 6.7).
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
 pub struct LinuxTcpInfo {
@@ -67,8 +67,13 @@ pub struct LinuxTcpInfo {
     pub reord_seen: u32,
     pub rcv_ooopack: u32,
     pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    pub rehash: u32,
+    pub total_rto: u16,
+    pub total_rto_recoveries: u16,
+    pub total_rto_time: u32,
 }
-const _: () = assert!(std::mem::size_of::<LinuxTcpInfo>() == 232);
+const _: () = assert!(std::mem::size_of::<LinuxTcpInfo>() == 248);
 
 /// Fills Linux's tcp_info from what the engine publishes.
 pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
@@ -96,6 +101,23 @@ pub fn tcp_info(sock: &Sock) -> LinuxTcpInfo {
             t.bytes_received = i.bytes_received;
             t.segs_out = i.segs_out;
             t.segs_in = i.segs_in;
+            t.app_limited = u8::from(i.delivery_rate_app_limited);
+            t.delivery_rate = i.delivery_rate;
+            t.delivered = i.delivered;
+            t.delivered_ce = i.delivered_ce;
+            t.bytes_sent = i.bytes_sent;
+            t.bytes_retrans = i.bytes_retrans;
+            t.dsack_dups = i.dsack_dups;
+            t.reord_seen = i.reord_seen;
+            t.reordering = i.reordering;
+            t.rcv_ooopack = i.rcv_ooopack;
+            t.snd_wnd = i.snd_wnd;
+            t.rcv_wnd = i.rcv_wnd;
+            t.total_rto = i.total_rto;
+            t.total_rto_recoveries = i.total_rto_recoveries;
+            t.total_rto_time = i.total_rto_time;
+            t.notsent_bytes = s.notsent().min(u64::from(u32::MAX)) as u32;
+            t.min_rtt = i.min_rtt_us;
             // The path MTU the MSS came from: IP (20 bytes, or 40 over IPv6) and TCP
             // headers, and the timestamp option when in use.
             let ts = if i.options & outboard_api::TCPI_OPT_TIMESTAMPS != 0 { 12 } else { 0 };
@@ -146,6 +168,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let mut user_timeout_changed = false;
     let mut cc_changed = false;
     let mut fastopen_changed = false;
+    let mut tos_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -218,6 +241,8 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.cork = read_int(val, len)? != 0;
             cork_changed = true;
         }
+        // Linux's do_tcp_setsockopt keeps any int (as unsigned); 0 means the sysctl (UINT_MAX).
+        (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => o.notsent_lowat = read_int(val, len)? as u32,
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
             let v = read_int(val, len)?;
             if v < 0 {
@@ -273,8 +298,8 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             cc_changed = true;
         }
         // IP_TOS: an int, or one byte (Linux's do_ip_setsockopt); on a
-        // stream the ECN bits stay as they were (0). Kept and read back;
-        // the engine's packets carry TOS 0 (documented).
+        // stream the ECN bits stay as they were (0). Kept, read back and
+        // put on the stream's packets.
         (libc::IPPROTO_IP, libc::IP_TOS) => {
             if val.is_null() && len > 0 {
                 return Err(libc::EFAULT);
@@ -286,6 +311,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
                 _ => read_int(val, len)?,
             };
             o.tos = if sock.stream { (v as u8) & !0x3 } else { v as u8 };
+            tos_changed = true;
         }
         // Hints a program may set that change nothing it can observe here:
         // accepted as Linux does (no error), on purpose.
@@ -313,6 +339,9 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         }
         if user_timeout_changed {
             s.set_user_timeout(o.user_timeout_ms).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+        if tos_changed {
+            s.set_tos(o.tos).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
         if let (true, Some(cc)) = (cc_changed, o.cc) {
             s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;
@@ -372,7 +401,7 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
             | libc::SO_RCVTIMEO | libc::SO_SNDTIMEO | libc::SO_LINGER)
             | (libc::IPPROTO_TCP, libc::TCP_NODELAY | libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT
                 | libc::TCP_MAXSEG | libc::TCP_CORK | libc::TCP_USER_TIMEOUT | libc::TCP_INQ | libc::TCP_CONGESTION
-                | libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT)
+                | libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_NOTSENT_LOWAT)
             | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
             // The hints `set` accepts.
@@ -472,6 +501,7 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
         }
         (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(o.cork)),
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(o.user_timeout_ms as i32),
+        (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => int(o.notsent_lowat as i32),
         (libc::IPPROTO_TCP, libc::TCP_INQ) => int(i32::from(o.inq)),
         (libc::IPPROTO_TCP, libc::TCP_FASTOPEN) => int(i32::from(o.fastopen_qlen)),
         (libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT) => int(i32::from(o.fastopen_connect)),

@@ -466,6 +466,7 @@ impl Stack {
                 },
             };
             entry.conn.set_tso_max(if mac.is_some() && remote.is_ipv4() { tso_max } else { 0 });
+            let tos = entry.conn.tos();
             let Some(tx) = entry.conn.poll_transmit(now) else {
                 if self.tcp.done_ready(id).is_some() {
                     self.stats.tcp_connections_freed += 1;
@@ -482,7 +483,7 @@ impl Stack {
                 dst_ip: remote,
                 ident,
                 hop_limit,
-                ecn: if tx.ect { 0b10 } else { 0 },
+                ecn: tos | if tx.ect { 0b10 } else { 0 },
             };
             let Some(hop) = hop else {
                 self.stats.drops_no_route += 1;
@@ -531,7 +532,8 @@ struct FrameHeader {
     ident: u16,
     /// TTL or hop limit.
     hop_limit: u8,
-    /// The ECN field: ECT(0) (0b10) on an ECN connection's new data, else 0.
+    /// The whole TOS / traffic class byte: the connection's DSCP bits
+    /// (IP_TOS) and the ECN field, ECT(0) (0b10) on an ECN connection's new data.
     ecn: u8,
 }
 

@@ -65,6 +65,15 @@ pub struct Config {
     /// RFC 3168 ECN: who asks (`Passive`, Linux's default `tcp_ecn = 2`:
     /// answer an ECN-setup SYN, never send one; `On` also asks; `Off`).
     pub ecn: crate::conn::EcnMode,
+    /// RFC 4821 black-hole detection (Linux's `tcp_mtu_probing`; on when a
+    /// black hole is detected, Linux's default 1): repeated timeouts lower
+    /// the segment size to `base_mss`, then halve it toward `mtu_probe_floor`.
+    pub mtu_probing: crate::conn::MtuProbing,
+    /// Payload bytes per segment after the first black-hole timeout (1024, Linux's `tcp_base_mss`).
+    pub base_mss: u16,
+    /// Lowest payload size black-hole halving reaches (48, Linux's
+    /// `tcp_mtu_probe_floor`; the MSS floor of 64 applies as well).
+    pub mtu_probe_floor: u16,
 }
 
 impl Default for Config {
@@ -90,6 +99,9 @@ impl Default for Config {
             max_ooo_ranges: 32,
             tso_max_bytes: 0,
             ecn: crate::conn::EcnMode::Passive,
+            mtu_probing: crate::conn::MtuProbing::BlackHole,
+            base_mss: 1024,
+            mtu_probe_floor: 48,
         }
     }
 }

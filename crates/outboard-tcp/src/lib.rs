@@ -35,5 +35,5 @@ pub mod syncookie;
 
 pub use cc::CcKind;
 pub use config::Config;
-pub use conn::{ConnStats, Connection, EcnMode, Error, Event, FastOpenReport, FourTuple, IcmpError, Prefilled, State, Transmit};
+pub use conn::{ConnStats, Connection, EcnMode, Error, Event, FastOpenReport, FourTuple, IcmpError, MtuProbing, Prefilled, State, Transmit};
 pub use ring::RingStorage;

@@ -110,6 +110,7 @@ fn any_option() -> impl Strategy<Value = StreamOption> {
         any::<u32>().prop_map(StreamOption::UserTimeout),
         (0u8..=1).prop_map(StreamOption::Congestion),
         any::<u16>().prop_map(StreamOption::FastOpen),
+        any::<u8>().prop_map(StreamOption::Tos),
         Just(StreamOption::Invalid),
     ]
 }

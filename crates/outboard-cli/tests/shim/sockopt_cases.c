@@ -351,6 +351,29 @@ static void fastopen(void) {
     int rcc = seti(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
     printf("fastopen connected set=%s connect_set=%s\n", en(rc), en(rcc));
     close(c);
+/* SIOCOUTQNSD and TCP_NOTSENT_LOWAT against a peer that reads nothing for
+ * 1.5 s: unsent bytes pile up, POLLOUT is off while they are at or above the
+ * low-water mark, and comes back once the peer reads and they drain. */
+static void notsent(void) {
+    int s = conn_cmd('H');
+    int r = seti(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT, 16384);
+    int g = geti(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT);
+    static char buf[65536];
+    for (int i = 0; i < 4000; i++)
+        if (send(s, buf, sizeof buf, MSG_DONTWAIT) <= 0) break;
+    usleep(200000);
+    int outq = -1, nsd = -1;
+    ioctl(s, SIOCOUTQ, &outq);
+    ioctl(s, SIOCOUTQNSD, &nsd);
+    struct pollfd p = {.fd = s, .events = POLLOUT};
+    int held = poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
+    printf("notsent lowat set=%s get=%d nsd_at_least_lowat=%d nsd_le_outq=%d pollout_held=%d\n", en(r), g, nsd >= 16384, nsd <= outq, held);
+    p.revents = 0;
+    int later = poll(&p, 1, 8000) == 1 && (p.revents & POLLOUT);
+    ioctl(s, SIOCOUTQNSD, &nsd);
+    printf("notsent pollout_after_drain=%d nsd_below_lowat=%d\n", later, nsd < 16384);
+    shutdown(s, SHUT_WR);
+    close(s);
 }
 
 int main(int argc, char **argv) {
@@ -368,5 +391,6 @@ int main(int argc, char **argv) {
     listener_ioctl();
     fastopen();
     splices();
+    notsent();
     return 0;
 }

@@ -5,7 +5,8 @@
  *   S  send "hello", then wait for end of stream;
  *   F  send "hello", then close (FIN);
  *   G  send 100000 bytes (i * 7 % 251), then close;
- *   B  read to end of stream, then write "<bytes> <sum>\n" and close.
+ *   B  read to end of stream, then write "<bytes> <sum>\n" and close;
+ *   H  read nothing for 1.5 s, then read to end of stream.
  * Runs until killed. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -66,6 +67,10 @@ static void serve(int c) {
         }
         break;
     }
+    case 'H':
+        usleep(1500000);
+        while (read(c, buf, sizeof buf) > 0) {}
+        break;
     case 'B': {
         unsigned long total = 0, sum = 0;
         ssize_t n;

@@ -59,6 +59,41 @@ impl Nft<'_> {
         assert!(self.cmd(&format!("add chain inet {t} out {{ type filter hook output priority 0 ; }}")));
         assert!(self.cmd(&format!("add rule inet {t} out tcp sport {port} drop")));
     }
+    /// Drops the ICMP errors that carry a path MTU (fragmentation needed,
+    /// packet too big) that the namespace sends: a path MTU black hole.
+    pub fn drop_icmp_too_big(&self) {
+        let t = self.table;
+        let _ = self.cmd(&format!("delete table inet {t}"));
+        assert!(self.cmd(&format!("add table inet {t}")));
+        assert!(self.cmd(&format!("add chain inet {t} out {{ type filter hook output priority 0 ; }}")));
+        assert!(self.cmd(&format!("add rule inet {t} out icmp type destination-unreachable icmp code frag-needed drop")));
+        assert!(self.cmd(&format!("add rule inet {t} out icmpv6 type packet-too-big drop")));
+    }
+    /// Counts the TCP packets from `src` arriving with TOS byte `tos` (DSCP
+    /// and ECN bits as given) in the named counter `tosmatch` (all of them in `tcpseen`).
+    pub fn count_tos(&self, src: &str, tos: u8) {
+        let t = self.table;
+        let _ = self.cmd(&format!("delete table inet {t}"));
+        assert!(self.cmd(&format!("add table inet {t}")));
+        assert!(self.cmd(&format!("add counter inet {t} tosmatch")));
+        assert!(self.cmd(&format!("add counter inet {t} tcpseen")));
+        assert!(self.cmd(&format!("add chain inet {t} inp {{ type filter hook input priority 0 ; }}")));
+        assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp counter name tcpseen")));
+        assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp ip dscp {} ip ecn {} counter name tosmatch", tos >> 2, tos & 3)));
+    }
+    /// The packets a named counter has seen.
+    pub fn packets(&self, counter: &str) -> u64 {
+        let o = Command::new("ip")
+            .args(["netns", "exec", self.ns, "nft", "list", "counter", "inet", self.table, counter])
+            .output()
+            .expect("nft list counter");
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        text.split_whitespace()
+            .skip_while(|w| *w != "packets")
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no packet count in {text:?}"))
+    }
     pub fn clear(&self) {
         let _ = self.cmd(&format!("delete table inet {}", self.table));
     }
@@ -99,11 +134,17 @@ impl CasesRig {
     /// Compiles `tests/shim/{tag}_cases.c` and `{tag}_peer.c`, brings the lab
     /// up and the peer listening (it prints `listening`).
     pub fn start(tag: &str, base: u16, limit: std::time::Duration) -> CasesRig {
-        let dir = std::env::temp_dir().join(format!("ob-shim-{tag}-{}", std::process::id()));
+        CasesRig::start_as(tag, tag, base, limit)
+    }
+
+    /// `start` with its own lab name (`lab_tag`), for tests of one binary
+    /// that run at once with the same programs.
+    pub fn start_as(tag: &str, lab_tag: &str, base: u16, limit: std::time::Duration) -> CasesRig {
+        let dir = std::env::temp_dir().join(format!("ob-shim-{lab_tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = compile(&format!("{tag}_cases.c"), &dir);
         let peer_bin = compile(&format!("{tag}_peer.c"), &dir);
-        let name = super::netns::lab_name(tag);
+        let name = super::netns::lab_name(lab_tag);
         let lab = super::netns::lab(&outboard_lab::LabConfig::new(&name));
         let engine = super::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none"]);
         let lip = lab.linux_addr().to_string();

@@ -109,6 +109,8 @@ pub struct TransferConfig {
     pub progress_interval_ms: u64,
     /// Run the connection over IPv6 (both hosts dual-stack).
     pub ipv6: bool,
+    /// RFC 4821 black-hole detection (the engine's default: on).
+    pub mtu_probing: outboard_tcp::MtuProbing,
 }
 
 impl Default for TransferConfig {
@@ -141,6 +143,7 @@ impl Default for TransferConfig {
             progress: None,
             progress_interval_ms: 1000,
             ipv6: false,
+            mtu_probing: outboard_tcp::MtuProbing::BlackHole,
         }
     }
 }

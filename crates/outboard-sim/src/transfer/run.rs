@@ -46,6 +46,7 @@ pub(super) fn run(
         send_buffer: cfg.send_buffer,
         recv_buffer: cfg.recv_buffer,
         cc: cfg.cc,
+        mtu_probing: cfg.mtu_probing,
         ..Default::default()
     };
     let mut net = Network::of_stacks(&StackNetConfig {

@@ -31,6 +31,8 @@ impl Connection {
         let blocks = repr.options.sack;
         let blocks = blocks.as_slice();
         let dsack = dsack_block(ack, blocks);
+        let was_in_recovery = self.rec.in_recovery;
+        let mut dup_ack = false;
         let newly_sacked = if self.sack_ok {
             self.detect_reordering(ack, blocks);
             self.dsack_check(now, ack, blocks);
@@ -57,8 +59,22 @@ impl Connection {
                 payload_len == 0 && wnd == self.snd_wnd
             };
             if dup {
+                dup_ack = true;
                 self.recovery_on_dup_ack(now);
             }
+        }
+        if !self.sack_ok && self.rec.in_recovery {
+            // RFC 6937 §3 without SACK: the ACK that starts recovery delivered
+            // one segment; later ones as `prr_reno_delivered` estimates.
+            let delivered = if was_in_recovery {
+                self.prr_reno_delivered(seq_sub(self.snd_una, prior_una), dup_ack)
+            } else {
+                self.data_mss()
+            };
+            self.prr_on_ack(delivered, self.snd_una > prior_una);
+        }
+        if let Some((l, r)) = dsack {
+            self.rate.dsack_dups += seq_sub(r, l).div_ceil(self.data_mss().max(1)) as u64;
         }
         if self.sack_ok {
             // RFC 8985 §6.2: RACK, then §7.4 TLP loss detection; a loss RACK
@@ -84,6 +100,8 @@ impl Connection {
                 self.prr_on_ack(delivered, self.snd_una > prior_una);
             }
         }
+        let ece = self.ecn.ok && repr.flags.contains(outboard_wire::TcpFlags::ECE);
+        self.rate_on_ack(now, seq_sub(self.snd_una, prior_una) + newly_sacked, ece);
         // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
         // a newer segment (SND.WL1/WL2).
         if ack >= self.snd_una && (self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack)) {
@@ -128,7 +146,13 @@ impl Connection {
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
         }
+        if self.rto_count > 0 {
+            if let Some(t) = self.rate.rto_since.take() {
+                self.rate.rto_time += now.saturating_duration_since(t);
+            }
+        }
         self.rto_count = 0;
+        self.blackhole_on_progress();
         let rtt = self.rtt_sample(now, repr);
         if let Some(d) = rtt {
             self.rtt.on_sample(d);

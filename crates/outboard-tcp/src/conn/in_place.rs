@@ -114,6 +114,7 @@ impl Connection {
         if n == 0 {
             return Ok(0);
         }
+        self.rate_check_app_limited();
         let queued = n.min(self.send_buf.free());
         self.send_buf.enqueue_unqueued(queued);
         self.sent_short(queued, n)

@@ -358,6 +358,8 @@ impl Connection {
             self.stats.dropped_segments += 1;
             self.ack_now = true;
             return;
+        } else {
+            self.rate.rcv_ooopack += 1;
         }
         advanced += self.assembler.pop_front();
         if advanced > 0 {

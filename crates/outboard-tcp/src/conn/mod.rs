@@ -9,7 +9,8 @@
 //! `ack` (acknowledgment processing, RTT, window update), `recovery` (RFC 5681
 //! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
 //! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
-//! RACK-TLP loss detection and tail loss probes), `output` (what
+//! RACK-TLP loss detection and tail loss probes), `blackhole` (RFC 4821
+//! black-hole detection), `output` (what
 //! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
@@ -17,6 +18,7 @@
 //! fused receive checksum).
 
 mod ack;
+mod blackhole;
 mod ecn;
 mod fastopen;
 mod in_place;
@@ -26,6 +28,7 @@ mod options;
 mod output;
 mod prr;
 mod rack;
+mod rate;
 mod recovery;
 mod sockopt;
 mod timers;
@@ -33,6 +36,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use blackhole::MtuProbing;
 pub use ecn::EcnMode;
 pub use fastopen::FastOpenReport;
 pub use in_place::Prefilled;
@@ -116,6 +120,35 @@ pub struct ConnInfo {
     pub cubic: bool,
     /// Our SYN carried data that the SYN-ACK acknowledged (RFC 7413; Linux's TCPI_OPT_SYN_DATA).
     pub syn_data: bool,
+    /// Delivery rate in bytes per second (Linux `tcpi_delivery_rate`, from
+    /// `tcp_rate.c`'s estimate; 0 before a sample and without SACK), and
+    /// whether that sample was app-limited (`tcpi_delivery_rate_app_limited`).
+    pub delivery_rate: u64,
+    pub delivery_rate_app_limited: bool,
+    /// Segments delivered, and those acknowledged with ECE (`tcpi_delivered`, `tcpi_delivered_ce`).
+    pub delivered: u64,
+    pub delivered_ce: u64,
+    /// Payload bytes sent, retransmissions included (`tcpi_bytes_sent`).
+    pub bytes_sent: u64,
+    /// D-SACKed segments (`tcpi_dsack_dups`), reordering events
+    /// (`tcpi_reord_seen`), segments received out of order (`tcpi_rcv_ooopack`).
+    pub dsack_dups: u64,
+    pub reord_events: u64,
+    pub rcv_ooopack: u64,
+    /// The peer's window and the window we last advertised, bytes (`tcpi_snd_wnd`, `tcpi_rcv_wnd`).
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    /// Retransmission timeouts, timeout episodes, and milliseconds spent in
+    /// finished episodes (`tcpi_total_rto`, `_rto_recoveries`, `_rto_time`).
+    pub total_rto: u64,
+    pub total_rto_recoveries: u64,
+    pub total_rto_time_ms: u32,
+    /// Bytes queued and not yet sent (`tcpi_notsent_bytes`, SIOCOUTQNSD).
+    pub notsent: u32,
+    /// Bytes of the send queue sent and not yet acknowledged.
+    pub in_flight: u32,
+    /// Lowest RTT seen, microseconds (`tcpi_min_rtt`; 0 before a sample).
+    pub min_rtt_us: u32,
 }
 
 /// One TCP connection: the RFC 9293 transmission control block plus the
@@ -243,6 +276,10 @@ pub struct Connection {
     sockopt: sockopt::SockOpts,
     /// RFC 7413 Fast Open (`fastopen`).
     tfo: fastopen::FastOpen,
+    /// RFC 4821 black-hole detection (`blackhole`).
+    blackhole: blackhole::BlackHole,
+    /// Delivery rate and TCP_INFO counters (`rate`).
+    rate: rate::Rate,
     stats: ConnStats,
 }
 
@@ -330,6 +367,8 @@ impl Connection {
             ecn: ecn::Ecn::default(),
             sockopt: sockopt::SockOpts::default(),
             tfo: fastopen::FastOpen::default(),
+            blackhole: blackhole::BlackHole::default(),
+            rate: rate::Rate::default(),
             stats: ConnStats::default(),
             cfg,
         }
@@ -479,6 +518,7 @@ impl Connection {
         if data.is_empty() {
             return Ok(0);
         }
+        self.rate_check_app_limited();
         let n = self.send_buf.push(data);
         self.sent_short(n, data.len())
     }
@@ -636,6 +676,7 @@ impl Connection {
         s.reordering = self.rec.reordering;
         s.ecn = self.ecn.ok;
         s.ecn_reductions = self.ecn.reductions;
+        s.blackhole_events = self.blackhole.events;
         s
     }
 
@@ -688,6 +729,24 @@ impl Connection {
             tlp_probes: self.stats.tlp_probes,
             cubic: self.cfg.cc == crate::cc::CcKind::Cubic,
             syn_data: self.tfo.syn_data_acked,
+            delivery_rate: self.rate.bytes_per_sec(),
+            delivery_rate_app_limited: self.rate.rate_app_limited,
+            delivered: self.rate.delivered_segs,
+            delivered_ce: self.rate.delivered_ce,
+            bytes_sent: self.stats.bytes_out,
+            dsack_dups: self.rate.dsack_dups,
+            reord_events: self.rate.reord_seen,
+            rcv_ooopack: self.rate.rcv_ooopack,
+            snd_wnd: u32::try_from(self.snd_wnd).unwrap_or(u32::MAX),
+            rcv_wnd: u32::try_from(recovery::seq_sub(self.rcv_adv, self.rcv_nxt)).unwrap_or(u32::MAX),
+            total_rto: self.stats.rto_events,
+            total_rto_recoveries: self.rate.rto_recoveries,
+            total_rto_time_ms: u32::try_from(self.rate.rto_time.as_millis()).unwrap_or(u32::MAX),
+            notsent: u32::try_from(recovery::seq_sub(self.snd_buf_seq + self.send_buf.len(), self.snd_max.max(self.snd_buf_seq)))
+                .unwrap_or(u32::MAX),
+            min_rtt_us: self.rate.min_rtt.or(self.rtt.min_rtt()).map_or(0, to_us),
+            in_flight: u32::try_from(recovery::seq_sub(self.snd_nxt.max(self.snd_max).min(self.snd_buf_seq + self.send_buf.len()), self.snd_buf_seq))
+                .unwrap_or(u32::MAX),
         }
     }
 

@@ -126,6 +126,19 @@ impl Connection {
 
     /// Fast retransmit / partial ACK, then RFC 6675 NextSeg rule (1).
     fn next_retransmission(&mut self) -> Option<(SeqNumber, usize, bool)> {
+        if let Some(seq) = self.rec.rack_rexmit {
+            if seq < self.snd_una || seq >= self.snd_max {
+                self.rec.rack_rexmit = None;
+            } else if self.cwnd_allowance() >= self.payload_cap() {
+                self.rec.rack_rexmit = None;
+                let (full, fin) = self.sent_segment_at(seq);
+                let len = if self.sack_ok { full.min(self.unsacked_run(seq)) } else { full };
+                let fin = fin && len == full;
+                if len > 0 || fin {
+                    return Some((seq, len, fin));
+                }
+            }
+        }
         if self.rec.rexmit_una {
             self.rec.rexmit_una = false;
             if self.snd_una < self.snd_max {
@@ -208,6 +221,13 @@ impl Connection {
         }
         let retransmitting = self.snd_nxt < self.snd_max;
         let mss = self.payload_cap();
+        let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
+        if let Some(size) = self.blackhole_probe_size(unsent, wnd_avail) {
+            // RFC 4821 / Linux's `tcp_mtu_probe`: one larger segment, sent whole.
+            self.blackhole.sending_probe = true;
+            self.push_burst_end = false;
+            return Some((self.snd_nxt, size, false));
+        }
         // TSO: new data may go in one segment of several MSS-sized pieces
         // (the link cuts it); data sent before goes again one MSS at a time,
         // as Linux splits a TSO skb it retransmits.
@@ -216,7 +236,6 @@ impl Connection {
         if retransmitting && self.sack_ok {
             limit = limit.min(self.unsacked_run(self.snd_nxt));
         }
-        let wnd_avail = seq_sub(self.snd_una + self.snd_wnd, self.snd_nxt);
         let mut len = limit.min(wnd_avail).min(self.cwnd_allowance());
         let idle = self.snd_nxt == self.snd_una;
         if len > mss {
@@ -317,7 +336,7 @@ impl Connection {
         let new_data = kind == SegKind::Data && len > 0 && seq + len > self.snd_max;
         match kind {
             SegKind::Data => {
-                if self.rec.in_recovery && self.sack_ok {
+                if self.rec.in_recovery {
                     self.prr_on_send(end - seq);
                 }
                 if seq < self.snd_max {
@@ -393,7 +412,15 @@ impl Connection {
         } else {
             [&[][..], &[][..]]
         };
-        let seg = self.payload_cap();
+        let mut seg = self.payload_cap();
+        if self.blackhole.sending_probe {
+            // The probe goes whole: no TSO cut.
+            self.blackhole.sending_probe = false;
+            if new_data {
+                self.blackhole.probe = Some((seq, len));
+                seg = len;
+            }
+        }
         // The D-SACK block went out in this segment (RFC 2883 §4: reported once).
         self.dsack = None;
         let gso_size = if len > seg { seg } else { 0 };

@@ -1,6 +1,11 @@
-//! RFC 6937 Proportional Rate Reduction for SACK fast recovery, in the
+//! RFC 6937 Proportional Rate Reduction for fast recovery, in the
 //! PRR-SSRB form Linux uses (`tcp_init_cwnd_reduction`, `tcp_cwnd_reduction`,
-//! `tcp_end_cwnd_reduction`).
+//! `tcp_end_cwnd_reduction`), with SACK and without.
+//!
+//! Without SACK (RFC 6937 §3, Linux's Reno emulation of `sacked_out`):
+//! DeliveredData is one MSS per duplicate ACK, and on a partial ACK the
+//! segments acknowledged less one per earlier duplicate ACK (at least one);
+//! the pipe is the FlightSize less a segment per duplicate ACK counted.
 //!
 //! The congestion controller sets ssthresh (and cwnd = ssthresh) when
 //! recovery begins; while it lasts, PRR alone decides how many bytes each ACK
@@ -12,6 +17,7 @@
 //! sums match Linux's packet counts: `prr_out` never runs more than one
 //! segment ahead of the proportional target, and the next ACK takes it back.
 
+use super::recovery::seq_sub;
 use super::Connection;
 use crate::cc::CongestionControl;
 
@@ -27,6 +33,9 @@ pub(super) struct Prr {
     pub(super) out: usize,
     /// sndcnt of the latest ACK, less what has gone out since (bytes).
     pub(super) quota: usize,
+    /// Without SACK: segments the duplicate ACKs say have left the network
+    /// (Linux's `sacked_out` for Reno).
+    pub(super) reno_sacked: usize,
 }
 
 impl Connection {
@@ -73,6 +82,27 @@ impl Connection {
             (ssthresh - pipe).min(limit)
         };
         p.quota = if p.out == 0 { sndcnt.max(mss) } else { sndcnt };
+    }
+
+    /// RFC 6937 §3 DeliveredData without SACK, for an ACK in recovery:
+    /// `acked` bytes cumulatively acknowledged (a partial ACK), else a
+    /// duplicate ACK (`dup`). Linux's `tcp_add_reno_sack` and `tcp_remove_reno_sacks`.
+    pub(super) fn prr_reno_delivered(&mut self, acked: usize, dup: bool) -> usize {
+        let mss = self.data_mss();
+        let flight_segs = seq_sub(self.snd_nxt, self.snd_una).div_ceil(mss);
+        let p = &mut self.rec.prr;
+        if acked > 0 {
+            let segs = acked.div_ceil(mss);
+            let delivered = segs.saturating_sub(p.reno_sacked).max(1);
+            p.reno_sacked = p.reno_sacked.saturating_sub(segs - 1);
+            delivered * mss
+        } else if dup {
+            // Never more "SACKed" segments than are outstanding.
+            p.reno_sacked = (p.reno_sacked + 1).min(flight_segs.saturating_sub(1));
+            mss
+        } else {
+            0
+        }
     }
 
     /// A data segment of `len` bytes (sequence space) went out in recovery.

@@ -43,6 +43,8 @@ struct Sent {
     rexmit: bool,
     /// Already counted as delivered by a SACK.
     sacked: bool,
+    /// For the delivery-rate sample (`rate`).
+    tx: super::rate::TxRate,
 }
 
 /// RACK and TLP state (RFC 8985 §5.2, §7).
@@ -132,6 +134,7 @@ impl Connection {
         if !self.sack_ok || end <= seq {
             return;
         }
+        let tx = self.rate_on_send(now, self.rec.rack.log.is_empty());
         let r = &mut self.rec.rack;
         let log_end = r.log.back().map_or(seq, |s| s.end);
         if seq < log_end {
@@ -146,11 +149,12 @@ impl Connection {
                 s.at = now;
                 s.rexmit = true;
                 s.sacked = false;
+                s.tx = tx;
             }
         }
         let new_from = seq.max(log_end);
         if end > new_from {
-            r.log.push_back(Sent { start: new_from, end, at: now, rexmit: false, sacked: false });
+            r.log.push_back(Sent { start: new_from, end, at: now, rexmit: false, sacked: false, tx });
         }
     }
 
@@ -184,6 +188,18 @@ impl Connection {
             }
         };
         let (mut xmit, mut end_seq, mut rtt) = (r.xmit_ts, r.end_seq, r.rtt);
+        // The newest transmission this ACK delivers gives the rate sample.
+        let mut newest: Option<(super::rate::TxRate, Instant)> = None;
+        let mut min_rtt_us: Option<Duration> = None;
+        let mut note = |s: &Sent| {
+            if newest.is_none_or(|(_, at)| s.at >= at) {
+                newest = Some((s.tx, s.at));
+            }
+            if !s.rexmit {
+                let rtt = now.saturating_duration_since(s.at);
+                min_rtt_us = Some(min_rtt_us.map_or(rtt, |m| m.min(rtt)));
+            }
+        };
         while let Some(s) = r.log.front().copied() {
             if s.end > una {
                 if s.start < una {
@@ -193,6 +209,7 @@ impl Connection {
             }
             r.log.pop_front();
             if !s.sacked {
+                note(&s);
                 delivered(&s, &mut xmit, &mut end_seq, &mut rtt);
             }
         }
@@ -207,11 +224,19 @@ impl Connection {
                 }
                 if !s.sacked && s.start >= l && s.end <= rr {
                     s.sacked = true;
+                    note(s);
                     delivered(s, &mut xmit, &mut end_seq, &mut rtt);
                 }
             }
         }
         (r.xmit_ts, r.end_seq, r.rtt) = (xmit, end_seq, rtt);
+        if let Some(rtt) = min_rtt_us {
+            self.rate.min_rtt = Some(self.rate.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+        if let Some((tx, at)) = newest {
+            self.rate_on_delivered(tx, at);
+        }
+        let r = &mut self.rec.rack;
         // Step 4: a D-SACK means the reordering window was too small; widen it
         // once per round trip, and keep it wide for 16 recoveries.
         if dsack.is_some() {
@@ -256,6 +281,8 @@ impl Connection {
     /// not-retransmitted segment sent before RACK.xmit_ts that has been
     /// outstanding for RACK.rtt + reo_wnd, and arms the reorder timer for the
     /// first one not yet due. Returns whether the segment at SND.UNA is lost.
+    /// Retransmissions are judged the same way (`rack_detect_lost_rexmits`),
+    /// in fast recovery and in RTO recovery alike.
     pub(super) fn rack_detect_loss(&mut self, now: Instant) -> bool {
         self.timers.stop(Timer::RackReorder);
         let Some(xmit_ts) = self.rec.rack.xmit_ts else { return false };
@@ -263,10 +290,19 @@ impl Connection {
         // zero min_rtt every segment would be "late" the instant a later
         // one is SACKed; DupThresh alone then (RFC 8985 §6.2 needs RTT samples).
         let measured = self.rtt.min_rtt().is_some_and(|m| m > Duration::ZERO);
-        if !self.sack_ok || self.rec.rto_recover.is_some() || !measured {
+        if !self.sack_ok || !measured {
             return false;
         }
         let reo_wnd = self.rack_reo_wnd();
+        let rexmit_timeout = self.rack_detect_lost_rexmits(now, xmit_ts, reo_wnd);
+        if let Some(t) = rexmit_timeout {
+            self.timers.set(Timer::RackReorder, t);
+        }
+        if self.rec.rto_recover.is_some() {
+            // After an RTO go-back-N resends every original; only the
+            // retransmissions are RACK's to judge.
+            return false;
+        }
         let r = &mut self.rec.rack;
         let from = r.lost_to.unwrap_or(self.snd_una).max(self.snd_una);
         let mut lost_to = r.lost_to;
@@ -292,9 +328,47 @@ impl Connection {
             self.rec.scoreboard.set_rack_lost(lost_to);
         }
         if let Some(t) = timeout {
+            let t = rexmit_timeout.map_or(t, |r| r.min(t));
             self.timers.set(Timer::RackReorder, t);
         }
         lost_to.is_some_and(|b| b > self.snd_una)
+    }
+
+    /// RFC 8985 §6.2 step 5 for retransmitted segments (Linux's
+    /// `tcp_rack_detect_loss` walks them too): a retransmission sent before
+    /// the most recently delivered segment and outstanding RACK.rtt +
+    /// reo_wnd is lost again and is resent (the lowest first; one at a
+    /// time, each resend re-timestamps it). Returns when the next
+    /// retransmission not yet due would be, for the reorder timer.
+    fn rack_detect_lost_rexmits(&mut self, now: Instant, xmit_ts: Instant, reo_wnd: Duration) -> Option<Instant> {
+        let r = &self.rec.rack;
+        let mut lost = None;
+        let mut timeout: Option<Instant> = None;
+        // In RTO recovery go-back-N resends everything from SND.NXT on anyway.
+        let below = if self.rec.rto_recover.is_some() { self.snd_nxt } else { self.snd_max };
+        for s in r.log.iter().skip(r.index_after(self.snd_una)) {
+            if s.start >= below {
+                break;
+            }
+            if !s.rexmit || s.sacked || !Rack::sent_after(xmit_ts, r.end_seq, s.at, s.end) {
+                continue;
+            }
+            let due = s.at + r.rtt + reo_wnd;
+            if due <= now {
+                if lost.is_none() {
+                    lost = Some(s.start);
+                }
+            } else {
+                timeout = Some(timeout.map_or(due, |t| t.min(due)));
+            }
+        }
+        if let Some(seq) = lost {
+            if self.rec.rack_rexmit.is_none_or(|q| seq < q) {
+                self.stats.rack_losses += 1;
+                self.rec.rack_rexmit = Some(seq);
+            }
+        }
+        timeout
     }
 
     /// The reorder timer fired (RFC 8985 §6.3): detect again, and start fast

@@ -60,6 +60,9 @@ pub(super) struct Recovery {
     /// Resend the segment at SND.UNA on the next `poll_transmit`, ignoring cwnd
     /// (fast retransmit, NewReno partial ACK, path MTU drop).
     pub(super) rexmit_una: bool,
+    /// RFC 8985 §6.2: a retransmission RACK found lost again, to be resent
+    /// (alone, not moving HighRxt) as soon as the window allows.
+    pub(super) rack_rexmit: Option<SeqNumber>,
     /// The last retransmission of the segment at SND.UNA in SACK recovery:
     /// (its sequence number, SND.MAX when it was sent).
     pub(super) una_rexmit: Option<(SeqNumber, SeqNumber)>,
@@ -87,6 +90,7 @@ impl Recovery {
             inflate: 0,
             rto_recover: None,
             rexmit_una: false,
+            rack_rexmit: None,
             una_rexmit: None,
             last_advance: 0,
             reordering: DUP_THRESH,
@@ -101,6 +105,11 @@ impl Connection {
     /// Bytes the network holds for us: RFC 6675 pipe in SACK recovery, else
     /// everything between SND.UNA and SND.NXT.
     pub(super) fn bytes_in_flight(&self) -> usize {
+        if self.rec.in_recovery && !self.sack_ok {
+            // Linux's Reno emulation: each duplicate ACK took a segment out.
+            let gone = self.rec.prr.reno_sacked * self.data_mss();
+            return seq_sub(self.snd_nxt, self.snd_una).saturating_sub(gone);
+        }
         if self.rec.in_recovery && self.sack_ok {
             // Bytes between SND.NXT and SND.MAX were given up by an RTO: not in the network.
             self.rec.scoreboard.pipe(self.snd_una, self.snd_nxt, self.rec.high_rxt, self.data_mss())
@@ -122,8 +131,8 @@ impl Connection {
 
     /// Bytes the congestion window lets us put in flight now.
     pub(super) fn cwnd_allowance(&self) -> usize {
-        if self.rec.in_recovery && self.sack_ok {
-            // RFC 6937: in SACK recovery PRR decides how much may go (`prr.rs`).
+        if self.rec.in_recovery {
+            // RFC 6937: in recovery PRR decides how much may go (`prr.rs`).
             return self.prr_allowance();
         }
         let mut cwnd = self.cc.cwnd().max(self.data_mss());
@@ -272,12 +281,16 @@ impl Connection {
             rexmits_before: self.stats.retransmits,
             dsacked: 0,
         });
+        self.blackhole_on_loss();
         self.rec.in_recovery = true;
         self.rec.point = self.snd_max;
         self.rec.high_rxt = self.snd_una;
         self.cc.on_congestion_event(now, flight);
-        if self.sack_ok {
-            self.prr_start(flight);
+        self.prr_start(flight);
+        if !self.sack_ok {
+            // The duplicate ACKs so far, this one included (Linux's Reno `sacked_out`).
+            let segs = flight.div_ceil(self.data_mss());
+            self.rec.prr.reno_sacked = (self.rec.dupacks as usize).min(segs.saturating_sub(1));
         }
         self.stats.fast_retransmits += 1;
         // RFC 5681 §3.2 step 2-3 / RFC 6675 §5 (C): resend the first hole at once.
@@ -319,6 +332,7 @@ impl Connection {
         if let Some(s) = low {
             // RFC 8985 §6.2 step 3: RACK.reordering_seen.
             self.rec.rack.reordering_seen = true;
+            self.rate.reord_seen += 1;
             self.note_reordering(seq_sub(high, s));
         }
     }
@@ -400,6 +414,7 @@ impl Connection {
             self.rec.inflate = 0;
             self.rec.dupacks = 0;
             self.rec.rexmit_una = false;
+            self.rec.rack_rexmit = None;
             self.rec.una_rexmit = None;
         }
     }
@@ -417,6 +432,11 @@ impl Connection {
         if !peer_alive || syn_phase {
             self.rto_count += 1;
         }
+        if self.rate.rto_since.is_none() && !syn_phase {
+            // Linux's `tcp_retransmit_timer`: a new timeout episode.
+            self.rate.rto_recoveries += 1;
+            self.rate.rto_since = Some(now);
+        }
         let limit = match self.state {
             State::SynSent => self.cfg.max_syn_retransmits,
             State::SynReceived => self.cfg.max_synack_retransmits,
@@ -431,6 +451,10 @@ impl Connection {
         if !syn_phase {
             self.cc.on_rto(now, flight);
         }
+        if !syn_phase {
+            self.blackhole_on_loss();
+            self.blackhole_on_rto(now, self.rtt.rto());
+        }
         // RTO recovery is not undone (F-RTO is not implemented).
         self.rec.undo = None;
         // Linux `tcp_enter_loss`: a timeout outside recovery while several
@@ -444,6 +468,7 @@ impl Connection {
         self.rec.inflate = 0;
         self.rec.dupacks = 0;
         self.rec.rexmit_una = false;
+        self.rec.rack_rexmit = None;
         self.rec.una_rexmit = None;
         self.rec.rto_recover = Some(self.snd_max);
         self.rec.high_rxt = self.snd_una;

@@ -23,9 +23,23 @@ pub(super) struct SockOpts {
     /// Since when data has been outstanding without SND.UNA moving, and
     /// the SND.UNA seen then.
     unacked_since: Option<(Instant, u32)>,
+    /// IP_TOS / IPV6_TCLASS without the ECN bits.
+    tos: u8,
 }
 
 impl Connection {
+    /// IP_TOS (IPV6_TCLASS): the DSCP bits every segment of this connection
+    /// carries from now on; the ECN bits stay under RFC 3168's control, as
+    /// Linux keeps them (`INET_ECN_MASK` cleared on a TCP socket).
+    pub fn set_tos(&mut self, tos: u8) {
+        self.sockopt.tos = tos & !0b11;
+    }
+
+    /// The DSCP bits set by `set_tos` (ECN bits 0).
+    pub fn tos(&self) -> u8 {
+        self.sockopt.tos
+    }
+
     /// TCP_MAXSEG before connect: our SYN advertises at most `mss`, and the
     /// send MSS is never above it (Linux's `user_mss` / `mss_clamp`).
     /// Ignored once the SYN went out (Linux records it then for nothing the

@@ -150,6 +150,8 @@ pub struct ConnStats {
     pub tlp_recoveries: u64,
     /// Times RACK (RFC 8985 §6.2) marked more segments lost.
     pub rack_losses: u64,
+    /// Times repeated timeouts lowered the segment size (RFC 4821 black hole).
+    pub blackhole_events: u64,
 }
 
 /// Errors from the application-side calls.

@@ -160,6 +160,7 @@ impl Session {
                             } else {
                                 outboard_tcp::CcKind::NewReno
                             }),
+                            StreamOption::Tos(t) => conn.set_tos(t),
                             // A listener's option; on a stream Linux takes it and it does nothing.
                             StreamOption::FastOpen(_) | StreamOption::Invalid => {}
                         }

@@ -142,7 +142,7 @@ impl Session {
         b[tcp_info::OPTIONS] = opts;
         b[tcp_info::SND_WSCALE] = i.snd_wscale;
         b[tcp_info::RCV_WSCALE] = i.rcv_wscale;
-        b[tcp_info::CC] = u8::from(i.cubic);
+        b[tcp_info::CC] = u8::from(i.cubic) | bit(i.delivery_rate_app_limited, tcp_info::CC_APP_LIMITED);
         for (off, v) in [
             (status::RTO_US, i.rto_us),
             (status::SND_MSS, i.snd_mss),
@@ -155,10 +155,25 @@ impl Session {
             (status::TOTAL_RETRANS, low_u32(i.retransmits)),
             (status::SEGS_OUT, low_u32(i.segments_out)),
             (status::SEGS_IN, low_u32(i.segments_in)),
+            (status::NOTSENT, i.notsent),
+            (status::IN_FLIGHT, i.in_flight),
+            (status::MIN_RTT_US, i.min_rtt_us),
+            (status::DELIVERED, low_u32(i.delivered)),
+            (status::DELIVERED_CE, low_u32(i.delivered_ce)),
+            (status::DSACK_DUPS, low_u32(i.dsack_dups)),
+            (status::REORD_SEEN, low_u32(i.reord_events)),
+            (status::RCV_OOOPACK, low_u32(i.rcv_ooopack)),
+            (status::SND_WND, i.snd_wnd),
+            (status::RCV_WND, i.rcv_wnd),
+            (status::REORDERING, i.reordering),
+            (status::TOTAL_RTOS, sat_u16(i.total_rto) | (sat_u16(i.total_rto_recoveries) << 16)),
+            (status::TOTAL_RTO_TIME, i.total_rto_time_ms),
         ] {
             m.atomic_u32(base + off).store(v, Ordering::Release);
         }
         m.atomic_u64(base + status::RETRANS_BYTES).store(i.retransmitted_bytes, Ordering::Release);
+        m.atomic_u64(base + status::DELIVERY_RATE).store(i.delivery_rate, Ordering::Release);
+        m.atomic_u64(base + status::BYTES_SENT).store(i.bytes_sent, Ordering::Release);
         m.atomic_u64(base + status::INFO_BYTES).store(tcp_info::pack(b), Ordering::Release);
     }
 
@@ -265,4 +280,8 @@ mod icmp_tests {
         assert_eq!(u(13), libc::EHOSTUNREACH);
         assert_eq!(icmp_errno(IcmpError::TimeExceeded), libc::EHOSTUNREACH);
     }
+}
+
+fn sat_u16(v: u64) -> u32 {
+    u32::from(u16::try_from(v).unwrap_or(u16::MAX))
 }

@@ -2,6 +2,7 @@
 //! feeds the connection segments "from the peer" and collects what comes out.
 //! Our ISS is 1000, the peer's 5000; we are 10.0.0.1:4000, the peer 10.0.0.2:80.
 
+mod blackhole;
 mod data;
 mod ecn;
 mod fastopen;
@@ -11,6 +12,7 @@ mod memory;
 mod options;
 mod prr;
 mod rack;
+mod rate;
 mod recovery;
 mod reorder;
 mod robust;

@@ -108,3 +108,63 @@ fn rfc6937_recovery_exit_sets_cwnd_to_ssthresh() {
     let st = h.c.stats();
     assert_eq!(st.cwnd, st.ssthresh);
 }
+
+/// `sends_per_ack` without SACK: plain duplicate ACKs.
+fn reno_sends_per_ack(cc: CcKind, more: u32) -> (Harness, Vec<usize>, Vec<usize>) {
+    let cfg = Config { cc, ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    h.c.send(&vec![1u8; 44 * MSS as usize]).unwrap();
+    assert_eq!(h.recv().len(), 10);
+    for i in 1..=10 {
+        h.send(&seg(ACK, PEER_ISS + 1, seg_start(i)), b"");
+        assert_eq!(h.recv().len(), 2, "slow start");
+    }
+    let (mut per_ack, mut pipe) = (Vec::new(), Vec::new());
+    for _ in 12..=14 + more {
+        h.send(&seg(ACK, PEER_ISS + 1, seg_start(10)), b"");
+        let n = h.recv().len();
+        if h.c.rec.in_recovery {
+            per_ack.push(n);
+            pipe.push(h.c.bytes_in_flight());
+        } else {
+            assert_eq!(n, 1, "RFC 3042: one new segment per duplicate ACK");
+        }
+    }
+    (h, per_ack, pipe)
+}
+
+#[test]
+fn rfc6937_3_without_sack_a_duplicate_ack_delivers_one_mss() {
+    let (h, per_ack, pipe) = reno_sends_per_ack(CcKind::NewReno, 7);
+    let p = h.c.rec.prr;
+    assert_eq!(p.recover_fs, 22 * MSS as usize);
+    let ssthresh = h.c.stats().ssthresh;
+    assert_eq!(ssthresh, 11 * MSS as usize);
+    assert!(pipe.iter().all(|&b| b > ssthresh), "proportional part throughout: {pipe:?}");
+    // The same schedule as with SACK: one segment per two delivered, the
+    // fast retransmission first (RFC 5681's window inflation sent none until
+    // half the window's duplicate ACKs had come, then one per ACK).
+    assert_eq!(per_ack, vec![1, 0, 1, 0, 1, 0, 1, 0]);
+    assert_eq!(p.delivered, 8 * MSS as usize);
+    // The pipe falls by a segment per duplicate ACK and rises by each one sent.
+    assert_eq!(pipe[1] + MSS as usize, pipe[0]);
+}
+
+#[test]
+fn rfc6937_3_without_sack_a_partial_ack_delivers_the_acked_less_the_dup_acks() {
+    let (mut h, _, _) = reno_sends_per_ack(CcKind::NewReno, 7);
+    // Ten duplicate ACKs stood for segments 11..21 having arrived. A partial
+    // ACK up to segment 15 (10 and its successors 11..14 acknowledged: five
+    // segments) delivers max(5 - 10, 1) = 1 new segment; four duplicate-ACK
+    // credits are used up (Linux's `tcp_remove_reno_sacks`).
+    let before = h.c.rec.prr;
+    assert_eq!(before.reno_sacked, 10);
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(15)), b"");
+    let after = h.c.rec.prr;
+    assert_eq!(after.delivered - before.delivered, MSS as usize);
+    assert_eq!(after.reno_sacked, 6);
+    // RFC 6582: the next hole goes out at once; PRR-SSRB's extra MSS lets it.
+    let r = h.recv();
+    assert_eq!(r[0].seq(), seg_start(15), "{r:?}");
+    assert!(h.c.rec.in_recovery);
+}

@@ -183,3 +183,73 @@ fn rfc8985_7_4_dsack_of_the_probe_means_no_loss() {
     assert_eq!(st.tlp_recoveries, 0);
     assert!(st.cwnd >= cwnd);
 }
+
+#[test]
+fn rfc8985_6_2_a_lost_retransmission_in_fast_recovery_is_resent_before_the_rto() {
+    let mut h = established(&cfg());
+    send_then_wait_rtt(&mut h, 20, 10);
+    // Segment 0 is lost, 1..4 SACKed: RACK marks it lost and recovery resends it.
+    h.send(&ack_with_sack(seg_start(0), &[(seg_start(1), seg_start(4))]), b"");
+    let r = h.recv();
+    assert_eq!(r[0].seq(), seg_start(0), "fast retransmission: {r:?}");
+    let rexmit_at = h.now;
+    let rto_at = h.c.timers.get(Timer::Retransmit).unwrap();
+    // More SACKs: PRR lets new data out after the retransmission.
+    let mut after = None;
+    for k in 5..=8 {
+        h.now += Duration::from_millis(1);
+        h.send(&ack_with_sack(seg_start(0), &[(seg_start(1), seg_start(k))]), b"");
+        for s in h.recv() {
+            assert_ne!(s.seq(), seg_start(0));
+            if s.seq() >= seg_start(10) && after.is_none() {
+                after = Some(s.seq());
+            }
+        }
+    }
+    let new_seq = after.expect("PRR sent new data after the retransmission");
+    assert!(new_seq < seg_start(12), "so the RFC 6675-style detector (DupThresh beyond) stays quiet");
+    // One RTT after the retransmission, that new segment is SACKed but the
+    // retransmission is not acknowledged: RACK judges it lost (it was sent
+    // before a delivered segment, RACK.rtt ago) and resends it, before the RTO.
+    h.now = rexmit_at + RTT + Duration::from_millis(5);
+    let losses = h.c.stats().rack_losses;
+    h.send(&ack_with_sack(seg_start(0), &[(seg_start(1), seg_start(8)), (new_seq, new_seq + MSS)]), b"");
+    let r = h.recv();
+    assert!(r.iter().any(|s| s.seq() == seg_start(0)), "the lost retransmission again: {r:?}");
+    assert!(h.now < rto_at);
+    assert!(h.c.stats().rack_losses > losses);
+    assert_eq!(h.c.stats().rto_events, 0);
+}
+
+#[test]
+fn rfc8985_6_2_rack_judges_retransmissions_during_rto_recovery() {
+    let mut h = established(&cfg());
+    h.c.send(&vec![1u8; (6 * MSS) as usize]).unwrap();
+    assert_eq!(h.recv().len(), 6);
+    // Everything is lost (the tail loss probe too): the RTO resends segment 0
+    // (cwnd one segment).
+    let mut r = Vec::new();
+    for _ in 0..3 {
+        h.fire_next_timer();
+        r = h.recv();
+        if h.c.stats().rto_events == 1 {
+            break;
+        }
+    }
+    assert_eq!((r.len(), r[0].seq()), (1, seg_start(0)));
+    assert_eq!(h.c.stats().rto_events, 1);
+    // Its ACK opens cwnd to two: segments 1 and 2 go again.
+    h.advance(RTT);
+    h.send(&seg(ACK, PEER_ISS + 1, seg_start(1)), b"");
+    let r = h.recv();
+    assert_eq!(r.iter().map(Out::seq).collect::<Vec<_>>(), [seg_start(1), seg_start(2)]);
+    let rto_at = h.c.timers.get(Timer::Retransmit).unwrap();
+    // Segment 1's retransmission is lost, segment 2's arrives: one RTT later
+    // RACK finds segment 1 lost again and resends it, without a second RTO.
+    h.advance(RTT);
+    h.send(&ack_with_sack(seg_start(1), &[(seg_start(2), seg_start(3))]), b"");
+    let r = h.recv();
+    assert!(r.iter().any(|s| s.seq() == seg_start(1)), "segment 1 again: {r:?}");
+    assert!(h.now < rto_at);
+    assert_eq!(h.c.stats().rto_events, 1);
+}
