@@ -58,12 +58,34 @@ impl RingBuffer {
     pub fn allocated_bytes(&self) -> usize {
         match &self.store {
             Storage::Owned(v) => v.capacity(),
-            Storage::External(_) => 0,
+            Storage::External(_) | Storage::Unbound(_) => 0,
         }
     }
     /// Whether the ring lives in external storage (`attach`).
     pub fn is_external(&self) -> bool {
-        matches!(self.store, Storage::External(_))
+        matches!(self.store, Storage::External(_) | Storage::Unbound(_))
+    }
+    /// Whether the ring was read back from a record in lent storage and
+    /// waits for it (`rebind`).
+    pub fn is_unbound(&self) -> bool {
+        matches!(self.store, Storage::Unbound(_))
+    }
+    /// Live upgrade: gives a ring read back from a record in lent storage
+    /// the same memory again (the board region the old engine had lent it,
+    /// mapped by this process): nothing is copied, the positions are the
+    /// record's, so byte `k` since the first attach is still at index
+    /// `k % capacity`. An error if the ring was not in lent storage or the
+    /// storage's length is not the one recorded.
+    pub fn rebind(&mut self, storage: Box<dyn RingStorage>) -> Result<(), String> {
+        let Storage::Unbound(n) = self.store else {
+            return Err("the ring was not in lent storage when it was recorded".into());
+        };
+        let got = storage.bytes().len();
+        if got != n || n != self.cap {
+            return Err(format!("lent storage of {got} bytes for a ring recorded with {n} (capacity {})", self.cap));
+        }
+        self.store = Storage::External(storage);
+        Ok(())
     }
     /// Discards every byte (queued, and parked by `write_unqueued`) and gives
     /// the storage back: owned storage is freed (the capacity stays; the next
@@ -242,6 +264,9 @@ impl RingBuffer {
     /// A ring read back from a record: its positions fit its storage and
     /// its storage its capacity (else an accessor could index out of bounds).
     pub fn check(&self) -> Result<(), String> {
+        if let Storage::Unbound(n) = self.store {
+            return Err(format!("ring in lent storage of {n} bytes not bound again (rebind)"));
+        }
         let size = self.size();
         if size > self.cap {
             return Err(format!("ring storage of {size} bytes over its capacity {}", self.cap));
@@ -257,6 +282,7 @@ impl RingBuffer {
         match &self.store {
             Storage::Owned(v) => v.len(),
             Storage::External(_) => self.cap,
+            Storage::Unbound(_) => 0,
         }
     }
 

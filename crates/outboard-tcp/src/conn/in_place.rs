@@ -75,6 +75,27 @@ impl Connection {
         send >= self.send_buf.capacity() && recv >= self.recv_buf.capacity() && self.recv_buf.len() + parked_end <= recv
     }
 
+    /// Whether either ring lives in lent storage (a board's region): then a
+    /// record of this connection carries the rings' positions and the
+    /// storages' lengths, not their bytes (live upgrade).
+    pub fn in_lent_storage(&self) -> bool {
+        self.send_buf.is_external() || self.recv_buf.is_external()
+    }
+
+    /// Live upgrade: a connection read back from a record whose rings were
+    /// in lent storage (`in_lent_storage` when recorded) gets the same
+    /// memory again — the board regions the old engine had attached
+    /// (`attach_storage`), mapped by this process. Nothing is copied: the
+    /// bytes never left the shared memory, and the positions are the
+    /// record's. Then `check_restored`. An error (the connection unusable)
+    /// if its rings were not lent or a storage's length is not the recorded one.
+    pub fn rebind_storage(&mut self, send: Box<dyn RingStorage>, recv: Box<dyn RingStorage>) -> Result<(), String> {
+        self.send_buf.rebind(send).map_err(|e| format!("send buffer: {e}"))?;
+        self.recv_buf.rebind(recv).map_err(|e| format!("receive buffer: {e}"))?;
+        self.recv_epoch = self.recv_epoch.wrapping_add(1);
+        Ok(())
+    }
+
     pub fn attach_storage(&mut self, send: Box<dyn RingStorage>, recv: Box<dyn RingStorage>) -> usize {
         debug_assert!(
             send.bytes().len() >= self.send_buf.capacity(),

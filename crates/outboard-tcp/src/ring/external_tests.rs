@@ -299,3 +299,31 @@ fn apply(r: &mut RingBuffer, op: &Op) {
         Op::Peek(..) | Op::Attach { .. } | Op::Release => {}
     }
 }
+
+#[test]
+fn a_ring_record_in_lent_storage_is_its_length_and_bad_ones_are_errors() {
+    let mut r = external(8, 0);
+    r.push(b"abcdefgh");
+    r.consume(3);
+    let json = serde_json::to_string(&r).unwrap();
+    assert_eq!(json, r#"{"store":{"lent":8},"cap":8,"head":3,"len":5}"#);
+    let mut back: RingBuffer = serde_json::from_str(&json).unwrap();
+    assert!(back.is_unbound() && back.check().is_err());
+    assert!(back.rebind(lent(9, 0)).is_err(), "another length than recorded");
+    back.rebind(Box::new(r.storage_bytes().to_vec())).unwrap();
+    back.check().unwrap();
+    let mut out = [0u8; 8];
+    let n = back.pop(&mut out);
+    assert_eq!(&out[..n], b"defgh");
+    for bad in [
+        r#"{"store":{"lent":8,"x":1},"cap":8,"head":0,"len":0}"#,
+        r#"{"store":{},"cap":8,"head":0,"len":0}"#,
+        r#"{"store":{"lent":-1},"cap":8,"head":0,"len":0}"#,
+        r#"{"store":7,"cap":8,"head":0,"len":0}"#,
+    ] {
+        assert!(serde_json::from_str::<RingBuffer>(bad).is_err(), "{bad}");
+    }
+    // A record whose lent length is not its capacity cannot be bound.
+    let mut odd: RingBuffer = serde_json::from_str(r#"{"store":{"lent":8},"cap":4,"head":0,"len":0}"#).unwrap();
+    assert!(odd.rebind(lent(8, 0)).is_err());
+}

@@ -205,3 +205,60 @@ fn aborting_with_unsent_bytes_drops_them_and_gives_the_storage_back() {
     assert_eq!(h.c.send_queued(), 0);
     assert!(!h.c.send_buf.is_external() && !h.c.recv_buf.is_external());
 }
+
+/// Live upgrade: a connection whose rings are in a board's region is
+/// recorded with the rings' positions and the storages' lengths, not their
+/// bytes; read back, it is unusable until it gets the same memory again
+/// (`rebind_storage`), and then goes on where it stopped: unacknowledged
+/// bytes retransmitted from the region, received bytes read in place.
+#[test]
+fn a_record_of_lent_rings_carries_positions_not_bytes_and_rebinds_to_the_same_memory() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.attach_storage(lent(64 * 1024), lent(64 * 1024));
+    assert!(h.c.in_lent_storage());
+    assert_eq!(send_in_place(&mut h.c, b"hello world"), Ok(11));
+    assert_eq!(h.recv_one().payload, b"hello world");
+    h.send(&seg(ACK, PEER_ISS + 1, ISS + 1), b"abcdef");
+    h.recv();
+    let (a, _) = h.c.recv_slices();
+    assert_eq!(&a[..2], b"ab");
+    assert_eq!(h.c.recv_consume(2), 2);
+
+    let json = serde_json::to_string(&h.c).unwrap();
+    assert!(json.contains("{\"lent\":65536}"), "the storages' lengths are recorded");
+    assert!(json.len() < 64 * 1024, "no ring bytes in the record: {} bytes", json.len());
+    let mut back: Connection = serde_json::from_str(&json).unwrap();
+    let e = back.check_restored().unwrap_err();
+    assert!(e.contains("not bound again"), "{e}");
+
+    // The region as the new engine maps it: the same bytes, not copied by the record.
+    let region = |b: &[u8]| -> Box<dyn crate::ring::RingStorage> { Box::new(b.to_vec()) };
+    let (send_region, recv_region) = (h.c.send_buf.storage_bytes().to_vec(), h.c.recv_buf.storage_bytes().to_vec());
+    assert!(back.rebind_storage(region(&send_region[..100]), region(&recv_region)).unwrap_err().contains("100 bytes"));
+    let mut back: Connection = serde_json::from_str(&json).unwrap();
+    back.rebind_storage(region(&send_region), region(&recv_region)).unwrap();
+    back.check_restored().unwrap();
+    assert!(back.rebind_storage(lent(64 * 1024), lent(64 * 1024)).is_err(), "bound once");
+    h.c = back;
+
+    assert_eq!(read_in_place(&mut h.c), b"cdef");
+    // The peer never got "hello world" acknowledged: the retransmission comes from the region.
+    h.recv();
+    let retransmitted = (0..5).any(|_| {
+        h.fire_next_timer();
+        h.recv().iter().any(|o| o.seq() == ISS + 1 && o.payload == b"hello world")
+    });
+    assert!(retransmitted, "the unacknowledged bytes are sent again from the rebound region");
+    h.send(&seg(ACK, PEER_ISS + 7, ISS + 12), b"");
+    assert_eq!(send_in_place(&mut h.c, b"!"), Ok(1));
+    let out = h.recv_one();
+    assert_eq!((out.seq(), &out.payload[..]), (ISS + 12, &b"!"[..]));
+}
+
+#[test]
+fn a_connection_in_owned_rings_cannot_be_rebound() {
+    let h = Harness::established(&plain_cfg());
+    assert!(!h.c.in_lent_storage());
+    let mut back: Connection = serde_json::from_str(&serde_json::to_string(&h.c).unwrap()).unwrap();
+    assert!(back.rebind_storage(lent(64 * 1024), lent(64 * 1024)).unwrap_err().contains("not in lent storage"));
+}
