@@ -17,6 +17,8 @@
 //! - an upgrade while an application (python3's HTTP server under the shim)
 //!   has a board attached is refused (exit 16, boards named) and the
 //!   application serves on;
+//! - an upgrade of an af_xdp engine is refused (exit 16, the link named):
+//!   a request/response loop runs on through the refusal without a reset;
 //! - a new engine that dies before it confirms (as a crash would) leaves
 //!   the old engine serving (rollback) — a request/response loop runs on
 //!   through it — and a later upgrade still works.
@@ -363,5 +365,31 @@ fn an_upgrade_with_an_application_attached_is_refused_and_the_application_serves
     assert_eq!(code(get()), "200", "the application serves on");
     assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
     drop(server);
+    e.stop();
+}
+
+#[test]
+fn an_af_xdp_engine_is_refused_with_the_reason_and_serves_on_without_a_lost_byte() {
+    if skip_unless_root("an_af_xdp_engine_is_refused_with_the_reason_and_serves_on_without_a_lost_byte") {
+        return;
+    }
+    let name = lab_name("upgx");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = EngineProc::in_lab(&lab, &eng, "af_xdp", &["--services", "echo,discard"]);
+    // A request/response loop runs across the refused upgrade: the engine
+    // stops for the offer, then resumes; nothing is lost or reset.
+    let rr = client_bg(&lab, "rr", "3");
+    std::thread::sleep(Duration::from_millis(500));
+    let o = upgrade(&lab, &eng, &[]);
+    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
+    assert!(text(&o).contains("af_xdp link"), "the reason names the link: {}", text(&o));
+    let r = client_done(rr, "request/response across the refused upgrade");
+    assert_eq!(r["ok"], true, "{r}");
+    echo(&lab, 1 << 20);
+    let st = e.stat();
+    assert_eq!(st["pid"].as_u64(), Some(u64::from(e.child.id())), "the same engine serves on");
+    assert_eq!(st["stack"]["tcp_resets_out"].as_u64().unwrap_or(0), 0, "no reset: {}", st["stack"]);
+    println!("af_xdp upgrade refused: {}; request/response: {} requests, slowest {} ms", text(&o).trim(), r["requests"], r["max_rtt_ms"]);
     e.stop();
 }

@@ -418,6 +418,14 @@ impl Shard {
                     tuple.local, tuple.remote
                 ));
             };
+            if conn.in_lent_storage() {
+                // Its bytes are in a board region: the record would carry
+                // their positions only, and the new engine maps no board yet.
+                return Err(format!(
+                    "connection {} - {} has its buffers in an application board's region: board hand-over is not built yet; try again once it has closed",
+                    tuple.local, tuple.remote
+                ));
+            }
             let holder = if !held {
                 Holder::Released
             } else {

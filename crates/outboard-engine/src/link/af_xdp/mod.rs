@@ -1071,4 +1071,14 @@ impl Link for AfXdpLink {
         }
         c
     }
+
+    /// Not yet: the UMEM is private anonymous memory (a new process could
+    /// not map the same frames), and which frame is where (fill, RX, TX,
+    /// completion, free) is not in the record. Refused, the engine serving on.
+    fn hand_over(&mut self) -> Result<super::HandOver, String> {
+        Err(format!(
+            "the af_xdp link on {} cannot be handed over yet (its UMEM is private to this process and its frames' places are not in the record); upgrade an af_packet engine, or restart this one",
+            self.info().name
+        ))
+    }
 }
