@@ -2,7 +2,9 @@
 //! (through its serde record, as `outboard engine --upgrade` carries it) and
 //! adopted by a fresh stack with the same address carries on byte-exact; the
 //! ARP entries go along, so the new stack sends at once; what cannot be
-//! adopted is refused.
+//! adopted is refused. A connection whose rings live in a board's shared
+//! memory is carried as positions only and rebound to the same memory,
+//! mapped again as a new engine maps the board's memfd.
 mod common;
 
 use common::*;
@@ -76,4 +78,111 @@ fn adopting_a_tuple_already_here_or_not_ours_is_refused() {
     let mut elsewhere = Stack::new(cfg(MAC_A, IP_PEER, 1), p.now);
     let conn: Connection = serde_json::from_str(&json).unwrap();
     assert_eq!(elsewhere.tcp_adopt(conn, true), Err(StackError::NoRoute));
+}
+
+/// A ring's storage in a shared mapping (as the engine's board regions are).
+#[derive(Debug)]
+struct Region {
+    map: std::sync::Arc<outboard_board::Mapping>,
+    offset: usize,
+    len: usize,
+}
+
+impl outboard_tcp::RingStorage for Region {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the range is inside the mapping (the test's layout), which
+        // `map` keeps alive; each region is lent to exactly one ring.
+        unsafe { self.map.bytes(self.offset, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `bytes`.
+        unsafe { self.map.bytes_mut(self.offset, self.len) }
+    }
+}
+
+#[test]
+fn a_board_stream_moved_to_a_new_stack_keeps_its_bytes_in_the_shared_region_and_delivers_byte_exact() {
+    const REGION: usize = 1 << 20;
+    let (first_map, memfd) = outboard_board::Mapping::create_memfd("upgrade-test", 2 * REGION).unwrap();
+    let first_map = std::sync::Arc::new(first_map);
+    let regions = |map: &std::sync::Arc<outboard_board::Mapping>| -> (Box<dyn outboard_tcp::RingStorage>, Box<dyn outboard_tcp::RingStorage>) {
+        (
+            Box::new(Region { map: map.clone(), offset: 0, len: REGION }),
+            Box::new(Region { map: map.clone(), offset: REGION, len: REGION }),
+        )
+    };
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 4).unwrap();
+    let a = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
+    assert!(p.run_until(Duration::from_secs(2), |p| p.a.tcp(a).unwrap().state() == State::Established));
+    let b = {
+        assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_accept_pending(l)));
+        p.b.tcp_accept(l).unwrap()
+    };
+    {
+        let c = p.a.tcp(a).unwrap();
+        assert!(c.storage_fits(REGION, REGION));
+        let (send, recv) = regions(&first_map);
+        c.attach_storage(send, recv);
+    }
+    // A sends (through its region), B echoes a part back (into A's region).
+    let data: Vec<u8> = (0..600_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let back: Vec<u8> = data[..100_000].to_vec();
+    let (mut sent, mut got, mut echoed, mut got_back) = (0, Vec::new(), 0, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    let mut moved = None;
+    let done = p.run_until(Duration::from_secs(30), |p| {
+        let a = p.a.tcp_connections()[0].0;
+        if sent < data.len() {
+            sent += p.a.tcp(a).unwrap().send(&data[sent..]).unwrap_or(0);
+        }
+        if echoed < back.len() {
+            echoed += p.b.tcp(b).unwrap().send(&back[echoed..]).unwrap_or(0);
+        }
+        while let Ok(n) = p.b.tcp(b).unwrap().recv(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        // A reads what came back only after the move: it waits in A's region meanwhile.
+        if moved.is_some() {
+            while let Ok(n) = p.a.tcp(a).unwrap().recv(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got_back.extend_from_slice(&buf[..n]);
+            }
+        }
+        // A third of the way, with bytes unacknowledged in A's send region
+        // and unread in its receive region, A moves to a new stack.
+        if moved.is_none() && got.len() > data.len() / 3 && p.a.tcp(a).unwrap().recv_available() > 50_000 {
+            {
+                let c = p.a.tcp(a).unwrap();
+                assert!(c.send_queued() > 0 && c.recv_available() > 0, "bytes wait in both regions: {} to send, {} to read", c.send_queued(), c.recv_available());
+            }
+            let (json, held) = record(&p.a);
+            assert!(held);
+            assert!(json.contains(&format!("{{\"lent\":{REGION}}}")), "the regions' lengths are recorded");
+            assert!(json.len() < 64 * 1024, "no ring bytes in the record: {} bytes", json.len());
+            let arp = p.a.arp_export();
+            // The new engine maps the board's memfd anew; the old mapping goes with the old stack.
+            let second_map = std::sync::Arc::new(outboard_board::Mapping::map_fd(std::os::fd::AsRawFd::as_raw_fd(&memfd), 2 * REGION).unwrap());
+            let mut fresh = Stack::new(cfg(MAC_A, IP_A, 1), p.now);
+            fresh.arp_import(p.now, &arp);
+            let mut conn: Connection = serde_json::from_str(&json).expect("read back");
+            assert!(conn.check_restored().unwrap_err().contains("not bound again"), "unusable before it is rebound");
+            let (send, recv) = regions(&second_map);
+            conn.rebind_storage(send, recv).unwrap();
+            conn.check_restored().unwrap();
+            fresh.tcp_adopt(conn, true).expect("adopted");
+            p.a = fresh;
+            moved = Some(json.len());
+        }
+        got.len() == data.len() && got_back.len() == back.len()
+    });
+    assert!(moved.is_some() && done, "moved {moved:?}, {} of {} bytes, {} of {} back", got.len(), data.len(), got_back.len(), back.len());
+    assert!(got == data, "bytes A sent differ after the move");
+    assert!(got_back == back, "bytes A received differ after the move");
+    drop(first_map);
 }
