@@ -351,6 +351,8 @@ static void fastopen(void) {
     int rcc = seti(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
     printf("fastopen connected set=%s connect_set=%s\n", en(rc), en(rcc));
     close(c);
+}
+
 /* SIOCOUTQNSD and TCP_NOTSENT_LOWAT against a peer that reads nothing for
  * 1.5 s: unsent bytes pile up, POLLOUT is off while they are at or above the
  * low-water mark, and comes back once the peer reads and they drain. */
