@@ -132,22 +132,27 @@ fn as_bytes<T: Pod>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
-/// Sends `record` and, if any, `fds` with it (SCM_RIGHTS).
-pub fn send_record<T: Pod>(sock: &UnixStream, record: &T, fds: &[RawFd]) -> io::Result<()> {
-    let bytes = as_bytes(record);
+/// Most descriptors one message carries (`send_with_fds`).
+pub const MAX_FDS: usize = 8;
+
+/// Sends `bytes` and, if any, `fds` with them (one SCM_RIGHTS message): the
+/// attach exchange's records and a live upgrade's hand-over messages.
+pub fn send_with_fds(sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors for one message"));
+    }
     let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
-    let mut cbuf = [0u64; 8];
+    let mut cbuf = [0u64; 16];
     // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     if !fds.is_empty() {
-        assert!(fds.len() <= 4);
         let fd_bytes = std::mem::size_of_val(fds) as u32;
         msg.msg_control = cbuf.as_mut_ptr().cast();
         // SAFETY: CMSG_SPACE is a pure size computation.
         msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
-        // SAFETY: msg_control points at cbuf, large enough for one cmsg of 4 fds (64 bytes).
+        // SAFETY: msg_control points at cbuf (128 bytes), room for one cmsg of MAX_FDS fds.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
@@ -162,9 +167,50 @@ pub fn send_record<T: Pod>(sock: &UnixStream, record: &T, fds: &[RawFd]) -> io::
         return Err(io::Error::last_os_error());
     }
     if n as usize != bytes.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short attach message"));
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short message on a Unix socket"));
     }
     Ok(())
+}
+
+/// Receives into `buf` (waiting for all of it unless the peer closes first)
+/// and the descriptors sent with it. Returns the bytes that came, the
+/// descriptors, and whether the kernel dropped descriptors for want of room.
+pub fn recv_with_fds(sock: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>, bool)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut cbuf = [0u64; 16];
+    // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: msg points at live buffers of the sizes given.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into cbuf; each
+    // descriptor it passed is new in this process and owned by nobody else.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                let data = libc::CMSG_DATA(c).cast::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, fds, msg.msg_flags & libc::MSG_CTRUNC != 0))
+}
+
+/// Sends `record` and, if any, `fds` with it (SCM_RIGHTS).
+pub fn send_record<T: Pod>(sock: &UnixStream, record: &T, fds: &[RawFd]) -> io::Result<()> {
+    send_with_fds(sock, as_bytes(record), fds)
 }
 
 /// Receives one `T` and up to 4 descriptors sent with it. A short or empty
@@ -179,40 +225,13 @@ pub fn recv_record<T: Pod>(sock: &UnixStream) -> io::Result<(T, Vec<OwnedFd>)> {
 /// accepted: the missing bytes read as zero, and the count says how many came.
 pub fn recv_record_prefix<T: Pod>(sock: &UnixStream, min: usize) -> io::Result<(T, usize, Vec<OwnedFd>)> {
     let mut buf = vec![0u8; std::mem::size_of::<T>()];
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut cbuf = [0u64; 8];
-    // SAFETY: as in send_record.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-    // SAFETY: msg points at live buffers of the sizes given.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut fds = Vec::new();
-    // SAFETY: walking the control messages the kernel wrote into cbuf.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
-                let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                for i in 0..count {
-                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    if (n as usize) < min.min(buf.len()) {
+    let (n, fds, _) = recv_with_fds(sock, &mut buf)?;
+    if n < min.min(buf.len()) {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "short attach message (peer closed?)"));
     }
     // SAFETY: buf holds exactly size_of::<T>() bytes (zero past what came) and T is Pod.
     let v = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<T>()) };
-    Ok((v, n as usize, fds))
+    Ok((v, n, fds))
 }
 
 /// True if the peer of `sock` has hung up (a non-blocking poll, no data consumed).

@@ -51,7 +51,7 @@ use crate::control::Request;
 use crate::link::HandOver;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::OnceLock;
@@ -65,8 +65,6 @@ pub const RECORD_VERSION: u32 = 3;
 pub const READS: &[u32] = &[1, 2, 3];
 /// How long a quiesced engine waits for the new one's `confirm`.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(10);
-/// The most descriptors a hand-over carries.
-const MAX_FDS: usize = 8;
 /// Largest offer accepted (the record is a few hundred bytes today).
 const MAX_OFFER: u64 = 16 << 20;
 
@@ -458,75 +456,14 @@ fn recv_offer(stream: &UnixStream) -> io::Result<(Offer, Vec<OwnedFd>)> {
     Ok((offer, fds))
 }
 
-fn send_with_fds(stream: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
-    if fds.len() > MAX_FDS {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"));
-    }
-    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
-    let mut cbuf = [0u64; 16];
-    // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    if !fds.is_empty() {
-        let fd_bytes = std::mem::size_of_val(fds) as u32;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        // SAFETY: CMSG_SPACE is a pure size computation.
-        msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
-        // SAFETY: msg_control points at cbuf (128 bytes), room for one cmsg of MAX_FDS fds.
-        unsafe {
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
-            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast::<RawFd>(), fds.len());
-        }
-    }
-    // SAFETY: msg and everything it points to live across the call.
-    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if n as usize != bytes.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short hand-over message"));
-    }
-    Ok(())
-}
+use outboard_board::attach::send_with_fds;
 
 fn recv_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Vec<OwnedFd>> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut cbuf = [0u64; 16];
-    // SAFETY: as in send_with_fds.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-    // SAFETY: msg points at live buffers of the sizes given.
-    let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut fds = Vec::new();
-    // SAFETY: walking the control messages the kernel wrote into cbuf; each
-    // descriptor it passed is new in this process and owned by nobody else.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
-                let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                for i in 0..count {
-                    fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+    let (n, fds, truncated) = outboard_board::attach::recv_with_fds(stream, buf)?;
+    if truncated {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "hand-over descriptors cut short"));
     }
-    if (n as usize) < buf.len() {
+    if n < buf.len() {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
             "the running engine closed the connection before its offer",
@@ -538,6 +475,7 @@ fn recv_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Vec<OwnedFd>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn offers_and_descriptors_cross_a_socket_pair() {
