@@ -416,7 +416,7 @@ impl Board {
     /// `Error::AddrFamily` (EAFNOSUPPORT: IPv6 on an engine without it).
     pub fn connect(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
-        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: false }, None)?;
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: false, tos: 0 }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
@@ -427,7 +427,7 @@ impl Board {
     /// the handshake completes.
     pub fn connect_fast_open(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
-        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: true }, None)?;
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: true, tos: 0 }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
@@ -564,17 +564,19 @@ impl Board {
     /// advertises at most `mss` and the send MSS stays at or below it
     /// (0: the engine's; Linux's range is 88..=32767).
     pub fn connect_start_with(&self, addr: impl Into<SocketAddr>, mss: u16) -> Result<PendingConnect> {
-        self.connect_start_opts(addr, mss, false)
+        self.connect_start_opts(addr, mss, false, 0)
     }
 
     /// `connect_start_with`, and with `fast_open` RFC 7413 Fast Open as
-    /// `connect_fast_open` does (the connect may complete at once).
-    pub fn connect_start_opts(&self, addr: impl Into<SocketAddr>, mss: u16, fast_open: bool) -> Result<PendingConnect> {
+    /// `connect_fast_open` does (the connect may complete at once); `tos`:
+    /// IP_TOS / IPV6_TCLASS set before connect, on every packet from the
+    /// SYN on (the engine keeps the ECN bits).
+    pub fn connect_start_opts(&self, addr: impl Into<SocketAddr>, mss: u16, fast_open: bool, tos: u8) -> Result<PendingConnect> {
         let to = addr.into();
         let mut i = self.inner.borrow_mut();
         i.check_alive()?;
         let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
-        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to, mss, fast_open }) {
+        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to, mss, fast_open, tos }) {
             let _ = i.syncs.cancel(slot);
             return Err(e);
         }

@@ -126,6 +126,15 @@ pub mod listen {
     /// Bits 16..32: RFC 7413 Fast Open queue length (Linux's `TCP_FASTOPEN`
     /// set before `listen`); 0: Fast Open off.
     pub const FASTOPEN_QLEN_SHIFT: u32 = 16;
+    /// Bits 8..16: IP_TOS set before `listen` (the DSCP of the IPv4
+    /// SYN-ACKs and accepted connections; ECN bits ignored).
+    pub const TOS_SHIFT: u32 = 8;
+    /// Word f of LISTEN, SHADOW_LISTEN, INHERIT and SHADOW_INHERIT, bits
+    /// 0..16: TCP_MAXSEG set before `listen` (0: none; else 88..=32767), the
+    /// SYN-ACK's MSS and the accepted connections' send-MSS ceiling.
+    pub const MSS_MASK: u64 = 0xffff;
+    /// Word f bits 16..24: IPV6_TCLASS set before `listen` (as `TOS_SHIFT` for IPv6).
+    pub const TCLASS_SHIFT: u32 = 16;
 }
 
 /// `CONNECT` flags (`Command::flags`).
@@ -135,6 +144,9 @@ pub mod connect {
     /// and the SYN goes with the first data; without one the SYN asks for a
     /// cookie and the sync completes with the handshake.
     pub const FAST_OPEN: u32 = 1;
+    /// Bits 8..16: IP_TOS / IPV6_TCLASS set before `connect` (the SYN
+    /// carries it; ECN bits ignored). Word d is TCP_MAXSEG.
+    pub const TOS_SHIFT: u32 = 8;
 }
 
 /// Options for `op::SET_OPTION`.
@@ -160,6 +172,13 @@ pub mod opt {
     pub const FAST_OPEN: u64 = 6;
     /// IP_TOS / IPV6_TCLASS: b = the byte (the engine keeps the ECN bits under its control).
     pub const TOS: u64 = 7;
+    /// IPV6_TCLASS on a listener: b = the byte for its IPv6 connections
+    /// (`TOS` on a listener is IP_TOS, for its IPv4 ones; on a stream `TOS`
+    /// serves both families).
+    pub const TCLASS: u64 = 9;
+    /// TCP_MAXSEG on a listener: b = the MSS (0: none; else `MIN_MSS..=MAX_MSS`)
+    /// for the connections it accepts from then on.
+    pub const MAXSEG: u64 = 8;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

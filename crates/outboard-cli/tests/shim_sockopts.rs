@@ -4,7 +4,9 @@
 //! namespace, through `outboard run`), both against the same kernel peer
 //! (`tests/shim/sockopt_peer.c`); every line must be the same, and the
 //! lines that say what Linux does are checked by value too. Covered:
-//! TCP_MAXSEG before connect (the peer's MSS shows the SYN carried it),
+//! TCP_MAXSEG before connect (the peer's MSS shows the SYN carried it) and
+//! on a listener before and after `listen` (the peer's MSS shows the
+//! SYN-ACK carried it; the accepted socket inherits it),
 //! TCP_CORK and MSG_MORE (held, sent on uncork, the 200 ms ceiling),
 //! reads after SHUT_RD, SIOCINQ/SIOCOUTQ, IP_TOS as an int and a byte,
 //! SO_SNDBUF/SO_RCVBUF read back, TCP_USER_TIMEOUT, TCP_CONGESTION,
@@ -51,6 +53,8 @@ fn shim_socket_options_match_linux() {
         "maxseg set_50=EINVAL set_40000=EINVAL",
         "maxseg set_1000=0",
         "maxseg peer_sees=988 ours=988",
+        "maxseg listener before_listen set_1000=0 get=1000 peer_sees=988 accepted=988",
+        "maxseg listener after_listen set_700=0 get=700 peer_sees=688 accepted=688",
         "cork get=0 set=0 get=1",
         "cork held=1 uncork_echo_within_100ms=1 n=1",
         "cork ceiling=about_200ms n=1",

@@ -359,7 +359,8 @@ fn connect_inner(fd: RawFd, a: Option<SocketAddr>, unspec: bool, msg_fastopen: b
                 let board = st.board().expect("net() attached");
                 if sock.stream {
                     let fast_open = msg_fastopen || sock.opts.fastopen_connect;
-                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open) {
+                    // TCP_MAXSEG and IP_TOS / IPV6_TCLASS set before connect go on the SYN.
+                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open, sock.opts.tos_for(a)) {
                         Ok(p) => {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
@@ -536,7 +537,17 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
 /// one address only connections to it.
 pub fn listen_flags(sock: &Sock) -> ListenFlags {
     let family = sock.bound.map_or(ListenFamily::Ipv4, |b| ListenFamily::of_bound(b.ip(), sock.opts.v6only));
-    ListenFlags { reuseport: sock.opts.reuseport, on_demand: true, family, fastopen_qlen: sock.opts.fastopen_qlen }
+    let o = &sock.opts;
+    ListenFlags {
+        reuseport: o.reuseport,
+        on_demand: true,
+        family,
+        fastopen_qlen: o.fastopen_qlen,
+        // What the accepted connections inherit, as from Linux's listener.
+        mss: o.maxseg,
+        tos: o.tos & !0x3,
+        tclass: o.tclass & !0x3,
+    }
 }
 
 pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {

@@ -409,6 +409,24 @@ impl Stack {
         }
     }
 
+    /// TCP_MAXSEG on a listener (Linux takes it before or after `listen`):
+    /// the SYN-ACKs of connections it accepts from now on advertise at most
+    /// `mss` and their send MSS never exceeds it; 0: none.
+    pub fn tcp_listen_mss(&mut self, listener: ListenerId, mss: u16) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.user_mss = mss;
+        }
+    }
+
+    /// IP_TOS (`ipv6` false) or IPV6_TCLASS (`ipv6` true) on a listener:
+    /// the DSCP bits of the SYN-ACKs and of the connections of that family it
+    /// accepts from now on (ECN bits stay the engine's).
+    pub fn tcp_listen_tos(&mut self, listener: ListenerId, ipv6: bool, tos: u8) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            *(if ipv6 { &mut l.tclass } else { &mut l.tos }) = tos & !0b11;
+        }
+    }
+
     /// The listener's Fast Open queue length (0: off).
     pub fn tcp_listen_fast_open_qlen(&self, listener: ListenerId) -> usize {
         self.tcp.listeners.get(&listener).map_or(0, |l| l.fastopen_qlen)

@@ -97,6 +97,38 @@ static void maxseg(void) {
     close(s);
 }
 
+/* TCP_MAXSEG on a listener, before or after listen(): the peer connects
+ * back; it sees the MSS our SYN-ACK advertised, and the accepted socket
+ * inherits the value (its send MSS never above it). */
+static void maxseg_listener(int port, int mss, int after) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    int e = 0;
+    if (!after) e = seti(l, IPPROTO_TCP, TCP_MAXSEG, mss);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4)) { perror("listen"); exit(1); }
+    if (after) e = seti(l, IPPROTO_TCP, TCP_MAXSEG, mss);
+    int got = geti(l, IPPROTO_TCP, TCP_MAXSEG);
+    int s = conn_cmd('C');
+    char b[64] = {0};
+    int n = snprintf(b, sizeof b, "%d\n", port);
+    write(s, b, n);
+    int c = accept(l, NULL, NULL);
+    if (c < 0) { perror("accept"); exit(1); }
+    ssize_t k, r = 0;
+    memset(b, 0, sizeof b);
+    while (r < (ssize_t)sizeof b - 1 && (k = read(s, b + r, sizeof b - 1 - r)) > 0) {
+        r += k;
+        if (strchr(b, '\n')) break;
+    }
+    b[strcspn(b, "\n")] = 0;
+    int ours = geti(c, IPPROTO_TCP, TCP_MAXSEG);
+    printf("maxseg listener %s set_%d=%s get=%d peer_sees=%s accepted=%d\n", after ? "after_listen" : "before_listen", mss, en(e), got, b, ours);
+    close(c);
+    close(s);
+    close(l);
+}
+
 static void cork(void) {
     int s = conn_cmd('E');
     char b[64];
@@ -351,6 +383,8 @@ static void fastopen(void) {
     int rcc = seti(c, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1);
     printf("fastopen connected set=%s connect_set=%s\n", en(rc), en(rcc));
     close(c);
+}
+
 /* SIOCOUTQNSD and TCP_NOTSENT_LOWAT against a peer that reads nothing for
  * 1.5 s: unsent bytes pile up, POLLOUT is off while they are at or above the
  * low-water mark, and comes back once the peer reads and they drain. */
@@ -383,6 +417,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 3 && !strcmp(argv[3], "usertimeout")) { usertimeout(); return 0; }
     maxseg();
+    maxseg_listener(base + 12, 1000, 0);
+    maxseg_listener(base + 13, 700, 1);
     cork();
     shut_rd();
     tos_bufs_timeout();

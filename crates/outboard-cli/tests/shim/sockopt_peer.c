@@ -6,7 +6,10 @@
  *   F  send "hello", then close (FIN);
  *   G  send 100000 bytes (i * 7 % 251), then close;
  *   B  read to end of stream, then write "<bytes> <sum>\n" and close;
- *   H  read nothing for 1.5 s, then read to end of stream.
+ *   H  read nothing for 1.5 s, then read to end of stream;
+ *   C  read "<port>\n", connect back to the sender's address at that port,
+ *      write "<TCP_MAXSEG of that connection>\n" here, then wait for the
+ *      back connection's end of stream.
  * Runs until killed. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -71,6 +74,23 @@ static void serve(int c) {
         usleep(1500000);
         while (read(c, buf, sizeof buf) > 0) {}
         break;
+    case 'C': {
+        char line[16] = {0};
+        for (size_t i = 0; i + 1 < sizeof line && read(c, line + i, 1) == 1 && line[i] != '\n'; i++) {}
+        struct sockaddr_in a;
+        socklen_t al = sizeof a;
+        getpeername(c, (struct sockaddr *)&a, &al);
+        a.sin_port = htons(atoi(line));
+        int b = socket(AF_INET, SOCK_STREAM, 0);
+        int mss = -1;
+        socklen_t l = sizeof mss;
+        if (connect(b, (struct sockaddr *)&a, sizeof a) == 0) getsockopt(b, IPPROTO_TCP, TCP_MAXSEG, &mss, &l);
+        int n = snprintf(buf, sizeof buf, "%d\n", mss);
+        write(c, buf, n);
+        while (read(b, buf, sizeof buf) > 0) {}
+        close(b);
+        break;
+    }
     case 'B': {
         unsigned long total = 0, sum = 0;
         ssize_t n;

@@ -66,7 +66,7 @@ impl Session {
                 self.check_shadow(ep)?;
                 match listeners.listen(stack, port, backlog, flags, self.joiner(ep.0, flags)) {
                     Ok(lid) => {
-                        fast_open_listener(stack, lid, flags);
+                        listener_options(stack, lid, flags);
                         self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true });
                     }
                     Err(_) => self.counters.shadows_refused += 1,
@@ -105,7 +105,9 @@ impl Session {
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
-            BoardCommand::Connect { sync, to, mss, fast_open } => self.connect(stack, now, sync, (to, mss, fast_open), owned)?,
+            BoardCommand::Connect { sync, to, mss, fast_open, tos } => {
+                self.connect(stack, now, sync, (to, mss, fast_open, tos), owned)?
+            }
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
                 let i = self.open_slot(ep, "consumed")?;
@@ -138,12 +140,20 @@ impl Session {
                     self.counters.bad_options += 1;
                     return Ok(());
                 }
-                if let (Some(&EpKind::Listener { lid, .. }), StreamOption::FastOpen(qlen)) = (self.eps[i].as_ref(), option) {
-                    // TCP_FASTOPEN after listen (RFC 7413 server side).
-                    stack.tcp_listen_fast_open(lid, usize::from(qlen));
+                if let Some(&EpKind::Listener { lid, .. }) = self.eps[i].as_ref() {
+                    match option {
+                        // TCP_FASTOPEN after listen (RFC 7413 server side).
+                        StreamOption::FastOpen(qlen) => stack.tcp_listen_fast_open(lid, usize::from(qlen)),
+                        // As Linux's listener: what the connections it accepts from now on inherit.
+                        StreamOption::MaxSeg(mss) => stack.tcp_listen_mss(lid, mss),
+                        StreamOption::Tos(t) => stack.tcp_listen_tos(lid, false, t),
+                        StreamOption::TrafficClass(t) => stack.tcp_listen_tos(lid, true, t),
+                        _ => {}
+                    }
                 }
                 // Options apply to the stream as it is now (an accepted one
-                // inherits nothing from its listener: the application sets them).
+                // inherits only TCP_MAXSEG and IP_TOS from its listener, as
+                // on Linux: the application sets the rest).
                 if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
                     if let Some(conn) = stack.tcp(s.conn) {
                         match option {
@@ -161,8 +171,12 @@ impl Session {
                                 outboard_tcp::CcKind::NewReno
                             }),
                             StreamOption::Tos(t) => conn.set_tos(t),
-                            // A listener's option; on a stream Linux takes it and it does nothing.
-                            StreamOption::FastOpen(_) | StreamOption::Invalid => {}
+                            // A listener's option; on a stream Linux takes it and
+                            // it does nothing (TCP_MAXSEG once the SYN went out).
+                            StreamOption::FastOpen(_)
+                            | StreamOption::MaxSeg(_)
+                            | StreamOption::TrafficClass(_)
+                            | StreamOption::Invalid => {}
                         }
                     }
                 }
@@ -235,7 +249,7 @@ impl Session {
         let Some(port) = port else { return self.sync_result(sync.0, -i64::from(libc::EINVAL)).map(|_| ()) };
         self.open_listener(stack, listeners, sync, flags, |stack, ls, j| {
             let lid = ls.listen(stack, port, backlog, flags, j)?;
-            fast_open_listener(stack, lid, flags);
+            listener_options(stack, lid, flags);
             Ok((lid, port))
         })
     }
@@ -310,7 +324,7 @@ impl Session {
         stack: &mut Stack,
         now: Instant,
         sync: SyncSlot,
-        (to, mss, fast_open): (SocketAddr, u16, bool),
+        (to, mss, fast_open, tos): (SocketAddr, u16, bool, u8),
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         // RFC 7413: with a cookie cached the SYN waits for the first data
@@ -322,9 +336,10 @@ impl Session {
             SocketAddr::V6(_) if stack.ipv6_config().is_none() => Err(-i64::from(libc::EAFNOSUPPORT)),
             to => match stack.tcp_connect(now, to) {
                 Ok(conn) => {
-                    // TCP_MAXSEG set before connect: before the SYN goes out.
+                    // TCP_MAXSEG and IP_TOS set before connect: before the SYN goes out.
                     if let Some(k) = stack.tcp(conn) {
                         k.set_user_mss(mss);
+                        k.set_tos(tos);
                     }
                     deferred = fast_open && stack.tcp_fast_open(now, conn);
                     match self.new_stream(stack, conn, Some(sync.0)) {
@@ -474,9 +489,13 @@ fn stack_errno(e: StackError) -> i64 {
     })
 }
 
-/// TCP_FASTOPEN set before `listen`: the listener takes RFC 7413 Fast Open SYNs.
-fn fast_open_listener(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
+/// Options set before `listen`: TCP_FASTOPEN (the listener takes RFC 7413
+/// Fast Open SYNs), TCP_MAXSEG and IP_TOS (its connections inherit them).
+fn listener_options(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
     if flags.fastopen_qlen > 0 {
         stack.tcp_listen_fast_open(lid, usize::from(flags.fastopen_qlen));
     }
+    stack.tcp_listen_mss(lid, flags.mss);
+    stack.tcp_listen_tos(lid, false, flags.tos);
+    stack.tcp_listen_tos(lid, true, flags.tclass);
 }
