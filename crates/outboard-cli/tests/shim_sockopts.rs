@@ -252,3 +252,166 @@ fn ip_tos_is_put_on_the_streams_packets() {
     drop(nft);
     drop(rig);
 }
+
+/// Linux's side of `tos_on_the_handshake_both_families`: an echo server on
+/// `[::]:port` (both families) for the program's two connections, then two
+/// clients of the program's listener (IPv4, then IPv6), each echoing 100000
+/// bytes byte-exact.
+const TOS_PEER: &str = r#"
+import socket, sys
+eng4, eng6, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = bytes(range(256)) * 390
+def echo_to(addr, fam):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(addr)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    return got == data
+l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+l.bind(("::", port))
+l.listen(8)
+l.settimeout(60)
+print("LISTENING", flush=True)
+for _ in range(2):
+    c, _ = l.accept()
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+    c.close()
+ok4 = echo_to((eng4, port + 1), socket.AF_INET)
+ok6 = echo_to((eng6, port + 1), socket.AF_INET6)
+print("clients", ok4, ok6, flush=True)
+"#;
+
+/// The program under the shim: a dual-stack listener with IP_TOS 0x60 set
+/// before `listen` and IPV6_TCLASS 0x88 after; clients with IP_TOS 0x22 and
+/// IPV6_TCLASS 0x4b set before `connect`; then the listener's two
+/// connections echoed. Prints what getsockopt reads back.
+const TOS_PROGRAM: &str = r#"
+import socket, sys
+lip4, lip6, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = bytes(range(256)) * 390
+l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+l.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x60)
+l.bind(("::", port + 1))
+l.listen(8)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x88)
+def client(fam, addr, level, name, val):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.setsockopt(level, name, val)
+    s.settimeout(30)
+    s.connect(addr)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    r = s.getsockopt(level, name)
+    s.close()
+    return r, got == data
+print("client4", *client(socket.AF_INET, (lip4, port), socket.IPPROTO_IP, socket.IP_TOS, 0x22), flush=True)
+print("client6", *client(socket.AF_INET6, (lip6, port), socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x4b), flush=True)
+l.settimeout(30)
+for _ in range(2):
+    c, a = l.accept()
+    fam = "6" if "." not in a[0] else "4"
+    n = 0
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+        n += len(b)
+    print("accepted" + fam, c.getsockopt(socket.IPPROTO_IP, socket.IP_TOS), c.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS), n, flush=True)
+    c.close()
+"#;
+
+/// IP_TOS and IPV6_TCLASS on the handshake, as Linux puts them (ip(7),
+/// ipv6(7)): set before `connect` the SYN carries the DSCP already; set on
+/// a listener (before or after `listen`) the SYN-ACK and every segment of
+/// the accepted connections do, IP_TOS on IPv4 and IPV6_TCLASS on IPv6
+/// ones (a dual-stack listener holds both); the ECN bits stay the
+/// engine's; getsockopt reads back as Linux (the ECN bits cleared on a
+/// stream, an accepted socket holding the listener's values). nftables in
+/// Linux's namespace counts every engine packet of each connection and
+/// those with the expected DSCP: the same numbers.
+#[test]
+fn tos_on_the_handshake_both_families() {
+    if skip_unless_root("tos_on_the_handshake_both_families") {
+        return;
+    }
+    let name = support::netns::lab_name("tos6");
+    let mut cfg = outboard_lab::LabConfig::new(&name);
+    cfg.ipv6 = true;
+    let lab = support::netns::lab(&cfg);
+    let (eng6, lip6) = (lab.engine_addr6().expect("IPv6 lab"), lab.linux_addr6().expect("IPv6 lab"));
+    let v6 = format!("{eng6}/64");
+    let engine = support::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none", "--addr", &v6]);
+    // RFC 4862: the engine's addresses pass duplicate-address detection first.
+    let (st, ready) = engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
+        s["ipv6"]["addresses"].as_array().is_some_and(|a| a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+    });
+    assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
+    let (eng4, lip4) = (lab.engine_addr().to_string(), lab.linux_addr().to_string());
+    let port = BASE + 400;
+    let nft = Nft { ns: lab.linux_ns(), table: "obtos6" };
+    let (p, q) = (port, port + 1);
+    nft.count(&[
+        ("c4all", format!("ip saddr {eng4} tcp dport {p}")),
+        ("c4tos", format!("ip saddr {eng4} tcp dport {p} ip dscp {}", 0x20 >> 2)),
+        ("c6all", format!("ip6 saddr {eng6} tcp dport {p}")),
+        ("c6tos", format!("ip6 saddr {eng6} tcp dport {p} ip6 dscp {}", 0x48 >> 2)),
+        ("l4all", format!("ip saddr {eng4} tcp sport {q}")),
+        ("l4tos", format!("ip saddr {eng4} tcp sport {q} ip dscp {}", 0x60 >> 2)),
+        ("l6all", format!("ip6 saddr {eng6} tcp sport {q}")),
+        ("l6tos", format!("ip6 saddr {eng6} tcp sport {q} ip6 dscp {}", 0x88 >> 2)),
+        ("syns", format!("ip saddr {eng4} tcp flags syn tcp dport {p} ip dscp {}", 0x20 >> 2)),
+    ]);
+    let ps = port.to_string();
+    let peer = support::netns::ns_spawn_lines(lab.linux_ns(), 120, &["python3", "-c", TOS_PEER, &eng4, &eng6.to_string(), &ps], false);
+    assert_eq!(peer.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"));
+    let mut c = support::netns::ns_command(lab.engine_ns(), Duration::from_secs(90), 2, &[support::OUTBOARD, "run", "--name", &engine.name, "--shim"]);
+    c.arg(support::shim_lib()).args(["--", "python3", "-c", TOS_PROGRAM, &lip4, &lip6.to_string(), &ps]);
+    c.env("OUTBOARD_RUN_DIR", support::run_dir()).env("OUTBOARD_REQUIRE_ENGINE", "1");
+    let o = c.stdin(std::process::Stdio::null()).output().expect("run the TOS program");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(peer.line(Duration::from_secs(30)).as_deref(), Some("clients True True"), "{out}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines[2..].sort();
+    // Linux's read-back: the ECN bits cleared on a stream; an accepted socket
+    // holds its listener's IP_TOS and IPV6_TCLASS whatever its family.
+    assert_eq!(lines, ["client4 32 True", "client6 72 True", "accepted4 96 136 99840", "accepted6 96 136 99840"], "{out}");
+    let n = |c: &str| nft.packets(c);
+    let counts: Vec<(&str, u64, u64)> = [("client4", "c4"), ("client6", "c6"), ("listener4", "l4"), ("listener6", "l6")]
+        .iter()
+        .map(|(what, k)| (*what, n(&format!("{k}tos")), n(&format!("{k}all"))))
+        .collect();
+    eprintln!("engine packets with the DSCP / all: {counts:?}; SYN with it: {}", n("syns"));
+    for (what, tos, all) in counts {
+        // Every packet, from the SYN or SYN-ACK on.
+        assert!(all >= 10 && tos == all, "{what}: the DSCP on {tos} of {all} packets");
+    }
+    assert_eq!(n("syns"), 1, "the IPv4 client's SYN carries IP_TOS");
+    drop(nft);
+    drop(peer);
+    drop(engine);
+}
+
