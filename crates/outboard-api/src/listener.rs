@@ -74,6 +74,15 @@ impl Listener {
         b.check_alive()?;
         b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option })
     }
+    /// SO_RCVBUF on the listener, as the window clamp in bytes (0: none):
+    /// the connections it accepts from now on offer at most that window,
+    /// their SYN-ACK's window scale chosen for it. `ListenFlags::rcv_clamp`
+    /// sets it at `listen`.
+    pub fn set_rcv_clamp(&self, clamp: u32) -> Result<()> {
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option: outboard_board::command::StreamOption::RcvClamp(clamp) })
+    }
     pub fn local_port(&self) -> u16 {
         self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }

@@ -58,6 +58,9 @@ pub enum StreamOption {
     /// IPV6_TCLASS on a listener: the TOS byte of the IPv6 connections it
     /// accepts from then on (`Tos` on a listener is for its IPv4 ones).
     TrafficClass(u8),
+    /// SO_RCVBUF, as the window clamp in bytes (0: none): on a stream the
+    /// window offered from now on, on a listener its connections'.
+    RcvClamp(u32),
     /// TCP_MAXSEG on a listener (0: none; 88..=32767): the MSS its
     /// SYN-ACKs advertise at most and its connections' send-MSS ceiling.
     MaxSeg(u16),
@@ -81,6 +84,8 @@ pub struct ListenFlags {
     pub tos: u8,
     /// IPV6_TCLASS set before `listen`, for IPv6 connections.
     pub tclass: u8,
+    /// SO_RCVBUF set before `listen`, as the window clamp in bytes (0: none).
+    pub rcv_clamp: u32,
 }
 
 /// Which local addresses a listener takes connections on, as Linux's socket
@@ -151,6 +156,7 @@ impl ListenFlags {
             // Out of range (Linux takes 88..=32767): none, as for CONNECT.
             mss: Some((c.f & listen::MSS_MASK) as u16).filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
             tclass: (c.f >> listen::TCLASS_SHIFT) as u8,
+            rcv_clamp: ((c.f >> listen::RCV_CLAMP_SHIFT) as u32).min(opt::MAX_RCV_CLAMP),
             tos: (bits >> listen::TOS_SHIFT) as u8,
         })
     }
@@ -169,7 +175,9 @@ impl ListenFlags {
             | (if self.on_demand { listen::ON_DEMAND } else { 0 })
             | u32::from(self.tos) << listen::TOS_SHIFT
             | u32::from(self.fastopen_qlen) << listen::FASTOPEN_QLEN_SHIFT;
-        c.f = u64::from(self.mss) | u64::from(self.tclass) << listen::TCLASS_SHIFT;
+        c.f = u64::from(self.mss)
+            | u64::from(self.tclass) << listen::TCLASS_SHIFT
+            | u64::from(self.rcv_clamp) << listen::RCV_CLAMP_SHIFT;
     }
 }
 
@@ -198,8 +206,9 @@ pub enum BoardCommand {
     /// Connect to `to` (port 0 is answered EINVAL). `mss`: TCP_MAXSEG set
     /// before connect (the SYN's MSS and the send MSS's ceiling), 0: none.
     /// `fast_open`: RFC 7413 (`connect::FAST_OPEN`). `tos`: IP_TOS /
-    /// IPV6_TCLASS set before connect (the SYN carries it).
-    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool, tos: u8 },
+    /// IPV6_TCLASS set before connect (the SYN carries it). `rcv_clamp`:
+    /// SO_RCVBUF set before connect, as the window clamp (0: none).
+    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool, tos: u8, rcv_clamp: u32 },
     /// Stream: the application has written `written` bytes in all into its transmit region.
     Push { ep: Endpoint, written: u64 },
     /// Stream: the application has consumed `read` bytes in all from its receive region.
@@ -301,6 +310,7 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             mss: u16::try_from(c.d).ok().filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
             fast_open: c.flags & connect::FAST_OPEN != 0,
             tos: (c.flags >> connect::TOS_SHIFT) as u8,
+            rcv_clamp: u32::try_from(c.e).unwrap_or(u32::MAX).min(opt::MAX_RCV_CLAMP),
         },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
@@ -346,6 +356,10 @@ fn stream_option(c: &Command) -> StreamOption {
         },
         opt::FAST_OPEN => u16::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::FastOpen),
         opt::TOS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::Tos),
+        opt::RCV_CLAMP => match u32::try_from(c.b) {
+            Ok(v) if v <= opt::MAX_RCV_CLAMP => StreamOption::RcvClamp(v),
+            _ => StreamOption::Invalid,
+        },
         opt::TCLASS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::TrafficClass),
         opt::MAXSEG => match u16::try_from(c.b) {
             Ok(m) if m == 0 || (opt::MIN_MSS..=opt::MAX_MSS).contains(&m) => StreamOption::MaxSeg(m),
@@ -392,7 +406,8 @@ impl BoardCommand {
                 (c.op, c.endpoint, c.a, c.b) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent));
                 flags.encode(&mut c);
             }
-            BoardCommand::Connect { sync, to, mss, fast_open, tos } => {
+            BoardCommand::Connect { sync, to, mss, fast_open, tos, rcv_clamp } => {
+                c.e = u64::from(rcv_clamp);
                 c.op = op::CONNECT;
                 c.sync = sync.0;
                 put_addr(&mut c, to, 0);
@@ -427,6 +442,7 @@ impl BoardCommand {
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
                     StreamOption::FastOpen(q) => (c.a, c.b) = (opt::FAST_OPEN, u64::from(q)),
                     StreamOption::Tos(t) => (c.a, c.b) = (opt::TOS, u64::from(t)),
+                    StreamOption::RcvClamp(v) => (c.a, c.b) = (opt::RCV_CLAMP, u64::from(v)),
                     StreamOption::TrafficClass(t) => (c.a, c.b) = (opt::TCLASS, u64::from(t)),
                     StreamOption::MaxSeg(m) => (c.a, c.b) = (opt::MAXSEG, u64::from(m)),
                     // An option number nobody defines.

@@ -135,6 +135,9 @@ pub mod listen {
     pub const MSS_MASK: u64 = 0xffff;
     /// Word f bits 16..24: IPV6_TCLASS set before `listen` (as `TOS_SHIFT` for IPv6).
     pub const TCLASS_SHIFT: u32 = 16;
+    /// Word f bits 32..64: SO_RCVBUF set before `listen`, as the window clamp
+    /// in bytes (0: none): the SYN-ACK's window and scale come from it.
+    pub const RCV_CLAMP_SHIFT: u32 = 32;
 }
 
 /// `CONNECT` flags (`Command::flags`).
@@ -145,7 +148,9 @@ pub mod connect {
     /// cookie and the sync completes with the handshake.
     pub const FAST_OPEN: u32 = 1;
     /// Bits 8..16: IP_TOS / IPV6_TCLASS set before `connect` (the SYN
-    /// carries it; ECN bits ignored). Word d is TCP_MAXSEG.
+    /// carries it; ECN bits ignored). Word d is TCP_MAXSEG; word e SO_RCVBUF
+    /// set before `connect`, as the window clamp in bytes (0: none; the SYN's
+    /// window and scale come from it).
     pub const TOS_SHIFT: u32 = 8;
 }
 
@@ -176,6 +181,11 @@ pub mod opt {
     /// (`TOS` on a listener is IP_TOS, for its IPv4 ones; on a stream `TOS`
     /// serves both families).
     pub const TCLASS: u64 = 9;
+    /// SO_RCVBUF on a stream or a listener: b = the window clamp in bytes
+    /// (0: none; at most 2^31).
+    pub const RCV_CLAMP: u64 = 10;
+    /// The largest window clamp (Linux's largest buffer, `INT_MAX`, halved).
+    pub const MAX_RCV_CLAMP: u32 = 1 << 30;
     /// TCP_MAXSEG on a listener: b = the MSS (0: none; else `MIN_MSS..=MAX_MSS`)
     /// for the connections it accepts from then on.
     pub const MAXSEG: u64 = 8;

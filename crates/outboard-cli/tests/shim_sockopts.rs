@@ -37,8 +37,19 @@ fn shim_socket_options_match_linux() {
     let shim_cmd = |extra: &[&str]| rig.shim_cmd(extra);
 
     let t0 = Instant::now();
-    let kernel = run_lines(kernel_cmd(&[]), || {});
-    let shimmed = run_lines(shim_cmd(&[]), || {});
+    let (kernel, kernel_measured) = measured(run_lines(kernel_cmd(&[]), || {}));
+    let (shimmed, shim_measured) = measured(run_lines(shim_cmd(&[]), || {}));
+    eprintln!("measured: kernel {kernel_measured:?}, shim {shim_measured:?}");
+    // SO_RCVBUF 16384 (32768 as Linux doubles it): the window Linux's sender
+    // saw never above the clamp (Linux's own, with its payload ratio, is
+    // lower still); SO_SNDBUF 8192: never more than 16384 bytes written and
+    // not yet acknowledged (Linux counts its buffers' overhead, so its
+    // SIOCOUTQ may pass the value: shown, not checked).
+    let window = shim_measured["rcvbuf_peer_window_max"];
+    assert!((4096..=16384).contains(&window), "the peer saw a window of {window}");
+    assert!(kernel_measured["rcvbuf_peer_window_max"] <= 16384, "{kernel_measured:?}");
+    let outq = shim_measured["sndbuf_outq_max"];
+    assert!((8192..=16384).contains(&outq), "SIOCOUTQ reached {outq}");
     eprintln!("kernel:\n  {}\nshim:\n  {}", kernel.join("\n  "), shimmed.join("\n  "));
     assert_eq!(kernel.len(), shimmed.len(), "both runs print every case");
     let mut differ = Vec::new();
@@ -86,6 +97,8 @@ fn shim_socket_options_match_linux() {
         "splice empty_pipe_nonblock=EAGAIN",
         "notsent lowat set=0 get=16384 nsd_at_least_lowat=1 nsd_le_outq=1 pollout_held=0",
         "notsent pollout_after_drain=1 nsd_below_lowat=1",
+        "rcvbuf got=2000000 bytes_ok=1 peer_wscale=0",
+        "sndbuf set=0 get=16384 blocked=1 peer_got=400000 sum_ok=1",
     ] {
         assert!(shimmed.iter().any(|l| l == want), "expected line {want:?}");
     }
@@ -100,6 +113,18 @@ fn shim_socket_options_match_linux() {
     eprintln!("socket option cases took {:?}", t0.elapsed());
     drop(nft);
     drop(rig);
+}
+
+/// The lines both sides must print alike, and the "measured NAME=VALUE"
+/// lines by name.
+fn measured(lines: Vec<String>) -> (Vec<String>, std::collections::HashMap<String, u64>) {
+    let (m, same): (Vec<String>, Vec<String>) = lines.into_iter().partition(|l| l.starts_with("measured "));
+    let m = m
+        .iter()
+        .filter_map(|l| l["measured ".len()..].split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap_or(u64::MAX)))
+        .collect();
+    (same, m)
 }
 
 /// Sends `n` bytes to a sink, waits (bounded) until all are acknowledged,

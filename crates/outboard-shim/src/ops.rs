@@ -360,7 +360,8 @@ fn connect_inner(fd: RawFd, a: Option<SocketAddr>, unspec: bool, msg_fastopen: b
                 if sock.stream {
                     let fast_open = msg_fastopen || sock.opts.fastopen_connect;
                     // TCP_MAXSEG and IP_TOS / IPV6_TCLASS set before connect go on the SYN.
-                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open, sock.opts.tos_for(a)) {
+                    let opts = outboard_api::ConnectOptions { tos: sock.opts.tos_for(a), rcv_clamp: sock.opts.rcv_clamp() };
+                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open, opts) {
                         Ok(p) => {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
@@ -547,6 +548,7 @@ pub fn listen_flags(sock: &Sock) -> ListenFlags {
         mss: o.maxseg,
         tos: o.tos & !0x3,
         tclass: o.tclass & !0x3,
+        rcv_clamp: o.rcv_clamp(),
     }
 }
 

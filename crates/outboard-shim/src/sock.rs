@@ -81,6 +81,18 @@ pub struct Opts {
 }
 
 impl Opts {
+    /// SO_RCVBUF as the engine's window clamp: half the doubled value Linux
+    /// keeps (its window at the default 50 % payload ratio); 0: not set.
+    pub fn rcv_clamp(&self) -> u32 {
+        self.rcvbuf.map_or(0, |b| b / 2)
+    }
+
+    /// SO_SNDBUF as the limit on bytes written and not yet acknowledged:
+    /// the doubled value Linux keeps; 0: not set (the region's size).
+    pub fn send_limit(&self) -> usize {
+        self.sndbuf.map_or(0, |b| b as usize)
+    }
+
     /// The TOS byte of packets to `peer`, as Linux picks it by the packet's
     /// family: IPV6_TCLASS for IPv6, IP_TOS for IPv4 (an IPv4-mapped peer of
     /// an AF_INET6 socket included). The engine keeps the ECN bits.
@@ -315,6 +327,10 @@ impl Sock {
             if let Some(cc) = o.cc {
                 let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
             }
+            if o.rcvbuf.is_some() {
+                let _ = s.set_rcv_clamp(o.rcv_clamp());
+            }
+            s.set_send_limit(o.send_limit());
             let tos = o.tos_for(s.peer_addr());
             if tos != 0 {
                 let _ = s.set_tos(tos);

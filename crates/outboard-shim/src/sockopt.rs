@@ -170,6 +170,7 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let mut fastopen_changed = false;
     let mut tos_changed = false;
     let mut maxseg_changed = false;
+    let mut bufs_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -179,8 +180,17 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         }
         // Linux's sock_setsockopt: the value (as unsigned) capped at
         // net.core.[rw]mem_max, doubled, at least SOCK_MIN_[RCV|SND]BUF.
-        (libc::SOL_SOCKET, libc::SO_RCVBUF) => o.rcvbuf = Some(linux_buf(read_int(val, len)?, rmem_max(), SOCK_MIN_RCVBUF)),
-        (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.sndbuf = Some(linux_buf(read_int(val, len)?, wmem_max(), SOCK_MIN_SNDBUF)),
+        // Honoured as Linux's locked buffers: the window the engine offers
+        // (and, before connect or listen, the SYN's window scale), and the
+        // bytes written and not yet acknowledged.
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+            o.rcvbuf = Some(linux_buf(read_int(val, len)?, rmem_max(), SOCK_MIN_RCVBUF));
+            bufs_changed = true;
+        }
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+            o.sndbuf = Some(linux_buf(read_int(val, len)?, wmem_max(), SOCK_MIN_SNDBUF));
+            bufs_changed = true;
+        }
         (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => o.rcvtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => o.sndtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_LINGER) => {
@@ -359,6 +369,12 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         if tos_changed {
             s.set_tos(o.tos_for(s.peer_addr())).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
+        if bufs_changed {
+            s.set_send_limit(o.send_limit());
+            if o.rcvbuf.is_some() {
+                s.set_rcv_clamp(o.rcv_clamp()).map_err(|e| crate::sock::errno_of(&e, true))?;
+            }
+        }
         if let (true, Some(cc)) = (cc_changed, o.cc) {
             s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
@@ -371,6 +387,9 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         // What Linux's accepted sockets inherit from the listener.
         if maxseg_changed {
             l.set_max_seg(o.maxseg).map_err(err)?;
+        }
+        if bufs_changed && o.rcvbuf.is_some() {
+            l.set_rcv_clamp(o.rcv_clamp()).map_err(err)?;
         }
         if tos_changed {
             l.set_tos(false, o.tos & !0x3).map_err(err)?;

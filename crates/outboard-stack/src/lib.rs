@@ -427,6 +427,15 @@ impl Stack {
         }
     }
 
+    /// SO_RCVBUF on a listener as a window clamp in bytes (0: none): the
+    /// connections it accepts from now on offer at most that window, their
+    /// SYN-ACK's window scale chosen for it (Linux's `tcp_openreq_init_rwin`).
+    pub fn tcp_listen_rcv_clamp(&mut self, listener: ListenerId, clamp: usize) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.rcv_clamp = clamp;
+        }
+    }
+
     /// The listener's Fast Open queue length (0: off).
     pub fn tcp_listen_fast_open_qlen(&self, listener: ListenerId) -> usize {
         self.tcp.listeners.get(&listener).map_or(0, |l| l.fastopen_qlen)

@@ -41,6 +41,9 @@ pub(crate) struct Listener {
     pub tos: u8,
     /// IPV6_TCLASS set on the listener: the same for IPv6 (`np->tclass`).
     pub tclass: u8,
+    /// SO_RCVBUF set on the listener, as a window clamp (`Config::rcv_clamp`;
+    /// 0: none): its connections' SYN-ACK window and scale come from it.
+    pub rcv_clamp: usize,
 }
 
 /// The address families a listener takes (a segment of another family finds
@@ -96,6 +99,7 @@ impl Listener {
             user_mss: 0,
             tos: 0,
             tclass: 0,
+            rcv_clamp: 0,
         }
     }
 

@@ -122,12 +122,17 @@ impl TcpTable {
 
     /// The configuration a listener's connection starts from: its family's,
     /// with the MSS lowered to the listener's TCP_MAXSEG (Linux's
-    /// `tcp_mss_clamp` on the SYN-ACK and the child's `mss_clamp`).
+    /// `tcp_mss_clamp` on the SYN-ACK and the child's `mss_clamp`) and the
+    /// window clamped by its SO_RCVBUF (`tcp_openreq_init_rwin`).
     pub(crate) fn listener_cfg(&self, lid: ListenerId, tuple: &FourTuple) -> Cow<'_, Config> {
         let cfg = self.cfg_for(tuple);
-        match self.listeners.get(&lid).map_or(0, |l| l.user_mss) {
-            0 => Cow::Borrowed(cfg),
-            m => Cow::Owned(Config { mss: cfg.mss.min(m).max(64), ..cfg.clone() }),
+        match self.listeners.get(&lid).map_or((0, 0), |l| (l.user_mss, l.rcv_clamp)) {
+            (0, 0) => Cow::Borrowed(cfg),
+            (m, rcv_clamp) => Cow::Owned(Config {
+                mss: if m == 0 { cfg.mss } else { cfg.mss.min(m).max(64) },
+                rcv_clamp,
+                ..cfg.clone()
+            }),
         }
     }
 

@@ -94,7 +94,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                 let to = SocketAddr::from((Ipv4Addr::new(10, 9, 0, 2), port));
                 let c = match b.u8() % 10 {
                     0 => BoardCommand::Listen { sync, port: Some(port), backlog: 4, flags: Default::default() },
-                    1 => BoardCommand::Connect { sync, to, mss: 0, fast_open: false, tos: 0 },
+                    1 => BoardCommand::Connect { sync, to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 },
                     2 => BoardCommand::Push { ep, written: b.u64() % 40_000 },
                     3 => BoardCommand::Consumed { ep, read: b.u64() % 40_000 },
                     4 => BoardCommand::UdpBind { sync, port },

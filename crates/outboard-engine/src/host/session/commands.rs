@@ -105,8 +105,8 @@ impl Session {
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
-            BoardCommand::Connect { sync, to, mss, fast_open, tos } => {
-                self.connect(stack, now, sync, (to, mss, fast_open, tos), owned)?
+            BoardCommand::Connect { sync, to, mss, fast_open, tos, rcv_clamp } => {
+                self.connect(stack, now, sync, (to, mss, fast_open, tos, rcv_clamp), owned)?
             }
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
@@ -148,6 +148,7 @@ impl Session {
                         StreamOption::MaxSeg(mss) => stack.tcp_listen_mss(lid, mss),
                         StreamOption::Tos(t) => stack.tcp_listen_tos(lid, false, t),
                         StreamOption::TrafficClass(t) => stack.tcp_listen_tos(lid, true, t),
+                        StreamOption::RcvClamp(v) => stack.tcp_listen_rcv_clamp(lid, v as usize),
                         _ => {}
                     }
                 }
@@ -171,6 +172,7 @@ impl Session {
                                 outboard_tcp::CcKind::NewReno
                             }),
                             StreamOption::Tos(t) => conn.set_tos(t),
+                            StreamOption::RcvClamp(v) => conn.set_rcv_clamp(v as usize),
                             // A listener's option; on a stream Linux takes it and
                             // it does nothing (TCP_MAXSEG once the SYN went out).
                             StreamOption::FastOpen(_)
@@ -324,7 +326,7 @@ impl Session {
         stack: &mut Stack,
         now: Instant,
         sync: SyncSlot,
-        (to, mss, fast_open, tos): (SocketAddr, u16, bool, u8),
+        (to, mss, fast_open, tos, rcv_clamp): (SocketAddr, u16, bool, u8, u32),
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         // RFC 7413: with a cookie cached the SYN waits for the first data
@@ -340,6 +342,7 @@ impl Session {
                     if let Some(k) = stack.tcp(conn) {
                         k.set_user_mss(mss);
                         k.set_tos(tos);
+                        k.set_rcv_clamp(rcv_clamp as usize);
                     }
                     deferred = fast_open && stack.tcp_fast_open(now, conn);
                     match self.new_stream(stack, conn, Some(sync.0)) {
@@ -498,4 +501,5 @@ fn listener_options(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
     stack.tcp_listen_mss(lid, flags.mss);
     stack.tcp_listen_tos(lid, false, flags.tos);
     stack.tcp_listen_tos(lid, true, flags.tclass);
+    stack.tcp_listen_rcv_clamp(lid, flags.rcv_clamp as usize);
 }
