@@ -698,11 +698,18 @@ impl Stack {
     }
 
     // --- UDP ---
-    /// Binds `port`, or an ephemeral port when `port` is 0.
+    /// Binds `port`, or an ephemeral port when `port` is 0, for both families.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {
+        self.udp_bind_for(port, Families::Both)
+    }
+
+    /// `udp_bind` for `families`: sockets of families that do not overlap
+    /// share a port (Linux's AF_INET `0.0.0.0` beside an IPV6_V6ONLY `::`);
+    /// each gets the datagrams, and the ICMP errors, of its own.
+    pub fn udp_bind_for(&mut self, port: u16, families: Families) -> Result<UdpId, StackError> {
         self.ports_generation += 1;
         if port != 0 {
-            return self.udp.bind(port);
+            return self.udp.bind(port, families);
         }
         let (lo, hi) = self.cfg.ephemeral_ports;
         let (lo, hi) = (lo.min(hi).max(1), lo.max(hi).max(1));
@@ -714,7 +721,7 @@ impl Stack {
             };
             self.udp_port_cursor = if p == hi { lo } else { p + 1 };
             if !self.udp.port_in_use(p) {
-                return self.udp.bind(p);
+                return self.udp.bind(p, families);
             }
         }
         Err(StackError::NoEphemeralPorts)

@@ -77,11 +77,16 @@ impl Families {
     }
 
     pub(crate) fn takes(&self, tuple: &FourTuple) -> bool {
+        self.takes_addr(tuple.local.ip())
+    }
+
+    /// Whether a packet to our local address `local` is for this one.
+    pub(crate) fn takes_addr(&self, local: std::net::IpAddr) -> bool {
         match self {
             Families::Both => true,
-            Families::Ipv4 => tuple.local.is_ipv4(),
-            Families::Ipv6 => tuple.local.is_ipv6(),
-            Families::Addr(a) => tuple.local.ip() == *a,
+            Families::Ipv4 => local.is_ipv4(),
+            Families::Ipv6 => local.is_ipv6(),
+            Families::Addr(a) => local == *a,
         }
     }
 }
