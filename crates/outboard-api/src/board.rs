@@ -445,9 +445,15 @@ impl Board {
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
-    /// A datagram socket on `port` (0: any).
+    /// A datagram socket on `port` (0: any), for both families.
     pub fn bind_udp(&self, port: u16) -> Result<Datagram> {
-        let ep = self.request(|sync| BoardCommand::UdpBind { sync, port }, None)?;
+        self.bind_udp_for(port, crate::ListenFamily::Both)
+    }
+    /// A datagram socket on `port` (0: any) taking `family`'s datagrams, as
+    /// a Linux socket bound as `ListenFamily::of_bound` says: an AF_INET one
+    /// on 0.0.0.0 and an IPV6_V6ONLY one on `[::]` share a port.
+    pub fn bind_udp_for(&self, port: u16, family: crate::ListenFamily) -> Result<Datagram> {
+        let ep = self.request(|sync| BoardCommand::UdpBind { sync, port, family }, None)?;
         self.open_ep(ep);
         {
             let mut b = self.inner.borrow_mut();

@@ -219,8 +219,10 @@ pub enum BoardCommand {
     Close { ep: Endpoint },
     /// Stream: reset now.
     Abort { ep: Endpoint },
-    /// A datagram socket on `port` (0: any).
-    UdpBind { sync: SyncSlot, port: u16 },
+    /// A datagram socket on `port` (0: any) for `family`'s datagrams
+    /// (`listen` flag bits and words c..e as LISTEN's): sockets of families
+    /// that do not overlap share a port, as Linux's.
+    UdpBind { sync: SyncSlot, port: u16, family: ListenFamily },
     /// Datagram: send `len` bytes at board offset `offset` to `to`; the
     /// buffer passes to the engine and comes back with `BUF_RETURN`.
     UdpSend { ep: Endpoint, offset: u64, len: u64, to: SocketAddr },
@@ -317,7 +319,11 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
         op::SHUTDOWN => BoardCommand::Shutdown { ep: ep("shutdown")? },
         op::CLOSE => BoardCommand::Close { ep: ep("close")? },
         op::ABORT => BoardCommand::Abort { ep: ep("close")? },
-        op::UDP_BIND => BoardCommand::UdpBind { sync: sync()?, port: port(c.a, "bind port")? },
+        op::UDP_BIND => BoardCommand::UdpBind {
+            sync: sync()?,
+            port: port(c.a, "bind port")?,
+            family: ListenFlags::decode(&Command { flags: c.flags & listen::ALL, f: 0, ..*c })?.family,
+        },
         op::UDP_SEND => BoardCommand::UdpSend {
             ep: ep("udp send")?,
             offset: c.a,
@@ -419,7 +425,10 @@ impl BoardCommand {
             BoardCommand::Shutdown { ep } => (c.op, c.endpoint) = (op::SHUTDOWN, ep.0),
             BoardCommand::Close { ep } => (c.op, c.endpoint) = (op::CLOSE, ep.0),
             BoardCommand::Abort { ep } => (c.op, c.endpoint) = (op::ABORT, ep.0),
-            BoardCommand::UdpBind { sync, port } => (c.op, c.sync, c.a) = (op::UDP_BIND, sync.0, u64::from(port)),
+            BoardCommand::UdpBind { sync, port, family } => {
+                (c.op, c.sync, c.a) = (op::UDP_BIND, sync.0, u64::from(port));
+                ListenFlags { family, ..ListenFlags::default() }.encode(&mut c);
+            }
             BoardCommand::UdpSend { ep, offset, len, to } => {
                 (c.op, c.endpoint, c.a, c.b) = (op::UDP_SEND, ep.0, offset, len);
                 put_addr(&mut c, to, 2);

@@ -51,8 +51,9 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// IPV6_TCLASS (word f bits 16..24) for the accepted connections; CONNECT
 /// carries the TOS for its SYN (flags bits 8..16) and SO_RCVBUF's window
 /// clamp (word e; LISTEN word f bits 32..64); SET_OPTION takes MAXSEG and
-/// TCLASS on a listener and RCV_CLAMP (a version-5 engine would ignore them
-/// silently).
+/// TCLASS on a listener and RCV_CLAMP; UDP_BIND says the socket's family
+/// (LISTEN's family bits and words c..e) (a version-5 engine would ignore
+/// them silently).
 pub const VERSION: u32 = 6;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;

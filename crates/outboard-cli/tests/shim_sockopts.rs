@@ -368,6 +368,22 @@ for _ in range(2):
     c.close()
 "#;
 
+/// A lab with IPv6 and a dual-stack engine (AF_XDP, no services) whose
+/// IPv6 address passed duplicate-address detection (RFC 4862).
+fn dual_stack_lab(tag: &str) -> (outboard_lab::Lab, support::engine::EngineProc) {
+    let name = support::netns::lab_name(tag);
+    let mut cfg = outboard_lab::LabConfig::new(&name);
+    cfg.ipv6 = true;
+    let lab = support::netns::lab(&cfg);
+    let v6 = format!("{}/64", lab.engine_addr6().expect("IPv6 lab"));
+    let engine = support::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none", "--addr", &v6]);
+    let (st, ready) = engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
+        s["ipv6"]["addresses"].as_array().is_some_and(|a| a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+    });
+    assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
+    (lab, engine)
+}
+
 /// IP_TOS and IPV6_TCLASS on the handshake, as Linux puts them (ip(7),
 /// ipv6(7)): set before `connect` the SYN carries the DSCP already; set on
 /// a listener (before or after `listen`) the SYN-ACK and every segment of
@@ -382,18 +398,8 @@ fn tos_on_the_handshake_both_families() {
     if skip_unless_root("tos_on_the_handshake_both_families") {
         return;
     }
-    let name = support::netns::lab_name("tos6");
-    let mut cfg = outboard_lab::LabConfig::new(&name);
-    cfg.ipv6 = true;
-    let lab = support::netns::lab(&cfg);
+    let (lab, engine) = dual_stack_lab("tos6");
     let (eng6, lip6) = (lab.engine_addr6().expect("IPv6 lab"), lab.linux_addr6().expect("IPv6 lab"));
-    let v6 = format!("{eng6}/64");
-    let engine = support::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none", "--addr", &v6]);
-    // RFC 4862: the engine's addresses pass duplicate-address detection first.
-    let (st, ready) = engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
-        s["ipv6"]["addresses"].as_array().is_some_and(|a| a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
-    });
-    assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
     let (eng4, lip4) = (lab.engine_addr().to_string(), lab.linux_addr().to_string());
     let port = BASE + 400;
     let nft = Nft { ns: lab.linux_ns(), table: "obtos6" };
@@ -436,6 +442,73 @@ fn tos_on_the_handshake_both_families() {
     }
     assert_eq!(n("syns"), 1, "the IPv4 client's SYN carries IP_TOS");
     drop(nft);
+    drop(peer);
+    drop(engine);
+}
+
+/// Linux's side of `udp_sockets_of_both_families_share_a_port`: a UDP echo
+/// on `[::]:port` (both families) for two datagrams.
+const UDP_ECHO: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::", int(sys.argv[1])))
+s.settimeout(30)
+print("LISTENING", flush=True)
+for _ in range(2):
+    d, a = s.recvfrom(2048)
+    s.sendto(d, a)
+"#;
+
+/// Under the shim: an AF_INET socket on 0.0.0.0:P and an IPV6_V6ONLY
+/// AF_INET6 one on [::]:P; a dual-stack one on the port is EADDRINUSE.
+const UDP_PROGRAM: &str = r#"
+import errno, socket, sys
+lip4, lip6, port, echo = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s4.bind(("0.0.0.0", port))
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s6.bind(("::", port))
+both = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+try:
+    both.bind(("::", port))
+    print("dual_stack_bind ok", flush=True)
+except OSError as e:
+    print("dual_stack_bind", errno.errorcode[e.errno], flush=True)
+for s in (s4, s6):
+    s.settimeout(10)
+s4.sendto(b"four", (lip4, echo))
+s6.sendto(b"six", (lip6, echo))
+d4, a4 = s4.recvfrom(100)
+d6, a6 = s6.recvfrom(100)
+print("v4", d4.decode(), a4[0] == lip4, flush=True)
+print("v6", d6.decode(), a6[0] == lip6, flush=True)
+"#;
+
+/// UDP sockets of both families on one port, as Linux has them (ip(7),
+/// ipv6(7) IPV6_V6ONLY): an AF_INET socket on 0.0.0.0:P beside an
+/// IPV6_V6ONLY AF_INET6 one on [::]:P, each receiving its own family's
+/// datagrams from Linux; a dual-stack socket on P conflicts (EADDRINUSE).
+#[test]
+fn udp_sockets_of_both_families_share_a_port() {
+    if skip_unless_root("udp_sockets_of_both_families_share_a_port") {
+        return;
+    }
+    let (lab, engine) = dual_stack_lab("udp6");
+    let (lip4, lip6) = (lab.linux_addr().to_string(), lab.linux_addr6().expect("IPv6 lab").to_string());
+    let (port, echo) = ((BASE + 500).to_string(), (BASE + 501).to_string());
+    let peer = support::netns::ns_spawn_lines(lab.linux_ns(), 60, &["python3", "-c", UDP_ECHO, &echo], false);
+    assert_eq!(peer.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"));
+    let mut c = support::netns::ns_command(lab.engine_ns(), Duration::from_secs(60), 2, &[support::OUTBOARD, "run", "--name", &engine.name, "--shim"]);
+    c.arg(support::shim_lib()).args(["--", "python3", "-c", UDP_PROGRAM, &lip4, &lip6, &port, &echo]);
+    c.env("OUTBOARD_RUN_DIR", support::run_dir()).env("OUTBOARD_REQUIRE_ENGINE", "1");
+    let o = c.stdin(std::process::Stdio::null()).output().expect("run the UDP program");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["dual_stack_bind EADDRINUSE", "v4 four True", "v6 six True"], "{out}");
+    let st = engine.stat()["stack"].clone();
+    assert!(st["udp_datagrams_in"].as_u64().unwrap_or(0) >= 2, "the engine had the datagrams: {st}");
     drop(peer);
     drop(engine);
 }

@@ -378,7 +378,7 @@ fn connect_inner(fd: RawFd, a: Option<SocketAddr>, unspec: bool, msg_fastopen: b
                     true
                 } else {
                     let port = sock.bound.map_or(0, |b| b.port());
-                    match board.bind_udp(port) {
+                    match board.bind_udp_for(port, udp_family(&sock, sock.bound)) {
                         Ok(d) => {
                             sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
                             sock.kind = Kind::Dgram(d);
@@ -481,7 +481,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddr>) -> SResult<bool> {
         return Ok(true);
     }
     let board = st.board().expect("net() attached");
-    match board.bind_udp(a.port()) {
+    match board.bind_udp_for(a.port(), udp_family(&sock, Some(a))) {
         Ok(d) => {
             sock.bound = Some(SocketAddr::new(a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
@@ -529,6 +529,14 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
         Kind::Inherited | Kind::InheritedStream { .. } => Err(inherited("listen")),
         _ => Err(libc::EINVAL),
     }
+}
+
+/// Which datagrams a UDP socket bound to `bound` (None: its family's
+/// wildcard) takes, as Linux's: an AF_INET socket IPv4 ones, an AF_INET6
+/// one on `::` both (IPv6 only with IPV6_V6ONLY), one address only its own.
+fn udp_family(sock: &Sock, bound: Option<SocketAddr>) -> ListenFamily {
+    let ip = bound.map_or_else(|| crate::addr::unspecified(sock.v6, 0).ip(), |b| b.ip());
+    ListenFamily::of_bound(ip, sock.opts.v6only)
 }
 
 /// How the shim listens: on demand (connections only once the process
@@ -1057,7 +1065,7 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddr) -> SResult<bool> {
                 return Ok(false);
             }
             let board = st.board().expect("net() attached");
-            let d = board.bind_udp(0).map_err(|e| errno_of(&e, false))?;
+            let d = board.bind_udp_for(0, udp_family(&sock, None)).map_err(|e| errno_of(&e, false))?;
             sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();

@@ -180,7 +180,7 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
         ep.clone().prop_map(|ep| BoardCommand::Shutdown { ep }),
         ep.clone().prop_map(|ep| BoardCommand::Close { ep }),
         ep.clone().prop_map(|ep| BoardCommand::Abort { ep }),
-        (sync, any::<u16>()).prop_map(|(sync, port)| BoardCommand::UdpBind { sync, port }),
+        (sync, any::<u16>(), any_flags()).prop_map(|(sync, port, f)| BoardCommand::UdpBind { sync, port, family: f.family }),
         (ep.clone(), any::<u64>(), any::<u64>(), any_addr())
             .prop_map(|(ep, offset, len, to)| BoardCommand::UdpSend { ep, offset, len, to }),
         any::<u64>().prop_map(|offset| BoardCommand::UdpRelease { offset }),

@@ -15,7 +15,7 @@ use outboard_board::proto::{ev, kind, opt};
 use outboard_board::{MailboxProducer, NetAddr};
 use outboard_stack::{ConnId, ListenerId, Stack, StackError};
 use outboard_time::Instant;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -200,7 +200,7 @@ impl Session {
                     None => {}
                 }
             }
-            BoardCommand::UdpBind { sync, port } => self.udp_bind(stack, sync, port)?,
+            BoardCommand::UdpBind { sync, port, family } => self.udp_bind(stack, sync, port, family)?,
             BoardCommand::UdpSend { ep, offset, len, to } => {
                 let i = self.open_slot(ep, "udp send")?;
                 let Some(EpKind::Datagram { udp, .. }) = self.eps[i].as_ref() else {
@@ -404,16 +404,24 @@ impl Session {
         Ok(())
     }
 
-    fn udp_bind(&mut self, stack: &mut Stack, sync: SyncSlot, port: u16) -> Result<(), Violation> {
+    fn udp_bind(&mut self, stack: &mut Stack, sync: SyncSlot, port: u16, family: ListenFamily) -> Result<(), Violation> {
+        let families = crate::host::listeners::families_of(stack, family);
         let result = if self.free_eps.is_empty() {
             -i64::from(libc::EMFILE)
+        } else if let Err(e) = families {
+            e
         } else {
-            match stack.udp_bind(port) {
+            match stack.udp_bind_for(port, families.unwrap_or_default()) {
                 Ok(udp) => {
                     let ep = self.open_ep(kind::DATAGRAM).expect("checked non-empty");
                     let local = stack.udp_local_port(udp).unwrap_or(port);
                     let base = self.layout.endpoint_status(ep);
-                    self.map.write(base + status::LOCAL, NetAddr::from(SocketAddrV4::new(stack.config().addr, local)));
+                    let ip: std::net::IpAddr = match family {
+                        ListenFamily::Addr(a) => a,
+                        ListenFamily::Ipv6 => std::net::Ipv6Addr::UNSPECIFIED.into(),
+                        ListenFamily::Both | ListenFamily::Ipv4 => stack.config().addr.into(),
+                    };
+                    self.map.write(base + status::LOCAL, NetAddr::from(SocketAddr::new(ip, local)));
                     let mailbox = MailboxProducer::new(
                         self.map.clone(),
                         self.layout.endpoint_mailbox(ep),
