@@ -107,6 +107,9 @@ pub(crate) struct EpLocal {
     pub shard: u32,
     pub rx_consumed: u64,
     pub tx_produced: u64,
+    /// SO_SNDBUF as a limit on the bytes written and not yet acknowledged
+    /// (`Stream::set_send_limit`; 0: the transmit region's size).
+    pub tx_limit: u64,
     pub accepts: VecDeque<u32>,
     pub mailbox: Option<MailboxConsumer>,
     /// A datagram `begin_get` returned and `end_get` has not released.
@@ -174,6 +177,17 @@ pub(crate) struct Inner {
     /// The shard new connections and datagram sockets go to (`Board::place_on`);
     /// None: the calling thread's core's.
     placement: Option<u32>,
+}
+
+/// Options set before `connect` that shape the SYN (`Board::connect_start_opts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// IP_TOS / IPV6_TCLASS: on every packet from the SYN on (the engine
+    /// keeps the ECN bits).
+    pub tos: u8,
+    /// SO_RCVBUF as the window clamp in bytes (0: none): the SYN's window
+    /// and window scale come from it, and no window offered exceeds it.
+    pub rcv_clamp: u32,
 }
 
 impl Board {
@@ -416,7 +430,7 @@ impl Board {
     /// `Error::AddrFamily` (EAFNOSUPPORT: IPv6 on an engine without it).
     pub fn connect(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
-        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: false }, None)?;
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
@@ -427,13 +441,19 @@ impl Board {
     /// the handshake completes.
     pub fn connect_fast_open(&self, addr: impl Into<SocketAddr>) -> Result<Stream> {
         let to = addr.into();
-        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: true }, None)?;
+        let ep = self.request(|sync| BoardCommand::Connect { sync, to, mss: 0, fast_open: true, tos: 0, rcv_clamp: 0 }, None)?;
         self.open_ep(ep);
         Ok(Stream::new(self.clone(), ep))
     }
-    /// A datagram socket on `port` (0: any).
+    /// A datagram socket on `port` (0: any), for both families.
     pub fn bind_udp(&self, port: u16) -> Result<Datagram> {
-        let ep = self.request(|sync| BoardCommand::UdpBind { sync, port }, None)?;
+        self.bind_udp_for(port, crate::ListenFamily::Both)
+    }
+    /// A datagram socket on `port` (0: any) taking `family`'s datagrams, as
+    /// a Linux socket bound as `ListenFamily::of_bound` says: an AF_INET one
+    /// on 0.0.0.0 and an IPV6_V6ONLY one on `[::]` share a port.
+    pub fn bind_udp_for(&self, port: u16, family: crate::ListenFamily) -> Result<Datagram> {
+        let ep = self.request(|sync| BoardCommand::UdpBind { sync, port, family }, None)?;
         self.open_ep(ep);
         {
             let mut b = self.inner.borrow_mut();
@@ -564,17 +584,19 @@ impl Board {
     /// advertises at most `mss` and the send MSS stays at or below it
     /// (0: the engine's; Linux's range is 88..=32767).
     pub fn connect_start_with(&self, addr: impl Into<SocketAddr>, mss: u16) -> Result<PendingConnect> {
-        self.connect_start_opts(addr, mss, false)
+        self.connect_start_opts(addr, mss, false, ConnectOptions::default())
     }
 
     /// `connect_start_with`, and with `fast_open` RFC 7413 Fast Open as
-    /// `connect_fast_open` does (the connect may complete at once).
-    pub fn connect_start_opts(&self, addr: impl Into<SocketAddr>, mss: u16, fast_open: bool) -> Result<PendingConnect> {
+    /// `connect_fast_open` does (the connect may complete at once); `opts`:
+    /// what else was set before connect and goes on the SYN.
+    pub fn connect_start_opts(&self, addr: impl Into<SocketAddr>, mss: u16, fast_open: bool, opts: ConnectOptions) -> Result<PendingConnect> {
+        let ConnectOptions { tos, rcv_clamp } = opts;
         let to = addr.into();
         let mut i = self.inner.borrow_mut();
         i.check_alive()?;
         let Some(slot) = i.take_sync() else { return Err(Error::NoResources("sync slot")) };
-        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to, mss, fast_open }) {
+        if let Err(e) = i.command(BoardCommand::Connect { sync: SyncSlot(slot), to, mss, fast_open, tos, rcv_clamp }) {
             let _ = i.syncs.cancel(slot);
             return Err(e);
         }

@@ -81,7 +81,11 @@ fn readiness(i: &mut Inner, ep: EndpointId) -> (bool, bool, bool, bool) {
             let in_flight = e.tx_produced.saturating_sub(i.tx_acked(ep));
             let connected = i.flags(ep) & outboard_board::layout::flags::CONNECTED != 0;
             let readable = avail > 0 || hup || error;
-            let writable = (connected && in_flight < tsize as u64 && !e.shut) || error;
+            let cap = match e.tx_limit {
+                0 => tsize as u64,
+                l => l.min(tsize as u64),
+            };
+            let writable = (connected && in_flight < cap && !e.shut) || error;
             let _ = rsize;
             (readable, writable, error, hup)
         }

@@ -29,7 +29,7 @@ mod info;
 mod listener;
 mod stream;
 
-pub use board::{AttachOptions, Board, CopyCounters, Edges, Mode, News, PendingConnect};
+pub use board::{AttachOptions, Board, ConnectOptions, CopyCounters, Edges, Mode, News, PendingConnect};
 pub use datagram::Datagram;
 pub use driver::InlineDriver;
 pub use error::{Error, Result};

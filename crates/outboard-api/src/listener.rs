@@ -54,6 +54,35 @@ impl Listener {
         b.check_alive()?;
         b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option: outboard_board::command::StreamOption::FastOpen(qlen) })
     }
+    /// TCP_MAXSEG on the listener, as Linux's (before or after `listen`):
+    /// the connections it accepts from now on advertise at most `mss` in
+    /// their SYN-ACK and never send larger segments (0: none; 88..=32767).
+    /// `ListenFlags::mss` sets it at `listen`.
+    pub fn set_max_seg(&self, mss: u16) -> Result<()> {
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option: outboard_board::command::StreamOption::MaxSeg(mss) })
+    }
+    /// IP_TOS (`ipv6` false) or IPV6_TCLASS (`ipv6` true) on the listener:
+    /// the connections of that family it accepts from now on carry these
+    /// DSCP bits from their SYN-ACK on (as Linux's accepted sockets inherit
+    /// the listener's). `ListenFlags::tos` / `tclass` set them at `listen`.
+    pub fn set_tos(&self, ipv6: bool, tos: u8) -> Result<()> {
+        use outboard_board::command::StreamOption;
+        let option = if ipv6 { StreamOption::TrafficClass(tos) } else { StreamOption::Tos(tos) };
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option })
+    }
+    /// SO_RCVBUF on the listener, as the window clamp in bytes (0: none):
+    /// the connections it accepts from now on offer at most that window,
+    /// their SYN-ACK's window scale chosen for it. `ListenFlags::rcv_clamp`
+    /// sets it at `listen`.
+    pub fn set_rcv_clamp(&self, clamp: u32) -> Result<()> {
+        let mut b = self.board.inner.borrow_mut();
+        b.check_alive()?;
+        b.command_listener(BoardCommand::SetOption { ep: Endpoint(self.id), option: outboard_board::command::StreamOption::RcvClamp(clamp) })
+    }
     pub fn local_port(&self) -> u16 {
         self.board.inner.borrow().addr(self.id, status::LOCAL).map_or(0, |a| a.port())
     }

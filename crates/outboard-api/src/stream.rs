@@ -56,11 +56,20 @@ impl Stream {
         Ok(())
     }
 
+    /// The most bytes written and not yet acknowledged: the transmit
+    /// region's size, or less under `set_send_limit`.
+    fn tx_cap(&self, i: &Inner) -> usize {
+        match i.eps[self.id as usize].tx_limit {
+            0 => self.tx.1,
+            l => (l as usize).min(self.tx.1),
+        }
+    }
+
     /// Room in the transmit region and its contiguous part: (free, at, contiguous).
     fn tx_room(&self, i: &Inner) -> (usize, usize, usize) {
         let ep = &i.eps[self.id as usize];
         let in_flight = ep.tx_produced.saturating_sub(i.tx_acked(self.id)) as usize;
-        let free = self.tx.1.saturating_sub(in_flight);
+        let free = self.tx_cap(i).saturating_sub(in_flight);
         let at = (ep.tx_produced % self.tx.1 as u64) as usize;
         (free, at, free.min(self.tx.1 - at))
     }
@@ -92,8 +101,11 @@ impl Stream {
         // sleeping writer waits for half of it (Linux wakes a writer at a third
         // of its buffer): one wake-up per big batch of
         // acknowledgements, not per ACK. Polling writers take any room.
-        let full = self.tx_room(&self.board.inner.borrow()).0 == 0;
-        let want = if full && mode == Mode::Blocking { (self.tx.1 / 2).max(1) } else { 1 };
+        let (full, cap) = {
+            let i = self.board.inner.borrow();
+            (self.tx_room(&i).0 == 0, self.tx_cap(&i))
+        };
+        let want = if full && mode == Mode::Blocking { (cap / 2).max(1) } else { 1 };
         self.board.wait(mode, None, |i| {
             err = self.stream_error(i);
             err.is_some() || self.tx_room(i).0 >= want
@@ -283,11 +295,24 @@ impl Stream {
         let in_flight = u64::from(self.tcp_info().in_flight);
         self.unacked().0.saturating_sub(in_flight)
     }
-    /// Bytes written but not yet acknowledged, and the transmit region's size.
+    /// Bytes written but not yet acknowledged, and the most there may be
+    /// (the transmit region's size, or the send limit).
     pub fn unacked(&self) -> (u64, u64) {
         let i = self.board.inner.borrow();
         let ep = &i.eps[self.id as usize];
-        (ep.tx_produced.saturating_sub(i.tx_acked(self.id)), self.tx.1 as u64)
+        (ep.tx_produced.saturating_sub(i.tx_acked(self.id)), self.tx_cap(&i) as u64)
+    }
+    /// SO_SNDBUF as Linux applies it: at most `limit` bytes written and not
+    /// yet acknowledged (writes wait, or return WouldBlock, beyond it; not
+    /// writable to poll); 0 or more than the transmit region: the region.
+    /// Kept here, in the application: the engine sends what was written.
+    pub fn set_send_limit(&mut self, limit: usize) {
+        self.board.inner.borrow_mut().eps[self.id as usize].tx_limit = limit as u64;
+    }
+    /// SO_RCVBUF as a window clamp in bytes (0: none): the window the engine
+    /// offers from now on never exceeds it less the bytes not yet read.
+    pub fn set_rcv_clamp(&mut self, clamp: u32) -> Result<()> {
+        self.set_option(StreamOption::RcvClamp(clamp))
     }
     /// True once the peer's FIN arrived (whether or not its bytes were read).
     pub fn peer_closed(&self) -> bool {

@@ -52,8 +52,18 @@ pub enum StreamOption {
     Congestion(u8),
     /// TCP_FASTOPEN on a listener: the RFC 7413 Fast Open queue length (0: off).
     FastOpen(u16),
-    /// IP_TOS: the TOS byte of the stream's packets (ECN bits ignored).
+    /// IP_TOS: the TOS byte of the stream's packets (ECN bits ignored); on
+    /// a listener, of the connections it accepts from then on.
     Tos(u8),
+    /// IPV6_TCLASS on a listener: the TOS byte of the IPv6 connections it
+    /// accepts from then on (`Tos` on a listener is for its IPv4 ones).
+    TrafficClass(u8),
+    /// SO_RCVBUF, as the window clamp in bytes (0: none): on a stream the
+    /// window offered from now on, on a listener its connections'.
+    RcvClamp(u32),
+    /// TCP_MAXSEG on a listener (0: none; 88..=32767): the MSS its
+    /// SYN-ACKs advertise at most and its connections' send-MSS ceiling.
+    MaxSeg(u16),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -68,6 +78,14 @@ pub struct ListenFlags {
     pub family: ListenFamily,
     /// RFC 7413 Fast Open queue length (TCP_FASTOPEN before `listen`); 0: off.
     pub fastopen_qlen: u16,
+    /// TCP_MAXSEG set before `listen` (0: none; else 88..=32767).
+    pub mss: u16,
+    /// IP_TOS set before `listen`, for IPv4 connections (ECN bits ignored by the engine).
+    pub tos: u8,
+    /// IPV6_TCLASS set before `listen`, for IPv6 connections.
+    pub tclass: u8,
+    /// SO_RCVBUF set before `listen`, as the window clamp in bytes (0: none).
+    pub rcv_clamp: u32,
 }
 
 /// Which local addresses a listener takes connections on, as Linux's socket
@@ -135,6 +153,11 @@ impl ListenFlags {
             on_demand: bits & listen::ON_DEMAND != 0,
             family,
             fastopen_qlen: (bits >> listen::FASTOPEN_QLEN_SHIFT) as u16,
+            // Out of range (Linux takes 88..=32767): none, as for CONNECT.
+            mss: Some((c.f & listen::MSS_MASK) as u16).filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
+            tclass: (c.f >> listen::TCLASS_SHIFT) as u8,
+            rcv_clamp: ((c.f >> listen::RCV_CLAMP_SHIFT) as u32).min(opt::MAX_RCV_CLAMP),
+            tos: (bits >> listen::TOS_SHIFT) as u8,
         })
     }
     fn encode(self, c: &mut Command) {
@@ -150,7 +173,11 @@ impl ListenFlags {
         c.flags = family
             | (if self.reuseport { listen::REUSEPORT } else { 0 })
             | (if self.on_demand { listen::ON_DEMAND } else { 0 })
+            | u32::from(self.tos) << listen::TOS_SHIFT
             | u32::from(self.fastopen_qlen) << listen::FASTOPEN_QLEN_SHIFT;
+        c.f = u64::from(self.mss)
+            | u64::from(self.tclass) << listen::TCLASS_SHIFT
+            | u64::from(self.rcv_clamp) << listen::RCV_CLAMP_SHIFT;
     }
 }
 
@@ -178,8 +205,10 @@ pub enum BoardCommand {
     ChildOf { key: u64 },
     /// Connect to `to` (port 0 is answered EINVAL). `mss`: TCP_MAXSEG set
     /// before connect (the SYN's MSS and the send MSS's ceiling), 0: none.
-    /// `fast_open`: RFC 7413 (`connect::FAST_OPEN`).
-    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool },
+    /// `fast_open`: RFC 7413 (`connect::FAST_OPEN`). `tos`: IP_TOS /
+    /// IPV6_TCLASS set before connect (the SYN carries it). `rcv_clamp`:
+    /// SO_RCVBUF set before connect, as the window clamp (0: none).
+    Connect { sync: SyncSlot, to: SocketAddr, mss: u16, fast_open: bool, tos: u8, rcv_clamp: u32 },
     /// Stream: the application has written `written` bytes in all into its transmit region.
     Push { ep: Endpoint, written: u64 },
     /// Stream: the application has consumed `read` bytes in all from its receive region.
@@ -190,8 +219,10 @@ pub enum BoardCommand {
     Close { ep: Endpoint },
     /// Stream: reset now.
     Abort { ep: Endpoint },
-    /// A datagram socket on `port` (0: any).
-    UdpBind { sync: SyncSlot, port: u16 },
+    /// A datagram socket on `port` (0: any) for `family`'s datagrams
+    /// (`listen` flag bits and words c..e as LISTEN's): sockets of families
+    /// that do not overlap share a port, as Linux's.
+    UdpBind { sync: SyncSlot, port: u16, family: ListenFamily },
     /// Datagram: send `len` bytes at board offset `offset` to `to`; the
     /// buffer passes to the engine and comes back with `BUF_RETURN`.
     UdpSend { ep: Endpoint, offset: u64, len: u64, to: SocketAddr },
@@ -280,13 +311,19 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             // Out of range (Linux takes 88..=32767): none.
             mss: u16::try_from(c.d).ok().filter(|m| (opt::MIN_MSS..=opt::MAX_MSS).contains(m)).unwrap_or(0),
             fast_open: c.flags & connect::FAST_OPEN != 0,
+            tos: (c.flags >> connect::TOS_SHIFT) as u8,
+            rcv_clamp: u32::try_from(c.e).unwrap_or(u32::MAX).min(opt::MAX_RCV_CLAMP),
         },
         op::PUSH => BoardCommand::Push { ep: ep("push")?, written: c.a },
         op::CONSUMED => BoardCommand::Consumed { ep: ep("consumed")?, read: c.a },
         op::SHUTDOWN => BoardCommand::Shutdown { ep: ep("shutdown")? },
         op::CLOSE => BoardCommand::Close { ep: ep("close")? },
         op::ABORT => BoardCommand::Abort { ep: ep("close")? },
-        op::UDP_BIND => BoardCommand::UdpBind { sync: sync()?, port: port(c.a, "bind port")? },
+        op::UDP_BIND => BoardCommand::UdpBind {
+            sync: sync()?,
+            port: port(c.a, "bind port")?,
+            family: ListenFlags::decode(&Command { flags: c.flags & listen::ALL, f: 0, ..*c })?.family,
+        },
         op::UDP_SEND => BoardCommand::UdpSend {
             ep: ep("udp send")?,
             offset: c.a,
@@ -325,6 +362,15 @@ fn stream_option(c: &Command) -> StreamOption {
         },
         opt::FAST_OPEN => u16::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::FastOpen),
         opt::TOS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::Tos),
+        opt::RCV_CLAMP => match u32::try_from(c.b) {
+            Ok(v) if v <= opt::MAX_RCV_CLAMP => StreamOption::RcvClamp(v),
+            _ => StreamOption::Invalid,
+        },
+        opt::TCLASS => u8::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::TrafficClass),
+        opt::MAXSEG => match u16::try_from(c.b) {
+            Ok(m) if m == 0 || (opt::MIN_MSS..=opt::MAX_MSS).contains(&m) => StreamOption::MaxSeg(m),
+            _ => StreamOption::Invalid,
+        },
         _ => StreamOption::Invalid,
     }
 }
@@ -366,19 +412,23 @@ impl BoardCommand {
                 (c.op, c.endpoint, c.a, c.b) = (op::SHADOW_INHERIT, ep.0, key, u64::from(parent));
                 flags.encode(&mut c);
             }
-            BoardCommand::Connect { sync, to, mss, fast_open } => {
+            BoardCommand::Connect { sync, to, mss, fast_open, tos, rcv_clamp } => {
+                c.e = u64::from(rcv_clamp);
                 c.op = op::CONNECT;
                 c.sync = sync.0;
                 put_addr(&mut c, to, 0);
                 c.d = u64::from(mss);
-                c.flags = if fast_open { connect::FAST_OPEN } else { 0 };
+                c.flags = (if fast_open { connect::FAST_OPEN } else { 0 }) | u32::from(tos) << connect::TOS_SHIFT;
             }
             BoardCommand::Push { ep, written } => (c.op, c.endpoint, c.a) = (op::PUSH, ep.0, written),
             BoardCommand::Consumed { ep, read } => (c.op, c.endpoint, c.a) = (op::CONSUMED, ep.0, read),
             BoardCommand::Shutdown { ep } => (c.op, c.endpoint) = (op::SHUTDOWN, ep.0),
             BoardCommand::Close { ep } => (c.op, c.endpoint) = (op::CLOSE, ep.0),
             BoardCommand::Abort { ep } => (c.op, c.endpoint) = (op::ABORT, ep.0),
-            BoardCommand::UdpBind { sync, port } => (c.op, c.sync, c.a) = (op::UDP_BIND, sync.0, u64::from(port)),
+            BoardCommand::UdpBind { sync, port, family } => {
+                (c.op, c.sync, c.a) = (op::UDP_BIND, sync.0, u64::from(port));
+                ListenFlags { family, ..ListenFlags::default() }.encode(&mut c);
+            }
             BoardCommand::UdpSend { ep, offset, len, to } => {
                 (c.op, c.endpoint, c.a, c.b) = (op::UDP_SEND, ep.0, offset, len);
                 put_addr(&mut c, to, 2);
@@ -401,6 +451,9 @@ impl BoardCommand {
                     StreamOption::Congestion(k) => (c.a, c.b) = (opt::CONGESTION, u64::from(k)),
                     StreamOption::FastOpen(q) => (c.a, c.b) = (opt::FAST_OPEN, u64::from(q)),
                     StreamOption::Tos(t) => (c.a, c.b) = (opt::TOS, u64::from(t)),
+                    StreamOption::RcvClamp(v) => (c.a, c.b) = (opt::RCV_CLAMP, u64::from(v)),
+                    StreamOption::TrafficClass(t) => (c.a, c.b) = (opt::TCLASS, u64::from(t)),
+                    StreamOption::MaxSeg(m) => (c.a, c.b) = (opt::MAXSEG, u64::from(m)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

@@ -47,7 +47,14 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// D-SACK, reordering, windows, RTO totals, min RTT) and the stream's unsent
 /// bytes (`notsent`) and bytes in flight (`in_flight`, for
 /// TCP_NOTSENT_LOWAT and SIOCOUTQNSD).
-pub const VERSION: u32 = 5;
+/// 6: LISTEN carries TCP_MAXSEG (word f), IP_TOS (flags bits 8..16) and
+/// IPV6_TCLASS (word f bits 16..24) for the accepted connections; CONNECT
+/// carries the TOS for its SYN (flags bits 8..16) and SO_RCVBUF's window
+/// clamp (word e; LISTEN word f bits 32..64); SET_OPTION takes MAXSEG and
+/// TCLASS on a listener and RCV_CLAMP; UDP_BIND says the socket's family
+/// (LISTEN's family bits and words c..e) (a version-5 engine would ignore
+/// them silently).
+pub const VERSION: u32 = 6;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.

@@ -126,6 +126,18 @@ pub mod listen {
     /// Bits 16..32: RFC 7413 Fast Open queue length (Linux's `TCP_FASTOPEN`
     /// set before `listen`); 0: Fast Open off.
     pub const FASTOPEN_QLEN_SHIFT: u32 = 16;
+    /// Bits 8..16: IP_TOS set before `listen` (the DSCP of the IPv4
+    /// SYN-ACKs and accepted connections; ECN bits ignored).
+    pub const TOS_SHIFT: u32 = 8;
+    /// Word f of LISTEN, SHADOW_LISTEN, INHERIT and SHADOW_INHERIT, bits
+    /// 0..16: TCP_MAXSEG set before `listen` (0: none; else 88..=32767), the
+    /// SYN-ACK's MSS and the accepted connections' send-MSS ceiling.
+    pub const MSS_MASK: u64 = 0xffff;
+    /// Word f bits 16..24: IPV6_TCLASS set before `listen` (as `TOS_SHIFT` for IPv6).
+    pub const TCLASS_SHIFT: u32 = 16;
+    /// Word f bits 32..64: SO_RCVBUF set before `listen`, as the window clamp
+    /// in bytes (0: none): the SYN-ACK's window and scale come from it.
+    pub const RCV_CLAMP_SHIFT: u32 = 32;
 }
 
 /// `CONNECT` flags (`Command::flags`).
@@ -135,6 +147,11 @@ pub mod connect {
     /// and the SYN goes with the first data; without one the SYN asks for a
     /// cookie and the sync completes with the handshake.
     pub const FAST_OPEN: u32 = 1;
+    /// Bits 8..16: IP_TOS / IPV6_TCLASS set before `connect` (the SYN
+    /// carries it; ECN bits ignored). Word d is TCP_MAXSEG; word e SO_RCVBUF
+    /// set before `connect`, as the window clamp in bytes (0: none; the SYN's
+    /// window and scale come from it).
+    pub const TOS_SHIFT: u32 = 8;
 }
 
 /// Options for `op::SET_OPTION`.
@@ -160,6 +177,18 @@ pub mod opt {
     pub const FAST_OPEN: u64 = 6;
     /// IP_TOS / IPV6_TCLASS: b = the byte (the engine keeps the ECN bits under its control).
     pub const TOS: u64 = 7;
+    /// IPV6_TCLASS on a listener: b = the byte for its IPv6 connections
+    /// (`TOS` on a listener is IP_TOS, for its IPv4 ones; on a stream `TOS`
+    /// serves both families).
+    pub const TCLASS: u64 = 9;
+    /// SO_RCVBUF on a stream or a listener: b = the window clamp in bytes
+    /// (0: none; at most 2^31).
+    pub const RCV_CLAMP: u64 = 10;
+    /// The largest window clamp (Linux's largest buffer, `INT_MAX`, halved).
+    pub const MAX_RCV_CLAMP: u32 = 1 << 30;
+    /// TCP_MAXSEG on a listener: b = the MSS (0: none; else `MIN_MSS..=MAX_MSS`)
+    /// for the connections it accepts from then on.
+    pub const MAXSEG: u64 = 8;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

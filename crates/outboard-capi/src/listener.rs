@@ -48,6 +48,7 @@ pub(crate) fn listen_flags(bits: u32) -> Result<ListenFlags, crate::Errno> {
         on_demand: bits & OB_LISTEN_ON_DEMAND != 0,
         family,
         fastopen_qlen: (bits >> OB_LISTEN_FASTOPEN_SHIFT) as u16,
+        ..ListenFlags::default()
     })
 }
 

@@ -4,7 +4,9 @@
 //! namespace, through `outboard run`), both against the same kernel peer
 //! (`tests/shim/sockopt_peer.c`); every line must be the same, and the
 //! lines that say what Linux does are checked by value too. Covered:
-//! TCP_MAXSEG before connect (the peer's MSS shows the SYN carried it),
+//! TCP_MAXSEG before connect (the peer's MSS shows the SYN carried it) and
+//! on a listener before and after `listen` (the peer's MSS shows the
+//! SYN-ACK carried it; the accepted socket inherits it),
 //! TCP_CORK and MSG_MORE (held, sent on uncork, the 200 ms ceiling),
 //! reads after SHUT_RD, SIOCINQ/SIOCOUTQ, IP_TOS as an int and a byte,
 //! SO_SNDBUF/SO_RCVBUF read back, TCP_USER_TIMEOUT, TCP_CONGESTION,
@@ -35,8 +37,19 @@ fn shim_socket_options_match_linux() {
     let shim_cmd = |extra: &[&str]| rig.shim_cmd(extra);
 
     let t0 = Instant::now();
-    let kernel = run_lines(kernel_cmd(&[]), || {});
-    let shimmed = run_lines(shim_cmd(&[]), || {});
+    let (kernel, kernel_measured) = measured(run_lines(kernel_cmd(&[]), || {}));
+    let (shimmed, shim_measured) = measured(run_lines(shim_cmd(&[]), || {}));
+    eprintln!("measured: kernel {kernel_measured:?}, shim {shim_measured:?}");
+    // SO_RCVBUF 16384 (32768 as Linux doubles it): the window Linux's sender
+    // saw never above the clamp (Linux's own, with its payload ratio, is
+    // lower still); SO_SNDBUF 8192: never more than 16384 bytes written and
+    // not yet acknowledged (Linux counts its buffers' overhead, so its
+    // SIOCOUTQ may pass the value: shown, not checked).
+    let window = shim_measured["rcvbuf_peer_window_max"];
+    assert!((4096..=16384).contains(&window), "the peer saw a window of {window}");
+    assert!(kernel_measured["rcvbuf_peer_window_max"] <= 16384, "{kernel_measured:?}");
+    let outq = shim_measured["sndbuf_outq_max"];
+    assert!((8192..=16384).contains(&outq), "SIOCOUTQ reached {outq}");
     eprintln!("kernel:\n  {}\nshim:\n  {}", kernel.join("\n  "), shimmed.join("\n  "));
     assert_eq!(kernel.len(), shimmed.len(), "both runs print every case");
     let mut differ = Vec::new();
@@ -51,6 +64,8 @@ fn shim_socket_options_match_linux() {
         "maxseg set_50=EINVAL set_40000=EINVAL",
         "maxseg set_1000=0",
         "maxseg peer_sees=988 ours=988",
+        "maxseg listener before_listen set_1000=0 get=1000 peer_sees=988 accepted=988",
+        "maxseg listener after_listen set_700=0 get=700 peer_sees=688 accepted=688",
         "cork get=0 set=0 get=1",
         "cork held=1 uncork_echo_within_100ms=1 n=1",
         "cork ceiling=about_200ms n=1",
@@ -82,6 +97,8 @@ fn shim_socket_options_match_linux() {
         "splice empty_pipe_nonblock=EAGAIN",
         "notsent lowat set=0 get=16384 nsd_at_least_lowat=1 nsd_le_outq=1 pollout_held=0",
         "notsent pollout_after_drain=1 nsd_below_lowat=1",
+        "rcvbuf got=2000000 bytes_ok=1 peer_wscale=0",
+        "sndbuf set=0 get=16384 blocked=1 peer_got=400000 sum_ok=1",
     ] {
         assert!(shimmed.iter().any(|l| l == want), "expected line {want:?}");
     }
@@ -96,6 +113,18 @@ fn shim_socket_options_match_linux() {
     eprintln!("socket option cases took {:?}", t0.elapsed());
     drop(nft);
     drop(rig);
+}
+
+/// The lines both sides must print alike, and the "measured NAME=VALUE"
+/// lines by name.
+fn measured(lines: Vec<String>) -> (Vec<String>, std::collections::HashMap<String, u64>) {
+    let (m, same): (Vec<String>, Vec<String>) = lines.into_iter().partition(|l| l.starts_with("measured "));
+    let m = m
+        .iter()
+        .filter_map(|l| l["measured ".len()..].split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap_or(u64::MAX)))
+        .collect();
+    (same, m)
 }
 
 /// Sends `n` bytes to a sink, waits (bounded) until all are acknowledged,
@@ -248,3 +277,239 @@ fn ip_tos_is_put_on_the_streams_packets() {
     drop(nft);
     drop(rig);
 }
+
+/// Linux's side of `tos_on_the_handshake_both_families`: an echo server on
+/// `[::]:port` (both families) for the program's two connections, then two
+/// clients of the program's listener (IPv4, then IPv6), each echoing 100000
+/// bytes byte-exact.
+const TOS_PEER: &str = r#"
+import socket, sys
+eng4, eng6, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = bytes(range(256)) * 390
+def echo_to(addr, fam):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(addr)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    return got == data
+l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+l.bind(("::", port))
+l.listen(8)
+l.settimeout(60)
+print("LISTENING", flush=True)
+for _ in range(2):
+    c, _ = l.accept()
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+    c.close()
+ok4 = echo_to((eng4, port + 1), socket.AF_INET)
+ok6 = echo_to((eng6, port + 1), socket.AF_INET6)
+print("clients", ok4, ok6, flush=True)
+"#;
+
+/// The program under the shim: a dual-stack listener with IP_TOS 0x60 set
+/// before `listen` and IPV6_TCLASS 0x88 after; clients with IP_TOS 0x22 and
+/// IPV6_TCLASS 0x4b set before `connect`; then the listener's two
+/// connections echoed. Prints what getsockopt reads back.
+const TOS_PROGRAM: &str = r#"
+import socket, sys
+lip4, lip6, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = bytes(range(256)) * 390
+l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+l.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x60)
+l.bind(("::", port + 1))
+l.listen(8)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x88)
+def client(fam, addr, level, name, val):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.setsockopt(level, name, val)
+    s.settimeout(30)
+    s.connect(addr)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    r = s.getsockopt(level, name)
+    s.close()
+    return r, got == data
+print("client4", *client(socket.AF_INET, (lip4, port), socket.IPPROTO_IP, socket.IP_TOS, 0x22), flush=True)
+print("client6", *client(socket.AF_INET6, (lip6, port), socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x4b), flush=True)
+l.settimeout(30)
+for _ in range(2):
+    c, a = l.accept()
+    fam = "6" if "." not in a[0] else "4"
+    n = 0
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+        n += len(b)
+    print("accepted" + fam, c.getsockopt(socket.IPPROTO_IP, socket.IP_TOS), c.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS), n, flush=True)
+    c.close()
+"#;
+
+/// A lab with IPv6 and a dual-stack engine (AF_XDP, no services) whose
+/// IPv6 address passed duplicate-address detection (RFC 4862).
+fn dual_stack_lab(tag: &str) -> (outboard_lab::Lab, support::engine::EngineProc) {
+    let name = support::netns::lab_name(tag);
+    let mut cfg = outboard_lab::LabConfig::new(&name);
+    cfg.ipv6 = true;
+    let lab = support::netns::lab(&cfg);
+    let v6 = format!("{}/64", lab.engine_addr6().expect("IPv6 lab"));
+    let engine = support::engine::EngineProc::in_lab(&lab, &format!("{name}-e"), "af_xdp", &["--services", "none", "--addr", &v6]);
+    let (st, ready) = engine.poll_stat(Duration::from_secs(10), Duration::from_millis(100), |s| {
+        s["ipv6"]["addresses"].as_array().is_some_and(|a| a.iter().all(|x| x.as_str().unwrap_or("").contains("preferred")))
+    });
+    assert!(ready.is_some(), "IPv6 addresses never became preferred: {}", st["ipv6"]);
+    (lab, engine)
+}
+
+/// IP_TOS and IPV6_TCLASS on the handshake, as Linux puts them (ip(7),
+/// ipv6(7)): set before `connect` the SYN carries the DSCP already; set on
+/// a listener (before or after `listen`) the SYN-ACK and every segment of
+/// the accepted connections do, IP_TOS on IPv4 and IPV6_TCLASS on IPv6
+/// ones (a dual-stack listener holds both); the ECN bits stay the
+/// engine's; getsockopt reads back as Linux (the ECN bits cleared on a
+/// stream, an accepted socket holding the listener's values). nftables in
+/// Linux's namespace counts every engine packet of each connection and
+/// those with the expected DSCP: the same numbers.
+#[test]
+fn tos_on_the_handshake_both_families() {
+    if skip_unless_root("tos_on_the_handshake_both_families") {
+        return;
+    }
+    let (lab, engine) = dual_stack_lab("tos6");
+    let (eng6, lip6) = (lab.engine_addr6().expect("IPv6 lab"), lab.linux_addr6().expect("IPv6 lab"));
+    let (eng4, lip4) = (lab.engine_addr().to_string(), lab.linux_addr().to_string());
+    let port = BASE + 400;
+    let nft = Nft { ns: lab.linux_ns(), table: "obtos6" };
+    let (p, q) = (port, port + 1);
+    nft.count(&[
+        ("c4all", format!("ip saddr {eng4} tcp dport {p}")),
+        ("c4tos", format!("ip saddr {eng4} tcp dport {p} ip dscp {}", 0x20 >> 2)),
+        ("c6all", format!("ip6 saddr {eng6} tcp dport {p}")),
+        ("c6tos", format!("ip6 saddr {eng6} tcp dport {p} ip6 dscp {}", 0x48 >> 2)),
+        ("l4all", format!("ip saddr {eng4} tcp sport {q}")),
+        ("l4tos", format!("ip saddr {eng4} tcp sport {q} ip dscp {}", 0x60 >> 2)),
+        ("l6all", format!("ip6 saddr {eng6} tcp sport {q}")),
+        ("l6tos", format!("ip6 saddr {eng6} tcp sport {q} ip6 dscp {}", 0x88 >> 2)),
+        ("syns", format!("ip saddr {eng4} tcp flags syn tcp dport {p} ip dscp {}", 0x20 >> 2)),
+    ]);
+    let ps = port.to_string();
+    let peer = support::netns::ns_spawn_lines(lab.linux_ns(), 120, &["python3", "-c", TOS_PEER, &eng4, &eng6.to_string(), &ps], false);
+    assert_eq!(peer.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"));
+    let mut c = support::netns::ns_command(lab.engine_ns(), Duration::from_secs(90), 2, &[support::OUTBOARD, "run", "--name", &engine.name, "--shim"]);
+    c.arg(support::shim_lib()).args(["--", "python3", "-c", TOS_PROGRAM, &lip4, &lip6.to_string(), &ps]);
+    c.env("OUTBOARD_RUN_DIR", support::run_dir()).env("OUTBOARD_REQUIRE_ENGINE", "1");
+    let o = c.stdin(std::process::Stdio::null()).output().expect("run the TOS program");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(peer.line(Duration::from_secs(30)).as_deref(), Some("clients True True"), "{out}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines[2..].sort();
+    // Linux's read-back: the ECN bits cleared on a stream; an accepted socket
+    // holds its listener's IP_TOS and IPV6_TCLASS whatever its family.
+    assert_eq!(lines, ["client4 32 True", "client6 72 True", "accepted4 96 136 99840", "accepted6 96 136 99840"], "{out}");
+    let n = |c: &str| nft.packets(c);
+    let counts: Vec<(&str, u64, u64)> = [("client4", "c4"), ("client6", "c6"), ("listener4", "l4"), ("listener6", "l6")]
+        .iter()
+        .map(|(what, k)| (*what, n(&format!("{k}tos")), n(&format!("{k}all"))))
+        .collect();
+    eprintln!("engine packets with the DSCP / all: {counts:?}; SYN with it: {}", n("syns"));
+    for (what, tos, all) in counts {
+        // Every packet, from the SYN or SYN-ACK on.
+        assert!(all >= 10 && tos == all, "{what}: the DSCP on {tos} of {all} packets");
+    }
+    assert_eq!(n("syns"), 1, "the IPv4 client's SYN carries IP_TOS");
+    drop(nft);
+    drop(peer);
+    drop(engine);
+}
+
+/// Linux's side of `udp_sockets_of_both_families_share_a_port`: a UDP echo
+/// on `[::]:port` (both families) for two datagrams.
+const UDP_ECHO: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::", int(sys.argv[1])))
+s.settimeout(30)
+print("LISTENING", flush=True)
+for _ in range(2):
+    d, a = s.recvfrom(2048)
+    s.sendto(d, a)
+"#;
+
+/// Under the shim: an AF_INET socket on 0.0.0.0:P and an IPV6_V6ONLY
+/// AF_INET6 one on [::]:P; a dual-stack one on the port is EADDRINUSE.
+const UDP_PROGRAM: &str = r#"
+import errno, socket, sys
+lip4, lip6, port, echo = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s4.bind(("0.0.0.0", port))
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s6.bind(("::", port))
+both = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+try:
+    both.bind(("::", port))
+    print("dual_stack_bind ok", flush=True)
+except OSError as e:
+    print("dual_stack_bind", errno.errorcode[e.errno], flush=True)
+for s in (s4, s6):
+    s.settimeout(10)
+s4.sendto(b"four", (lip4, echo))
+s6.sendto(b"six", (lip6, echo))
+d4, a4 = s4.recvfrom(100)
+d6, a6 = s6.recvfrom(100)
+print("v4", d4.decode(), a4[0] == lip4, flush=True)
+print("v6", d6.decode(), a6[0] == lip6, flush=True)
+"#;
+
+/// UDP sockets of both families on one port, as Linux has them (ip(7),
+/// ipv6(7) IPV6_V6ONLY): an AF_INET socket on 0.0.0.0:P beside an
+/// IPV6_V6ONLY AF_INET6 one on [::]:P, each receiving its own family's
+/// datagrams from Linux; a dual-stack socket on P conflicts (EADDRINUSE).
+#[test]
+fn udp_sockets_of_both_families_share_a_port() {
+    if skip_unless_root("udp_sockets_of_both_families_share_a_port") {
+        return;
+    }
+    let (lab, engine) = dual_stack_lab("udp6");
+    let (lip4, lip6) = (lab.linux_addr().to_string(), lab.linux_addr6().expect("IPv6 lab").to_string());
+    let (port, echo) = ((BASE + 500).to_string(), (BASE + 501).to_string());
+    let peer = support::netns::ns_spawn_lines(lab.linux_ns(), 60, &["python3", "-c", UDP_ECHO, &echo], false);
+    assert_eq!(peer.line(Duration::from_secs(20)).as_deref(), Some("LISTENING"));
+    let mut c = support::netns::ns_command(lab.engine_ns(), Duration::from_secs(60), 2, &[support::OUTBOARD, "run", "--name", &engine.name, "--shim"]);
+    c.arg(support::shim_lib()).args(["--", "python3", "-c", UDP_PROGRAM, &lip4, &lip6, &port, &echo]);
+    c.env("OUTBOARD_RUN_DIR", support::run_dir()).env("OUTBOARD_REQUIRE_ENGINE", "1");
+    let o = c.stdin(std::process::Stdio::null()).output().expect("run the UDP program");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["dual_stack_bind EADDRINUSE", "v4 four True", "v6 six True"], "{out}");
+    let st = engine.stat()["stack"].clone();
+    assert!(st["udp_datagrams_in"].as_u64().unwrap_or(0) >= 2, "the engine had the datagrams: {st}");
+    drop(peer);
+    drop(engine);
+}
+

@@ -359,7 +359,9 @@ fn connect_inner(fd: RawFd, a: Option<SocketAddr>, unspec: bool, msg_fastopen: b
                 let board = st.board().expect("net() attached");
                 if sock.stream {
                     let fast_open = msg_fastopen || sock.opts.fastopen_connect;
-                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open) {
+                    // TCP_MAXSEG and IP_TOS / IPV6_TCLASS set before connect go on the SYN.
+                    let opts = outboard_api::ConnectOptions { tos: sock.opts.tos_for(a), rcv_clamp: sock.opts.rcv_clamp() };
+                    match board.connect_start_opts(a, sock.opts.maxseg, fast_open, opts) {
                         Ok(p) => {
                             sock.kind = Kind::Connecting(p);
                             sock.peer = Some(a);
@@ -376,7 +378,7 @@ fn connect_inner(fd: RawFd, a: Option<SocketAddr>, unspec: bool, msg_fastopen: b
                     true
                 } else {
                     let port = sock.bound.map_or(0, |b| b.port());
-                    match board.bind_udp(port) {
+                    match board.bind_udp_for(port, udp_family(&sock, sock.bound)) {
                         Ok(d) => {
                             sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
                             sock.kind = Kind::Dgram(d);
@@ -479,7 +481,7 @@ pub fn bind(fd: RawFd, a: Option<SocketAddr>) -> SResult<bool> {
         return Ok(true);
     }
     let board = st.board().expect("net() attached");
-    match board.bind_udp(a.port()) {
+    match board.bind_udp_for(a.port(), udp_family(&sock, Some(a))) {
         Ok(d) => {
             sock.bound = Some(SocketAddr::new(a.ip(), d.local_port()));
             sock.kind = Kind::Dgram(d);
@@ -529,6 +531,14 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
     }
 }
 
+/// Which datagrams a UDP socket bound to `bound` (None: its family's
+/// wildcard) takes, as Linux's: an AF_INET socket IPv4 ones, an AF_INET6
+/// one on `::` both (IPv6 only with IPV6_V6ONLY), one address only its own.
+fn udp_family(sock: &Sock, bound: Option<SocketAddr>) -> ListenFamily {
+    let ip = bound.map_or_else(|| crate::addr::unspecified(sock.v6, 0).ip(), |b| b.ip());
+    ListenFamily::of_bound(ip, sock.opts.v6only)
+}
+
 /// How the shim listens: on demand (connections only once the process
 /// accepts: see `Sock::want_accepts`), sharing the port if SO_REUSEPORT.
 /// Its family as Linux's: an AF_INET6 socket on `::` takes both families
@@ -536,7 +546,18 @@ pub fn listen(fd: RawFd, backlog: i32) -> SResult<bool> {
 /// one address only connections to it.
 pub fn listen_flags(sock: &Sock) -> ListenFlags {
     let family = sock.bound.map_or(ListenFamily::Ipv4, |b| ListenFamily::of_bound(b.ip(), sock.opts.v6only));
-    ListenFlags { reuseport: sock.opts.reuseport, on_demand: true, family, fastopen_qlen: sock.opts.fastopen_qlen }
+    let o = &sock.opts;
+    ListenFlags {
+        reuseport: o.reuseport,
+        on_demand: true,
+        family,
+        fastopen_qlen: o.fastopen_qlen,
+        // What the accepted connections inherit, as from Linux's listener.
+        mss: o.maxseg,
+        tos: o.tos & !0x3,
+        tclass: o.tclass & !0x3,
+        rcv_clamp: o.rcv_clamp(),
+    }
 }
 
 pub fn shutdown(fd: RawFd, how: i32) -> SResult<()> {
@@ -1044,7 +1065,7 @@ pub fn decide_dgram(fd: RawFd, a: SocketAddr) -> SResult<bool> {
                 return Ok(false);
             }
             let board = st.board().expect("net() attached");
-            let d = board.bind_udp(0).map_err(|e| errno_of(&e, false))?;
+            let d = board.bind_udp_for(0, udp_family(&sock, None)).map_err(|e| errno_of(&e, false))?;
             sock.bound = Some(crate::addr::unspecified(sock.v6, d.local_port()));
             sock.kind = Kind::Dgram(d);
             sock.bump();

@@ -60,8 +60,10 @@ pub struct Opts {
     pub maxseg: u16,
     /// TCP_CORK.
     pub cork: bool,
-    /// IP_TOS as Linux keeps it (read back, and put on a stream's packets).
+    /// IP_TOS as Linux keeps it (read back, and put on a stream's IPv4 packets).
     pub tos: u8,
+    /// IPV6_TCLASS as Linux keeps it (read back, and put on a stream's IPv6 packets).
+    pub tclass: u8,
     /// TCP_USER_TIMEOUT in milliseconds (0: off).
     pub user_timeout_ms: u32,
     /// TCP_CONGESTION as set (`proto::opt::CC_*`); None: the engine's.
@@ -76,6 +78,30 @@ pub struct Opts {
     /// TCP_NOTSENT_LOWAT (0: unset, Linux's default `tcp_notsent_lowat`
     /// UINT_MAX): writable only while fewer bytes wait unsent.
     pub notsent_lowat: u32,
+}
+
+impl Opts {
+    /// SO_RCVBUF as the engine's window clamp: half the doubled value Linux
+    /// keeps (its window at the default 50 % payload ratio); 0: not set.
+    pub fn rcv_clamp(&self) -> u32 {
+        self.rcvbuf.map_or(0, |b| b / 2)
+    }
+
+    /// SO_SNDBUF as the limit on bytes written and not yet acknowledged:
+    /// the doubled value Linux keeps; 0: not set (the region's size).
+    pub fn send_limit(&self) -> usize {
+        self.sndbuf.map_or(0, |b| b as usize)
+    }
+
+    /// The TOS byte of packets to `peer`, as Linux picks it by the packet's
+    /// family: IPV6_TCLASS for IPv6, IP_TOS for IPv4 (an IPv4-mapped peer of
+    /// an AF_INET6 socket included). The engine keeps the ECN bits.
+    pub fn tos_for(&self, peer: SocketAddr) -> u8 {
+        match crate::addr::unmap(peer) {
+            SocketAddr::V6(_) => self.tclass & !0b11,
+            SocketAddr::V4(_) => self.tos & !0b11,
+        }
+    }
 }
 
 impl Default for Opts {
@@ -98,6 +124,7 @@ impl Default for Opts {
             maxseg: 0,
             cork: false,
             tos: 0,
+            tclass: 0,
             user_timeout_ms: 0,
             cc: None,
             inq: false,
@@ -300,8 +327,13 @@ impl Sock {
             if let Some(cc) = o.cc {
                 let _ = s.set_cubic(u64::from(cc) == outboard_board::proto::opt::CC_CUBIC);
             }
-            if o.tos != 0 {
-                let _ = s.set_tos(o.tos);
+            if o.rcvbuf.is_some() {
+                let _ = s.set_rcv_clamp(o.rcv_clamp());
+            }
+            s.set_send_limit(o.send_limit());
+            let tos = o.tos_for(s.peer_addr());
+            if tos != 0 {
+                let _ = s.set_tos(tos);
             }
         }
         self.engine_cork = o.cork;

@@ -169,6 +169,8 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
     let mut cc_changed = false;
     let mut fastopen_changed = false;
     let mut tos_changed = false;
+    let mut maxseg_changed = false;
+    let mut bufs_changed = false;
     match (level, name) {
         (libc::SOL_SOCKET, libc::SO_REUSEADDR) => o.reuseaddr = read_int(val, len)? != 0,
         (libc::SOL_SOCKET, libc::SO_REUSEPORT) => o.reuseport = read_int(val, len)? != 0,
@@ -178,8 +180,17 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
         }
         // Linux's sock_setsockopt: the value (as unsigned) capped at
         // net.core.[rw]mem_max, doubled, at least SOCK_MIN_[RCV|SND]BUF.
-        (libc::SOL_SOCKET, libc::SO_RCVBUF) => o.rcvbuf = Some(linux_buf(read_int(val, len)?, rmem_max(), SOCK_MIN_RCVBUF)),
-        (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.sndbuf = Some(linux_buf(read_int(val, len)?, wmem_max(), SOCK_MIN_SNDBUF)),
+        // Honoured as Linux's locked buffers: the window the engine offers
+        // (and, before connect or listen, the SYN's window scale), and the
+        // bytes written and not yet acknowledged.
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+            o.rcvbuf = Some(linux_buf(read_int(val, len)?, rmem_max(), SOCK_MIN_RCVBUF));
+            bufs_changed = true;
+        }
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+            o.sndbuf = Some(linux_buf(read_int(val, len)?, wmem_max(), SOCK_MIN_SNDBUF));
+            bufs_changed = true;
+        }
         (libc::SOL_SOCKET, libc::SO_RCVTIMEO) => o.rcvtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_SNDTIMEO) => o.sndtimeo = read_timeval(val, len)?,
         (libc::SOL_SOCKET, libc::SO_LINGER) => {
@@ -233,9 +244,11 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             if v != 0 && !(i32::from(opt::MIN_MSS)..=i32::from(opt::MAX_MSS)).contains(&v) {
                 return Err(libc::EINVAL);
             }
-            // Honoured before connect (the SYN's MSS, the send MSS's ceiling);
-            // afterwards Linux records it for nothing the connection does.
+            // Honoured before connect (the SYN's MSS, the send MSS's ceiling)
+            // and on a listener (inherited by the connections it accepts);
+            // on a connected stream Linux records it for nothing it does.
             o.maxseg = v as u16;
+            maxseg_changed = true;
         }
         (libc::IPPROTO_TCP, libc::TCP_CORK) => {
             o.cork = read_int(val, len)? != 0;
@@ -313,11 +326,24 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.tos = if sock.stream { (v as u8) & !0x3 } else { v as u8 };
             tos_changed = true;
         }
+        // IPV6_TCLASS (Linux's do_ipv6_setsockopt): an AF_INET6 socket's;
+        // an int, -1 (RFC 3542 §6.5: the default, 0) ..= 255; on a stream
+        // the ECN bits stay the engine's. Put on the stream's IPv6 packets.
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if sock.v6 => {
+            if (len as usize) < std::mem::size_of::<c_int>() {
+                return Err(libc::EINVAL);
+            }
+            let v = read_int(val, len)?;
+            if !(-1..=0xff).contains(&v) {
+                return Err(libc::EINVAL);
+            }
+            let v = v.max(0) as u8;
+            o.tclass = if sock.stream { v & !0x3 } else { v };
+            tos_changed = true;
+        }
         // Hints a program may set that change nothing it can observe here:
         // accepted as Linux does (no error), on purpose.
-        (libc::SOL_SOCKET, libc::SO_PRIORITY)
-        | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
-        | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
+        (libc::SOL_SOCKET, libc::SO_PRIORITY) | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
             read_int(val, len)?;
         }
         _ => {
@@ -341,14 +367,34 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             s.set_user_timeout(o.user_timeout_ms).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
         if tos_changed {
-            s.set_tos(o.tos).map_err(|e| crate::sock::errno_of(&e, true))?;
+            s.set_tos(o.tos_for(s.peer_addr())).map_err(|e| crate::sock::errno_of(&e, true))?;
+        }
+        if bufs_changed {
+            s.set_send_limit(o.send_limit());
+            if o.rcvbuf.is_some() {
+                s.set_rcv_clamp(o.rcv_clamp()).map_err(|e| crate::sock::errno_of(&e, true))?;
+            }
         }
         if let (true, Some(cc)) = (cc_changed, o.cc) {
             s.set_cubic(u64::from(cc) == opt::CC_CUBIC).map_err(|e| crate::sock::errno_of(&e, true))?;
         }
     }
-    if let (true, Kind::Listener(l)) = (fastopen_changed, &sock.kind) {
-        l.set_fast_open(o.fastopen_qlen).map_err(|e| crate::sock::errno_of(&e, true))?;
+    if let Kind::Listener(l) = &sock.kind {
+        let err = |e| crate::sock::errno_of(&e, true);
+        if fastopen_changed {
+            l.set_fast_open(o.fastopen_qlen).map_err(err)?;
+        }
+        // What Linux's accepted sockets inherit from the listener.
+        if maxseg_changed {
+            l.set_max_seg(o.maxseg).map_err(err)?;
+        }
+        if bufs_changed && o.rcvbuf.is_some() {
+            l.set_rcv_clamp(o.rcv_clamp()).map_err(err)?;
+        }
+        if tos_changed {
+            l.set_tos(false, o.tos & !0x3).map_err(err)?;
+            l.set_tos(true, o.tclass & !0x3).map_err(err)?;
+        }
     }
     if cork_changed {
         // Turning TCP_CORK off sends what waits (a MSG_MORE send in progress
@@ -404,9 +450,9 @@ pub fn set_quiet(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void,
                 | libc::TCP_FASTOPEN | libc::TCP_FASTOPEN_CONNECT | libc::TCP_NOTSENT_LOWAT)
             | (libc::IPPROTO_IP, libc::IP_TOS)
             | (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
+            | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
             // The hints `set` accepts.
             | (libc::SOL_SOCKET, libc::SO_PRIORITY)
-            | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
             | (libc::IPPROTO_TCP, libc::TCP_QUICKACK)
     );
     if !known {
@@ -499,6 +545,7 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
                 int(i32::from(o.tos))
             }
         }
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) if sock.v6 => int(i32::from(o.tclass)),
         (libc::IPPROTO_TCP, libc::TCP_CORK) => int(i32::from(o.cork)),
         (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => int(o.user_timeout_ms as i32),
         (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => int(o.notsent_lowat as i32),

@@ -160,8 +160,8 @@ impl TcpTable {
         stats: &mut StackStats,
     ) {
         let iss = self.isn.isn(now, tuple.local, tuple.remote);
-        let conn = Connection::accept_fast_open(
-            self.cfg_for(&tuple),
+        let mut conn = Connection::accept_fast_open(
+            &self.listener_cfg(lid, &tuple),
             tuple,
             repr,
             payload,
@@ -170,6 +170,7 @@ impl TcpTable {
             plan.accept_data,
             plan.synack_cookie,
         );
+        conn.set_tos(self.listener_tos(lid, &tuple));
         if conn.is_passive_fast_open() {
             stats.tcp_fastopen_passive += 1;
             let id = self.insert(conn, crate::tcp_table::Owner::Queued(lid));

@@ -154,7 +154,7 @@ impl Stack {
             // (ECONNREFUSED); the soft errors are not reported.
             IpProtocol::Udp => match err {
                 IcmpError::Unreachable { code } if UnreachableCode(code).is_hard() => {
-                    self.udp.set_error(sport, StackError::Refused)
+                    self.udp.set_error(tuple.local, StackError::Refused)
                 }
                 _ => false,
             },

@@ -259,7 +259,7 @@ impl Stack {
                 None => false,
             },
             next_header::UDP => match err {
-                IcmpError::Unreachable { code } if V4Code(code).is_hard() => self.udp.set_error(sport, StackError::Refused),
+                IcmpError::Unreachable { code } if V4Code(code).is_hard() => self.udp.set_error(tuple.local, StackError::Refused),
                 _ => false,
             },
             _ => false,

@@ -409,6 +409,33 @@ impl Stack {
         }
     }
 
+    /// TCP_MAXSEG on a listener (Linux takes it before or after `listen`):
+    /// the SYN-ACKs of connections it accepts from now on advertise at most
+    /// `mss` and their send MSS never exceeds it; 0: none.
+    pub fn tcp_listen_mss(&mut self, listener: ListenerId, mss: u16) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.user_mss = mss;
+        }
+    }
+
+    /// IP_TOS (`ipv6` false) or IPV6_TCLASS (`ipv6` true) on a listener:
+    /// the DSCP bits of the SYN-ACKs and of the connections of that family it
+    /// accepts from now on (ECN bits stay the engine's).
+    pub fn tcp_listen_tos(&mut self, listener: ListenerId, ipv6: bool, tos: u8) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            *(if ipv6 { &mut l.tclass } else { &mut l.tos }) = tos & !0b11;
+        }
+    }
+
+    /// SO_RCVBUF on a listener as a window clamp in bytes (0: none): the
+    /// connections it accepts from now on offer at most that window, their
+    /// SYN-ACK's window scale chosen for it (Linux's `tcp_openreq_init_rwin`).
+    pub fn tcp_listen_rcv_clamp(&mut self, listener: ListenerId, clamp: usize) {
+        if let Some(l) = self.tcp.listeners.get_mut(&listener) {
+            l.rcv_clamp = clamp;
+        }
+    }
+
     /// The listener's Fast Open queue length (0: off).
     pub fn tcp_listen_fast_open_qlen(&self, listener: ListenerId) -> usize {
         self.tcp.listeners.get(&listener).map_or(0, |l| l.fastopen_qlen)
@@ -671,11 +698,18 @@ impl Stack {
     }
 
     // --- UDP ---
-    /// Binds `port`, or an ephemeral port when `port` is 0.
+    /// Binds `port`, or an ephemeral port when `port` is 0, for both families.
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpId, StackError> {
+        self.udp_bind_for(port, Families::Both)
+    }
+
+    /// `udp_bind` for `families`: sockets of families that do not overlap
+    /// share a port (Linux's AF_INET `0.0.0.0` beside an IPV6_V6ONLY `::`);
+    /// each gets the datagrams, and the ICMP errors, of its own.
+    pub fn udp_bind_for(&mut self, port: u16, families: Families) -> Result<UdpId, StackError> {
         self.ports_generation += 1;
         if port != 0 {
-            return self.udp.bind(port);
+            return self.udp.bind(port, families);
         }
         let (lo, hi) = self.cfg.ephemeral_ports;
         let (lo, hi) = (lo.min(hi).max(1), lo.max(hi).max(1));
@@ -687,7 +721,7 @@ impl Stack {
             };
             self.udp_port_cursor = if p == hi { lo } else { p + 1 };
             if !self.udp.port_in_use(p) {
-                return self.udp.bind(p);
+                return self.udp.bind(p, families);
             }
         }
         Err(StackError::NoEphemeralPorts)

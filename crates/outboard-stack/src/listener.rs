@@ -32,6 +32,18 @@ pub(crate) struct Listener {
     pub fastopen_qlen: usize,
     /// The Fast Open connections that may still be pending (`fastopen`).
     pub tfo_pending: Vec<ConnId>,
+    /// TCP_MAXSEG set on the listener (0: none): its SYN-ACKs advertise at
+    /// most this and its connections never send larger segments (Linux's
+    /// accepted socket inherits `user_mss`).
+    pub user_mss: u16,
+    /// IP_TOS set on the listener: the DSCP of its IPv4 SYN-ACKs and of
+    /// the IPv4 connections it accepts (Linux's child inherits `inet->tos`).
+    pub tos: u8,
+    /// IPV6_TCLASS set on the listener: the same for IPv6 (`np->tclass`).
+    pub tclass: u8,
+    /// SO_RCVBUF set on the listener, as a window clamp (`Config::rcv_clamp`;
+    /// 0: none): its connections' SYN-ACK window and scale come from it.
+    pub rcv_clamp: usize,
 }
 
 /// The address families a listener takes (a segment of another family finds
@@ -65,11 +77,16 @@ impl Families {
     }
 
     pub(crate) fn takes(&self, tuple: &FourTuple) -> bool {
+        self.takes_addr(tuple.local.ip())
+    }
+
+    /// Whether a packet to our local address `local` is for this one.
+    pub(crate) fn takes_addr(&self, local: std::net::IpAddr) -> bool {
         match self {
             Families::Both => true,
-            Families::Ipv4 => tuple.local.is_ipv4(),
-            Families::Ipv6 => tuple.local.is_ipv6(),
-            Families::Addr(a) => tuple.local.ip() == *a,
+            Families::Ipv4 => local.is_ipv4(),
+            Families::Ipv6 => local.is_ipv6(),
+            Families::Addr(a) => local == *a,
         }
     }
 }
@@ -84,6 +101,10 @@ impl Listener {
             families: Families::Both,
             fastopen_qlen: 0,
             tfo_pending: Vec::new(),
+            user_mss: 0,
+            tos: 0,
+            tclass: 0,
+            rcv_clamp: 0,
         }
     }
 
@@ -151,7 +172,8 @@ impl TcpTable {
             let l = self.listeners.get_mut(&lid).expect("listener exists");
             l.syn_queue_len += 1;
             let iss = self.isn.isn(now, tuple.local, tuple.remote);
-            let conn = Connection::accept(self.cfg_for(&tuple), tuple, repr, iss, now);
+            let mut conn = Connection::accept(&self.listener_cfg(lid, &tuple), tuple, repr, iss, now);
+            conn.set_tos(self.listener_tos(lid, &tuple));
             self.insert(conn, Owner::Embryonic(lid));
             stats.tcp_syn_queue_adds += 1;
             return None;
@@ -175,7 +197,7 @@ impl TcpTable {
             // The cookie can't remember window scale, SACK or timestamps, so
             // none are offered (RFC 4987 §3.6).
             options: TcpOptions {
-                mss: Some(self.cfg_for(&tuple).mss),
+                mss: Some(self.listener_cfg(lid, &tuple).mss),
                 ..TcpOptions::default()
             },
         })
@@ -213,7 +235,8 @@ impl TcpTable {
             stats.drops_tcp_accept_queue_full += 1;
             return None;
         }
-        let mut conn = Connection::from_cookie(self.cfg_for(&tuple), tuple, iss, irs, params.mss, repr, now);
+        let mut conn = Connection::from_cookie(&self.listener_cfg(lid, &tuple), tuple, iss, irs, params.mss, repr, now);
+        conn.set_tos(self.listener_tos(lid, &tuple));
         conn.handle_segment(now, repr, payload);
         let id = self.insert(conn, Owner::Queued(lid));
         if let Some(l) = self.listeners.get_mut(&lid) {

@@ -11,6 +11,7 @@ use outboard_tcp::isn::IsnGenerator;
 use outboard_tcp::syncookie::SynCookies;
 use outboard_tcp::{Config, Connection, FourTuple};
 use outboard_time::{Duration, Instant, TimerWheel};
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::mem::size_of;
 use std::net::{IpAddr, SocketAddr};
@@ -116,6 +117,33 @@ impl TcpTable {
             &self.cfg
         } else {
             &self.cfg6
+        }
+    }
+
+    /// The configuration a listener's connection starts from: its family's,
+    /// with the MSS lowered to the listener's TCP_MAXSEG (Linux's
+    /// `tcp_mss_clamp` on the SYN-ACK and the child's `mss_clamp`) and the
+    /// window clamped by its SO_RCVBUF (`tcp_openreq_init_rwin`).
+    pub(crate) fn listener_cfg(&self, lid: ListenerId, tuple: &FourTuple) -> Cow<'_, Config> {
+        let cfg = self.cfg_for(tuple);
+        match self.listeners.get(&lid).map_or((0, 0), |l| (l.user_mss, l.rcv_clamp)) {
+            (0, 0) => Cow::Borrowed(cfg),
+            (m, rcv_clamp) => Cow::Owned(Config {
+                mss: if m == 0 { cfg.mss } else { cfg.mss.min(m).max(64) },
+                rcv_clamp,
+                ..cfg.clone()
+            }),
+        }
+    }
+
+    /// The TOS byte a listener's connection starts with: IP_TOS for IPv4,
+    /// IPV6_TCLASS for IPv6, as set on the listener.
+    pub(crate) fn listener_tos(&self, lid: ListenerId, tuple: &FourTuple) -> u8 {
+        let l = self.listeners.get(&lid);
+        if tuple.local.is_ipv4() {
+            l.map_or(0, |l| l.tos)
+        } else {
+            l.map_or(0, |l| l.tclass)
         }
     }
 

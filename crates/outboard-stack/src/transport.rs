@@ -30,7 +30,7 @@ impl Stack {
             self.stats.drops_checksum += 1;
             return;
         }
-        match self.udp.has_room(repr.dst_port, data.len()) {
+        match self.udp.has_room(repr.dst_port, dst, data.len()) {
             Some(true) => {
                 let mut copy = vec![0u8; data.len()];
                 let sum = copy_and_checksum(&mut copy, data);
@@ -40,7 +40,7 @@ impl Stack {
                 }
                 self.stats.udp_datagrams_in += 1;
                 let from = SocketAddr::new(src, repr.src_port);
-                self.udp.deliver(repr.dst_port, from, copy, &mut self.stats);
+                self.udp.deliver(SocketAddr::new(dst, repr.dst_port), from, copy, &mut self.stats);
             }
             room => {
                 if !trusted && !pkt.verify_checksum(src, dst) {

@@ -19,6 +19,13 @@ pub struct Config {
     /// window scaling our shift is the smallest that covers max(this, 6 MiB)
     /// (Linux's default `tcp_rmem[2]`), at most 14: 7 by default, as Linux.
     pub recv_buffer: usize,
+    /// SO_RCVBUF as the application set it, halved (Linux's window clamp for
+    /// a locked receive buffer: the doubled value at its default 50 %
+    /// payload ratio); 0: none. The advertised window never exceeds it less
+    /// the bytes waiting to be read, and the SYN's window scale is chosen
+    /// for it.
+    #[serde(default)]
+    pub rcv_clamp: usize,
     /// Congestion controller (NewReno).
     pub cc: CcKind,
     /// Disable Nagle (TCP_NODELAY).
@@ -82,6 +89,7 @@ impl Default for Config {
             mss: 1460,
             send_buffer: 256 * 1024,
             recv_buffer: 256 * 1024,
+            rcv_clamp: 0,
             cc: CcKind::NewReno,
             nodelay: false,
             delayed_ack: Duration::from_millis(200),

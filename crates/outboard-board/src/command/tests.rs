@@ -76,7 +76,7 @@ fn listen_families_and_addresses_decode_or_are_violations() {
 fn addresses_of_both_families_and_garbage() {
     for to in ["10.0.0.1:80", "[2001:db8::1]:443"] {
         let to: SocketAddr = to.parse().unwrap();
-        let c = BoardCommand::Connect { sync: SyncSlot(3), to, mss: 0, fast_open: false };
+        let c = BoardCommand::Connect { sync: SyncSlot(3), to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 };
         assert_eq!(decode(&c.encode(), B), Ok(c));
         let s = BoardCommand::UdpSend { ep: Endpoint(7), offset: 4096, len: 10, to };
         assert_eq!(decode(&s.encode(), B), Ok(s));
@@ -90,9 +90,18 @@ fn addresses_of_both_families_and_garbage() {
 fn a_connect_mss_out_of_linux_range_is_none() {
     let to: SocketAddr = "10.0.0.1:80".parse().unwrap();
     for (word, want) in [(0u64, 0u16), (87, 0), (88, 88), (1000, 1000), (32767, 32767), (32768, 0), (u64::MAX, 0)] {
-        let mut c = BoardCommand::Connect { sync: SyncSlot(1), to, mss: 0, fast_open: false }.encode();
+        let mut c = BoardCommand::Connect { sync: SyncSlot(1), to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 }.encode();
         c.d = word;
-        assert_eq!(decode(&c, B), Ok(BoardCommand::Connect { sync: SyncSlot(1), to, mss: want, fast_open: false }), "{word}");
+        assert_eq!(decode(&c, B), Ok(BoardCommand::Connect { sync: SyncSlot(1), to, mss: want, fast_open: false, tos: 0, rcv_clamp: 0 }), "{word}");
+    }
+    // LISTEN's word f (TCP_MAXSEG on the listener) and SET_OPTION MAXSEG: the same range.
+    for (word, want) in [(0u64, 0u16), (87, 0), (88, 88), (1000, 1000), (32767, 32767), (32768, 0), (0xffff, 0)] {
+        let l = Command { op: op::LISTEN, a: 80, b: 8, f: word, ..Default::default() };
+        let Ok(BoardCommand::Listen { flags, .. }) = decode(&l, B) else { panic!("{word}") };
+        assert_eq!(flags.mss, want, "{word}");
+        let o = Command { op: op::SET_OPTION, a: opt::MAXSEG, b: word, ..Default::default() };
+        let o = option_of(&o);
+        assert_eq!(o, if want == 0 && word != 0 { StreamOption::Invalid } else { StreamOption::MaxSeg(want) }, "{word}");
     }
     let cong = |b| Command { op: op::SET_OPTION, a: opt::CONGESTION, b, ..Default::default() };
     assert_eq!(option_of(&cong(opt::CC_CUBIC)), StreamOption::Congestion(1));
@@ -111,6 +120,9 @@ fn any_option() -> impl Strategy<Value = StreamOption> {
         (0u8..=1).prop_map(StreamOption::Congestion),
         any::<u16>().prop_map(StreamOption::FastOpen),
         any::<u8>().prop_map(StreamOption::Tos),
+        any::<u8>().prop_map(StreamOption::TrafficClass),
+        (0..=opt::MAX_RCV_CLAMP).prop_map(StreamOption::RcvClamp),
+        prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS].prop_map(StreamOption::MaxSeg),
         Just(StreamOption::Invalid),
     ]
 }
@@ -130,8 +142,19 @@ fn any_flags() -> impl Strategy<Value = ListenFlags> {
         Just(ListenFamily::Ipv6),
         any_addr().prop_map(|a| ListenFamily::Addr(a.ip())),
     ];
-    (any::<bool>(), any::<bool>(), family, any::<u16>())
-        .prop_map(|(reuseport, on_demand, family, fastopen_qlen)| ListenFlags { reuseport, on_demand, family, fastopen_qlen })
+    let mss = prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS];
+    (any::<bool>(), any::<bool>(), family, any::<u16>(), mss, any::<u8>(), any::<u8>(), 0..=opt::MAX_RCV_CLAMP).prop_map(
+        |(reuseport, on_demand, family, fastopen_qlen, mss, tos, tclass, rcv_clamp)| ListenFlags {
+            reuseport,
+            on_demand,
+            family,
+            fastopen_qlen,
+            mss,
+            tos,
+            tclass,
+            rcv_clamp,
+        },
+    )
 }
 
 fn any_command() -> impl Strategy<Value = BoardCommand> {
@@ -150,14 +173,14 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
         ep.clone().prop_map(|ep| BoardCommand::Release { ep }),
         (sync.clone(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(sync, key, ep, shard)| BoardCommand::Adopt { sync, key, ep, shard }),
         any::<u64>().prop_map(|key| BoardCommand::ChildOf { key }),
-        (sync.clone(), any_addr(), (prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS], any::<bool>()))
-            .prop_map(|(sync, to, (mss, fast_open))| BoardCommand::Connect { sync, to, mss, fast_open }),
+        (sync.clone(), any_addr(), (prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS], any::<bool>(), any::<u8>(), 0..=opt::MAX_RCV_CLAMP))
+            .prop_map(|(sync, to, (mss, fast_open, tos, rcv_clamp))| BoardCommand::Connect { sync, to, mss, fast_open, tos, rcv_clamp }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, written)| BoardCommand::Push { ep, written }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, read)| BoardCommand::Consumed { ep, read }),
         ep.clone().prop_map(|ep| BoardCommand::Shutdown { ep }),
         ep.clone().prop_map(|ep| BoardCommand::Close { ep }),
         ep.clone().prop_map(|ep| BoardCommand::Abort { ep }),
-        (sync, any::<u16>()).prop_map(|(sync, port)| BoardCommand::UdpBind { sync, port }),
+        (sync, any::<u16>(), any_flags()).prop_map(|(sync, port, f)| BoardCommand::UdpBind { sync, port, family: f.family }),
         (ep.clone(), any::<u64>(), any::<u64>(), any_addr())
             .prop_map(|(ep, offset, len, to)| BoardCommand::UdpSend { ep, offset, len, to }),
         any::<u64>().prop_map(|offset| BoardCommand::UdpRelease { offset }),

@@ -1,5 +1,6 @@
 /* Socket options, one line each ("name result"): run once on the kernel's
- * stack and once under the shim, the lines must be identical.
+ * stack and once under the shim, the lines must be identical (except those
+ * starting "measured ", numbers the harness checks for each side).
  * Usage: sockopt_cases PEER_IP BASE [usertimeout]. The peer is sockopt_peer. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -94,6 +95,109 @@ static void maxseg(void) {
     b[strcspn(b, "\n")] = 0;
     int ours = geti(s, IPPROTO_TCP, TCP_MAXSEG);
     printf("maxseg peer_sees=%s ours=%d\n", b, ours);
+    close(s);
+}
+
+/* TCP_MAXSEG on a listener, before or after listen(): the peer connects
+ * back; it sees the MSS our SYN-ACK advertised, and the accepted socket
+ * inherits the value (its send MSS never above it). */
+static void maxseg_listener(int port, int mss, int after) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    int e = 0;
+    if (!after) e = seti(l, IPPROTO_TCP, TCP_MAXSEG, mss);
+    if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4)) { perror("listen"); exit(1); }
+    if (after) e = seti(l, IPPROTO_TCP, TCP_MAXSEG, mss);
+    int got = geti(l, IPPROTO_TCP, TCP_MAXSEG);
+    int s = conn_cmd('C');
+    char b[64] = {0};
+    int n = snprintf(b, sizeof b, "%d\n", port);
+    write(s, b, n);
+    int c = accept(l, NULL, NULL);
+    if (c < 0) { perror("accept"); exit(1); }
+    ssize_t k, r = 0;
+    memset(b, 0, sizeof b);
+    while (r < (ssize_t)sizeof b - 1 && (k = read(s, b + r, sizeof b - 1 - r)) > 0) {
+        r += k;
+        if (strchr(b, '\n')) break;
+    }
+    b[strcspn(b, "\n")] = 0;
+    int ours = geti(c, IPPROTO_TCP, TCP_MAXSEG);
+    printf("maxseg listener %s set_%d=%s get=%d peer_sees=%s accepted=%d\n", after ? "after_listen" : "before_listen", mss, en(e), got, b, ours);
+    close(c);
+    close(s);
+    close(l);
+}
+
+/* SO_RCVBUF 16384 before connect: the window Linux's sender sees never
+ * exceeds it (Linux's window clamp for a locked buffer), the SYN's window
+ * scale comes from it (0), and 2,000,000 bytes arrive byte-exact. */
+static void rcvbuf(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0), v = 16384;
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    conn_to(base, s);
+    write(s, "W", 1);
+    static unsigned char b[4096];
+    char tail[64] = {0};
+    long got = 0, t = 0;
+    int ok = 1;
+    ssize_t n;
+    while ((n = read(s, b, sizeof b)) > 0) {
+        for (ssize_t i = 0; i < n; i++, got++) {
+            if (got < 2000000) ok &= b[i] == got * 7 % 251;
+            else if (t < (long)sizeof tail - 1) tail[t++] = b[i];
+        }
+        if (got % 65536 < 4096) usleep(2000);
+    }
+    unsigned int most = 0;
+    int wscale = -1;
+    sscanf(tail, "\n%u %d", &most, &wscale);
+    printf("rcvbuf got=%ld bytes_ok=%d peer_wscale=%d\n", got - t, ok, wscale);
+    printf("measured rcvbuf_peer_window_max=%u\n", most);
+    close(s);
+}
+
+/* SO_SNDBUF 8192 (16384 as Linux doubles it) against a peer that reads
+ * nothing for 1 s: bytes written and not yet acknowledged (SIOCOUTQ) never
+ * exceed 16384, a non-blocking send gets EAGAIN, and all 400,000 bytes
+ * arrive byte-exact. */
+static void sndbuf(void) {
+    int s = conn_cmd('D'), v = 8192;
+    int e = seti(s, SOL_SOCKET, SO_SNDBUF, v);
+    fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
+    static unsigned char chunk[4096];
+    long sent = 0, total = 400000;
+    unsigned long sum = 0;
+    int most = 0, blocked = 0;
+    long t0 = now_ms();
+    while (sent < total && now_ms() - t0 < 20000) {
+        int len = total - sent < (long)sizeof chunk ? (int)(total - sent) : (int)sizeof chunk;
+        for (int i = 0; i < len; i++) chunk[i] = (sent + i) % 241;
+        ssize_t n = send(s, chunk, len, 0);
+        int q = 0;
+        ioctl(s, SIOCOUTQ, &q);
+        if (q > most) most = q;
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; i++) sum += chunk[i];
+            sent += n;
+        } else if (errno == EAGAIN) {
+            blocked = 1;
+            struct pollfd p = {.fd = s, .events = POLLOUT};
+            poll(&p, 1, 100);
+        } else {
+            break;
+        }
+    }
+    fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+    shutdown(s, SHUT_WR);
+    char b[64] = {0};
+    ssize_t n = 0, k;
+    while ((k = read(s, b + n, sizeof b - 1 - n)) > 0) n += k;
+    unsigned long got = 0, gsum = 0;
+    sscanf(b, "%lu %lu", &got, &gsum);
+    printf("sndbuf set=%s get=%d blocked=%d peer_got=%lu sum_ok=%d\n", en(e), geti(s, SOL_SOCKET, SO_SNDBUF), blocked, got, gsum == sum);
+    printf("measured sndbuf_outq_max=%d\n", most);
     close(s);
 }
 
@@ -385,6 +489,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 3 && !strcmp(argv[3], "usertimeout")) { usertimeout(); return 0; }
     maxseg();
+    maxseg_listener(base + 12, 1000, 0);
+    maxseg_listener(base + 13, 700, 1);
     cork();
     shut_rd();
     tos_bufs_timeout();
@@ -394,5 +500,7 @@ int main(int argc, char **argv) {
     fastopen();
     splices();
     notsent();
+    rcvbuf();
+    sndbuf();
     return 0;
 }

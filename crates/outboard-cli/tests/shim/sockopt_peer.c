@@ -6,16 +6,24 @@
  *   F  send "hello", then close (FIN);
  *   G  send 100000 bytes (i * 7 % 251), then close;
  *   B  read to end of stream, then write "<bytes> <sum>\n" and close;
- *   H  read nothing for 1.5 s, then read to end of stream.
+ *   H  read nothing for 1.5 s, then read to end of stream;
+ *   W  send 2000000 bytes (i * 7 % 251) in 16 KiB writes, noting the
+ *      largest window the other side offered (tcpi_snd_wnd), then
+ *      "\n<largest window> <its window scale>\n" and close;
+ *   D  SO_RCVBUF 4096, read nothing for 1 s, then read to end of stream and
+ *      write "<bytes> <sum>\n" as B;
+ *   C  read "<port>\n", connect back to the sender's address at that port,
+ *      write "<TCP_MAXSEG of that connection>\n" here, then wait for the
+ *      back connection's end of stream.
  * Runs until killed. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/tcp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -71,6 +79,56 @@ static void serve(int c) {
         usleep(1500000);
         while (read(c, buf, sizeof buf) > 0) {}
         break;
+    case 'W': {
+        static unsigned char g[16384];
+        unsigned int most = 0;
+        int wscale = -1;
+        for (int off = 0; off < 2000000; off += (int)sizeof g) {
+            int len = 2000000 - off < (int)sizeof g ? 2000000 - off : (int)sizeof g;
+            for (int i = 0; i < len; i++) g[i] = (off + i) * 7 % 251;
+            if (write(c, g, len) != len) break;
+            struct tcp_info ti;
+            socklen_t l = sizeof ti;
+            if (getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &l) == 0) {
+                if (ti.tcpi_snd_wnd > most) most = ti.tcpi_snd_wnd;
+                wscale = ti.tcpi_snd_wscale;
+            }
+        }
+        int n = snprintf(buf, sizeof buf, "\n%u %d\n", most, wscale);
+        write(c, buf, n);
+        break;
+    }
+    case 'D': {
+        int small = 4096;
+        setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        usleep(1000000);
+        unsigned long total = 0, sum = 0;
+        ssize_t n;
+        while ((n = read(c, buf, sizeof buf)) > 0) {
+            for (ssize_t i = 0; i < n; i++) sum += (unsigned char)buf[i];
+            total += n;
+        }
+        int k = snprintf(buf, sizeof buf, "%lu %lu\n", total, sum);
+        write(c, buf, k);
+        break;
+    }
+    case 'C': {
+        char line[16] = {0};
+        for (size_t i = 0; i + 1 < sizeof line && read(c, line + i, 1) == 1 && line[i] != '\n'; i++) {}
+        struct sockaddr_in a;
+        socklen_t al = sizeof a;
+        getpeername(c, (struct sockaddr *)&a, &al);
+        a.sin_port = htons(atoi(line));
+        int b = socket(AF_INET, SOCK_STREAM, 0);
+        int mss = -1;
+        socklen_t l = sizeof mss;
+        if (connect(b, (struct sockaddr *)&a, sizeof a) == 0) getsockopt(b, IPPROTO_TCP, TCP_MAXSEG, &mss, &l);
+        int n = snprintf(buf, sizeof buf, "%d\n", mss);
+        write(c, buf, n);
+        while (read(b, buf, sizeof buf) > 0) {}
+        close(b);
+        break;
+    }
     case 'B': {
         unsigned long total = 0, sum = 0;
         ssize_t n;

@@ -81,6 +81,18 @@ impl Nft<'_> {
         assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp counter name tcpseen")));
         assert!(self.cmd(&format!("add rule inet {t} inp ip saddr {src} meta l4proto tcp ip dscp {} ip ecn {} counter name tosmatch", tos >> 2, tos & 3)));
     }
+    /// Named counters, each counting the packets arriving in the namespace
+    /// that match its nftables expression (`counters[i] = (name, expr)`).
+    pub fn count(&self, counters: &[(&str, String)]) {
+        let t = self.table;
+        let _ = self.cmd(&format!("delete table inet {t}"));
+        assert!(self.cmd(&format!("add table inet {t}")));
+        assert!(self.cmd(&format!("add chain inet {t} inp {{ type filter hook input priority 0 ; }}")));
+        for (name, expr) in counters {
+            assert!(self.cmd(&format!("add counter inet {t} {name}")));
+            assert!(self.cmd(&format!("add rule inet {t} inp {expr} counter name {name}")), "nft rule {expr}");
+        }
+    }
     /// The packets a named counter has seen.
     pub fn packets(&self, counter: &str) -> u64 {
         let o = Command::new("ip")

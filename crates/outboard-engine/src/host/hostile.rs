@@ -9,7 +9,7 @@
 use super::attach::NewSession;
 use super::Host;
 use crate::app::Apps;
-use outboard_board::command::{BoardCommand, Endpoint, StreamOption, SyncSlot};
+use outboard_board::command::{BoardCommand, Endpoint, ListenFamily, StreamOption, SyncSlot};
 use outboard_board::layout::{header, BoardParams, ENGINE_GONE, ENGINE_RUNNING, MAGIC, VERSION};
 use outboard_board::{BoardLayout, Command, Mapping, Producer};
 use outboard_stack::{Stack, StackConfig};
@@ -94,10 +94,10 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                 let to = SocketAddr::from((Ipv4Addr::new(10, 9, 0, 2), port));
                 let c = match b.u8() % 10 {
                     0 => BoardCommand::Listen { sync, port: Some(port), backlog: 4, flags: Default::default() },
-                    1 => BoardCommand::Connect { sync, to, mss: 0, fast_open: false },
+                    1 => BoardCommand::Connect { sync, to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 },
                     2 => BoardCommand::Push { ep, written: b.u64() % 40_000 },
                     3 => BoardCommand::Consumed { ep, read: b.u64() % 40_000 },
-                    4 => BoardCommand::UdpBind { sync, port },
+                    4 => BoardCommand::UdpBind { sync, port, family: ListenFamily::Both },
                     5 => BoardCommand::UdpSend { ep, offset: u64::from(b.u32()) % layout.total as u64, len: u64::from(b.u8()), to },
                     6 => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
                     7 => BoardCommand::Shutdown { ep },

@@ -410,7 +410,7 @@ impl Connection {
         c.irs = irs;
         c.rcv_nxt = irs + 1;
         // The cookie SYN-ACK offered an unscaled window of the free buffer.
-        c.rcv_adv = c.rcv_nxt + c.recv_buf.free().min(usize::from(u16::MAX));
+        c.rcv_adv = c.rcv_nxt + c.rcv_room().min(usize::from(u16::MAX));
         c.last_ack_sent = c.rcv_nxt;
         c.snd_una = iss + 1;
         c.snd_nxt = iss + 1;

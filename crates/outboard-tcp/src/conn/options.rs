@@ -24,7 +24,12 @@ pub(super) const LINUX_RMEM_MAX: usize = 6 * 1024 * 1024;
 /// max(`recv_buffer`, Linux's default `tcp_rmem[2]` of 6 MiB): default
 /// settings offer 7, as Linux does; a 1 GiB buffer offers 14.
 pub(super) fn offered_wscale(cfg: &crate::Config) -> u8 {
-    if cfg.window_scaling {
+    if cfg.window_scaling && cfg.rcv_clamp > 0 {
+        // Linux's tcp_connect_init / tcp_openreq_init_rwin: a receive buffer
+        // the application set (SOCK_RCVBUF_LOCK) clamps the window, and the
+        // shift is chosen for that clamp.
+        wscale_for(cfg.rcv_clamp)
+    } else if cfg.window_scaling {
         wscale_for(cfg.recv_buffer.max(LINUX_RMEM_MAX))
     } else {
         0
@@ -55,7 +60,7 @@ impl Connection {
         self.rcv_nxt = syn.seq + 1;
         // The right edge is what our SYN (or the SYN-ACK about to go) offers:
         // RFC 9293 §3.10.7.3 lets text and FIN ride on the peer's SYN-ACK.
-        self.rcv_adv = self.rcv_nxt + self.recv_buf.free().min(usize::from(u16::MAX));
+        self.rcv_adv = self.rcv_nxt + self.rcv_room().min(usize::from(u16::MAX));
         self.last_ack_sent = self.rcv_nxt;
         // RFC 9293 §3.10.7.3: SND.WL1/WL2 start from the SYN so its window is taken.
         self.snd_wl1 = syn.seq;

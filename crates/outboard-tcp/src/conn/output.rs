@@ -305,7 +305,7 @@ impl Connection {
         self.snd_max = self.snd_max.max(self.snd_nxt);
         self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
         // RFC 7323 §2.2: the window in a SYN is never scaled.
-        let window = self.recv_buf.free().min(usize::from(u16::MAX));
+        let window = self.rcv_room().min(usize::from(u16::MAX));
         if synack {
             self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + window);
             self.on_ack_sent();
@@ -445,7 +445,7 @@ impl Connection {
     fn window_field(&mut self) -> u16 {
         let shift = self.rcv_wscale;
         let max = usize::from(u16::MAX) << shift;
-        let cand = self.rcv_nxt + self.recv_buf.free().min(max);
+        let cand = self.rcv_nxt + self.rcv_room().min(max);
         let cur = self.rcv_adv.max(self.rcv_nxt);
         let threshold = (self.recv_buf.capacity() / 2).min(self.rcv_mss).max(1);
         self.rcv_adv = if cand > cur && seq_sub(cand, cur) >= threshold { cand } else { cur };
@@ -463,7 +463,7 @@ impl Connection {
             return;
         }
         let max = usize::from(u16::MAX) << self.rcv_wscale;
-        let cand = self.rcv_nxt + self.recv_buf.free().min(max);
+        let cand = self.rcv_nxt + self.rcv_room().min(max);
         let cur = self.rcv_adv.max(self.rcv_nxt);
         if cand > cur {
             let grow = seq_sub(cand, cur);

@@ -55,6 +55,29 @@ impl Connection {
         self.cc = Controller::new(self.cfg.cc, DEFAULT_MSS.min(m));
     }
 
+    /// SO_RCVBUF (`clamp`: the window it allows, half Linux's doubled value;
+    /// 0: none): from now on the window offered never exceeds `clamp` less
+    /// the bytes waiting to be read (Linux's `tcp_space` under a locked
+    /// buffer), and never shrinks what was offered already. Set before the
+    /// SYN goes out it also chooses the SYN's window scale, as Linux's
+    /// `tcp_connect_init` does.
+    pub fn set_rcv_clamp(&mut self, clamp: usize) {
+        self.cfg.rcv_clamp = clamp;
+        if self.state == State::SynSent && self.snd_max == self.iss {
+            self.rcv_wscale = super::options::offered_wscale(&self.cfg);
+        }
+    }
+
+    /// The room the window may offer: the receive region's free space, under
+    /// the SO_RCVBUF clamp when one is set.
+    pub(super) fn rcv_room(&self) -> usize {
+        let free = self.recv_buf.free();
+        match self.cfg.rcv_clamp {
+            0 => free,
+            clamp => free.min(clamp.saturating_sub(self.recv_buf.len())),
+        }
+    }
+
     /// TCP_CORK (the socket shim also corks around a MSG_MORE send): while
     /// on, new data goes only in full segments; turning it off sends what
     /// waits (under Nagle's rule, as Linux). A partial segment waits at most

@@ -15,7 +15,7 @@ use outboard_board::proto::{ev, kind, opt};
 use outboard_board::{MailboxProducer, NetAddr};
 use outboard_stack::{ConnId, ListenerId, Stack, StackError};
 use outboard_time::Instant;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -66,7 +66,7 @@ impl Session {
                 self.check_shadow(ep)?;
                 match listeners.listen(stack, port, backlog, flags, self.joiner(ep.0, flags)) {
                     Ok(lid) => {
-                        fast_open_listener(stack, lid, flags);
+                        listener_options(stack, lid, flags);
                         self.eps[ep.0 as usize] = Some(EpKind::Listener { lid, shadow: true });
                     }
                     Err(_) => self.counters.shadows_refused += 1,
@@ -105,7 +105,9 @@ impl Session {
                     _ => return Err(Violation::BadEndpoint("accept on")),
                 }
             }
-            BoardCommand::Connect { sync, to, mss, fast_open } => self.connect(stack, now, sync, (to, mss, fast_open), owned)?,
+            BoardCommand::Connect { sync, to, mss, fast_open, tos, rcv_clamp } => {
+                self.connect(stack, now, sync, (to, mss, fast_open, tos, rcv_clamp), owned)?
+            }
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
             BoardCommand::Consumed { ep, read } => {
                 let i = self.open_slot(ep, "consumed")?;
@@ -138,12 +140,21 @@ impl Session {
                     self.counters.bad_options += 1;
                     return Ok(());
                 }
-                if let (Some(&EpKind::Listener { lid, .. }), StreamOption::FastOpen(qlen)) = (self.eps[i].as_ref(), option) {
-                    // TCP_FASTOPEN after listen (RFC 7413 server side).
-                    stack.tcp_listen_fast_open(lid, usize::from(qlen));
+                if let Some(&EpKind::Listener { lid, .. }) = self.eps[i].as_ref() {
+                    match option {
+                        // TCP_FASTOPEN after listen (RFC 7413 server side).
+                        StreamOption::FastOpen(qlen) => stack.tcp_listen_fast_open(lid, usize::from(qlen)),
+                        // As Linux's listener: what the connections it accepts from now on inherit.
+                        StreamOption::MaxSeg(mss) => stack.tcp_listen_mss(lid, mss),
+                        StreamOption::Tos(t) => stack.tcp_listen_tos(lid, false, t),
+                        StreamOption::TrafficClass(t) => stack.tcp_listen_tos(lid, true, t),
+                        StreamOption::RcvClamp(v) => stack.tcp_listen_rcv_clamp(lid, v as usize),
+                        _ => {}
+                    }
                 }
                 // Options apply to the stream as it is now (an accepted one
-                // inherits nothing from its listener: the application sets them).
+                // inherits only TCP_MAXSEG and IP_TOS from its listener, as
+                // on Linux: the application sets the rest).
                 if let Some(EpKind::Stream(s)) = self.eps[i].as_ref() {
                     if let Some(conn) = stack.tcp(s.conn) {
                         match option {
@@ -161,8 +172,13 @@ impl Session {
                                 outboard_tcp::CcKind::NewReno
                             }),
                             StreamOption::Tos(t) => conn.set_tos(t),
-                            // A listener's option; on a stream Linux takes it and it does nothing.
-                            StreamOption::FastOpen(_) | StreamOption::Invalid => {}
+                            StreamOption::RcvClamp(v) => conn.set_rcv_clamp(v as usize),
+                            // A listener's option; on a stream Linux takes it and
+                            // it does nothing (TCP_MAXSEG once the SYN went out).
+                            StreamOption::FastOpen(_)
+                            | StreamOption::MaxSeg(_)
+                            | StreamOption::TrafficClass(_)
+                            | StreamOption::Invalid => {}
                         }
                     }
                 }
@@ -184,7 +200,7 @@ impl Session {
                     None => {}
                 }
             }
-            BoardCommand::UdpBind { sync, port } => self.udp_bind(stack, sync, port)?,
+            BoardCommand::UdpBind { sync, port, family } => self.udp_bind(stack, sync, port, family)?,
             BoardCommand::UdpSend { ep, offset, len, to } => {
                 let i = self.open_slot(ep, "udp send")?;
                 let Some(EpKind::Datagram { udp, .. }) = self.eps[i].as_ref() else {
@@ -235,7 +251,7 @@ impl Session {
         let Some(port) = port else { return self.sync_result(sync.0, -i64::from(libc::EINVAL)).map(|_| ()) };
         self.open_listener(stack, listeners, sync, flags, |stack, ls, j| {
             let lid = ls.listen(stack, port, backlog, flags, j)?;
-            fast_open_listener(stack, lid, flags);
+            listener_options(stack, lid, flags);
             Ok((lid, port))
         })
     }
@@ -310,7 +326,7 @@ impl Session {
         stack: &mut Stack,
         now: Instant,
         sync: SyncSlot,
-        (to, mss, fast_open): (SocketAddr, u16, bool),
+        (to, mss, fast_open, tos, rcv_clamp): (SocketAddr, u16, bool, u8, u32),
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         // RFC 7413: with a cookie cached the SYN waits for the first data
@@ -322,9 +338,11 @@ impl Session {
             SocketAddr::V6(_) if stack.ipv6_config().is_none() => Err(-i64::from(libc::EAFNOSUPPORT)),
             to => match stack.tcp_connect(now, to) {
                 Ok(conn) => {
-                    // TCP_MAXSEG set before connect: before the SYN goes out.
+                    // TCP_MAXSEG and IP_TOS set before connect: before the SYN goes out.
                     if let Some(k) = stack.tcp(conn) {
                         k.set_user_mss(mss);
+                        k.set_tos(tos);
+                        k.set_rcv_clamp(rcv_clamp as usize);
                     }
                     deferred = fast_open && stack.tcp_fast_open(now, conn);
                     match self.new_stream(stack, conn, Some(sync.0)) {
@@ -386,16 +404,24 @@ impl Session {
         Ok(())
     }
 
-    fn udp_bind(&mut self, stack: &mut Stack, sync: SyncSlot, port: u16) -> Result<(), Violation> {
+    fn udp_bind(&mut self, stack: &mut Stack, sync: SyncSlot, port: u16, family: ListenFamily) -> Result<(), Violation> {
+        let families = crate::host::listeners::families_of(stack, family);
         let result = if self.free_eps.is_empty() {
             -i64::from(libc::EMFILE)
+        } else if let Err(e) = families {
+            e
         } else {
-            match stack.udp_bind(port) {
+            match stack.udp_bind_for(port, families.unwrap_or_default()) {
                 Ok(udp) => {
                     let ep = self.open_ep(kind::DATAGRAM).expect("checked non-empty");
                     let local = stack.udp_local_port(udp).unwrap_or(port);
                     let base = self.layout.endpoint_status(ep);
-                    self.map.write(base + status::LOCAL, NetAddr::from(SocketAddrV4::new(stack.config().addr, local)));
+                    let ip: std::net::IpAddr = match family {
+                        ListenFamily::Addr(a) => a,
+                        ListenFamily::Ipv6 => std::net::Ipv6Addr::UNSPECIFIED.into(),
+                        ListenFamily::Both | ListenFamily::Ipv4 => stack.config().addr.into(),
+                    };
+                    self.map.write(base + status::LOCAL, NetAddr::from(SocketAddr::new(ip, local)));
                     let mailbox = MailboxProducer::new(
                         self.map.clone(),
                         self.layout.endpoint_mailbox(ep),
@@ -474,9 +500,14 @@ fn stack_errno(e: StackError) -> i64 {
     })
 }
 
-/// TCP_FASTOPEN set before `listen`: the listener takes RFC 7413 Fast Open SYNs.
-fn fast_open_listener(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
+/// Options set before `listen`: TCP_FASTOPEN (the listener takes RFC 7413
+/// Fast Open SYNs), TCP_MAXSEG and IP_TOS (its connections inherit them).
+fn listener_options(stack: &mut Stack, lid: ListenerId, flags: ListenFlags) {
     if flags.fastopen_qlen > 0 {
         stack.tcp_listen_fast_open(lid, usize::from(flags.fastopen_qlen));
     }
+    stack.tcp_listen_mss(lid, flags.mss);
+    stack.tcp_listen_tos(lid, false, flags.tos);
+    stack.tcp_listen_tos(lid, true, flags.tclass);
+    stack.tcp_listen_rcv_clamp(lid, flags.rcv_clamp as usize);
 }

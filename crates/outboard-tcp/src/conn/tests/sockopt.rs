@@ -85,3 +85,38 @@ fn an_acknowledgement_restarts_the_user_timeout() {
     h.advance(Duration::from_millis(200));
     assert_eq!(h.c.state(), State::Closed);
 }
+
+/// SO_RCVBUF set before connect (Linux's `tcp_connect_init` with a locked
+/// receive buffer): the SYN's window scale is chosen for the clamp, and the
+/// window offered never exceeds the clamp less the bytes not yet read.
+#[test]
+fn rfc7323_2_2_a_receive_clamp_before_the_syn_chooses_the_scale_and_bounds_the_window() {
+    let cfg = Config { window_scaling: true, recv_buffer: 256 * 1024, ..plain_cfg() };
+    let mut h = Harness::connect(&cfg);
+    h.c.set_rcv_clamp(16 * 1024);
+    let syn = h.recv_one();
+    assert_eq!(syn.repr.options.window_scale, Some(0), "16 KiB needs no shift");
+    assert_eq!(syn.repr.window, 16 * 1024);
+    let mut sa = seg(SYN | ACK, PEER_ISS, ISS + 1);
+    sa.options = TcpOptions { mss: Some(1000), window_scale: Some(7), ..TcpOptions::default() };
+    h.send(&sa, b"");
+    let ack = h.recv_one();
+    assert_eq!(ack.repr.window, 16 * 1024);
+    // 10,000 bytes arrive unread: the window's right edge stays where it was.
+    for i in 0..10u32 {
+        h.send(&seg(ACK, PEER_ISS + 1 + i * 1000, ISS + 1), &[i as u8; 1000]);
+    }
+    let acks = h.recv();
+    let last = acks.last().expect("an ACK");
+    assert_eq!(last.ack(), PEER_ISS + 1 + 10_000);
+    assert!(usize::from(last.repr.window) <= 16 * 1024 - 10_000, "window {}", last.repr.window);
+    // Without a clamp the default shift (Linux's 7) and the region's window.
+    let mut d = Harness::connect(&cfg);
+    let syn = d.recv_one();
+    assert_eq!(syn.repr.options.window_scale, Some(7));
+    assert_eq!(syn.repr.window, u16::MAX);
+    // A clamp of 1 MiB: shift 5 (2^20 >> 4 is one over 65535), as Linux's ilog2(space) - 15.
+    let mut m = Harness::connect(&Config { recv_buffer: 4 << 20, ..cfg });
+    m.c.set_rcv_clamp(1 << 20);
+    assert_eq!(m.recv_one().repr.options.window_scale, Some(5));
+}
