@@ -152,7 +152,7 @@ impl Connection {
             }
         }
         self.rto_count = 0;
-        self.blackhole_on_progress();
+        self.blackhole_on_progress(data_acked);
         let rtt = self.rtt_sample(now, repr);
         if let Some(d) = rtt {
             self.rtt.on_sample(d);
