@@ -12,6 +12,7 @@
 //! - `fault`: `FaultInjector`, one link direction's loss / duplication /
 //!   reordering / corruption / delay / jitter / bandwidth-queue model;
 //! - `network`: hosts joined by per-pair faulty links, stepped event by event;
+//! - `msg`: hosts running the message protocols (`outboard_msg::Endpoint` on the stack's UDP);
 //! - `sharded`: a multi-shard host (N stacks behind the engine's steering function);
 //! - `pcap`: an in-memory pcap encoder for a network tap (virtual timestamps);
 //! - `transfer`: the bulk-transfer scenario behind `outboard sim` and the test matrix.
@@ -20,12 +21,13 @@
 //! controllers, 64 MiB each way; about 0.4 CPU-seconds a run, 2.5–4 minutes on
 //! two cores), `mathis`, `determinism`, `failure`, `nhost`, `udp`,
 //! `slow_reader`, `outage`, `variants`, `random_faults` (proptest over fault
-//! mixes), `shards` (a 4-shard host under the fault cases) and
+//! mixes), `messages` (the message services' seeds × faults matrix and failure cases), `shards` (a 4-shard host under the fault cases) and
 //! `regressions` (failing seeds kept by name).
 
 #![forbid(unsafe_code)]
 
 pub mod clock;
+pub mod msg;
 pub mod network;
 pub mod sharded;
 pub mod transfer;

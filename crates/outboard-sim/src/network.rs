@@ -399,28 +399,31 @@ impl Network<Stack> {
     /// `cfg.hosts` stacks on 10.0.0.0/24 (see `host_addr`, `host_mac`), each with
     /// an ISN/cookie secret drawn from the seed.
     pub fn of_stacks(cfg: &StackNetConfig) -> Network<Stack> {
-        let n = cfg.hosts.min(MAX_HOSTS);
-        let start = Instant::ZERO;
-        let mut secrets = Rng::derive(cfg.seed, 0);
-        let hosts = (0..n)
-            .map(|i| {
-                let mut sc = StackConfig::new(host_mac(i), host_addr(i), 24);
-                sc.mtu = cfg.mtu;
-                sc.tcp = cfg.tcp.clone();
-                secrets.fill_bytes(&mut sc.secret);
-                if cfg.ipv6 {
-                    sc.ipv6 = Some(outboard_stack::Ipv6Config {
-                        addr: Some((host_addr6(i), 64)),
-                        accept_ra: false,
-                        dad_transmits: 0,
-                        ..outboard_stack::Ipv6Config::default()
-                    });
-                }
-                Stack::new(sc, start)
-            })
-            .collect();
-        Network::new(hosts, &cfg.link, cfg.seed, cfg.mtu + 14, start)
+        Network::new(stacks(cfg), &cfg.link, cfg.seed, cfg.mtu + 14, Instant::ZERO)
     }
+}
+
+/// The stacks of `cfg`'s hosts, at time zero, with secrets drawn from its seed.
+pub fn stacks(cfg: &StackNetConfig) -> Vec<Stack> {
+    let n = cfg.hosts.min(MAX_HOSTS);
+    let mut secrets = Rng::derive(cfg.seed, 0);
+    (0..n)
+        .map(|i| {
+            let mut sc = StackConfig::new(host_mac(i), host_addr(i), 24);
+            sc.mtu = cfg.mtu;
+            sc.tcp = cfg.tcp.clone();
+            secrets.fill_bytes(&mut sc.secret);
+            if cfg.ipv6 {
+                sc.ipv6 = Some(outboard_stack::Ipv6Config {
+                    addr: Some((host_addr6(i), 64)),
+                    accept_ra: false,
+                    dad_transmits: 0,
+                    ..outboard_stack::Ipv6Config::default()
+                });
+            }
+            Stack::new(sc, Instant::ZERO)
+        })
+        .collect()
 }
 
 #[cfg(test)]

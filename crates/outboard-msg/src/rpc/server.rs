@@ -1,0 +1,217 @@
+//! The server side of calls: each request queued to its mailbox once.
+
+use crate::addr::MailboxAddr;
+use crate::assembly::{Added, Assembly};
+use crate::mailbox::{cost, CallToken, Delivery, DeliveryKind, Mailbox};
+use crate::io::Io;
+use crate::outbox::{Payload, RETRANSMIT};
+use crate::Config;
+use outboard_time::{Duration, Instant};
+use outboard_wire::msg::{MsgKind, MsgRepr, MsgStatus};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// How often the server looks for expired replies and abandoned requests.
+const SWEEP: Duration = Duration::from_millis(100);
+
+#[derive(Debug)]
+enum Served {
+    /// Fragments arriving; `cost(total)` of the mailbox's budget is held for it.
+    Assembling { mailbox: u32, client_mailbox: u32, assembly: Assembly },
+    /// Queued to the mailbox or taken by the application: waiting for `reply`.
+    Running { client_mailbox: u32 },
+    Replied { mailbox: u32, client_mailbox: u32, response: Arc<[u8]>, at: Instant },
+    /// Replied and acknowledged (or the reply expired): never run again.
+    Done,
+}
+
+#[derive(Debug, Default)]
+struct ClientCalls {
+    watermark: u64,
+    calls: BTreeMap<u64, Served>,
+    last_active: Option<Instant>,
+}
+
+/// What the endpoint must do about a request frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RequestOutcome {
+    Handled,
+    /// Answer with an error of this status.
+    Refuse(MsgStatus),
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Server {
+    clients: HashMap<(SocketAddr, u32), ClientCalls>,
+    next_sweep: Option<Instant>,
+    pub executed: u64,
+    pub replies_resent: u64,
+    pub duplicates: u64,
+    pub stale: u64,
+    pub abandoned: u64,
+}
+
+/// Clients (address and session) a server remembers at once.
+const MAX_CLIENTS: usize = 65536;
+
+fn release(mailboxes: &mut HashMap<u32, Mailbox>, s: &Served) {
+    if let Served::Assembling { mailbox, assembly, .. } = s {
+        if let Some(mb) = mailboxes.get_mut(mailbox) {
+            mb.held = mb.held.saturating_sub(cost(assembly.footprint()));
+        }
+    }
+}
+
+impl Server {
+    pub fn on_request(&mut self, io: &mut Io, mailboxes: &mut HashMap<u32, Mailbox>, now: Instant, src: SocketAddr, repr: &MsgRepr, payload: &[u8]) -> RequestOutcome {
+        let (cfg, session) = (io.cfg, io.session);
+        if !mailboxes.contains_key(&repr.dst_mailbox) {
+            return RequestOutcome::Refuse(MsgStatus::NoMailbox);
+        }
+        if repr.total_len as usize > cfg.max_message {
+            return RequestOutcome::Handled;
+        }
+        let key = (src, repr.src_session);
+        if !self.clients.contains_key(&key) && self.clients.len() >= MAX_CLIENTS {
+            return RequestOutcome::Refuse(MsgStatus::Busy);
+        }
+        let cc = self.clients.entry(key).or_default();
+        cc.last_active = Some(now);
+        if repr.ack > cc.watermark {
+            cc.watermark = repr.ack;
+            let keep = cc.calls.split_off(&repr.ack);
+            for s in std::mem::replace(&mut cc.calls, keep).values() {
+                release(mailboxes, s);
+            }
+        }
+        if repr.id < cc.watermark {
+            self.stale += 1;
+            return RequestOutcome::Handled;
+        }
+        if !cc.calls.contains_key(&repr.id) {
+            if cc.calls.len() >= cfg.max_server_calls_per_client {
+                return RequestOutcome::Refuse(MsgStatus::Busy);
+            }
+            let mb = mailboxes.get_mut(&repr.dst_mailbox).expect("checked above");
+            if !mb.admit(cost(repr.total_len as usize)) {
+                // No room: the client sends the request again.
+                return RequestOutcome::Handled;
+            }
+            let assembly = Assembly::new(repr.total_len, now + cfg.reassembly_timeout);
+            cc.calls.insert(repr.id, Served::Assembling { mailbox: repr.dst_mailbox, client_mailbox: repr.src_mailbox, assembly });
+            self.next_sweep.get_or_insert(now + SWEEP);
+        }
+        let entry = cc.calls.get_mut(&repr.id).expect("present");
+        match entry {
+            Served::Assembling { assembly, mailbox, client_mailbox } => {
+                if assembly.add(repr.total_len, repr.offset, payload) != Added::Complete {
+                    return RequestOutcome::Handled;
+                }
+                let (mailbox, client_mailbox) = (*mailbox, *client_mailbox);
+                let Served::Assembling { assembly, .. } = std::mem::replace(entry, Served::Running { client_mailbox }) else {
+                    unreachable!("matched above")
+                };
+                let token = CallToken { client: src, session: repr.src_session, call: repr.id, mailbox };
+                let d = Delivery {
+                    from: MailboxAddr::new(src, client_mailbox),
+                    kind: DeliveryKind::Request(token),
+                    data: assembly.into_bytes(),
+                };
+                self.executed += 1;
+                let mb = mailboxes.get_mut(&mailbox).expect("checked above");
+                if mb.push(d) {
+                    io.events.push_back(crate::Event::Readable { mailbox });
+                }
+            }
+            Served::Running { client_mailbox } => {
+                self.duplicates += 1;
+                let r = MsgRepr {
+                    src_mailbox: repr.dst_mailbox,
+                    dst_mailbox: *client_mailbox,
+                    src_session: session,
+                    dst_session: repr.src_session,
+                    id: repr.id,
+                    ..MsgRepr::new(MsgKind::RequestAck)
+                };
+                io.out.push(src, r, Payload::None);
+            }
+            Served::Replied { mailbox, client_mailbox, response, .. } => {
+                self.replies_resent += 1;
+                let r = response_repr(session, *mailbox, *client_mailbox, repr.src_session, repr.id, true);
+                io.out.push_fragments(src, r, response, cfg.frame_payload());
+            }
+            Served::Done => self.duplicates += 1,
+        }
+        RequestOutcome::Handled
+    }
+
+    /// The application's reply to the call `token` names. False when that
+    /// call is not waiting for a reply (already replied, or forgotten).
+    pub fn reply(&mut self, io: &mut Io, now: Instant, token: &CallToken, response: Arc<[u8]>) -> bool {
+        let Some(cc) = self.clients.get_mut(&(token.client, token.session)) else { return false };
+        let Some(entry) = cc.calls.get_mut(&token.call) else { return false };
+        let Served::Running { client_mailbox } = *entry else { return false };
+        let r = response_repr(io.session, token.mailbox, client_mailbox, token.session, token.call, false);
+        io.out.push_fragments(token.client, r, &response, io.cfg.frame_payload());
+        *entry = Served::Replied { mailbox: token.mailbox, client_mailbox, response, at: now };
+        self.next_sweep.get_or_insert(now + SWEEP);
+        true
+    }
+
+    pub fn on_response_ack(&mut self, src: SocketAddr, repr: &MsgRepr) {
+        if let Some(cc) = self.clients.get_mut(&(src, repr.src_session)) {
+            if let Some(e @ Served::Replied { .. }) = cc.calls.get_mut(&repr.id) {
+                *e = Served::Done;
+            }
+        }
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.next_sweep
+    }
+
+    /// Drops abandoned partial requests, and expired replies (keeping the call
+    /// as done), and clients with nothing left but finished calls that have
+    /// been quiet for ten reply lifetimes.
+    pub fn on_timeout(&mut self, now: Instant, cfg: &Config, mailboxes: &mut HashMap<u32, Mailbox>) {
+        if self.next_sweep.is_none_or(|t| now < t) {
+            return;
+        }
+        let mut busy = false;
+        let mut abandoned = 0;
+        let forget_after = cfg.reply_keep.saturating_mul(10);
+        self.clients.retain(|_, cc| {
+            cc.calls.retain(|_, s| match s {
+                // Never run: forget it, so a re-sent request is taken afresh.
+                Served::Assembling { assembly, .. } if now >= assembly.deadline => {
+                    release(mailboxes, s);
+                    abandoned += 1;
+                    false
+                }
+                Served::Replied { at, .. } if now.saturating_duration_since(*at) >= cfg.reply_keep => {
+                    *s = Served::Done;
+                    true
+                }
+                _ => true,
+            });
+            let open = cc.calls.values().any(|s| !matches!(s, Served::Done));
+            busy |= open;
+            open || cc.last_active.is_some_and(|t| now.saturating_duration_since(t) < forget_after)
+        });
+        self.abandoned += abandoned;
+        self.next_sweep = (busy || !self.clients.is_empty()).then_some(now + SWEEP);
+    }
+}
+
+fn response_repr(session: u32, mailbox: u32, client_mailbox: u32, client_session: u32, id: u64, retransmit: bool) -> MsgRepr {
+    MsgRepr {
+        flags: if retransmit { RETRANSMIT } else { 0 },
+        src_mailbox: mailbox,
+        dst_mailbox: client_mailbox,
+        src_session: session,
+        dst_session: client_session,
+        id,
+        ..MsgRepr::new(MsgKind::Response)
+    }
+}

@@ -1,0 +1,106 @@
+//! Hosts that run the message protocols: the real stack, a UDP socket on the
+//! message port, and an `outboard_msg::Endpoint` on it, stepped by the
+//! network like any other host. What the engine's shard does with the same
+//! pieces (UDP payloads in, UDP payloads out, one timer), on virtual time.
+
+use crate::network::{host_addr, stacks, Endpoint as NetEndpoint, Network, StackNetConfig};
+use crate::rng::Rng;
+use outboard_msg::{Config as MsgConfig, Endpoint};
+use outboard_stack::{Stack, UdpId};
+use outboard_time::Instant;
+use outboard_wire::msg::DEFAULT_PORT;
+use std::net::{SocketAddr, SocketAddrV4};
+
+pub struct MsgHost {
+    pub stack: Stack,
+    udp: UdpId,
+    port: u16,
+    pub ep: Endpoint,
+    buf: Vec<u8>,
+    /// UDP payloads the stack refused to send (its queue was full, or ARP
+    /// was still resolving): the protocol's loss to recover.
+    pub send_refused: u64,
+}
+
+impl MsgHost {
+    /// `ep` on `port` of `stack` (panics if the port is taken: a test setup error).
+    pub fn new(mut stack: Stack, port: u16, ep: Endpoint) -> MsgHost {
+        let udp = stack.udp_bind(port).expect("message port free on a new stack");
+        let buf = vec![0; ep.config().mtu + 64];
+        MsgHost { stack, udp, port, ep, buf, send_refused: 0 }
+    }
+
+    /// This host's message endpoint address (IPv4).
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddrV4::new(self.stack.config().addr, self.port).into()
+    }
+
+    /// Hands what arrived on the port to the endpoint and what the endpoint
+    /// wants sent to the stack. Call after driving the endpoint from outside.
+    pub fn pump(&mut self, now: Instant) {
+        loop {
+            let mut got = false;
+            while let Ok((n, src)) = self.stack.udp_recv_from(self.udp, &mut self.buf) {
+                got = true;
+                self.ep.handle_datagram(now, src, &self.buf[..n]);
+            }
+            while let Some((dst, n)) = self.ep.poll_transmit(&mut self.buf) {
+                if self.stack.udp_send_to(now, self.udp, dst, &self.buf[..n]).is_err() {
+                    self.send_refused += 1;
+                }
+            }
+            if !got {
+                break;
+            }
+        }
+    }
+
+    /// Replaces the endpoint (an engine restart: a new session, nothing bound).
+    pub fn restart(&mut self, ep: Endpoint) {
+        self.ep = ep;
+    }
+}
+
+impl NetEndpoint for MsgHost {
+    fn mac(&self) -> [u8; 6] {
+        self.stack.config().mac
+    }
+    fn receive_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.stack.receive_frame(now, frame);
+        self.pump(now);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.stack.poll_transmit(now, buf)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match (self.stack.poll_timeout(), self.ep.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.stack.poll_timeout().is_some_and(|t| t <= now) {
+            self.stack.handle_timeout(now);
+        }
+        if self.ep.poll_timeout().is_some_and(|t| t <= now) {
+            self.ep.handle_timeout(now);
+        }
+        self.pump(now);
+    }
+}
+
+/// A network of message hosts on [`DEFAULT_PORT`]: host `i` at
+/// `host_addr(i)`, each endpoint with `msg` and a session drawn from the seed.
+pub fn of_msg_hosts(cfg: &StackNetConfig, msg: &MsgConfig) -> Network<MsgHost> {
+    let mut sessions = Rng::derive(cfg.seed, 1);
+    let hosts = stacks(cfg)
+        .into_iter()
+        .map(|s| MsgHost::new(s, DEFAULT_PORT, Endpoint::new(msg.clone(), sessions.next_u64() as u32)))
+        .collect();
+    Network::new(hosts, &cfg.link, cfg.seed, cfg.mtu + 14, Instant::ZERO)
+}
+
+/// Host `i`'s message endpoint address.
+pub fn msg_addr(i: usize) -> SocketAddr {
+    SocketAddrV4::new(host_addr(i), DEFAULT_PORT).into()
+}
