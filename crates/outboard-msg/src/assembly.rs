@@ -67,6 +67,18 @@ impl Assembly {
         }
     }
 
+    /// Bytes held without a gap from the message's start.
+    pub fn prefix(&self) -> u32 {
+        let mut end = 0;
+        for (&o, &l) in &self.pieces {
+            if o != end {
+                break;
+            }
+            end = o + l;
+        }
+        end
+    }
+
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }

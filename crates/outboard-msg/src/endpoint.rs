@@ -431,7 +431,9 @@ impl Endpoint {
             self.stats.drop_no_mailbox += 1;
             return self.send_error(now, src, repr, MsgStatus::NoMailbox);
         }
-        if repr.total_len as usize > self.cfg.max_message {
+        // A frame over our own frame size would hold more than the credit
+        // reserved for it: peers must run the same MTU (or a smaller one).
+        if repr.total_len as usize > self.cfg.max_message || payload.len() > self.cfg.frame_payload() {
             return self.stats.drop_too_big += 1;
         }
         let key = (src, repr.src_mailbox, repr.dst_mailbox);

@@ -1,6 +1,6 @@
 //! Outboard's native message protocols, sans-IO.
 //!
-//! Nectar's three transport services between mailboxes with network-wide
+//! The communication processor's three transport services between mailboxes with network-wide
 //! addresses (`host:port/mailbox`), over UDP (the header is
 //! `outboard_wire::msg`; docs/MESSAGES.md describes the protocol):
 //!

@@ -47,8 +47,13 @@ impl Outbox {
     /// `frame_payload` bytes each, with `repr`'s fields and each fragment's
     /// offset and the total length filled in.
     pub fn push_fragments(&mut self, dst: SocketAddr, repr: MsgRepr, data: &Arc<[u8]>, frame_payload: usize) {
+        self.push_fragments_from(dst, repr, data, frame_payload, 0)
+    }
+
+    /// [`push_fragments`](Self::push_fragments) from the fragment holding byte `start` on.
+    pub fn push_fragments_from(&mut self, dst: SocketAddr, repr: MsgRepr, data: &Arc<[u8]>, frame_payload: usize, start: usize) {
         let total = data.len();
-        let mut offset = 0;
+        let mut offset = start.min(total.saturating_sub(1)) / frame_payload * frame_payload;
         loop {
             let len = (total - offset).min(frame_payload);
             let r = MsgRepr { offset: offset as u32, total_len: total as u32, ..repr };

@@ -1,6 +1,6 @@
 //! The native message protocol's header (docs/MESSAGES.md has the byte table).
 //!
-//! Nectar's datagram, reliable-message and request-response services between
+//! The datagram, reliable-message and request-response services between
 //! mailboxes with network-wide addresses, carried in UDP so they cross ordinary
 //! IP networks (default port [`DEFAULT_PORT`]). Every frame is one fixed
 //! 64-byte header followed by at most one fragment of one message; the
@@ -63,7 +63,9 @@ pub enum MsgKind {
     /// `ack + 1 + i` arrived; `credit`: frames the sender may send at and above `ack`.
     MessageAck = 3,
     /// A fragment of an RPC request. `id`: the call id (unique per client
-    /// session); `ack`: every call id below it is finished at the client.
+    /// session); `ack`: every call id below it is finished at the client;
+    /// `credit`: on a re-sent request, the bytes of the response the client
+    /// already holds from its start (the server re-sends only the rest).
     Request = 4,
     /// A fragment of an RPC response. `id`: the call id.
     Response = 5,

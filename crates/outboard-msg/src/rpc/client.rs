@@ -78,6 +78,7 @@ impl Client {
             dst_session: c.peer_session,
             id,
             ack: self.watermark(),
+            credit: c.response.as_ref().map_or(0, Assembly::prefix),
             ..MsgRepr::new(MsgKind::Request)
         };
         out.push_fragments(c.to.host, repr, &c.request, cfg.frame_payload());

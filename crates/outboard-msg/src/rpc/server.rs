@@ -44,6 +44,8 @@ pub(crate) enum RequestOutcome {
 #[derive(Debug, Default)]
 pub(crate) struct Server {
     clients: HashMap<(SocketAddr, u32), ClientCalls>,
+    /// Calls remembered, over all clients.
+    calls: usize,
     next_sweep: Option<Instant>,
     pub executed: u64,
     pub replies_resent: u64,
@@ -54,6 +56,8 @@ pub(crate) struct Server {
 
 /// Clients (address and session) a server remembers at once.
 const MAX_CLIENTS: usize = 65536;
+/// Calls (of all clients) a server remembers at once.
+const MAX_CALLS: usize = 1 << 20;
 
 fn release(mailboxes: &mut HashMap<u32, Mailbox>, s: &Served) {
     if let Served::Assembling { mailbox, assembly, .. } = s {
@@ -81,7 +85,9 @@ impl Server {
         if repr.ack > cc.watermark {
             cc.watermark = repr.ack;
             let keep = cc.calls.split_off(&repr.ack);
-            for s in std::mem::replace(&mut cc.calls, keep).values() {
+            let gone = std::mem::replace(&mut cc.calls, keep);
+            self.calls -= gone.len();
+            for s in gone.values() {
                 release(mailboxes, s);
             }
         }
@@ -90,7 +96,7 @@ impl Server {
             return RequestOutcome::Handled;
         }
         if !cc.calls.contains_key(&repr.id) {
-            if cc.calls.len() >= cfg.max_server_calls_per_client {
+            if cc.calls.len() >= cfg.max_server_calls_per_client || self.calls >= MAX_CALLS {
                 return RequestOutcome::Refuse(MsgStatus::Busy);
             }
             let mb = mailboxes.get_mut(&repr.dst_mailbox).expect("checked above");
@@ -100,6 +106,7 @@ impl Server {
             }
             let assembly = Assembly::new(repr.total_len, now + cfg.reassembly_timeout);
             cc.calls.insert(repr.id, Served::Assembling { mailbox: repr.dst_mailbox, client_mailbox: repr.src_mailbox, assembly });
+            self.calls += 1;
             self.next_sweep.get_or_insert(now + SWEEP);
         }
         let entry = cc.calls.get_mut(&repr.id).expect("present");
@@ -139,7 +146,8 @@ impl Server {
             Served::Replied { mailbox, client_mailbox, response, .. } => {
                 self.replies_resent += 1;
                 let r = response_repr(session, *mailbox, *client_mailbox, repr.src_session, repr.id, true);
-                io.out.push_fragments(src, r, response, cfg.frame_payload());
+                // Only what the client does not hold yet.
+                io.out.push_fragments_from(src, r, response, cfg.frame_payload(), repr.credit as usize);
             }
             Served::Done => self.duplicates += 1,
         }
@@ -180,6 +188,7 @@ impl Server {
         }
         let mut busy = false;
         let mut abandoned = 0;
+        let mut forgotten = 0;
         let forget_after = cfg.reply_keep.saturating_mul(10);
         self.clients.retain(|_, cc| {
             cc.calls.retain(|_, s| match s {
@@ -197,9 +206,14 @@ impl Server {
             });
             let open = cc.calls.values().any(|s| !matches!(s, Served::Done));
             busy |= open;
-            open || cc.last_active.is_some_and(|t| now.saturating_duration_since(t) < forget_after)
+            let keep = open || cc.last_active.is_some_and(|t| now.saturating_duration_since(t) < forget_after);
+            if !keep {
+                forgotten += cc.calls.len();
+            }
+            keep
         });
         self.abandoned += abandoned;
+        self.calls -= abandoned as usize + forgotten;
         self.next_sweep = (busy || !self.clients.is_empty()).then_some(now + SWEEP);
     }
 }
