@@ -139,6 +139,11 @@ pub trait ShardApp: Any + Send {
     fn owner_label(&self, tag: u64) -> String;
     /// Its part of the stat snapshot.
     fn report(&self, _snap: &mut Snapshot) {}
+    /// When it must run next even if nothing arrives (timers of its own,
+    /// beside the stack's).
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
     /// Before sleeping: `futex` says whether the link sleeps on futexes.
     /// True when work arrived meanwhile (the shard then does not sleep).
     fn prepare_sleep(&mut self, _futex: bool) -> bool {
@@ -215,6 +220,11 @@ impl Apps {
         for a in &self.list {
             a.report(snap);
         }
+    }
+
+    /// The earliest of the apps' own deadlines.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.list.iter().filter_map(|a| a.poll_timeout()).min()
     }
 
     pub fn prepare_sleep(&mut self, futex: bool) -> bool {

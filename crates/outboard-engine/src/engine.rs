@@ -62,6 +62,8 @@ pub struct EngineSettings {
     /// IPv6 beside IPv4 (`--addr` with an IPv6 address, or `--ipv6 on`):
     /// a link-local address always, a static one and SLAAC as configured.
     pub ipv6: Option<outboard_stack::Ipv6Config>,
+    /// The native message protocols on a UDP port of shard 0 (`--messages`).
+    pub messages: Option<crate::messages::MessageSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +102,7 @@ impl EngineSettings {
             cores: None,
             kernel_tap: None,
             ipv6: None,
+            messages: None,
         }
     }
 }
@@ -496,6 +499,17 @@ impl Engine {
             let mut shard = Shard::new(&set.name, i as u32, stack, link, pcap, set.memory_cap / n, now);
             shard.add_app(Box::new(services));
             shard.add_app(Box::new(Fetches::default()));
+            if let (0, Some(m)) = (i, &set.messages) {
+                // A new session each start: peers tell a restarted engine by it.
+                let s = random_secret();
+                let session = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                // Frames sized for this link's MTU (peers must use the same, or smaller).
+                let mut m = m.clone();
+                m.config.mtu = shard.stack.config().mtu;
+                let svc = crate::messages::MessageService::start(&mut shard.stack, &m, session)
+                    .map_err(|e| EngineError::Service(format!("message port {}: {e:?}", m.port)))?;
+                shard.add_app(Box::new(svc));
+            }
             if let Some(port) = mesh[i].take() {
                 shard.join_mesh(port);
             }
@@ -613,6 +627,19 @@ impl Engine {
     pub fn fetch_on(&mut self, shard: usize, plan: FetchPlan, local_port: u16) {
         let now = crate::clock::now();
         self.shards[shard].with_app::<Fetches, _>(now, |f, cx| f.start(cx, plan, local_port));
+    }
+
+    /// Starts the message service's client job (`outboard msg`); false when
+    /// the engine runs no message service.
+    pub fn message_job(&mut self, plan: crate::messages::JobPlan) -> bool {
+        let now = crate::clock::now();
+        self.shards[0].with_app::<crate::messages::MessageService, _>(now, |m, _| m.start_job(now, plan)).is_some()
+    }
+
+    /// The client job's report so far.
+    pub fn message_job_report(&self) -> Option<crate::messages::JobReport> {
+        let now = crate::clock::now();
+        self.shards[0].apps.get::<crate::messages::MessageService>()?.job_report(now)
     }
 
     /// The fetches started with `fetch`.

@@ -12,6 +12,9 @@
 //!   [`services`], board sessions ([`host`]), [`client`] fetches, and the
 //!   kinds to come — is a `ShardApp`, driven the same way, with one table
 //!   from connection to owner.
+//! - [`messages`]: the native message protocols (`outboard_msg`) on a UDP
+//!   port of shard 0, with the built-in `echo` and `sink` mailboxes and the
+//!   `outboard msg` client.
 //! - [`link`]: the `Link` trait and its kinds: `af_xdp`, `af_packet`, `tap`,
 //!   `fabric` (shared memory between engine processes, seeded faults).
 //! - [`engine`]: settings → a started engine (link, stack, services, control
@@ -43,6 +46,7 @@ pub mod host;
 #[allow(unsafe_code)]
 pub mod link;
 pub mod log;
+pub mod messages;
 pub mod services;
 pub mod shard;
 #[allow(unsafe_code)]

@@ -282,7 +282,10 @@ impl Shard {
 
     /// The next time the shard must run even if nothing arrives.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.stack.poll_timeout()
+        match (self.stack.poll_timeout(), self.apps.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Loops until `stop` is set or `done` says so, answering control
@@ -593,6 +596,7 @@ impl Shard {
             boards: Vec::new(),
             host: Default::default(),
             board_memory: 0,
+            messages: None,
         };
         self.apps.report(&mut snap);
         snap

@@ -165,6 +165,9 @@ pub struct Snapshot {
     /// Bytes of every board mapped now (beside the stack's `memory_in_use`).
     #[serde(default)]
     pub board_memory: usize,
+    /// The message service (`--messages`): its mailboxes and counters.
+    #[serde(default)]
+    pub messages: Option<crate::messages::MessageSnapshot>,
 }
 
 /// What `outboard stat` shows of IPv6.
@@ -229,12 +232,80 @@ impl Snapshot {
                 }
             }
             all.board_memory += p.board_memory;
+            // The message service runs on shard 0 only.
+            all.messages = all.messages.or(p.messages);
             all.host.add(&p.host);
             for (mine, theirs) in all.services.iter_mut().zip(&p.services) {
                 mine.add(theirs);
             }
         }
         Some(all)
+    }
+}
+
+/// The message service's part of `outboard stat`: its counters, then one row per mailbox.
+fn messages_section(o: &mut String, m: &crate::messages::MessageSnapshot) {
+    let t = &m.stats;
+    let _ = writeln!(
+        o,
+        "\nmessages: udp port {} session {:08x}: frames in {} out {}; calls {} done {} failed {} re-sent {}; run {} replies re-sent {}; \
+         messages {} acked {} failed {} frames re-sent {}; datagrams {}",
+        m.port,
+        m.session,
+        t.frames_in,
+        t.frames_out,
+        t.calls_started,
+        t.calls_completed,
+        t.calls_failed,
+        t.requests_retransmitted,
+        t.requests_executed,
+        t.replies_resent,
+        t.messages_sent,
+        t.messages_acked,
+        t.messages_failed,
+        t.message_frames_retransmitted,
+        t.datagrams_sent
+    );
+    let _ = writeln!(
+        o,
+        "  drops: malformed {} unsupported {} no-mailbox {} stale-session {} too-big {} mailbox-full {} duplicate {} beyond-credit {} \
+         reassembly-timeout {} reassembly-memory {} stray {}; errors sent {} suppressed {}; udp send refused {}",
+        t.drop_malformed,
+        t.drop_unsupported,
+        t.drop_no_mailbox,
+        t.drop_stale_session,
+        t.drop_too_big,
+        t.drop_mailbox_full,
+        t.drop_duplicate,
+        t.drop_beyond_credit,
+        t.drop_reassembly_timeout,
+        t.drop_reassembly_memory,
+        t.drop_stray,
+        t.errors_sent,
+        t.errors_suppressed,
+        m.udp_send_refused
+    );
+    let _ = writeln!(
+        o,
+        "  {:<12} {:<12} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "mailbox", "name", "queued", "queued-b", "held-b", "credit-b", "messages", "requests", "datagrams", "dropped", "stalls"
+    );
+    for b in &m.mailboxes {
+        let _ = writeln!(
+            o,
+            "  {:<12} {:<12} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            b.number,
+            b.name.as_deref().unwrap_or("-"),
+            b.queued_messages,
+            b.queued_bytes,
+            b.held_bytes,
+            b.reserved_bytes,
+            b.stats.messages,
+            b.stats.requests,
+            b.stats.datagrams,
+            b.stats.dropped_full,
+            b.stats.credit_stalls
+        );
     }
 }
 
@@ -359,6 +430,9 @@ pub fn render(s: &Snapshot) -> String {
             );
         }
     }
+    if let Some(m) = &s.messages {
+        messages_section(&mut o, m);
+    }
     let h = &s.host;
     let _ = writeln!(
         o,
@@ -457,6 +531,7 @@ mod tests {
             boards: Vec::new(),
             host: Default::default(),
             board_memory: 0,
+            messages: None,
         }
     }
 

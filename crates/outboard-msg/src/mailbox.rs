@@ -56,7 +56,8 @@ pub struct Delivery {
 }
 
 /// Per-mailbox counters (`outboard stat` lists them).
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct MailboxStats {
     pub datagrams: u64,
     pub messages: u64,
@@ -84,7 +85,7 @@ pub struct Mailbox {
 }
 
 /// A snapshot for listings.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct MailboxInfo {
     pub number: u32,
     pub name: Option<String>,

@@ -1,7 +1,8 @@
 //! Endpoint-wide counters: one per drop reason and per protocol event.
 
 /// What an endpoint counted. Every frame dropped is in exactly one `drop_*` counter.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Stats {
     pub frames_in: u64,
     pub frames_out: u64,
