@@ -340,7 +340,7 @@ impl Endpoint {
             }
             MsgKind::Response => self.client.on_response(&mut io!(self), now, src, &repr, payload),
             MsgKind::ResponseAck => self.server.on_response_ack(src, &repr),
-            MsgKind::RequestAck => self.client.on_request_ack(&mut io!(self), now, src, repr.id),
+            MsgKind::RequestAck => self.client.on_request_ack(&mut io!(self), now, src, repr.id, repr.credit as usize),
             MsgKind::Lookup => match lookup::answer(&self.names, self.session, &repr, payload) {
                 Ok(r) => {
                     self.stats.lookups_answered += 1;

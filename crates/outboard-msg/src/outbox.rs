@@ -47,13 +47,8 @@ impl Outbox {
     /// `frame_payload` bytes each, with `repr`'s fields and each fragment's
     /// offset and the total length filled in.
     pub fn push_fragments(&mut self, dst: SocketAddr, repr: MsgRepr, data: &Arc<[u8]>, frame_payload: usize) {
-        self.push_fragments_from(dst, repr, data, frame_payload, 0)
-    }
-
-    /// [`push_fragments`](Self::push_fragments) from the fragment holding byte `start` on.
-    pub fn push_fragments_from(&mut self, dst: SocketAddr, repr: MsgRepr, data: &Arc<[u8]>, frame_payload: usize, start: usize) {
         let total = data.len();
-        let mut offset = start.min(total.saturating_sub(1)) / frame_payload * frame_payload;
+        let mut offset = 0;
         loop {
             let len = (total - offset).min(frame_payload);
             let r = MsgRepr { offset: offset as u32, total_len: total as u32, ..repr };
@@ -63,6 +58,28 @@ impl Outbox {
                 break;
             }
         }
+    }
+
+    /// At most `frames` fragments of `data`, from the one holding byte `start`
+    /// on; the last is marked `ACK_NOW` when the message has more than one
+    /// fragment (the receiver then says how much it holds). Returns the offset
+    /// after the last fragment queued.
+    pub fn push_window(&mut self, dst: SocketAddr, repr: MsgRepr, data: &Arc<[u8]>, frame_payload: usize, start: usize, frames: usize) -> usize {
+        let total = data.len();
+        let mut offset = start.min(total.saturating_sub(1)) / frame_payload * frame_payload;
+        for _ in 0..frames.max(1) {
+            let len = (total - offset).min(frame_payload);
+            let r = MsgRepr { offset: offset as u32, total_len: total as u32, ..repr };
+            self.push(dst, r, Payload::Slice(data.clone(), offset, len));
+            offset += len;
+            if offset >= total {
+                break;
+            }
+        }
+        if total > frame_payload {
+            self.flag_last(flags::ACK_NOW);
+        }
+        offset
     }
 
     /// Sets `flag` on the frame queued last.

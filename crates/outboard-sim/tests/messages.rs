@@ -11,7 +11,7 @@
 //!
 //! Then the failure cases: a server that goes silent, a server that restarts,
 //! a mailbox that nobody reads, an unknown mailbox, a name that is not bound.
-//! `OUTBOARD_MSG_SEEDS` changes the number of seeds per case (default 6).
+//! `OUTBOARD_MSG_SEEDS` changes the number of seeds per case (default 16).
 
 use outboard_msg::{CallError, Config, DeliveryKind, Endpoint, Event, MailboxAddr, MessageError, SendError};
 use outboard_sim::msg::{msg_addr, of_msg_hosts, MsgHost};
@@ -24,7 +24,7 @@ use std::collections::HashMap;
 const TICK: Duration = Duration::from_millis(1);
 
 fn seeds() -> std::ops::Range<u64> {
-    let n = std::env::var("OUTBOARD_MSG_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let n = std::env::var("OUTBOARD_MSG_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
     1..n + 1
 }
 
@@ -574,4 +574,49 @@ fn senders_into_one_small_mailbox_share_it_and_an_idle_one_gives_its_credit_back
         Ok(got == [10, 50])
     })
     .unwrap_or_else(|e| panic!("{e}: got {got:?}"));
+}
+
+#[test]
+fn messages_and_calls_of_one_mib_cross_a_lossy_link_whole() {
+    let link = FaultConfig { loss: 0.02, reorder: 0.05, duplicate: 0.01, ..base_link() };
+    let mut net = network(6, link, &Config::default());
+    net.host_mut(0).ep.bind(Some(1), None).unwrap();
+    net.host_mut(1).ep.bind(Some(2), None).unwrap();
+    let to = MailboxAddr::new(msg_addr(1), 2);
+    // The request leaves room for the 4 bytes the response adds, within the 1 MiB limit.
+    let big = |i: usize| body(60 + i as u64, i, if i == 3 { (1 << 20) - 4 } else { 1 << 20 });
+    let now = net.now();
+    for i in 0..3 {
+        net.host_mut(0).ep.send_message(now, 1, to, &big(i)).unwrap();
+    }
+    let call = net.host_mut(0).ep.call(now, 1, to, &big(3), Some(Duration::from_secs(30))).unwrap();
+    let (mut got, mut answered, mut done) = (0, false, None);
+    run(&mut net, Duration::from_secs(60), |net, now| {
+        while let Some(d) = net.host_mut(1).ep.recv(now, 2) {
+            match d.kind {
+                DeliveryKind::Message => {
+                    assert_eq!(d.data, big(got), "message {got}");
+                    got += 1;
+                }
+                DeliveryKind::Request(t) => {
+                    assert_eq!(d.data, big(3));
+                    net.host_mut(1).ep.reply(now, &t, &response_to(&d.data)).unwrap();
+                    answered = true;
+                }
+                DeliveryKind::Datagram => panic!("no datagram was sent"),
+            }
+        }
+        while let Some(e) = net.host_mut(0).ep.poll_event() {
+            match e {
+                Event::CallDone { call: c, result } if c == call => done = Some(result),
+                Event::MessageFailed { .. } => panic!("{e:?}"),
+                _ => {}
+            }
+        }
+        Ok(got == 3 && done.is_some())
+    })
+    .unwrap();
+    assert!(answered, "{:?} after {:?}: client {:?} server {:?}", done.as_ref().map(|r| r.as_ref().map(Vec::len)), net.now(), net.host(0).ep.stats(), net.host(1).ep.stats());
+    assert_eq!(done, Some(Ok(response_to(&big(3)))));
+    assert_eq!(net.host(1).ep.stats().requests_executed, 1);
 }

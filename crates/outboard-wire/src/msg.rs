@@ -71,7 +71,8 @@ pub enum MsgKind {
     Response = 5,
     /// Client to server: the response to call `id` arrived; the server may drop it.
     ResponseAck = 6,
-    /// Server to client: call `id` arrived and is being served; stop re-sending it.
+    /// Server to client about call `id`: `credit` is the bytes of the request
+    /// it holds from the start; all of them: it is being served, stop re-sending.
     RequestAck = 7,
     /// Name lookup to mailbox 0. `id`: the lookup's number; payload: the name.
     Lookup = 8,

@@ -149,13 +149,14 @@ impl SendFlow {
         let before = out.len();
         for i in 0..self.sent.len() {
             let f = self.sent[i];
-            if !f.lost || f.sacked {
+            let seq = self.snd_una + i as u64;
+            // A frame above credit taken back waits for new credit.
+            if !f.lost || f.sacked || seq >= self.credit_end {
                 continue;
             }
             if self.window_full(f.len) {
                 break;
             }
-            let seq = self.snd_una + i as u64;
             self.emit(out, session, seq, fp, true);
             self.sent[i] = SentFrame { sent_at: now, retransmitted: true, lost: false, ..f };
             self.in_flight += f.len;
@@ -321,24 +322,33 @@ impl SendFlow {
             self.cc.on_rto(now, flight);
             self.rtt.backoff();
             self.recover = None;
+            let before = out.len();
             self.fill(now, cfg, session, out);
+            if out.len() == before {
+                // Nothing may go (the receiver took credit back): ask for its credit.
+                self.send_probe(out, session);
+            }
         }
         if self.probe_at.is_some_and(|t| now >= t) {
             self.probe_backoff += 1;
             self.probe_at = Some(now + self.probe_interval());
-            self.probes_sent += 1;
-            let repr = MsgRepr {
-                flags: flags::ACK_NOW,
-                src_mailbox: self.src_mailbox,
-                dst_mailbox: self.dst.mailbox,
-                src_session: session,
-                dst_session: self.peer_session,
-                id: self.incarnation,
-                ..MsgRepr::new(MsgKind::Probe)
-            };
-            out.push(self.dst.host, repr, Payload::None);
+            self.send_probe(out, session);
         }
         Ok(())
+    }
+
+    fn send_probe(&mut self, out: &mut Outbox, session: u32) {
+        self.probes_sent += 1;
+        let repr = MsgRepr {
+            flags: flags::ACK_NOW,
+            src_mailbox: self.src_mailbox,
+            dst_mailbox: self.dst.mailbox,
+            src_session: session,
+            dst_session: self.peer_session,
+            id: self.incarnation,
+            ..MsgRepr::new(MsgKind::Probe)
+        };
+        out.push(self.dst.host, repr, Payload::None);
     }
 
     /// The messages not yet acknowledged, for failing them.

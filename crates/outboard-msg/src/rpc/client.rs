@@ -8,7 +8,7 @@ use crate::outbox::{Outbox, Payload, RETRANSMIT};
 use crate::{CallId, Config, Event};
 use outboard_time::{Duration, Instant};
 
-use outboard_wire::msg::{MsgKind, MsgRepr, MsgStatus};
+use outboard_wire::msg::{flags, MsgKind, MsgRepr, MsgStatus};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +25,10 @@ struct Call {
     deadline: Instant,
     tries: u32,
     response: Option<Assembly>,
+    /// Request bytes the server holds from the start (its `request-ack`s say).
+    req_held: usize,
+    /// Request bytes sent so far.
+    req_sent: usize,
 }
 
 #[derive(Debug, Default)]
@@ -62,14 +66,21 @@ impl Client {
             deadline: now + timeout,
             tries: 0,
             response: None,
+            req_held: 0,
+            req_sent: 0,
         };
         self.calls.insert(id, call);
         self.send_request(id, io.cfg, io.session, io.out, false);
         CallId(id)
     }
 
-    fn send_request(&self, id: u64, cfg: &Config, session: u32, out: &mut Outbox, retransmit: bool) {
-        let c = &self.calls[&id];
+    /// Sends the request's next window from what the server holds, or, once
+    /// it holds all of it, its last fragment alone: a nudge that says how much
+    /// of the response is here, so the server sends the rest.
+    fn send_request(&mut self, id: u64, cfg: &Config, session: u32, out: &mut Outbox, retransmit: bool) {
+        let watermark = self.watermark();
+        let Some(c) = self.calls.get_mut(&id) else { return };
+        let fp = cfg.frame_payload();
         let repr = MsgRepr {
             flags: if retransmit { RETRANSMIT } else { 0 },
             src_mailbox: c.from,
@@ -77,11 +88,16 @@ impl Client {
             src_session: session,
             dst_session: c.peer_session,
             id,
-            ack: self.watermark(),
+            ack: watermark,
             credit: c.response.as_ref().map_or(0, Assembly::prefix),
             ..MsgRepr::new(MsgKind::Request)
         };
-        out.push_fragments(c.to.host, repr, &c.request, cfg.frame_payload());
+        let total = c.request.len();
+        if total > 0 && c.req_held >= total {
+            out.push_window(c.to.host, repr, &c.request, fp, total - 1, 1);
+        } else {
+            c.req_sent = out.push_window(c.to.host, repr, &c.request, fp, c.req_held, super::WINDOW);
+        }
     }
 
     fn finish(&mut self, id: u64, result: Result<Vec<u8>, CallError>, events: &mut VecDeque<Event>) {
@@ -120,6 +136,8 @@ impl Client {
         }
         let peer = io.peers.get(src, io.cfg);
         peer.session = repr.src_session;
+        // A response means the server has the whole request.
+        c.req_held = c.request.len();
         if c.tries == 0 && c.response.is_none() {
             peer.rtt.on_sample(now.saturating_duration_since(c.sent_at));
         }
@@ -139,16 +157,34 @@ impl Client {
         if let Some(data) = complete {
             ack(io.out);
             self.finish(repr.id, Ok(data), io.events);
+        } else if repr.flags & flags::ACK_NOW != 0 {
+            // The end of the server's window: say how much we hold.
+            self.send_request(repr.id, io.cfg, io.session, io.out, false);
         }
     }
 
-    /// The server has the call and is serving it (or is busy): wait longer before re-sending.
-    pub fn on_request_ack(&mut self, io: &mut Io, now: Instant, src: SocketAddr, id: u64) {
-        if let Some(c) = self.calls.get_mut(&id) {
-            if c.to.host == src {
-                let rto = io.peers.get(src, io.cfg).rtt.rto();
-                c.retx_at = now + rto * 4;
-            }
+    /// The server holds `held` bytes of the request: all of them (it is
+    /// serving it: wait longer before re-sending), or a prefix (send on).
+    pub fn on_request_ack(&mut self, io: &mut Io, now: Instant, src: SocketAddr, id: u64, held: usize) {
+        let Some(c) = self.calls.get_mut(&id) else { return };
+        if c.to.host != src {
+            return;
+        }
+        let rto = io.peers.get(src, io.cfg).rtt.rto();
+        if held >= c.request.len() {
+            c.req_held = c.request.len();
+            c.retx_at = now + rto * 4;
+        } else if held > c.req_held {
+            c.req_held = held;
+            c.retx_at = now + rto;
+            self.send_request(id, io.cfg, io.session, io.out, false);
+        }
+    }
+
+    /// The server is busy: wait before re-sending.
+    fn back_off(&mut self, io: &mut Io, now: Instant, src: SocketAddr, id: u64) {
+        if let Some(c) = self.calls.get_mut(&id).filter(|c| c.to.host == src) {
+            c.retx_at = now + io.peers.get(src, io.cfg).rtt.rto() * 4;
         }
     }
 
@@ -160,7 +196,7 @@ impl Client {
         match repr.error_status() {
             Some(MsgStatus::NoMailbox) => self.finish(repr.id, Err(CallError::NoMailbox), io.events),
             Some(MsgStatus::StaleSession) => self.finish(repr.id, Err(CallError::ServerRestarted), io.events),
-            Some(MsgStatus::Busy) => self.on_request_ack(io, now, src, repr.id),
+            Some(MsgStatus::Busy) => self.back_off(io, now, src, repr.id),
             _ => {}
         }
     }

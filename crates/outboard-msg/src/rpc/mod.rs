@@ -12,5 +12,16 @@
 //! restarted) is refused, so a call runs at most once across restarts too,
 //! once the client has heard from that server.
 
+//!
+//! A request or response of more than one frame goes a window at a time:
+//! at most [`WINDOW`] frames, the last marked `ACK_NOW`; the receiver says
+//! how many bytes it holds from the start (a server with `request-ack`'s
+//! `credit`, a client with a re-sent request's `credit`), and the sender
+//! goes on from there. So a large call never floods a path's queues, and a
+//! loss costs one window, not the whole message.
+
 pub(crate) mod client;
 pub(crate) mod server;
+
+/// Frames of a request or response sent before the receiver says what it holds.
+pub(crate) const WINDOW: usize = 32;

@@ -7,7 +7,8 @@ use crate::io::Io;
 use crate::outbox::{Payload, RETRANSMIT};
 use crate::Config;
 use outboard_time::{Duration, Instant};
-use outboard_wire::msg::{MsgKind, MsgRepr, MsgStatus};
+use super::WINDOW;
+use outboard_wire::msg::{flags, MsgKind, MsgRepr, MsgStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -110,10 +111,31 @@ impl Server {
             self.next_sweep.get_or_insert(now + SWEEP);
         }
         let entry = cc.calls.get_mut(&repr.id).expect("present");
+        let window_end = repr.flags & flags::ACK_NOW != 0;
+        let held = |held: u32| MsgRepr {
+            src_mailbox: repr.dst_mailbox,
+            dst_mailbox: repr.src_mailbox,
+            src_session: session,
+            dst_session: repr.src_session,
+            id: repr.id,
+            credit: held,
+            ..MsgRepr::new(MsgKind::RequestAck)
+        };
         match entry {
             Served::Assembling { assembly, mailbox, client_mailbox } => {
-                if assembly.add(repr.total_len, repr.offset, payload) != Added::Complete {
+                let added = assembly.add(repr.total_len, repr.offset, payload);
+                if added == Added::Partial {
+                    // Progress keeps a large request alive.
+                    assembly.deadline = now + cfg.reassembly_timeout;
+                }
+                if added != Added::Complete {
+                    if window_end {
+                        io.out.push(src, held(assembly.prefix()), Payload::None);
+                    }
                     return RequestOutcome::Handled;
+                }
+                if window_end {
+                    io.out.push(src, held(repr.total_len), Payload::None);
                 }
                 let (mailbox, client_mailbox) = (*mailbox, *client_mailbox);
                 let Served::Assembling { assembly, .. } = std::mem::replace(entry, Served::Running { client_mailbox }) else {
@@ -131,23 +153,15 @@ impl Server {
                     io.events.push_back(crate::Event::Readable { mailbox });
                 }
             }
-            Served::Running { client_mailbox } => {
+            Served::Running { .. } => {
                 self.duplicates += 1;
-                let r = MsgRepr {
-                    src_mailbox: repr.dst_mailbox,
-                    dst_mailbox: *client_mailbox,
-                    src_session: session,
-                    dst_session: repr.src_session,
-                    id: repr.id,
-                    ..MsgRepr::new(MsgKind::RequestAck)
-                };
-                io.out.push(src, r, Payload::None);
+                io.out.push(src, held(repr.total_len), Payload::None);
             }
             Served::Replied { mailbox, client_mailbox, response, .. } => {
                 self.replies_resent += 1;
                 let r = response_repr(session, *mailbox, *client_mailbox, repr.src_session, repr.id, true);
-                // Only what the client does not hold yet.
-                io.out.push_fragments_from(src, r, response, cfg.frame_payload(), repr.credit as usize);
+                // The next window from what the client holds.
+                io.out.push_window(src, r, response, cfg.frame_payload(), repr.credit as usize, WINDOW);
             }
             Served::Done => self.duplicates += 1,
         }
@@ -161,7 +175,7 @@ impl Server {
         let Some(entry) = cc.calls.get_mut(&token.call) else { return false };
         let Served::Running { client_mailbox } = *entry else { return false };
         let r = response_repr(io.session, token.mailbox, client_mailbox, token.session, token.call, false);
-        io.out.push_fragments(token.client, r, &response, io.cfg.frame_payload());
+        io.out.push_window(token.client, r, &response, io.cfg.frame_payload(), 0, WINDOW);
         *entry = Served::Replied { mailbox: token.mailbox, client_mailbox, response, at: now };
         self.next_sweep.get_or_insert(now + SWEEP);
         true
