@@ -191,6 +191,14 @@ pub const MAX_QUEUE: u64 = 1 << 30;
 pub const MAX_COUNT: u64 = 1_000_000_000;
 /// The lab's veths (what `outboard-lab` checks): 68 (IPv4's minimum) to 9000.
 pub const MIN_LAB_MTU: u32 = 68;
+/// `sim messages --count`: at most 10^6 (the run keeps a few bytes per message).
+pub const MAX_MESSAGES: u64 = 1_000_000;
+/// `sim messages --size`: 8 B (each message carries its index) to 1 MiB
+/// (the message protocols' default largest message).
+pub const MIN_MESSAGE: u64 = 8;
+pub const MAX_MESSAGE: u64 = 1 << 20;
+/// `sim messages --outstanding`: at most the endpoint's default outstanding calls.
+pub const MAX_OUTSTANDING: usize = 4096;
 
 /// `--loss`, `--corrupt`: 0% to 25% (`limits::MAX_LOSS`, also their sum: `check_loss`).
 pub fn loss() -> impl ValueParser<f64> {
@@ -270,6 +278,18 @@ pub fn run_seconds() -> impl ValueParser<f64> {
 pub fn bench_seconds() -> impl ValueParser<f64> {
     number_in(0.001, MAX_BENCH_S, "s")
 }
+/// `sim messages --count`: 1 to 10^6.
+pub fn message_count() -> impl ValueParser<u64> {
+    count_in(1, MAX_MESSAGES, u64::MAX)
+}
+/// `sim messages --size`: 8 B to 1 MiB.
+pub fn message_size() -> impl ValueParser<u64> {
+    size_in(MIN_MESSAGE, MAX_MESSAGE)
+}
+/// `sim messages --outstanding`: 1 to 4096 calls in flight.
+pub fn outstanding_calls() -> impl ValueParser<usize> {
+    count_in(1, MAX_OUTSTANDING, usize::MAX)
+}
 /// A byte count that must be at least 1 (`--recv-limit`, the demo's and bench's `--bytes`).
 pub fn nonzero_size() -> impl ValueParser<u64> {
     size_in(1, u64::MAX)
@@ -326,6 +346,10 @@ mod tests {
             check_loss(0.2, 0.1).unwrap_err(),
             "--loss 20% with --corrupt 10%: lost plus corrupted frames must be between 0% and 25%"
         );
+        assert_eq!(message_count()("0").unwrap_err(), "must be between 1 and 1000000");
+        assert_eq!(message_size()("1KiB").unwrap(), 1024);
+        assert_eq!(message_size()("1048577").unwrap_err(), "must be between 8 B and 1 MiB");
+        assert_eq!(outstanding_calls()("0").unwrap_err(), "must be between 1 and 4096");
         assert_eq!(show_size(1 << 40), "1 TiB");
         assert_eq!(show_size(1500), "1500 B");
     }

@@ -46,6 +46,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// A list of CPUs. Its own name, so clap takes `--cores 2,3` as one value
+/// (a field spelled `Option<Vec<_>>` would be a repeated flag of one CPU each).
+pub type CoreList = Vec<usize>;
+
 /// Settings shared by `engine` and `fetch`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct EngineFlags {
@@ -113,12 +117,17 @@ pub struct EngineFlags {
     pub shards: Option<usize>,
     /// Pin shard i to the i-th CPU of this list (e.g. 2,3 or 2-5; one per shard).
     #[arg(long, value_parser = args::cores())]
-    pub cores: Option<Vec<usize>>,
+    pub cores: Option<CoreList>,
     /// Network-device mode: create TAP interface NAME for the host kernel, which gets every
     /// frame the engine does not take (ports it has nothing on, IPv6, …) and sends through
     /// the engine's link. Give NAME the engine's address (`ip addr add ADDR/N dev NAME`).
     #[arg(long, value_name = "NAME")]
     pub kernel_tap: Option<String>,
+    /// Serve the native message protocols on UDP PORT (default 7373 when PORT is left out),
+    /// with the built-in mailboxes `echo` (1) and `sink` (2). See docs/MESSAGES.md.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "7373",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub messages: Option<u16>,
     /// With --kernel-tap: local ports whose traffic always goes to the kernel
     /// (e.g. tcp:22,udp:53,tcp:8000-8100).
     #[arg(long, value_name = "LIST")]
@@ -240,6 +249,7 @@ struct ConfigFile {
     shards: Option<toml::Value>,
     cores: Option<toml::Value>,
     kernel_tap: Option<String>,
+    messages: Option<u16>,
     kernel_ports: Option<String>,
     kernel_echo: Option<bool>,
     fabric: Option<FabricFile>,
@@ -282,7 +292,7 @@ fn flag_or_file<T>(
 /// Exit code for a bad command line or config.
 const USAGE: u8 = 2;
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("outboard: {msg}");
     ExitCode::from(USAGE)
 }
@@ -374,7 +384,7 @@ fn addresses(
 }
 
 /// Merges flags over the config file into engine settings.
-fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> Result<EngineSettings, String> {
+pub(crate) fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> Result<EngineSettings, String> {
     let file: ConfigFile = match &f.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("--config {}: {e}", p.display()))?;
@@ -479,6 +489,11 @@ fn settings(f: &EngineFlags, services: Option<&str>, default_services: &str) -> 
         }
         None => None,
     };
+    set.messages = match f.messages.or(file.messages) {
+        Some(0) => return Err("messages: the port is 1 to 65535".into()),
+        Some(port) => Some(outboard_engine::messages::MessageSettings { port, config: outboard_msg::Config::default() }),
+        None => None,
+    };
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);
@@ -521,7 +536,7 @@ fn access(f: &EngineFlags, file_users: Option<Vec<String>>, file_groups: Option<
     Ok(Access { users, groups })
 }
 
-fn fail(e: &EngineError) -> ExitCode {
+pub(crate) fn fail(e: &EngineError) -> ExitCode {
     let hint = e.hint();
     if hint.is_empty() {
         eprintln!("outboard: {e}");
@@ -923,6 +938,23 @@ pub fn fetch(a: &FetchArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cores_take_a_list_in_one_flag() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            f: EngineFlags,
+        }
+        // A list in one flag (this panicked in clap when the field read as repeated values).
+        assert_eq!(T::try_parse_from(["t", "--cores", "2,3"]).unwrap().f.cores, Some(vec![2, 3]));
+        assert_eq!(T::try_parse_from(["t", "--cores", "0"]).unwrap().f.cores, Some(vec![0]));
+        assert!(T::try_parse_from(["t", "--cores", "x"]).is_err());
+        assert_eq!(T::try_parse_from(["t", "--messages"]).unwrap().f.messages, Some(7373));
+        assert_eq!(T::try_parse_from(["t", "--messages", "9000"]).unwrap().f.messages, Some(9000));
+        assert!(T::try_parse_from(["t", "--messages", "0"]).is_err());
+    }
 
     #[test]
     fn upgrade_takes_no_settings_but_the_log_level() {

@@ -11,8 +11,10 @@ mod lab;
 mod run_cmd;
 mod run_detect;
 mod metrics;
+mod msg_cmd;
 mod service;
 mod sim;
+mod sim_messages;
 mod top;
 
 use clap::{Args, Parser, Subcommand};
@@ -44,6 +46,8 @@ enum Command {
     Top(top::TopArgs),
     /// The engine as a TCP client: connect, send a seeded stream, read until the server closes.
     Fetch(engine_cmd::FetchArgs),
+    /// The engine as a message-protocol client: calls to a mailbox, or reliable messages to a sink.
+    Msg(msg_cmd::MsgArgs),
     /// Run an unmodified program with its sockets on an engine daemon (LD_PRELOAD socket shim).
     Run(run_cmd::RunArgs),
     /// Network namespaces joined by veth pairs: the engine on one end, Linux on the other, impairment between.
@@ -63,6 +67,8 @@ enum SimCommand {
     Transfer(sim::TransferArgs),
     /// Two simulated hosts move data across a faulty simulated network, in virtual time.
     Demo(sim::DemoArgs),
+    /// One message service (reliable, rpc or datagram) between two simulated hosts, verified.
+    Messages(sim_messages::MessagesArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -82,6 +88,8 @@ enum BenchCommand {
     /// Live upgrade under load: the longest gap a Linux peer sees in an echo transfer and a
     /// request/response loop, without and with `engine --upgrade` (root, the lab).
     Upgrade(bench::upgrade::UpgradeArgs),
+    /// RPC round trips and rate, and reliable-message throughput: two engines on the fabric vs the kernel's UDP and TCP on loopback (no root).
+    Messages(bench::messages::MessagesArgs),
 }
 
 #[derive(Args, Debug)]
@@ -100,10 +108,12 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::demo(&a),
         Command::Sim(SimCommand::Demo(a)) => sim::demo(&a),
         Command::Sim(SimCommand::Transfer(a)) => sim::transfer(&a),
+        Command::Sim(SimCommand::Messages(a)) => sim_messages::messages(&a),
         Command::Engine(a) => engine_cmd::engine(&a),
         Command::Stat(a) => engine_cmd::stat(&a),
         Command::Top(a) => top::main(&a),
         Command::Fetch(a) => engine_cmd::fetch(&a),
+        Command::Msg(a) => msg_cmd::msg(&a),
         Command::Run(a) => run_cmd::main(&a),
         Command::Lab(c) => lab::run(c),
         Command::Relay(a) => lab::relay(&a),
@@ -122,6 +132,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Apps(a)) => bench::apps::main(&a),
         Command::Bench(BenchCommand::Scale(a)) => bench::scale::main(&a),
         Command::Bench(BenchCommand::Upgrade(a)) => bench::upgrade::main(&a),
+        Command::Bench(BenchCommand::Messages(a)) => bench::messages::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -1,9 +1,13 @@
-//! `outboard sim transfer` and `outboard demo`: the simulator from the command line.
+//! `outboard sim transfer` and `outboard demo`: the simulator from the command line;
+//! and the report of `outboard sim messages` (sim_messages.rs runs it).
 
 use crate::args::{self, parse_size};
 use clap::Args;
+use outboard_msg::Stats;
 use outboard_sim::{run_transfer_pcap, run_transfer_with, Direction, Progress, TransferConfig, TransferReport};
+use outboard_sim::FaultStats;
 use outboard_tcp::CcKind;
+use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -247,4 +251,125 @@ fn print_summary(r: &TransferReport) {
 
 fn human_bytes(n: u64) -> String {
     crate::bench::checksum::human_size(n as usize)
+}
+
+// --- `sim messages`: the report (the runs are in sim_messages.rs) ---
+
+#[derive(Serialize, Debug)]
+pub struct MessagesReport {
+    pub ok: bool,
+    /// Why the run failed, when it did.
+    pub reason: Option<String>,
+    pub service: &'static str,
+    pub seed: u64,
+    pub count: u64,
+    pub size: u64,
+    pub outstanding: Option<usize>,
+    /// Payload bytes that arrived (requests and responses for rpc).
+    pub bytes: u64,
+    /// From the end of the warm-up to the last delivery (or the failure).
+    pub virtual_seconds: f64,
+    pub throughput_mbit: f64,
+    /// Messages delivered, or calls answered, per virtual second.
+    pub per_second: f64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    /// Messages delivered (datagrams: distinct ones), calls answered.
+    pub delivered: u64,
+    /// `count - delivered`: datagrams lost, or what a failed run had not delivered.
+    pub lost: u64,
+    /// Extra copies of datagrams (the network duplicated a whole one).
+    pub duplicates: u64,
+    /// Message frames, requests and replies sent again, both endpoints.
+    pub retransmissions: u64,
+    /// Host a's endpoint, then host b's.
+    pub endpoints: Vec<Counters>,
+    /// Every link's counters, the warm-up's few frames (never faulted) included.
+    pub faults: FaultStats,
+}
+
+/// The key counters of one endpoint: `role`, every `drop_*` together, the
+/// stack's refusals, then these fields of `Endpoint::stats()`.
+macro_rules! counters {
+    ($($field:ident),* $(,)?) => {
+        #[derive(Serialize, Debug)]
+        pub struct Counters {
+            pub role: &'static str,
+            pub drops: u64,
+            /// UDP payloads the host's stack refused (its queue was full).
+            pub send_refused: u64,
+            $(pub $field: u64,)*
+        }
+
+        impl Counters {
+            pub fn of(role: &'static str, s: &Stats, send_refused: u64) -> Counters {
+                let drops = s.drop_malformed + s.drop_unsupported + s.drop_no_mailbox + s.drop_stale_session
+                    + s.drop_too_big + s.drop_reassembly_memory + s.drop_reassembly_timeout + s.drop_mailbox_full
+                    + s.drop_duplicate + s.drop_beyond_credit + s.drop_stale_flow + s.drop_flow_table_full + s.drop_stray;
+                Counters { role, drops, send_refused, $($field: s.$field,)* }
+            }
+
+            /// The counters by name, `send_refused` included.
+            fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![("send_refused", self.send_refused), $((stringify!($field), self.$field),)*]
+            }
+        }
+    };
+}
+
+counters!(
+    frames_in, frames_out, drop_duplicate, drop_malformed, drop_stray, drop_reassembly_timeout,
+    messages_sent, messages_acked, message_frames_retransmitted, acks_sent, probes_sent, datagrams_sent,
+    calls_completed, requests_retransmitted, requests_executed, duplicate_requests, replies_resent,
+);
+
+impl Counters {
+    pub fn retransmissions(&self) -> u64 {
+        self.message_frames_retransmitted + self.requests_retransmitted + self.replies_resent
+    }
+}
+
+pub fn print_messages(r: &MessagesReport) {
+    let verdict = match (r.ok, r.service) {
+        (false, _) => "FAILED",
+        (true, "reliable") => "OK: every message delivered once, in order, byte-exact",
+        (true, "rpc") => "OK: every response correct, every call run exactly once",
+        _ => "OK: every datagram delivered was whole and intact",
+    };
+    let size = args::show_size(r.size);
+    println!("result           {verdict}");
+    match r.outstanding {
+        Some(k) => println!("service          rpc, {} calls of {size}, {k} outstanding, seed {}", r.count, r.seed),
+        None => println!("service          {}, {} messages of {size}, seed {}", r.service, r.count, r.seed),
+    }
+    let unit = if r.service == "rpc" { "calls" } else { "messages" };
+    println!("delivered        {} of {} ({} lost, {} duplicated)", r.delivered, r.count, r.lost, r.duplicates);
+    println!("bytes            {}", human(r.bytes));
+    println!("virtual time     {:.3} s", r.virtual_seconds);
+    println!("rate             {:.0} {unit}/s, {:.2} Mbit/s", r.per_second, r.throughput_mbit);
+    if let (Some(p50), Some(p99)) = (r.latency_p50_ms, r.latency_p99_ms) {
+        println!("call latency     p50 {p50:.3} ms, p99 {p99:.3} ms");
+    }
+    println!("retransmissions  {}", r.retransmissions);
+    for e in &r.endpoints {
+        // The counters this run moved, by name (the JSON has them all).
+        let moved: Vec<String> =
+            e.named().into_iter().filter(|&(k, v)| v > 0 && !k.starts_with("frames_")).map(|(k, v)| format!("{k} {v}")).collect();
+        let moved = if moved.is_empty() { String::new() } else { format!(": {}", moved.join(", ")) };
+        println!("  {:<8} frames in {}, out {}, drops {}{moved}", e.role, e.frames_in, e.frames_out, e.drops);
+    }
+    let f = &r.faults;
+    println!(
+        "faults           {} frames offered: {} lost, {} duplicated, {} reordered, {} corrupted, {} queue drops",
+        f.frames_seen, f.dropped, f.duplicated, f.reordered, f.corrupted, f.queue_drops
+    );
+}
+
+/// `64000` as `62.5 KiB`.
+fn human(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1048576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1048576.0),
+    }
 }

@@ -5,6 +5,7 @@ pub mod lab_engine;
 pub mod checksum;
 pub mod latency;
 pub mod link;
+pub mod messages;
 pub mod peer;
 pub mod plot;
 pub mod scale;

@@ -87,6 +87,9 @@ pub(crate) struct Job {
     sent_bytes: u64,
     messages_sent: u64,
     acked: u64,
+    /// The call that starts our count at the sink afresh, before any message.
+    reset_call: Option<CallId>,
+    reset_done: bool,
     digest_call: Option<CallId>,
 }
 
@@ -129,6 +132,8 @@ impl Job {
             sent_bytes: 0,
             messages_sent: 0,
             acked: 0,
+            reset_call: None,
+            reset_done: false,
             digest_call: None,
             plan,
         };
@@ -188,6 +193,16 @@ impl Job {
                 }
             }
             JobKind::Messages { bytes, size } => {
+                if self.reset_call.is_none() {
+                    match ep.call(now, self.from, to, super::SINK_RESET, None) {
+                        Ok(c) => self.reset_call = Some(c),
+                        Err(e) => self.fail(now, format!("reset call: {e}")),
+                    }
+                    return true;
+                }
+                if !self.reset_done {
+                    return false;
+                }
                 while self.sent_bytes < bytes {
                     let m = self.pending.take().unwrap_or_else(|| {
                         let mut m = vec![0u8; (bytes - self.sent_bytes).min(size as u64) as usize];
@@ -238,6 +253,10 @@ impl Job {
                     self.state = JobState::Running;
                 }
                 Err(err) => self.fail(now, format!("lookup: {err}")),
+            },
+            Event::CallDone { call, result } if Some(*call) == self.reset_call => match result {
+                Ok(_) => self.reset_done = true,
+                Err(err) => self.fail(now, format!("reset call: {err}")),
             },
             Event::CallDone { call, result } if Some(*call) == self.digest_call => match result {
                 Ok(r) if r.len() == 40 => {

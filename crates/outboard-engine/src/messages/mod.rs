@@ -12,7 +12,9 @@
 //! - `sink` (mailbox 2): takes reliable messages and datagrams, hashing each
 //!   sender's messages in order (SHA-256), and answers a call with that
 //!   sender's count and digest so far (8 bytes big-endian count, then 32), so
-//!   a sender can check that every byte arrived once and in order.
+//!   a sender can check that every byte arrived once and in order; a call
+//!   whose request is `reset` starts that sender's count and digest afresh
+//!   (a new sender may have the address and mailbox number of an old one).
 
 mod job;
 
@@ -30,6 +32,8 @@ use std::collections::HashMap;
 /// The built-in mailboxes.
 pub const ECHO_MAILBOX: u32 = 1;
 pub const SINK_MAILBOX: u32 = 2;
+/// The request that starts a sender's count and digest at the sink afresh.
+pub const SINK_RESET: &[u8] = b"reset";
 
 /// `--messages`: which port, and the protocol's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +134,10 @@ impl MessageService {
         }
         while let Some(d) = self.ep.recv(now, SINK_MAILBOX) {
             match d.kind {
+                DeliveryKind::Request(token) if d.data == SINK_RESET => {
+                    self.sink.remove(&d.from);
+                    let _ = self.ep.reply(now, &token, &[]);
+                }
                 DeliveryKind::Request(token) => {
                     let (count, digest) = self.sink.get(&d.from).map_or((0, Sha256::new().finalize()), |(n, h)| (*n, h.clone().finalize()));
                     let mut answer = count.to_be_bytes().to_vec();
