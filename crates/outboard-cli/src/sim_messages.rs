@@ -21,8 +21,8 @@ use crate::args;
 use crate::sim::{print_messages, Counters, MessagesReport};
 use clap::{Args, ValueEnum};
 use outboard_msg::{CallId, Config, DeliveryKind, Event, MailboxAddr, SendError};
-use outboard_sim::msg::{msg_addr, of_msg_hosts, MsgHost};
-use outboard_sim::network::{Network, StackNetConfig, Step};
+use outboard_sim::msg::{drive, look_up, msg_addr, of_msg_hosts, MsgHost};
+use outboard_sim::network::{Network, StackNetConfig};
 use outboard_sim::pcap::PcapBuf;
 use outboard_sim::{FaultConfig, Rng};
 use outboard_time::{Duration, Instant};
@@ -31,8 +31,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-/// How often the applications look at their endpoints when nothing else happens.
-const TICK: Duration = Duration::from_millis(1);
 const CLIENT_MAILBOX: u32 = 1;
 const SERVER_MAILBOX: u32 = 10;
 const SERVER_NAME: &str = "svc";
@@ -250,55 +248,11 @@ fn percentile_ms(sorted: &[u64], q: f64) -> Option<f64> {
 fn warm_up(net: &mut Network<MsgHost>) -> Result<MailboxAddr, String> {
     net.host_mut(0).ep.bind(Some(CLIENT_MAILBOX), None).map_err(|e| e.to_string())?;
     net.host_mut(1).ep.bind(Some(SERVER_MAILBOX), Some(SERVER_NAME)).map_err(|e| e.to_string())?;
-    let now = net.now();
-    let lookup = net.host_mut(0).ep.lookup(now, msg_addr(1), SERVER_NAME).map_err(|e| e.to_string())?;
-    let mut found = None;
-    drive(net, Duration::from_secs(10), |net, _| {
-        while let Some(e) = net.host_mut(0).ep.poll_event() {
-            if let Event::LookupDone { lookup: l, result } = e {
-                if l == lookup {
-                    found = Some(result.map_err(|e| format!("looking up {SERVER_NAME:?}: {e}"))?);
-                }
-            }
-        }
-        Ok(found.is_some())
-    })
-    .map_err(|e| format!("warm-up on a clean link: {e}"))?;
-    found.ok_or_else(|| "warm-up: no lookup answer".to_string())
+    look_up(net, 0, 1, SERVER_NAME)
+        .map_err(|e| format!("warm-up on a clean link: {e}"))?
+        .map_err(|e| format!("looking up {SERVER_NAME:?}: {e}"))
 }
 
-/// Steps the network, calling `app` after every step (and at least every
-/// TICK), until it says done; Err after `limit` of virtual time.
-fn drive(
-    net: &mut Network<MsgHost>,
-    limit: Duration,
-    mut app: impl FnMut(&mut Network<MsgHost>, Instant) -> Result<bool, String>,
-) -> Result<(), String> {
-    let end = net.now() + limit;
-    loop {
-        let now = net.now();
-        let done = app(net, now)?;
-        for h in net.hosts_mut() {
-            h.pump(now);
-        }
-        net.flush();
-        if done {
-            return Ok(());
-        }
-        if now >= end {
-            return Err(format!("not finished after {} s of virtual time", limit.as_secs_f64()));
-        }
-        match net.advance(now + TICK) {
-            Step::Idle => {
-                net.idle_until(now + TICK);
-            }
-            Step::Stalled => return Err("the network stalled (a livelock at one instant)".into()),
-            Step::Advanced | Step::Limit => {}
-        }
-    }
-}
-
-/// Message `i`'s bytes for a run: its index first, then bytes drawn from the seed.
 fn body(seed: u64, i: u64, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     v[..8].copy_from_slice(&i.to_be_bytes());

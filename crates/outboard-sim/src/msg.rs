@@ -3,11 +3,11 @@
 //! network like any other host. What the engine's shard does with the same
 //! pieces (UDP payloads in, UDP payloads out, one timer), on virtual time.
 
-use crate::network::{host_addr, stacks, Endpoint as NetEndpoint, Network, StackNetConfig};
+use crate::network::{host_addr, stacks, Endpoint as NetEndpoint, Network, StackNetConfig, Step};
 use crate::rng::Rng;
-use outboard_msg::{Config as MsgConfig, Endpoint};
+use outboard_msg::{Config as MsgConfig, Endpoint, Event, LookupError, MailboxAddr};
 use outboard_stack::{Stack, UdpId};
-use outboard_time::Instant;
+use outboard_time::{Duration, Instant};
 use outboard_wire::msg::DEFAULT_PORT;
 use std::net::{SocketAddr, SocketAddrV4};
 
@@ -103,4 +103,60 @@ pub fn of_msg_hosts(cfg: &StackNetConfig, msg: &MsgConfig) -> Network<MsgHost> {
 /// Host `i`'s message endpoint address.
 pub fn msg_addr(i: usize) -> SocketAddr {
     SocketAddrV4::new(host_addr(i), DEFAULT_PORT).into()
+}
+
+/// How often [`drive`] calls the applications when nothing else happens.
+pub const APP_TICK: Duration = Duration::from_millis(1);
+
+/// Steps the network, calling `app` after every step (and at least every
+/// [`APP_TICK`] of virtual time) and then moving what the applications did
+/// onto the wire, until `app` says it is done. Err after `limit` of virtual
+/// time, or when the network livelocks at one instant.
+pub fn drive(
+    net: &mut Network<MsgHost>,
+    limit: Duration,
+    mut app: impl FnMut(&mut Network<MsgHost>, Instant) -> Result<bool, String>,
+) -> Result<(), String> {
+    let end = net.now() + limit;
+    loop {
+        let now = net.now();
+        let done = app(net, now)?;
+        for h in net.hosts_mut() {
+            h.pump(now);
+        }
+        net.flush();
+        if done {
+            return Ok(());
+        }
+        if now >= end {
+            return Err(format!("not finished after {} s of virtual time", limit.as_secs_f64()));
+        }
+        match net.advance(now + APP_TICK) {
+            Step::Idle => {
+                net.idle_until(now + APP_TICK);
+            }
+            Step::Stalled => return Err("the network stalled (a livelock at one instant)".into()),
+            Step::Advanced | Step::Limit => {}
+        }
+    }
+}
+
+/// Host `from` looks up `name` at host `to` and waits for the answer (at
+/// most a second): on a clean link this also fills both ARP caches, since a
+/// stack holds only a few datagrams while it resolves (as Linux's unres_qlen).
+pub fn look_up(net: &mut Network<MsgHost>, from: usize, to: usize, name: &str) -> Result<Result<MailboxAddr, LookupError>, String> {
+    let now = net.now();
+    let lookup = net.host_mut(from).ep.lookup(now, msg_addr(to), name).map_err(|e| e.to_string())?;
+    let mut found = None;
+    drive(net, Duration::from_secs(1), |net, _| {
+        while let Some(e) = net.host_mut(from).ep.poll_event() {
+            if let Event::LookupDone { lookup: l, result } = e {
+                if l == lookup {
+                    found = Some(result);
+                }
+            }
+        }
+        Ok(found.is_some())
+    })?;
+    found.ok_or_else(|| format!("no answer to the lookup of {name:?}"))
 }

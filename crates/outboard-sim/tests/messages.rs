@@ -14,14 +14,11 @@
 //! `OUTBOARD_MSG_SEEDS` changes the number of seeds per case (default 16).
 
 use outboard_msg::{CallError, Config, DeliveryKind, Endpoint, Event, MailboxAddr, MessageError, SendError};
-use outboard_sim::msg::{msg_addr, of_msg_hosts, MsgHost};
-use outboard_sim::network::{Network, StackNetConfig, Step};
+use outboard_sim::msg::{drive, look_up, msg_addr, of_msg_hosts, MsgHost, APP_TICK as TICK};
+use outboard_sim::network::{Network, StackNetConfig};
 use outboard_sim::{FaultConfig, Rng};
 use outboard_time::{Duration, Instant};
 use std::collections::HashMap;
-
-/// How often the applications look at their endpoints when nothing else happens.
-const TICK: Duration = Duration::from_millis(1);
 
 fn seeds() -> std::ops::Range<u64> {
     let n = std::env::var("OUTBOARD_MSG_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
@@ -69,44 +66,11 @@ fn cases() -> Vec<(&'static str, FaultConfig)> {
 fn network(seed: u64, link: FaultConfig, msg: &Config) -> Network<MsgHost> {
     let cfg = StackNetConfig { hosts: 2, mtu: 1500, tcp: Default::default(), link: base_link(), seed, ipv6: false };
     let mut net = of_msg_hosts(&cfg, msg);
-    let now = net.now();
-    net.host_mut(0).ep.lookup(now, msg_addr(1), "warm-up").expect("a valid name");
-    let mut answered = false;
-    run(&mut net, Duration::from_secs(1), |net, _| {
-        answered |= matches!(net.host_mut(0).ep.poll_event(), Some(Event::LookupDone { .. }));
-        Ok(answered)
-    })
-    .expect("a lookup on a clean link is answered");
+    let answer = look_up(&mut net, 0, 1, "warm-up").expect("a lookup on a clean link is answered");
+    assert!(answer.is_err(), "no mailbox is called warm-up");
     net.link_mut(0, 1).set_config(link.clone());
     net.link_mut(1, 0).set_config(link);
     net
-}
-
-/// Steps the network, calling `app` after every step (and at least every
-/// TICK), until it says done; Err after `limit` of virtual time.
-fn run(net: &mut Network<MsgHost>, limit: Duration, mut app: impl FnMut(&mut Network<MsgHost>, Instant) -> Result<bool, String>) -> Result<(), String> {
-    let end = net.now() + limit;
-    loop {
-        let now = net.now();
-        let done = app(net, now)?;
-        for h in net.hosts_mut() {
-            h.pump(now);
-        }
-        net.flush();
-        if done {
-            return Ok(());
-        }
-        if now >= end {
-            return Err(format!("not done after {limit:?} of virtual time"));
-        }
-        match net.advance(now + TICK) {
-            Step::Idle => {
-                net.idle_until(now + TICK);
-            }
-            Step::Stalled => return Err("the network stalled".into()),
-            Step::Advanced | Step::Limit => {}
-        }
-    }
 }
 
 /// Message `i`'s bytes for a run: its index first, then seeded bytes.
@@ -163,7 +127,7 @@ fn reliable_run(seed: u64, link: FaultConfig) -> Result<(), String> {
     let sizes: Vec<usize> = (0..n).map(|_| size(&mut rng)).collect();
     let (mut sent, mut acked, mut received) = (0, 0, 0);
     let mut next_read = Instant::ZERO;
-    run(&mut net, Duration::from_secs(300), |net, now| {
+    drive(&mut net, Duration::from_secs(300), |net, now| {
         while sent < n {
             match net.host_mut(0).ep.send_message(now, 1, to, &body(seed, sent, sizes[sent])) {
                 Ok(_) => sent += 1,
@@ -235,7 +199,7 @@ fn rpc_run(seed: u64, link: FaultConfig) -> Result<(), String> {
     let mut done = 0;
     let mut runs: HashMap<u64, u32> = HashMap::new();
     let mut deferred: Vec<(Instant, outboard_msg::CallToken, Vec<u8>)> = Vec::new();
-    run(&mut net, Duration::from_secs(300), |net, now| {
+    drive(&mut net, Duration::from_secs(300), |net, now| {
         while let Some(e) = net.host_mut(0).ep.poll_event() {
             match e {
                 Event::LookupDone { lookup: l, result } if l == lookup => {
@@ -320,7 +284,7 @@ fn datagram_run(seed: u64, link: FaultConfig) -> Result<(), String> {
     let mut seen = vec![0u32; n];
     let mut quiet_since = None;
     let mut next_send = Instant::ZERO;
-    run(&mut net, Duration::from_secs(30), |net, now| {
+    drive(&mut net, Duration::from_secs(30), |net, now| {
         // Paced at three a millisecond (about 50 Mbit/s on a 100 Mbit/s link):
         // datagrams have no congestion control, and the link's queue would drop a flood.
         if now >= next_send {
@@ -382,7 +346,7 @@ fn two_hosts(seed: u64) -> Network<MsgHost> {
 fn until_event<T>(net: &mut Network<MsgHost>, limit: Duration, mut pick: impl FnMut(Event) -> Option<T>) -> (T, Duration) {
     let start = net.now();
     let mut got = None;
-    run(net, limit, |net, _| {
+    drive(net, limit, |net, _| {
         while let Some(e) = net.host_mut(0).ep.poll_event() {
             if let Some(v) = pick(e) {
                 got = Some(v);
@@ -401,7 +365,7 @@ fn a_server_that_goes_silent_mid_call_gives_a_timeout_within_the_calls_timeout()
     let now = net.now();
     let call = net.host_mut(0).ep.call(now, 1, to, b"hello", Some(Duration::from_secs(2))).unwrap();
     // The request arrives; then the server's engine vanishes from the network.
-    run(&mut net, Duration::from_secs(1), |net, _| Ok(net.host(1).ep.mailbox(10).unwrap().queued_messages == 1)).unwrap();
+    drive(&mut net, Duration::from_secs(1), |net, _| Ok(net.host(1).ep.mailbox(10).unwrap().queued_messages == 1)).unwrap();
     net.link_mut(1, 0).set_config(FaultConfig { loss: 1.0, ..base_link() });
     net.link_mut(0, 1).set_config(FaultConfig { loss: 1.0, ..base_link() });
     let (result, took) = until_event(&mut net, Duration::from_secs(5), |e| match e {
@@ -421,7 +385,7 @@ fn a_server_that_restarts_refuses_the_old_sessions_calls_and_serves_new_ones() {
     let now = net.now();
     let first = net.host_mut(0).ep.call(now, 1, to, b"one", None).unwrap();
     let mut answered = false;
-    run(&mut net, Duration::from_secs(1), |net, now| {
+    drive(&mut net, Duration::from_secs(1), |net, now| {
         if let Some(d) = net.host_mut(1).ep.recv(now, 10) {
             let DeliveryKind::Request(t) = d.kind else { panic!("a request") };
             net.host_mut(1).ep.reply(now, &t, b"ONE").unwrap();
@@ -451,7 +415,7 @@ fn a_server_that_restarts_refuses_the_old_sessions_calls_and_serves_new_ones() {
     let now = net.now();
     let third = net.host_mut(0).ep.call(now, 1, to, b"three", None).unwrap();
     let mut answered = false;
-    run(&mut net, Duration::from_secs(1), |net, now| {
+    drive(&mut net, Duration::from_secs(1), |net, now| {
         if let Some(d) = net.host_mut(1).ep.recv(now, 10) {
             let DeliveryKind::Request(t) = d.kind else { panic!("a request") };
             net.host_mut(1).ep.reply(now, &t, b"THREE").unwrap();
@@ -482,7 +446,7 @@ fn a_full_mailbox_holds_senders_back_and_loses_nothing() {
     // Nobody reads for 10 s: five message timeouts. The receiver answers
     // probes, so the sender waits instead of failing.
     let end = net.now() + Duration::from_secs(10);
-    run(&mut net, Duration::from_secs(11), |net, now| {
+    drive(&mut net, Duration::from_secs(11), |net, now| {
         while let Some(e) = net.host_mut(0).ep.poll_event() {
             assert!(!matches!(e, Event::MessageFailed { .. }), "{e:?}");
         }
@@ -497,7 +461,7 @@ fn a_full_mailbox_holds_senders_back_and_loses_nothing() {
     assert!(net.host(0).ep.stats().probes_sent > 0);
     // Now the reader comes: everything arrives, in order.
     let mut got = 0;
-    run(&mut net, Duration::from_secs(10), |net, now| {
+    drive(&mut net, Duration::from_secs(10), |net, now| {
         while let Some(d) = net.host_mut(1).ep.recv(now, 2) {
             assert_eq!(d.data, body(4, got, 10_000), "message {got}");
             got += 1;
@@ -518,7 +482,7 @@ fn an_unknown_mailbox_is_counted_and_answered() {
     net.host_mut(0).ep.send_datagram(now, 1, nowhere, b"anyone?").unwrap();
     let l = net.host_mut(0).ep.lookup(now, msg_addr(1), "nobody").unwrap();
     let mut seen = (None, None, None);
-    run(&mut net, Duration::from_secs(1), |net, _| {
+    drive(&mut net, Duration::from_secs(1), |net, _| {
         while let Some(e) = net.host_mut(0).ep.poll_event() {
             match e {
                 Event::MessageFailed { message, error } if message == m => seen.0 = Some(error),
@@ -555,7 +519,7 @@ fn senders_into_one_small_mailbox_share_it_and_an_idle_one_gives_its_credit_back
     }
     let mut next = 0;
     let mut got = [0usize; 2];
-    run(&mut net, Duration::from_secs(30), |net, now| {
+    drive(&mut net, Duration::from_secs(30), |net, now| {
         if now >= Instant::from_millis(50) {
             while next < 50 && net.host_mut(2).ep.send_message(now, 1, to, &body(52, next, 20_000)).is_ok() {
                 next += 1;
@@ -591,7 +555,7 @@ fn messages_and_calls_of_one_mib_cross_a_lossy_link_whole() {
     }
     let call = net.host_mut(0).ep.call(now, 1, to, &big(3), Some(Duration::from_secs(30))).unwrap();
     let (mut got, mut answered, mut done) = (0, false, None);
-    run(&mut net, Duration::from_secs(60), |net, now| {
+    drive(&mut net, Duration::from_secs(60), |net, now| {
         while let Some(d) = net.host_mut(1).ep.recv(now, 2) {
             match d.kind {
                 DeliveryKind::Message => {
