@@ -144,9 +144,37 @@ pub fn encode_snapshot(s: &Snapshot) -> Result<String, std::fmt::Error> {
     r.register_with_unit("service_out", "Bytes the service sent", Unit::Bytes, svc(&|x| x.bytes_out));
     r.register("service_udp_datagrams_in", "Datagrams the service received", svc(&|x| x.udp_datagrams_in));
     r.register("service_udp_datagrams_out", "Datagrams the service sent", svc(&|x| x.udp_datagrams_out));
+    if let Some(m) = &s.messages {
+        messages(&mut r, m);
+    }
     let mut out = String::new();
     encode(&mut out, &r)?;
     Ok(out)
+}
+
+/// The message service (`--messages`): every protocol counter as
+/// `outboard_messages_<counter>_total`, and per-mailbox series labelled
+/// `mailbox` (its number) and `name`.
+fn messages(r: &mut Registry, m: &outboard_engine::messages::MessageSnapshot) {
+    if let Ok(serde_json::Value::Object(stats)) = serde_json::to_value(m.stats) {
+        for (k, v) in stats {
+            r.register(format!("messages_{k}"), format!("Message protocol counter {k}"), counter(v.as_u64().unwrap_or(0)));
+        }
+    }
+    let labels = |b: &outboard_msg::MailboxInfo| vec![label("mailbox", b.number), label("name", b.name.as_deref().unwrap_or(""))];
+    let mailbox = |f: &dyn Fn(&outboard_msg::MailboxInfo) -> u64| counters(m.mailboxes.iter().map(|b| (labels(b), f(b))));
+    r.register("mailbox_messages", "Reliable messages the mailbox took", mailbox(&|b| b.stats.messages));
+    r.register("mailbox_requests", "Calls the mailbox took", mailbox(&|b| b.stats.requests));
+    r.register("mailbox_datagrams", "Datagrams the mailbox took", mailbox(&|b| b.stats.datagrams));
+    r.register("mailbox_dropped_full", "Datagrams and requests refused: the mailbox was full", mailbox(&|b| b.stats.dropped_full));
+    r.register("mailbox_credit_stalls", "Times a sender was held back for want of room", mailbox(&|b| b.stats.credit_stalls));
+    r.register("mailbox_queued", "Messages waiting in the mailbox", gauges(m.mailboxes.iter().map(|b| (labels(b), b.queued_messages))));
+    r.register_with_unit(
+        "mailbox_used",
+        "Bytes of the mailbox's budget in use: waiting, held and promised to senders",
+        Unit::Bytes,
+        gauges(m.mailboxes.iter().map(|b| (labels(b), b.queued_bytes + b.held_bytes + b.reserved_bytes))),
+    );
 }
 
 /// Binds `addr` (a taken port or a bad address is the caller's error to

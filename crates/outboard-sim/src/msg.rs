@@ -105,6 +105,11 @@ pub fn msg_addr(i: usize) -> SocketAddr {
     SocketAddrV4::new(host_addr(i), DEFAULT_PORT).into()
 }
 
+/// Host `i`'s message endpoint address over IPv6 (a network built with `ipv6`).
+pub fn msg_addr6(i: usize) -> SocketAddr {
+    std::net::SocketAddrV6::new(crate::network::host_addr6(i), DEFAULT_PORT, 0, 0).into()
+}
+
 /// How often [`drive`] calls the applications when nothing else happens.
 pub const APP_TICK: Duration = Duration::from_millis(1);
 

@@ -14,7 +14,7 @@
 //! `OUTBOARD_MSG_SEEDS` changes the number of seeds per case (default 16).
 
 use outboard_msg::{CallError, Config, DeliveryKind, Endpoint, Event, MailboxAddr, MessageError, SendError};
-use outboard_sim::msg::{drive, look_up, msg_addr, of_msg_hosts, MsgHost, APP_TICK as TICK};
+use outboard_sim::msg::{drive, look_up, msg_addr, msg_addr6, of_msg_hosts, MsgHost, APP_TICK as TICK};
 use outboard_sim::network::{Network, StackNetConfig};
 use outboard_sim::{FaultConfig, Rng};
 use outboard_time::{Duration, Instant};
@@ -583,4 +583,52 @@ fn messages_and_calls_of_one_mib_cross_a_lossy_link_whole() {
     assert!(answered, "{:?} after {:?}: client {:?} server {:?}", done.as_ref().map(|r| r.as_ref().map(Vec::len)), net.now(), net.host(0).ep.stats(), net.host(1).ep.stats());
     assert_eq!(done, Some(Ok(response_to(&big(3)))));
     assert_eq!(net.host(1).ep.stats().requests_executed, 1);
+}
+
+#[test]
+fn the_services_run_over_ipv6_too() {
+    let link = FaultConfig { loss: 0.02, reorder: 0.05, ..base_link() };
+    let cfg = StackNetConfig { hosts: 2, mtu: 1500, tcp: Default::default(), link, seed: 8, ipv6: true };
+    let mut net = of_msg_hosts(&cfg, &Config::default());
+    net.host_mut(0).ep.bind(Some(1), None).unwrap();
+    net.host_mut(1).ep.bind(Some(2), Some("six")).unwrap();
+    let now = net.now();
+    let lookup = net.host_mut(0).ep.lookup(now, msg_addr6(1), "six").unwrap();
+    let (mut to, mut got, mut calls_done, mut started) = (None, 0, 0, false);
+    drive(&mut net, Duration::from_secs(30), |net, now| {
+        while let Some(e) = net.host_mut(0).ep.poll_event() {
+            match e {
+                Event::LookupDone { lookup: l, result } if l == lookup => to = Some(result.expect("found over IPv6")),
+                Event::CallDone { result, .. } => {
+                    assert_eq!(result.expect("answered"), b"pong");
+                    calls_done += 1;
+                }
+                Event::MessageFailed { .. } => panic!("{e:?}"),
+                _ => {}
+            }
+        }
+        if let (Some(to), false) = (to, started) {
+            assert_eq!(to, MailboxAddr::new(msg_addr6(1), 2));
+            for i in 0..20 {
+                net.host_mut(0).ep.send_message(now, 1, to, &body(8, i, 3000)).unwrap();
+                net.host_mut(0).ep.call(now, 1, to, b"ping", None).unwrap();
+            }
+            started = true;
+        }
+        while let Some(d) = net.host_mut(1).ep.recv(now, 2) {
+            assert_eq!(d.from, MailboxAddr::new(msg_addr6(0), 1), "the sender's IPv6 address");
+            match d.kind {
+                DeliveryKind::Message => {
+                    assert_eq!(d.data, body(8, got, 3000));
+                    got += 1;
+                }
+                DeliveryKind::Request(t) => net.host_mut(1).ep.reply(now, &t, b"pong").unwrap(),
+                DeliveryKind::Datagram => panic!("no datagrams were sent"),
+            }
+        }
+        Ok(got == 20 && calls_done == 20)
+    })
+    .unwrap();
+    // Frames are sized for IPv6's header, so none needed IP fragmentation.
+    assert_eq!(net.host(0).stack.stats().fragments_out, 0);
 }
