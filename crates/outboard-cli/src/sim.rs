@@ -12,12 +12,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Every knob of a simulated transfer.
+/// The simulated link's faults, shared by `sim transfer` and `sim messages`.
 #[derive(Args, Debug, Clone)]
-pub struct TransferArgs {
-    /// Bytes to send in each direction (e.g. 4096, 64MiB, 1GiB).
-    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
-    pub bytes: u64,
+pub struct FaultFlags {
     /// Probability a frame is lost (0.01 or 1%), on each link direction (0% to 25%,
     /// with --corrupt: at most 25% together).
     #[arg(long, default_value = "0", value_parser = args::loss())]
@@ -28,7 +25,7 @@ pub struct TransferArgs {
     /// Probability a frame is held back and delivered out of order.
     #[arg(long, default_value = "0", value_parser = args::probability())]
     pub reorder: f64,
-    /// Probability one bit of a frame is flipped (caught by checksums, then retransmitted; 0% to 25%).
+    /// Probability one bit of a frame is flipped (caught by checksums; 0% to 25%).
     #[arg(long, default_value = "0", value_parser = args::loss())]
     pub corrupt: f64,
     /// One-way propagation delay in milliseconds (RTT is twice this; 0 to 1000).
@@ -40,6 +37,23 @@ pub struct TransferArgs {
     /// Link rate in Mbit/s (0 = unlimited, else 0.1 to 100000).
     #[arg(long, default_value = "100", value_parser = args::rate_mbit())]
     pub bandwidth_mbit: f64,
+}
+
+impl FaultFlags {
+    /// Refuses loss and corruption that together pass 25 %.
+    pub fn check(&self) -> Result<(), String> {
+        args::check_loss(self.loss, self.corrupt)
+    }
+}
+
+/// Every knob of a simulated transfer.
+#[derive(Args, Debug, Clone)]
+pub struct TransferArgs {
+    /// Bytes to send in each direction (e.g. 4096, 64MiB, 1GiB).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    pub bytes: u64,
+    #[command(flatten)]
+    pub faults: FaultFlags,
     /// Seed for every random choice of the run: the same seed replays the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -80,13 +94,13 @@ impl TransferArgs {
     fn config(&self) -> TransferConfig {
         TransferConfig {
             bytes: self.bytes,
-            loss: self.loss,
-            duplicate: self.duplicate,
-            reorder: self.reorder,
-            corrupt: self.corrupt,
-            delay_ms: self.delay_ms,
-            jitter_ms: self.jitter_ms,
-            bandwidth_mbit: self.bandwidth_mbit,
+            loss: self.faults.loss,
+            duplicate: self.faults.duplicate,
+            reorder: self.faults.reorder,
+            corrupt: self.faults.corrupt,
+            delay_ms: self.faults.delay_ms,
+            jitter_ms: self.faults.jitter_ms,
+            bandwidth_mbit: self.faults.bandwidth_mbit,
             seed: self.seed,
             cc: self.cc,
             direction: self.direction,
@@ -120,13 +134,15 @@ pub struct DemoArgs {
 pub fn demo(a: &DemoArgs) -> ExitCode {
     let t = TransferArgs {
         bytes: a.bytes,
-        loss: 0.01,
-        duplicate: 0.005,
-        reorder: 0.02,
-        corrupt: 0.001,
-        delay_ms: 5.0,
-        jitter_ms: 1.0,
-        bandwidth_mbit: 200.0,
+        faults: FaultFlags {
+            loss: 0.01,
+            duplicate: 0.005,
+            reorder: 0.02,
+            corrupt: 0.001,
+            delay_ms: 5.0,
+            jitter_ms: 1.0,
+            bandwidth_mbit: 200.0,
+        },
         seed: a.seed,
         cc: a.cc,
         direction: Direction::Both,
@@ -143,8 +159,8 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
     println!(
         "send {} to each other at once over a {} Mbit/s link with {} ms one-way delay that loses 1 %,",
         human_bytes(t.bytes),
-        t.bandwidth_mbit,
-        t.delay_ms
+        t.faults.bandwidth_mbit,
+        t.faults.delay_ms
     );
     println!("duplicates 0.5 %, reorders 2 % and corrupts 0.1 % of frames (seed {}, {:?}).", t.seed, t.cc);
     println!("Time is virtual: the run is exactly reproducible from its seed.\n");
@@ -152,7 +168,7 @@ pub fn demo(a: &DemoArgs) -> ExitCode {
 }
 
 pub fn transfer(a: &TransferArgs) -> ExitCode {
-    if let Err(e) = args::check_loss(a.loss, a.corrupt) {
+    if let Err(e) = a.faults.check() {
         eprintln!("outboard: {e}");
         return ExitCode::from(2);
     }

@@ -18,7 +18,7 @@
 //! the limit ends a slow run.
 
 use crate::args;
-use crate::sim::{print_messages, Counters, MessagesReport};
+use crate::sim::{print_messages, Counters, FaultFlags, MessagesReport};
 use clap::{Args, ValueEnum};
 use outboard_msg::{CallId, Config, DeliveryKind, Event, MailboxAddr, SendError};
 use outboard_sim::msg::{drive, look_up, msg_addr, of_msg_hosts, MsgHost};
@@ -69,28 +69,8 @@ pub struct MessagesArgs {
     /// Calls in flight at once (rpc; 1 to 4096).
     #[arg(long, default_value = "16", value_parser = args::outstanding_calls())]
     pub outstanding: usize,
-    /// Probability a frame is lost (0.01 or 1%), on each link direction (0% to 25%,
-    /// with --corrupt: at most 25% together).
-    #[arg(long, default_value = "0", value_parser = args::loss())]
-    pub loss: f64,
-    /// Probability a frame is delivered twice.
-    #[arg(long, default_value = "0", value_parser = args::probability())]
-    pub duplicate: f64,
-    /// Probability a frame is held back and delivered out of order.
-    #[arg(long, default_value = "0", value_parser = args::probability())]
-    pub reorder: f64,
-    /// Probability one bit of a frame is flipped (caught by checksums; 0% to 25%).
-    #[arg(long, default_value = "0", value_parser = args::loss())]
-    pub corrupt: f64,
-    /// One-way propagation delay in milliseconds (RTT is twice this; 0 to 1000).
-    #[arg(long, default_value = "1", value_parser = args::delay_ms())]
-    pub delay_ms: f64,
-    /// Random extra delay per frame, up to this many milliseconds (0 to 1000).
-    #[arg(long, default_value = "0", value_parser = args::delay_ms())]
-    pub jitter_ms: f64,
-    /// Link rate in Mbit/s (0 = unlimited, else 0.1 to 100000).
-    #[arg(long, default_value = "100", value_parser = args::rate_mbit())]
-    pub bandwidth_mbit: f64,
+    #[command(flatten)]
+    pub faults: FaultFlags,
     /// Bytes the link's queue holds before it tail-drops (with --bandwidth-mbit; 16 KiB to 1 GiB).
     #[arg(long, default_value = "256KiB", value_parser = args::queue_bytes())]
     pub queue_bytes: u64,
@@ -111,10 +91,10 @@ pub struct MessagesArgs {
 impl MessagesArgs {
     fn link(&self) -> FaultConfig {
         FaultConfig {
-            loss: self.loss,
-            duplicate: self.duplicate,
-            reorder: self.reorder,
-            corrupt: self.corrupt,
+            loss: self.faults.loss,
+            duplicate: self.faults.duplicate,
+            reorder: self.faults.reorder,
+            corrupt: self.faults.corrupt,
             ..self.clean_link()
         }
     }
@@ -122,9 +102,9 @@ impl MessagesArgs {
     /// The link without its faults: delay, bandwidth and queue only.
     fn clean_link(&self) -> FaultConfig {
         FaultConfig {
-            delay: ms(self.delay_ms),
-            jitter: ms(self.jitter_ms),
-            bandwidth_bps: (self.bandwidth_mbit * 1e6) as u64,
+            delay: ms(self.faults.delay_ms),
+            jitter: ms(self.faults.jitter_ms),
+            bandwidth_bps: (self.faults.bandwidth_mbit * 1e6) as u64,
             queue_bytes: usize::try_from(self.queue_bytes).unwrap_or(usize::MAX),
             ..FaultConfig::default()
         }
@@ -140,7 +120,7 @@ fn ms(v: f64) -> Duration {
 }
 
 pub fn messages(a: &MessagesArgs) -> ExitCode {
-    if let Err(e) = args::check_loss(a.loss, a.corrupt) {
+    if let Err(e) = a.faults.check() {
         eprintln!("outboard: {e}");
         return ExitCode::from(2);
     }
@@ -359,7 +339,7 @@ fn datagram(net: &mut Network<MsgHost>, a: &MessagesArgs, to: MailboxAddr, moved
     // (10 Gbit/s when unlimited), in bursts of at most half its queue.
     let frames = (size as u64).div_ceil(net.host(0).ep.config().frame_payload() as u64).max(1);
     let cost = size as u64 + frames * FRAME_OVERHEAD;
-    let rate = if a.bandwidth_mbit > 0.0 { a.bandwidth_mbit * 1e6 / 16.0 } else { 1.25e9 / 2.0 };
+    let rate = if a.faults.bandwidth_mbit > 0.0 { a.faults.bandwidth_mbit * 1e6 / 16.0 } else { 1.25e9 / 2.0 };
     let burst = (a.queue_bytes / 2).max(cost) as f64;
     let (mut budget, mut last) = (burst, net.now());
     let mut sent = 0u64;

@@ -60,7 +60,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -675,20 +675,7 @@ const SERVER_ADDR: &str = "10.0.0.1";
 
 /// `outboard stat --json --name NAME` in the run directory.
 fn stat(run: &RunDir, name: &str) -> Result<Snapshot, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
-    let out = Command::new(exe)
-        .args(["stat", "--json", "--name", name])
-        .env("OUTBOARD_RUN_DIR", &run.path)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("outboard stat: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "outboard stat --name {name}: {}",
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat --name {name}: {e}"))
+    super::peer::stat_in(&run.path, name)
 }
 
 /// The server engine (`--messages`, mailboxes `echo` and `sink`), up.

@@ -1124,21 +1124,7 @@ impl Engines {
 
     /// `outboard stat --json --name NAME` (bounded by stat's own 10 s timeout).
     pub fn stat(&self, name: &str) -> Result<Snapshot, String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
-        let out = Command::new(exe)
-            .args(["stat", "--json", "--name", name])
-            .env("OUTBOARD_RUN_DIR", &self.run_path)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("outboard stat: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "outboard stat --name {name}: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat --name {name}: {e}"))
+        stat_in(&self.run_path, name)
     }
 
     /// Both snapshots (A, B).
@@ -1346,6 +1332,21 @@ pub fn check_writable_parent(p: &Path) -> Result<(), String> {
     }
 }
 
+/// `outboard stat --json --name NAME` for an engine whose run directory is `run_path`.
+pub fn stat_in(run_path: &std::path::Path, name: &str) -> Result<Snapshot, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
+    let out = Command::new(exe)
+        .args(["stat", "--json", "--name", name])
+        .env("OUTBOARD_RUN_DIR", run_path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("outboard stat: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("outboard stat --name {name}: {}", String::from_utf8_lossy(&out.stderr).trim_end()));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("outboard stat --name {name}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1380,3 +1381,4 @@ mod tests {
         assert!(cpu_times().0 >= 0.0);
     }
 }
+
