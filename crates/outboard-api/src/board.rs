@@ -116,6 +116,11 @@ pub(crate) struct EpLocal {
     pub held: Option<outboard_board::Descriptor>,
     /// A send buffer `begin_put` took.
     pub put_buf: Option<BufRef>,
+    /// Mailboxes: completions (tag, errno), remote writes (offset, length)
+    /// and tripwires (cookie) the engine posted, not taken yet.
+    pub completions: VecDeque<(u32, u32)>,
+    pub writes: VecDeque<(u32, u32)>,
+    pub tripwires: VecDeque<u64>,
     /// Last contiguous length `begin_put`/`begin_get` gave (bounds `end_*`).
     pub put_len: usize,
     pub get_len: usize,
@@ -610,6 +615,16 @@ impl Board {
     /// Sends a command that completes a sync (`cmd` builds it for the slot
     /// taken), and waits for the result.
     fn request(&self, cmd: impl FnOnce(SyncSlot) -> BoardCommand, mode: Option<Mode>) -> Result<u32> {
+        let v = self.request_value(cmd, mode)?;
+        if v < u64::from(self.inner.borrow().layout.params.endpoints) {
+            Ok(v as u32)
+        } else {
+            Err(Error::Invalid("the engine returned an endpoint out of range"))
+        }
+    }
+
+    /// Sends a command that completes a sync, and waits for its non-negative value.
+    pub(crate) fn request_value(&self, cmd: impl FnOnce(SyncSlot) -> BoardCommand, mode: Option<Mode>) -> Result<u64> {
         let slot = {
             let mut i = self.inner.borrow_mut();
             i.check_alive()?;
@@ -633,10 +648,8 @@ impl Board {
                 let v = value.expect("waited for it");
                 if v < 0 {
                     Err(Error::from_errno((-v) as i32))
-                } else if (v as u64) < u64::from(i.layout.params.endpoints) {
-                    Ok(v as u32)
                 } else {
-                    Err(Error::Invalid("the engine returned an endpoint out of range"))
+                    Ok(v as u64)
                 }
             }
             Err(e) => {
@@ -881,6 +894,16 @@ impl Inner {
             | BoardCommand::SetOption { ep, .. }
             | BoardCommand::AcceptOn { ep } => self.ep_shard(ep.0),
             BoardCommand::UdpRelease { .. } | BoardCommand::Detach | BoardCommand::ChildOf { .. } => HOME_SHARD,
+            // The message service runs on shard 0.
+            BoardCommand::MsgBind { .. }
+            | BoardCommand::MsgSend { .. }
+            | BoardCommand::MsgCall { .. }
+            | BoardCommand::MsgReply { .. }
+            | BoardCommand::MsgLookup { .. }
+            | BoardCommand::MsgPostRecv { .. }
+            | BoardCommand::MsgRegister { .. }
+            | BoardCommand::MsgUnregister { .. }
+            | BoardCommand::MsgWrite { .. } => 0,
             BoardCommand::Release { ep } => self.ep_shard(ep.0),
             // The shard the parent's stream lives on (a valid one: the ring index is clamped).
             BoardCommand::Adopt { shard, .. } => shard,
@@ -1033,7 +1056,7 @@ impl Inner {
                 }
             };
             let Some(ep) = self.eps.get_mut(e.endpoint as usize) else { continue };
-            if e.kind & (ev::READABLE | ev::ACCEPT | ev::PEER_CLOSED | ev::ERROR) != 0 {
+            if e.kind & (ev::READABLE | ev::ACCEPT | ev::PEER_CLOSED | ev::ERROR | ev::COMPLETION | ev::REMOTE_WRITE | ev::TRIPWIRE) != 0 {
                 ep.edges.readable = ep.edges.readable.wrapping_add(1);
             }
             if e.kind & (ev::WRITABLE | ev::BUF_RETURN | ev::ERROR) != 0 {
@@ -1045,6 +1068,15 @@ impl Inner {
             }
             if e.kind & ev::ACCEPT != 0 {
                 ep.accepts.push_back(e.value as u32);
+            }
+            if e.kind & ev::COMPLETION != 0 {
+                ep.completions.push_back(((e.value >> 32) as u32, e.value as u32));
+            }
+            if e.kind & ev::REMOTE_WRITE != 0 {
+                ep.writes.push_back(((e.value >> 32) as u32, e.value as u32));
+            }
+            if e.kind & ev::TRIPWIRE != 0 {
+                ep.tripwires.push_back(e.value);
             }
             if e.kind & ev::BUF_RETURN != 0 {
                 if let Some(b) = self.layout.arena.locate(e.value, 0) {

@@ -27,6 +27,8 @@ mod error;
 mod events;
 mod info;
 mod listener;
+mod mailbox;
+mod qp;
 mod stream;
 
 pub use board::{AttachOptions, Board, ConnectOptions, CopyCounters, Edges, Mode, News, PendingConnect};
@@ -36,6 +38,8 @@ pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Readiness, Ready};
 pub use info::*;
 pub use listener::Listener;
+pub use mailbox::{Mailbox, MailboxAddr, MailboxOptions, Message, MessageKind, Region, Tag};
+pub use qp::{Completion, CompletionQueue, QueuePair, WorkOp};
 pub use outboard_board::command::{ListenFamily, ListenFlags};
 pub use stream::Stream;
 

@@ -15,7 +15,7 @@
 //! `decode(encode(c)) == c`).
 
 use crate::addr::{AddrError, NetAddr};
-use crate::proto::{connect, listen, op, opt, Command};
+use crate::proto::{connect, listen, msg, op, opt, Command};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -231,6 +231,72 @@ pub enum BoardCommand {
     SetOption { ep: Endpoint, option: StreamOption },
     /// The application detaches cleanly (streams close gracefully).
     Detach,
+    /// A message mailbox (`op::MSG_BIND`): `number` None lets the engine pick.
+    MsgBind { sync: SyncSlot, number: Option<u32>, capacity: u32, name: MsgName, posted: bool },
+    /// Mailbox `ep` sends `len` bytes at `offset` to mailbox `mailbox` at `to`.
+    MsgSend { ep: Endpoint, offset: u64, len: u64, to: SocketAddr, mailbox: u32, tag: u32, reliable: bool },
+    /// Mailbox `ep` calls mailbox `mailbox` at `to` (`timeout_ms` 0: the engine's).
+    MsgCall { ep: Endpoint, offset: u64, len: u64, to: SocketAddr, mailbox: u32, tag: u32, timeout_ms: u32 },
+    /// Mailbox `ep` answers the request of token `token`.
+    MsgReply { ep: Endpoint, offset: u64, len: u64, token: u32 },
+    /// Which mailbox is called `name` at `host`.
+    MsgLookup { sync: SyncSlot, host: SocketAddr, name: MsgName },
+    /// Mailbox `ep` takes its next message into this buffer.
+    MsgPostRecv { ep: Endpoint, offset: u64, len: u64, tag: u32 },
+    /// A region for one-sided writes to mailbox `ep`.
+    MsgRegister { sync: SyncSlot, ep: Endpoint, offset: u64, len: u64, tripwire: Option<u64>, notify: bool },
+    MsgUnregister { ep: Endpoint, cookie: u64 },
+    /// Mailbox `ep` writes `len` bytes at `offset` into region `cookie` at `to`, at `at`.
+    MsgWrite { ep: Endpoint, offset: u64, len: u64, to: SocketAddr, cookie: u64, at: u32, tag: u32 },
+}
+
+/// A mailbox name in a command: up to `msg::NAME_LEN` bytes of UTF-8,
+/// NUL-padded (all zero: no name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MsgName([u8; msg::NAME_LEN]);
+
+impl MsgName {
+    /// `None` when `name` is longer than `msg::NAME_LEN` bytes or holds a NUL.
+    pub fn new(name: &str) -> Option<MsgName> {
+        if name.len() > msg::NAME_LEN || name.contains('\0') {
+            return None;
+        }
+        let mut b = [0u8; msg::NAME_LEN];
+        b[..name.len()].copy_from_slice(name.as_bytes());
+        Some(MsgName(b))
+    }
+    /// The name; `None` for no name.
+    pub fn as_str(&self) -> Option<&str> {
+        let n = self.0.iter().position(|b| *b == 0).unwrap_or(msg::NAME_LEN);
+        // Checked UTF-8 when decoded.
+        std::str::from_utf8(&self.0[..n]).ok().filter(|s| !s.is_empty())
+    }
+    fn from_words(w: [u64; 3]) -> Result<MsgName, CommandViolation> {
+        let mut b = [0u8; msg::NAME_LEN];
+        for (i, x) in w.iter().enumerate() {
+            b[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes());
+        }
+        let n = b.iter().position(|x| *x == 0).unwrap_or(msg::NAME_LEN);
+        // NUL padding only after the name, and UTF-8.
+        if b[n..].iter().any(|x| *x != 0) || std::str::from_utf8(&b[..n]).is_err() {
+            return Err(CommandViolation::BadField("mailbox name"));
+        }
+        Ok(MsgName(b))
+    }
+    fn to_words(self) -> [u64; 3] {
+        std::array::from_fn(|i| u64::from_le_bytes(self.0[8 * i..8 * i + 8].try_into().expect("8 bytes")))
+    }
+}
+
+impl BoardCommand {
+    /// A message mailbox command (`op::MSG_*`).
+    pub fn is_message(&self) -> bool {
+        use BoardCommand::*;
+        matches!(
+            self,
+            MsgBind { .. } | MsgSend { .. } | MsgCall { .. } | MsgReply { .. } | MsgLookup { .. } | MsgPostRecv { .. } | MsgRegister { .. } | MsgUnregister { .. } | MsgWrite { .. }
+        )
+    }
 }
 
 /// Why a command record is not a command.
@@ -333,6 +399,61 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
         op::UDP_RELEASE => BoardCommand::UdpRelease { offset: c.a },
         op::SET_OPTION => BoardCommand::SetOption { ep: ep("set option")?, option: stream_option(c) },
         op::DETACH => BoardCommand::Detach,
+        op::MSG_BIND => BoardCommand::MsgBind {
+            sync: sync()?,
+            number: Some(u32::try_from(c.a).map_err(|_| CommandViolation::BadField("mailbox number"))?).filter(|n| *n != 0),
+            capacity: u32::try_from(c.b).map_err(|_| CommandViolation::BadField("mailbox budget"))?,
+            name: MsgName::from_words([c.c, c.d, c.e])?,
+            posted: c.flags & msg::POSTED != 0,
+        },
+        op::MSG_SEND => BoardCommand::MsgSend {
+            ep: ep("message send")?,
+            offset: c.a,
+            len: c.b,
+            to: addr([c.c, c.d, c.e], "message send")?,
+            mailbox: c.f as u32,
+            tag: (c.f >> 32) as u32,
+            reliable: c.flags & msg::RELIABLE != 0,
+        },
+        op::MSG_CALL => BoardCommand::MsgCall {
+            ep: ep("call")?,
+            offset: c.a,
+            len: c.b,
+            to: addr([c.c, c.d, c.e], "call")?,
+            mailbox: c.f as u32,
+            tag: (c.f >> 32) as u32,
+            timeout_ms: c.flags,
+        },
+        op::MSG_REPLY => BoardCommand::MsgReply {
+            ep: ep("reply")?,
+            offset: c.a,
+            len: c.b,
+            token: u32::try_from(c.c).map_err(|_| CommandViolation::BadField("reply token"))?,
+        },
+        op::MSG_LOOKUP => BoardCommand::MsgLookup {
+            sync: sync()?,
+            host: addr([c.c, c.d, c.e], "lookup")?,
+            name: MsgName::from_words([c.a, c.b, c.f])?,
+        },
+        op::MSG_POST_RECV => BoardCommand::MsgPostRecv { ep: ep("post receive")?, offset: c.a, len: c.b, tag: (c.f >> 32) as u32 },
+        op::MSG_REGISTER => BoardCommand::MsgRegister {
+            sync: sync()?,
+            ep: ep("register")?,
+            offset: c.a,
+            len: c.b,
+            tripwire: Some(c.c).filter(|t| *t != u64::MAX),
+            notify: c.flags & msg::NOTIFY != 0,
+        },
+        op::MSG_UNREGISTER => BoardCommand::MsgUnregister { ep: ep("unregister")?, cookie: c.f },
+        op::MSG_WRITE => BoardCommand::MsgWrite {
+            ep: ep("write")?,
+            offset: c.a,
+            len: c.b,
+            to: addr([c.c, c.d, c.e], "write")?,
+            cookie: c.f,
+            at: c.flags,
+            tag: c.sync,
+        },
         other => return Err(CommandViolation::UnknownOp(other)),
     })
 }
@@ -459,6 +580,44 @@ impl BoardCommand {
                 }
             }
             BoardCommand::Detach => c.op = op::DETACH,
+            BoardCommand::MsgBind { sync, number, capacity, name, posted } => {
+                (c.op, c.sync, c.a, c.b) = (op::MSG_BIND, sync.0, u64::from(number.unwrap_or(0)), u64::from(capacity));
+                [c.c, c.d, c.e] = name.to_words();
+                c.flags = if posted { msg::POSTED } else { 0 };
+            }
+            BoardCommand::MsgSend { ep, offset, len, to, mailbox, tag, reliable } => {
+                (c.op, c.endpoint, c.a, c.b) = (op::MSG_SEND, ep.0, offset, len);
+                put_addr(&mut c, to, 2);
+                c.f = u64::from(mailbox) | u64::from(tag) << 32;
+                c.flags = if reliable { msg::RELIABLE } else { 0 };
+            }
+            BoardCommand::MsgCall { ep, offset, len, to, mailbox, tag, timeout_ms } => {
+                (c.op, c.endpoint, c.a, c.b) = (op::MSG_CALL, ep.0, offset, len);
+                put_addr(&mut c, to, 2);
+                c.f = u64::from(mailbox) | u64::from(tag) << 32;
+                c.flags = timeout_ms;
+            }
+            BoardCommand::MsgReply { ep, offset, len, token } => {
+                (c.op, c.endpoint, c.a, c.b, c.c) = (op::MSG_REPLY, ep.0, offset, len, u64::from(token));
+            }
+            BoardCommand::MsgLookup { sync, host, name } => {
+                (c.op, c.sync) = (op::MSG_LOOKUP, sync.0);
+                put_addr(&mut c, host, 2);
+                [c.a, c.b, c.f] = name.to_words();
+            }
+            BoardCommand::MsgPostRecv { ep, offset, len, tag } => {
+                (c.op, c.endpoint, c.a, c.b, c.f) = (op::MSG_POST_RECV, ep.0, offset, len, u64::from(tag) << 32);
+            }
+            BoardCommand::MsgRegister { sync, ep, offset, len, tripwire, notify } => {
+                (c.op, c.sync, c.endpoint, c.a, c.b) = (op::MSG_REGISTER, sync.0, ep.0, offset, len);
+                c.c = tripwire.unwrap_or(u64::MAX);
+                c.flags = if notify { msg::NOTIFY } else { 0 };
+            }
+            BoardCommand::MsgUnregister { ep, cookie } => (c.op, c.endpoint, c.f) = (op::MSG_UNREGISTER, ep.0, cookie),
+            BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag } => {
+                (c.op, c.endpoint, c.a, c.b, c.f, c.flags, c.sync) = (op::MSG_WRITE, ep.0, offset, len, cookie, at, tag);
+                put_addr(&mut c, to, 2);
+            }
         }
         c
     }

@@ -54,7 +54,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// TCLASS on a listener and RCV_CLAMP; UDP_BIND says the socket's family
 /// (LISTEN's family bits and words c..e) (a version-5 engine would ignore
 /// them silently).
-pub const VERSION: u32 = 6;
+/// 7: message mailboxes (`op::MSG_*`, endpoint kind `MAILBOX`, events
+/// `COMPLETION`, `REMOTE_WRITE`, `TRIPWIRE`; a version-6 engine would
+/// answer them as unknown commands).
+pub const VERSION: u32 = 7;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.

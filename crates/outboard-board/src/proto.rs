@@ -103,6 +103,89 @@ pub mod op {
     /// to every shard right after attaching): the engine keeps that parent's
     /// released streams for this child while it lives.
     pub const CHILD_OF: u32 = 19;
+    /// Message mailboxes (shard 0's message service; `msg` says the fields).
+    /// Bind: a = mailbox number (0: the engine picks one), b = byte budget
+    /// (0: the engine's default), c, d, e = name (`msg::NAME_LEN` bytes,
+    /// NUL-padded; all zero: none), flags = `msg::POSTED` → sync: endpoint
+    /// (status record: kind `MAILBOX`, `RX_TOTAL` = the mailbox number,
+    /// `LOCAL` = the engine's address and message port) or -errno
+    /// (EADDRINUSE: number or name taken; EINVAL: a bad name;
+    /// EPROTONOSUPPORT: the engine runs no message service).
+    pub const MSG_BIND: u32 = 20;
+    /// Mailbox `endpoint` sends: a = board offset of the bytes (inside one
+    /// buffer the application holds), b = length, c, d, e = the destination
+    /// engine (`NetAddr`), f = destination mailbox | tag << 32, flags =
+    /// `msg::RELIABLE` (else a datagram). The buffer passes to the engine:
+    /// a send buffer comes back with `BUF_RETURN`, a received one (a message
+    /// forwarded in place) returns to the engine's pool. A reliable
+    /// message completes with `COMPLETION` (tag, 0 or errno).
+    pub const MSG_SEND: u32 = 21;
+    /// Mailbox `endpoint` calls: a, b, c..e as `MSG_SEND`, f = server
+    /// mailbox | tag << 32, flags = timeout in ms (0: the engine's). The
+    /// response arrives in the mailbox (`msg::RESPONSE`, descriptor tag =
+    /// the call's tag); a failed call completes with `COMPLETION` (tag, errno:
+    /// ETIMEDOUT, ECONNREFUSED no such mailbox, ECONNRESET server restarted).
+    pub const MSG_CALL: u32 = 22;
+    /// Mailbox `endpoint` answers the request whose descriptor tag is c:
+    /// a, b as `MSG_SEND` (the request's own buffer: a reply in place).
+    pub const MSG_REPLY: u32 = 23;
+    /// Look a name up at an engine: c, d, e = that engine (`NetAddr`),
+    /// a, b, f = the name (as `MSG_BIND`'s) → sync: the mailbox number or
+    /// -errno (ENOENT: no such name; ETIMEDOUT).
+    pub const MSG_LOOKUP: u32 = 24;
+    /// Mailbox `endpoint` (bound `POSTED`) takes messages into this buffer
+    /// next: a = board offset, b = length (inside one send buffer the
+    /// application holds; the engine holds it until it fills it), f high =
+    /// the application's tag (the descriptor's tag when it is filled).
+    pub const MSG_POST_RECV: u32 = 25;
+    /// Register a region for one-sided writes to mailbox `endpoint`:
+    /// a = board offset, b = length (inside one send buffer the application
+    /// holds; the engine holds it until `MSG_UNREGISTER` or close), c = the
+    /// tripwire's offset in the region (`u64::MAX`: none), flags =
+    /// `msg::NOTIFY` (a `REMOTE_WRITE` event per write) → sync: the cookie
+    /// (non-negative) or -errno.
+    pub const MSG_REGISTER: u32 = 26;
+    /// Mailbox `endpoint` gives up the region of cookie f (its buffer comes back with `BUF_RETURN`).
+    pub const MSG_UNREGISTER: u32 = 27;
+    /// Mailbox `endpoint` writes a, b (as `MSG_SEND`) into the remote
+    /// region f (its cookie) at offset `flags`, at the engine c, d, e;
+    /// sync = tag: completes with `COMPLETION` (tag, 0 or errno; EFAULT: out
+    /// of the region's bounds or no such region there).
+    pub const MSG_WRITE: u32 = 28;
+}
+
+/// Message mailboxes on the board (`op::MSG_*`).
+pub mod msg {
+    /// Bytes of a name in a command.
+    pub const NAME_LEN: usize = 24;
+    /// `MSG_BIND`: messages land only in buffers posted with `MSG_POST_RECV`.
+    pub const POSTED: u32 = 1;
+    /// `MSG_SEND`: a reliable message (else a datagram).
+    pub const RELIABLE: u32 = 1;
+    /// `MSG_REGISTER`: post `REMOTE_WRITE` for every write.
+    pub const NOTIFY: u32 = 1;
+    /// The header before a received message's payload in its buffer:
+    /// `[0, 24)` the sending engine (`NetAddr`), `[24, 28)` the sending
+    /// mailbox, `[28, 32)` the kind, `[32, 36)` the tag. The descriptor's
+    /// `aux` is the kind and its `tag` the tag too (the engine reads neither
+    /// back from the buffer).
+    pub const HEADER: usize = 64;
+    pub const HDR_MAILBOX: usize = 24;
+    pub const HDR_KIND: usize = 28;
+    pub const HDR_TAG: usize = 32;
+    /// Kinds (descriptor `aux`).
+    pub const DATAGRAM: u32 = 1;
+    pub const MESSAGE: u32 = 2;
+    /// A request: the tag is its token for `MSG_REPLY`.
+    pub const REQUEST: u32 = 3;
+    /// A response: the tag is the call's.
+    pub const RESPONSE: u32 = 4;
+    /// A message that filled a posted buffer (the tag is the post's); the
+    /// buffer is the application's again.
+    pub const POSTED_MESSAGE: u32 = 5;
+    /// A posted buffer too small for the message (dropped and counted;
+    /// the buffer is the application's again, len = the message's length).
+    pub const POSTED_TOO_SMALL: u32 = 6;
 }
 
 /// Flags of `op::LISTEN` and `op::INHERIT`.
@@ -225,6 +308,13 @@ pub mod ev {
     pub const CLOSED: u32 = 64;
     /// `value` = board offset of a buffer given back to the application.
     pub const BUF_RETURN: u32 = 128;
+    /// Mailbox: an operation completed: `value` = tag << 32 | errno (0: done).
+    pub const COMPLETION: u32 = 256;
+    /// Mailbox: a one-sided write landed in a region it registered:
+    /// `value` = offset in the region << 32 | length.
+    pub const REMOTE_WRITE: u32 = 512;
+    /// Mailbox: a write covered a region's tripwire byte: `value` = the region's cookie.
+    pub const TRIPWIRE: u32 = 1024;
 }
 
 /// Endpoint kinds in the status record.
@@ -233,4 +323,5 @@ pub mod kind {
     pub const LISTENER: u32 = 1;
     pub const STREAM: u32 = 2;
     pub const DATAGRAM: u32 = 3;
+    pub const MAILBOX: u32 = 4;
 }

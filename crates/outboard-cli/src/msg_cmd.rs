@@ -7,7 +7,7 @@ use crate::args;
 use crate::engine_cmd::{fail, settings, usage, EngineFlags};
 use clap::Args;
 use outboard_engine::engine::Engine;
-use outboard_engine::messages::{JobKind, JobPlan, JobState, MessageService, MessageSettings, Target};
+use outboard_engine::messages::{JobKind, JobPlan, JobState, MessageApp, MessageSettings, Target};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -87,7 +87,7 @@ pub fn msg(a: &MsgArgs) -> ExitCode {
     engine.message_job(JobPlan { host: a.to.0, target: a.to.1.clone(), kind, seed: a.stream_seed });
     let deadline = outboard_engine::clock::now() + Duration::from_secs_f64(a.timeout_s);
     let job_over = |s: &outboard_engine::shard::Shard| {
-        s.apps.get::<MessageService>().is_none_or(MessageService::job_finished) || outboard_engine::clock::now() >= deadline
+        s.apps.get::<MessageApp>().is_none_or(|a| a.lock().job_finished()) || outboard_engine::clock::now() >= deadline
     };
     if let Err(e) = engine.run(stop, job_over) {
         return fail(&e);

@@ -471,6 +471,7 @@ impl Engine {
             vec![None]
         };
         let mut shards = Vec::with_capacity(n);
+        let mut messages: Option<crate::messages::SharedMessages> = None;
         for (i, link) in links.into_iter().enumerate() {
             let mut cfg = StackConfig::new(link.mac(), set.addr, set.prefix_len);
             cfg.gateway = set.gateway;
@@ -508,7 +509,9 @@ impl Engine {
                 m.config.mtu = shard.stack.config().mtu;
                 let svc = crate::messages::MessageService::start(&mut shard.stack, &m, session)
                     .map_err(|e| EngineError::Service(format!("message port {}: {e:?}", m.port)))?;
-                shard.add_app(Box::new(svc));
+                let svc = std::sync::Arc::new(std::sync::Mutex::new(svc));
+                messages = Some(svc.clone());
+                shard.add_app(Box::new(crate::messages::MessageApp(svc)));
             }
             if let Some(port) = mesh[i].take() {
                 shard.join_mesh(port);
@@ -591,7 +594,12 @@ impl Engine {
                     c.set_board_listener(fd);
                 }
                 for (i, (shard, inbox)) in shards.iter_mut().zip(inboxes).enumerate() {
-                    shard.add_app(Box::new(Host::new(i as u32, Some(inbox))));
+                    let mut host = Host::new(i as u32, Some(inbox));
+                    if i == 0 {
+                        // Board mailboxes are served where the message service runs.
+                        host.set_messages(messages.clone());
+                    }
+                    shard.add_app(Box::new(host));
                 }
                 Some(server)
             }
@@ -633,13 +641,13 @@ impl Engine {
     /// the engine runs no message service.
     pub fn message_job(&mut self, plan: crate::messages::JobPlan) -> bool {
         let now = crate::clock::now();
-        self.shards[0].with_app::<crate::messages::MessageService, _>(now, |m, _| m.start_job(now, plan)).is_some()
+        self.shards[0].with_app::<crate::messages::MessageApp, _>(now, |m, _| m.lock().start_job(now, plan)).is_some()
     }
 
     /// The client job's report so far.
     pub fn message_job_report(&self) -> Option<crate::messages::JobReport> {
         let now = crate::clock::now();
-        self.shards[0].apps.get::<crate::messages::MessageService>()?.job_report(now)
+        self.shards[0].apps.get::<crate::messages::MessageApp>()?.lock().job_report(now)
     }
 
     /// The fetches started with `fetch`.

@@ -186,13 +186,58 @@ fn any_command() -> impl Strategy<Value = BoardCommand> {
         any::<u64>().prop_map(|offset| BoardCommand::UdpRelease { offset }),
         (ep, any_option()).prop_map(|(ep, option)| BoardCommand::SetOption { ep, option }),
         Just(BoardCommand::Detach),
+        any_message_command(),
     ]
+}
+
+fn any_name() -> impl Strategy<Value = MsgName> {
+    "[a-z0-9.-]{0,24}".prop_map(|n| MsgName::new(&n).expect("24 ASCII bytes at most"))
+}
+
+/// The message mailboxes' commands (`op::MSG_*`).
+fn any_message_command() -> impl Strategy<Value = BoardCommand> {
+    let ep = (0u32..B.endpoints).prop_map(Endpoint);
+    let sync = (0u32..B.syncs).prop_map(SyncSlot);
+    let span = (any::<u64>(), any::<u64>());
+    prop_oneof![
+        (sync.clone(), proptest::option::of(1u32..), any::<u32>(), any_name(), any::<bool>())
+            .prop_map(|(sync, number, capacity, name, posted)| BoardCommand::MsgBind { sync, number, capacity, name, posted }),
+        (ep.clone(), span.clone(), any_addr(), any::<u32>(), any::<u32>(), any::<bool>()).prop_map(|(ep, (offset, len), to, mailbox, tag, reliable)| {
+            BoardCommand::MsgSend { ep, offset, len, to, mailbox, tag, reliable }
+        }),
+        (ep.clone(), span.clone(), any_addr(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(ep, (offset, len), to, mailbox, tag, timeout_ms)| {
+            BoardCommand::MsgCall { ep, offset, len, to, mailbox, tag, timeout_ms }
+        }),
+        (ep.clone(), span.clone(), any::<u32>()).prop_map(|(ep, (offset, len), token)| BoardCommand::MsgReply { ep, offset, len, token }),
+        (sync.clone(), any_addr(), any_name()).prop_map(|(sync, host, name)| BoardCommand::MsgLookup { sync, host, name }),
+        (ep.clone(), span.clone(), any::<u32>()).prop_map(|(ep, (offset, len), tag)| BoardCommand::MsgPostRecv { ep, offset, len, tag }),
+        (sync, ep.clone(), span.clone(), proptest::option::of(0u64..u64::MAX), any::<bool>()).prop_map(|(sync, ep, (offset, len), tripwire, notify)| {
+            BoardCommand::MsgRegister { sync, ep, offset, len, tripwire, notify }
+        }),
+        (ep.clone(), any::<u64>()).prop_map(|(ep, cookie)| BoardCommand::MsgUnregister { ep, cookie }),
+        (ep, span, any_addr(), any::<u64>(), any::<u32>(), any::<u32>())
+            .prop_map(|(ep, (offset, len), to, cookie, at, tag)| BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag }),
+    ]
+}
+
+#[test]
+fn mailbox_names_are_checked() {
+    assert_eq!(MsgName::new("kv").unwrap().as_str(), Some("kv"));
+    assert_eq!(MsgName::default().as_str(), None);
+    assert!(MsgName::new(&"x".repeat(25)).is_none());
+    assert!(MsgName::new("a\0b").is_none());
+    // A NUL inside the name, or bytes that are not UTF-8: a violation.
+    let mut c = BoardCommand::MsgBind { sync: SyncSlot(0), number: None, capacity: 0, name: MsgName::new("kv").unwrap(), posted: false }.encode();
+    c.c |= 0xff << 40;
+    assert!(matches!(decode(&c, B), Err(CommandViolation::BadField("mailbox name"))));
+    c.c = 0xff;
+    assert!(matches!(decode(&c, B), Err(CommandViolation::BadField("mailbox name"))));
 }
 
 proptest! {
     /// Every record decodes to a command or a violation; never a panic.
     #[test]
-    fn decoding_is_total(op in 0u32..16, endpoint: u32, sync: u32, flags: u32,
+    fn decoding_is_total(op in 0u32..32, endpoint: u32, sync: u32, flags: u32,
                          a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) {
         let rec = Command { op, endpoint, sync, flags, a, b, c, d, e, f };
         let _ = decode(&rec, B);

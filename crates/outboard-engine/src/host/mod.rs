@@ -89,6 +89,9 @@ pub struct BoardRow {
     /// by the application: shown, never trusted.
     #[serde(default)]
     pub app: BTreeMap<String, u64>,
+    /// Its message mailboxes' counters (all zero without any).
+    #[serde(default)]
+    pub mailboxes: session::MailboxCounters,
 }
 
 impl BoardRow {
@@ -104,6 +107,7 @@ impl BoardRow {
         self.datagrams_out += o.datagrams_out;
         self.bad_options += o.bad_options;
         self.shadows_refused += o.shadows_refused;
+        self.mailboxes.add(&o.mailboxes);
     }
 }
 
@@ -130,11 +134,18 @@ pub struct Host {
     /// Streams released by a parent process, waiting for its child.
     pub handover: handover::Handover,
     pub counters: HostCounters,
+    /// The message service, on the shard that runs it (board mailboxes).
+    messages: Option<crate::messages::SharedMessages>,
 }
 
 impl Host {
     pub fn new(shard: u32, inbox: Option<AttachInbox>) -> Host {
         Host { shard, inbox, ..Default::default() }
+    }
+
+    /// Serves board mailboxes through `messages` (the shard that runs the message service).
+    pub fn set_messages(&mut self, messages: Option<crate::messages::SharedMessages>) {
+        self.messages = messages;
     }
 
     /// Takes an application attached by other means than the attach thread
@@ -177,6 +188,7 @@ impl Host {
                 datagrams_out: s.counters.datagrams_out,
                 bad_options: s.counters.bad_options,
                 shadows_refused: s.counters.shadows_refused,
+                mailboxes: s.mailbox_counters.clone(),
                 app: s
                     .app_counters()
                     .iter()
@@ -199,7 +211,7 @@ impl Host {
             'conns: while cx.stack.tcp_accept_pending(lid) {
                 for m in self.listeners.rotation(lid) {
                     let Some(s) = self.sessions.iter_mut().find(|s| s.id == m.session) else { continue };
-                    match run_session(s, cx, (&mut self.listeners, &mut self.handover), |s, sc| s.accept_one(sc, m.ep, lid)) {
+                    match run_session(s, cx, (&mut self.listeners, &mut self.handover, None), |s, sc| s.accept_one(sc, m.ep, lid)) {
                         Ok(true) => {
                             self.listeners.advance(lid, m);
                             work = true;
@@ -230,7 +242,7 @@ impl Host {
         for a in std::mem::take(&mut self.handover.adopts) {
             let Some(ci) = self.sessions.iter().position(|s| s.id == a.session) else { continue };
             let result = if let Some(o) = self.handover.take_orphan(a.key, a.ep) {
-                let r = run_session(&mut self.sessions[ci], cx, (&mut self.listeners, &mut self.handover), |s, sc| s.adopt(sc, o.conn, a.sync));
+                let r = run_session(&mut self.sessions[ci], cx, (&mut self.listeners, &mut self.handover, None), |s, sc| s.adopt(sc, o.conn, a.sync));
                 match r {
                     Ok(true) => {
                         self.handover.counters.adopted += 1;
@@ -303,15 +315,17 @@ impl ShardApp for Host {
         let mut i = 0;
         let ls = &mut self.listeners;
         let hand = &mut self.handover;
+        let shared = self.messages.clone();
+        let mut svc = shared.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         while i < self.sessions.len() {
             let s = &mut self.sessions[i];
             let outcome = if s.dead.load(Ordering::Acquire) {
                 // Its last commands may hold a DETACH sent just before the hang-up.
-                let _ = run_session(s, cx, (ls, hand), |s, sc| s.run_commands(sc));
+                let _ = run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.run_commands(sc));
                 Err(None)
             } else {
-                run_session(s, cx, (ls, hand), |s, sc| s.run_commands(sc))
-                    .and_then(|w| Ok(w | run_session(s, cx, (ls, hand), |s, sc| s.poll_endpoints(sc))?))
+                run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.run_commands(sc))
+                    .and_then(|w| Ok(w | run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.poll_endpoints(sc))?))
                     .map_err(Some)
             };
             match outcome {
@@ -322,7 +336,7 @@ impl ShardApp for Host {
                 Err(why) => {
                     work = true;
                     let mut s = self.sessions.swap_remove(i);
-                    let _ = run_session(&mut s, cx, (ls, hand), |s, sc| {
+                    let _ = run_session(&mut s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| {
                         s.teardown(sc);
                         Ok(false)
                     });
@@ -354,6 +368,11 @@ impl ShardApp for Host {
                 }
             }
         }
+        if let Some(svc) = svc.as_deref_mut() {
+            // What the boards sent leaves in this turn.
+            work |= svc.transmit(cx.stack, cx.now);
+        }
+        drop(svc);
         self.listeners.expire(cx.stack, cx.now);
         work |= self.accept(cx);
         work |= self.hand_over(cx);
@@ -424,8 +443,10 @@ impl ShardApp for Host {
     /// The engine stops: every application learns it at once.
     fn shutdown(&mut self, cx: &mut AppCx<'_>) {
         let (ls, hand) = (&mut self.listeners, &mut self.handover);
+        let shared = self.messages.clone();
+        let mut svc = shared.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         for mut s in self.sessions.drain(..) {
-            let _ = run_session(&mut s, cx, (ls, hand), |s, sc| {
+            let _ = run_session(&mut s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| {
                 s.teardown(sc);
                 Ok(false)
             });
@@ -449,6 +470,8 @@ pub struct SessionCx<'a> {
     pub admission: &'a mut crate::app::Admission,
     pub listeners: &'a mut listeners::Listeners,
     pub handover: &'a mut handover::Handover,
+    /// The message service, on the shard that runs it.
+    pub messages: Option<&'a mut crate::messages::MessageService>,
     claims: &'a mut Vec<(ConnId, Option<u32>)>,
 }
 
@@ -462,13 +485,13 @@ impl SessionCx<'_> {
 fn run_session(
     s: &mut Session,
     cx: &mut AppCx<'_>,
-    (listeners, handover): (&mut listeners::Listeners, &mut handover::Handover),
+    (listeners, handover, messages): (&mut listeners::Listeners, &mut handover::Handover, Option<&mut crate::messages::MessageService>),
     f: impl FnOnce(&mut Session, &mut SessionCx<'_>) -> Result<bool, Violation>,
 ) -> Result<bool, Violation> {
     let sid = s.id;
     let mut claims: Vec<(ConnId, Option<u32>)> = Vec::new();
     let (stack, now, admission) = cx.parts();
-    let r = f(s, &mut SessionCx { stack, now, admission, listeners, handover, claims: &mut claims });
+    let r = f(s, &mut SessionCx { stack, now, admission, listeners, handover, messages, claims: &mut claims });
     for (c, ep) in claims {
         match ep {
             Some(ep) => cx.claim(c, tag(sid, ep)),

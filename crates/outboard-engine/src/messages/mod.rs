@@ -16,8 +16,10 @@
 //!   whose request is `reset` starts that sender's count and digest afresh
 //!   (a new sender may have the address and mailbox number of an old one).
 
+mod boards;
 mod job;
 
+pub use boards::{bind_errno, BoardNote, BoardRef};
 pub use job::{JobKind, JobPlan, JobReport, JobState, Target};
 
 use crate::app::{AppCx, ShardApp};
@@ -28,6 +30,7 @@ use outboard_time::Instant;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The built-in mailboxes.
 pub const ECHO_MAILBOX: u32 = 1;
@@ -68,6 +71,25 @@ pub struct MessageService {
     sink_bytes: u64,
     udp_send_refused: u64,
     job: Option<job::Job>,
+    /// Board mailboxes, calls, messages and lookups, and the notes for boards.
+    routes: boards::BoardRoutes,
+    /// The engine's message address.
+    local: std::net::SocketAddr,
+}
+
+/// The service as shard 0's apps share it: the `MessageApp` drives the
+/// protocol, the board host (`host::Host`) serves board mailboxes through
+/// it. One thread uses both, so the lock is never contended.
+pub type SharedMessages = Arc<Mutex<MessageService>>;
+
+/// The message service's `ShardApp`.
+pub struct MessageApp(pub SharedMessages);
+
+impl MessageApp {
+    pub fn lock(&self) -> MutexGuard<'_, MessageService> {
+        // A panic while holding it would have ended the engine.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl MessageService {
@@ -91,6 +113,8 @@ impl MessageService {
             sink_bytes: 0,
             udp_send_refused: 0,
             job: None,
+            routes: boards::BoardRoutes::default(),
+            local: std::net::SocketAddr::new(stack.config().addr.into(), set.port),
         })
     }
 
@@ -156,8 +180,10 @@ impl MessageService {
     }
 }
 
-impl ShardApp for MessageService {
-    fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
+impl MessageService {
+    /// One turn: what arrived on the port, timers, the built-in mailboxes,
+    /// events (boards' to their notes, the rest to the job), then what to send.
+    fn turn(&mut self, cx: &mut AppCx<'_>) -> bool {
         let now = cx.now;
         let mut work = false;
         while let Ok((n, src)) = cx.stack.udp_recv_from(self.udp, &mut self.buf) {
@@ -170,6 +196,10 @@ impl ShardApp for MessageService {
         }
         self.serve_builtins(now);
         while let Some(e) = self.ep.poll_event() {
+            if self.route(&e) {
+                work = true;
+                continue;
+            }
             if let Some(j) = self.job.as_mut() {
                 j.on_event(now, &e);
             }
@@ -181,24 +211,37 @@ impl ShardApp for MessageService {
             work |= j.drive(&mut self.ep, now);
         }
         self.serve_builtins(now);
+        work | self.transmit(cx.stack, now)
+    }
+
+    /// Sends what the endpoint produced (the board host calls it too, so a
+    /// board's message leaves in the turn it was sent).
+    pub fn transmit(&mut self, stack: &mut Stack, now: Instant) -> bool {
+        let mut work = false;
         while let Some((dst, n)) = self.ep.poll_transmit(&mut self.buf) {
             work = true;
-            if cx.stack.udp_send_to(now, self.udp, dst, &self.buf[..n]).is_err() {
+            if stack.udp_send_to(now, self.udp, dst, &self.buf[..n]).is_err() {
                 // The stack's queue is full (or ARP still resolving): the protocol recovers it as loss.
                 self.udp_send_refused += 1;
             }
         }
         work
     }
+}
+
+impl ShardApp for MessageApp {
+    fn poll(&mut self, cx: &mut AppCx<'_>) -> bool {
+        self.lock().turn(cx)
+    }
     fn on_ready(&mut self, _cx: &mut AppCx<'_>, _conn: ConnId, _tag: u64) {}
     fn owner_label(&self, _tag: u64) -> String {
         String::new()
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.ep.poll_timeout()
+        self.lock().ep.poll_timeout()
     }
     fn report(&self, snap: &mut Snapshot) {
-        snap.messages = Some(self.snapshot());
+        snap.messages = Some(self.lock().snapshot());
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -36,7 +36,14 @@ impl Session {
             self.counters.commands += 1;
             work = true;
             let cmd = decode(&record, self.bounds)?;
-            self.act(stack, listeners, hand, now, cmd, owned)?;
+            match cmd {
+                c if c.is_message() => self.act_message(sc.messages.as_deref_mut(), now, c)?,
+                // A mailbox closes with the message service at hand.
+                BoardCommand::Close { ep } if matches!(self.eps.get(ep.0 as usize), Some(Some(EpKind::Mailbox(_)))) => {
+                    self.close_mailbox(sc.messages.as_deref_mut(), ep.0)
+                }
+                c => self.act(stack, listeners, hand, now, c, owned)?,
+            }
         }
         Ok(work)
     }
@@ -60,6 +67,16 @@ impl Session {
         owned: &mut dyn FnMut(ConnId, Option<u32>),
     ) -> Result<(), Violation> {
         match cmd {
+            // Here without the message service (`run_commands` gives it to them where it runs).
+            BoardCommand::MsgBind { .. }
+            | BoardCommand::MsgSend { .. }
+            | BoardCommand::MsgCall { .. }
+            | BoardCommand::MsgReply { .. }
+            | BoardCommand::MsgLookup { .. }
+            | BoardCommand::MsgPostRecv { .. }
+            | BoardCommand::MsgRegister { .. }
+            | BoardCommand::MsgUnregister { .. }
+            | BoardCommand::MsgWrite { .. } => return self.act_message(None, now, cmd),
             BoardCommand::Listen { sync, port, backlog, flags } => self.listen(stack, listeners, sync, port, backlog, flags)?,
             BoardCommand::Inherit { sync, key, ep, flags } => self.inherit(stack, listeners, sync, key, ep, flags)?,
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {
@@ -197,6 +214,8 @@ impl Session {
                         stack.udp_close(*udp);
                         self.close_ep(ep.0);
                     }
+                    // Closed by `run_commands` (it holds the message service).
+                    Some(EpKind::Mailbox(_)) => {}
                     None => {}
                 }
             }

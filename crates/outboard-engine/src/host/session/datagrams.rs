@@ -22,6 +22,7 @@ impl Session {
                 work |= self.deliver_datagrams(sc.stack, ep);
             }
         }
+        work |= self.poll_mailboxes(sc)?;
         Ok(work)
     }
 

@@ -19,7 +19,7 @@ impl Session {
         let e = Event { endpoint, kind, value };
         self.counters.events += 1;
         self.posted = true;
-        let carries_value = kind & (ev::ACCEPT | ev::SYNC | ev::BUF_RETURN) != 0;
+        let carries_value = kind & (ev::ACCEPT | ev::SYNC | ev::BUF_RETURN | ev::COMPLETION | ev::REMOTE_WRITE | ev::TRIPWIRE) != 0;
         if self.overflow.is_empty() && self.hinted.is_empty() {
             if let Ok(true) = self.events.begin_put(e) {
                 return;

@@ -16,7 +16,10 @@ mod commands;
 mod datagrams;
 mod endpoints;
 mod events;
+mod mailboxes;
 mod publish;
+
+pub use mailboxes::MailboxCounters;
 
 use crate::host::SessionCx;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
@@ -93,6 +96,8 @@ pub(super) enum EpKind {
     Listener { lid: ListenerId, shadow: bool },
     Stream(StreamEp),
     Datagram { udp: UdpId, mailbox: MailboxProducer },
+    /// A message mailbox (shard 0, with the message service).
+    Mailbox(Box<mailboxes::MailboxEp>),
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -159,6 +164,9 @@ pub struct Session {
     /// The application said DETACH: its hang-up that follows is not a death.
     pub detached: bool,
     pub counters: SessionCounters,
+    pub mailbox_counters: MailboxCounters,
+    /// Requests delivered to its mailboxes and not answered yet.
+    tokens: mailboxes::Tokens,
 }
 
 impl Session {
@@ -203,6 +211,8 @@ impl Session {
             wake: n.wake,
             detached: false,
             counters: SessionCounters::default(),
+            mailbox_counters: MailboxCounters::default(),
+            tokens: mailboxes::Tokens::default(),
             layout: l,
             sock: n.sock,
             dead: n.dead,
@@ -268,8 +278,13 @@ impl Session {
                     stack.udp_close(*udp);
                     self.close_ep(ep);
                 }
+                // Unbound below, with everything else of this board's.
+                Some(EpKind::Mailbox(_)) => self.close_ep(ep),
                 None => {}
             }
+        }
+        if let Some(svc) = sc.messages.as_deref_mut() {
+            svc.forget(self.id);
         }
         self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
         self.cond.signal();
