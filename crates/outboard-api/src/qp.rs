@@ -62,6 +62,8 @@ pub struct Completion {
     pub op: WorkOp,
     pub wr_id: u32,
     pub result: Result<usize>,
+    /// A receive's sender (a pair's peer learns where to answer from it).
+    pub from: Option<MailboxAddr>,
 }
 
 /// Completions of many queue pairs.
@@ -147,14 +149,14 @@ impl CompletionQueue {
     fn poll_one(q: &mut QueuePair, i: usize) -> Option<Completion> {
         if let Some((tag, r)) = q.mb.poll_completion() {
             let wr_id = q.sends.remove(&tag).unwrap_or(tag);
-            return Some(Completion { qp: i, op: WorkOp::Send, wr_id, result: r.map(|_| 0) });
+            return Some(Completion { qp: i, op: WorkOp::Send, wr_id, result: r.map(|_| 0), from: None });
         }
         if q.holding {
             return None;
         }
         q.mb.set_mode(Mode::NonBlocking);
-        let (kind, wr_id, len) = match q.mb.begin_get() {
-            Ok(m) => (m.kind, m.tag, m.len),
+        let (kind, wr_id, len, from) = match q.mb.begin_get() {
+            Ok(m) => (m.kind, m.tag, m.len, m.from),
             Err(_) => return None,
         };
         q.holding = true;
@@ -162,7 +164,7 @@ impl CompletionQueue {
             MessageKind::Posted => Ok(len),
             _ => Err(Error::Errno(libc::EMSGSIZE)),
         };
-        Some(Completion { qp: i, op: WorkOp::Recv, wr_id, result })
+        Some(Completion { qp: i, op: WorkOp::Recv, wr_id, result, from: Some(from) })
     }
 
     /// Waits for the next completion of any pair (at most `timeout`).
