@@ -685,12 +685,23 @@ fn start_server(
     name: &str,
     cpu: Option<usize>,
 ) -> Result<Proc, String> {
+    start_engine(run, fabric, name, "10.0.0.1/24", cpu)
+}
+
+/// A message engine daemon at `addr` on `fabric`, up (answering `stat`).
+fn start_engine(
+    run: &RunDir,
+    fabric: &str,
+    name: &str,
+    addr: &str,
+    cpu: Option<usize>,
+) -> Result<Proc, String> {
     let args: Vec<String> = [
         "engine",
         "--link",
         fabric,
         "--addr",
-        "10.0.0.1/24",
+        addr,
         "--messages",
         "--services",
         "none",
@@ -944,6 +955,15 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
         bulk,
         snaps,
     } = ours().map_err(|e| explain(e, &mut server))?;
+    // Applications on boards: a client engine daemon beside the server's.
+    let client_name = format!("bench-msg-{pid}-b");
+    let boards = (|| -> Result<(Latency, Rate), String> {
+        let mut client = start_engine(&run, &fabric, &client_name, "10.0.0.2/24", c_cpu)?;
+        let r = board_rpc(&run.path, &server_name, &client_name, a.count, warmup, rate_calls, budget, kp);
+        client.terminate();
+        r
+    })()
+    .map_err(|e| explain(format!("board rpc: {e}"), &mut server))?;
     server.terminate();
     drop(server);
 
@@ -991,6 +1011,21 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
             "rpc-vs-tcp",
             "TCP request-response on 127.0.0.1, one connection, TCP_NODELAY",
         ),
+        Row {
+            service: "rpc-board".into(),
+            link: "fabric".into(),
+            kernel: "UDP request-response on 127.0.0.1".into(),
+            outboard_p50_us: Some(boards.0.p50_us),
+            outboard_p99_us: Some(boards.0.p99_us),
+            kernel_p50_us: Some(k_udp.p50_us),
+            kernel_p99_us: Some(k_udp.p99_us),
+            outboard_rate: Some(boards.1.per_s),
+            kernel_rate: Some(k_udp_rate.per_s),
+            rate_unit: "calls/s".into(),
+            ratio_p50: ratio(Some(boards.0.p50_us), Some(k_udp.p50_us)),
+            ratio_p99: ratio(Some(boards.0.p99_us), Some(k_udp.p99_us)),
+            ratio_rate: ratio(Some(boards.1.per_s), Some(k_udp_rate.per_s)),
+        },
         Row {
             service: "reliable".into(),
             link: "fabric".into(),
@@ -1046,6 +1081,10 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
         num(&bulk.report, "elapsed_s"),
         k_bulk.done,
         k_bulk.seconds,
+    ));
+    notes.push(format!(
+        "rpc-board: application to application through two engines: a server thread of this process attached to the server engine's board answers calls to its mailbox in place (`Mailbox::reply_in_place`), a client thread attached to a second engine (10.0.0.2) calls it ({SIZE} bytes; boards in their default blocking mode, 20 us spin); latency: {} calls, 1 outstanding, timed per call by the client's clock; rate: {} calls, {RATE_OUTSTANDING} outstanding (`call_start`/`wait_call`), in {:.3} s",
+        boards.0.calls, boards.1.done, boards.1.seconds,
     ));
     // CPU over the rate cases.
     let server_cpu = |from: usize, to: usize| match (&snaps[from], &snaps[to]) {
@@ -1172,4 +1211,110 @@ pub fn print_table(a: &MessagesArgs, r: &MessagesReport) {
     for n in &r.notes {
         println!("- {n}");
     }
+}
+
+/// Application-to-application calls through two engines: a server thread
+/// on `server`'s board echoing calls in place, a client thread on
+/// `client`'s board making `count` timed calls (1 outstanding) and then
+/// `rate_calls` with `RATE_OUTSTANDING` in flight. Each thread on its side's CPU.
+#[allow(clippy::too_many_arguments)]
+fn board_rpc(
+    dir: &std::path::Path,
+    server: &str,
+    client: &str,
+    count: u64,
+    warmup: u64,
+    rate_calls: u64,
+    budget: Duration,
+    pins: Pins,
+) -> Result<(Latency, Rate), String> {
+    use outboard_api::{AttachOptions, Board, MessageKind};
+    const STOP: &[u8] = b"stop";
+    let opts = AttachOptions { run_dir: Some(dir.to_path_buf()), ..Default::default() };
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let server_opts = opts.clone();
+    let server = server.to_string();
+    // Not scoped: if the client fails, the server thread waits on until its engine stops.
+    let srv = thread::spawn(move || -> Result<u64, String> {
+            let server = server.as_str();
+            pin_thread(pins.server);
+            let attached = Board::attach_with(server, &server_opts).and_then(|b| Ok((b.bind_mailbox(None, Some("bench-echo"))?, b)));
+            let (mut mb, _board) = match attached {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("server board: {e}")));
+                    return Err(e.to_string());
+                }
+            };
+            let _ = ready_tx.send(Ok(()));
+            let mut served = 0;
+            loop {
+                let m = mb.begin_get().map_err(|e| format!("server receive: {e}"))?;
+                if m.kind != MessageKind::Request {
+                    mb.end_get().map_err(|e| e.to_string())?;
+                    continue;
+                }
+                let (n, stop) = (m.data.len(), m.data == STOP);
+                // The echo is the request itself, already in the buffer: reply in place.
+                mb.reply_in_place(n).map_err(|e| format!("server reply: {e}"))?;
+                served += 1;
+                if stop {
+                    return Ok(served);
+                }
+            }
+        });
+    ready_rx.recv().map_err(|_| "the server thread ended".to_string())??;
+    thread::scope(|s| {
+        let cli = s.spawn(move || -> Result<(Latency, Rate), String> {
+            pin_thread(pins.client);
+            let board = Board::attach_with(client, &opts).map_err(|e| format!("client board: {e}"))?;
+            let mut mb = board.bind_mailbox(None, None).map_err(|e| e.to_string())?;
+            let to = board.lookup(SocketAddr::from((SERVER_ADDR.parse::<Ipv4Addr>().expect("an address"), 7373)), "bench-echo").map_err(|e| format!("lookup: {e}"))?;
+            let req = |i: u64| -> Vec<u8> { (0..SIZE as u64).map(|k| (i.wrapping_mul(31) + k) as u8).collect() };
+            let check = |i: u64, got: &[u8]| if got == req(i) { Ok(()) } else { Err(format!("call {i}: a wrong response")) };
+            for i in 0..warmup {
+                check(i, &mb.call(to, &req(i)).map_err(|e| format!("warm-up call: {e}"))?)?;
+            }
+            let t0 = Instant::now();
+            let mut ns = Vec::with_capacity(count as usize);
+            for i in 0..count {
+                if t0.elapsed() > budget {
+                    break;
+                }
+                let t = Instant::now();
+                let r = mb.call(to, &req(i)).map_err(|e| format!("call: {e}"))?;
+                ns.push(t.elapsed().as_nanos() as u64);
+                check(i, &r)?;
+            }
+            let lat = latency_of(ns, 0);
+            let cpu0 = outboard_engine::clock::thread_cpu_time();
+            let t0 = Instant::now();
+            let mut pending = std::collections::VecDeque::new();
+            let mut done = 0;
+            let mut i = 0;
+            while done < rate_calls && t0.elapsed() <= budget {
+                while pending.len() < RATE_OUTSTANDING && i < rate_calls {
+                    pending.push_back((i, mb.call_start(to, &req(i), None).map_err(|e| format!("call: {e}"))?));
+                    i += 1;
+                }
+                let Some((k, tag)) = pending.pop_front() else { break };
+                check(k, &mb.wait_call(tag, None).map_err(|e| format!("call: {e}"))?)?;
+                done += 1;
+            }
+            let seconds = t0.elapsed().as_secs_f64();
+            for (k, tag) in pending {
+                check(k, &mb.wait_call(tag, None).map_err(|e| format!("call: {e}"))?)?;
+            }
+            let client_cpu_s = (outboard_engine::clock::thread_cpu_time() - cpu0).as_secs_f64();
+            mb.call(to, STOP).map_err(|e| format!("stop call: {e}"))?;
+            Ok((lat, Rate { done, seconds, per_s: done as f64 / seconds.max(1e-9), client_cpu_s, server_cpu_s: 0.0, resent: 0 }))
+        });
+        let got = cli.join().map_err(|_| "the client thread panicked".to_string())?;
+        if got.is_err() {
+            // The server waits for a call that will not come: it ends with its engine.
+            return got;
+        }
+        srv.join().map_err(|_| "the server thread panicked".to_string())??;
+        got
+    })
 }
