@@ -1,5 +1,5 @@
 //! `outboard bench messages` (no root): a short run, checked for the JSON
-//! shape (rows `rpc`, `rpc-vs-tcp` and `reliable` on the fabric, the
+//! shape (rows `rpc`, `rpc-vs-tcp`, `rpc-board` and `reliable` on the fabric, the
 //! machine, the notes) and for numbers that are positive and finite where
 //! present. The ratios are not checked: the machines are noisy.
 
@@ -58,7 +58,7 @@ fn bench_messages_json_has_a_row_per_service() {
         .iter()
         .map(|r| r["service"].as_str().expect("service"))
         .collect();
-    assert_eq!(services, ["rpc", "rpc-vs-tcp", "reliable"], "{stdout}");
+    assert_eq!(services, ["rpc", "rpc-vs-tcp", "rpc-board", "reliable"], "{stdout}");
     for r in rows {
         assert_eq!(r["link"], "fabric", "{r}");
         let nums: Vec<Option<f64>> = [
