@@ -222,7 +222,7 @@ impl Mailbox {
     }
 
     /// The bytes of buffer `b` from `skip` on.
-    fn buffer_mut(&self, b: BufRef, skip: usize) -> &mut [u8] {
+    fn buffer_mut(&mut self, b: BufRef, skip: usize) -> &mut [u8] {
         let i = self.board.inner.borrow();
         let (off, size) = (i.layout.arena.offset_of(b), i.layout.arena.size_of(b));
         let map = i.map.clone();

@@ -4,6 +4,7 @@
 //! API (calls answered in place, reliable messages, datagrams, queue pairs,
 //! one-sided writes with a tripwire). No root.
 
+#[allow(dead_code)] // shared with the other tests
 mod common;
 
 use common::settings;
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 const PORT: u16 = 7373;
 
-fn engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
+fn msg_engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
     let mut s = settings(fabric, name, last);
     s.messages = Some(MessageSettings { port: PORT, config: outboard_msg::Config::default() });
     EmbeddedEngine::start(s).expect("engine starts")
@@ -39,8 +40,8 @@ fn answer(req: &[u8]) -> Vec<u8> {
 #[test]
 fn calls_messages_and_datagrams_between_boards() {
     let fabric = format!("fabric:mbox-{}", std::process::id());
-    let a = engine(&fabric, "mbox-a", 1);
-    let b = engine(&fabric, "mbox-b", 2);
+    let a = msg_engine(&fabric, "mbox-a", 1);
+    let b = msg_engine(&fabric, "mbox-b", 2);
     const CALLS: u32 = 2000;
     const MESSAGES: u32 = 2000;
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -102,15 +103,7 @@ fn calls_messages_and_datagrams_between_boards() {
     }
     let mut tags = std::collections::HashSet::new();
     for i in 0..MESSAGES {
-        loop {
-            match mb.send_message(kv, &i.to_le_bytes()) {
-                Ok(t) => {
-                    tags.insert(t);
-                    break;
-                }
-                Err(e) => panic!("send_message: {e:?}"),
-            }
-        }
+        tags.insert(mb.send_message(kv, &i.to_le_bytes()).expect("send_message"));
         while let Some((t, r)) = mb.poll_completion() {
             r.expect("message acknowledged");
             assert!(tags.remove(&t));
@@ -133,8 +126,8 @@ fn calls_messages_and_datagrams_between_boards() {
 #[test]
 fn queue_pairs_ping_pong_and_one_sided_writes() {
     let fabric = format!("fabric:qp-{}", std::process::id());
-    let a = engine(&fabric, "qp-a", 1);
-    let b = engine(&fabric, "qp-b", 2);
+    let a = msg_engine(&fabric, "qp-a", 1);
+    let b = msg_engine(&fabric, "qp-b", 2);
     const ROUNDS: u32 = 1000;
     let (addr_tx, addr_rx) = mpsc::channel();
     let (peer_tx, peer_rx) = mpsc::channel();

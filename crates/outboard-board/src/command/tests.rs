@@ -202,16 +202,16 @@ fn any_message_command() -> impl Strategy<Value = BoardCommand> {
     prop_oneof![
         (sync.clone(), proptest::option::of(1u32..), any::<u32>(), any_name(), any::<bool>())
             .prop_map(|(sync, number, capacity, name, posted)| BoardCommand::MsgBind { sync, number, capacity, name, posted }),
-        (ep.clone(), span.clone(), any_addr(), any::<u32>(), any::<u32>(), any::<bool>()).prop_map(|(ep, (offset, len), to, mailbox, tag, reliable)| {
+        (ep.clone(), span, any_addr(), any::<u32>(), any::<u32>(), any::<bool>()).prop_map(|(ep, (offset, len), to, mailbox, tag, reliable)| {
             BoardCommand::MsgSend { ep, offset, len, to, mailbox, tag, reliable }
         }),
-        (ep.clone(), span.clone(), any_addr(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(ep, (offset, len), to, mailbox, tag, timeout_ms)| {
+        (ep.clone(), span, any_addr(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(ep, (offset, len), to, mailbox, tag, timeout_ms)| {
             BoardCommand::MsgCall { ep, offset, len, to, mailbox, tag, timeout_ms }
         }),
-        (ep.clone(), span.clone(), any::<u32>()).prop_map(|(ep, (offset, len), token)| BoardCommand::MsgReply { ep, offset, len, token }),
+        (ep.clone(), span, any::<u32>()).prop_map(|(ep, (offset, len), token)| BoardCommand::MsgReply { ep, offset, len, token }),
         (sync.clone(), any_addr(), any_name()).prop_map(|(sync, host, name)| BoardCommand::MsgLookup { sync, host, name }),
-        (ep.clone(), span.clone(), any::<u32>()).prop_map(|(ep, (offset, len), tag)| BoardCommand::MsgPostRecv { ep, offset, len, tag }),
-        (sync, ep.clone(), span.clone(), proptest::option::of(0u64..u64::MAX), any::<bool>()).prop_map(|(sync, ep, (offset, len), tripwire, notify)| {
+        (ep.clone(), span, any::<u32>()).prop_map(|(ep, (offset, len), tag)| BoardCommand::MsgPostRecv { ep, offset, len, tag }),
+        (sync, ep.clone(), span, proptest::option::of(0u64..u64::MAX), any::<bool>()).prop_map(|(sync, ep, (offset, len), tripwire, notify)| {
             BoardCommand::MsgRegister { sync, ep, offset, len, tripwire, notify }
         }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, cookie)| BoardCommand::MsgUnregister { ep, cookie }),

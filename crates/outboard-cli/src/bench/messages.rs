@@ -1310,10 +1310,8 @@ fn board_rpc(
             Ok((lat, Rate { done, seconds, per_s: done as f64 / seconds.max(1e-9), client_cpu_s, server_cpu_s: 0.0, resent: 0 }))
         });
         let got = cli.join().map_err(|_| "the client thread panicked".to_string())?;
-        if got.is_err() {
-            // The server waits for a call that will not come: it ends with its engine.
-            return got;
-        }
+        // On an error the server waits for a call that will not come: it ends with its engine.
+        got.as_ref().map_err(Clone::clone)?;
         srv.join().map_err(|_| "the server thread panicked".to_string())??;
         got
     })

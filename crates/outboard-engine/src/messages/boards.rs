@@ -21,6 +21,16 @@ pub struct BoardRef {
     pub ep: u32,
 }
 
+/// Who sends (a board endpoint and its mailbox), to whom, and the
+/// application's tag for the completion.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub owner: BoardRef,
+    pub from: u32,
+    pub to: MailboxAddr,
+    pub tag: u32,
+}
+
 /// What the service has for a board.
 #[derive(Debug)]
 pub enum BoardNote {
@@ -101,20 +111,20 @@ impl MessageService {
     }
 
     /// Sends a datagram or a reliable message; a reliable one's completion comes as a note.
-    pub fn board_send(&mut self, now: Instant, owner: BoardRef, from: u32, to: MailboxAddr, data: &[u8], reliable: bool, tag: u32) -> Result<(), u32> {
+    pub fn board_send(&mut self, now: Instant, r: Route, data: &[u8], reliable: bool) -> Result<(), u32> {
         if reliable {
-            let id = self.ep.send_message(now, from, to, data).map_err(send_errno)?;
-            self.routes.messages.insert(id, (owner, tag));
+            let id = self.ep.send_message(now, r.from, r.to, data).map_err(send_errno)?;
+            self.routes.messages.insert(id, (r.owner, r.tag));
         } else {
-            self.ep.send_datagram(now, from, to, data).map_err(send_errno)?;
+            self.ep.send_datagram(now, r.from, r.to, data).map_err(send_errno)?;
         }
         Ok(())
     }
 
     /// Starts a call; its response or failure comes as a note.
-    pub fn board_call(&mut self, now: Instant, owner: BoardRef, from: u32, to: MailboxAddr, data: &[u8], timeout: Option<Duration>, tag: u32) -> Result<(), u32> {
-        let id = self.ep.call(now, from, to, data, timeout).map_err(send_errno)?;
-        self.routes.calls.insert(id, (owner, tag, to));
+    pub fn board_call(&mut self, now: Instant, r: Route, data: &[u8], timeout: Option<Duration>) -> Result<(), u32> {
+        let id = self.ep.call(now, r.from, r.to, data, timeout).map_err(send_errno)?;
+        self.routes.calls.insert(id, (r.owner, r.tag, r.to));
         Ok(())
     }
 

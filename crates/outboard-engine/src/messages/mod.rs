@@ -19,7 +19,7 @@
 mod boards;
 mod job;
 
-pub use boards::{bind_errno, BoardNote, BoardRef};
+pub use boards::{bind_errno, BoardNote, BoardRef, Route};
 pub use job::{JobKind, JobPlan, JobReport, JobState, Target};
 
 use crate::app::{AppCx, ShardApp};

@@ -20,7 +20,7 @@
 
 use super::{EpKind, Session, Violation};
 use crate::host::SessionCx;
-use crate::messages::{BoardNote, BoardRef, MessageService};
+use crate::messages::{BoardNote, BoardRef, MessageService, Route};
 use outboard_board::arena::Side;
 use outboard_board::command::{BoardCommand, Endpoint, SyncSlot};
 use outboard_board::layout::{status, CLASS_DGRAM_RX, CLASS_DGRAM_TX};
@@ -168,16 +168,16 @@ impl Session {
             }
             BoardCommand::MsgSend { ep, offset, len, to, mailbox, tag, reliable } => {
                 let from = self.mailbox_number(ep, "message send")?;
-                let owner = BoardRef { session: self.id, ep: ep.0 };
-                let r = self.with_app_bytes(ep, offset, len, |data| svc.board_send(now, owner, from, MailboxAddr::new(to, mailbox), data, reliable, tag))?;
+                let route = Route { owner: BoardRef { session: self.id, ep: ep.0 }, from, to: MailboxAddr::new(to, mailbox), tag };
+                let r = self.with_app_bytes(ep, offset, len, |data| svc.board_send(now, route, data, reliable))?;
                 self.sent(ep, tag, r);
                 Ok(())
             }
             BoardCommand::MsgCall { ep, offset, len, to, mailbox, tag, timeout_ms } => {
                 let from = self.mailbox_number(ep, "call")?;
-                let owner = BoardRef { session: self.id, ep: ep.0 };
+                let route = Route { owner: BoardRef { session: self.id, ep: ep.0 }, from, to: MailboxAddr::new(to, mailbox), tag };
                 let timeout = (timeout_ms != 0).then(|| Duration::from_millis(u64::from(timeout_ms)));
-                let r = self.with_app_bytes(ep, offset, len, |data| svc.board_call(now, owner, from, MailboxAddr::new(to, mailbox), data, timeout, tag))?;
+                let r = self.with_app_bytes(ep, offset, len, |data| svc.board_call(now, route, data, timeout))?;
                 self.sent(ep, tag, r);
                 Ok(())
             }
@@ -196,15 +196,14 @@ impl Session {
             }
             BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag } => {
                 let from = self.mailbox_number(ep, "write")?;
-                let owner = BoardRef { session: self.id, ep: ep.0 };
                 let (number, secret) = uncookie(cookie);
-                let region = MailboxAddr::new(to, number);
+                let route = Route { owner: BoardRef { session: self.id, ep: ep.0 }, from, to: MailboxAddr::new(to, number), tag };
                 let r = self.with_app_bytes(ep, offset, len, |data| {
                     let mut m = Vec::with_capacity(WRITE_HEADER + data.len());
                     m.extend_from_slice(&secret.to_le_bytes());
                     m.extend_from_slice(&at.to_le_bytes());
                     m.extend_from_slice(data);
-                    svc.board_send(now, owner, from, region, &m, true, tag)
+                    svc.board_send(now, route, &m, true)
                 })?;
                 self.sent(ep, tag, r);
                 Ok(())
@@ -514,7 +513,7 @@ impl Session {
                 let Some(r) = m.regions.iter().find(|r| r.number == number) else { break };
                 let ok = d.kind == DeliveryKind::Message && d.data.len() >= WRITE_HEADER;
                 let secret = ok.then(|| u32::from_le_bytes(d.data[..4].try_into().expect("4 bytes")));
-                let at = ok.then(|| u64::from(u32::from_le_bytes(d.data[4..8].try_into().expect("4 bytes")))).unwrap_or(0);
+                let at = if ok { u64::from(u32::from_le_bytes(d.data[4..8].try_into().expect("4 bytes"))) } else { 0 };
                 let body = if ok { &d.data[WRITE_HEADER..] } else { &[][..] };
                 if secret != Some(r.secret) || at + body.len() as u64 > r.len {
                     self.mailbox_counters.writes_refused += 1;
