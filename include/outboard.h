@@ -11,13 +11,16 @@
  * Through it: listeners, TCP streams and UDP sockets; copying send/recv, and
  * zero-copy begin_put/end_put and begin_get/end_get that read and write the
  * bytes in place in the board; three wait modes; and one event queue over
- * many endpoints.
+ * many endpoints. With an engine that runs the message service
+ * (`outboard engine --messages`): message mailboxes (ob_mailbox_*: datagrams,
+ * reliable messages, calls answered in place, one-sided writes) and queue
+ * pairs on a completion queue (ob_qp_*, ob_cq_*).
  *
  * Rules for every function:
  *  - Handles are opaque. Each is made by one call and freed by exactly one
  *    close/free call (ob_detach, ob_close, ob_listener_close, ob_dgram_close,
- *    ob_eq_free; ob_embedded_stop in outboard_embedded.h). Using a freed
- *    handle is undefined.
+ *    ob_eq_free, ob_mailbox_close, ob_cq_free; ob_embedded_stop in
+ *    outboard_embedded.h). Using a freed handle is undefined.
  *  - Errors return -1 (NULL for functions returning a handle) and set errno:
  *    EAGAIN (non-blocking, nothing to do now), ESHUTDOWN (the engine died or
  *    dropped this board), ECONNREFUSED, ECONNRESET, ETIMEDOUT, EADDRINUSE,
@@ -128,11 +131,59 @@
 #define OB_HUP 8
 
 /**
+ * `ob_message_t.kind`: a datagram (no acknowledgement, may be lost).
+ */
+#define OB_MSG_DATAGRAM 1
+
+/**
+ * `ob_message_t.kind`: a reliable message (exactly once, in order per sender mailbox).
+ */
+#define OB_MSG_MESSAGE 2
+
+/**
+ * `ob_message_t.kind`: a request: answer it with `ob_mailbox_reply` or
+ * `ob_mailbox_reply_buffer` + `ob_mailbox_reply_in_place` (not `ob_mailbox_end_get`).
+ */
+#define OB_MSG_REQUEST 3
+
+/**
+ * `ob_message_t.kind`: a message in a buffer posted with `ob_mailbox_post_recv` (`tag` is the post's).
+ */
+#define OB_MSG_POSTED 5
+
+/**
+ * `ob_message_t.kind`: a posted buffer was too small for the message that
+ * came (the engine dropped it): `data` is NULL, `len` says how long it was,
+ * `tag` is the post's.
+ */
+#define OB_MSG_POSTED_TOO_SMALL 6
+
+/**
+ * `ob_completion_t.op`: a send (`ob_qp_post_send`) completed.
+ */
+#define OB_WC_SEND 0
+
+/**
+ * `ob_completion_t.op`: a receive (`ob_qp_post_recv`) completed.
+ */
+#define OB_WC_RECV 1
+
+/**
  * An attachment to an engine: shared memory with it. Made by `ob_attach`
  * or `ob_embedded_attach`, freed by `ob_detach`. Use a board and every
  * handle made from it from one thread at a time.
  */
 typedef struct ob_board_t ob_board_t;
+
+/**
+ * A completion queue (from `ob_cq_new`; free with `ob_cq_free`) and the
+ * queue pairs it owns (`ob_qp_create`), named by index. A queue pair is a
+ * posted mailbox and the peer mailbox its sends go to (VIA's model): sends
+ * are reliable messages, receives land in buffers posted with
+ * `ob_qp_post_recv`; with none posted, messages wait in the engine.
+ * Every queue pair of one completion queue is on the same board.
+ */
+typedef struct ob_cq_t ob_cq_t;
 
 /**
  * A UDP socket through the engine (from `ob_bind_udp`; free with
@@ -155,6 +206,17 @@ typedef struct ob_event_queue_t ob_event_queue_t;
  * itself; `ob_accept` hands them out.
  */
 typedef struct ob_listener_t ob_listener_t;
+
+/**
+ * A message mailbox through the engine (from `ob_mailbox_bind`; free with
+ * `ob_mailbox_close`). Messages to it wait in the board, where
+ * `ob_mailbox_begin_get` reads them in place; messages from it are copied
+ * into a board buffer (`ob_mailbox_send`) or written there in place
+ * (`ob_mailbox_begin_put`). Calls made from it wait for their responses by
+ * tag; sends, failed calls and writes complete by tag
+ * (`ob_mailbox_poll_completion`).
+ */
+typedef struct ob_mailbox_t ob_mailbox_t;
 
 /**
  * A TCP stream through the engine (from `ob_connect` or `ob_accept`; free
@@ -269,6 +331,69 @@ typedef struct ob_ready_t {
    */
   uint32_t events;
 } ob_ready_t;
+
+/**
+ * A mailbox anywhere: an engine's message address (`host`: its address and
+ * message port, `outboard engine --messages PORT`, 7373 by default) and the
+ * mailbox's number there. Printed as `HOST:PORT/MAILBOX`.
+ */
+typedef struct ob_mailbox_addr_t {
+  struct ob_addr_t host;
+  uint32_t mailbox;
+} ob_mailbox_addr_t;
+
+/**
+ * A received message in place in the board, as `ob_mailbox_begin_get` gives
+ * it: valid until `ob_mailbox_end_get`, a reply, or the next call on the mailbox.
+ */
+typedef struct ob_message_t {
+  /**
+   * `OB_MSG_*`.
+   */
+  int kind;
+  /**
+   * The sending mailbox.
+   */
+  struct ob_mailbox_addr_t from;
+  /**
+   * The message's bytes (NULL when `len` is 0 and for `OB_MSG_POSTED_TOO_SMALL`).
+   */
+  const void *data;
+  /**
+   * The message's length.
+   */
+  size_t len;
+  /**
+   * The post's tag for `OB_MSG_POSTED` and `OB_MSG_POSTED_TOO_SMALL`, else 0.
+   */
+  uint32_t tag;
+} ob_message_t;
+
+/**
+ * One completion of a queue pair, as `ob_cq_poll` / `ob_cq_wait` give it.
+ */
+typedef struct ob_completion_t {
+  /**
+   * The queue pair (its `ob_qp_create` index).
+   */
+  int qp;
+  /**
+   * `OB_WC_SEND` or `OB_WC_RECV`.
+   */
+  int op;
+  /**
+   * The work-request id given to `ob_qp_post_send` / `ob_qp_post_recv`.
+   */
+  uint32_t wr_id;
+  /**
+   * 0, or the errno it failed with (EMSGSIZE: a message larger than the posted buffer, dropped).
+   */
+  int err;
+  /**
+   * A receive's message length (0 for sends).
+   */
+  size_t len;
+} ob_completion_t;
 
 
 
@@ -776,6 +901,353 @@ int ob_eq_wait(struct ob_event_queue_t *eq, struct ob_ready_t *out, size_t max, 
  * Frees the event queue. Returns 0, or -1 with EINVAL for NULL.
  */
 int ob_eq_free(struct ob_event_queue_t *eq);
+
+/**
+ * Binds a mailbox on the board's engine: number `number` (0: the engine
+ * picks one) and, unless `name` is NULL, a name peers can look up
+ * (`ob_mailbox_lookup`; 1 to 24 bytes). Returns NULL with errno on failure
+ * (EADDRINUSE: the number or name is taken; EINVAL: a bad name;
+ * ENOBUFS; ESHUTDOWN; an engine without `--messages` refuses).
+ */
+struct ob_mailbox_t *ob_mailbox_bind(struct ob_board_t *board, uint32_t number, const char *name);
+
+/**
+ * Binds a posted mailbox (number `number`, 0: any): messages to it land
+ * only in buffers posted with `ob_mailbox_post_recv` (and come out of
+ * `ob_mailbox_begin_get` as `OB_MSG_POSTED`); with none posted they wait
+ * in the engine. Returns NULL with errno on failure, as `ob_mailbox_bind`.
+ */
+struct ob_mailbox_t *ob_mailbox_bind_posted(struct ob_board_t *board, uint32_t number);
+
+/**
+ * Closes the mailbox (its number and name are free again) and frees the
+ * handle. Returns 0, or -1 with EINVAL for NULL.
+ */
+int ob_mailbox_close(struct ob_mailbox_t *mb);
+
+/**
+ * The mailbox's network-wide address into `*out` (give it to peers).
+ * Returns 0, or -1 with EINVAL for NULL.
+ */
+int ob_mailbox_addr(const struct ob_mailbox_t *mb, struct ob_mailbox_addr_t *out);
+
+/**
+ * The mailbox's endpoint id (for `ob_eq_add`: readable when a message,
+ * response or completion is there); `OB_NO_ENDPOINT` for NULL.
+ */
+uint32_t ob_mailbox_id(const struct ob_mailbox_t *mb);
+
+/**
+ * Which mailbox is called `name` at the engine whose message address is
+ * `*host` (e.g. 10.0.0.1 port 7373): its address into `*out`. Asks that
+ * engine over the network. Returns 0, or -1 with errno (ENOENT: no such
+ * name there; ETIMEDOUT: the engine did not answer; EINVAL).
+ */
+int ob_mailbox_lookup(struct ob_board_t *board,
+                      const struct ob_addr_t *host,
+                      const char *name,
+                      struct ob_mailbox_addr_t *out);
+
+/**
+ * Sets how this mailbox's calls wait (`OB_MODE_*`): a non-blocking
+ * mailbox's `ob_mailbox_begin_get` and sends fail with EAGAIN instead of
+ * waiting, and its `*_wait_*` calls only look. Returns 0, or -1 with EINVAL.
+ */
+int ob_mailbox_set_mode(struct ob_mailbox_t *mb, int mode);
+
+/**
+ * Sends `buf[0..len]` to the mailbox `*to`: a reliable message (`reliable`
+ * non-zero: exactly once, in order per destination; its completion comes
+ * by the returned tag, `ob_mailbox_poll_completion`) or a datagram (whole
+ * or not at all, no completion). Returns the tag (0 for a datagram), or -1
+ * with errno (EMSGSIZE: longer than a board buffer; ENOBUFS, EAGAIN).
+ */
+int64_t ob_mailbox_send(struct ob_mailbox_t *mb,
+                        const struct ob_mailbox_addr_t *to,
+                        const void *buf,
+                        size_t len,
+                        int reliable);
+
+/**
+ * Zero-copy send, step 1: sets `*buf`, `*cap` to a board send buffer for
+ * one message. Write it there, then call `ob_mailbox_end_put_send` or
+ * `ob_mailbox_end_put_call`. Returns 0, or -1 with errno (ENOBUFS, EAGAIN).
+ */
+int ob_mailbox_begin_put(struct ob_mailbox_t *mb, void **buf, size_t *cap);
+
+/**
+ * Zero-copy send, step 2: sends the first `n` bytes of the
+ * `ob_mailbox_begin_put` buffer to `*to`, as `ob_mailbox_send` would.
+ * Returns the tag (0 for a datagram), or -1 with errno (EMSGSIZE when `n`
+ * is more than the buffer: the buffer is given back).
+ */
+int64_t ob_mailbox_end_put_send(struct ob_mailbox_t *mb,
+                                size_t n,
+                                const struct ob_mailbox_addr_t *to,
+                                int reliable);
+
+/**
+ * Zero-copy call: calls `*to` with the first `n` bytes of the
+ * `ob_mailbox_begin_put` buffer, as `ob_mailbox_call_start` would.
+ * Returns the call's tag, or -1 with errno.
+ */
+int64_t ob_mailbox_end_put_call(struct ob_mailbox_t *mb,
+                                size_t n,
+                                const struct ob_mailbox_addr_t *to,
+                                uint32_t timeout_ms);
+
+/**
+ * Calls the mailbox `*to` with `req[0..req_len]` and waits for the
+ * response (executed at most once at the server). Copies the response into
+ * `resp` (at most `resp_cap` bytes; the rest is cut off) and its full
+ * length into `*resp_len` (may be NULL). Returns 0, or -1 with errno
+ * (ETIMEDOUT: no response in time; ECONNREFUSED: no such mailbox;
+ * ECONNRESET: the server restarted; EMSGSIZE; ESHUTDOWN).
+ */
+int ob_mailbox_call(struct ob_mailbox_t *mb,
+                    const struct ob_mailbox_addr_t *to,
+                    const void *req,
+                    size_t req_len,
+                    void *resp,
+                    size_t resp_cap,
+                    size_t *resp_len);
+
+/**
+ * Starts a call of `*to` with `req[0..len]` (many may be outstanding; the
+ * engine gives up after `timeout_ms`, 0: its default). Returns the call's
+ * tag for `ob_mailbox_wait_call` / `ob_mailbox_poll_call`, or -1 with errno.
+ */
+int64_t ob_mailbox_call_start(struct ob_mailbox_t *mb,
+                              const struct ob_mailbox_addr_t *to,
+                              const void *req,
+                              size_t len,
+                              uint32_t timeout_ms);
+
+/**
+ * Waits for the response of the call `tag` (from `ob_mailbox_call_start`)
+ * and copies it as `ob_mailbox_call` does. Returns 0, or -1 with errno:
+ * the call's failure (ETIMEDOUT, ECONNREFUSED, ECONNRESET), or EAGAIN on a
+ * non-blocking mailbox with no response yet, or EINVAL for a tag that is
+ * not an outstanding call (its result already taken). A failed call's
+ * error comes here only, never to `ob_mailbox_poll_completion`.
+ */
+int ob_mailbox_wait_call(struct ob_mailbox_t *mb,
+                         uint32_t tag,
+                         void *resp,
+                         size_t cap,
+                         size_t *resp_len);
+
+/**
+ * The response of the call `tag` if it came, copied as `ob_mailbox_call`
+ * does. Returns 1 (copied), 0 (not yet), or -1 with errno (the call failed:
+ * ETIMEDOUT, ECONNREFUSED, ECONNRESET).
+ */
+int ob_mailbox_poll_call(struct ob_mailbox_t *mb,
+                         uint32_t tag,
+                         void *resp,
+                         size_t cap,
+                         size_t *resp_len);
+
+/**
+ * The next completion, if there is one: a reliable message or write
+ * acknowledged (`*err` = 0) or failed (`*err` an errno), a failed call, or
+ * a send refused; `*tag` is its tag (each pointer may be NULL). Returns 1
+ * (one taken), 0 (none), or -1 with EINVAL for NULL.
+ */
+int ob_mailbox_poll_completion(struct ob_mailbox_t *mb, uint32_t *tag, int *err);
+
+/**
+ * Waits up to `timeout_ms` (-1: forever, 0: just look) for a completion,
+ * as `ob_mailbox_poll_completion`. Returns 1 (one taken), 0 (none in time),
+ * or -1 with errno (ESHUTDOWN).
+ */
+int ob_mailbox_wait_completion(struct ob_mailbox_t *mb, int timeout_ms, uint32_t *tag, int *err);
+
+/**
+ * Zero-copy receive, step 1: the next message (datagram, reliable message,
+ * request or posted message; never a response: those go to their calls)
+ * into `*out`, its bytes in place in the board. They stay valid until
+ * `ob_mailbox_end_get`, a reply, or any other call on this mailbox.
+ * Returns 0, or -1 with errno (EAGAIN when non-blocking and none).
+ */
+int ob_mailbox_begin_get(struct ob_mailbox_t *mb, struct ob_message_t *out);
+
+/**
+ * Zero-copy receive, step 2: gives the message `ob_mailbox_begin_get`
+ * returned back to the engine (a request given back this way is never
+ * answered: its caller times out). Returns 0, or -1 with errno (EINVAL:
+ * none held).
+ */
+int ob_mailbox_end_get(struct ob_mailbox_t *mb);
+
+/**
+ * Answers the held request (`OB_MSG_REQUEST` from `ob_mailbox_begin_get`)
+ * with `buf[0..len]` (written over the request when it fits, else through
+ * another board buffer) and gives the request back. `buf` may point into
+ * the request itself. Returns 0, or -1 with errno (EINVAL: no request held;
+ * EMSGSIZE).
+ */
+int ob_mailbox_reply(struct ob_mailbox_t *mb, const void *buf, size_t len);
+
+/**
+ * Zero-copy reply, step 1: sets `*buf`, `*cap` to the held request's own
+ * buffer (the request's bytes are at its start: read what you need before
+ * writing over them). Write the response there, then call
+ * `ob_mailbox_reply_in_place`. Returns 0, or -1 with errno (EINVAL: no
+ * request held).
+ */
+int ob_mailbox_reply_buffer(struct ob_mailbox_t *mb, void **buf, size_t *cap);
+
+/**
+ * Zero-copy reply, step 2: answers the held request with the first `len`
+ * bytes of the `ob_mailbox_reply_buffer` buffer. Returns 0, or -1 with
+ * errno (EMSGSIZE: more than the buffer; EINVAL: no request held).
+ */
+int ob_mailbox_reply_in_place(struct ob_mailbox_t *mb, size_t len);
+
+/**
+ * Posts a receive buffer (a board send buffer, lent to the engine until a
+ * message fills it) on a posted mailbox (`ob_mailbox_bind_posted`): the
+ * next message lands there and comes out of `ob_mailbox_begin_get` with
+ * this `tag`. Returns 0, or -1 with errno (ENOBUFS, EAGAIN).
+ */
+int ob_mailbox_post_recv(struct ob_mailbox_t *mb, uint32_t tag);
+
+/**
+ * Registers a board buffer (zeroed first) as a region peers write into
+ * with `ob_mailbox_write` by its cookie and an offset. `tripwire`: the
+ * offset of a byte whose writing posts a tripwire (`ob_mailbox_wait_tripwire`),
+ * -1 for none; `notify` non-zero: a note per write (`ob_mailbox_poll_write`).
+ * Sets `*cookie`, and `*region`, `*region_len` (these two may be NULL) to
+ * the region's bytes in the board, which the engine writes as peers' writes
+ * land, until `ob_mailbox_unregister`. Returns 0, or -1 with errno
+ * (ENOBUFS; EINVAL for NULL `cookie` or a tripwire below -1).
+ */
+int ob_mailbox_register(struct ob_mailbox_t *mb,
+                        int64_t tripwire,
+                        int notify,
+                        uint64_t *cookie,
+                        const void **region,
+                        size_t *region_len);
+
+/**
+ * Gives up the region `cookie` registered through this mailbox (its
+ * buffer becomes a send buffer again; the pointer `ob_mailbox_register`
+ * gave is no longer the region). Returns 0, or -1 with errno (EINVAL: no
+ * such region).
+ */
+int ob_mailbox_unregister(struct ob_mailbox_t *mb, uint64_t cookie);
+
+/**
+ * Writes `buf[0..len]` into the region `cookie` of the engine whose message
+ * address is `*host`, at `offset` (reliable and in order from this
+ * mailbox). Returns the tag its completion comes by once that engine has
+ * it (`ob_mailbox_poll_completion`), or -1 with errno.
+ */
+int64_t ob_mailbox_write(struct ob_mailbox_t *mb,
+                         const struct ob_addr_t *host,
+                         uint64_t cookie,
+                         uint32_t offset,
+                         const void *buf,
+                         size_t len);
+
+/**
+ * A write that landed in one of this mailbox's regions registered with
+ * `notify`: its `*offset` and `*len` (each may be NULL). Returns 1 (one
+ * taken), 0 (none), or -1 with EINVAL for NULL.
+ */
+int ob_mailbox_poll_write(struct ob_mailbox_t *mb, uint32_t *offset, uint32_t *len);
+
+/**
+ * Waits up to `timeout_ms` (-1: forever, 0: just look) until a write
+ * covers the tripwire byte of one of this mailbox's regions; that region's
+ * cookie into `*cookie` (may be NULL). Returns 1 (a tripwire), 0 (none in
+ * time), or -1 with errno (ESHUTDOWN).
+ */
+int ob_mailbox_wait_tripwire(struct ob_mailbox_t *mb, int timeout_ms, uint64_t *cookie);
+
+/**
+ * A new, empty completion queue; NULL with errno on failure.
+ */
+struct ob_cq_t *ob_cq_new(void);
+
+/**
+ * Frees the completion queue and closes its queue pairs. Returns 0, or -1
+ * with EINVAL for NULL.
+ */
+int ob_cq_free(struct ob_cq_t *cq);
+
+/**
+ * Creates a queue pair on `board` (its mailbox number `number`, 0: any)
+ * in the completion queue. Returns its index (0, 1, ...), or -1 with errno
+ * (EINVAL: NULL, or a board other than that of the queue's other pairs;
+ * as `ob_mailbox_bind_posted`).
+ */
+int ob_qp_create(struct ob_cq_t *cq, struct ob_board_t *board, uint32_t number);
+
+/**
+ * The queue pair's address into `*out` (give it to the peer for its
+ * `ob_qp_connect`). Returns 0, or -1 with EINVAL (NULL, no such pair).
+ */
+int ob_qp_addr(struct ob_cq_t *cq, int qp, struct ob_mailbox_addr_t *out);
+
+/**
+ * Sets where the queue pair's sends go: the peer queue pair's address.
+ * Returns 0, or -1 with errno (EINVAL, EAFNOSUPPORT).
+ */
+int ob_qp_connect(struct ob_cq_t *cq, int qp, const struct ob_mailbox_addr_t *peer);
+
+/**
+ * Sends `buf[0..len]` to the queue pair's peer (a reliable message): an
+ * `OB_WC_SEND` completion with `wr_id` follows once the peer's engine has
+ * it. Returns 0, or -1 with errno (EINVAL: not connected; EMSGSIZE,
+ * ENOBUFS).
+ */
+int ob_qp_post_send(struct ob_cq_t *cq, int qp, const void *buf, size_t len, uint32_t wr_id);
+
+/**
+ * Posts a receive buffer (a board buffer of the board's datagram size) on
+ * the queue pair: the next message lands there and completes as
+ * `OB_WC_RECV` with `wr_id`. Returns 0, or -1 with errno (ENOBUFS).
+ */
+int ob_qp_post_recv(struct ob_cq_t *cq, int qp, uint32_t wr_id);
+
+/**
+ * The next completion of any queue pair into `*out`, if there is one.
+ * After an `OB_WC_RECV` completion the pair holds its buffer (read it with
+ * `ob_qp_data`) and reports no further receive until `ob_qp_repost` or
+ * `ob_qp_release`. Returns 1 (one taken), 0 (none), or -1 with EINVAL for NULL.
+ */
+int ob_cq_poll(struct ob_cq_t *cq, struct ob_completion_t *out);
+
+/**
+ * Waits up to `timeout_ms` (-1: forever, 0: just look) for the next
+ * completion of any queue pair, as `ob_cq_poll` (sleeping in the board's
+ * mode; a polling board spins). Returns 1 (one taken), 0 (none in time),
+ * or -1 with errno (EINVAL: no queue pairs; ESHUTDOWN).
+ */
+int ob_cq_wait(struct ob_cq_t *cq, int timeout_ms, struct ob_completion_t *out);
+
+/**
+ * The message of the queue pair's last `OB_WC_RECV` completion, in place:
+ * `*buf`, `*len`, valid until `ob_qp_repost` or `ob_qp_release`. Returns
+ * 0, or -1 with errno (EINVAL: no receive completion held).
+ */
+int ob_qp_data(struct ob_cq_t *cq, int qp, const void **buf, size_t *len);
+
+/**
+ * Posts the buffer of the queue pair's last receive completion again, as
+ * `wr_id` (no copy, no new buffer). Returns 0, or -1 with errno (EINVAL:
+ * no receive completion held).
+ */
+int ob_qp_repost(struct ob_cq_t *cq, int qp, uint32_t wr_id);
+
+/**
+ * Frees the buffer of the queue pair's last receive completion (a
+ * receive posted fewer from now on). Returns 0 (also when none is held),
+ * or -1 with errno.
+ */
+int ob_qp_release(struct ob_cq_t *cq, int qp);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -123,6 +123,10 @@ pub struct Mailbox {
     put_buf: Option<BufRef>,
     next_tag: u32,
     regions: Vec<Region>,
+    /// Calls started and not yet taken by `wait_call`/`poll_call`, and the
+    /// failures of those that failed (kept apart from other completions).
+    calls: std::collections::HashSet<Tag>,
+    failed_calls: HashMap<Tag, u32>,
 }
 
 /// A call's tag (`call_start`), or a send's (`send_message`, `write`).
@@ -166,6 +170,8 @@ impl Board {
             put_buf: None,
             next_tag: 0,
             regions: Vec::new(),
+            calls: Default::default(),
+            failed_calls: HashMap::new(),
         })
     }
 
@@ -195,8 +201,9 @@ impl Mailbox {
     pub fn set_mode(&mut self, mode: Mode) {
         self.board.inner.borrow_mut().eps[self.id as usize].mode = Some(mode);
     }
+    /// The next tag (never 0: C's `ob_mailbox_send` returns 0 for a datagram).
     fn tag(&mut self) -> Tag {
-        self.next_tag = self.next_tag.wrapping_add(1);
+        self.next_tag = self.next_tag.checked_add(1).unwrap_or(1);
         self.next_tag
     }
 
@@ -293,6 +300,7 @@ impl Mailbox {
         let tag = self.tag();
         let timeout_ms = timeout.map_or(0, |t| t.as_millis().clamp(1, u128::from(u32::MAX)) as u32);
         self.command(BoardCommand::MsgCall { ep: Endpoint(self.id), offset, len, to: to.host, mailbox: to.mailbox, tag, timeout_ms })?;
+        self.calls.insert(tag);
         Ok(tag)
     }
 
@@ -325,22 +333,18 @@ impl Mailbox {
     }
 
     fn wait_call_mode(&mut self, tag: Tag, mode: Mode, timeout: Option<Duration>) -> Result<Vec<u8>> {
-        let mut failed = None;
+        if !self.calls.contains(&tag) {
+            return Err(Error::Invalid("no such call outstanding (its result was taken, or it never started)"));
+        }
         let id = self.id;
-        let Mailbox { board, inbox, responses, .. } = self;
+        let Mailbox { board, inbox, responses, calls, failed_calls, .. } = self;
         board.wait(mode, timeout, |i| {
             drain(i, id, inbox, responses);
-            if responses.contains_key(&tag) {
-                return true;
-            }
-            let c = &mut i.eps[id as usize].completions;
-            if let Some(k) = c.iter().position(|(t, _)| *t == tag) {
-                failed = c.remove(k).map(|(_, e)| e);
-                return true;
-            }
-            false
+            sort_completions(&mut i.eps[id as usize].completions, calls, failed_calls);
+            responses.contains_key(&tag) || failed_calls.contains_key(&tag)
         })?;
-        if let Some(errno) = failed {
+        self.calls.remove(&tag);
+        if let Some(errno) = self.failed_calls.remove(&tag) {
             return Err(Error::from_errno(errno as i32));
         }
         let d = self.responses.remove(&tag).ok_or(Error::WouldBlock)?;
@@ -483,14 +487,22 @@ impl Mailbox {
     pub fn poll_completion(&mut self) -> Option<(Tag, Result<()>)> {
         let mut b = self.board.inner.borrow_mut();
         let _ = b.pump();
-        let (tag, errno) = b.eps[self.id as usize].completions.pop_front()?;
+        let c = &mut b.eps[self.id as usize].completions;
+        sort_completions(c, &self.calls, &mut self.failed_calls);
+        let (tag, errno) = c.pop_front()?;
         Some((tag, if errno == 0 { Ok(()) } else { Err(Error::from_errno(errno as i32)) }))
     }
 
     /// Waits for a completion (at most `timeout`).
     pub fn wait_completion(&mut self, timeout: Option<Duration>) -> Result<(Tag, Result<()>)> {
         let id = self.id;
-        self.board.wait(self.mode(), timeout, |i| !i.eps[id as usize].completions.is_empty())?;
+        let mode = self.mode();
+        let Mailbox { board, calls, failed_calls, .. } = self;
+        board.wait(mode, timeout, |i| {
+            let c = &mut i.eps[id as usize].completions;
+            sort_completions(c, calls, failed_calls);
+            !c.is_empty()
+        })?;
         self.poll_completion().ok_or(Error::WouldBlock)
     }
 
@@ -586,6 +598,22 @@ impl Mailbox {
         })?;
         got.ok_or(Error::WouldBlock)
     }
+}
+
+/// Moves failed calls' completions out of the completions (a failed call
+/// belongs to `wait_call`, never to `poll_completion`).
+fn sort_completions(c: &mut VecDeque<(u32, u32)>, calls: &std::collections::HashSet<Tag>, failed: &mut HashMap<Tag, u32>) {
+    if calls.is_empty() {
+        return;
+    }
+    c.retain(|(tag, errno)| {
+        if calls.contains(tag) {
+            failed.insert(*tag, *errno);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// Moves descriptors from the mailbox ring into the inbox (responses to

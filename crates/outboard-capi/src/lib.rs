@@ -33,12 +33,14 @@ mod listener;
 mod stream;
 mod datagram;
 mod events;
+mod mailbox;
 
 pub use addr::*;
 pub use board::*;
 pub use datagram::*;
 pub use events::*;
 pub use listener::*;
+pub use mailbox::*;
 pub use stream::*;
 
 use libc::{c_char, c_int};

@@ -9,6 +9,10 @@
 //!   `fetch` on B reads from `source` listening on A. (`echo_server` against
 //!   a client on an embedded engine is in `outboard-embedded`'s tests: this
 //!   crate links no engine.)
+//! - live message mailboxes, with engines that run the message service
+//!   (`--messages`): `msg_kv_client` on B calls `msg_kv_server` on A (RPC
+//!   answered in place); `qp_pingpong` bounces a counter between queue
+//!   pairs on A and B.
 //!
 //! The harness (building, child processes, the two engines) is `support/`.
 
@@ -124,4 +128,54 @@ fn live_fetch_from_listening_source_over_ipv6() {
     let want = sha256_hex(&pattern(4, n));
     assert_eq!((sent, sent_sha.as_str()), (n as u64, want.as_str()));
     assert_eq!((got, got_sha.as_str()), (n as u64, want.as_str()));
+}
+
+/// Live, message mailboxes: `msg_kv_server` binds "kv" on engine A;
+/// `msg_kv_client` on engine B looks it up by name and makes 3N+2 calls
+/// (N puts, N gets, a missing key, a short buffer; then N gets with 32
+/// outstanding), checking every answer; the server, which answers each in
+/// place, exits after exactly that many.
+#[test]
+fn live_msg_kv_client_and_server() {
+    let _ = built();
+    let lab = Lab::start_messages("kv");
+    const N: usize = 1000;
+    let calls = 3 * N + 2;
+    let mut server = lab.run("msg_kv_server", &[&lab.a, &calls.to_string()]);
+    let at = server.line("kv at ", Duration::from_secs(20));
+    assert!(at.starts_with("kv at 10.0.0.1:7373/"), "the server's mailbox: {at:?}");
+    let mut client = lab.run("msg_kv_client", &[&lab.b, "10.0.0.1:7373", &N.to_string()]);
+    let summary = client.line("kv ok ", Duration::from_secs(120));
+    let st = client.exit(Duration::from_secs(10));
+    assert!(st.success(), "msg_kv_client exited with {st}; stderr:\n{}", client.stderr());
+    assert!(summary.starts_with(&format!("kv ok calls={calls} puts={N} gets={N} async={N} ")), "{summary}");
+    let served = server.line("served=", Duration::from_secs(20));
+    let st = server.exit(Duration::from_secs(10));
+    assert!(st.success(), "msg_kv_server exited with {st}; stderr:\n{}", server.stderr());
+    assert_eq!(served, format!("served={calls} puts={N} gets={} keys={N} others=0", 2 * N + 2));
+    eprintln!("{summary}");
+}
+
+/// Live, queue pairs: `qp_pingpong pong` on engine A, `ping` on engine B
+/// with pong's address; 1000 round trips of a counter both sides check, each
+/// side's sends all completed before it exits.
+#[test]
+fn live_qp_pingpong() {
+    let _ = built();
+    let lab = Lab::start_messages("qp");
+    let rounds = "1000";
+    let mut pong = lab.run("qp_pingpong", &["pong", &lab.a, rounds]);
+    let addr = pong.line("qp ", Duration::from_secs(20))["qp ".len()..].to_string();
+    assert!(addr.starts_with("10.0.0.1:7373/"), "pong's queue pair: {addr:?}");
+    let mut ping = lab.run("qp_pingpong", &["ping", &lab.b, rounds, &addr]);
+    let mine = ping.line("qp ", Duration::from_secs(20));
+    assert!(mine.starts_with("qp 10.0.0.2:7373/"), "ping's queue pair: {mine:?}");
+    let summary = ping.line("ping rounds=", Duration::from_secs(120));
+    assert!(summary.starts_with(&format!("ping rounds={rounds} median_us=")), "{summary}");
+    let st = ping.exit(Duration::from_secs(10));
+    assert!(st.success(), "ping exited with {st}; stderr:\n{}", ping.stderr());
+    assert_eq!(pong.line("pong rounds=", Duration::from_secs(20)), format!("pong rounds={rounds}"));
+    let st = pong.exit(Duration::from_secs(10));
+    assert!(st.success(), "pong exited with {st}; stderr:\n{}", pong.stderr());
+    eprintln!("{summary}");
 }

@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-pub const EXAMPLES: [&str; 4] = ["echo_server", "sink_server", "fetch", "source"];
+pub const EXAMPLES: [&str; 7] = ["echo_server", "sink_server", "fetch", "source", "msg_kv_server", "msg_kv_client", "qp_pingpong"];
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -295,6 +295,16 @@ impl Lab {
     /// With `ipv6`, the engines run IPv6 beside IPv4 too (A fd00::1/64, B
     /// fd00::2/64); returns once their IPv6 addresses passed duplicate-address detection.
     pub fn start_with(tag: &str, ipv6: bool) -> Lab {
+        Lab::start_opts(tag, ipv6, false)
+    }
+
+    /// Engines that run the message service too (`--messages`: message
+    /// addresses 10.0.0.1:7373 and 10.0.0.2:7373).
+    pub fn start_messages(tag: &str) -> Lab {
+        Lab::start_opts(tag, false, true)
+    }
+
+    pub fn start_opts(tag: &str, ipv6: bool, messages: bool) -> Lab {
         let bin = outboard_bin();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -309,6 +319,9 @@ impl Lab {
                 .env("OUTBOARD_RUN_DIR", &dir);
             if ipv6 {
                 cmd.args(["--addr", addr6]);
+            }
+            if messages {
+                cmd.arg("--messages");
             }
             engines.push(Proc::spawn(&format!("engine {name}"), cmd, &dir));
         }

@@ -5,11 +5,14 @@
 //! Used by the `board_commands` fuzz target and by a property test; the
 //! rule is that nothing panics, a session that breaks the rules is torn
 //! down (its board marked `ENGINE_GONE`), and the stack stays bounded.
+//! The shard runs the message service too, so message-mailbox commands
+//! (binds, sends, calls, replies with made-up tokens, posted receives,
+//! regions, writes) reach their real paths.
 
 use super::attach::NewSession;
 use super::Host;
 use crate::app::Apps;
-use outboard_board::command::{BoardCommand, Endpoint, ListenFamily, StreamOption, SyncSlot};
+use outboard_board::command::{BoardCommand, Endpoint, ListenFamily, MsgName, StreamOption, SyncSlot};
 use outboard_board::layout::{header, BoardParams, ENGINE_GONE, ENGINE_RUNNING, MAGIC, VERSION};
 use outboard_board::{BoardLayout, Command, Mapping, Producer};
 use outboard_stack::{Stack, StackConfig};
@@ -52,6 +55,24 @@ impl Bytes<'_> {
     }
 }
 
+/// A message-mailbox command from a few bytes (offsets anywhere in the board).
+fn message_command(b: &mut Bytes<'_>, ep: Endpoint, sync: SyncSlot, to: SocketAddr, total: u64) -> BoardCommand {
+    let to = SocketAddr::new(to.ip(), 7373);
+    let (offset, len) = (u64::from(b.u32()) % total, u64::from(b.u8()) * 8);
+    let name = if b.u8() % 2 == 0 { MsgName::new("kv").expect("a short name") } else { MsgName::default() };
+    match b.u8() % 9 {
+        0 => BoardCommand::MsgBind { sync, number: Some(u32::from(b.u8() % 3) + 10).filter(|_| b.u8() % 2 == 0), capacity: 0, name, posted: b.u8() % 2 == 0 },
+        1 => BoardCommand::MsgSend { ep, offset, len, to, mailbox: 10, tag: 1, reliable: b.u8() % 2 == 0 },
+        2 => BoardCommand::MsgCall { ep, offset, len, to, mailbox: 10, tag: 2, timeout_ms: u32::from(b.u8()) },
+        3 => BoardCommand::MsgReply { ep, offset, len, token: u32::from(b.u8() % 4) },
+        4 => BoardCommand::MsgLookup { sync, host: to, name },
+        5 => BoardCommand::MsgPostRecv { ep, offset, len, tag: 3 },
+        6 => BoardCommand::MsgRegister { sync, ep, offset, len, tripwire: Some(u64::from(b.u8())), notify: true },
+        7 => BoardCommand::MsgUnregister { ep, cookie: b.u64() },
+        _ => BoardCommand::MsgWrite { ep, offset, len, to, cookie: b.u64(), at: b.u32(), tag: 4 },
+    }
+}
+
 /// Runs one session through `input` (at most a few hundred steps).
 pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let mut out = HostileOutcome::default();
@@ -77,8 +98,15 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let mut host = Host::new(0, None);
     host.adopt(session);
     let mut apps = Apps::new(64 << 20);
+    let settings = crate::messages::MessageSettings { port: 7373, config: outboard_msg::Config::default() };
+    if let Ok(svc) = crate::messages::MessageService::start(&mut stack, &settings, 1) {
+        let svc = Arc::new(std::sync::Mutex::new(svc));
+        host.set_messages(Some(svc.clone()));
+        apps.add(Box::new(crate::messages::MessageApp(svc)));
+    }
     apps.add(Box::new(host));
 
+    let syncs = outboard_board::SyncTable::new(map.clone(), layout.syncs, layout.params.syncs);
     let mut b = Bytes(input);
     let mut frame = vec![0u8; 2048];
     for _ in 0..256 {
@@ -102,7 +130,13 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                     6 => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
                     7 => BoardCommand::Shutdown { ep },
                     8 => BoardCommand::Close { ep },
-                    _ => BoardCommand::Abort { ep },
+                    // (Abort when the input ends here, as before message commands.)
+                    _ if b.0.is_empty() || b.u8() % 2 == 0 => BoardCommand::Abort { ep },
+                    _ => {
+                        // Armed as an application arms a slot before a command that completes it.
+                        syncs.arm(sync.0);
+                        message_command(&mut b, ep, sync, to, layout.total as u64)
+                    }
                 };
                 let _ = cmds.put(c.encode());
                 out.commands += 1;
@@ -110,7 +144,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
             // An arbitrary 64-byte record.
             3 => {
                 let r = Command {
-                    op: b.u32() % 16,
+                    op: b.u32() % 32,
                     endpoint: b.u32(),
                     sync: b.u32(),
                     flags: b.u32(),
@@ -189,6 +223,35 @@ mod tests {
         input.extend_from_slice(&[0xa1, 0x2f, 0x06, 0x44, 0x77]);
         let out = drive_board(&input);
         assert!(out.torn_down);
+    }
+
+    /// A typed message command: op 0, endpoint 0, sync `sync`, port byte,
+    /// kind 9 and an odd byte (a message command), the offset (board
+    /// header: no buffer), `len` bytes / 8, the name byte, `which`, then `rest`.
+    fn message(sync: u8, len: u8, which: u8, rest: &[u8]) -> Vec<u8> {
+        let mut v = vec![0, 0, sync, 0, 9, 1, 0, 0, 0, 0, len, 0, which];
+        v.extend_from_slice(rest);
+        v
+    }
+
+    #[test]
+    fn a_mailbox_binds_and_a_send_from_outside_any_buffer_is_a_violation() {
+        // Bind mailbox 10 named "kv", then a turn: the session lives.
+        let bind = message(0, 0, 0, &[0, 0, 1]);
+        let out = drive_board(&[&bind[..], &[7]].concat());
+        assert_eq!(out.commands, 1);
+        assert!(!out.torn_down, "a bind is no violation");
+        // Then a reliable send from the board's header: not a buffer the application holds.
+        let send = message(1, 8, 1, &[0]);
+        let out = drive_board(&[&bind[..], &[7], &send[..], &[7]].concat());
+        assert_eq!(out.commands, 2);
+        assert!(out.torn_down, "bytes outside the application's buffers are a violation");
+        // A reply to a token the engine never gave, from outside any buffer: the same.
+        let reply = message(1, 1, 3, &[2]);
+        assert!(drive_board(&[&bind[..], &[7], &reply[..], &[7]].concat()).torn_down);
+        // A lookup (no engine answers at 10.9.0.2): no violation.
+        let lookup = message(1, 0, 4, &[]);
+        assert!(!drive_board(&[&bind[..], &[7], &lookup[..], &[7]].concat()).torn_down);
     }
 
     proptest! {
