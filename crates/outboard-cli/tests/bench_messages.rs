@@ -1,7 +1,10 @@
-//! `outboard bench messages` (no root): a short run, checked for the JSON
-//! shape (rows `rpc`, `rpc-vs-tcp`, `rpc-board` and `reliable` on the fabric, the
+//! `outboard bench messages`: a short run, checked for the JSON shape (rows
+//! `rpc`, `rpc-vs-tcp`, `rpc-board` and `reliable` on the fabric, and as
+//! root also `rpc` over the lab's veth with `--veth`; the
 //! machine, the notes) and for numbers that are positive and finite where
 //! present. The ratios are not checked: the machines are noisy.
+
+mod support;
 
 use serde_json::Value;
 use std::process::Command;
@@ -23,6 +26,8 @@ fn positive(r: &Value, key: &str) -> Option<f64> {
 
 #[test]
 fn bench_messages_json_has_a_row_per_service() {
+    // As root (CI), the veth row too; without root it would fail to build its lab.
+    let veth = support::netns::is_root();
     let out = Command::new(OUTBOARD)
         .args([
             "bench",
@@ -33,6 +38,7 @@ fn bench_messages_json_has_a_row_per_service() {
             "--seconds",
             "10",
         ])
+        .args(veth.then_some("--veth"))
         .output()
         .expect("run outboard");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -58,9 +64,14 @@ fn bench_messages_json_has_a_row_per_service() {
         .iter()
         .map(|r| r["service"].as_str().expect("service"))
         .collect();
-    assert_eq!(services, ["rpc", "rpc-vs-tcp", "rpc-board", "reliable"], "{stdout}");
-    for r in rows {
-        assert_eq!(r["link"], "fabric", "{r}");
+    if veth {
+        assert_eq!(services, ["rpc", "rpc-vs-tcp", "rpc-board", "rpc", "reliable"], "{stdout}");
+        assert_eq!(rows[3]["link"], "veth", "{stdout}");
+    } else {
+        assert_eq!(services, ["rpc", "rpc-vs-tcp", "rpc-board", "reliable"], "{stdout}");
+    }
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["link"], if veth && i == 3 { "veth" } else { "fabric" }, "{r}");
         let nums: Vec<Option<f64>> = [
             "outboard_p50_us",
             "outboard_p99_us",

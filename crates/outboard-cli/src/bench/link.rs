@@ -499,7 +499,7 @@ extern "C" {
 const CLONE_NEWNET: i32 = 0x4000_0000;
 
 /// Moves the calling thread (only it) into network namespace `ns`.
-fn enter_netns(ns: &str) -> Result<(), String> {
+pub(super) fn enter_netns(ns: &str) -> Result<(), String> {
     let path = format!("/var/run/netns/{ns}");
     let f = File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
     // SAFETY: `f` is an open namespace file for the call's duration; setns

@@ -93,6 +93,70 @@ pub struct MessagesArgs {
     /// Upper bound on each case's measured phase, in seconds (0.001 to 3600).
     #[arg(long, default_value = "5", value_parser = crate::args::bench_seconds())]
     pub seconds: f64,
+    /// Also the rpc row over the lab's veth pair (root: builds a lab of its
+    /// own): ours engine to engine on af_packet, the kernel's UDP between the
+    /// two namespaces.
+    #[arg(long)]
+    pub veth: bool,
+}
+
+/// Where a case's two ends run: links, addresses and namespaces.
+#[derive(Debug, Clone)]
+struct Side {
+    /// Ours: the server engine's and client engine's `--link`, `--addr`.
+    server_link: String,
+    server_cidr: String,
+    client_link: String,
+    client_cidr: String,
+    /// The client engine's extra flags (`--allow-kernel-address` on Linux's interface).
+    client_extra: Vec<String>,
+    /// Network namespaces (None: this process's).
+    server_ns: Option<String>,
+    client_ns: Option<String>,
+}
+
+impl Side {
+    fn fabric(fabric: &str) -> Side {
+        Side {
+            server_link: fabric.into(),
+            server_cidr: format!("{SERVER_ADDR}/24"),
+            client_link: fabric.into(),
+            client_cidr: "10.0.0.2/24".into(),
+            client_extra: Vec::new(),
+            server_ns: None,
+            client_ns: None,
+        }
+    }
+    fn server_ip(&self) -> &str {
+        self.server_cidr.split('/').next().unwrap_or_default()
+    }
+    /// The `--to` of calls to the server engine's `echo`.
+    fn echo(&self) -> String {
+        format!("{}:7373/echo", self.server_ip())
+    }
+}
+
+/// Where the kernel's UDP case runs: the server's and client's addresses and namespaces.
+#[derive(Debug, Clone)]
+struct KernelNet {
+    server: Ipv4Addr,
+    client: Ipv4Addr,
+    server_ns: Option<String>,
+    client_ns: Option<String>,
+}
+
+impl KernelNet {
+    fn loopback() -> KernelNet {
+        KernelNet { server: Ipv4Addr::LOCALHOST, client: Ipv4Addr::LOCALHOST, server_ns: None, client_ns: None }
+    }
+}
+
+/// Runs `f` in the calling thread after moving it into `ns` (when given).
+fn in_ns<T>(ns: &Option<String>, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    if let Some(ns) = ns {
+        super::link::enter_netns(ns)?;
+    }
+    f()
 }
 
 #[derive(Debug, Serialize)]
@@ -300,16 +364,30 @@ impl Drop for Server {
 
 /// A UDP echo server on 127.0.0.1: one datagram at a time.
 /// `spin`: a non-blocking socket polled on `EAGAIN` instead of a blocking one.
-fn udp_server(cpu: Option<usize>, spin: bool) -> Result<Server, String> {
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("UDP bind"))?;
-    sock.set_read_timeout(Some(Duration::from_millis(50)))
-        .map_err(io_err("UDP timeout"))?;
-    sock.set_nonblocking(spin)
-        .map_err(io_err("UDP non-blocking"))?;
-    let addr = sock.local_addr().map_err(io_err("UDP address"))?;
+fn udp_server(cpu: Option<usize>, spin: bool, net: &KernelNet) -> Result<Server, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ns, ip) = (net.server_ns.clone(), net.server);
+    // The socket is made in the server's thread, in the server's namespace.
     let thread = thread::spawn(move || {
+        let made = in_ns(&ns, || {
+            let sock = UdpSocket::bind((ip, 0)).map_err(io_err("UDP bind"))?;
+            sock.set_read_timeout(Some(Duration::from_millis(50))).map_err(io_err("UDP timeout"))?;
+            sock.set_nonblocking(spin).map_err(io_err("UDP non-blocking"))?;
+            let addr = sock.local_addr().map_err(io_err("UDP address"))?;
+            Ok((sock, addr))
+        });
+        let sock = match made {
+            Ok((sock, addr)) => {
+                let _ = tx.send(Ok(addr));
+                sock
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e.clone()));
+                return Err(e);
+            }
+        };
         pin_thread(cpu);
         let mut buf = [0u8; 2048];
         while !s.load(Ordering::Relaxed) {
@@ -324,6 +402,7 @@ fn udp_server(cpu: Option<usize>, spin: bool) -> Result<Server, String> {
         }
         Ok(thread_cpu_s())
     });
+    let addr = rx.recv().map_err(|_| "the UDP server thread ended".to_string())??;
     Ok(Server {
         addr,
         stop,
@@ -427,9 +506,10 @@ fn udp_latency(
     budget: Duration,
     pins: Pins,
     spin: bool,
+    net: &KernelNet,
 ) -> Result<Latency, String> {
-    let server = udp_server(pins.server, spin)?;
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("UDP bind"))?;
+    let server = udp_server(pins.server, spin, net)?;
+    let sock = in_ns(&net.client_ns, || UdpSocket::bind((net.client, 0)).map_err(io_err("UDP bind")))?;
     sock.connect(server.addr).map_err(io_err("UDP connect"))?;
     sock.set_read_timeout(Some(UDP_RETRY))
         .map_err(io_err("UDP timeout"))?;
@@ -483,9 +563,9 @@ fn udp_latency(
 }
 
 /// `outstanding` calls in flight on one socket; up to `count` within `budget`.
-fn udp_rate(count: u64, outstanding: usize, budget: Duration, pins: Pins) -> Result<Rate, String> {
-    let server = udp_server(pins.server, false)?;
-    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("UDP bind"))?;
+fn udp_rate(count: u64, outstanding: usize, budget: Duration, pins: Pins, net: &KernelNet) -> Result<Rate, String> {
+    let server = udp_server(pins.server, false, net)?;
+    let sock = in_ns(&net.client_ns, || UdpSocket::bind((net.client, 0)).map_err(io_err("UDP bind")))?;
     sock.connect(server.addr).map_err(io_err("UDP connect"))?;
     sock.set_read_timeout(Some(Duration::from_millis(20)))
         .map_err(io_err("UDP timeout"))?;
@@ -681,25 +761,26 @@ fn stat(run: &RunDir, name: &str) -> Result<Snapshot, String> {
 /// The server engine (`--messages`, mailboxes `echo` and `sink`), up.
 fn start_server(
     run: &RunDir,
-    fabric: &str,
+    side: &Side,
     name: &str,
     cpu: Option<usize>,
 ) -> Result<Proc, String> {
-    start_engine(run, fabric, name, "10.0.0.1/24", cpu)
+    start_engine(run, &side.server_link, name, &side.server_cidr, &side.server_ns, cpu)
 }
 
-/// A message engine daemon at `addr` on `fabric`, up (answering `stat`).
+/// A message engine daemon at `addr` on `link` (in namespace `ns`), up (answering `stat`).
 fn start_engine(
     run: &RunDir,
-    fabric: &str,
+    link: &str,
     name: &str,
     addr: &str,
+    ns: &Option<String>,
     cpu: Option<usize>,
 ) -> Result<Proc, String> {
     let args: Vec<String> = [
         "engine",
         "--link",
-        fabric,
+        link,
         "--addr",
         addr,
         "--messages",
@@ -712,15 +793,18 @@ fn start_engine(
     ]
     .map(String::from)
     .to_vec();
+    // A child made in a thread that entered `ns` runs in it.
     let mut p = on_cpu(cpu, || {
-        Proc::spawn(
-            run,
-            "server",
-            &format!("engine {name}"),
-            &args,
-            false,
-            Duration::from_secs(5),
-        )
+        in_ns(ns, || {
+            Proc::spawn(
+                run,
+                &format!("engine-{name}"),
+                &format!("engine {name}"),
+                &args,
+                false,
+                Duration::from_secs(5),
+            )
+        })
     })?;
     let t0 = Instant::now();
     loop {
@@ -754,7 +838,7 @@ struct MsgRun {
 
 fn msg(
     run: &RunDir,
-    fabric: &str,
+    side: &Side,
     cpu: Option<usize>,
     tag: &str,
     job: &[String],
@@ -763,28 +847,31 @@ fn msg(
     let mut args: Vec<String> = [
         "msg",
         "--link",
-        fabric,
+        &side.client_link,
         "--addr",
-        "10.0.0.2/24",
+        &side.client_cidr,
         "--log-level",
         "warn",
         "--json",
     ]
     .map(String::from)
     .to_vec();
+    args.extend(side.client_extra.iter().cloned());
     args.extend(["--timeout-s".into(), format!("{seconds}")]);
     args.extend(job.iter().cloned());
     let what = format!("outboard msg ({tag})");
     let cpu0 = children_cpu_s();
     let mut p = on_cpu(cpu, || {
-        Proc::spawn(
-            run,
-            &format!("msg-{tag}"),
-            &what,
-            &args,
-            true,
-            Duration::from_secs(5),
-        )
+        in_ns(&side.client_ns, || {
+            Proc::spawn(
+                run,
+                &format!("msg-{tag}"),
+                &what,
+                &args,
+                true,
+                Duration::from_secs(5),
+            )
+        })
     })?;
     let v = p.next_json(Instant::now() + Duration::from_secs_f64(seconds + 30.0))?;
     // Reaped, so its CPU is in RUSAGE_CHILDREN.
@@ -854,13 +941,13 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
     };
     // The kernel first, with no engine running.
     let k_udp = on_cpu(kp.client, || {
-        udp_latency(a.count, warmup, budget, kp, false)
+        udp_latency(a.count, warmup, budget, kp, false, &KernelNet::loopback())
     })
     .map_err(|e| format!("kernel UDP latency: {e}"))?;
-    let k_udp_spin = on_cpu(kp.client, || udp_latency(a.count, warmup, budget, kp, true))
+    let k_udp_spin = on_cpu(kp.client, || udp_latency(a.count, warmup, budget, kp, true, &KernelNet::loopback()))
         .map_err(|e| format!("kernel UDP latency, spinning: {e}"))?;
     let k_udp_rate = on_cpu(kp.client, || {
-        udp_rate(rate_calls, RATE_OUTSTANDING, budget, kp)
+        udp_rate(rate_calls, RATE_OUTSTANDING, budget, kp, &KernelNet::loopback())
     })
     .map_err(|e| format!("kernel UDP rate: {e}"))?;
     let k_tcp = on_cpu(kp.client, || tcp_latency(a.count, warmup, budget, kp))
@@ -886,7 +973,8 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
     let fabric = format!("fabric:bmsg-{pid}");
     let server_name = format!("bench-msg-{pid}-a");
     let (s_cpu, c_cpu) = (cpus.map(|c| c.0), cpus.map(|c| c.1));
-    let mut server = start_server(&run, &fabric, &server_name, s_cpu)?;
+    let side = Side::fabric(&fabric);
+    let mut server = start_server(&run, &side, &server_name, s_cpu)?;
     let explain = |e: String, server: &mut Proc| -> String {
         let log = server.log_text();
         if log.trim().is_empty() {
@@ -914,18 +1002,18 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
     let ours = || -> Result<Ours, String> {
         msg(
             &run,
-            &fabric,
+            &side,
             c_cpu,
             "warmup",
             &calls(warmup, 1),
             secs.max(5.0),
         )?;
         let s0 = stat(&run, &server_name).ok();
-        let lat = msg(&run, &fabric, c_cpu, "latency", &calls(a.count, 1), secs)?;
+        let lat = msg(&run, &side, c_cpu, "latency", &calls(a.count, 1), secs)?;
         let s1 = stat(&run, &server_name).ok();
         let rate = msg(
             &run,
-            &fabric,
+            &side,
             c_cpu,
             "rate",
             &calls(rate_calls, RATE_OUTSTANDING),
@@ -940,7 +1028,7 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
             "--size",
             &BULK_WRITE.to_string(),
         ]);
-        let bulk = msg(&run, &fabric, c_cpu, "reliable", &job, secs)?;
+        let bulk = msg(&run, &side, c_cpu, "reliable", &job, secs)?;
         let s3 = stat(&run, &server_name).ok();
         Ok(Ours {
             lat,
@@ -958,7 +1046,7 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
     // Applications on boards: a client engine daemon beside the server's.
     let client_name = format!("bench-msg-{pid}-b");
     let boards = (|| -> Result<(Latency, Rate), String> {
-        let mut client = start_engine(&run, &fabric, &client_name, "10.0.0.2/24", c_cpu)?;
+        let mut client = start_engine(&run, &fabric, &client_name, "10.0.0.2/24", &None, c_cpu)?;
         let r = board_rpc(&run.path, &server_name, &client_name, a.count, warmup, rate_calls, budget, kp);
         client.terminate();
         r
@@ -998,7 +1086,7 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
     } else {
         num(&bulk.report, "rate")
     };
-    let rows = vec![
+    let mut rows = vec![
         kernel_rpc(
             &k_udp,
             &k_udp_rate,
@@ -1141,6 +1229,11 @@ fn run(a: &MessagesArgs) -> Result<MessagesReport, String> {
             "goal small-RPC rate per engine core >= 3x one core of kernel UDP: {r:.2}x, {}",
             if r >= 3.0 { "met" } else { "NOT met" }
         ));
+    }
+    if a.veth {
+        let (row, note) = veth_rpc(a, warmup, rate_calls, budget, kp)?;
+        rows.insert(rows.iter().position(|r| r.service == "reliable").unwrap_or(rows.len()), row);
+        notes.push(note);
     }
     let m = machine();
     Ok(MessagesReport {
@@ -1315,4 +1408,85 @@ fn board_rpc(
         srv.join().map_err(|_| "the server thread panicked".to_string())??;
         got
     })
+}
+
+/// The rpc row over veth (`--veth`): a lab of its own (root); ours is a
+/// server engine on af_packet on the engine's side and an `outboard msg`
+/// client engine on af_packet beside Linux's address on the other side;
+/// then, the engine stopped, the kernel's UDP request-response between the
+/// two namespaces over the same pair (a server address added to the
+/// engine's interface). Each case as on the fabric.
+fn veth_rpc(a: &MessagesArgs, warmup: u64, rate_calls: u64, budget: Duration, kp: Pins) -> Result<(Row, String), String> {
+    use outboard_lab::{Lab, LabConfig};
+    let name = super::lab_name("bm");
+    let lab = Lab::up(&LabConfig::new(&name)).map_err(|e| format!("--veth: lab {name}: {e} (the veth rows need root)"))?;
+    let r = (|| -> Result<(Row, String), String> {
+        let (eng_ns, lnx_ns) = (lab.engine_ns().to_string(), lab.linux_ns().to_string());
+        let (eng, prefix, lnx) = (lab.engine_addr(), lab.engine_prefix(), lab.linux_addr());
+        let other = |last: u8| {
+            let o = eng.octets();
+            Ipv4Addr::new(o[0], o[1], o[2], last)
+        };
+        let side = Side {
+            server_link: format!("af_packet:{}", lab.engine_iface()),
+            server_cidr: format!("{eng}/{prefix}"),
+            client_link: format!("af_packet:{}", lab.linux_iface()),
+            client_cidr: format!("{}/{prefix}", other(250)),
+            client_extra: vec!["--allow-kernel-address".into()],
+            server_ns: Some(eng_ns.clone()),
+            client_ns: Some(lnx_ns.clone()),
+        };
+        let run = RunDir::new("messages-veth")?;
+        let server_name = format!("bench-msgv-{}", std::process::id());
+        let mut server = start_server(&run, &side, &server_name, kp.server)?;
+        let echo = side.echo();
+        let calls = |n: u64, outstanding: usize| strings(&["--to", &echo, "--calls", &n.to_string(), "--size", &SIZE.to_string(), "--outstanding", &outstanding.to_string()]);
+        let ours = (|| {
+            msg(&run, &side, kp.client, "veth-warmup", &calls(warmup, 1), a.seconds.max(5.0))?;
+            let lat = msg(&run, &side, kp.client, "veth-latency", &calls(a.count, 1), a.seconds)?;
+            let rate = msg(&run, &side, kp.client, "veth-rate", &calls(rate_calls, RATE_OUTSTANDING), a.seconds)?;
+            Ok::<_, String>((lat, rate))
+        })();
+        server.terminate();
+        let log = server.log_text();
+        let (lat, rate) = ours.map_err(|e| format!("{e}\nserver engine's log:\n{}", log.trim_end()))?;
+        drop(server);
+        // The kernel on the same pair, the engine gone.
+        let kaddr = other(251);
+        let _addr = super::lab_engine::KernelAddr::add(&eng_ns, lab.engine_iface(), &format!("{kaddr}/{prefix}"))?;
+        let net = KernelNet { server: kaddr, client: lnx, server_ns: Some(eng_ns.clone()), client_ns: Some(lnx_ns.clone()) };
+        let k_lat = on_cpu(kp.client, || udp_latency(a.count, warmup, budget, kp, false, &net)).map_err(|e| format!("kernel UDP latency over veth: {e}"))?;
+        let k_rate = on_cpu(kp.client, || udp_rate(rate_calls, RATE_OUTSTANDING, budget, kp, &net)).map_err(|e| format!("kernel UDP rate over veth: {e}"))?;
+        let (o50, o99, orate) = (Some(num(&lat.report, "p50_us")), Some(num(&lat.report, "p99_us")), Some(num(&rate.report, "rate")));
+        let row = Row {
+            service: "rpc".into(),
+            link: "veth".into(),
+            kernel: "UDP request-response between the lab's namespaces over the same veth pair".into(),
+            outboard_p50_us: o50,
+            outboard_p99_us: o99,
+            kernel_p50_us: Some(k_lat.p50_us),
+            kernel_p99_us: Some(k_lat.p99_us),
+            outboard_rate: orate,
+            kernel_rate: Some(k_rate.per_s),
+            rate_unit: "calls/s".into(),
+            ratio_p50: ratio(o50, Some(k_lat.p50_us)),
+            ratio_p99: ratio(o99, Some(k_lat.p99_us)),
+            ratio_rate: ratio(orate, Some(k_rate.per_s)),
+        };
+        let note = format!(
+            "rpc over veth (lab {name}): ours is a server engine on af_packet at {eng} (namespace {eng_ns}) and `outboard msg` client engines on af_packet at {} beside Linux's address (namespace {lnx_ns}), {SIZE}-byte calls to `echo`: {} calls with 1 outstanding, {} with {RATE_OUTSTANDING}; the kernel's UDP server thread at {kaddr} on the engine's interface (the engine stopped), its client at {lnx}: {} calls, 1 outstanding ({} re-sent), rate {} calls in {:.3} s",
+            other(250),
+            num(&lat.report, "done"),
+            num(&rate.report, "done"),
+            k_lat.calls,
+            k_lat.resent,
+            k_rate.done,
+            k_rate.seconds,
+        );
+        Ok((row, note))
+    })();
+    let down = lab.teardown();
+    let r = r?;
+    down.map_err(|e| format!("--veth: lab {name} teardown: {e}"))?;
+    Ok(r)
 }
