@@ -59,10 +59,10 @@ impl Bytes<'_> {
 fn message_command(b: &mut Bytes<'_>, ep: Endpoint, sync: SyncSlot, to: SocketAddr, total: u64) -> BoardCommand {
     let to = SocketAddr::new(to.ip(), 7373);
     let (offset, len) = (u64::from(b.u32()) % total, u64::from(b.u8()) * 8);
-    let name = if b.u8() % 2 == 0 { MsgName::new("kv").expect("a short name") } else { MsgName::default() };
+    let name = if b.u8().is_multiple_of(2) { MsgName::new("kv").expect("a short name") } else { MsgName::default() };
     match b.u8() % 9 {
-        0 => BoardCommand::MsgBind { sync, number: Some(u32::from(b.u8() % 3) + 10).filter(|_| b.u8() % 2 == 0), capacity: 0, name, posted: b.u8() % 2 == 0 },
-        1 => BoardCommand::MsgSend { ep, offset, len, to, mailbox: 10, tag: 1, reliable: b.u8() % 2 == 0 },
+        0 => BoardCommand::MsgBind { sync, number: Some(u32::from(b.u8() % 3) + 10).filter(|_| b.u8().is_multiple_of(2)), capacity: 0, name, posted: b.u8().is_multiple_of(2) },
+        1 => BoardCommand::MsgSend { ep, offset, len, to, mailbox: 10, tag: 1, reliable: b.u8().is_multiple_of(2) },
         2 => BoardCommand::MsgCall { ep, offset, len, to, mailbox: 10, tag: 2, timeout_ms: u32::from(b.u8()) },
         3 => BoardCommand::MsgReply { ep, offset, len, token: u32::from(b.u8() % 4) },
         4 => BoardCommand::MsgLookup { sync, host: to, name },
@@ -131,7 +131,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                     7 => BoardCommand::Shutdown { ep },
                     8 => BoardCommand::Close { ep },
                     // (Abort when the input ends here, as before message commands.)
-                    _ if b.0.is_empty() || b.u8() % 2 == 0 => BoardCommand::Abort { ep },
+                    _ if b.0.is_empty() || b.u8().is_multiple_of(2) => BoardCommand::Abort { ep },
                     _ => {
                         // Armed as an application arms a slot before a command that completes it.
                         syncs.arm(sync.0);
