@@ -237,6 +237,18 @@ pub unsafe extern "C" fn ob_mailbox_send(
     })
 }
 
+/// Hands a board buffer the API lent (`room`) to C: its place in `*buf`,
+/// its size in `*cap`. EINVAL for a NULL pointer (checked first).
+unsafe fn lend(room: outboard_api::Result<&mut [u8]>, buf: *mut *mut c_void, cap: *mut usize) -> Result<c_int, crate::Errno> {
+    if buf.is_null() || cap.is_null() {
+        return Err(EINVAL);
+    }
+    let room = room?;
+    buf.write(room.as_mut_ptr().cast());
+    cap.write(room.len());
+    Ok(0)
+}
+
 /// Zero-copy send, step 1: sets `*buf`, `*cap` to a board send buffer for
 /// one message. Write it there, then call `ob_mailbox_end_put_send` or
 /// `ob_mailbox_end_put_call`. Returns 0, or -1 with errno (ENOBUFS, EAGAIN).
@@ -244,13 +256,7 @@ pub unsafe extern "C" fn ob_mailbox_send(
 pub unsafe extern "C" fn ob_mailbox_begin_put(mb: *mut ob_mailbox_t, buf: *mut *mut c_void, cap: *mut usize) -> c_int {
     ffi(-1, || {
         let m = handle(mb)?;
-        if buf.is_null() || cap.is_null() {
-            return Err(EINVAL);
-        }
-        let room = m.mb.begin_put()?;
-        buf.write(room.as_mut_ptr().cast());
-        cap.write(room.len());
-        Ok(0)
+        lend(m.mb.begin_put(), buf, cap)
     })
 }
 
@@ -482,13 +488,7 @@ pub unsafe extern "C" fn ob_mailbox_reply(mb: *mut ob_mailbox_t, buf: *const c_v
 pub unsafe extern "C" fn ob_mailbox_reply_buffer(mb: *mut ob_mailbox_t, buf: *mut *mut c_void, cap: *mut usize) -> c_int {
     ffi(-1, || {
         let m = handle(mb)?;
-        if buf.is_null() || cap.is_null() {
-            return Err(EINVAL);
-        }
-        let room = m.mb.reply_buffer()?;
-        buf.write(room.as_mut_ptr().cast());
-        cap.write(room.len());
-        Ok(0)
+        lend(m.mb.reply_buffer(), buf, cap)
     })
 }
 
