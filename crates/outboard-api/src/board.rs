@@ -119,6 +119,9 @@ pub(crate) struct EpLocal {
     /// Mailboxes: completions (tag, errno), remote writes (offset, length)
     /// and tripwires (cookie) the engine posted, not taken yet.
     pub completions: VecDeque<(u32, u32)>,
+    /// Mailboxes: messages and responses the `Mailbox` took off the ring
+    /// and holds for its caller (level-triggered readiness counts them).
+    pub msg_queued: usize,
     pub writes: VecDeque<(u32, u32)>,
     pub tripwires: VecDeque<u64>,
     /// Last contiguous length `begin_put`/`begin_get` gave (bounds `end_*`).

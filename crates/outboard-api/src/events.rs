@@ -75,6 +75,11 @@ fn readiness(i: &mut Inner, ep: EndpointId) -> (bool, bool, bool, bool) {
             let has = e.held.is_some() || e.mailbox.as_ref().is_some_and(|m| m.available().is_ok_and(|n| n > 0));
             (has || error, e.put_buf.is_some() || !i.dgram_tx.is_empty(), error, false)
         }
+        kind::MAILBOX => {
+            let ring = e.mailbox.as_ref().is_some_and(|m| m.available().is_ok_and(|n| n > 0));
+            let readable = ring || e.msg_queued > 0 || !e.completions.is_empty() || !e.writes.is_empty() || !e.tripwires.is_empty();
+            (readable, e.put_buf.is_some() || !i.dgram_tx.is_empty(), false, false)
+        }
         kind::STREAM => {
             let Some(((_, rsize), (_, tsize))) = i.regions(ep) else { return (false, false, error, hup) };
             let avail = i.rx_total(ep).saturating_sub(e.rx_consumed);

@@ -194,6 +194,12 @@ impl Mailbox {
     pub fn addr(&self) -> MailboxAddr {
         MailboxAddr { host: self.host, mailbox: self.number }
     }
+    /// Tells the board how many messages this mailbox holds for its caller
+    /// (taken off the ring, not yet handed out), for the event queue's readiness.
+    fn note_queued(&self) {
+        let n = self.inbox.len() + self.responses.len();
+        self.board.inner.borrow_mut().eps[self.id as usize].msg_queued = n;
+    }
     fn mode(&self) -> Mode {
         let b = self.board.inner.borrow();
         b.eps[self.id as usize].mode.unwrap_or(b.mode)
@@ -348,6 +354,7 @@ impl Mailbox {
             return Err(Error::from_errno(errno as i32));
         }
         let d = self.responses.remove(&tag).ok_or(Error::WouldBlock)?;
+        self.note_queued();
         let data = self.payload(&d)?.to_vec();
         self.board.inner.borrow_mut().copies.recv_copied += data.len() as u64;
         self.release(d)?;
@@ -367,6 +374,7 @@ impl Mailbox {
                 !inbox.is_empty()
             })?;
             self.held = self.inbox.pop_front();
+            self.note_queued();
         }
         let d = self.held.ok_or(Error::WouldBlock)?;
         self.view(&d)
@@ -635,6 +643,7 @@ pub(crate) fn drain(i: &mut crate::board::Inner, id: EndpointId, inbox: &mut Vec
             inbox.push_back(d);
         }
     }
+    eps[id as usize].msg_queued = inbox.len() + responses.len();
 }
 
 impl Drop for Mailbox {

@@ -90,8 +90,13 @@ impl Net {
     }
 
     /// Engine `i` again, after it died: same name, fabric and address.
+    /// Starts engine `i` again (its process killed by the caller). The dead
+    /// one is reaped first: a zombie still owns its fabric port (`kill(pid,
+    /// 0)` succeeds), and the new engine would take another port and MAC,
+    /// which the other engine's ARP entry does not know.
     fn restart(&mut self, tag: &str, i: usize) {
         let (name, addr) = (self.engines[i].name.clone(), self.engines[i].addr.clone());
+        let _ = self.engines[i].child.child.wait();
         self.engines[i].child = self.spawn(tag, &name, &addr);
         wait_up(&self.dir, &name, Duration::from_secs(15));
     }

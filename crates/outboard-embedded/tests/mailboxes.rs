@@ -8,7 +8,7 @@
 mod common;
 
 use common::settings;
-use outboard_api::{AttachOptions, CompletionQueue, Error, MailboxAddr, MessageKind, QueuePair, WorkOp};
+use outboard_api::{AttachOptions, CompletionQueue, Error, Interest, MailboxAddr, MessageKind, QueuePair, WorkOp};
 use outboard_embedded::EmbeddedEngine;
 use outboard_engine::messages::MessageSettings;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -52,6 +52,12 @@ fn calls_messages_and_datagrams_between_boards() {
         // A name held is refused.
         assert!(matches!(board.bind_mailbox(None, Some("kv")), Err(Error::AddrInUse)));
         ready_tx.send(()).unwrap();
+        // The event queue says when the mailbox has something (the first call).
+        let mut q = board.event_queue();
+        q.add(mb.id(), 7, Interest::READABLE).expect("event queue");
+        let mut ready = Vec::new();
+        assert_eq!(q.wait(&mut ready, Some(Duration::from_secs(10))).expect("wait"), 1);
+        assert!(ready[0].token == 7 && ready[0].readable, "{ready:?}");
         let (mut calls, mut messages, mut datagrams) = (0, 0u32, 0);
         while calls < CALLS || messages < MESSAGES || datagrams < 1 {
             let m = mb.begin_get().expect("begin_get");
