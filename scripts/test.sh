@@ -90,6 +90,18 @@ if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
         || echo "could not install prometheus-client (pip install prometheus-client)" >&2
 fi
 
+step "handler toolchains: Rust's wasm32 target (and clang with lld for the C handler example)"
+# tests/handlers.rs builds the SDK's example handlers (sdk/build.sh) for wasm32-unknown-unknown.
+if command -v rustup >/dev/null 2>&1; then
+    rustup target add wasm32-unknown-unknown
+elif [ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown" ]; then
+    echo "missing: the wasm32-unknown-unknown Rust target (rustup target add wasm32-unknown-unknown)" >&2
+fi
+wasm_pkgs=()
+command -v clang >/dev/null 2>&1 || wasm_pkgs+=(clang)
+command -v wasm-ld >/dev/null 2>&1 || wasm_pkgs+=(lld)
+apt_install ${wasm_pkgs[@]+"${wasm_pkgs[@]}"}
+
 step "installing cargo-fuzz (for the bounded fuzz runs)"
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --version 0.13.2 --locked

@@ -128,6 +128,11 @@ pub struct EngineFlags {
     #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "7373",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub messages: Option<u16>,
+    /// Run a WebAssembly handler on the engine as the reader of a message mailbox (needs
+    /// --messages): NAME=FILE.wasm:mailbox=M[:memory=SIZE][:deadline_ms=N][:max_faults=N][:kv=SIZE]
+    /// (M a number or a name; defaults 16MiB, 10 ms, 8, 4MiB). Repeat for more. docs/HANDLERS.md.
+    #[arg(long = "handler", value_name = "SPEC", value_parser = crate::handler_spec::parse)]
+    pub handlers: Vec<crate::handler_spec::HandlerArg>,
     /// With --kernel-tap: local ports whose traffic always goes to the kernel
     /// (e.g. tcp:22,udp:53,tcp:8000-8100).
     #[arg(long, value_name = "LIST")]
@@ -250,6 +255,7 @@ struct ConfigFile {
     cores: Option<toml::Value>,
     kernel_tap: Option<String>,
     messages: Option<u16>,
+    handler: Option<Vec<crate::handler_spec::HandlerFile>>,
     kernel_ports: Option<String>,
     kernel_echo: Option<bool>,
     fabric: Option<FabricFile>,
@@ -491,9 +497,27 @@ pub(crate) fn settings(f: &EngineFlags, services: Option<&str>, default_services
     };
     set.messages = match f.messages.or(file.messages) {
         Some(0) => return Err("messages: the port is 1 to 65535".into()),
-        Some(port) => Some(outboard_engine::messages::MessageSettings { port, config: outboard_msg::Config::default() }),
+        Some(port) => Some(outboard_engine::messages::MessageSettings::new(port)),
         None => None,
     };
+    // Handlers: the file's, then the flags' (a flag's handler replaces the file's of the same name).
+    let config_dir = f.config.as_deref().and_then(|p| p.parent()).unwrap_or(std::path::Path::new("."));
+    let mut handlers = Vec::new();
+    for h in file.handler.iter().flatten() {
+        handlers.push(h.resolve(config_dir)?);
+    }
+    for h in &f.handlers {
+        handlers.retain(|o: &crate::handler_spec::HandlerArg| o.name != h.name);
+        handlers.push(h.clone());
+    }
+    if !handlers.is_empty() {
+        let Some(m) = set.messages.as_mut() else {
+            return Err("handlers run on message mailboxes: give --messages (TOML messages = PORT) too".into());
+        };
+        for h in &handlers {
+            m.handlers.push(h.read()?);
+        }
+    }
     // Fabric impairment: flags over [fabric] in the file.
     let ff = file.fabric.unwrap_or_default();
     let ms = |v: &Option<toml::Value>| v.as_ref().map(toml_text);

@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod demo;
 mod engine_cmd;
+mod handler_spec;
 mod lab;
 mod run_cmd;
 mod run_detect;

@@ -78,7 +78,7 @@ pub fn msg(a: &MsgArgs) -> ExitCode {
         v6.dad_transmits = 0;
     }
     let port = set.messages.as_ref().map_or(outboard_wire::msg::DEFAULT_PORT, |m| m.port);
-    set.messages = Some(MessageSettings { port, config: outboard_msg::Config::default() });
+    set.messages = Some(MessageSettings::new(port));
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::start(&set) {
         Ok(e) => e,

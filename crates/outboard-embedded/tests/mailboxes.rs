@@ -19,7 +19,7 @@ const PORT: u16 = 7373;
 
 fn msg_engine(fabric: &str, name: &str, last: u8) -> EmbeddedEngine {
     let mut s = settings(fabric, name, last);
-    s.messages = Some(MessageSettings { port: PORT, config: outboard_msg::Config::default() });
+    s.messages = Some(MessageSettings::new(PORT));
     EmbeddedEngine::start(s).expect("engine starts")
 }
 

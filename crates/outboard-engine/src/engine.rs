@@ -507,8 +507,11 @@ impl Engine {
                 // Frames sized for this link's MTU (peers must use the same, or smaller).
                 let mut m = m.clone();
                 m.config.mtu = shard.stack.config().mtu;
-                let svc = crate::messages::MessageService::start(&mut shard.stack, &m, session)
+                let mut svc = crate::messages::MessageService::start(&mut shard.stack, &m, session)
                     .map_err(|e| EngineError::Service(format!("message port {}: {e:?}", m.port)))?;
+                for h in &m.handlers {
+                    svc.load_handler(now, h).map_err(EngineError::Config)?;
+                }
                 let svc = std::sync::Arc::new(std::sync::Mutex::new(svc));
                 messages = Some(svc.clone());
                 shard.add_app(Box::new(crate::messages::MessageApp(svc)));

@@ -307,6 +307,39 @@ fn messages_section(o: &mut String, m: &crate::messages::MessageSnapshot) {
             b.stats.credit_stalls
         );
     }
+    for h in &m.handlers {
+        let (i, s) = (&h.info, &h.info.stats);
+        let _ = writeln!(
+            o,
+            "  handler {} on {}: {}; {} KiB module, memory cap {} KiB, deadline {} us, kv {} keys {} B; \
+             invocations {} errors {} failed-answers {}; faults: overrun {} out-of-bounds {} stack {} trap {} init {} \
+             (in a row {}/{}); instances {} grow-refused {} bad-args {} logs {} dropped {} refused-disabled {}",
+            i.name,
+            i.attached,
+            i.state,
+            i.module_bytes.div_ceil(1024),
+            i.memory_cap >> 10,
+            i.deadline_us,
+            i.kv_keys,
+            i.kv_bytes,
+            s.invocations,
+            s.errors_returned,
+            h.failed_answers,
+            s.overruns,
+            s.out_of_bounds,
+            s.stack_overflows,
+            s.traps,
+            s.init_failures,
+            i.faults_in_a_row,
+            i.max_faults,
+            s.instances,
+            s.grow_refused,
+            s.bad_args,
+            s.logs,
+            s.logs_dropped,
+            s.refused_disabled
+        );
+    }
 }
 
 pub fn mac_string(m: &[u8; 6]) -> String {

@@ -16,7 +16,7 @@ use crate::rpc::client::Client;
 use crate::rpc::server::{RequestOutcome, Server};
 use crate::{CallId, CallToken, Config, Event, LookupId, MessageId, Stats};
 use outboard_time::{Duration, Instant};
-use outboard_wire::msg::{flags, MsgKind, MsgPacket, MsgRepr, MsgStatus, CONTROL_MAILBOX, MAX_NAME_LEN};
+use outboard_wire::msg::{flags, response_status, MsgKind, MsgPacket, MsgRepr, MsgStatus, CONTROL_MAILBOX, MAX_NAME_LEN};
 use outboard_wire::Error as WireError;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -213,6 +213,25 @@ impl Endpoint {
         Some(d)
     }
 
+    /// Puts `data` into mailbox `to` of this endpoint as a datagram from
+    /// `from` (an engine-local hand-over, e.g. a handler forwarding to an
+    /// application's mailbox: no frame, no network). `NoMailbox` when `to` is
+    /// not bound, `QueueFull` when it has no room (counted as a full drop there).
+    pub fn enqueue_local(&mut self, from: MailboxAddr, to: u32, data: &[u8]) -> Result<(), SendError> {
+        self.touch();
+        if data.len() > self.cfg.max_message {
+            return Err(SendError::TooBig);
+        }
+        let mb = self.mailboxes.get_mut(&to).ok_or(SendError::NoMailbox)?;
+        if !mb.admit(cost(data.len())) {
+            return Err(SendError::QueueFull);
+        }
+        if mb.push(Delivery { from, kind: DeliveryKind::Datagram, data: data.to_vec() }) {
+            self.events.push_back(Event::Readable { mailbox: to });
+        }
+        Ok(())
+    }
+
     // --- the services ---
 
     fn check_send(&self, from: u32, len: usize) -> Result<(), SendError> {
@@ -273,7 +292,11 @@ impl Endpoint {
     pub fn call(&mut self, now: Instant, from: u32, to: MailboxAddr, request: &[u8], timeout: Option<Duration>) -> Result<CallId, SendError> {
         self.touch();
         self.check_send(from, request.len())?;
-        if self.client.outstanding() >= self.cfg.max_outstanding_calls {
+        // Nor more than a server remembers past the oldest unfinished call:
+        // a server keeps every finished call above the watermark, so a call
+        // lost early would otherwise find the server's table full of later
+        // ones and be refused as busy until it timed out.
+        if self.client.outstanding() >= self.cfg.max_outstanding_calls || self.client.span() >= self.cfg.max_server_calls_per_client as u64 {
             return Err(SendError::QueueFull);
         }
         self.stats.calls_started += 1;
@@ -287,7 +310,19 @@ impl Endpoint {
         if response.len() > self.cfg.max_message {
             return Err(SendError::TooBig);
         }
-        if self.server.reply(&mut io!(self), now, token, Arc::from(response)) {
+        if self.server.reply(&mut io!(self), now, token, Arc::from(response), response_status::OK) {
+            Ok(())
+        } else {
+            Err(SendError::UnknownCall)
+        }
+    }
+
+    /// Answers the request `token` came with as failed: the caller's call
+    /// ends with [`CallError::Failed`](crate::CallError::Failed) (a handler
+    /// that trapped or refused it; the request ran at most once).
+    pub fn reply_failed(&mut self, now: Instant, token: &CallToken) -> Result<(), SendError> {
+        self.touch();
+        if self.server.reply(&mut io!(self), now, token, Arc::from(&[][..]), response_status::FAILED) {
             Ok(())
         } else {
             Err(SendError::UnknownCall)

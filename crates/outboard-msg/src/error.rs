@@ -36,6 +36,9 @@ pub enum CallError {
     NoMailbox,
     /// The server restarted: the call ran at most once, before the restart, or never.
     ServerRestarted,
+    /// The server took the request and failed on it (a handler that trapped,
+    /// ran past its deadline or refused it): it ran at most once.
+    Failed,
 }
 
 /// Why a name lookup failed.
@@ -84,6 +87,7 @@ display!(CallError,
     CallError::TimedOut => "call timed out",
     CallError::NoMailbox => "no such mailbox at the server",
     CallError::ServerRestarted => "the server's engine restarted",
+    CallError::Failed => "the server failed on the request",
 );
 display!(LookupError,
     LookupError::NoName => "no mailbox of that name",

@@ -431,6 +431,83 @@ fn a_server_that_restarts_refuses_the_old_sessions_calls_and_serves_new_ones() {
     assert_eq!(r.as_deref(), Ok(&b"THREE"[..]));
 }
 
+/// A server that fails on a request (a handler that trapped) answers it as
+/// failed, once: under loss the failed answer is re-sent like any reply, the
+/// request is never run twice, and the next call is served normally.
+#[test]
+fn a_request_the_server_failed_on_ends_the_call_as_failed_once_even_under_loss() {
+    for seed in 0..8 {
+        let mut net = network(100 + seed, FaultConfig { loss: 0.2, ..base_link() }, &Config::default());
+        net.host_mut(0).ep.bind(Some(1), None).unwrap();
+        net.host_mut(1).ep.bind(Some(10), Some("svc")).unwrap();
+        let to = MailboxAddr::new(msg_addr(1), 10);
+        let now = net.now();
+        let failing = net.host_mut(0).ep.call(now, 1, to, b"fail", None).unwrap();
+        let ok = net.host_mut(0).ep.call(now, 1, to, b"ok", None).unwrap();
+        let mut results = Vec::new();
+        drive(&mut net, Duration::from_secs(20), |net, now| {
+            while let Some(d) = net.host_mut(1).ep.recv(now, 10) {
+                let DeliveryKind::Request(t) = d.kind else { panic!("a request") };
+                if d.data == b"fail" {
+                    net.host_mut(1).ep.reply_failed(now, &t).unwrap();
+                } else {
+                    net.host_mut(1).ep.reply(now, &t, b"OK").unwrap();
+                }
+            }
+            while let Some(e) = net.host_mut(0).ep.poll_event() {
+                if let Event::CallDone { call, result } = e {
+                    results.push((call, result));
+                }
+            }
+            Ok(results.len() == 2)
+        })
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        results.sort_by_key(|(c, _)| *c == ok);
+        assert_eq!(results[0], (failing, Err(CallError::Failed)), "seed {seed}");
+        assert_eq!(results[1], (ok, Ok(b"OK".to_vec())), "seed {seed}");
+        assert_eq!(net.host(1).ep.stats().requests_executed, 2, "seed {seed}: each request ran once");
+    }
+}
+
+/// A call lost early while many later ones finish: the server remembers
+/// every finished call above the client's oldest unfinished one, so the
+/// client starts no call further than the server remembers past it (else the
+/// lost call's re-sent request finds the server's table full and is refused
+/// as busy until it times out, and every later call with it).
+#[test]
+fn a_call_lost_early_is_not_shut_out_by_the_later_calls_the_server_remembers() {
+    let msg = Config { max_server_calls_per_client: 64, ..Config::default() };
+    for seed in 0..4 {
+        let mut net = network(200 + seed, FaultConfig { loss: 0.05, ..base_link() }, &msg);
+        net.host_mut(0).ep.bind(Some(1), None).unwrap();
+        net.host_mut(1).ep.bind(Some(10), None).unwrap();
+        let to = MailboxAddr::new(msg_addr(1), 10);
+        let (total, mut started, mut done) = (3000u64, 0u64, 0u64);
+        drive(&mut net, Duration::from_secs(60), |net, now| {
+            while started < total && started - done < 200 {
+                match net.host_mut(0).ep.call(now, 1, to, &started.to_be_bytes(), None) {
+                    Ok(_) => started += 1,
+                    Err(SendError::QueueFull) => break,
+                    Err(e) => return Err(format!("call: {e}")),
+                }
+            }
+            while let Some(d) = net.host_mut(1).ep.recv(now, 10) {
+                let DeliveryKind::Request(t) = d.kind else { panic!("a request") };
+                net.host_mut(1).ep.reply(now, &t, &d.data).unwrap();
+            }
+            while let Some(e) = net.host_mut(0).ep.poll_event() {
+                if let Event::CallDone { result, .. } = e {
+                    result.map_err(|e| format!("call {done}: {e}"))?;
+                    done += 1;
+                }
+            }
+            Ok(done == total)
+        })
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(net.host(1).ep.stats().requests_executed, total);
+    }
+}
+
 #[test]
 fn a_full_mailbox_holds_senders_back_and_loses_nothing() {
     let msg = Config { mailbox_capacity: 64 << 10, message_timeout: Duration::from_secs(2), ..Config::default() };

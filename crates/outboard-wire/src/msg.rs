@@ -149,6 +149,14 @@ impl MsgStatus {
     }
 }
 
+/// The `status` of a [`MsgKind::Response`]: the server answered, or the
+/// server took the request and failed on it (ran at most once; a handler that
+/// trapped or refused it). A failed response carries no payload.
+pub mod response_status {
+    pub const OK: u32 = 0;
+    pub const FAILED: u32 = 1;
+}
+
 /// Flag bits.
 pub mod flags {
     /// The sender asks for an acknowledgement at once (the last frame it can send now).
@@ -333,6 +341,10 @@ impl MsgRepr {
                 }
                 let end = u64::from(repr.offset) + payload as u64;
                 if end > u64::from(repr.total_len) || (payload == 0 && repr.total_len != 0) {
+                    return Err(Error::Malformed);
+                }
+                let failed = kind == MsgKind::Response && repr.status == response_status::FAILED;
+                if (repr.status != response_status::OK && !failed) || (failed && repr.total_len != 0) {
                     return Err(Error::Malformed);
                 }
             }

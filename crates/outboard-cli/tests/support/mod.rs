@@ -63,6 +63,24 @@ pub fn example(name: &str) -> PathBuf {
     p
 }
 
+/// The example handlers of `sdk/` (docs/HANDLERS.md), built once per test
+/// binary by `sdk/build.sh` into a directory of the target dir: `NAME.wasm`.
+/// Needs the `wasm32-unknown-unknown` Rust target (the README's test command
+/// installs it); the C examples (`NAME_c.wasm`) only where clang and lld are.
+#[allow(dead_code)]
+pub fn handlers() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let exe = std::env::current_exe().expect("the test binary");
+        let tag = exe.file_stem().and_then(|s| s.to_str()).unwrap_or("tests").to_string();
+        let out = Path::new(OUTBOARD).parent().expect("target dir").join(format!("handlers-{tag}"));
+        let o = Command::new(root.join("sdk/build.sh")).arg(&out).output().expect("run sdk/build.sh");
+        assert!(o.status.success(), "sdk/build.sh failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        out
+    })
+}
+
 /// The socket shim, beside the `outboard` binary the tests run (or in its deps/).
 pub fn shim_lib() -> PathBuf {
     let dir = Path::new(OUTBOARD).parent().expect("target dir");

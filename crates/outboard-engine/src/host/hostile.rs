@@ -98,7 +98,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let mut host = Host::new(0, None);
     host.adopt(session);
     let mut apps = Apps::new(64 << 20);
-    let settings = crate::messages::MessageSettings { port: 7373, config: outboard_msg::Config::default() };
+    let settings = crate::messages::MessageSettings::new(7373);
     if let Ok(svc) = crate::messages::MessageService::start(&mut stack, &settings, 1) {
         let svc = Arc::new(std::sync::Mutex::new(svc));
         host.set_messages(Some(svc.clone()));

@@ -75,6 +75,7 @@ pub fn call_errno(e: CallError) -> u32 {
         CallError::TimedOut => libc::ETIMEDOUT,
         CallError::NoMailbox => libc::ECONNREFUSED,
         CallError::ServerRestarted => libc::ECONNRESET,
+        CallError::Failed => libc::EREMOTEIO,
     }) as u32
 }
 

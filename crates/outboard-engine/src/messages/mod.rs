@@ -17,6 +17,7 @@
 //!   (a new sender may have the address and mailbox number of an old one).
 
 mod boards;
+pub mod handlers;
 mod job;
 
 pub use boards::{bind_errno, BoardNote, BoardRef, Route};
@@ -43,6 +44,25 @@ pub const SINK_RESET: &[u8] = b"reset";
 pub struct MessageSettings {
     pub port: u16,
     pub config: Config,
+    /// Mailbox handlers loaded at start (`--handler`).
+    pub handlers: Vec<handlers::HandlerSettings>,
+}
+
+impl MessageSettings {
+    /// The protocol's defaults on `port`, no handlers.
+    pub fn new(port: u16) -> MessageSettings {
+        MessageSettings { port, config: Config::default(), handlers: Vec::new() }
+    }
+}
+
+/// One handler as `outboard stat` shows it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct HandlerRow {
+    #[serde(flatten)]
+    pub info: outboard_handler::HandlerInfo,
+    /// Requests it did not answer, answered as failed.
+    pub failed_answers: u64,
 }
 
 /// What `outboard stat` shows of the message service.
@@ -57,6 +77,7 @@ pub struct MessageSnapshot {
     pub sink_messages: u64,
     pub sink_bytes: u64,
     pub udp_send_refused: u64,
+    pub handlers: Vec<HandlerRow>,
 }
 
 pub struct MessageService {
@@ -75,6 +96,7 @@ pub struct MessageService {
     routes: boards::BoardRoutes,
     /// The engine's message address.
     local: std::net::SocketAddr,
+    handlers: handlers::Handlers,
 }
 
 /// The service as shard 0's apps share it: the `MessageApp` drives the
@@ -115,7 +137,23 @@ impl MessageService {
             job: None,
             routes: boards::BoardRoutes::default(),
             local: std::net::SocketAddr::new(stack.config().addr.into(), set.port),
+            handlers: handlers::Handlers::default(),
         })
+    }
+
+    /// Loads (or replaces, by name) a mailbox handler; the mailbox's number.
+    pub fn load_handler(&mut self, now: Instant, set: &handlers::HandlerSettings) -> Result<u32, String> {
+        self.handlers.load(&mut self.ep, self.local, now, set)
+    }
+
+    /// Unloads a handler after running it on what waits in its mailbox.
+    pub fn unload_handler(&mut self, now: Instant, name: &str) -> bool {
+        self.handlers.unload(&mut self.ep, self.local, now, name)
+    }
+
+    /// Enables a handler that repeated faults disabled.
+    pub fn enable_handler(&mut self, name: &str) -> bool {
+        self.handlers.enable(name)
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -146,10 +184,12 @@ impl MessageService {
             sink_messages: self.sink_messages,
             sink_bytes: self.sink_bytes,
             udp_send_refused: self.udp_send_refused,
+            handlers: self.handlers.infos().into_iter().map(|(info, failed_answers)| HandlerRow { info, failed_answers }).collect(),
         }
     }
 
-    fn serve_builtins(&mut self, now: Instant) {
+    /// The built-in mailboxes and the handlers; true when a handler ran.
+    fn serve_builtins(&mut self, now: Instant) -> bool {
         while let Some(d) = self.ep.recv(now, ECHO_MAILBOX) {
             if let DeliveryKind::Request(token) = d.kind {
                 self.echo_calls += 1;
@@ -177,6 +217,7 @@ impl MessageService {
                 }
             }
         }
+        self.handlers.serve(&mut self.ep, self.local, now)
     }
 }
 
@@ -194,7 +235,7 @@ impl MessageService {
             self.ep.handle_timeout(now);
             work = true;
         }
-        self.serve_builtins(now);
+        work |= self.serve_builtins(now);
         while let Some(e) = self.ep.poll_event() {
             if self.route(&e) {
                 work = true;
@@ -210,7 +251,7 @@ impl MessageService {
         if let Some(j) = self.job.as_mut() {
             work |= j.drive(&mut self.ep, now);
         }
-        self.serve_builtins(now);
+        work |= self.serve_builtins(now);
         work | self.transmit(cx.stack, now)
     }
 

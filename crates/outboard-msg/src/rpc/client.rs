@@ -8,7 +8,7 @@ use crate::outbox::{Outbox, Payload, RETRANSMIT};
 use crate::{CallId, Config, Event};
 use outboard_time::{Duration, Instant};
 
-use outboard_wire::msg::{flags, MsgKind, MsgRepr, MsgStatus};
+use outboard_wire::msg::{flags, response_status, MsgKind, MsgRepr, MsgStatus};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,6 +47,11 @@ impl Client {
     }
 
     /// Every call below this is finished here.
+    /// Call numbers from the oldest unfinished call to the next one.
+    pub fn span(&self) -> u64 {
+        self.next_id.max(1) - self.watermark()
+    }
+
     fn watermark(&self) -> u64 {
         self.calls.keys().next().copied().unwrap_or(self.next_id.max(1))
     }
@@ -156,7 +161,8 @@ impl Client {
         };
         if let Some(data) = complete {
             ack(io.out);
-            self.finish(repr.id, Ok(data), io.events);
+            let result = if repr.status == response_status::FAILED { Err(CallError::Failed) } else { Ok(data) };
+            self.finish(repr.id, result, io.events);
         } else if repr.flags & flags::ACK_NOW != 0 {
             // The end of the server's window: say how much we hold.
             self.send_request(repr.id, io.cfg, io.session, io.out, false);

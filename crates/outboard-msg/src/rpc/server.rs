@@ -22,7 +22,7 @@ enum Served {
     Assembling { mailbox: u32, client_mailbox: u32, assembly: Assembly },
     /// Queued to the mailbox or taken by the application: waiting for `reply`.
     Running { client_mailbox: u32 },
-    Replied { mailbox: u32, client_mailbox: u32, response: Arc<[u8]>, at: Instant },
+    Replied { mailbox: u32, client_mailbox: u32, response: Arc<[u8]>, status: u32, at: Instant },
     /// Replied and acknowledged (or the reply expired): never run again.
     Done,
 }
@@ -157,9 +157,9 @@ impl Server {
                 self.duplicates += 1;
                 io.out.push(src, held(repr.total_len), Payload::None);
             }
-            Served::Replied { mailbox, client_mailbox, response, .. } => {
+            Served::Replied { mailbox, client_mailbox, response, status, .. } => {
                 self.replies_resent += 1;
-                let r = response_repr(session, *mailbox, *client_mailbox, repr.src_session, repr.id, true);
+                let r = response_repr(session, *mailbox, *client_mailbox, repr.src_session, repr.id, true, *status);
                 // The next window from what the client holds.
                 io.out.push_window(src, r, response, cfg.frame_payload(), repr.credit as usize, WINDOW);
             }
@@ -170,13 +170,14 @@ impl Server {
 
     /// The application's reply to the call `token` names. False when that
     /// call is not waiting for a reply (already replied, or forgotten).
-    pub fn reply(&mut self, io: &mut Io, now: Instant, token: &CallToken, response: Arc<[u8]>) -> bool {
+    /// `status` is a `response_status` (a failed response has no bytes).
+    pub fn reply(&mut self, io: &mut Io, now: Instant, token: &CallToken, response: Arc<[u8]>, status: u32) -> bool {
         let Some(cc) = self.clients.get_mut(&(token.client, token.session)) else { return false };
         let Some(entry) = cc.calls.get_mut(&token.call) else { return false };
         let Served::Running { client_mailbox } = *entry else { return false };
-        let r = response_repr(io.session, token.mailbox, client_mailbox, token.session, token.call, false);
+        let r = response_repr(io.session, token.mailbox, client_mailbox, token.session, token.call, false, status);
         io.out.push_window(token.client, r, &response, io.cfg.frame_payload(), 0, WINDOW);
-        *entry = Served::Replied { mailbox: token.mailbox, client_mailbox, response, at: now };
+        *entry = Served::Replied { mailbox: token.mailbox, client_mailbox, response, status, at: now };
         self.next_sweep.get_or_insert(now + SWEEP);
         true
     }
@@ -232,8 +233,9 @@ impl Server {
     }
 }
 
-fn response_repr(session: u32, mailbox: u32, client_mailbox: u32, client_session: u32, id: u64, retransmit: bool) -> MsgRepr {
+fn response_repr(session: u32, mailbox: u32, client_mailbox: u32, client_session: u32, id: u64, retransmit: bool, status: u32) -> MsgRepr {
     MsgRepr {
+        status,
         flags: if retransmit { RETRANSMIT } else { 0 },
         src_mailbox: mailbox,
         dst_mailbox: client_mailbox,

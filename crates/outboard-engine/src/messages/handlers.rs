@@ -1,0 +1,246 @@
+//! Mailbox handlers: WebAssembly modules (docs/HANDLERS.md) run as the
+//! reader upcall of a mailbox of the message service, on shard 0, inside its
+//! turn. Each message taken from the mailbox runs the handler once; a
+//! request it did not answer (it returned an error, trapped or ran past its
+//! deadline) is answered as failed, so the caller's call ends at once and
+//! ran at most once. A disabled handler takes nothing from its mailbox:
+//! messages and requests wait there, and the mailbox's budget holds senders
+//! back, until it is replaced, enabled or unloaded.
+
+use crate::log::{self, Level};
+use outboard_handler::{Addr, Attach, Handler, HandlerInfo, HostIo, Input, Limits, LoadError, MessageKind, Outcome, Runtime};
+use outboard_msg::{CallToken, DeliveryKind, Endpoint, MailboxAddr, SendError};
+use outboard_time::Instant;
+use std::net::SocketAddr;
+
+/// Handlers one engine may hold (each may have a replacement in flight).
+pub const MAX_HANDLERS: usize = 32;
+/// Messages one handler takes per turn: the rest wait for the next turn, so
+/// a busy handler cannot keep the shard from its other work.
+const BATCH: usize = 64;
+
+/// Where `--handler NAME=FILE:mailbox=M` attaches a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailboxSpec {
+    Number(u32),
+    Name(String),
+}
+
+/// One handler to load when the engine starts (or at runtime).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlerSettings {
+    pub name: String,
+    /// Where the module came from (for `stat` and messages).
+    pub source: String,
+    pub wasm: std::sync::Arc<Vec<u8>>,
+    pub mailbox: MailboxSpec,
+    pub limits: Limits,
+}
+
+/// A loaded mailbox handler.
+struct Loaded {
+    mailbox: u32,
+    handler: Handler,
+    source: String,
+    /// Requests answered as failed.
+    failed_answers: u64,
+    /// Faults logged (the first few and each disabling).
+    faults_logged: u64,
+}
+
+/// The service's handlers and their runtime (made at the first load).
+#[derive(Default)]
+pub struct Handlers {
+    runtime: Option<Runtime>,
+    loaded: Vec<Loaded>,
+}
+
+/// The engine's side of a handler's host calls, for one invocation.
+struct Io<'a> {
+    ep: &'a mut Endpoint,
+    now: Instant,
+    token: Option<CallToken>,
+    /// The handler's mailbox, as seen from the network.
+    me: MailboxAddr,
+    name: &'a str,
+}
+
+fn send_errno(e: SendError) -> i32 {
+    match e {
+        SendError::TooBig => libc::EMSGSIZE,
+        SendError::QueueFull => libc::EAGAIN,
+        SendError::NoMailbox => libc::ENOENT,
+        SendError::UnknownCall => libc::EINVAL,
+    }
+}
+
+impl HostIo for Io<'_> {
+    fn reply(&mut self, data: &[u8]) -> Result<(), i32> {
+        let t = self.token.as_ref().ok_or(libc::EINVAL)?;
+        self.ep.reply(self.now, t, data).map_err(send_errno)
+    }
+    fn send(&mut self, to: Addr, data: &[u8], reliable: bool) -> Result<(), i32> {
+        let to = MailboxAddr::new(to.host, to.mailbox);
+        if reliable {
+            self.ep.send_message(self.now, self.me.mailbox, to, data).map(|_| ()).map_err(send_errno)
+        } else {
+            self.ep.send_datagram(self.now, self.me.mailbox, to, data).map_err(send_errno)
+        }
+    }
+    fn enqueue(&mut self, mailbox: u32, data: &[u8]) -> Result<(), i32> {
+        self.ep.enqueue_local(self.me, mailbox, data).map_err(|e| match e {
+            SendError::QueueFull => libc::ENOSPC,
+            e => send_errno(e),
+        })
+    }
+    fn tcp_write(&mut self, _conn: u32, _data: &[u8]) -> Result<usize, i32> {
+        Err(libc::ENOTCONN)
+    }
+    fn tcp_close(&mut self, _conn: u32) -> Result<(), i32> {
+        Err(libc::ENOTCONN)
+    }
+    fn now_ns(&self) -> u64 {
+        self.now.as_nanos()
+    }
+    fn log(&mut self, line: &str) {
+        log::event(Level::Info, "handler_log", &[("handler", &self.name), ("line", &line)]);
+    }
+}
+
+impl Handlers {
+    fn runtime(&mut self) -> Result<&Runtime, String> {
+        if self.runtime.is_none() {
+            self.runtime = Some(Runtime::new(2 * MAX_HANDLERS as u32)?);
+        }
+        Ok(self.runtime.as_ref().expect("made above"))
+    }
+
+    /// Loads `set` on a mailbox of `ep` (bound for it: a number, or a name
+    /// with a free number), or replaces the handler of that name (keeping its
+    /// mailbox and key-value store; messages waiting stay queued for the new one).
+    pub fn load(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, set: &HandlerSettings) -> Result<u32, String> {
+        let refuse = |e: LoadError| format!("handler {} ({}): {e}", set.name, set.source);
+        if let Some(i) = self.loaded.iter().position(|l| l.handler.name() == set.name) {
+            let mailbox = self.loaded[i].mailbox;
+            self.runtime()?;
+            let rt = self.runtime.as_ref().expect("made above");
+            let old = &mut self.loaded[i];
+            let mut io = Io { ep, now, token: None, me: MailboxAddr::new(local, mailbox), name: &set.name };
+            let new = Handler::replace(rt, &mut old.handler, &set.wasm, set.limits, &mut io).map_err(refuse)?;
+            old.handler = new;
+            old.source = set.source.clone();
+            log::event(Level::Info, "handler_replaced", &[("handler", &set.name), ("mailbox", &mailbox), ("module", &set.source)]);
+            return Ok(mailbox);
+        }
+        if self.loaded.len() >= MAX_HANDLERS {
+            return Err(format!("handler {}: this engine holds at most {MAX_HANDLERS} handlers", set.name));
+        }
+        let (number, name) = match &set.mailbox {
+            MailboxSpec::Number(n) => (Some(*n), None),
+            MailboxSpec::Name(s) => (None, Some(s.as_str())),
+        };
+        let mailbox = ep.bind(number, name).map_err(|e| format!("handler {}: mailbox {:?}: {e}", set.name, set.mailbox))?;
+        let rt = match self.runtime() {
+            Ok(rt) => rt,
+            Err(e) => {
+                ep.unbind(mailbox);
+                return Err(e);
+            }
+        };
+        let mut io = Io { ep, now, token: None, me: MailboxAddr::new(local, mailbox), name: &set.name };
+        match Handler::load(rt, &set.name, &set.wasm, Attach::Mailbox, set.limits, &mut io) {
+            Ok(handler) => {
+                self.loaded.push(Loaded { mailbox, handler, source: set.source.clone(), failed_answers: 0, faults_logged: 0 });
+                log::event(Level::Info, "handler_loaded", &[("handler", &set.name), ("mailbox", &mailbox), ("module", &set.source)]);
+                Ok(mailbox)
+            }
+            Err(e) => {
+                ep.unbind(mailbox);
+                Err(refuse(e))
+            }
+        }
+    }
+
+    /// Unloads handler `name`: what already waits in its mailbox is run
+    /// through it first (a message acknowledged to its sender is not lost),
+    /// then the mailbox is unbound. False when there is no such handler.
+    pub fn unload(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, name: &str) -> bool {
+        let Some(i) = self.loaded.iter().position(|l| l.handler.name() == name) else { return false };
+        let mut l = self.loaded.remove(i);
+        l.handler.enable();
+        while serve_one(&mut l, ep, local, now) {}
+        ep.unbind(l.mailbox);
+        log::event(Level::Info, "handler_unloaded", &[("handler", &name), ("mailbox", &l.mailbox)]);
+        true
+    }
+
+    /// Enables a disabled handler again.
+    pub fn enable(&mut self, name: &str) -> bool {
+        match self.loaded.iter_mut().find(|l| l.handler.name() == name) {
+            Some(l) => {
+                l.handler.enable();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs every enabled handler on what waits in its mailbox (at most
+    /// [`BATCH`] each). True when any ran.
+    pub fn serve(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant) -> bool {
+        let mut work = false;
+        for l in &mut self.loaded {
+            for _ in 0..BATCH {
+                if l.handler.disabled().is_some() || !serve_one(l, ep, local, now) {
+                    break;
+                }
+                work = true;
+            }
+        }
+        work
+    }
+
+    pub fn infos(&self) -> Vec<(HandlerInfo, u64)> {
+        self.loaded.iter().map(|l| {
+            let mut i = l.handler.info(format!("mailbox={}", l.mailbox));
+            i.attached = format!("mailbox={} module={}", l.mailbox, l.source);
+            (i, l.failed_answers)
+        }).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.loaded.is_empty()
+    }
+}
+
+/// Takes one message from `l`'s mailbox and runs the handler on it. False
+/// when the mailbox was empty.
+fn serve_one(l: &mut Loaded, ep: &mut Endpoint, local: SocketAddr, now: Instant) -> bool {
+    let Some(d) = ep.recv(now, l.mailbox) else { return false };
+    let (kind, token) = match d.kind {
+        DeliveryKind::Datagram => (MessageKind::Datagram, None),
+        DeliveryKind::Message => (MessageKind::Message, None),
+        DeliveryKind::Request(t) => (MessageKind::Request, Some(t)),
+    };
+    let name = l.handler.name().to_string();
+    let mut io = Io { ep, now, token, me: MailboxAddr::new(local, l.mailbox), name: &name };
+    let from = Addr { host: d.from.host, mailbox: d.from.mailbox };
+    let r = l.handler.invoke(&mut io, Input::Message { kind, from, data: &d.data });
+    if let (Some(t), false) = (token, r.replied) {
+        if ep.reply_failed(now, &t).is_ok() {
+            l.failed_answers += 1;
+        }
+    }
+    if let Outcome::Fault(f) = r.outcome {
+        let disabled = l.handler.disabled();
+        if l.faults_logged < 8 || disabled.is_some() {
+            l.faults_logged += 1;
+            log::event(
+                Level::Warn,
+                "handler_fault",
+                &[("handler", &name), ("fault", &f.name()), ("disabled", &disabled.unwrap_or("no"))],
+            );
+        }
+    }
+    true
+}
