@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod demo;
 mod engine_cmd;
+mod handler_cmd;
 mod handler_spec;
 mod lab;
 mod run_cmd;
@@ -49,6 +50,9 @@ enum Command {
     Fetch(engine_cmd::FetchArgs),
     /// The engine as a message-protocol client: calls to a mailbox, or reliable messages to a sink.
     Msg(msg_cmd::MsgArgs),
+    /// Handlers (WebAssembly modules run on the engine) on a running engine: load, unload, enable, list.
+    #[command(subcommand)]
+    Handler(handler_cmd::HandlerCommand),
     /// Run an unmodified program with its sockets on an engine daemon (LD_PRELOAD socket shim).
     Run(run_cmd::RunArgs),
     /// Network namespaces joined by veth pairs: the engine on one end, Linux on the other, impairment between.
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         Command::Top(a) => top::main(&a),
         Command::Fetch(a) => engine_cmd::fetch(&a),
         Command::Msg(a) => msg_cmd::msg(&a),
+        Command::Handler(c) => handler_cmd::main(&c),
         Command::Run(a) => run_cmd::main(&a),
         Command::Lab(c) => lab::run(c),
         Command::Relay(a) => lab::relay(&a),

@@ -17,7 +17,11 @@
 //!   disabled after its faults in a row, the transfer keeps at least half
 //!   its rate and is verified byte-exact, and the engine serves on;
 //! - a module that fails validation is refused at start with exit 2 and a
-//!   message naming it.
+//!   message naming it;
+//! - at runtime (`outboard handler load|unload|enable|list`): the key-value
+//!   handler loaded into a running engine, replaced five times while
+//!   `msg_kv_client` runs (every answer right: the store and the mailbox
+//!   outlive each replacement, no call lost), then unloaded (its mailbox goes).
 
 mod support;
 
@@ -204,6 +208,14 @@ fn hostile_handlers_are_trapped_counted_and_answered_while_another_transfer_runs
     assert!(reports[3].1["error"].as_str().is_some_and(|e| e.contains("is not the request")), "{}", reports[3].1);
     let m = &stat["messages"]["stats"];
     assert_eq!(u(m, "drop_malformed"), 0, "{m}");
+    // The disabled loop is listed as such and can be enabled again from the shell.
+    let list = support::outboard_in(&dir, &["handler", "list", "--json", "--name", "hho-a"]);
+    assert!(list.status.success(), "{}", support::text(&list));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("disabled: 8 faults in a row"));
+    let en = support::outboard_in(&dir, &["handler", "enable", "spin", "--name", "hho-a"]);
+    assert!(en.status.success(), "{}", support::text(&en));
+    let none = support::outboard_in(&dir, &["handler", "enable", "nobody", "--name", "hho-a"]);
+    assert_eq!(none.status.code(), Some(1), "{}", support::text(&none));
     // And the engine serves on: a well-behaved handler beside them answers.
     let r = msg(&dir, &fabric, "hho-after", "10.0.0.2/24", &["--to", "10.0.0.1:7373/54", "--calls", "500"], RUN);
     assert!(r["ok"] == true && r["verified"] == true, "echo after the hostile ones: {r}");
@@ -239,4 +251,45 @@ fn a_module_that_fails_validation_is_refused_at_start_with_its_name() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--messages"));
+}
+
+#[test]
+fn handlers_are_loaded_replaced_and_unloaded_at_runtime_while_calls_flow() {
+    let _one = serial();
+    let keys: u64 = 10_000;
+    let dir = test_dir("ob-handlers", "runtime");
+    let fabric = format!("fabric:hrt{}", std::process::id());
+    let _a = start_engine(&dir, "hrt-a", &[&["--link", &fabric, "--addr", "10.0.0.1/24", "--messages"][..], &faults("3")].concat(), UP);
+    let _b = start_engine(&dir, "hrt-b", &[&["--link", &fabric, "--addr", "10.0.0.2/24", "--messages"][..], &faults("4")].concat(), UP);
+    let spec = format!("kv={}:mailbox=kv:kv=64MiB", module("kv"));
+    let load = || support::outboard_in(&dir, &["handler", "load", &spec, "--name", "hrt-a"]);
+    let o = load();
+    assert!(o.status.success(), "{}", support::text(&o));
+    let mut c = Command::new(example("msg_kv_client"));
+    c.args(["hrt-b", "10.0.0.1:7373", &keys.to_string()]).env("OUTBOARD_RUN_DIR", &dir).stdin(Stdio::null()).stderr(Stdio::piped());
+    let mut client = ChildGuard::spawn_lines(&mut c, GRACE);
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(150));
+        let o = load();
+        assert!(o.status.success(), "replace: {}", support::text(&o));
+    }
+    let (st, lines) = client.finish_lines(RUN);
+    let out = lines.join("\n");
+    assert!(st.is_some_and(|s| s.success()), "msg_kv_client failed ({st:?}):\n{out}");
+    let report = json_line(&out);
+    assert_eq!((report["calls"].as_u64(), report["wrong"].as_u64()), (Some(2 * keys), Some(0)), "{report}");
+    let stat = stat_in(&dir, "hrt-a").expect("stat");
+    assert_eq!(u(&stat["messages"]["stats"], "requests_executed"), 2 * keys + 1, "{}", stat["messages"]["stats"]);
+    let h = handler(&stat, "kv");
+    assert_eq!(u(h, "kv_keys"), keys, "the store outlived every replacement: {h}");
+    // Unloaded: the mailbox goes with it, and a call to it is refused.
+    let o = support::outboard_in(&dir, &["handler", "unload", "kv", "--name", "hrt-a"]);
+    assert!(o.status.success(), "{}", support::text(&o));
+    let stat = stat_in(&dir, "hrt-a").expect("stat");
+    assert!(stat["messages"]["handlers"].as_array().is_none_or(|a| a.is_empty()), "{}", stat["messages"]["handlers"]);
+    assert!(!stat["messages"]["mailboxes"].as_array().unwrap().iter().any(|m| m["name"] == "kv"));
+    let r = msg(&dir, &fabric, "hrt-c", "10.0.0.5/24", &["--to", "10.0.0.1:7373/kv", "--calls", "1"], RUN);
+    assert_eq!(r["ok"], false, "{r}");
+    let o = support::outboard_in(&dir, &["handler", "unload", "kv", "--name", "hrt-a"]);
+    assert_eq!(o.status.code(), Some(1), "{}", support::text(&o));
 }

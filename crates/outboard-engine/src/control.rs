@@ -213,6 +213,8 @@ fn handle(
         }
         return Ok(());
     }
+    // Handler commands go to shard 0, which runs the message service.
+    let shards = if line.trim_start().starts_with("handler ") { &shards[..1] } else { shards };
     let mut pending = Vec::new();
     for (tx, bell) in shards {
         let (rtx, rrx) = mpsc::channel();

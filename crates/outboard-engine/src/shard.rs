@@ -521,6 +521,10 @@ impl Shard {
             "stat" | "stat json" | "" => {
                 serde_json::to_string(&self.snapshot(now)).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
             }
+            h if h.starts_with("handler ") => match self.apps.get::<crate::messages::MessageApp>() {
+                Some(m) => crate::messages::handlers::control(&mut m.lock(), now, &h["handler ".len()..]),
+                None => r#"{"error":"this engine runs no message service: start it with --messages to load handlers"}"#.to_string(),
+            },
             other => format!("{{\"error\":\"unknown request {:?}: try stat\"}}", other),
         }
     }

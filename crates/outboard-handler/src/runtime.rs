@@ -26,6 +26,20 @@ impl Runtime {
     /// `slots`: instances alive at once (every loaded handler has one, and a
     /// replacement briefly a second).
     pub fn new(slots: u32) -> Result<Runtime, String> {
+        Runtime::build(slots, true)
+    }
+
+    /// As [`Runtime::new`] but with no epoch interruption: the compiled code
+    /// has no deadline checks and no ticker runs, so **no deadline is
+    /// enforced** (a handler that loops forever runs forever). For measuring
+    /// what the checks cost (`outboard bench handlers`) only; the engine
+    /// never uses it. Handlers load and run on it as on any runtime (the
+    /// deadline that `Handler` sets on every invocation is then never looked at).
+    pub fn without_epochs(slots: u32) -> Result<Runtime, String> {
+        Runtime::build(slots, false)
+    }
+
+    fn build(slots: u32, epochs: bool) -> Result<Runtime, String> {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_core_instances(slots)
             .total_memories(slots)
@@ -33,12 +47,15 @@ impl Runtime {
             .max_memories_per_module(1)
             .max_memory_size(MAX_MEMORY);
         let mut cfg = Config::new();
-        cfg.epoch_interruption(true)
+        cfg.epoch_interruption(epochs)
             .cranelift_opt_level(OptLevel::Speed)
             .wasm_backtrace(false)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&cfg).map_err(|e| format!("handler runtime: {e:#}"))?;
         let stop = Arc::new(AtomicBool::new(false));
+        if !epochs {
+            return Ok(Runtime { engine, ticker: None, stop });
+        }
         let (e, s) = (engine.clone(), stop.clone());
         let ticker = std::thread::Builder::new()
             .name("handler-epoch".into())

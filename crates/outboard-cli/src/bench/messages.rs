@@ -67,9 +67,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// Bytes per request and per response.
-const SIZE: usize = 64;
+pub(super) const SIZE: usize = 64;
 /// Calls in flight in the rate cases.
-const RATE_OUTSTANDING: usize = 32;
+pub(super) const RATE_OUTSTANDING: usize = 32;
 /// The rate cases make this many times `--count` calls.
 const RATE_FACTOR: u64 = 5;
 /// The reliable case sends `--count` times this many bytes.
@@ -79,7 +79,7 @@ const BULK_WRITE: usize = 64 << 10;
 /// The kernel UDP client re-sends a call unanswered for this long.
 const UDP_RETRY: Duration = Duration::from_millis(200);
 /// Unmeasured calls before each latency case (at most).
-const WARMUP: u64 = 1_000;
+pub(super) const WARMUP: u64 = 1_000;
 
 #[derive(Args, Debug)]
 pub struct MessagesArgs {
@@ -102,7 +102,7 @@ pub struct MessagesArgs {
 
 /// Where a case's two ends run: links, addresses and namespaces.
 #[derive(Debug, Clone)]
-struct Side {
+pub(super) struct Side {
     /// Ours: the server engine's and client engine's `--link`, `--addr`.
     server_link: String,
     server_cidr: String,
@@ -116,7 +116,7 @@ struct Side {
 }
 
 impl Side {
-    fn fabric(fabric: &str) -> Side {
+    pub(super) fn fabric(fabric: &str) -> Side {
         Side {
             server_link: fabric.into(),
             server_cidr: format!("{SERVER_ADDR}/24"),
@@ -138,7 +138,7 @@ impl Side {
 
 /// Where the kernel's UDP case runs: the server's and client's addresses and namespaces.
 #[derive(Debug, Clone)]
-struct KernelNet {
+pub(super) struct KernelNet {
     server: Ipv4Addr,
     client: Ipv4Addr,
     server_ns: Option<String>,
@@ -146,7 +146,7 @@ struct KernelNet {
 }
 
 impl KernelNet {
-    fn loopback() -> KernelNet {
+    pub(super) fn loopback() -> KernelNet {
         KernelNet { server: Ipv4Addr::LOCALHOST, client: Ipv4Addr::LOCALHOST, server_ns: None, client_ns: None }
     }
 }
@@ -212,20 +212,20 @@ pub fn main(a: &MessagesArgs) -> ExitCode {
 
 /// Round trips: nearest rank on the sorted samples, as the engine's job computes them.
 #[derive(Debug, Clone, Copy)]
-struct Latency {
-    calls: u64,
-    p50_us: f64,
-    p99_us: f64,
+pub(super) struct Latency {
+    pub(super) calls: u64,
+    pub(super) p50_us: f64,
+    pub(super) p99_us: f64,
     /// Calls that had to be re-sent (UDP only).
-    resent: u64,
+    pub(super) resent: u64,
 }
 
 /// Calls (or bytes) a second, and the CPU each side used for them.
 #[derive(Debug, Clone, Copy)]
-struct Rate {
-    done: u64,
-    seconds: f64,
-    per_s: f64,
+pub(super) struct Rate {
+    pub(super) done: u64,
+    pub(super) seconds: f64,
+    pub(super) per_s: f64,
     client_cpu_s: f64,
     server_cpu_s: f64,
     resent: u64,
@@ -274,7 +274,7 @@ fn two_cpus() -> Option<(usize, usize)> {
 }
 
 /// Pins the calling thread to `cpu` (best effort).
-fn pin_thread(cpu: Option<usize>) {
+pub(super) fn pin_thread(cpu: Option<usize>) {
     let Some(cpu) = cpu else { return };
     // SAFETY: as in `two_cpus`; CPU_SET writes within the set.
     unsafe {
@@ -288,7 +288,7 @@ fn pin_thread(cpu: Option<usize>) {
 /// calling thread's affinity stays as it is. A process spawned there
 /// inherits the pinning: that is how the engines are pinned (`engine --cores`
 /// cannot be given on the command line: clap panics on it).
-fn on_cpu<T: Send>(cpu: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
+pub(super) fn on_cpu<T: Send>(cpu: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
     thread::scope(|s| {
         s.spawn(|| {
             pin_thread(cpu);
@@ -446,9 +446,9 @@ fn tcp_server(echo: bool, cpu: Option<usize>) -> Result<Server, String> {
 
 /// Where the kernel's server and client threads run (None: where the scheduler puts them).
 #[derive(Debug, Clone, Copy, Default)]
-struct Pins {
-    server: Option<usize>,
-    client: Option<usize>,
+pub(super) struct Pins {
+    pub(super) server: Option<usize>,
+    pub(super) client: Option<usize>,
 }
 
 /// The phases of a latency case: up to `warmup` unmeasured calls within
@@ -500,7 +500,7 @@ impl Phase {
 
 /// One call outstanding: `warmup` unmeasured, then up to `count` measured,
 /// within `budget`. `spin`: both ends poll non-blocking sockets.
-fn udp_latency(
+pub(super) fn udp_latency(
     count: u64,
     warmup: u64,
     budget: Duration,
@@ -563,7 +563,7 @@ fn udp_latency(
 }
 
 /// `outstanding` calls in flight on one socket; up to `count` within `budget`.
-fn udp_rate(count: u64, outstanding: usize, budget: Duration, pins: Pins, net: &KernelNet) -> Result<Rate, String> {
+pub(super) fn udp_rate(count: u64, outstanding: usize, budget: Duration, pins: Pins, net: &KernelNet) -> Result<Rate, String> {
     let server = udp_server(pins.server, false, net)?;
     let sock = in_ns(&net.client_ns, || UdpSocket::bind((net.client, 0)).map_err(io_err("UDP bind")))?;
     sock.connect(server.addr).map_err(io_err("UDP connect"))?;
@@ -751,10 +751,10 @@ fn tcp_bulk(bytes: u64, min: Duration, budget: Duration, pins: Pins) -> Result<R
 
 // ================================================================ ours
 
-const SERVER_ADDR: &str = "10.0.0.1";
+pub(super) const SERVER_ADDR: &str = "10.0.0.1";
 
 /// `outboard stat --json --name NAME` in the run directory.
-fn stat(run: &RunDir, name: &str) -> Result<Snapshot, String> {
+pub(super) fn stat(run: &RunDir, name: &str) -> Result<Snapshot, String> {
     super::peer::stat_in(&run.path, name)
 }
 
@@ -777,7 +777,20 @@ fn start_engine(
     ns: &Option<String>,
     cpu: Option<usize>,
 ) -> Result<Proc, String> {
-    let args: Vec<String> = [
+    start_engine_with(run, link, name, addr, ns, cpu, &[])
+}
+
+/// As `start_engine`, with `extra` flags after the usual ones.
+pub(super) fn start_engine_with(
+    run: &RunDir,
+    link: &str,
+    name: &str,
+    addr: &str,
+    ns: &Option<String>,
+    cpu: Option<usize>,
+    extra: &[String],
+) -> Result<Proc, String> {
+    let mut args: Vec<String> = [
         "engine",
         "--link",
         link,
@@ -793,6 +806,7 @@ fn start_engine(
     ]
     .map(String::from)
     .to_vec();
+    args.extend(extra.iter().cloned());
     // A child made in a thread that entered `ns` runs in it.
     let mut p = on_cpu(cpu, || {
         in_ns(ns, || {
@@ -830,13 +844,13 @@ fn start_engine(
 
 /// One `outboard msg` client engine: its report, its CPU seconds, and
 /// whether `--seconds` cut it short.
-struct MsgRun {
-    report: Value,
-    cpu_s: f64,
-    cut_short: bool,
+pub(super) struct MsgRun {
+    pub(super) report: Value,
+    pub(super) cpu_s: f64,
+    pub(super) cut_short: bool,
 }
 
-fn msg(
+pub(super) fn msg(
     run: &RunDir,
     side: &Side,
     cpu: Option<usize>,
@@ -909,17 +923,17 @@ struct Ours {
     snaps: [Option<Snapshot>; 4],
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
+pub(super) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-fn num(v: &Value, key: &str) -> f64 {
+pub(super) fn num(v: &Value, key: &str) -> f64 {
     peer::num(v, key)
 }
 
 // ================================================================ the run
 
-fn ratio(x: Option<f64>, y: Option<f64>) -> Option<f64> {
+pub(super) fn ratio(x: Option<f64>, y: Option<f64>) -> Option<f64> {
     match (x, y) {
         (Some(x), Some(y)) if y > 0.0 && x.is_finite() => Some(x / y),
         _ => None,

@@ -20,7 +20,7 @@ pub const MAX_HANDLERS: usize = 32;
 const BATCH: usize = 64;
 
 /// Where `--handler NAME=FILE:mailbox=M` attaches a module.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MailboxSpec {
     Number(u32),
     Name(String),
@@ -243,4 +243,43 @@ fn serve_one(l: &mut Loaded, ep: &mut Endpoint, local: SocketAddr, now: Instant)
         }
     }
     true
+}
+
+/// `outboard handler load`'s request: the module is read by the engine
+/// from `path` (an absolute path the engine can read).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct LoadRequest {
+    pub name: String,
+    pub path: String,
+    pub mailbox: MailboxSpec,
+    pub limits: Limits,
+}
+
+/// Answers a control request `handler load JSON`, `handler unload NAME`,
+/// `handler enable NAME` or `handler list` (JSON, `{"error": ...}` on failure).
+pub fn control(svc: &mut super::MessageService, now: Instant, request: &str) -> String {
+    let err = |m: String| serde_json::json!({ "error": m }).to_string();
+    let (verb, arg) = request.trim().split_once(' ').unwrap_or((request.trim(), ""));
+    match verb {
+        "list" => serde_json::json!({ "handlers": svc.handler_rows() }).to_string(),
+        "load" => {
+            let req: LoadRequest = match serde_json::from_str(arg) {
+                Ok(r) => r,
+                Err(e) => return err(format!("handler load: bad request: {e}")),
+            };
+            let wasm = match std::fs::read(&req.path) {
+                Ok(w) => w,
+                Err(e) => return err(format!("handler {}: the engine cannot read {}: {e}", req.name, req.path)),
+            };
+            let set = HandlerSettings { name: req.name.clone(), source: req.path, wasm: std::sync::Arc::new(wasm), mailbox: req.mailbox, limits: req.limits };
+            match svc.load_handler(now, &set) {
+                Ok(mailbox) => serde_json::json!({ "loaded": req.name, "mailbox": mailbox }).to_string(),
+                Err(e) => err(e),
+            }
+        }
+        "unload" if svc.unload_handler(now, arg) => serde_json::json!({ "unloaded": arg }).to_string(),
+        "enable" if svc.enable_handler(arg) => serde_json::json!({ "enabled": arg }).to_string(),
+        "unload" | "enable" => err(format!("no handler named {arg:?} on this engine")),
+        other => err(format!("unknown handler request {other:?}: load, unload, enable or list")),
+    }
 }

@@ -156,6 +156,10 @@ impl MessageService {
         self.handlers.enable(name)
     }
 
+    pub fn handler_rows(&self) -> Vec<HandlerRow> {
+        self.handlers.infos().into_iter().map(|(info, failed_answers)| HandlerRow { info, failed_answers }).collect()
+    }
+
     pub fn endpoint(&self) -> &Endpoint {
         &self.ep
     }
@@ -184,7 +188,7 @@ impl MessageService {
             sink_messages: self.sink_messages,
             sink_bytes: self.sink_bytes,
             udp_send_refused: self.udp_send_refused,
-            handlers: self.handlers.infos().into_iter().map(|(info, failed_answers)| HandlerRow { info, failed_answers }).collect(),
+            handlers: self.handler_rows(),
         }
     }
 
