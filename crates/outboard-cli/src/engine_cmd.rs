@@ -128,8 +128,9 @@ pub struct EngineFlags {
     #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "7373",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub messages: Option<u16>,
-    /// Run a WebAssembly handler on the engine as the reader of a message mailbox (needs
-    /// --messages): NAME=FILE.wasm:mailbox=M[:memory=SIZE][:deadline_ms=N][:max_faults=N][:kv=SIZE]
+    /// Run a WebAssembly handler on the engine: as the reader of a message mailbox (needs
+    /// --messages) or serving a TCP port:
+    /// NAME=FILE.wasm:mailbox=M|tcp=PORT[:memory=SIZE][:deadline_ms=N][:max_faults=N][:kv=SIZE]
     /// (M a number or a name; defaults 16MiB, 10 ms, 8, 4MiB). Repeat for more. docs/HANDLERS.md.
     #[arg(long = "handler", value_name = "SPEC", value_parser = crate::handler_spec::parse)]
     pub handlers: Vec<crate::handler_spec::HandlerArg>,
@@ -510,12 +511,13 @@ pub(crate) fn settings(f: &EngineFlags, services: Option<&str>, default_services
         handlers.retain(|o: &crate::handler_spec::HandlerArg| o.name != h.name);
         handlers.push(h.clone());
     }
-    if !handlers.is_empty() {
-        let Some(m) = set.messages.as_mut() else {
-            return Err("handlers run on message mailboxes: give --messages (TOML messages = PORT) too".into());
-        };
-        for h in &handlers {
-            m.handlers.push(h.read()?);
+    for h in &handlers {
+        match h.read()? {
+            Ok(mailbox) => match set.messages.as_mut() {
+                Some(m) => m.handlers.push(mailbox),
+                None => return Err(format!("handler {}: mailbox handlers run on the message service: give --messages (TOML messages = PORT) too", h.name)),
+            },
+            Err(tcp) => set.tcp_handlers.push(tcp),
         }
     }
     // Fabric impairment: flags over [fabric] in the file.

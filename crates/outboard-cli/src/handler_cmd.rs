@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum HandlerCommand {
-    /// Load a handler (or replace the one of that name, keeping its mailbox and key-value store):
-    /// NAME=FILE.wasm:mailbox=M[:memory=SIZE][:deadline_ms=N][:max_faults=N][:kv=SIZE].
+    /// Load a mailbox handler (or replace the one of that name, keeping its mailbox and key-value
+    /// store): NAME=FILE.wasm:mailbox=M[:memory=SIZE][:deadline_ms=N][:max_faults=N][:kv=SIZE].
     Load(LoadArgs),
     /// Unload a handler: what waits in its mailbox runs through it first, then the mailbox goes.
     Unload(NameArgs),
@@ -72,7 +72,11 @@ pub fn main(c: &HandlerCommand) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let req = LoadRequest { name: a.spec.name.clone(), path: path.display().to_string(), mailbox: a.spec.mailbox.clone(), limits: a.spec.limits };
+            let handler_spec::AttachSpec::Mailbox(mailbox) = a.spec.attach.clone() else {
+                eprintln!("outboard: handler {}: TCP handlers are loaded when the engine starts (--handler NAME=FILE:tcp=PORT); at runtime, mailbox handlers", a.spec.name);
+                return ExitCode::from(2);
+            };
+            let req = LoadRequest { name: a.spec.name.clone(), path: path.display().to_string(), mailbox, limits: a.spec.limits };
             let line = serde_json::to_string(&req).expect("a load request serialises");
             ask(&a.name, &format!("handler load {line}")).map(|v| println!("handler {} on mailbox {}", a.spec.name, v["mailbox"]))
         }

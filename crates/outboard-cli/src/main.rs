@@ -95,6 +95,8 @@ enum BenchCommand {
     Upgrade(bench::upgrade::UpgradeArgs),
     /// RPC round trips and rate, and reliable-message throughput: two engines on the fabric vs the kernel's UDP and TCP on loopback (no root).
     Messages(bench::messages::MessagesArgs),
+    /// An echo RPC answered by a WebAssembly handler on the engine vs an application through its board vs the kernel's UDP, and the sandbox's own costs (no root).
+    Handlers(bench::handlers::HandlersArgs),
 }
 
 #[derive(Args, Debug)]
@@ -139,6 +141,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Scale(a)) => bench::scale::main(&a),
         Command::Bench(BenchCommand::Upgrade(a)) => bench::upgrade::main(&a),
         Command::Bench(BenchCommand::Messages(a)) => bench::messages::main(&a),
+        Command::Bench(BenchCommand::Handlers(a)) => bench::handlers::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

@@ -64,6 +64,8 @@ pub struct EngineSettings {
     pub ipv6: Option<outboard_stack::Ipv6Config>,
     /// The native message protocols on a UDP port of shard 0 (`--messages`).
     pub messages: Option<crate::messages::MessageSettings>,
+    /// TCP-listener handlers (`--handler NAME=FILE:tcp=PORT`), on every shard.
+    pub tcp_handlers: Vec<crate::tcp_handlers::TcpHandlerSettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +105,7 @@ impl EngineSettings {
             kernel_tap: None,
             ipv6: None,
             messages: None,
+            tcp_handlers: Vec::new(),
         }
     }
 }
@@ -499,6 +502,10 @@ impl Engine {
             };
             let mut shard = Shard::new(&set.name, i as u32, stack, link, pcap, set.memory_cap / n, now);
             shard.add_app(Box::new(services));
+            if !set.tcp_handlers.is_empty() {
+                let h = crate::tcp_handlers::TcpHandlers::start(&mut shard.stack, now, i as u32, &set.tcp_handlers).map_err(EngineError::Config)?;
+                shard.add_app(Box::new(h));
+            }
             shard.add_app(Box::new(Fetches::default()));
             if let (0, Some(m)) = (i, &set.messages) {
                 // A new session each start: peers tell a restarted engine by it.

@@ -53,6 +53,7 @@ pub mod shard;
 pub mod signals;
 pub mod stat;
 pub mod steering;
+pub mod tcp_handlers;
 #[allow(unsafe_code)]
 pub mod upgrade;
 

@@ -601,6 +601,7 @@ impl Shard {
             host: Default::default(),
             board_memory: 0,
             messages: None,
+            tcp_handlers: Vec::new(),
         };
         self.apps.report(&mut snap);
         snap

@@ -168,6 +168,9 @@ pub struct Snapshot {
     /// The message service (`--messages`): its mailboxes and counters.
     #[serde(default)]
     pub messages: Option<crate::messages::MessageSnapshot>,
+    /// TCP-listener handlers, one row per handler and shard.
+    #[serde(default)]
+    pub tcp_handlers: Vec<crate::tcp_handlers::TcpHandlerRow>,
 }
 
 /// What `outboard stat` shows of IPv6.
@@ -234,6 +237,7 @@ impl Snapshot {
             all.board_memory += p.board_memory;
             // The message service runs on shard 0 only.
             all.messages = all.messages.or(p.messages);
+            all.tcp_handlers.extend(p.tcp_handlers);
             all.host.add(&p.host);
             for (mine, theirs) in all.services.iter_mut().zip(&p.services) {
                 mine.add(theirs);
@@ -463,6 +467,16 @@ pub fn render(s: &Snapshot) -> String {
             );
         }
     }
+    for h in &s.tcp_handlers {
+        let (i, st) = (&h.info, &h.info.stats);
+        let _ = writeln!(
+            o,
+            "\nhandler {} on {} (shard {}): {}; connections accepted {} active {} reset {}; bytes in {} out {}; invocations {} \
+             faults: overrun {} out-of-bounds {} stack {} trap {} init {}; instances {} grow-refused {} bad-args {}",
+            i.name, i.attached, h.shard, i.state, h.accepted, h.active, h.reset, h.bytes_in, h.bytes_out, st.invocations,
+            st.overruns, st.out_of_bounds, st.stack_overflows, st.traps, st.init_failures, st.instances, st.grow_refused, st.bad_args
+        );
+    }
     if let Some(m) = &s.messages {
         messages_section(&mut o, m);
     }
@@ -565,6 +579,7 @@ mod tests {
             host: Default::default(),
             board_memory: 0,
             messages: None,
+            tcp_handlers: Vec::new(),
         }
     }
 

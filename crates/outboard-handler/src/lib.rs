@@ -9,8 +9,10 @@ mod handler;
 mod host;
 pub mod kv;
 mod runtime;
+mod shared;
 
 pub use abi::{Addr, MessageKind};
 pub use handler::{Attach, Fault, Handler, HandlerInfo, HandlerStats, Input, Invoked, Limits, LoadError, Outcome, MAX_DEADLINE, MAX_KV};
 pub use host::HostIo;
 pub use runtime::{Runtime, MAX_MEMORY, MIN_MEMORY, TICK};
+pub use shared::SHARED_SLOTS;

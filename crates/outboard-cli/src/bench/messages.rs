@@ -228,7 +228,7 @@ pub(super) struct Rate {
     pub(super) per_s: f64,
     client_cpu_s: f64,
     server_cpu_s: f64,
-    resent: u64,
+    pub(super) resent: u64,
 }
 
 fn percentile_us(sorted: &[u64], p: f64) -> f64 {

@@ -3,6 +3,7 @@
 pub mod apps;
 pub mod lab_engine;
 pub mod checksum;
+pub mod handlers;
 pub mod latency;
 pub mod link;
 pub mod messages;

@@ -13,7 +13,7 @@ use outboard_msg::{CallToken, DeliveryKind, Endpoint, MailboxAddr, SendError};
 use outboard_time::Instant;
 use std::net::SocketAddr;
 
-/// Handlers one engine may hold (each may have a replacement in flight).
+/// Mailbox handlers one engine may hold.
 pub const MAX_HANDLERS: usize = 32;
 /// Messages one handler takes per turn: the rest wait for the next turn, so
 /// a busy handler cannot keep the shard from its other work.
@@ -51,7 +51,7 @@ struct Loaded {
 /// The service's handlers and their runtime (made at the first load).
 #[derive(Default)]
 pub struct Handlers {
-    runtime: Option<Runtime>,
+    runtime: Option<std::sync::Arc<Runtime>>,
     loaded: Vec<Loaded>,
 }
 
@@ -110,7 +110,7 @@ impl HostIo for Io<'_> {
 impl Handlers {
     fn runtime(&mut self) -> Result<&Runtime, String> {
         if self.runtime.is_none() {
-            self.runtime = Some(Runtime::new(2 * MAX_HANDLERS as u32)?);
+            self.runtime = Some(Runtime::shared()?);
         }
         Ok(self.runtime.as_ref().expect("made above"))
     }
