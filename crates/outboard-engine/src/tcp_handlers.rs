@@ -176,8 +176,7 @@ impl TcpHandlers {
             }
         }
         if !finished {
-            loop {
-                let Some(conn) = cx.stack.tcp(id) else { break };
+            while let Some(conn) = cx.stack.tcp(id) {
                 let room = conn.send_capacity().min(self.scratch.len());
                 if room == 0 {
                     conn.request_writable();

@@ -448,10 +448,9 @@ impl Handler {
         let mut live = self.live.take().expect("instantiated");
         self.stats.invocations += 1;
         let r = match input {
-            Input::Message { kind, from, data } => match live.message.clone() {
-                Some(f) => Some(self.call(&mut live, io, Some(kind), Some(from), data, |s| f.call(s, (kind as i32, data.len() as i32)))),
-                None => None,
-            },
+            Input::Message { kind, from, data } => {
+                live.message.clone().map(|f| self.call(&mut live, io, Some(kind), Some(from), data, |s| f.call(s, (kind as i32, data.len() as i32))))
+            }
             Input::TcpOpen { conn } => live.tcp_open.clone().map(|f| self.call(&mut live, io, None, None, &[], |s| f.call(s, conn as i32))),
             Input::TcpData { conn, data } => live.tcp_data.clone().map(|f| self.call(&mut live, io, None, None, data, |s| f.call(s, (conn as i32, data.len() as i32)))),
             Input::TcpClose { conn } => live.tcp_close.clone().map(|f| self.call(&mut live, io, None, None, &[], |s| f.call(s, conn as i32))),
