@@ -1249,6 +1249,37 @@ int ob_qp_repost(struct ob_cq_t *cq, int qp, uint32_t wr_id);
  */
 int ob_qp_release(struct ob_cq_t *cq, int qp);
 
+/**
+ * Loads the WebAssembly module `wasm[0..len)` onto the board's engine as
+ * handler `name` (1 to 24 bytes), the reader of mailbox `mailbox` (0: a
+ * number the engine picks, the mailbox named after the handler), or
+ * replaces this board's handler of that name (keeping its mailbox and
+ * key-value store). Limits, 0 for the engine's default: `memory` bytes
+ * (64 KiB to 1 GiB), `deadline_ms` per invocation (1 to 10000),
+ * `max_faults` in a row before it is disabled (-1: never), `kv` bytes for
+ * its key-value store. Returns the mailbox number, or -1 with errno
+ * (EINVAL: refused, the engine's log says why; EPERM: a name another board
+ * or the operator holds; E2BIG; ENOSPC; EADDRINUSE; ESHUTDOWN; an engine
+ * without `--messages` refuses). The board's handlers are unloaded when it
+ * detaches or dies.
+ */
+int64_t ob_handler_load(struct ob_board_t *board,
+                        const char *name,
+                        const uint8_t *wasm,
+                        size_t len,
+                        uint32_t mailbox,
+                        uint64_t memory,
+                        uint32_t deadline_ms,
+                        int32_t max_faults,
+                        uint64_t kv);
+
+/**
+ * Unloads this board's handler `name` (what waits in its mailbox runs
+ * through it first). Returns 0, or -1 with errno (ENOENT; EPERM: not this
+ * board's; EINVAL; ESHUTDOWN).
+ */
+int ob_handler_unload(struct ob_board_t *board, const char *name);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -906,7 +906,10 @@ impl Inner {
             | BoardCommand::MsgPostRecv { .. }
             | BoardCommand::MsgRegister { .. }
             | BoardCommand::MsgUnregister { .. }
-            | BoardCommand::MsgWrite { .. } => 0,
+            | BoardCommand::MsgWrite { .. }
+            | BoardCommand::HandlerStage { .. }
+            | BoardCommand::HandlerLoad { .. }
+            | BoardCommand::HandlerUnload { .. } => 0,
             BoardCommand::Release { ep } => self.ep_shard(ep.0),
             // The shard the parent's stream lives on (a valid one: the ring index is clamped).
             BoardCommand::Adopt { shard, .. } => shard,

@@ -248,6 +248,12 @@ pub enum BoardCommand {
     MsgUnregister { ep: Endpoint, cookie: u64 },
     /// Mailbox `ep` writes `len` bytes at `offset` into region `cookie` at `to`, at `at`.
     MsgWrite { ep: Endpoint, offset: u64, len: u64, to: SocketAddr, cookie: u64, at: u32, tag: u32 },
+    /// Append `len` bytes at `offset` to this board's staged handler module.
+    HandlerStage { offset: u64, len: u64 },
+    /// Load the staged module as handler `name` on mailbox `mailbox` (0: the
+    /// engine picks); limits 0 (and faults `u32::MAX` meaning never) as in `op::HANDLER_LOAD`.
+    HandlerLoad { sync: SyncSlot, name: MsgName, mailbox: u32, memory: u64, kv: u64, deadline_ms: u32, max_faults: u32 },
+    HandlerUnload { sync: SyncSlot, name: MsgName },
 }
 
 /// A mailbox name in a command: up to `msg::NAME_LEN` bytes of UTF-8,
@@ -294,7 +300,18 @@ impl BoardCommand {
         use BoardCommand::*;
         matches!(
             self,
-            MsgBind { .. } | MsgSend { .. } | MsgCall { .. } | MsgReply { .. } | MsgLookup { .. } | MsgPostRecv { .. } | MsgRegister { .. } | MsgUnregister { .. } | MsgWrite { .. }
+            MsgBind { .. }
+                | MsgSend { .. }
+                | MsgCall { .. }
+                | MsgReply { .. }
+                | MsgLookup { .. }
+                | MsgPostRecv { .. }
+                | MsgRegister { .. }
+                | MsgUnregister { .. }
+                | MsgWrite { .. }
+                | HandlerStage { .. }
+                | HandlerLoad { .. }
+                | HandlerUnload { .. }
         )
     }
 }
@@ -454,6 +471,17 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             at: c.flags,
             tag: c.sync,
         },
+        op::HANDLER_STAGE => BoardCommand::HandlerStage { offset: c.a, len: c.b },
+        op::HANDLER_LOAD => BoardCommand::HandlerLoad {
+            sync: sync()?,
+            name: MsgName::from_words([c.c, c.d, c.e])?,
+            mailbox: u32::try_from(c.f).map_err(|_| CommandViolation::BadField("handler mailbox"))?,
+            memory: c.a,
+            kv: c.b,
+            deadline_ms: c.flags,
+            max_faults: c.endpoint,
+        },
+        op::HANDLER_UNLOAD => BoardCommand::HandlerUnload { sync: sync()?, name: MsgName::from_words([c.c, c.d, c.e])? },
         other => return Err(CommandViolation::UnknownOp(other)),
     })
 }
@@ -617,6 +645,15 @@ impl BoardCommand {
             BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag } => {
                 (c.op, c.endpoint, c.a, c.b, c.f, c.flags, c.sync) = (op::MSG_WRITE, ep.0, offset, len, cookie, at, tag);
                 put_addr(&mut c, to, 2);
+            }
+            BoardCommand::HandlerStage { offset, len } => (c.op, c.a, c.b) = (op::HANDLER_STAGE, offset, len),
+            BoardCommand::HandlerLoad { sync, name, mailbox, memory, kv, deadline_ms, max_faults } => {
+                (c.op, c.sync, c.f, c.a, c.b, c.flags, c.endpoint) = (op::HANDLER_LOAD, sync.0, u64::from(mailbox), memory, kv, deadline_ms, max_faults);
+                [c.c, c.d, c.e] = name.to_words();
+            }
+            BoardCommand::HandlerUnload { sync, name } => {
+                (c.op, c.sync) = (op::HANDLER_UNLOAD, sync.0);
+                [c.c, c.d, c.e] = name.to_words();
             }
         }
         c

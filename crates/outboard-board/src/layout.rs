@@ -57,7 +57,8 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// 7: message mailboxes (`op::MSG_*`, endpoint kind `MAILBOX`, events
 /// `COMPLETION`, `REMOTE_WRITE`, `TRIPWIRE`; a version-6 engine would
 /// answer them as unknown commands).
-pub const VERSION: u32 = 7;
+/// 8: handlers through the board (`op::HANDLER_STAGE`, `HANDLER_LOAD`, `HANDLER_UNLOAD`).
+pub const VERSION: u32 = 8;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.

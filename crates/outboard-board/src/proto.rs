@@ -152,6 +152,33 @@ pub mod op {
     /// sync = tag: completes with `COMPLETION` (tag, 0 or errno; EFAULT: out
     /// of the region's bounds or no such region there).
     pub const MSG_WRITE: u32 = 28;
+    /// Handlers (docs/HANDLERS.md), on shard 0 (the message service). Stage
+    /// part of a module: a = board offset, b = length of a send buffer the
+    /// application holds (it comes back with `BUF_RETURN`); the bytes are
+    /// appended to this board's staged module (at most `handler::MAX_MODULE`).
+    pub const HANDLER_STAGE: u32 = 29;
+    /// Load the staged module as handler c, d, e (a name, as `MSG_BIND`'s) on
+    /// mailbox f (0: a number the engine picks, the mailbox named after the
+    /// handler), or replace this board's handler of that name (keeping its
+    /// mailbox and key-value store): a = memory cap in bytes, b = key-value
+    /// cap in bytes, flags = deadline in ms, endpoint = faults in a row that
+    /// disable it (0 for each: the engine's default; `u32::MAX` faults:
+    /// never) → sync: the mailbox number or -errno (EINVAL: the module or
+    /// the limits refused, the engine's log says why; EPERM: a handler of
+    /// that name that is not this board's; E2BIG: staged past the limit;
+    /// ENOSPC: the engine holds all the handlers it may; EPROTONOSUPPORT: no
+    /// message service). The staged bytes are consumed either way. A
+    /// board's handlers are unloaded when it detaches or dies.
+    pub const HANDLER_LOAD: u32 = 30;
+    /// Unload this board's handler c, d, e (what waits in its mailbox runs
+    /// through it first) → sync: 0 or -errno (ENOENT; EPERM: not this board's).
+    pub const HANDLER_UNLOAD: u32 = 31;
+}
+
+/// Handlers loaded through a board (`op::HANDLER_*`).
+pub mod handler {
+    /// The largest module a board may stage.
+    pub const MAX_MODULE: usize = 16 << 20;
 }
 
 /// Message mailboxes on the board (`op::MSG_*`).

@@ -179,3 +179,42 @@ fn live_qp_pingpong() {
     assert!(st.success(), "pong exited with {st}; stderr:\n{}", pong.stderr());
     eprintln!("{summary}");
 }
+
+/// The SDK's key-value handler module, built by `sdk/build.sh`.
+fn kv_handler_module() -> std::path::PathBuf {
+    let out = built().bin.join("handlers");
+    let o = Command::new(root().join("sdk/build.sh")).arg(&out).output().expect("run sdk/build.sh");
+    assert!(o.status.success(), "sdk/build.sh failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    out.join("kv.wasm")
+}
+
+/// Live, a handler through the C API: `handler_load` loads the SDK's `kv`
+/// handler onto engine A (`ob_handler_load`); the unchanged `msg_kv_client`
+/// on engine B finds mailbox "kv" and makes its 3N+2 calls, every answer
+/// right, served by the handler with no application process on A; SIGTERM
+/// makes `handler_load` unload it (`ob_handler_unload`), and a second
+/// client's lookup then fails.
+#[test]
+fn live_handler_load_serves_msg_kv_client() {
+    let _ = built();
+    let module = kv_handler_module();
+    let lab = Lab::start_messages("hl");
+    const N: usize = 500;
+    let mut loader = lab.run("handler_load", &[&lab.a, module.to_str().unwrap(), "kv"]);
+    let loaded = loader.line("handler kv mailbox ", Duration::from_secs(20));
+    assert!(loaded["handler kv mailbox ".len()..].parse::<u32>().is_ok(), "{loaded}");
+    let mut client = lab.run("msg_kv_client", &[&lab.b, "10.0.0.1:7373", &N.to_string()]);
+    let summary = client.line("kv ok ", Duration::from_secs(120));
+    let st = client.exit(Duration::from_secs(10));
+    assert!(st.success(), "msg_kv_client exited with {st}; stderr:\n{}", client.stderr());
+    assert!(summary.starts_with(&format!("kv ok calls={} ", 3 * N + 2)), "{summary}");
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(loader.pid() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(loader.line("unloaded ", Duration::from_secs(20)), "unloaded kv");
+    let st = loader.exit(Duration::from_secs(10));
+    assert!(st.success(), "handler_load exited with {st}; stderr:\n{}", loader.stderr());
+    let mut again = lab.run("msg_kv_client", &[&lab.b, "10.0.0.1:7373", "1"]);
+    let st = again.exit(Duration::from_secs(30));
+    assert!(!st.success(), "a client found the unloaded handler's mailbox");
+    eprintln!("kv handler loaded through the C API: {summary}");
+}

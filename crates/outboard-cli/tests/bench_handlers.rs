@@ -3,6 +3,8 @@
 //! goals) and for numbers that are positive and finite. No performance is
 //! asserted: the machines are noisy. Bad flags exit 2.
 
+#![allow(clippy::disallowed_methods)] // a wall-clock bound on the run
+
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -105,3 +105,63 @@ fn a_filter_handler_forwards_rewrites_and_drops_between_two_applications() {
     }
     let _a = reader.join().expect("the reader");
 }
+
+/// The key-value example's request, and what its handler answers.
+fn kv_call(mb: &mut outboard_api::Mailbox, to: MailboxAddr, req: &[u8]) -> Vec<u8> {
+    mb.call(to, req).expect("kv call")
+}
+
+#[test]
+fn an_application_loads_replaces_and_unloads_a_handler_through_its_board() {
+    let dir = handlers();
+    let kv = std::fs::read(dir.join("kv.wasm")).expect("kv.wasm built");
+    let garbage = std::fs::read(dir.join("garbage.wasm")).expect("garbage.wasm built");
+    let line = std::fs::read(dir.join("line.wasm")).expect("line.wasm built");
+    assert!(garbage.len() > 2048, "a module of several board buffers");
+    let fabric = format!("fabric:hbrd-{}", std::process::id());
+    let mut sa = settings(&fabric, "hbrd-a", 1);
+    sa.messages = Some(MessageSettings::new(PORT));
+    let a = EmbeddedEngine::start(sa).expect("engine a");
+    let mut sb = settings(&fabric, "hbrd-b", 2);
+    sb.messages = Some(MessageSettings::new(PORT));
+    let b = EmbeddedEngine::start(sb).expect("engine b");
+    let owner = a.attach(&AttachOptions::default()).expect("attach a");
+    let other = a.attach(&AttachOptions::default()).expect("attach a again");
+    let opts = outboard_api::HandlerOptions { deadline: Some(Duration::from_millis(20)), ..Default::default() };
+    let number = owner.load_handler("kv", &kv, &opts).expect("load kv");
+    // Refused: not a mailbox handler; garbage bytes; another board's name.
+    assert!(matches!(owner.load_handler("l", &line, &opts), Err(outboard_api::Error::Errno(libc::EINVAL))));
+    assert!(matches!(owner.load_handler("g", b"\0asm junk", &opts), Err(outboard_api::Error::Errno(libc::EINVAL))));
+    assert!(matches!(other.load_handler("kv", &kv, &opts), Err(outboard_api::Error::Errno(libc::EPERM))));
+    assert!(matches!(other.unload_handler("kv"), Err(outboard_api::Error::Errno(libc::EPERM))));
+    // A module of several buffers loads.
+    owner.load_handler("garbage", &garbage, &opts).expect("a multi-buffer module");
+    owner.unload_handler("garbage").expect("unload garbage");
+    // Another engine's application calls it, found by the handler's name.
+    let client = b.attach(&AttachOptions::default()).expect("attach b");
+    let mut mb = client.bind_mailbox(None, None).expect("bind client");
+    let to = client.lookup(host(1), "kv").expect("the mailbox is named after the handler");
+    assert_eq!(to.mailbox, number);
+    for i in 0..200 {
+        assert_eq!(kv_call(&mut mb, to, format!("Pk{i}\0v{i}").as_bytes()), b"+");
+    }
+    // Replaced by its board: the store and the mailbox stay.
+    assert_eq!(owner.load_handler("kv", &kv, &opts).expect("replace"), number);
+    for i in 0..200 {
+        assert_eq!(kv_call(&mut mb, to, format!("Gk{i}").as_bytes()), format!("+v{i}").into_bytes());
+    }
+    // Unloaded: calls refused.
+    owner.unload_handler("kv").expect("unload");
+    assert!(matches!(owner.unload_handler("kv"), Err(outboard_api::Error::Errno(libc::ENOENT))));
+    assert!(matches!(mb.call(to, b"Gk1"), Err(outboard_api::Error::ConnectionRefused)));
+    // A board's handlers go with it.
+    let n2 = other.load_handler("kv2", &kv, &opts).expect("load kv2");
+    let to2 = MailboxAddr::new(host(1), n2);
+    assert_eq!(kv_call(&mut mb, to2, b"Gnothing"), b"-");
+    drop(other);
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        client.lookup(host(1), "kv2").is_err()
+    });
+    assert!(gone, "the handler of a board that detached is unloaded");
+}

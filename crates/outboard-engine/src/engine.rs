@@ -517,7 +517,7 @@ impl Engine {
                 let mut svc = crate::messages::MessageService::start(&mut shard.stack, &m, session)
                     .map_err(|e| EngineError::Service(format!("message port {}: {e:?}", m.port)))?;
                 for h in &m.handlers {
-                    svc.load_handler(now, h).map_err(EngineError::Config)?;
+                    svc.load_handler(now, h, None).map_err(|e| EngineError::Config(e.why))?;
                 }
                 let svc = std::sync::Arc::new(std::sync::Mutex::new(svc));
                 messages = Some(svc.clone());

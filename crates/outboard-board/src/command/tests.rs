@@ -211,12 +211,17 @@ fn any_message_command() -> impl Strategy<Value = BoardCommand> {
         (ep.clone(), span, any::<u32>()).prop_map(|(ep, (offset, len), token)| BoardCommand::MsgReply { ep, offset, len, token }),
         (sync.clone(), any_addr(), any_name()).prop_map(|(sync, host, name)| BoardCommand::MsgLookup { sync, host, name }),
         (ep.clone(), span, any::<u32>()).prop_map(|(ep, (offset, len), tag)| BoardCommand::MsgPostRecv { ep, offset, len, tag }),
-        (sync, ep.clone(), span, proptest::option::of(0u64..u64::MAX), any::<bool>()).prop_map(|(sync, ep, (offset, len), tripwire, notify)| {
+        (sync.clone(), ep.clone(), span, proptest::option::of(0u64..u64::MAX), any::<bool>()).prop_map(|(sync, ep, (offset, len), tripwire, notify)| {
             BoardCommand::MsgRegister { sync, ep, offset, len, tripwire, notify }
         }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, cookie)| BoardCommand::MsgUnregister { ep, cookie }),
         (ep, span, any_addr(), any::<u64>(), any::<u32>(), any::<u32>())
             .prop_map(|(ep, (offset, len), to, cookie, at, tag)| BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag }),
+        span.prop_map(|(offset, len)| BoardCommand::HandlerStage { offset, len }),
+        (sync.clone(), any_name(), any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
+            |(sync, name, mailbox, memory, kv, deadline_ms, max_faults)| BoardCommand::HandlerLoad { sync, name, mailbox, memory, kv, deadline_ms, max_faults }
+        ),
+        (sync, any_name()).prop_map(|(sync, name)| BoardCommand::HandlerUnload { sync, name }),
     ]
 }
 
@@ -237,7 +242,7 @@ fn mailbox_names_are_checked() {
 proptest! {
     /// Every record decodes to a command or a violation; never a panic.
     #[test]
-    fn decoding_is_total(op in 0u32..32, endpoint: u32, sync: u32, flags: u32,
+    fn decoding_is_total(op in 0u32..34, endpoint: u32, sync: u32, flags: u32,
                          a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) {
         let rec = Command { op, endpoint, sync, flags, a, b, c, d, e, f };
         let _ = decode(&rec, B);

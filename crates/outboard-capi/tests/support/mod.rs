@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-pub const EXAMPLES: [&str; 7] = ["echo_server", "sink_server", "fetch", "source", "msg_kv_server", "msg_kv_client", "qp_pingpong"];
+pub const EXAMPLES: [&str; 8] = ["echo_server", "sink_server", "fetch", "source", "msg_kv_server", "msg_kv_client", "qp_pingpong", "handler_load"];
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -190,6 +190,11 @@ impl Proc {
             }
         });
         Proc { name: name.into(), child, lines, stderr }
+    }
+
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn stderr(&self) -> String {

@@ -60,7 +60,7 @@ fn message_command(b: &mut Bytes<'_>, ep: Endpoint, sync: SyncSlot, to: SocketAd
     let to = SocketAddr::new(to.ip(), 7373);
     let (offset, len) = (u64::from(b.u32()) % total, u64::from(b.u8()) * 8);
     let name = if b.u8().is_multiple_of(2) { MsgName::new("kv").expect("a short name") } else { MsgName::default() };
-    match b.u8() % 9 {
+    match b.u8() % 12 {
         0 => BoardCommand::MsgBind { sync, number: Some(u32::from(b.u8() % 3) + 10).filter(|_| b.u8().is_multiple_of(2)), capacity: 0, name, posted: b.u8().is_multiple_of(2) },
         1 => BoardCommand::MsgSend { ep, offset, len, to, mailbox: 10, tag: 1, reliable: b.u8().is_multiple_of(2) },
         2 => BoardCommand::MsgCall { ep, offset, len, to, mailbox: 10, tag: 2, timeout_ms: u32::from(b.u8()) },
@@ -69,6 +69,10 @@ fn message_command(b: &mut Bytes<'_>, ep: Endpoint, sync: SyncSlot, to: SocketAd
         5 => BoardCommand::MsgPostRecv { ep, offset, len, tag: 3 },
         6 => BoardCommand::MsgRegister { sync, ep, offset, len, tripwire: Some(u64::from(b.u8())), notify: true },
         7 => BoardCommand::MsgUnregister { ep, cookie: b.u64() },
+        // Handlers: whatever the board's bytes are, staged and loaded (refused: never valid WebAssembly).
+        8 => BoardCommand::HandlerStage { offset, len },
+        9 => BoardCommand::HandlerLoad { sync, name, mailbox: u32::from(b.u8() % 3), memory: b.u64() % (2 << 20), kv: 0, deadline_ms: 0, max_faults: 0 },
+        10 => BoardCommand::HandlerUnload { sync, name },
         _ => BoardCommand::MsgWrite { ep, offset, len, to, cookie: b.u64(), at: b.u32(), tag: 4 },
     }
 }

@@ -37,8 +37,24 @@ pub struct HandlerSettings {
     pub limits: Limits,
 }
 
+/// Why a load or unload was refused: the errno a board gets and the reason
+/// the shell and the log get.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub errno: i32,
+    pub why: String,
+}
+
+impl Refused {
+    fn new(errno: i32, why: String) -> Refused {
+        Refused { errno, why }
+    }
+}
+
 /// A loaded mailbox handler.
 struct Loaded {
+    /// The board session that loaded it (None: the operator, by flag, file or shell).
+    owner: Option<u64>,
     mailbox: u32,
     handler: Handler,
     source: String,
@@ -118,11 +134,16 @@ impl Handlers {
     /// Loads `set` on a mailbox of `ep` (bound for it: a number, or a name
     /// with a free number), or replaces the handler of that name (keeping its
     /// mailbox and key-value store; messages waiting stay queued for the new one).
-    pub fn load(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, set: &HandlerSettings) -> Result<u32, String> {
-        let refuse = |e: LoadError| format!("handler {} ({}): {e}", set.name, set.source);
+    /// `owner`: the board session loading it (it may replace only its own
+    /// handlers), or None for the operator (who may replace any).
+    pub fn load(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, set: &HandlerSettings, owner: Option<u64>) -> Result<u32, Refused> {
+        let refuse = |e: LoadError| Refused::new(libc::EINVAL, format!("handler {} ({}): {e}", set.name, set.source));
         if let Some(i) = self.loaded.iter().position(|l| l.handler.name() == set.name) {
+            if owner.is_some() && self.loaded[i].owner != owner {
+                return Err(Refused::new(libc::EPERM, format!("handler {}: loaded by another board or the operator", set.name)));
+            }
             let mailbox = self.loaded[i].mailbox;
-            self.runtime()?;
+            self.runtime().map_err(|e| Refused::new(libc::ENOMEM, e))?;
             let rt = self.runtime.as_ref().expect("made above");
             let old = &mut self.loaded[i];
             let mut io = Io { ep, now, token: None, me: MailboxAddr::new(local, mailbox), name: &set.name };
@@ -133,24 +154,26 @@ impl Handlers {
             return Ok(mailbox);
         }
         if self.loaded.len() >= MAX_HANDLERS {
-            return Err(format!("handler {}: this engine holds at most {MAX_HANDLERS} handlers", set.name));
+            return Err(Refused::new(libc::ENOSPC, format!("handler {}: this engine holds at most {MAX_HANDLERS} handlers", set.name)));
         }
         let (number, name) = match &set.mailbox {
             MailboxSpec::Number(n) => (Some(*n), None),
             MailboxSpec::Name(s) => (None, Some(s.as_str())),
         };
-        let mailbox = ep.bind(number, name).map_err(|e| format!("handler {}: mailbox {:?}: {e}", set.name, set.mailbox))?;
+        let mailbox = ep
+            .bind(number, name)
+            .map_err(|e| Refused::new(libc::EADDRINUSE, format!("handler {}: mailbox {:?}: {e}", set.name, set.mailbox)))?;
         let rt = match self.runtime() {
             Ok(rt) => rt,
             Err(e) => {
                 ep.unbind(mailbox);
-                return Err(e);
+                return Err(Refused::new(libc::ENOMEM, e));
             }
         };
         let mut io = Io { ep, now, token: None, me: MailboxAddr::new(local, mailbox), name: &set.name };
         match Handler::load(rt, &set.name, &set.wasm, Attach::Mailbox, set.limits, &mut io) {
             Ok(handler) => {
-                self.loaded.push(Loaded { mailbox, handler, source: set.source.clone(), failed_answers: 0, faults_logged: 0 });
+                self.loaded.push(Loaded { owner, mailbox, handler, source: set.source.clone(), failed_answers: 0, faults_logged: 0 });
                 log::event(Level::Info, "handler_loaded", &[("handler", &set.name), ("mailbox", &mailbox), ("module", &set.source)]);
                 Ok(mailbox)
             }
@@ -164,14 +187,26 @@ impl Handlers {
     /// Unloads handler `name`: what already waits in its mailbox is run
     /// through it first (a message acknowledged to its sender is not lost),
     /// then the mailbox is unbound. False when there is no such handler.
-    pub fn unload(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, name: &str) -> bool {
-        let Some(i) = self.loaded.iter().position(|l| l.handler.name() == name) else { return false };
+    /// `owner` as for [`Handlers::load`]: ENOENT or EPERM.
+    pub fn unload(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, name: &str, owner: Option<u64>) -> Result<(), i32> {
+        let i = self.loaded.iter().position(|l| l.handler.name() == name).ok_or(libc::ENOENT)?;
+        if owner.is_some() && self.loaded[i].owner != owner {
+            return Err(libc::EPERM);
+        }
         let mut l = self.loaded.remove(i);
         l.handler.enable();
         while serve_one(&mut l, ep, local, now) {}
         ep.unbind(l.mailbox);
         log::event(Level::Info, "handler_unloaded", &[("handler", &name), ("mailbox", &l.mailbox)]);
-        true
+        Ok(())
+    }
+
+    /// Unloads every handler board session `owner` loaded (it detached or died).
+    pub fn unload_owned_by(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, owner: u64) {
+        let names: Vec<String> = self.loaded.iter().filter(|l| l.owner == Some(owner)).map(|l| l.handler.name().to_string()).collect();
+        for n in names {
+            let _ = self.unload(ep, local, now, &n, Some(owner));
+        }
     }
 
     /// Enables a disabled handler again.
@@ -272,14 +307,17 @@ pub fn control(svc: &mut super::MessageService, now: Instant, request: &str) -> 
                 Err(e) => return err(format!("handler {}: the engine cannot read {}: {e}", req.name, req.path)),
             };
             let set = HandlerSettings { name: req.name.clone(), source: req.path, wasm: std::sync::Arc::new(wasm), mailbox: req.mailbox, limits: req.limits };
-            match svc.load_handler(now, &set) {
+            match svc.load_handler(now, &set, None) {
                 Ok(mailbox) => serde_json::json!({ "loaded": req.name, "mailbox": mailbox }).to_string(),
-                Err(e) => err(e),
+                Err(e) => err(e.why),
             }
         }
-        "unload" if svc.unload_handler(now, arg) => serde_json::json!({ "unloaded": arg }).to_string(),
+        "unload" => match svc.unload_handler(now, arg, None) {
+            Ok(()) => serde_json::json!({ "unloaded": arg }).to_string(),
+            Err(_) => err(format!("no handler named {arg:?} on this engine")),
+        },
         "enable" if svc.enable_handler(arg) => serde_json::json!({ "enabled": arg }).to_string(),
-        "unload" | "enable" => err(format!("no handler named {arg:?} on this engine")),
+        "enable" => err(format!("no handler named {arg:?} on this engine")),
         other => err(format!("unknown handler request {other:?}: load, unload, enable or list")),
     }
 }

@@ -142,13 +142,19 @@ impl MessageService {
     }
 
     /// Loads (or replaces, by name) a mailbox handler; the mailbox's number.
-    pub fn load_handler(&mut self, now: Instant, set: &handlers::HandlerSettings) -> Result<u32, String> {
-        self.handlers.load(&mut self.ep, self.local, now, set)
+    /// `owner`: the board session loading it, None for the operator.
+    pub fn load_handler(&mut self, now: Instant, set: &handlers::HandlerSettings, owner: Option<u64>) -> Result<u32, handlers::Refused> {
+        self.handlers.load(&mut self.ep, self.local, now, set, owner)
     }
 
-    /// Unloads a handler after running it on what waits in its mailbox.
-    pub fn unload_handler(&mut self, now: Instant, name: &str) -> bool {
-        self.handlers.unload(&mut self.ep, self.local, now, name)
+    /// Unloads a handler after running it on what waits in its mailbox (errno ENOENT, EPERM).
+    pub fn unload_handler(&mut self, now: Instant, name: &str, owner: Option<u64>) -> Result<(), i32> {
+        self.handlers.unload(&mut self.ep, self.local, now, name, owner)
+    }
+
+    /// Unloads the handlers board session `owner` loaded.
+    pub fn unload_handlers_of(&mut self, now: Instant, owner: u64) {
+        self.handlers.unload_owned_by(&mut self.ep, self.local, now, owner)
     }
 
     /// Enables a handler that repeated faults disabled.

@@ -76,7 +76,10 @@ impl Session {
             | BoardCommand::MsgPostRecv { .. }
             | BoardCommand::MsgRegister { .. }
             | BoardCommand::MsgUnregister { .. }
-            | BoardCommand::MsgWrite { .. } => return self.act_message(None, now, cmd),
+            | BoardCommand::MsgWrite { .. }
+            | BoardCommand::HandlerStage { .. }
+            | BoardCommand::HandlerLoad { .. }
+            | BoardCommand::HandlerUnload { .. } => return self.act_message(None, now, cmd),
             BoardCommand::Listen { sync, port, backlog, flags } => self.listen(stack, listeners, sync, port, backlog, flags)?,
             BoardCommand::Inherit { sync, key, ep, flags } => self.inherit(stack, listeners, sync, key, ep, flags)?,
             BoardCommand::ShadowListen { ep, port, backlog, flags } => {

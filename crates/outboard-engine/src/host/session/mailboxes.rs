@@ -22,7 +22,7 @@ use super::{EpKind, Session, Violation};
 use crate::host::SessionCx;
 use crate::messages::{BoardNote, BoardRef, MessageService, Route};
 use outboard_board::arena::Side;
-use outboard_board::command::{BoardCommand, Endpoint, SyncSlot};
+use outboard_board::command::{BoardCommand, Endpoint, MsgName, SyncSlot};
 use outboard_board::layout::{status, CLASS_DGRAM_RX, CLASS_DGRAM_TX};
 use outboard_board::mailbox::Descriptor;
 use outboard_board::proto::{ev, kind, msg};
@@ -245,17 +245,79 @@ impl Session {
                 self.unregister(svc, ep.0, cookie);
                 Ok(())
             }
+            BoardCommand::HandlerStage { offset, len } => self.stage_handler(offset, len),
+            BoardCommand::HandlerLoad { sync, name, mailbox, memory, kv, deadline_ms, max_faults } => {
+                let r = self.load_handler(svc, now, name, mailbox, memory, kv, deadline_ms, max_faults);
+                self.sync_result(sync.0, r.map_or_else(|e| -i64::from(e), i64::from)).map(|_| ())
+            }
+            BoardCommand::HandlerUnload { sync, name } => {
+                let r = match name.as_str() {
+                    Some(n) => svc.unload_handler(now, n, Some(self.id)).map_or_else(|e| -i64::from(e), |()| 0),
+                    None => -i64::from(libc::EINVAL),
+                };
+                self.sync_result(sync.0, r).map(|_| ())
+            }
             _ => Ok(()),
         }
+    }
+
+    /// Appends a buffer's bytes to the staged handler module (its buffer
+    /// comes back at once; past the limit the module is marked too big).
+    fn stage_handler(&mut self, offset: u64, len: u64) -> Result<(), Violation> {
+        let (mut staged, mut over) = (std::mem::take(&mut self.staged), self.staged_over);
+        self.with_app_bytes(Endpoint(0), offset, len, |b| {
+            if staged.len() + b.len() > outboard_board::proto::handler::MAX_MODULE {
+                over = true;
+            } else if !over {
+                staged.extend_from_slice(b);
+            }
+        })?;
+        (self.staged, self.staged_over) = (staged, over);
+        Ok(())
+    }
+
+    /// Loads the staged module (consumed either way): the mailbox number, or an errno.
+    #[allow(clippy::too_many_arguments)]
+    fn load_handler(&mut self, svc: &mut MessageService, now: Instant, name: MsgName, mailbox: u32, memory: u64, kv: u64, deadline_ms: u32, max_faults: u32) -> Result<u32, i32> {
+        let (wasm, over) = (std::mem::take(&mut self.staged), std::mem::replace(&mut self.staged_over, false));
+        let name = name.as_str().ok_or(libc::EINVAL)?.to_string();
+        if over {
+            return Err(libc::E2BIG);
+        }
+        let d = outboard_handler::Limits::default();
+        let limits = outboard_handler::Limits {
+            memory: if memory == 0 { d.memory } else { usize::try_from(memory).map_err(|_| libc::EINVAL)? },
+            kv_bytes: if kv == 0 { d.kv_bytes } else { usize::try_from(kv).map_err(|_| libc::EINVAL)? },
+            deadline: if deadline_ms == 0 { d.deadline } else { std::time::Duration::from_millis(u64::from(deadline_ms)) },
+            max_faults: match max_faults {
+                0 => d.max_faults,
+                u32::MAX => 0,
+                n => n,
+            },
+        };
+        let set = crate::messages::handlers::HandlerSettings {
+            source: format!("board of pid {}", self.pid),
+            wasm: Arc::new(wasm),
+            mailbox: if mailbox == 0 { crate::messages::handlers::MailboxSpec::Name(name.clone()) } else { crate::messages::handlers::MailboxSpec::Number(mailbox) },
+            name,
+            limits,
+        };
+        svc.load_handler(now, &set, Some(self.id)).map_err(|e| {
+            crate::log::event(crate::log::Level::Warn, "handler_refused", &[("handler", &set.name), ("pid", &self.pid), ("why", &e.why)]);
+            e.errno
+        })
     }
 
     /// The engine runs no message service here: binds and lookups fail with
     /// EPROTONOSUPPORT; nothing else can name a mailbox endpoint.
     fn refuse_message(&mut self, cmd: BoardCommand) -> Result<(), Violation> {
         match cmd {
-            BoardCommand::MsgBind { sync, .. } | BoardCommand::MsgLookup { sync, .. } => {
-                self.sync_result(sync.0, -i64::from(libc::EPROTONOSUPPORT)).map(|_| ())
-            }
+            BoardCommand::MsgBind { sync, .. }
+            | BoardCommand::MsgLookup { sync, .. }
+            | BoardCommand::HandlerLoad { sync, .. }
+            | BoardCommand::HandlerUnload { sync, .. } => self.sync_result(sync.0, -i64::from(libc::EPROTONOSUPPORT)).map(|_| ()),
+            // The buffer comes back; the bytes go nowhere.
+            BoardCommand::HandlerStage { offset, len } => self.with_app_bytes(Endpoint(0), offset, len, |_| ()),
             _ => Err(Violation::BadEndpoint("message command")),
         }
     }

@@ -167,6 +167,9 @@ pub struct Session {
     pub mailbox_counters: MailboxCounters,
     /// Requests delivered to its mailboxes and not answered yet.
     tokens: mailboxes::Tokens,
+    /// A handler module being staged (`op::HANDLER_STAGE`), and whether it passed the limit.
+    staged: Vec<u8>,
+    staged_over: bool,
 }
 
 impl Session {
@@ -212,6 +215,8 @@ impl Session {
             detached: false,
             counters: SessionCounters::default(),
             mailbox_counters: MailboxCounters::default(),
+            staged: Vec::new(),
+            staged_over: false,
             tokens: mailboxes::Tokens::default(),
             layout: l,
             sock: n.sock,
@@ -284,6 +289,7 @@ impl Session {
             }
         }
         if let Some(svc) = sc.messages.as_deref_mut() {
+            svc.unload_handlers_of(sc.now, self.id);
             svc.forget(self.id);
         }
         self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
