@@ -5,8 +5,9 @@
 //!
 //! - the key-value handler answers `msg_kv_client` (the message issue's
 //!   client, unchanged) on another engine: `OUTBOARD_HANDLER_KV_KEYS` keys
-//!   (default 50,000: 100,000 calls), every answer checked, each request run
-//!   once (the handler's invocations equal the requests executed);
+//!   (default 10,000: 20,001 calls; the 100,000-call run is the lab's,
+//!   below), every answer checked, each request run once (the handler's
+//!   invocations equal the requests executed);
 //! - the Rust and C echo handlers answer `outboard msg --calls`, verified;
 //! - hostile handlers (an infinite loop, unbounded memory growth,
 //!   out-of-bounds accesses, garbage replies and bad host calls), each called
@@ -22,8 +23,12 @@
 //!   handler loaded into a running engine, replaced five times while
 //!   `msg_kv_client` runs (every answer right: the store and the mailbox
 //!   outlive each replacement, no call lost), then unloaded (its mailbox goes);
-//! - in the lab (root; skips loudly otherwise), through the relay's loss and
-//!   reordering: the TCP line-protocol handler (`line`, on an af_packet
+//! - in the lab (root; skips loudly otherwise), through the relay's loss,
+//!   duplication, reordering and corruption: the key-value handler on an
+//!   af_packet engine answers `msg_kv_client` on an engine on Linux's
+//!   interface (`OUTBOARD_HANDLER_LAB_KEYS`, default 50,000 keys: 100,001
+//!   calls), every answer right and each request run once; and the TCP
+//!   line-protocol handler (`line`, on an af_packet
 //!   engine) serves Linux clients — 16 concurrent connections of 300
 //!   commands each from a Python client in the Linux namespace, every answer
 //!   checked, `QUIT` answered and the connection closed by the handler.
@@ -86,7 +91,7 @@ fn msg(dir: &Path, fabric: &str, name: &str, addr: &str, args: &[&str], limit: D
 #[test]
 fn the_key_value_handler_answers_another_engines_calls_under_faults_each_once() {
     let _one = serial();
-    let keys = size_from_env("OUTBOARD_HANDLER_KV_KEYS", 50_000);
+    let keys = size_from_env("OUTBOARD_HANDLER_KV_KEYS", 10_000);
     let dir = test_dir("ob-handlers", "kv");
     let fabric = format!("fabric:hkv{}", std::process::id());
     // Up to 900-byte values: 50,000 keys need about 25 MB of store.
@@ -373,4 +378,54 @@ fn the_tcp_line_handler_serves_linux_clients_across_the_lab() {
     eprintln!("line handler: {conns} Linux connections x {cmds} commands through the relay: {out}");
     drop(e);
     let _ = lab.teardown();
+}
+
+#[test]
+fn the_key_value_handler_answers_calls_through_the_labs_relay_each_once() {
+    if skip_unless_root("the_key_value_handler_answers_calls_through_the_labs_relay_each_once") {
+        return;
+    }
+    let _one = serial();
+    let keys = size_from_env("OUTBOARD_HANDLER_LAB_KEYS", 50_000);
+    let name = lab_name("hkl");
+    let mut cfg = outboard_lab::LabConfig::new(&name);
+    cfg.impairment = outboard_lab::Impairment { loss: 0.01, duplicate: 0.01, reorder: 0.03, reorder_delay_ms: 1.0, corrupt: 0.001, ..Default::default() };
+    cfg.seed = 7374;
+    let lab = lab(&cfg);
+    let spec = format!("kv={}:mailbox=kv:kv=256MiB", module("kv"));
+    let e = EngineProc::in_lab(&lab, &format!("{name}-e"), "af_packet", &["--services", "none", "--messages", "--handler", &spec]);
+    // The client's engine on Linux's interface, beside the kernel's address; the application attaches to it.
+    let cname = format!("{name}-c");
+    let link = format!("af_packet:{}", lab.linux_iface());
+    let limit = Duration::from_secs(240);
+    let mut c = ns_command(lab.linux_ns(), limit + Duration::from_secs(30), 5, &[OUTBOARD, "engine", "--log-level", "warn"]);
+    c.args(["--name", &cname, "--link", &link, "--addr", "10.77.0.3/24", "--allow-kernel-address", "--messages", "--services", "none"])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .stdin(Stdio::null());
+    let _client_engine = ChildGuard::new(c.spawn().expect("the client engine"), GRACE);
+    support::engine::wait_up(&support::run_dir(), &cname, UP);
+    let t = Instant::now();
+    let mut app = Command::new(example("msg_kv_client"));
+    app.args([cname.as_str(), &format!("{}:7373", lab.engine_addr()), &keys.to_string()])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    let (st, lines) = ChildGuard::spawn_lines(&mut app, GRACE).finish_lines(limit);
+    let out = lines.join("\n");
+    assert!(st.is_some_and(|s| s.success()), "msg_kv_client failed ({st:?}):\n{out}");
+    let report = json_line(&out);
+    assert_eq!((report["calls"].as_u64(), report["wrong"].as_u64()), (Some(2 * keys), Some(0)), "{report}");
+    let stat = e.stat();
+    let executed = u(&stat["messages"]["stats"], "requests_executed");
+    assert_eq!(executed, 2 * keys + 1, "each request ran once: {}", stat["messages"]["stats"]);
+    let h = handler(&stat, "kv");
+    assert_eq!((u(&h["stats"], "invocations"), u(h, "failed_answers")), (executed, 0), "{h}");
+    eprintln!("kv handler through the relay: {} calls in {:.1} s: {report}", 2 * keys, t.elapsed().as_secs_f64());
+    drop(e);
+    let down = lab.teardown().expect("lab down");
+    let relay = down.relay_report.expect("the relay ran and reported");
+    let sum = |k: &str| u(&relay["a_to_b"]["stats"], k) + u(&relay["b_to_a"]["stats"], k);
+    for k in ["dropped", "duplicated", "reordered"] {
+        assert!(sum(k) > 0, "the relay never {k} a frame: {relay}");
+    }
 }
