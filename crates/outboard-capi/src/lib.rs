@@ -34,6 +34,7 @@ mod stream;
 mod datagram;
 mod events;
 mod mailbox;
+mod handler;
 
 pub use addr::*;
 pub use board::*;

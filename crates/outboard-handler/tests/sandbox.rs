@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // wall-clock bounds on the deadline and the invocation cost
 //! The sandbox against hostile and well-behaved modules (written in the
 //! WebAssembly text format here; the SDK's examples are tested by the engine).
 
