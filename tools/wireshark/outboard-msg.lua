@@ -36,6 +36,9 @@ local KIND_NAMES = {
     [11] = "probe",
 }
 local KIND_MESSAGE_ACK = 3
+local KIND_RESPONSE = 5
+-- A response's status: 1 = the server failed on the request (no payload).
+local RESPONSE_FAILED = 1
 local KIND_LOOKUP = 8
 local KIND_ERROR = 10
 -- Kinds whose payload is a fragment of a message (MsgKind::carries_fragment).
@@ -219,6 +222,16 @@ local function dissect(tvb, pinfo, tree)
             problem = "malformed"
         elseif payload_len == 0 and total ~= 0 then
             malformed(offset_item, "an empty fragment of a non-empty message")
+            problem = "malformed"
+        elseif kind == KIND_RESPONSE and status == RESPONSE_FAILED then
+            status_item:append_text(" (a response: failed)")
+            info = info .. " failed"
+            if total ~= 0 then
+                malformed(status_item, "a failed response carries no bytes")
+                problem = "malformed"
+            end
+        elseif kind == KIND_RESPONSE and status ~= 0 then
+            malformed(status_item, string.format("response status %d (0 or 1)", status))
             problem = "malformed"
         end
     elseif kind == KIND_LOOKUP then

@@ -311,7 +311,8 @@ impl MsgRepr {
     /// (`offset + payload > total_len`, `total_len` over [`MAX_MESSAGE_LEN`], an
     /// empty fragment of a non-empty message), a payload on a kind that carries
     /// none, a lookup name that is empty or too long, or an error frame
-    /// without a known status is [`Error::Malformed`].
+    /// without a known status, or a response whose status is not 0 or 1 (or
+    /// 1, failed, with bytes), is [`Error::Malformed`].
     pub fn parse<T: AsRef<[u8]>>(p: &MsgPacket<T>) -> Result<MsgRepr> {
         p.check_len()?;
         if p.version() != VERSION {
@@ -343,8 +344,10 @@ impl MsgRepr {
                 if end > u64::from(repr.total_len) || (payload == 0 && repr.total_len != 0) {
                     return Err(Error::Malformed);
                 }
-                let failed = kind == MsgKind::Response && repr.status == response_status::FAILED;
-                if (repr.status != response_status::OK && !failed) || (failed && repr.total_len != 0) {
+                // A response says whether the server failed on the request (then with no bytes).
+                if kind == MsgKind::Response
+                    && (repr.status > response_status::FAILED || (repr.status == response_status::FAILED && repr.total_len != 0))
+                {
                     return Err(Error::Malformed);
                 }
             }

@@ -115,6 +115,14 @@ fn a_fragment_must_fit_its_message() {
     assert_eq!(emit(MsgRepr::new(MsgKind::Error), b""), Err(Error::Malformed));
     let e = emit(MsgRepr { status: MsgStatus::NoMailbox as u32, ..MsgRepr::new(MsgKind::Error) }, b"").unwrap();
     assert_eq!(e.error_status(), Some(MsgStatus::NoMailbox));
+    // A response is answered (status 0) or failed (1, with no bytes); other kinds' status is kept, unchecked.
+    let resp = MsgRepr { total_len: 2, offset: 0, ..MsgRepr::new(MsgKind::Response) };
+    assert!(emit(resp, b"ok").is_ok());
+    let failed = MsgRepr { status: super::response_status::FAILED, total_len: 0, ..resp };
+    assert_eq!(emit(failed, b"").unwrap().status, super::response_status::FAILED);
+    assert_eq!(emit(MsgRepr { total_len: 2, ..failed }, b"no"), Err(Error::Malformed), "a failed response with bytes");
+    assert_eq!(emit(MsgRepr { status: 2, ..resp }, b"ok"), Err(Error::Malformed), "an unknown response status");
+    assert_eq!(emit(MsgRepr { status: 7, ..ok }, b"12345").unwrap().status, 7);
 }
 
 #[test]
