@@ -4,22 +4,9 @@
 
 use crate::abi::{errno, Addr, MessageKind, ADDR_LEN, IMPORT_MODULE};
 use crate::kv::{KvError, KvStore};
+use crate::types::HostIo;
 use std::ops::Range;
 use wasmtime::{Caller, Linker, Memory, ResourceLimiter};
-
-/// What the engine does for a handler: reply, send, enqueue, write to a
-/// connection, the clock and the log. Errors are positive errno values.
-pub trait HostIo {
-    /// Answers the request being handled.
-    fn reply(&mut self, data: &[u8]) -> Result<(), i32>;
-    fn send(&mut self, to: Addr, data: &[u8], reliable: bool) -> Result<(), i32>;
-    fn enqueue(&mut self, mailbox: u32, data: &[u8]) -> Result<(), i32>;
-    /// Bytes taken (fewer than offered when the connection's buffer is full).
-    fn tcp_write(&mut self, conn: u32, data: &[u8]) -> Result<usize, i32>;
-    fn tcp_close(&mut self, conn: u32) -> Result<(), i32>;
-    fn now_ns(&self) -> u64;
-    fn log(&mut self, line: &str);
-}
 
 /// The invocation in progress: its input and the engine's side. Raw
 /// pointers, set by `Handler::invoke` for the length of one synchronous

@@ -4,15 +4,31 @@
 //! invocation; what it does to the outside world goes through [`HostIo`],
 //! which the engine implements (the crate does no I/O of its own).
 
+//!
+//! Without the feature `jit` (on by default) the crate keeps its types and
+//! refuses every load: the fuzz targets build the engine that way.
+
 pub mod abi;
-mod handler;
-mod host;
 pub mod kv;
+mod types;
+#[cfg(feature = "jit")]
+mod handler;
+#[cfg(feature = "jit")]
+mod host;
+#[cfg(feature = "jit")]
 mod runtime;
+#[cfg(feature = "jit")]
 mod shared;
+#[cfg(not(feature = "jit"))]
+mod stub;
 
 pub use abi::{Addr, MessageKind};
-pub use handler::{Attach, Fault, Handler, HandlerInfo, HandlerStats, Input, Invoked, Limits, LoadError, Outcome, MAX_DEADLINE, MAX_KV};
-pub use host::HostIo;
-pub use runtime::{Runtime, MAX_MEMORY, MIN_MEMORY, TICK};
+#[cfg(feature = "jit")]
+pub use handler::Handler;
+#[cfg(feature = "jit")]
+pub use runtime::Runtime;
+#[cfg(feature = "jit")]
 pub use shared::SHARED_SLOTS;
+#[cfg(not(feature = "jit"))]
+pub use stub::{Handler, Runtime, SHARED_SLOTS};
+pub use types::{Attach, Fault, HandlerInfo, HandlerStats, HostIo, Input, Invoked, Limits, LoadError, Outcome, MAX_DEADLINE, MAX_KV, MAX_MEMORY, MIN_MEMORY, TICK};

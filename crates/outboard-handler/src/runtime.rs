@@ -5,15 +5,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use crate::types::{MAX_MEMORY, TICK};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
-
-/// How often the epoch advances: the granularity of invocation deadlines.
-pub const TICK: Duration = Duration::from_millis(1);
-/// The largest memory cap a handler may ask for.
-pub const MAX_MEMORY: usize = 1 << 30;
-/// The smallest (one WebAssembly page).
-pub const MIN_MEMORY: usize = 64 << 10;
 
 /// The shared compiler and instance pool; dropping it stops the ticker.
 pub struct Runtime {
