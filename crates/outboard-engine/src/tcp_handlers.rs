@@ -52,6 +52,8 @@ pub struct TcpHandlerRow {
 }
 
 struct One {
+    /// The handler's name (kept apart so an invocation can lend it).
+    name: String,
     port: u16,
     source: String,
     listener: ListenerId,
@@ -123,7 +125,7 @@ impl TcpHandlers {
             if shard == 0 {
                 log::event(Level::Info, "handler_loaded", &[("handler", &h.name), ("tcp", &h.port), ("module", &h.source)]);
             }
-            list.push(One { port: h.port, source: h.source.clone(), listener, handler, conns: HashMap::new(), numbers: HashMap::new(), next: 1, row: TcpHandlerRow { shard, ..Default::default() } });
+            list.push(One { name: h.name.clone(), port: h.port, source: h.source.clone(), listener, handler, conns: HashMap::new(), numbers: HashMap::new(), next: 1, row: TcpHandlerRow { shard, ..Default::default() } });
         }
         Ok(TcpHandlers { list, scratch: vec![0; CHUNK], shard })
     }
@@ -227,8 +229,8 @@ impl TcpHandlers {
 
 /// Runs the handler on `input` with the engine's side for its connections.
 fn invoke(one: &mut One, stack: &mut Stack, now: Instant, input: Input<'_>) -> Outcome {
-    let name = one.handler.name().to_string();
-    let mut io = TcpIo { stack, conns: &one.conns, now, name: &name, written: 0 };
+    let name = &one.name;
+    let mut io = TcpIo { stack, conns: &one.conns, now, name, written: 0 };
     let r = one.handler.invoke(&mut io, input);
     one.row.bytes_out += io.written;
     if let Outcome::Fault(f) = r.outcome {

@@ -55,6 +55,8 @@ impl Refused {
 struct Loaded {
     /// The board session that loaded it (None: the operator, by flag, file or shell).
     owner: Option<u64>,
+    /// The handler's name (kept apart so an invocation can lend it).
+    name: String,
     mailbox: u32,
     handler: Handler,
     source: String,
@@ -173,7 +175,7 @@ impl Handlers {
         let mut io = Io { ep, now, token: None, me: MailboxAddr::new(local, mailbox), name: &set.name };
         match Handler::load(rt, &set.name, &set.wasm, Attach::Mailbox, set.limits, &mut io) {
             Ok(handler) => {
-                self.loaded.push(Loaded { owner, mailbox, handler, source: set.source.clone(), failed_answers: 0, faults_logged: 0 });
+                self.loaded.push(Loaded { owner, name: set.name.clone(), mailbox, handler, source: set.source.clone(), failed_answers: 0, faults_logged: 0 });
                 log::event(Level::Info, "handler_loaded", &[("handler", &set.name), ("mailbox", &mailbox), ("module", &set.source)]);
                 Ok(mailbox)
             }
@@ -257,8 +259,8 @@ fn serve_one(l: &mut Loaded, ep: &mut Endpoint, local: SocketAddr, now: Instant)
         DeliveryKind::Message => (MessageKind::Message, None),
         DeliveryKind::Request(t) => (MessageKind::Request, Some(t)),
     };
-    let name = l.handler.name().to_string();
-    let mut io = Io { ep, now, token, me: MailboxAddr::new(local, l.mailbox), name: &name };
+    let name = &l.name;
+    let mut io = Io { ep, now, token, me: MailboxAddr::new(local, l.mailbox), name };
     let from = Addr { host: d.from.host, mailbox: d.from.mailbox };
     let r = l.handler.invoke(&mut io, Input::Message { kind, from, data: &d.data });
     if let (Some(t), false) = (token, r.replied) {
