@@ -97,6 +97,8 @@ enum BenchCommand {
     Messages(bench::messages::MessagesArgs),
     /// An echo RPC answered by a WebAssembly handler on the engine vs an application through its board vs the kernel's UDP, and the sandbox's own costs (no root).
     Handlers(bench::handlers::HandlersArgs),
+    /// Instructions (and cycles where counters are lent) per TCP segment sent and received: our stack vs smoltcp's, same in-memory workload (no root; callgrind where no counters).
+    Cost(bench::cost::CostArgs),
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +144,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Upgrade(a)) => bench::upgrade::main(&a),
         Command::Bench(BenchCommand::Messages(a)) => bench::messages::main(&a),
         Command::Bench(BenchCommand::Handlers(a)) => bench::handlers::main(&a),
+        Command::Bench(BenchCommand::Cost(a)) => bench::cost::main(&a),
         Command::BenchPeer(a) => bench::peer::main(&a),
     }
 }

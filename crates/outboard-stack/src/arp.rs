@@ -6,7 +6,8 @@
 
 use crate::stats::StackStats;
 use outboard_time::{Duration, Instant};
-use std::collections::{HashMap, VecDeque};
+use crate::flowhash::FlowMap;
+use std::collections::VecDeque;
 use std::hash::Hash;
 use std::net::Ipv4Addr;
 
@@ -60,7 +61,7 @@ pub(crate) struct Expired {
 
 #[derive(Debug)]
 pub(crate) struct ArpCache<A = Ipv4Addr> {
-    entries: HashMap<A, Entry>,
+    entries: FlowMap<A, Entry>,
     /// Requests to emit, in order (an address may appear once).
     requests: VecDeque<A>,
     cap: usize,
@@ -77,7 +78,7 @@ pub(crate) struct ArpCache<A = Ipv4Addr> {
 impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
     pub(crate) fn new(cap: usize, ttl: Duration, pending_cap: usize, now: Instant) -> ArpCache<A> {
         ArpCache {
-            entries: HashMap::new(),
+            entries: FlowMap::default(),
             requests: VecDeque::new(),
             cap: cap.max(1),
             ttl,

@@ -15,7 +15,7 @@ use crate::ConnId;
 use outboard_tcp::{Connection, FastOpenReport, FourTuple, State};
 use outboard_time::{Duration, Instant};
 use outboard_wire::{FastOpenCookie, TcpRepr};
-use std::collections::HashMap;
+use crate::flowhash::FlowMap;
 use std::net::IpAddr;
 
 /// Destinations the client cache holds (Linux keeps Fast Open cookies in
@@ -35,7 +35,7 @@ struct CacheEntry {
 /// The client's cookies, per destination address.
 #[derive(Debug, Default)]
 pub(crate) struct CookieCache {
-    map: HashMap<IpAddr, CacheEntry>,
+    map: FlowMap<IpAddr, CacheEntry>,
     clock: u64,
 }
 
@@ -104,7 +104,7 @@ pub(crate) struct ServerPlan {
 impl Listener {
     /// Fast Open connections of this listener still in SYN-RECEIVED (Linux's
     /// `fastopenq.qlen`): forgets those that completed or died.
-    fn tfo_pending(&mut self, conns: &HashMap<ConnId, crate::tcp_table::Entry>) -> usize {
+    fn tfo_pending(&mut self, conns: &FlowMap<ConnId, crate::tcp_table::Entry>) -> usize {
         self.tfo_pending
             .retain(|id| conns.get(id).is_some_and(|e| e.conn.state() == State::SynReceived));
         self.tfo_pending.len()

@@ -26,6 +26,7 @@
 
 mod arp;
 mod fastopen;
+pub mod flowhash;
 mod icmp;
 mod icmp6;
 mod input;

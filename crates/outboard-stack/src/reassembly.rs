@@ -22,7 +22,8 @@
 
 use crate::stats::StackStats;
 use outboard_time::{Duration, Instant};
-use std::collections::{BTreeMap, HashMap};
+use crate::flowhash::FlowMap;
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Bytes charged per datagram being reassembled.
@@ -87,7 +88,7 @@ struct Datagram {
 
 #[derive(Debug)]
 pub(crate) struct Reassembler {
-    datagrams: HashMap<FragKey, Datagram>,
+    datagrams: FlowMap<FragKey, Datagram>,
     /// (deadline, serial) -> key, oldest first: for timeouts and eviction.
     expiry: BTreeMap<(Instant, u64), FragKey>,
     serial: u64,
@@ -99,7 +100,7 @@ pub(crate) struct Reassembler {
 impl Reassembler {
     pub(crate) fn new(cap: usize, timeout: Duration) -> Reassembler {
         Reassembler {
-            datagrams: HashMap::new(),
+            datagrams: FlowMap::default(),
             expiry: BTreeMap::new(),
             serial: 0,
             memory: 0,

@@ -12,7 +12,8 @@ use outboard_tcp::syncookie::SynCookies;
 use outboard_tcp::{Config, Connection, FourTuple};
 use outboard_time::{Duration, Instant, TimerWheel};
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use crate::flowhash::FlowMap;
+use std::collections::VecDeque;
 use std::mem::size_of;
 use std::net::{IpAddr, SocketAddr};
 
@@ -52,11 +53,11 @@ pub(crate) struct Entry {
 
 #[derive(Debug)]
 pub(crate) struct TcpTable {
-    pub conns: HashMap<ConnId, Entry>,
-    pub by_tuple: HashMap<FourTuple, ConnId>,
-    pub listeners: HashMap<ListenerId, Listener>,
+    pub conns: FlowMap<ConnId, Entry>,
+    pub by_tuple: FlowMap<FourTuple, ConnId>,
+    pub listeners: FlowMap<ListenerId, Listener>,
     /// The listeners of each port (more than one only when their families do not overlap).
-    pub listener_by_port: HashMap<u16, Vec<ListenerId>>,
+    pub listener_by_port: FlowMap<u16, Vec<ListenerId>>,
     /// Connections that may have something to send, served round-robin.
     ready: VecDeque<ConnId>,
     /// Each connection's next deadline, in a hierarchical timer wheel
@@ -91,10 +92,10 @@ impl TcpTable {
         now: Instant,
     ) -> TcpTable {
         TcpTable {
-            conns: HashMap::new(),
-            by_tuple: HashMap::new(),
-            listeners: HashMap::new(),
-            listener_by_port: HashMap::new(),
+            conns: FlowMap::default(),
+            by_tuple: FlowMap::default(),
+            listeners: FlowMap::default(),
+            listener_by_port: FlowMap::default(),
             ready: VecDeque::new(),
             timers: TimerWheel::starting_at(Duration::from_millis(1), now),
             app_events: VecDeque::new(),

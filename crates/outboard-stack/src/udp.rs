@@ -8,7 +8,8 @@
 use crate::listener::Families;
 use crate::stats::StackStats;
 use crate::{StackError, UdpId};
-use std::collections::{HashMap, VecDeque};
+use crate::flowhash::FlowMap;
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 
 /// Bytes of payload a socket may hold unread.
@@ -30,8 +31,8 @@ struct Socket {
 
 #[derive(Debug, Default)]
 pub(crate) struct UdpTable {
-    sockets: HashMap<UdpId, Socket>,
-    by_port: HashMap<u16, Vec<UdpId>>,
+    sockets: FlowMap<UdpId, Socket>,
+    by_port: FlowMap<u16, Vec<UdpId>>,
     next_id: u32,
     memory: usize,
 }

@@ -3,6 +3,7 @@
 pub mod apps;
 pub mod lab_engine;
 pub mod checksum;
+pub mod cost;
 pub mod handlers;
 pub mod latency;
 pub mod link;
