@@ -301,6 +301,9 @@ mod level {
 /// unfolded, the odd last byte zero-padded. Uses AVX2 where the CPU has it.
 #[inline]
 fn sum_native(data: &[u8]) -> u64 {
+    if data.len() <= SMALL {
+        return small_sum(data);
+    }
     #[cfg(target_arch = "x86_64")]
     {
         match level::get() {
@@ -316,6 +319,28 @@ fn sum_native(data: &[u8]) -> u64 {
         }
     }
     portable_sum(data)
+}
+
+/// Up to this many bytes, [`sum_native`] adds 32-bit words in a plain loop:
+/// headers, pseudo-headers and single fields. A vector kernel's setup, masked
+/// tail and reduction cost more than the whole sum there (`outboard bench
+/// cost`: 90 instructions fewer per TCP segment sent, 20 per segment received).
+const SMALL: usize = 64;
+
+/// [`sum_native`] for at most [`SMALL`] bytes: native-endian 32-bit words into
+/// a 64-bit sum (2^16 ≡ 1 modulo 0xFFFF, so a 32-bit word adds what its two
+/// 16-bit halves would), the last one to three bytes zero-padded.
+#[inline]
+fn small_sum(data: &[u8]) -> u64 {
+    let mut words = data.chunks_exact(4);
+    let mut s = 0u64;
+    for w in &mut words {
+        s += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    let rest = words.remainder();
+    let mut last = [0u8; 4];
+    last[..rest.len()].copy_from_slice(rest);
+    s + u64::from(u32::from_ne_bytes(last))
 }
 
 /// [`sum_native`]'s first call: detect the CPU's features, then sum.
