@@ -19,7 +19,8 @@ use outboard_time::{Duration, Instant};
 use outboard_wire::msg::{flags, response_status, MsgKind, MsgPacket, MsgRepr, MsgStatus, CONTROL_MAILBOX, MAX_NAME_LEN};
 use outboard_wire::Error as WireError;
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use outboard_wire::flowhash::FlowMap;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -40,14 +41,14 @@ pub struct Endpoint {
     cfg: Config,
     session: u32,
     frame_cost: usize,
-    mailboxes: HashMap<u32, Mailbox>,
-    names: HashMap<String, u32>,
+    mailboxes: FlowMap<u32, Mailbox>,
+    names: FlowMap<String, u32>,
     next_auto: u32,
-    send_flows: HashMap<(u32, MailboxAddr), SendFlow>,
+    send_flows: FlowMap<(u32, MailboxAddr), SendFlow>,
     next_incarnation: u64,
     next_message: u64,
-    recv_flows: HashMap<RecvKey, RecvFlow>,
-    datagrams: HashMap<DatagramKey, Assembly>,
+    recv_flows: FlowMap<RecvKey, RecvFlow>,
+    datagrams: FlowMap<DatagramKey, Assembly>,
     datagram_memory: usize,
     next_datagram: u64,
     client: Client,
@@ -74,14 +75,14 @@ impl Endpoint {
             cfg,
             session: session.max(1),
             frame_cost,
-            mailboxes: HashMap::new(),
-            names: HashMap::new(),
+            mailboxes: FlowMap::default(),
+            names: FlowMap::default(),
             next_auto: AUTO_MAILBOXES,
-            send_flows: HashMap::new(),
+            send_flows: FlowMap::default(),
             next_incarnation: 1,
             next_message: 1,
-            recv_flows: HashMap::new(),
-            datagrams: HashMap::new(),
+            recv_flows: FlowMap::default(),
+            datagrams: FlowMap::default(),
             datagram_memory: 0,
             next_datagram: 1,
             client: Client::default(),
@@ -734,7 +735,7 @@ fn send_ack(_now: Instant, flow: &mut RecvFlow, key: &RecvKey, session: u32, out
 
 /// Forgets one receive flow that holds nothing and has been quiet for twice
 /// the message timeout (its sender has given up or finished long ago).
-fn evict_idle(flows: &mut HashMap<RecvKey, RecvFlow>, mailboxes: &mut HashMap<u32, Mailbox>, now: Instant, cfg: &Config, frame_cost: usize) -> bool {
+fn evict_idle(flows: &mut FlowMap<RecvKey, RecvFlow>, mailboxes: &mut FlowMap<u32, Mailbox>, now: Instant, cfg: &Config, frame_cost: usize) -> bool {
     let idle = cfg.message_timeout.saturating_mul(2);
     let victim = flows
         .iter()

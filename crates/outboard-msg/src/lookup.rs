@@ -9,7 +9,8 @@ use crate::outbox::{Payload, RETRANSMIT};
 use crate::{Event, LookupId};
 use outboard_time::Instant;
 use outboard_wire::msg::{MsgKind, MsgRepr, MsgStatus, CONTROL_MAILBOX};
-use std::collections::{HashMap, VecDeque};
+use outboard_wire::flowhash::FlowMap;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ struct Lookup {
 
 #[derive(Debug, Default)]
 pub(crate) struct Lookups {
-    pending: HashMap<u64, Lookup>,
+    pending: FlowMap<u64, Lookup>,
     next_id: u64,
 }
 
@@ -88,7 +89,7 @@ impl Lookups {
 }
 
 /// The answer to a lookup frame for `name` (the payload) from the names bound here.
-pub(crate) fn answer(names: &HashMap<String, u32>, session: u32, repr: &MsgRepr, payload: &[u8]) -> Result<MsgRepr, MsgStatus> {
+pub(crate) fn answer(names: &FlowMap<String, u32>, session: u32, repr: &MsgRepr, payload: &[u8]) -> Result<MsgRepr, MsgStatus> {
     let number = std::str::from_utf8(payload).ok().and_then(|n| names.get(n)).ok_or(MsgStatus::NoName)?;
     Ok(MsgRepr {
         src_mailbox: *number,

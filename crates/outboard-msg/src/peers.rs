@@ -5,7 +5,7 @@
 
 use crate::Config;
 use outboard_tcp::rtt::RttEstimator;
-use std::collections::HashMap;
+use outboard_wire::flowhash::FlowMap;
 use std::net::SocketAddr;
 
 #[derive(Debug)]
@@ -17,7 +17,7 @@ pub(crate) struct Peer {
 
 #[derive(Debug, Default)]
 pub(crate) struct Peers {
-    map: HashMap<SocketAddr, Peer>,
+    map: FlowMap<SocketAddr, Peer>,
 }
 
 impl Peers {

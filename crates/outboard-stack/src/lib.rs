@@ -26,7 +26,7 @@
 
 mod arp;
 mod fastopen;
-pub mod flowhash;
+pub use outboard_wire::flowhash;
 mod icmp;
 mod icmp6;
 mod input;

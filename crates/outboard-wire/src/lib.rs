@@ -18,6 +18,7 @@ pub mod arp;
 pub mod checksum;
 mod error;
 pub mod ethernet;
+pub mod flowhash;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

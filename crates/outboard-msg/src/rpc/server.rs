@@ -9,7 +9,8 @@ use crate::Config;
 use outboard_time::{Duration, Instant};
 use super::WINDOW;
 use outboard_wire::msg::{flags, MsgKind, MsgRepr, MsgStatus};
-use std::collections::{BTreeMap, HashMap};
+use outboard_wire::flowhash::FlowMap;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ pub(crate) enum RequestOutcome {
 
 #[derive(Debug, Default)]
 pub(crate) struct Server {
-    clients: HashMap<(SocketAddr, u32), ClientCalls>,
+    clients: FlowMap<(SocketAddr, u32), ClientCalls>,
     /// Calls remembered, over all clients.
     calls: usize,
     next_sweep: Option<Instant>,
@@ -60,7 +61,7 @@ const MAX_CLIENTS: usize = 65536;
 /// Calls (of all clients) a server remembers at once.
 const MAX_CALLS: usize = 1 << 20;
 
-fn release(mailboxes: &mut HashMap<u32, Mailbox>, s: &Served) {
+fn release(mailboxes: &mut FlowMap<u32, Mailbox>, s: &Served) {
     if let Served::Assembling { mailbox, assembly, .. } = s {
         if let Some(mb) = mailboxes.get_mut(mailbox) {
             mb.held = mb.held.saturating_sub(cost(assembly.footprint()));
@@ -69,7 +70,7 @@ fn release(mailboxes: &mut HashMap<u32, Mailbox>, s: &Served) {
 }
 
 impl Server {
-    pub fn on_request(&mut self, io: &mut Io, mailboxes: &mut HashMap<u32, Mailbox>, now: Instant, src: SocketAddr, repr: &MsgRepr, payload: &[u8]) -> RequestOutcome {
+    pub fn on_request(&mut self, io: &mut Io, mailboxes: &mut FlowMap<u32, Mailbox>, now: Instant, src: SocketAddr, repr: &MsgRepr, payload: &[u8]) -> RequestOutcome {
         let (cfg, session) = (io.cfg, io.session);
         if !mailboxes.contains_key(&repr.dst_mailbox) {
             return RequestOutcome::Refuse(MsgStatus::NoMailbox);
@@ -197,7 +198,7 @@ impl Server {
     /// Drops abandoned partial requests, and expired replies (keeping the call
     /// as done), and clients with nothing left but finished calls that have
     /// been quiet for ten reply lifetimes.
-    pub fn on_timeout(&mut self, now: Instant, cfg: &Config, mailboxes: &mut HashMap<u32, Mailbox>) {
+    pub fn on_timeout(&mut self, now: Instant, cfg: &Config, mailboxes: &mut FlowMap<u32, Mailbox>) {
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
         }
