@@ -2,6 +2,7 @@
 //! a listener on the port, else an RST (RFC 9293 §3.10.7.1).
 
 use crate::stats::StackStats;
+use crate::ConnId;
 use crate::tcp_table::{Owner, TcpTable};
 use outboard_tcp::{FourTuple, IcmpError, Prefilled, State};
 use outboard_time::Instant;
@@ -13,19 +14,24 @@ impl TcpTable {
     /// The fused receive path's first half (DESIGN.md §7): the connection
     /// owning `tuple` copies the payload into its receive ring while
     /// summing it, if it can take it there as it is (`Connection::prefill_payload`).
-    /// None, with nothing written, when the segment must be verified first.
+    /// Also returns the connection found, for `segment_input` (one lookup of
+    /// the 4-tuple per segment, not two). No `Prefilled`, with nothing
+    /// written, when the segment must be verified first.
     pub(crate) fn prefill(
         &mut self,
         tuple: FourTuple,
         repr: &TcpRepr,
         payload: &[u8],
-    ) -> Option<Prefilled> {
-        let id = self.by_tuple.get(&tuple)?;
-        self.conns.get_mut(id)?.conn.prefill_payload(repr, payload)
+    ) -> (Option<ConnId>, Option<Prefilled>) {
+        let Some(&id) = self.by_tuple.get(&tuple) else { return (None, None) };
+        let prefilled = self.conns.get_mut(&id).and_then(|e| e.conn.prefill_payload(repr, payload));
+        (Some(id), prefilled)
     }
 
     /// One received segment for `tuple` (from our side), its checksum
-    /// verified; `prefilled` when `prefill` already placed its payload.
+    /// verified; `prefilled` when `prefill` already placed its payload, and
+    /// `found`, the connection `prefill` found for the tuple (looked up here
+    /// when None: nothing changes the table between the two).
     /// Returns a control segment to send in reply when no connection owns
     /// the segment.
     pub(crate) fn segment_input(
@@ -33,10 +39,10 @@ impl TcpTable {
         now: Instant,
         tuple: FourTuple,
         (repr, payload): (&TcpRepr, &[u8]),
-        prefilled: Option<Prefilled>,
+        (found, prefilled): (Option<ConnId>, Option<Prefilled>),
         stats: &mut StackStats,
     ) -> Option<TcpRepr> {
-        if let Some(&id) = self.by_tuple.get(&tuple) {
+        if let Some(id) = found.or_else(|| self.by_tuple.get(&tuple).copied()) {
             // Invariant: by_tuple and conns change together.
             let e = self
                 .conns

@@ -94,8 +94,11 @@ impl Stack {
         let tuple = FourTuple::new(SocketAddr::new(dst, repr.dst_port), SocketAddr::new(src, repr.src_port));
         let data = pkt.payload();
         let mut prefilled = None;
+        let mut found = None;
         if !trusted {
-            let ok = match self.tcp.prefill(tuple, &repr, data) {
+            let (conn, filled) = self.tcp.prefill(tuple, &repr, data);
+            found = conn;
+            let ok = match filled {
                 Some(p) => {
                     // The payload's one copy, summed as it moved.
                     prefilled = Some(p);
@@ -129,7 +132,7 @@ impl Stack {
         }
         if let Some(reply) =
             self.tcp
-                .segment_input(now, tuple, (&repr, data), prefilled, &mut self.stats)
+                .segment_input(now, tuple, (&repr, data), (found, prefilled), &mut self.stats)
         {
             self.send_tcp_control(now, dst, src, &reply);
         }
