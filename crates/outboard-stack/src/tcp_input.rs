@@ -84,19 +84,19 @@ impl TcpTable {
                     None => e.conn.handle_segment(now, repr, payload),
                 }
                 stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
+                // (A connection in SYN-SENT is ours, never embryonic: learning
+                // its Fast Open cookie below does not change this.)
+                let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
+                    && !matches!(e.conn.state(), State::SynReceived | State::Closed);
                 if state == State::SynSent {
                     // RFC 7413: the SYN-ACK's cookie and what became of our SYN's data.
                     self.fast_open_learn(now, id, stats);
                 }
-                let e = self.conns.get_mut(&id).expect("looked up above");
-                let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
-                    && !matches!(e.conn.state(), State::SynReceived | State::Closed);
                 if embryonic_done {
                     self.promote(id);
                     stats.tcp_connections_accepted += 1;
                 }
-                self.mark_ready(id);
-                if self.settle(id).is_some() {
+                if self.ready_and_settle(id).is_some() {
                     stats.tcp_connections_freed += 1;
                 }
                 return None;

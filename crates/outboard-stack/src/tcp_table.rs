@@ -285,7 +285,21 @@ impl TcpTable {
     /// nobody holds it. Call after anything that may change a connection.
     /// Returns the owner if the connection was freed.
     pub(crate) fn settle(&mut self, id: ConnId) -> Option<Owner> {
+        self.settle_marking(id, false)
+    }
+
+    /// [`TcpTable::mark_ready`] then [`TcpTable::settle`], with one lookup:
+    /// what every segment a connection takes ends with.
+    pub(crate) fn ready_and_settle(&mut self, id: ConnId) -> Option<Owner> {
+        self.settle_marking(id, true)
+    }
+
+    fn settle_marking(&mut self, id: ConnId, ready: bool) -> Option<Owner> {
         let e = self.conns.get_mut(&id)?;
+        if ready && !e.ready {
+            e.ready = true;
+            self.ready.push_back(id);
+        }
         let deadline = e.conn.poll_timeout();
         if deadline != e.deadline {
             match deadline {
