@@ -9,6 +9,7 @@ use crate::{EndpointId, Error, Result};
 use outboard_board::command::{Endpoint, StreamOption};
 use outboard_board::layout::status;
 use outboard_board::BoardCommand;
+use outboard_trace::Hop;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// What an address getter gives when the status record holds no address
@@ -128,10 +129,35 @@ impl Stream {
     }
 
     fn push(&self, i: &mut Inner, n: usize) -> Result<()> {
+        if outboard_trace::enabled() {
+            let at = (i.eps[self.id as usize].tx_produced % self.tx.1 as u64) as usize;
+            self.trace(i, Hop::AppWrite, self.tx, at, n);
+        }
         let ep = &mut i.eps[self.id as usize];
         ep.tx_produced += n as u64;
         let total = ep.tx_produced;
         i.command(BoardCommand::Push { ep: Endpoint(self.id), written: total })
+    }
+
+    /// The hop trace (`outboard_trace`): the first bytes of the `n` at
+    /// `at` in `region`, looked at only when this process traces.
+    fn trace(&self, i: &Inner, hop: Hop, region: (usize, usize), at: usize, n: usize) {
+        let mut first = [0u8; 16];
+        let k = n.min(16);
+        let a = k.min(region.1 - at);
+        i.map.copy_out(region.0 + at, &mut first[..a]);
+        i.map.copy_out(region.0, &mut first[a..k]);
+        outboard_trace::bytes(hop, &first[..k]);
+    }
+
+    /// The application sees received bytes (hop trace).
+    fn trace_wake(&self, i: &Inner) {
+        if outboard_trace::enabled() {
+            let (avail, at, _) = self.rx_ready(i);
+            if avail > 0 {
+                self.trace(i, Hop::AppWake, self.rx, at, avail);
+            }
+        }
     }
 
     fn consumed(&self, i: &mut Inner, n: usize) -> Result<()> {
@@ -175,6 +201,7 @@ impl Stream {
         }
         self.wait_readable()?;
         let mut i = self.board.inner.borrow_mut();
+        self.trace_wake(&i);
         let (avail, at, first) = self.rx_ready(&i);
         let n = buf.len().min(avail);
         let a = n.min(first);
@@ -221,6 +248,7 @@ impl Stream {
     pub fn begin_get(&mut self) -> Result<&[u8]> {
         self.wait_readable()?;
         let mut i = self.board.inner.borrow_mut();
+        self.trace_wake(&i);
         let (_, at, len) = self.rx_ready(&i);
         i.eps[self.id as usize].get_len = len;
         let map = i.map.clone();
@@ -256,6 +284,7 @@ impl Stream {
         if let Some(e) = self.stream_error(&i) {
             return Err(e);
         }
+        self.trace_wake(&i);
         let (_, rat, rlen) = self.rx_ready(&i);
         let (_, tat, tlen) = if i.eps[self.id as usize].shut { (0, 0, 0) } else { self.tx_room(&i) };
         i.eps[self.id as usize].get_len = rlen;

@@ -81,6 +81,40 @@ fn bench_latency_json_both_modes() {
     assert!(v["ratio_p50_by_mode"]["polling"].as_f64().is_some(), "{v}");
 }
 
+/// `--breakdown`: every process of our cases traces the marked round trips
+/// hop by hop (daemon engines in their own processes, inline engines inside
+/// the applications); each case's hops are all seen in nearly every round
+/// trip, and their medians add up to about the traced round trip.
+#[test]
+fn bench_latency_breakdown_accounts_for_every_hop() {
+    let (ok, out, err) = run(
+        &["bench", "latency", "--json", "--breakdown", "--round-trips", "300", "--warmup", "30", "--seconds", "2"],
+        Duration::from_secs(240),
+    );
+    let v = json_of(ok, &out, &err, "bench latency --breakdown");
+    let cases = v["breakdown"].as_array().expect("breakdown");
+    let modes: Vec<&str> = cases.iter().map(|b| b["mode"].as_str().unwrap_or("")).collect();
+    assert_eq!(modes, ["blocking", "polling", "inline"], "{v}");
+    for b in cases {
+        let marked = b["marked"].as_u64().unwrap_or(0);
+        let complete = b["complete"].as_u64().unwrap_or(0);
+        assert!(marked >= 250 && complete * 10 >= marked * 9, "most round trips traced at every hop: {b}");
+        let hops = b["hops"].as_array().expect("hops");
+        let names: Vec<&str> = hops.iter().map(|h| h["hop"].as_str().unwrap_or("")).collect();
+        assert_eq!(names, ["app -> engine", "engine -> link", "link", "engine -> board", "board -> app"], "{b}");
+        for h in hops {
+            for leg in ["request_us", "response_us"] {
+                let x = h[leg].as_f64().unwrap_or(-1.0);
+                assert!(x >= 0.0, "{leg} of {h} in {b}");
+            }
+        }
+        let sum = num(b, "sum_us");
+        let round = num(b, "round_trip_us");
+        assert!(round > 0.0 && sum > 0.3 * round && sum < 2.0 * round, "hops add up to about the round trip: {b}");
+        assert_eq!(b["dropped"].as_u64(), Some(0), "{b}");
+    }
+}
+
 #[test]
 fn bench_throughput_json_copies_once_each_way() {
     let dir = std::env::temp_dir().join(format!("ob-bench-apps-{}", std::process::id()));

@@ -99,6 +99,7 @@ fn impossible_settings_exit_2_naming_the_flag_and_the_range() {
         (vec!["bench", "checksum", "--seconds", "0"], "--seconds", "must be between 0.001 and 3600 s"),
         (vec!["bench", "latency", "--round-trips", "0"], "--round-trips", "must be between 1 and"),
         (vec!["bench", "latency", "--size", "4"], "--size", "must be between 8 and 1048576"),
+        (vec!["bench", "latency", "--breakdown", "--size", "8"], "--breakdown", "--size of at least 16"),
         (vec!["bench", "throughput", "--sizes", "64,0"], "--sizes", "must be between 1 B and 64 MiB"),
         (vec!["bench", "link", "--mtu", "100"], "--mtu", "must be between 576 and 9000"),
         (vec!["bench", "apps", "--seconds", "0.5"], "--seconds", "must be between 1 and 3600 s"),

@@ -157,6 +157,7 @@ impl Shard {
             let mesh = &mut self.mesh;
             let kernel = &mut self.kernel;
             let n = self.link.receive(RX_BURST, &mut |f, meta| {
+                outboard_trace::frame(outboard_trace::Hop::FrameIn, f);
                 if let Some(p) = pcap.as_mut() {
                     p.record(now, f);
                 }
@@ -252,6 +253,9 @@ impl Shard {
             // and says how the kernel must cut and checksum them.
             let status = self.link.transmit(&mut |buf| {
                 let (n, meta) = stack.poll_transmit_meta(now, buf)?;
+                // The hop trace: the frame is built and about to be the link's
+                // (a shared-memory link's peer may see it before our flush returns).
+                outboard_trace::frame(outboard_trace::Hop::FrameOut, &buf[..n]);
                 if let Some(p) = pcap.as_mut() {
                     match meta.csum {
                         // A partial checksum (pseudo-header sum only) is

@@ -35,6 +35,7 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
+use super::breakdown::{self, Breakdown};
 use super::peer::{self, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, WaitMode};
 use clap::{Args, ValueEnum};
 use outboard_lab::sys;
@@ -96,6 +97,12 @@ pub struct LatencyArgs {
     /// Bytes per request and per response (8 to 1 MiB: the first 8 bytes carry a sequence number).
     #[arg(long, default_value_t = 64, value_parser = crate::args::count_in(8usize, 1 << 20, usize::MAX))]
     pub size: usize,
+    /// Also trace where our round trips' time goes, hop by hop (application,
+    /// engine, link, engine, board, application; see `bench::breakdown`):
+    /// the medians per hop, beside the traced run's own round trip. Needs
+    /// --size ≥ 16 (the trace's mark sits in bytes 8..16).
+    #[arg(long)]
+    pub breakdown: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -146,11 +153,18 @@ pub struct LatencyReport {
     pub goal_ratio_p50: f64,
     pub goal_met: bool,
     pub rows: Vec<LatencyRow>,
+    /// With --breakdown: each of our cases, hop by hop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<Breakdown>,
 }
 
 /// `outboard bench latency`.
 pub fn main(a: &LatencyArgs) -> ExitCode {
     // --size, --round-trips, --warmup and --seconds were checked when parsed (crate::args).
+    if a.breakdown && a.size < 16 {
+        eprintln!("outboard bench latency: --breakdown needs --size of at least 16 (the trace's mark is bytes 8..16), not {}", a.size);
+        return ExitCode::from(2);
+    }
     let _ = sys::install_stop_handler();
     match run(a) {
         Ok(r) => {
@@ -250,7 +264,16 @@ fn row(
 }
 
 fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
-    let run = RunDir::new("latency")?;
+    let mut run = RunDir::new("latency")?;
+    run.trace_hops = a.breakdown;
+    // With --breakdown: (mode, client side's log names, server side's), analysed
+    // once every traced process has exited and written its records.
+    let mut traced: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    let mark = |sp: &mut PairSpec| {
+        if a.breakdown {
+            sp.client_extra.push("--mark-hops".into());
+        }
+    };
     let cases = cases(a.mode);
     let mut kernel_modes: Vec<WaitMode> = Vec::new();
     for c in &cases {
@@ -274,7 +297,11 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         for (i, &m) in daemon.iter().enumerate() {
             let names = Some((engines.a_name.clone(), engines.b_name.clone()));
             let before = engines.stats();
-            let r = peer::run_pair(&run, &spec(a, Api::Outboard, m, 5300 + i as u16, names));
+            let mut sp = spec(a, Api::Outboard, m, 5300 + i as u16, names);
+            mark(&mut sp);
+            let (server_log, client_log) = sp.log_names();
+            traced.push((m.name().into(), vec![client_log, engines.b_name.clone()], vec![server_log, engines.a_name.clone()]));
+            let r = peer::run_pair(&run, &sp);
             let (s, c) = match r {
                 Ok(x) => x,
                 Err(e) => return Err(engines.explain(format!("ours, {}: {e}", m.name()))),
@@ -295,6 +322,9 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         sp.label = format!("{} B round trips inline", a.size);
         sp.server_extra.extend(["--inline".into(), format!("{f},10.0.0.1/24")]);
         sp.client_extra.extend(["--inline".into(), format!("{f},10.0.0.2/24")]);
+        mark(&mut sp);
+        let (server_log, client_log) = sp.log_names();
+        traced.push(("inline".into(), vec![client_log], vec![server_log]));
         let (s, c) = peer::run_pair(&run, &sp).map_err(|e| format!("ours, inline: {e}"))?;
         let mut r = row(Api::Outboard, WaitMode::Polling, &s, &c);
         r.mode = "inline".into();
@@ -305,6 +335,11 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         }
         rows.push(r);
     }
+    // The daemons have exited (their records are written): put each case's hops together.
+    let breakdown = traced
+        .iter()
+        .map(|(mode, client, server)| breakdown::analyse(&run.path, mode, client, server))
+        .collect::<Result<Vec<_>, _>>()?;
     let find = |side: &str, m: &str| rows.iter().find(|r| r.side == side && r.mode == m);
     let mut by_mode = BTreeMap::new();
     for &c in &cases {
@@ -344,6 +379,7 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         goal_ratio_p50: 0.25,
         goal_met: ratio_p50 <= 0.25,
         rows,
+        breakdown,
     };
     Ok(report)
 }
@@ -368,6 +404,9 @@ fn command(a: &LatencyArgs) -> String {
         "outboard bench latency --mode {mode} --round-trips {} --warmup {} --seconds {} --size {}",
         a.round_trips, a.warmup, a.seconds, a.size
     );
+    if a.breakdown {
+        c.push_str(" --breakdown");
+    }
     if a.json {
         c.push_str(" --json");
     }
@@ -436,4 +475,8 @@ pub fn print_table(r: &LatencyReport) {
     println!(
         "bytes the API copied for our applications: {copied} (the zero-copy calls copy nothing)"
     );
+    for b in &r.breakdown {
+        println!();
+        breakdown::print(b);
+    }
 }

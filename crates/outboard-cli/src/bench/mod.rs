@@ -1,6 +1,7 @@
 //! `outboard bench …`: programs that measure ours beside the alternative in one run.
 
 pub mod apps;
+pub mod breakdown;
 pub mod lab_engine;
 pub mod checksum;
 pub mod cost;

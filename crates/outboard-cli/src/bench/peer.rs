@@ -172,6 +172,11 @@ pub struct PeerArgs {
     /// Source and sink: what is generated and checked.
     #[arg(long, value_enum, default_value = "stamp")]
     pub touch: Touch,
+    /// Ping: mark the measured requests for the hop trace (`outboard_trace`):
+    /// bytes 8..16 carry its magic and bytes 0..8 a tag unique to this
+    /// process (its pid above a round-trip count). Needs --size ≥ 16.
+    #[arg(long, hide = true)]
+    pub mark_hops: bool,
 }
 
 /// `outboard bench-peer`: runs one role and prints its report line.
@@ -183,6 +188,11 @@ pub fn main(a: &PeerArgs) -> ExitCode {
     match r {
         Ok(mut v) => {
             v["ok"] = Value::Bool(true);
+            // The hop trace's records (when this process traces) are on disk
+            // before the report says the run is over.
+            if let Err(e) = outboard_trace::flush() {
+                v["trace_error"] = json!(e.to_string());
+            }
             println!("{v}");
             ExitCode::SUCCESS
         }
@@ -647,8 +657,13 @@ fn ping<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
     let mut samples: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
     let cpu = CpuMark::now();
     let t0 = Instant::now();
+    let mark = a.mark_hops && size >= 16;
+    if mark {
+        req[8..16].copy_from_slice(&outboard_trace::MAGIC);
+    }
+    let tag_base = if mark { u64::from(std::process::id()) << 32 } else { 0 };
     while samples.len() < cap {
-        req[..8].copy_from_slice(&(warm + samples.len() as u64).to_le_bytes());
+        req[..8].copy_from_slice(&(tag_base + warm + samples.len() as u64).to_le_bytes());
         let t = Instant::now();
         round_trip(c, &req).map_err(|e| format!("round trip {}: {e}", samples.len()))?;
         let end = Instant::now();
@@ -838,6 +853,9 @@ pub fn stopped() -> Result<(), String> {
 /// A private `OUTBOARD_RUN_DIR` (control sockets, logs), removed on drop.
 pub struct RunDir {
     pub path: PathBuf,
+    /// Every process spawned here traces hops (`outboard_trace`) into
+    /// `path/LOG_NAME.hops.PID`.
+    pub trace_hops: bool,
 }
 
 impl RunDir {
@@ -846,7 +864,7 @@ impl RunDir {
             std::env::temp_dir().join(format!("outboard-bench-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
-        Ok(RunDir { path })
+        Ok(RunDir { path, trace_hops: false })
     }
 }
 
@@ -888,6 +906,9 @@ impl Proc {
             .env("OUTBOARD_RUN_DIR", &run.path)
             .stdin(Stdio::null())
             .stderr(logf2);
+        if run.trace_hops {
+            cmd.env(outboard_trace::ENV, run.path.join(format!("{log_name}.hops")));
+        }
         if capture {
             cmd.stdout(Stdio::piped());
         } else {
@@ -1181,6 +1202,14 @@ pub struct PairSpec {
     pub timeout: Duration,
 }
 
+impl PairSpec {
+    /// The log names of its (server, client) peers in the run directory.
+    pub fn log_names(&self) -> (String, String) {
+        let tag = format!("{}-{}-{}", self.api.name(), self.mode.name(), self.label.replace(' ', "_"));
+        (format!("peer-{tag}-server"), format!("peer-{tag}-client"))
+    }
+}
+
 fn role_name(r: Role) -> &'static str {
     match r {
         Role::Echo => "echo",
@@ -1206,12 +1235,7 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
             p.mode.name().into(),
         ]
     };
-    let tag = format!(
-        "{}-{}-{}",
-        p.api.name(),
-        p.mode.name(),
-        p.label.replace(' ', "_")
-    );
+    let (server_log, client_log) = p.log_names();
     let mut sargs = base(p.server_role);
     sargs.extend(["--port".into(), p.port.to_string()]);
     if let Some((s, _)) = &p.engines {
@@ -1230,7 +1254,7 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
     };
     let mut server = Proc::spawn(
         run,
-        &format!("peer-{tag}-server"),
+        &server_log,
         &what(p.server_role),
         &sargs,
         true,
@@ -1263,7 +1287,7 @@ pub fn run_pair(run: &RunDir, p: &PairSpec) -> Result<(Value, Value), String> {
     cargs.extend(p.client_extra.iter().cloned());
     let mut client = Proc::spawn(
         run,
-        &format!("peer-{tag}-client"),
+        &client_log,
         &what(p.client_role),
         &cargs,
         true,

@@ -166,6 +166,12 @@ impl Connection {
         self.recv_buf.peek(0, self.recv_buf.len())
     }
 
+    /// The queued send bytes `[offset, offset + len)` (clamped to what is
+    /// queued), as at most two slices: for looking at what was just queued.
+    pub fn send_peek(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
+        self.send_buf.peek(offset, len)
+    }
+
     /// The send ring's free space after the queued bytes (`send_capacity`
     /// bytes; none once sending is over), as at most two writable slices
     /// to fill before `send_in_place`. An owned ring allocates its whole

@@ -420,6 +420,10 @@ impl Session {
                 return Err(Violation::BadLength("push beyond the transmit region"));
             }
             let took = conn.send_in_place(n as usize).unwrap_or(0) as u64;
+            if outboard_trace::enabled() && took > 0 {
+                let (a, b) = conn.send_peek(conn.send_queued() - took as usize, 16);
+                outboard_trace::ring(outboard_trace::Hop::EnginePickup, a, b, 0);
+            }
             s.tx_pushed += took;
             conn.request_writable();
         }

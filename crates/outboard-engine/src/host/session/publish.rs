@@ -83,6 +83,11 @@ impl Session {
             Self::write_info(&self.map, base, info.0, &info.1);
         }
         if rx_total != s.rx_published {
+            if outboard_trace::enabled() && rx_total > s.rx_published {
+                let (a, b) = c.recv_slices();
+                let fresh = s.rx_published.saturating_sub(s.rx_consumed) as usize;
+                outboard_trace::ring(outboard_trace::Hop::BoardDeliver, a, b, fresh);
+            }
             s.rx_published = rx_total;
             self.map.atomic_u64(base + status::RX_TOTAL).store(rx_total, Ordering::Release);
             bits |= ev::READABLE;
