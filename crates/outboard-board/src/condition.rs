@@ -40,6 +40,7 @@ impl Condition {
         map.atomic_u32(offset + 4);
         Condition { map, offset }
     }
+    #[inline]
     fn seq(&self) -> &AtomicU32 {
         self.map.atomic_u32(self.offset)
     }
@@ -47,6 +48,7 @@ impl Condition {
         self.map.atomic_u32(self.offset + 4)
     }
     /// The current sequence value; read it before checking your predicate.
+    #[inline]
     pub fn current(&self) -> u32 {
         self.seq().load(Ordering::SeqCst)
     }

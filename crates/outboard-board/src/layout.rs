@@ -571,6 +571,7 @@ impl BoardLayout {
         })
     }
     /// Board offset of endpoint `ep`'s status record (`ep < params.endpoints`).
+    #[inline]
     pub fn endpoint_status(&self, ep: u32) -> usize {
         assert!(ep < self.params.endpoints);
         self.endpoints + ep as usize * self.endpoint_stride

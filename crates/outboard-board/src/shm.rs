@@ -106,6 +106,7 @@ impl Mapping {
     }
     /// Panics unless `[offset, offset + size)` lies in the mapping and
     /// `offset` is a multiple of `align`; returns the address of `offset`.
+    #[inline]
     fn at(&self, offset: usize, size: usize, align: usize, what: &str) -> *mut u8 {
         match offset.checked_add(size) {
             Some(end) if end <= self.len => {}
@@ -119,6 +120,7 @@ impl Mapping {
         unsafe { self.ptr.add(offset) }
     }
     /// The atomic u32 at `offset` (4-aligned).
+    #[inline]
     pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
         let p = self.at(offset, 4, std::mem::align_of::<AtomicU32>(), "atomic u32");
         // SAFETY: in bounds and aligned (the base is page-aligned); the memory
@@ -126,6 +128,7 @@ impl Mapping {
         unsafe { &*p.cast::<AtomicU32>() }
     }
     /// The atomic u64 at `offset` (8-aligned).
+    #[inline]
     pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
         let p = self.at(offset, 8, std::mem::align_of::<AtomicU64>(), "atomic u64");
         // SAFETY: as in `atomic_u32`.

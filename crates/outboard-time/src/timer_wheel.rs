@@ -18,6 +18,7 @@
 //! The wheel reads no clock: `now` comes from the caller and must not go
 //! backwards (an earlier `now` fires nothing).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -85,6 +86,9 @@ pub struct TimerWheel {
     /// A spare list swapped with a slot while it is drained, to keep both
     /// allocations alive.
     spare: Vec<u64>,
+    /// `next_deadline`'s answer since the last change (`insert`, `cancel`,
+    /// `advance`): a shard asks every turn, and mostly nothing changed.
+    next: Cell<Option<Option<Instant>>>,
 }
 
 impl Default for TimerWheel {
@@ -118,6 +122,7 @@ impl TimerWheel {
             overflow_min: None,
             entries: TokenMap::default(),
             spare: Vec::new(),
+            next: Cell::new(None),
         }
     }
 
@@ -151,6 +156,7 @@ impl TimerWheel {
     /// previous deadline if it was armed. A deadline at or before the last
     /// `now` fires on the next `advance`.
     pub fn insert(&mut self, token: u64, deadline: Instant) -> Option<Instant> {
+        self.next.set(None);
         let previous = self.cancel(token);
         self.place(token, deadline);
         previous
@@ -159,6 +165,7 @@ impl TimerWheel {
     /// Disarms `token`, returning its deadline if it was armed.
     pub fn cancel(&mut self, token: u64) -> Option<Instant> {
         let entry = self.entries.remove(&token)?;
+        self.next.set(None);
         let list = match entry.place {
             Place::Slot(i) => &mut self.slots[i],
             Place::Overflow => &mut self.overflow,
@@ -197,6 +204,15 @@ impl TimerWheel {
     /// `advance(now)` the answer is always later than `now`, unless a timer
     /// was since armed in the past: a shard can sleep until it.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if let Some(known) = self.next.get() {
+            return known;
+        }
+        let best = self.find_next_deadline();
+        self.next.set(Some(best));
+        best
+    }
+
+    fn find_next_deadline(&self) -> Option<Instant> {
         let mut best: Option<Instant> = self.overflow_min;
         let mut consider = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
         for level in 0..LEVELS {
@@ -227,6 +243,7 @@ impl TimerWheel {
             return 0;
         }
         self.last_now = now;
+        self.next.set(None);
         let target = now.as_nanos() / self.tick_ns;
         let mut fired = 0;
         while let Some((step, start)) = self.earliest_step() {

@@ -311,7 +311,9 @@ impl ShardApp for Host {
             }
         }
         // Boards with a child attached: their released streams wait for it.
-        self.handover.parents = self.sessions.iter().filter(|s| !s.dead.load(Ordering::Acquire)).filter_map(|s| s.parent_key).collect();
+        // (Refilled in place: this runs every turn.)
+        self.handover.parents.clear();
+        self.handover.parents.extend(self.sessions.iter().filter(|s| !s.dead.load(Ordering::Acquire)).filter_map(|s| s.parent_key));
         let mut i = 0;
         let ls = &mut self.listeners;
         let hand = &mut self.handover;

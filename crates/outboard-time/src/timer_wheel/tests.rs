@@ -216,6 +216,8 @@ proptest! {
                 }
             }
             prop_assert_eq!(w.len(), model.len());
+            // The remembered answer is the one a fresh look would give.
+            prop_assert_eq!(w.next_deadline(), w.find_next_deadline());
             let true_min = model.values().min().copied();
             match (w.next_deadline(), true_min) {
                 (Some(bound), Some(min)) => prop_assert!(bound <= min),

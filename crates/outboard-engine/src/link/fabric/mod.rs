@@ -259,6 +259,9 @@ pub struct FabricLink {
     rr: usize,
     /// The last `transmit` returned Full: `wait` also wakes for ring space.
     blocked_full: bool,
+    /// Frames we may send before looking at the destinations' rings again
+    /// (`transmit`): the most room one had at the last look, less our puts since.
+    room_hint: u32,
     /// The shared drop counter of our port when we claimed it.
     drops_base: u64,
     counters: LinkCounters,
@@ -374,6 +377,7 @@ impl FabricLink {
                     seq: 0,
                     rr: 0,
                     blocked_full: false,
+                    room_hint: 0,
                     drops_base,
                     counters: LinkCounters::default(),
                     stats: FabricStats::default(),
@@ -461,11 +465,12 @@ impl FabricLink {
         }
     }
 
-    fn ring_has_space(&self, src: usize, dst: usize) -> bool {
+    /// Free slots in the ring from `src` to `dst`.
+    fn ring_room(&self, src: usize, dst: usize) -> u32 {
         let ring = ring_offset(src, dst);
         let head = self.map.u32_at(ring + R_HEAD).load(Ordering::Relaxed);
         let tail = self.map.u32_at(ring + R_TAIL).load(Ordering::Acquire);
-        head.wrapping_sub(tail) < SLOTS
+        SLOTS.saturating_sub(head.wrapping_sub(tail))
     }
 
     /// True when at least one port outside our group is claimed and every
@@ -474,17 +479,29 @@ impl FabricLink {
     /// died does not count (its frames are dropped instead), so a crashed
     /// peer cannot wedge us. Our own group's members are never destinations.
     fn all_destinations_full(&self) -> bool {
-        let mut any = false;
+        self.destinations_room() == Some(0)
+    }
+
+    /// The most room (free slots) any destination's ring from us has, a
+    /// dead owner's counting as all free; None when no port outside our
+    /// group is claimed.
+    fn destinations_room(&self) -> Option<u32> {
+        let mut most = None;
         for p in (0..PORTS).filter(|&p| !self.in_our_group(p)) {
             let owner = self.owner(p);
             if owner != 0 {
-                if self.ring_has_space(self.port, p) || !pid_alive(owner) {
-                    return false;
+                let room = match self.ring_room(self.port, p) {
+                    // A full ring whose owner died: its frames are dropped, never waited for.
+                    0 if !pid_alive(owner) => SLOTS,
+                    r => r,
+                };
+                most = Some(most.map_or(room, |m: u32| m.max(room)));
+                if room == SLOTS {
+                    break;
                 }
-                any = true;
             }
         }
-        any
+        most
     }
 
     /// Rings `port`'s doorbell if it sleeps (after our ring update, which the
@@ -529,6 +546,7 @@ impl FabricLink {
 
     /// Writes one frame into our ring to `dst`, or drops it if the ring is full.
     fn put(&mut self, dst: usize, frame: &[u8], at_ns: u64) {
+        self.room_hint = self.room_hint.saturating_sub(1);
         let ring = ring_offset(self.port, dst);
         let head = self.map.u32_at(ring + R_HEAD).load(Ordering::Relaxed);
         let tail = self.map.u32_at(ring + R_TAIL).load(Ordering::Acquire);
@@ -543,6 +561,14 @@ impl FabricLink {
         self.map.write(slot + SLOT_HEADER, frame);
         self.map.u32_at(ring + R_HEAD).store(head.wrapping_add(1), Ordering::Release);
         self.notify(dst);
+    }
+
+    /// Whether any ring to us holds a frame.
+    fn any_ring_ready(&self) -> bool {
+        (0..PORTS).filter(|&s| s != self.port).any(|src| {
+            let ring = ring_offset(src, self.port);
+            self.map.u32_at(ring + R_HEAD).load(Ordering::Acquire) != self.map.u32_at(ring + R_TAIL).load(Ordering::Relaxed)
+        })
     }
 
     /// Hands out frames from the reorder buffer whose time has come.
@@ -630,15 +656,8 @@ impl FabricLink {
         if self.heap.peek().is_some_and(|p| p.at <= now) {
             return true;
         }
-        if self.heap.len() < MAX_REORDER {
-            for src in (0..PORTS).filter(|&s| s != self.port) {
-                let ring = ring_offset(src, self.port);
-                let head = self.map.u32_at(ring + R_HEAD).load(Ordering::Acquire);
-                let tail = self.map.u32_at(ring + R_TAIL).load(Ordering::Relaxed);
-                if head != tail {
-                    return true;
-                }
-            }
+        if self.heap.len() < MAX_REORDER && self.any_ring_ready() {
+            return true;
         }
         self.blocked_full && !self.all_destinations_full()
     }
@@ -686,6 +705,12 @@ impl Link for FabricLink {
             return Ok(0);
         }
         let rx = &mut |f: &[u8]| rx(f, RxMeta::default());
+        // An idle poll reads no clock: only held frames or a ring with
+        // frames in it need the time (their due times).
+        if self.heap.is_empty() && !self.any_ring_ready() {
+            self.rr = (self.rr + 1) % PORTS;
+            return Ok(0);
+        }
         let now = clock::now().as_nanos();
         let mut n = self.pop_due(now, max, rx);
         for k in 0..PORTS {
@@ -701,10 +726,19 @@ impl Link for FabricLink {
     }
 
     fn transmit(&mut self, fill: &mut MetaFill<'_>) -> Result<TxStatus, LinkError> {
-        if self.all_destinations_full() {
-            self.counters.tx_full += 1;
-            self.blocked_full = true;
-            return Ok(TxStatus::Full);
+        // The destinations' rings are looked at only when the room seen at
+        // the last look may be used up (each of our puts takes one slot of
+        // it; the destinations only ever free slots): not on every call.
+        if self.room_hint == 0 {
+            match self.destinations_room() {
+                Some(0) => {
+                    self.counters.tx_full += 1;
+                    self.blocked_full = true;
+                    return Ok(TxStatus::Full);
+                }
+                Some(room) => self.room_hint = room,
+                None => {}
+            }
         }
         self.blocked_full = false;
         let mut staging = std::mem::take(&mut self.staging);
