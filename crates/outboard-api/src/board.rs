@@ -66,6 +66,17 @@ pub struct CopyCounters {
     pub recv_copied: u64,
 }
 
+/// How often this board's blocking waits had to wait: `waits` found
+/// nothing ready and went to the board's condition (spinning first when
+/// spinning has paid lately), and `sleeps` of them outlasted the spin and
+/// slept until the engine woke them. Each sleep is a futex wake-up's worth
+/// of the application's CPU: the figure behind its efficiency.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitCounters {
+    pub waits: u64,
+    pub sleeps: u64,
+}
+
 /// The shard that LISTEN, CONNECT and UDP_BIND go to: the home shard (a
 /// later change spreads them over the engine's shards).
 pub(crate) const HOME_SHARD: u32 = 0;
@@ -164,6 +175,7 @@ pub(crate) struct Inner {
     /// CPU the application is there to save.
     spin_score: u8,
     sleeps: u32,
+    waits: WaitCounters,
     pub engine_addr: IpAddr,
     pub net_prefix: u8,
     pub net_gateway: Option<IpAddr>,
@@ -331,6 +343,7 @@ impl Board {
             alive_calls: 0,
             spin_score: 4,
             sleeps: 0,
+            waits: WaitCounters::default(),
             engine_addr,
             net_prefix: reply.prefix_len.min(prefix_max),
             net_gateway,
@@ -483,6 +496,10 @@ impl Board {
     }
     pub fn copy_counters(&self) -> CopyCounters {
         self.inner.borrow().copies
+    }
+    /// How often this board's blocking waits waited and slept (see [`WaitCounters`]).
+    pub fn wait_counters(&self) -> WaitCounters {
+        self.inner.borrow().waits
     }
     /// True while the engine is attached and alive (checks the socket).
     pub fn engine_alive(&self) -> bool {
@@ -727,6 +744,7 @@ impl Board {
                     let try_spin = {
                         let mut i = self.inner.borrow_mut();
                         i.sleeps = i.sleeps.wrapping_add(1);
+                        i.waits.waits += 1;
                         // Every 16th sleep spins anyway, to notice when spinning would help again.
                         i.spin_score >= 2 || i.sleeps.is_multiple_of(16)
                     };
@@ -735,6 +753,7 @@ impl Board {
                     let mut i = self.inner.borrow_mut();
                     i.spin_score = if slept { i.spin_score.saturating_sub(1) } else { (i.spin_score + 1).min(8) };
                     if slept {
+                        i.waits.sleeps += 1;
                         // After a sleep the clock read is nothing: look at the socket now.
                         i.alive_calls = 63;
                     }

@@ -32,7 +32,7 @@ mod mailbox;
 mod qp;
 mod stream;
 
-pub use board::{AttachOptions, Board, ConnectOptions, CopyCounters, Edges, Mode, News, PendingConnect};
+pub use board::{AttachOptions, Board, ConnectOptions, CopyCounters, Edges, Mode, News, PendingConnect, WaitCounters};
 pub use datagram::Datagram;
 pub use driver::InlineDriver;
 pub use error::{Error, Result};

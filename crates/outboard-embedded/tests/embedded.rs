@@ -63,6 +63,37 @@ fn stream_through_two_embedded_engines_zero_copy_both_ends() {
     server.join().expect("client thread");
 }
 
+/// A blocking read that finds nothing waits on the board's condition and,
+/// with the data 30 ms away, sleeps: both counted (`Board::wait_counters`,
+/// what `bench throughput` reports as each application's sleeps).
+#[test]
+fn a_blocking_wait_that_sleeps_is_counted() {
+    let fabric = format!("fabric:apiw-{}", std::process::id());
+    let a = engine(&fabric, "apiw-a", 1);
+    let b = engine(&fabric, "apiw-b", 2);
+    let board_a = a.attach(&AttachOptions::default()).expect("attach a");
+    let mut l = board_a.listen(7001, 16).expect("listen");
+    let client = std::thread::spawn(move || {
+        let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+        let mut s = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7001)).expect("connect");
+        std::thread::sleep(Duration::from_millis(30));
+        s.send_all(b"late").expect("send");
+        // Until the server closes.
+        let mut sink = [0u8; 4];
+        let _ = s.recv(&mut sink);
+    });
+    let mut s = l.accept().expect("accept");
+    let before = board_a.wait_counters();
+    let mut buf = [0u8; 4];
+    let n = s.recv(&mut buf).expect("recv");
+    assert!(n > 0 && buf[..n] == b"late"[..n], "{:?}", &buf[..n]);
+    let after = board_a.wait_counters();
+    assert!(after.waits > before.waits && after.sleeps > before.sleeps, "{before:?} -> {after:?}");
+    assert!(after.sleeps <= after.waits, "{after:?}");
+    drop(s);
+    client.join().expect("client thread");
+}
+
 #[test]
 fn datagrams_both_ways_copying_and_in_place() {
     let fabric = format!("fabric:apiu-{}", std::process::id());

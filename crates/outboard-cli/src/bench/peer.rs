@@ -230,6 +230,10 @@ trait Conn {
     fn shutdown(&mut self) -> Result<(), String>;
     /// Bytes the API copied for us (send_copied, recv_copied); kernel: none known.
     fn api_copies(&self) -> Option<(u64, u64)>;
+    /// Ours: the board's blocking waits and the sleeps among them.
+    fn api_waits(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 struct KernelConn {
@@ -428,6 +432,11 @@ impl Conn for ObConn {
         let c = self.board.copy_counters();
         Some((c.send_copied, c.recv_copied))
     }
+
+    fn api_waits(&self) -> Option<(u64, u64)> {
+        let w = self.board.wait_counters();
+        Some((w.waits, w.sleeps))
+    }
 }
 
 // ---------------------------------------------------------------- setting up
@@ -536,6 +545,10 @@ fn run_role<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
     if let Some((s, r)) = c.api_copies() {
         v["api_send_copied"] = json!(s);
         v["api_recv_copied"] = json!(r);
+    }
+    if let Some((w, s)) = c.api_waits() {
+        v["api_waits"] = json!(w);
+        v["api_sleeps"] = json!(s);
     }
     Ok(v)
 }

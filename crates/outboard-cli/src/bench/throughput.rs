@@ -120,6 +120,10 @@ pub struct Point {
     pub copies_per_byte_rx: Option<f64>,
     /// Ours: bytes the API copied for the two applications (0 expected).
     pub api_copied_bytes: Option<u64>,
+    /// Ours: times the sender's and the receiver's blocking waits slept
+    /// (each a futex wake-up: what the applications' CPU mostly is).
+    pub sender_sleeps: Option<u64>,
+    pub receiver_sleeps: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -297,6 +301,8 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
         copies_per_byte_tx: None,
         copies_per_byte_rx: None,
         api_copied_bytes: copied,
+        sender_sleeps: source["api_sleeps"].as_u64(),
+        receiver_sleeps: sink["api_sleeps"].as_u64(),
     })
 }
 
