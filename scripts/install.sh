@@ -2,6 +2,7 @@
 # Installs Outboard where `outboard run` and a C compiler find it:
 #   PREFIX/bin/outboard
 #   PREFIX/lib/liboutboard_shim.so            (outboard run finds it from PREFIX/bin)
+#   PREFIX/lib/liboutboard_shim_inline.so     (outboard run --inline: the shim with the engine inside)
 #   PREFIX/lib/liboutboard.{so,a}             (the C API: cc ... -loutboard)
 #   PREFIX/lib/liboutboard_embedded.{so,a}    (the C API with an engine inside the process)
 #   PREFIX/include/outboard.h, outboard_embedded.h
@@ -32,15 +33,15 @@ target="${CARGO_TARGET_DIR:-target}/$profile"
 if [ "$build" -eq 1 ]; then
     flags=()
     [ "$profile" = release ] && flags+=(--release)
-    cargo build --locked "${flags[@]}" -p outboard-cli -p outboard-shim -p outboard-capi -p outboard-embedded
+    cargo build --locked "${flags[@]}" -p outboard-cli -p outboard-shim -p outboard-shim-inline -p outboard-capi -p outboard-embedded
 fi
-for f in outboard liboutboard_shim.so liboutboard.so liboutboard.a liboutboard_embedded.so liboutboard_embedded.a; do
+for f in outboard liboutboard_shim.so liboutboard_shim_inline.so liboutboard.so liboutboard.a liboutboard_embedded.so liboutboard_embedded.a; do
     [ -f "$target/$f" ] || { echo "install.sh: $target/$f is missing (build it, or drop --no-build)" >&2; exit 1; }
 done
 
 install -d "$prefix/bin" "$prefix/lib" "$prefix/include" "$prefix/share/outboard" "$prefix/share/doc/outboard"
 install -m 755 "$target/outboard" "$prefix/bin/outboard"
-for f in liboutboard_shim.so liboutboard.so liboutboard_embedded.so; do
+for f in liboutboard_shim.so liboutboard_shim_inline.so liboutboard.so liboutboard_embedded.so; do
     install -m 755 "$target/$f" "$prefix/lib/$f"
 done
 for f in liboutboard.a liboutboard_embedded.a; do
@@ -49,4 +50,4 @@ done
 install -m 644 include/outboard.h include/outboard_embedded.h "$prefix/include/"
 install -m 644 packaging/outboard-engine@.service packaging/engine.toml "$prefix/share/outboard/"
 install -m 644 README.md docs/*.md "$prefix/share/doc/outboard/"
-echo "installed Outboard ($profile) under $prefix: bin/outboard, lib/liboutboard{,_shim,_embedded}, include/outboard{,_embedded}.h"
+echo "installed Outboard ($profile) under $prefix: bin/outboard, lib/liboutboard{,_shim,_shim_inline,_embedded}, include/outboard{,_embedded}.h"

@@ -440,6 +440,20 @@ impl Board {
         self.inner.borrow_mut().command(BoardCommand::ChildOf { key: parent_key })
     }
 
+    /// Detaches now, as dropping the last handle does, while handles remain:
+    /// the engine closes this board's streams gracefully (FIN after what is
+    /// queued), closes its listeners and datagram sockets, and forgets the
+    /// board. Every later call returns [`Error::EngineGone`]. For a process
+    /// that is about to exit with handles it cannot drop (the socket shim).
+    pub fn detach(&self) {
+        let mut i = self.inner.borrow_mut();
+        if !i.gone {
+            let _ = i.command(BoardCommand::Detach);
+            i.gone = true;
+        }
+        let _ = i.sock.shutdown(std::net::Shutdown::Both);
+    }
+
     /// The key processes forked from this one present to join its listeners
     /// (written by the engine at attach; only processes that map this board read it).
     pub fn inherit_key(&self) -> u64 {

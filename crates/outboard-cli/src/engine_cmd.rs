@@ -313,20 +313,8 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (a, p) = s
-        .split_once('/')
-        .ok_or_else(|| format!("--addr {s:?}: expected A.B.C.D/N, e.g. 10.77.0.2/24"))?;
-    let addr: Ipv4Addr = a.parse().map_err(|_| format!("--addr {s:?}: {a:?} is not an IPv4 address"))?;
-    let prefix: u8 = p
-        .parse()
-        .ok()
-        .filter(|p| (1..=32).contains(p))
-        .ok_or_else(|| format!("--addr {s:?}: prefix length must be 1..32"))?;
-    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
-        return Err(format!("--addr {s:?}: not a host address"));
-    }
-    Ok((addr, prefix))
+pub(crate) fn parse_addr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    outboard_engine::engine::parse_ipv4_cidr(s).map_err(|e| format!("--addr {s:?}: {e}"))
 }
 
 fn parse_addr6(s: &str) -> Result<(Ipv6Addr, u8), String> {

@@ -22,6 +22,18 @@
 //! exits 5 instead, before running it. A `#!` script is judged by its
 //! interpreter.
 //!
+//! `outboard run --inline --link KIND:ARGS --addr A.B.C.D/P [--gateway G]
+//! [--mtu N] [--name NAME] -- CMD ARGS…` runs the engine inside the program
+//! instead (Onload's model, no daemon): the shim is then
+//! `liboutboard_shim_inline.so` (found the same way), which starts the
+//! engine as a thread of the program at its first engine socket, on that
+//! link and address, named NAME (default `inline-PID`, the program's pid;
+//! `outboard stat --name` sees it while the program runs). The flags are
+//! checked here (exit 2 with the range that works); the link itself is
+//! opened by the program, which says why on stderr if it cannot (and runs
+//! on the kernel, or exits 4 with `--require-engine`). One process per
+//! engine: a forked child does not share it (see the library's doc).
+//!
 //! Exit codes (before the program runs): 2 bad command line; 3 no such
 //! engine (no board socket `RUN_DIR/NAME.board`); 4 the engine does not
 //! admit this user and `--require-engine` was given; 5 the program's sockets
@@ -41,6 +53,8 @@ use std::process::{Command, ExitCode};
 
 /// The shim's file name.
 pub const SHIM_FILE: &str = "liboutboard_shim.so";
+/// The shim with the engine inside the program (`--inline`).
+pub const INLINE_SHIM_FILE: &str = "liboutboard_shim_inline.so";
 /// Exit code: no engine of that name (same as `outboard stat`).
 pub const NO_ENGINE: u8 = 3;
 /// Exit code: `--require-engine`, and the program is one whose sockets the
@@ -53,13 +67,30 @@ pub const NO_SHIM: u8 = 16;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The engine daemon to use (its `outboard engine --name`).
-    #[arg(long, default_value = "default")]
-    pub name: String,
-    /// The shim library (default: $OUTBOARD_SHIM, else liboutboard_shim.so beside
-    /// this executable, in its deps/ directory or in ../lib/).
+    /// The engine daemon to use (its `outboard engine --name`; default "default"); with
+    /// --inline, the name the in-process engine answers `outboard stat` by (default inline-PID).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The shim library (default: $OUTBOARD_SHIM, else liboutboard_shim.so, or
+    /// liboutboard_shim_inline.so with --inline, beside this executable, in its deps/
+    /// directory or in ../lib/).
     #[arg(long)]
     pub shim: Option<PathBuf>,
+    /// Run the engine inside the program (no daemon): on --link, at --addr.
+    #[arg(long, requires_all = ["link", "addr"])]
+    pub inline: bool,
+    /// With --inline: the link, af_xdp:IFACE[:QUEUE], af_packet:IFACE, tap:NAME or fabric:NAME.
+    #[arg(long, requires = "inline", value_parser = parse_link)]
+    pub link: Option<String>,
+    /// With --inline: the engine's IPv4 address and prefix, e.g. 10.77.0.2/24.
+    #[arg(long, requires = "inline", value_parser = parse_inline_addr)]
+    pub addr: Option<String>,
+    /// With --inline: the next hop for destinations outside the prefix.
+    #[arg(long, requires = "inline")]
+    pub gateway: Option<std::net::Ipv4Addr>,
+    /// With --inline: the IP MTU, 576 to 9000 (default: the interface's; fabric and TAP 1500).
+    #[arg(long, requires = "inline", value_parser = crate::args::engine_mtu())]
+    pub mtu: Option<usize>,
     /// Fail instead of running a program whose sockets would not reach the
     /// engine: exit 5 before running a static or Go program, 4 when the engine
     /// does not admit this user (checked by attaching first), and 4 from the
@@ -69,6 +100,14 @@ pub struct RunArgs {
     /// The program and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, num_args = 1.., value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+fn parse_link(s: &str) -> Result<String, String> {
+    s.parse::<outboard_engine::link::LinkSpec>().map(|_| s.to_string()).map_err(|e| e.to_string())
+}
+
+fn parse_inline_addr(s: &str) -> Result<String, String> {
+    crate::engine_cmd::parse_addr(s).map(|_| s.to_string())
 }
 
 fn valid_name(name: &str) -> bool {
@@ -81,6 +120,11 @@ fn valid_name(name: &str) -> bool {
 
 /// Where the shim is, or why it is not.
 pub fn find_shim(flag: Option<&Path>) -> Result<PathBuf, String> {
+    find_library(flag, SHIM_FILE)
+}
+
+/// Where the shim library `file` is ([`SHIM_FILE`] or [`INLINE_SHIM_FILE`]), or why it is not.
+pub fn find_library(flag: Option<&Path>, file: &str) -> Result<PathBuf, String> {
     let (candidates, from): (Vec<PathBuf>, String) = if let Some(p) = flag {
         (vec![p.to_path_buf()], "--shim".into())
     } else if let Some(p) = std::env::var_os("OUTBOARD_SHIM").filter(|p| !p.is_empty()) {
@@ -91,7 +135,7 @@ pub fn find_shim(flag: Option<&Path>) -> Result<PathBuf, String> {
         let dir = exe.parent().unwrap_or(Path::new("/")).to_path_buf();
         (
             // Beside it (a build), in its deps/ (cargo's), or PREFIX/lib for PREFIX/bin (installed).
-            vec![dir.join(SHIM_FILE), dir.join("deps").join(SHIM_FILE), dir.join("../lib").join(SHIM_FILE)],
+            vec![dir.join(file), dir.join("deps").join(file), dir.join("../lib").join(file)],
             format!("beside {}, in its deps/ or in ../lib/", exe.display()),
         )
     };
@@ -103,9 +147,10 @@ pub fn find_shim(flag: Option<&Path>) -> Result<PathBuf, String> {
     }
     let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
     Err(format!(
-        "the socket shim {SHIM_FILE} was not found ({from}: {}); build it with `cargo build -p outboard-shim` \
+        "the socket shim {file} was not found ({from}: {}); build it with `cargo build -p {}` \
          (next to the outboard binary), or name it with --shim PATH or OUTBOARD_SHIM=PATH",
-        tried.join(", ")
+        tried.join(", "),
+        if file == INLINE_SHIM_FILE { "outboard-shim-inline" } else { "outboard-shim" }
     ))
 }
 
@@ -126,14 +171,18 @@ pub fn preload_value(shim: &OsStr, existing: Option<&OsStr>) -> OsString {
 }
 
 pub fn main(a: &RunArgs) -> ExitCode {
-    if !valid_name(&a.name) {
-        eprintln!(
-            "outboard run: --name {:?}: use 1 to 64 of A-Z a-z 0-9 - _ .",
-            a.name
-        );
+    let name = match (&a.name, a.inline) {
+        (Some(n), _) => n.clone(),
+        // The program keeps this pid (exec).
+        (None, true) => format!("inline-{}", std::process::id()),
+        (None, false) => "default".to_string(),
+    };
+    if !valid_name(&name) {
+        eprintln!("outboard run: --name {name:?}: use 1 to 64 of A-Z a-z 0-9 - _ .");
         return ExitCode::from(2);
     }
-    let shim = match find_shim(a.shim.as_deref()) {
+    let file = if a.inline { INLINE_SHIM_FILE } else { SHIM_FILE };
+    let shim = match find_library(a.shim.as_deref(), file) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("outboard run: {e}");
@@ -141,20 +190,29 @@ pub fn main(a: &RunArgs) -> ExitCode {
         }
     };
     let run_dir = outboard_engine::control::run_dir();
-    let board = outboard_engine::host::board_socket_path(&a.name);
+    if a.inline {
+        return exec_program(a, &shim, &name, &run_dir);
+    }
+    let board = outboard_engine::host::board_socket_path(&name);
     let is_socket = std::fs::metadata(&board)
         .map(|m| m.file_type().is_socket())
         .unwrap_or(false);
     if !is_socket {
         eprintln!(
             "outboard run: no engine named {:?} is running (no board socket {}); start one with \
-             `outboard engine --name {} --link ... --addr ...`, or set OUTBOARD_RUN_DIR as the engine had it",
-            a.name,
+             `outboard engine --name {} --link ... --addr ...` (or run it with the engine inside: \
+             `outboard run --inline --link ... --addr ...`), or set OUTBOARD_RUN_DIR as the engine had it",
+            name,
             board.display(),
-            a.name
+            name
         );
         return ExitCode::from(NO_ENGINE);
     }
+    exec_program(a, &shim, &name, &run_dir)
+}
+
+/// Checks the program, then execs it with the shim preloaded (returns only on failure).
+fn exec_program(a: &RunArgs, shim: &Path, name: &str, run_dir: &Path) -> ExitCode {
     let program = &a.command[0];
     // A program the shim cannot take: say so, and run it anyway unless told
     // not to. One not found is left to exec (127).
@@ -169,8 +227,10 @@ pub fn main(a: &RunArgs) -> ExitCode {
             );
         }
     }
-    if a.require_engine {
-        if let Err((code, why)) = probe_attach(&a.name) {
+    // A daemon is asked now whether it admits this user; an in-process
+    // engine is the program's own (it exits 4 if it cannot start one).
+    if a.require_engine && !a.inline {
+        if let Err((code, why)) = probe_attach(name) {
             eprintln!("outboard run: {why}. Not running {} (--require-engine).", Path::new(program).display());
             return ExitCode::from(code);
         }
@@ -179,10 +239,26 @@ pub fn main(a: &RunArgs) -> ExitCode {
     let mut cmd = Command::new(program);
     cmd.args(&a.command[1..])
         .env("LD_PRELOAD", preload)
-        .env("OUTBOARD_ENGINE", &a.name)
-        .env("OUTBOARD_RUN_DIR", &run_dir);
+        .env("OUTBOARD_ENGINE", name)
+        .env("OUTBOARD_RUN_DIR", run_dir);
     if a.require_engine {
         cmd.env("OUTBOARD_REQUIRE_ENGINE", "1");
+    }
+    if a.inline {
+        let (link, addr) = (a.link.as_deref().unwrap_or_default(), a.addr.as_deref().unwrap_or_default());
+        cmd.env("OUTBOARD_INLINE_LINK", link).env("OUTBOARD_INLINE_ADDR", addr);
+        match a.gateway {
+            Some(g) => cmd.env("OUTBOARD_INLINE_GATEWAY", g.to_string()),
+            None => cmd.env_remove("OUTBOARD_INLINE_GATEWAY"),
+        };
+        match a.mtu {
+            Some(m) => cmd.env("OUTBOARD_INLINE_MTU", m.to_string()),
+            None => cmd.env_remove("OUTBOARD_INLINE_MTU"),
+        };
+    } else {
+        for v in ["OUTBOARD_INLINE_LINK", "OUTBOARD_INLINE_ADDR", "OUTBOARD_INLINE_GATEWAY", "OUTBOARD_INLINE_MTU"] {
+            cmd.env_remove(v);
+        }
     }
     let err = cmd.exec();
     // exec returns only on failure.

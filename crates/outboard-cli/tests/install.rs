@@ -45,7 +45,7 @@ fn the_installed_outboard_finds_its_shim_and_c_programs_build_against_it() {
     }
     let o = c.output().expect("scripts/install.sh");
     assert!(o.status.success(), "install.sh: {}", text(&o));
-    for f in ["bin/outboard", "lib/liboutboard_shim.so", "lib/liboutboard.so", "lib/liboutboard.a", "include/outboard.h", "share/outboard/engine.toml"] {
+    for f in ["bin/outboard", "lib/liboutboard_shim.so", "lib/liboutboard_shim_inline.so", "lib/liboutboard.so", "lib/liboutboard.a", "include/outboard.h", "share/outboard/engine.toml"] {
         assert!(prefix.join(f).is_file(), "{f} installed");
     }
 
@@ -60,6 +60,13 @@ fn the_installed_outboard_finds_its_shim_and_c_programs_build_against_it() {
     c.args(["run", "--name", "inst-b", "--", "python3", "-c", ECHO, "10.0.0.1"]).env("OUTBOARD_RUN_DIR", &run).env_remove("OUTBOARD_SHIM");
     let (ok, out, err) = output_within(c, Duration::from_secs(30), Duration::from_secs(2));
     assert!(ok && out.trim() == "installed", "a client under the installed shim: {out}\n{err}");
+    // And `outboard run --inline` finds PREFIX/lib/liboutboard_shim_inline.so (its engine inside the client).
+    let mut c = Command::new(prefix.join("bin/outboard"));
+    c.args(["run", "--inline", "--name", "inst-i", "--link", &fabric, "--addr", "10.0.0.3/24", "--", "python3", "-c", ECHO, "10.0.0.1"])
+        .env("OUTBOARD_RUN_DIR", &run)
+        .env_remove("OUTBOARD_SHIM");
+    let (ok, out, err) = output_within(c, Duration::from_secs(30), Duration::from_secs(2));
+    assert!(ok && out.trim() == "installed", "a client under the installed inline shim: {out}\n{err}");
 
     // A C program against the installed header and library.
     let exe = dir.join("fetch");

@@ -40,7 +40,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 use support::engine::FakeEngine;
 use support::netns::{need_all, skip_unless_root};
-use support::rig::{must, output, random_file, sha256, Rig, STEP};
+use support::rig::{must, output, random_file, sha256, AppRig, InlineRig, Rig, STEP};
 use support::{python3, size_from_env, OUTBOARD};
 
 // ------------------------------------------------------------ `outboard run` (no root)
@@ -217,15 +217,38 @@ fn run_puts_the_shim_first_in_ld_preload_and_names_the_engine() {
 /// (it must equal `src`, and the engine must have carried it), then
 /// Linux's wrk runs `conns` connections on `/small` for 3 s with no
 /// error. `log` adds the server's own log to a failure.
+/// What the python case needs (program, package).
+const PY_HTTP_NEEDS: &[(&str, &str)] = &[
+    ("curl", "curl"),
+    ("wrk", "wrk"),
+    ("python3", "python3"),
+    ("sha256sum", "coreutils"),
+];
+
+/// What the nginx case needs (program, package).
+const NGINX_NEEDS: &[(&str, &str)] = &[
+    ("nginx", "nginx-light"),
+    ("curl", "curl"),
+    ("wrk", "wrk"),
+    ("sha256sum", "coreutils"),
+];
+
+/// What the redis case needs (program, package).
+const REDIS_NEEDS: &[(&str, &str)] = &[
+    ("redis-server", "redis-server"),
+    ("redis-benchmark", "redis-tools"),
+    ("redis-cli", "redis-tools"),
+];
+
 fn serve_linux_curl_and_wrk(
-    rig: &Rig,
+    rig: &impl AppRig,
     what: &str,
     port: u16,
     src: &Path,
     conns: u32,
     log: impl Fn() -> String,
 ) -> tools::Wrk {
-    let dst = rig.tmp.join("got");
+    let dst = rig.tmp().join("got");
     let url = |name: &str| format!("http://{}:{port}/{name}", rig.eip());
     let (ok, out, err) = output(rig.linux_cmd(
         STEP,
@@ -323,13 +346,20 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
     if skip_unless_root("shim_python_http_server_serves_linux_curl_and_wrk") {
         return;
     }
-    need_all(&[
-        ("curl", "curl"),
-        ("wrk", "wrk"),
-        ("python3", "python3"),
-        ("sha256sum", "coreutils"),
-    ]);
-    let rig = Rig::up("spy");
+    need_all(PY_HTTP_NEEDS);
+    python_http_serves_linux_curl_and_wrk(&Rig::up("spy"));
+}
+
+#[test]
+fn inline_python_http_server_serves_linux_curl_and_wrk() {
+    if skip_unless_root("inline_python_http_server_serves_linux_curl_and_wrk") {
+        return;
+    }
+    need_all(PY_HTTP_NEEDS);
+    python_http_serves_linux_curl_and_wrk(&InlineRig::up("ipy"));
+}
+
+fn python_http_serves_linux_curl_and_wrk(rig: &impl AppRig) {
     let src = rig.random_file("blob", 8 << 20, 12);
     rig.random_file("small", 4096, 13);
     let py = python3();
@@ -346,12 +376,12 @@ fn shim_python_http_server_serves_linux_curl_and_wrk() {
                 "0.0.0.0",
                 "8000",
                 "--directory",
-                rig.tmp.to_str().unwrap(),
+                rig.tmp().to_str().unwrap(),
             ],
         ),
     );
     rig.wait_tcp(&rig.eip(), 8000, &mut srv);
-    let w = serve_linux_curl_and_wrk(&rig, "the shim's http.server", 8000, &src, 8, String::new);
+    let w = serve_linux_curl_and_wrk(rig, "the shim's http.server", 8000, &src, 8, String::new);
     srv.assert_running();
     eprintln!(
         "shim python http.server: 8 MiB byte-exact; wrk {} requests, {:.0}/s",
@@ -364,19 +394,26 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
     if skip_unless_root("shim_nginx_serves_linux_curl_and_wrk") {
         return;
     }
-    need_all(&[
-        ("nginx", "nginx-light"),
-        ("curl", "curl"),
-        ("wrk", "wrk"),
-        ("sha256sum", "coreutils"),
-    ]);
-    let rig = Rig::up("sngx");
-    let www = rig.tmp.join("www");
+    need_all(NGINX_NEEDS);
+    nginx_serves_linux_curl_and_wrk(&Rig::up("sngx"));
+}
+
+#[test]
+fn inline_nginx_serves_linux_curl_and_wrk() {
+    if skip_unless_root("inline_nginx_serves_linux_curl_and_wrk") {
+        return;
+    }
+    need_all(NGINX_NEEDS);
+    nginx_serves_linux_curl_and_wrk(&InlineRig::up("ingx"));
+}
+
+fn nginx_serves_linux_curl_and_wrk(rig: &impl AppRig) {
+    let www = rig.tmp().join("www");
     std::fs::create_dir_all(&www).unwrap();
     let src = www.join("blob");
     random_file(&src, 8 << 20, 14);
     random_file(&www.join("small"), 4096, 15);
-    let conf = must(tools::nginx_conf(&rig.tmp, 8080));
+    let conf = must(tools::nginx_conf(rig.tmp(), 8080));
     let mut srv = rig.bg(
         "shim-nginx",
         rig.shim_cmd(
@@ -384,7 +421,7 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
             &[
                 "nginx",
                 "-p",
-                rig.tmp.to_str().unwrap(),
+                rig.tmp().to_str().unwrap(),
                 "-c",
                 conf.to_str().unwrap(),
                 "-g",
@@ -394,10 +431,10 @@ fn shim_nginx_serves_linux_curl_and_wrk() {
     );
     rig.wait_tcp(&rig.eip(), 8080, &mut srv);
     let errlog = || {
-        let log = std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default();
+        let log = std::fs::read_to_string(rig.tmp().join("error.log")).unwrap_or_default();
         format!("\nnginx error.log:\n{log}")
     };
-    let w = serve_linux_curl_and_wrk(&rig, "nginx under the shim", 8080, &src, 16, errlog);
+    let w = serve_linux_curl_and_wrk(rig, "nginx under the shim", 8080, &src, 16, errlog);
     srv.assert_running();
     eprintln!("shim nginx: 8 MiB byte-exact; wrk {} requests, {:.0}/s", w.requests, w.per_s);
 }
@@ -407,13 +444,21 @@ fn shim_redis_server_serves_linux_benchmark_and_cli() {
     if skip_unless_root("shim_redis_server_serves_linux_benchmark_and_cli") {
         return;
     }
-    need_all(&[
-        ("redis-server", "redis-server"),
-        ("redis-benchmark", "redis-tools"),
-        ("redis-cli", "redis-tools"),
-    ]);
-    let rig = Rig::up("sred");
-    let cmd = tools::redis_server_cmd(6379, &rig.tmp);
+    need_all(REDIS_NEEDS);
+    redis_serves_linux_benchmark_and_cli(&Rig::up("sred"));
+}
+
+#[test]
+fn inline_redis_server_serves_linux_benchmark_and_cli() {
+    if skip_unless_root("inline_redis_server_serves_linux_benchmark_and_cli") {
+        return;
+    }
+    need_all(REDIS_NEEDS);
+    redis_serves_linux_benchmark_and_cli(&InlineRig::up("ired"));
+}
+
+fn redis_serves_linux_benchmark_and_cli(rig: &impl AppRig) {
+    let cmd = tools::redis_server_cmd(6379, rig.tmp());
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let mut srv = rig.bg("shim-redis", rig.shim_cmd(STEP * 3, &cmd));
     srv.wait_log("Ready to accept connections");
@@ -460,7 +505,7 @@ fn shim_redis_server_serves_linux_benchmark_and_cli() {
         s
     };
     assert_eq!(big.len(), 1 << 20);
-    let bigf = rig.tmp.join("big.txt");
+    let bigf = rig.tmp().join("big.txt");
     std::fs::write(&bigf, &big).unwrap();
     let mut c = rig.linux_cmd(
         STEP,

@@ -20,7 +20,7 @@ mod support;
 use std::time::Duration;
 use support::netns::{need_all, skip_unless_root};
 use support::python3;
-use support::rig::{output, Rig, STEP};
+use support::rig::{output, AppRig, Rig, STEP};
 
 /// Echo server: TCP_FASTOPEN 16, three connections, each read to EOF and sent back.
 const SERVER: &str = r#"

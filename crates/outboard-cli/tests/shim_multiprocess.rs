@@ -23,7 +23,7 @@ mod tools;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use support::netns::{need_all, skip_unless_root};
-use support::rig::{must, output, random_file, sha256, Rig, STEP};
+use support::rig::{must, output, random_file, sha256, AppRig, Rig, STEP};
 use support::python3;
 
 /// The boards attached to the rig's engine that accepted connections: (pid, accepts).

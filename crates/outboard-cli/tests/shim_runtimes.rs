@@ -27,7 +27,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::netns::{need_all, skip_unless_root};
-use support::rig::{output, random_file, sha256, Bg, Rig, STEP};
+use support::rig::{output, random_file, sha256, Bg, AppRig, Rig, STEP};
 use support::python3;
 
 // Each test's lab tag differs in its first 5 characters (`lab_name` keeps 5):

@@ -42,13 +42,7 @@ pub struct ob_embedded_options_t {
 
 /// "A.B.C.D/N" → (address, prefix), as `outboard engine --addr` takes it.
 fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), Errno> {
-    let (a, p) = s.split_once('/').ok_or(EINVAL)?;
-    let addr: Ipv4Addr = a.parse().map_err(|_| EINVAL)?;
-    let prefix: u8 = p.parse().ok().filter(|p| (1..=32).contains(p)).ok_or(EINVAL)?;
-    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
-        return Err(EINVAL);
-    }
-    Ok((addr, prefix))
+    outboard_engine::engine::parse_ipv4_cidr(s).map_err(|_| EINVAL)
 }
 
 unsafe fn settings(o: &ob_embedded_options_t) -> Result<EngineSettings, Errno> {

@@ -15,6 +15,10 @@ use std::time::Duration;
 
 struct Running {
     stop: Arc<AtomicBool>,
+    /// Set by `linger`: the engine stops by itself once shard 0 is quiescent.
+    draining: Arc<AtomicBool>,
+    /// Says when the engine thread has ended (for `linger`'s deadline).
+    ended: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -37,14 +41,28 @@ pub struct EmbeddedEngine {
 impl EmbeddedEngine {
     /// Starts the engine (link, stack, shard thread). `settings.control`
     /// decides whether `outboard stat --name` can see it.
-    pub fn start(mut settings: EngineSettings) -> Result<EmbeddedEngine> {
+    pub fn start(settings: EngineSettings) -> Result<EmbeddedEngine> {
+        EmbeddedEngine::start_with(settings, || {})
+    }
+
+    /// As `start`; `thread_init` runs first in the engine thread (the
+    /// socket shim marks it as its own there, so the engine's system calls
+    /// bypass its interposers).
+    pub fn start_with(mut settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
         settings.boards = BoardAttach::Embedded;
         let stop = Arc::new(AtomicBool::new(false));
+        let draining = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let stop2 = stop.clone();
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel::<()>();
+        let (stop2, draining2) = (stop.clone(), draining.clone());
+        // The application's signals are for its own threads: the engine
+        // thread starts with every signal blocked (it inherits the mask).
+        let old_mask = block_signals();
         let thread = std::thread::Builder::new()
             .name(format!("outboard-shard-{}", settings.name))
             .spawn(move || {
+                let _ended = ended_tx;
+                thread_init();
                 let mut engine = match Engine::start(&settings) {
                     Ok(e) => e,
                     Err(e) => {
@@ -56,9 +74,10 @@ impl EmbeddedEngine {
                 if tx.send(attacher.ok_or_else(|| "engine started without boards".to_string())).is_err() {
                     return;
                 }
-                let _ = engine.run(&stop2, |_| false);
-            })
-            .map_err(|e| Error::Attach(format!("cannot start the engine thread: {e}")))?;
+                let _ = engine.run(&stop2, |shard| draining2.load(Ordering::Relaxed) && shard.quiescent());
+            });
+        restore_signals(&old_mask);
+        let thread = thread.map_err(|e| Error::Attach(format!("cannot start the engine thread: {e}")))?;
         let attacher = match rx.recv() {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
@@ -70,7 +89,8 @@ impl EmbeddedEngine {
                 return Err(Error::Attach("the engine thread died while starting".into()));
             }
         };
-        Ok(EmbeddedEngine { attacher, running: Arc::new(Running { stop, thread: Some(thread) }) })
+        let running = Running { stop, draining, ended: std::sync::Mutex::new(ended_rx), thread: Some(thread) };
+        Ok(EmbeddedEngine { attacher, running: Arc::new(running) })
     }
     /// A board on this engine. The engine keeps running while any board
     /// attached here lives, even after this handle is dropped.
@@ -78,10 +98,43 @@ impl EmbeddedEngine {
         let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
         Board::attach_socket(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
     }
+    /// Lets the engine finish what applications left it, then stop: it runs
+    /// until no board is attached and no connection has data or a FIN still
+    /// to send or to be acknowledged (`Shard::quiescent`), at most `limit`.
+    /// Boards should be detached first (dropped, or `Board::detach`): their
+    /// streams are then closed gracefully. True when the engine finished
+    /// within `limit` (false: it is stopped anyway).
+    pub fn linger(&self, limit: Duration) -> bool {
+        self.running.draining.store(true, Ordering::Relaxed);
+        let finished = match self.running.ended.lock() {
+            Ok(rx) => !matches!(rx.recv_timeout(limit), Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
+            Err(_) => false,
+        };
+        self.running.stop.store(true, Ordering::Relaxed);
+        finished
+    }
+
     /// Stops the engine threads now (attached boards then get `EngineGone`).
     pub fn stop(self) {
         self.running.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// Blocks every signal in the calling thread; returns the mask it had.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, filled by sigfillset/pthread_sigmask.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        old
+    }
+}
+
+fn restore_signals(old: &libc::sigset_t) {
+    // SAFETY: a mask pthread_sigmask returned.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
 /// The engine in the application's own thread (Onload-style): no engine

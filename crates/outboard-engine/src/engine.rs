@@ -77,6 +77,19 @@ pub enum BoardAttach {
     Embedded,
 }
 
+/// An engine's IPv4 address and prefix, `A.B.C.D/N` (N 1 to 32, a host
+/// address): the one parser behind `--addr`, `outboard run --inline` and
+/// the embedded engine's C options.
+pub fn parse_ipv4_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (a, p) = s.split_once('/').ok_or("expected A.B.C.D/N, e.g. 10.77.0.2/24")?;
+    let addr: Ipv4Addr = a.parse().map_err(|_| format!("{a:?} is not an IPv4 address"))?;
+    let prefix: u8 = p.parse().ok().filter(|p| (1..=32).contains(p)).ok_or("prefix length must be 1..32")?;
+    if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() {
+        return Err("not a host address".into());
+    }
+    Ok((addr, prefix))
+}
+
 /// Default `max_board_bytes`.
 pub const DEFAULT_MAX_BOARD: usize = 1 << 30;
 

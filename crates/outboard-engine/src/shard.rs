@@ -292,6 +292,22 @@ impl Shard {
         }
     }
 
+    /// Nothing of an application's is left to deliver: no board attached,
+    /// and no connection whose data or FIN still waits to be sent or
+    /// acknowledged (TIME-WAIT, FIN-WAIT-2 and half-open handshakes do not
+    /// count: their peers already have every byte). An engine inside a
+    /// program that exits runs until this holds (`outboard run --inline`),
+    /// as the kernel keeps sending after a process's last `close`.
+    pub fn quiescent(&self) -> bool {
+        use outboard_tcp::State;
+        if self.apps.get::<crate::host::Host>().is_some_and(|h| !h.rows().is_empty()) {
+            return false;
+        }
+        !self.stack.tcp_connections().iter().any(|(_, _, state, _)| {
+            matches!(state, State::SynSent | State::Established | State::FinWait1 | State::CloseWait | State::Closing | State::LastAck)
+        })
+    }
+
     /// Loops until `stop` is set or `done` says so, answering control
     /// requests between turns and sleeping when idle.
     pub fn run(

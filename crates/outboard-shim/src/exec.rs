@@ -147,6 +147,10 @@ impl Carry {
 /// Writes the table for the next image, if there is anything to carry.
 pub fn prepare() -> Option<Carry> {
     let _r = Reentry::enter();
+    if crate::state::in_process_engine() {
+        // The engine ends with this image: its sockets cannot be carried.
+        return None;
+    }
     let entries = carried();
     if entries.is_empty() {
         return None;

@@ -61,6 +61,12 @@ pub fn in_shim() -> bool {
     IN_SHIM.with(|c| c.get())
 }
 
+/// Marks this thread as the shim's own for the rest of its life: every call
+/// it makes goes to the kernel untouched (an engine thread inside the program).
+pub fn mark_thread_internal() {
+    IN_SHIM.with(|c| c.set(true));
+}
+
 /// Marks this thread as inside the shim until dropped.
 pub struct Reentry(bool);
 impl Reentry {
@@ -219,6 +225,37 @@ impl Settings {
     }
 }
 
+/// Where boards come from when not from the engine daemon `OUTBOARD_ENGINE`
+/// names: an engine inside this process (`liboutboard_shim_inline`, for
+/// `outboard run --inline`, installs one when it loads).
+pub type BoardSource = fn(&AttachOptions) -> Result<Board, outboard_api::Error>;
+
+static BOARD_SOURCE: std::sync::OnceLock<BoardSource> = std::sync::OnceLock::new();
+
+/// Makes `source` where this process's board comes from (once; false if one was set already).
+pub fn set_board_source(source: BoardSource) -> bool {
+    BOARD_SOURCE.set(source).is_ok()
+}
+
+/// Whether the engine runs inside this process (`outboard run --inline`):
+/// it ends with the process image, so nothing is carried across `exec`.
+pub fn in_process_engine() -> bool {
+    BOARD_SOURCE.get().is_some()
+}
+
+/// The process is exiting (an `atexit` handler of the in-process engine):
+/// the board detaches, so the engine closes every stream gracefully (FIN
+/// after what is queued) instead of resetting it, and the watcher stays
+/// quiet about the hang-up. Later engine calls fail (EngineGone).
+pub fn detach_for_exit() {
+    crate::wait::DETACHING.store(true, Ordering::SeqCst);
+    let mut g = lock();
+    g.push_counters();
+    if let Some(b) = g.board.as_ref() {
+        b.detach();
+    }
+}
+
 /// Exit status of a process under `--require-engine` that the engine does not take.
 pub const REQUIRED_ENGINE_REFUSED: i32 = 4;
 
@@ -281,7 +318,10 @@ impl Shim {
             run_dir: Some(cfg.run_dir.clone()),
             ..AttachOptions::default()
         };
-        let b = Board::attach_with(name, &opts)?;
+        let b = match BOARD_SOURCE.get() {
+            Some(source) => source(&opts)?,
+            None => Board::attach_with(name, &opts)?,
+        };
         set_mark(b.attach_socket_fd(), MARK_INTERNAL);
         let net = b.engine_net();
         self.net = Some(net);
@@ -641,8 +681,14 @@ extern "C" fn after_fork_child() {
     });
 }
 
-/// Runs once when the library loads.
+/// Runs once when the library loads (a second call does nothing: a
+/// library that links the shim may call it from its own constructor too).
 pub fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(init_once);
+}
+
+fn init_once() {
     // Read the environment now, before the program can clear it.
     let _ = settings();
     crate::log::prime();

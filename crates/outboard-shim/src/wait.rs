@@ -97,6 +97,10 @@ pub fn ring(efd: RawFd) {
 }
 
 /// Starts the watcher thread for a newly attached board.
+/// Set when this process detaches its board on purpose (at exit, with an
+/// in-process engine): the hang-up that follows is not an engine's death.
+pub static DETACHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// How often a process whose engine died tries to attach to a new one.
 const REATTACH_EVERY: Duration = Duration::from_millis(250);
 
@@ -118,6 +122,9 @@ pub fn start_watcher(board: &Board) {
             if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 return;
             }
+        }
+        if DETACHING.load(Ordering::SeqCst) {
+            return; // this process let go of its board on purpose (exit)
         }
         ENGINE_GONE.store(true, Ordering::SeqCst);
         crate::log::warn("the engine is gone: engine sockets fail until an engine of the same name is back");

@@ -67,9 +67,13 @@ pub struct AppsArgs {
     /// The engine's link: af_xdp or af_packet.
     #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"])]
     pub link: String,
-    /// The socket shim (default as for `outboard run`).
+    /// The socket shim (default as for `outboard run`; liboutboard_shim_inline.so with --inline).
     #[arg(long)]
     pub shim: Option<PathBuf>,
+    /// Run each server with the engine inside it (`outboard run --inline`, no daemon)
+    /// instead of on an engine daemon.
+    #[arg(long)]
+    pub inline: bool,
     /// Lab name (1 to 8 of a-z 0-9; default `ba` and this process's id in base 36).
     #[arg(long)]
     pub lab_name: Option<String>,
@@ -94,6 +98,9 @@ pub struct Report {
     pub machine: Machine,
     pub lab: String,
     pub link: String,
+    /// Where our engine ran: "daemon" (an `outboard engine` process) or
+    /// "inline" (inside each server, `outboard run --inline`).
+    pub engine: String,
     pub seconds_per_case: u64,
     /// The server address under the shim (the engine's).
     pub engine_addr: String,
@@ -143,7 +150,8 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         eprintln!("outboard bench apps: missing programs: {}; install them with apt-get (scripts/test.sh does)", missing.join(", "));
         return ExitCode::from(11);
     }
-    let shim = match crate::run_cmd::find_shim(a.shim.as_deref()) {
+    let file = if a.inline { crate::run_cmd::INLINE_SHIM_FILE } else { crate::run_cmd::SHIM_FILE };
+    let shim = match crate::run_cmd::find_library(a.shim.as_deref(), file) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("outboard bench apps: {e}");
@@ -198,6 +206,9 @@ pub(crate) struct Side<'a> {
     pub(crate) addr: Ipv4Addr,
     /// (`outboard` executable, engine name, shim, run dir) under the shim; None on the kernel.
     pub(crate) shim: Option<(PathBuf, String, &'a Path, &'a Path)>,
+    /// `outboard run --inline` flags (`--inline --link … --addr …`): each
+    /// server runs its own engine; None: the servers use the engine daemon.
+    pub(crate) inline: Option<Vec<String>>,
     pub(crate) tmp: PathBuf,
     pub(crate) secs: u64,
 }
@@ -213,28 +224,27 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
     std::fs::create_dir_all(&run_dir).map_err(|e| format!("create {}: {e}", run_dir.display()))?;
     // ---- outboard: the engine on eng0, servers under the shim
     stopped()?;
-    let engine = EngineProc::start(
-        &eng_ns,
-        &format!("{}:{iface}", a.link),
-        &format!("{engine_addr}/{}", lab.engine_prefix()),
-        "none",
-        format!("bench-apps-{}", std::process::id()),
-        &run_dir,
-        run_dir.join("engine.log"),
-        &["--allow-user", "nobody"],
-    )?;
+    let (link, cidr) = (format!("{}:{iface}", a.link), format!("{engine_addr}/{}", lab.engine_prefix()));
+    let engine = if a.inline {
+        None
+    } else {
+        let name = format!("bench-apps-{}", std::process::id());
+        Some(EngineProc::start(&eng_ns, &link, &cidr, "none", name, &run_dir, run_dir.join("engine.log"), &["--allow-user", "nobody"])?)
+    };
     let ours = {
+        let name = engine.as_ref().map_or_else(|| format!("bench-apps-inline-{}", std::process::id()), |e| e.name.clone());
         let side = Side {
             eng_ns: eng_ns.clone(),
             lnx_ns: lnx_ns.clone(),
             addr: engine_addr,
-            shim: Some((exe.clone(), engine.name.clone(), shim, &run_dir)),
+            shim: Some((exe.clone(), name, shim, &run_dir)),
+            inline: a.inline.then(|| ["--inline", "--link", &link, "--addr", &cidr].map(String::from).to_vec()),
             tmp: tmp.join("outboard"),
             secs,
         };
         measure(&side)
     };
-    let log = engine.stop();
+    let log = engine.map(EngineProc::stop).unwrap_or_else(|| "(no daemon: each server ran its engine inside it; their logs are in the servers' output)".into());
     let (ours, ours_errors) =
         ours.map_err(|e| format!("under the shim: {e}\nengine log:\n{}", log.trim_end()))?;
     let mut errors: Vec<String> = ours_errors
@@ -253,6 +263,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
             lnx_ns,
             addr: kernel_addr,
             shim: None,
+            inline: None,
             tmp: tmp.join("kernel"),
             secs,
         };
@@ -329,6 +340,9 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
     if a.link != "af_xdp" {
         command.push_str(&format!(" --link {}", a.link));
     }
+    if a.inline {
+        command.push_str(" --inline");
+    }
     if a.json {
         command.push_str(" --json");
     }
@@ -337,6 +351,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
         machine: machine(),
         lab: lab.name().to_string(),
         link: a.link.clone(),
+        engine: if a.inline { "inline" } else { "daemon" }.into(),
         seconds_per_case: secs,
         engine_addr: engine_addr.to_string(),
         kernel_addr: kernel_addr.to_string(),
@@ -394,12 +409,15 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         Ok(())
     })?;
 
-    // memcached, dropping to nobody as packaged daemons do
+    // memcached, dropping to nobody as packaged daemons do (with the engine
+    // inside it, it stays root: an unprivileged process cannot open the
+    // link, and it opens it at its first socket, after the drop)
     case(&mut errors, "memcached", || {
         let port = MEMCACHED_PORT.to_string();
+        let user = if s.inline.is_some() { "root" } else { "nobody" };
         let mut srv = s.server(
             "memcached",
-            &["memcached", "-u", "nobody", "-l", "0.0.0.0", "-p", &port, "-t", "2", "-U", "0", "-m", "256"],
+            &["memcached", "-u", user, "-l", "0.0.0.0", "-p", &port, "-t", "2", "-U", "0", "-m", "256"],
             limit * 2,
         )?;
         s.wait_tcp(&ip, MEMCACHED_PORT, &mut srv)?;
@@ -539,6 +557,7 @@ impl Side<'_> {
             c.arg(exe)
                 .args(["run", "--name", engine, "--shim"])
                 .arg(shim)
+                .args(self.inline.iter().flatten())
                 .arg("--")
                 .env("OUTBOARD_RUN_DIR", run_dir);
         }

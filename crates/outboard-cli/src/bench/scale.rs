@@ -1039,6 +1039,7 @@ impl NginxPlan {
                     self.shim.as_path(),
                     run_dir.as_path(),
                 )),
+                inline: None,
                 tmp: dir.join("outboard"),
                 secs: self.secs,
             };
@@ -1056,6 +1057,7 @@ impl NginxPlan {
             lnx_ns,
             addr: kernel_addr,
             shim: None,
+            inline: None,
             tmp: dir.join("kernel"),
             secs: self.secs,
         };

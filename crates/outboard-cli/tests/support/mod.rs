@@ -83,20 +83,26 @@ pub fn handlers() -> &'static Path {
 
 /// The socket shim, beside the `outboard` binary the tests run (or in its deps/).
 pub fn shim_lib() -> PathBuf {
+    built_lib("liboutboard_shim.so", "outboard-shim")
+}
+
+/// `liboutboard_shim_inline.so` (the shim with the engine inside the program), built beside `outboard`.
+pub fn inline_shim_lib() -> PathBuf {
+    built_lib("liboutboard_shim_inline.so", "outboard-shim-inline")
+}
+
+fn built_lib(file: &str, package: &str) -> PathBuf {
     let dir = Path::new(OUTBOARD).parent().expect("target dir");
-    [
-        dir.join("liboutboard_shim.so"),
-        dir.join("deps").join("liboutboard_shim.so"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-    .unwrap_or_else(|| {
-        panic!(
-            "liboutboard_shim.so is not in {} (or deps/): build it with `cargo build -p outboard-shim` \
+    [dir.join(file), dir.join("deps").join(file)]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "{file} is not in {} (or deps/): build it with `cargo build -p {package}` \
                  (scripts/test.sh builds the whole workspace first)",
-            dir.display()
-        )
-    })
+                dir.display()
+            )
+        })
 }
 
 /// A Python script of `tests/scripts/`.

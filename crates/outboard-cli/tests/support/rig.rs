@@ -127,10 +127,6 @@ impl Rig {
         self.engine = Rig::start_engine(&self.lab, &name, &extra);
     }
 
-    pub fn eip(&self) -> String {
-        self.lab.engine_addr().to_string()
-    }
-
     /// The engine's IPv6 address (a dual-stack rig).
     pub fn eip6(&self) -> String {
         self.lab.engine_addr6().expect("an IPv6 rig").to_string()
@@ -139,10 +135,6 @@ impl Rig {
     /// Linux's IPv6 address (a dual-stack rig).
     pub fn lip6(&self) -> String {
         self.lab.linux_addr6().expect("an IPv6 rig").to_string()
-    }
-
-    pub fn lip(&self) -> String {
-        self.lab.linux_addr().to_string()
     }
 
     /// `timeout … ip netns exec ENG outboard run --name ENGINE -- ARGS`.
@@ -161,16 +153,51 @@ impl Rig {
         c
     }
 
+    /// The engine's board counters: (applications attached ever, stream
+    /// bytes read by applications, stream bytes they sent that peers
+    /// acknowledged — counted while the sending endpoint is open, so a server
+    /// that closes right after its last write may show less than it sent).
+    pub fn through_engine(&self) -> (u64, u64, u64) {
+        let h = &self.engine.stat()["host"];
+        let n = |k: &str| h[k].as_u64().unwrap_or(0);
+        (n("attached"), n("rx_delivered"), n("tx_delivered"))
+    }
+
+}
+
+/// A lab whose engine side runs programs under the socket shim: with an
+/// engine daemon ([`Rig`]) or with the engine inside each program
+/// ([`InlineRig`], `outboard run --inline`). The application tests are
+/// written once against this and run both ways.
+pub trait AppRig {
+    fn lab(&self) -> &Lab;
+    /// The scratch directory.
+    fn tmp(&self) -> &Path;
+    /// `timeout … ip netns exec ENG outboard run … -- ARGS`.
+    fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command;
+    /// The engine's board counters (applications attached ever, stream bytes
+    /// read by applications, stream bytes they sent that peers acknowledged);
+    /// an in-process engine answers while its program runs.
+    fn through_engine(&self) -> (u64, u64, u64);
+
+    fn eip(&self) -> String {
+        self.lab().engine_addr().to_string()
+    }
+
+    fn lip(&self) -> String {
+        self.lab().linux_addr().to_string()
+    }
+
     /// `timeout … ip netns exec LNX ARGS`.
-    pub fn linux_cmd(&self, limit: Duration, args: &[&str]) -> Command {
-        let mut c = ns_command(self.lab.linux_ns(), limit, 3, args);
+    fn linux_cmd(&self, limit: Duration, args: &[&str]) -> Command {
+        let mut c = ns_command(self.lab().linux_ns(), limit, 3, args);
         c.stdin(Stdio::null());
         c
     }
 
     /// A server in the background, its output in `TMP/LOG.log`.
-    pub fn bg(&self, what: &str, mut c: Command) -> Bg {
-        let log = self.tmp.join(format!("{what}.log"));
+    fn bg(&self, what: &str, mut c: Command) -> Bg {
+        let log = self.tmp().join(format!("{what}.log"));
         let f = File::create(&log).unwrap();
         let child = c
             .stdout(f.try_clone().unwrap())
@@ -185,7 +212,7 @@ impl Rig {
     }
 
     /// Waits until IP:PORT takes TCP connections, probed from Linux's side.
-    pub fn wait_tcp(&self, ip: &str, port: u16, server: &mut Bg) {
+    fn wait_tcp(&self, ip: &str, port: u16, server: &mut Bg) {
         let t0 = Instant::now();
         loop {
             let ok = Command::new("timeout")
@@ -194,7 +221,7 @@ impl Rig {
                     "ip",
                     "netns",
                     "exec",
-                    self.lab.linux_ns(),
+                    self.lab().linux_ns(),
                     "bash",
                     "-c",
                 ])
@@ -216,21 +243,83 @@ impl Rig {
         }
     }
 
-    /// The engine's board counters: (applications attached ever, stream
-    /// bytes read by applications, stream bytes they sent that peers
-    /// acknowledged — counted while the sending endpoint is open, so a server
-    /// that closes right after its last write may show less than it sent).
-    pub fn through_engine(&self) -> (u64, u64, u64) {
-        let h = &self.engine.stat()["host"];
-        let n = |k: &str| h[k].as_u64().unwrap_or(0);
-        (n("attached"), n("rx_delivered"), n("tx_delivered"))
-    }
-
     /// Writes `n` pseudo-random bytes to TMP/NAME; returns its path.
-    pub fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
-        let p = self.tmp.join(name);
+    fn random_file(&self, name: &str, n: u64, seed: u64) -> PathBuf {
+        let p = self.tmp().join(name);
         random_file(&p, n, seed);
         p
+    }
+}
+
+impl AppRig for Rig {
+    fn lab(&self) -> &Lab {
+        &self.lab
+    }
+    fn tmp(&self) -> &Path {
+        &self.tmp
+    }
+    fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command {
+        Rig::shim_cmd(self, limit, args)
+    }
+    fn through_engine(&self) -> (u64, u64, u64) {
+        Rig::through_engine(self)
+    }
+}
+
+/// A lab with no engine daemon: each program on the engine side runs its
+/// own engine inside it (`outboard run --inline --name NAME --link
+/// af_xdp:IFACE --addr …`), one at a time (they would share the interface).
+pub struct InlineRig {
+    /// The name the in-process engine answers `outboard stat` by.
+    pub name: String,
+    pub lab: Lab,
+    pub tmp: PathBuf,
+    pub shim: PathBuf,
+}
+
+impl Drop for InlineRig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+impl InlineRig {
+    pub fn up(tag: &str) -> InlineRig {
+        let shim = super::inline_shim_lib();
+        let name = lab_name(tag);
+        let lab = lab(&LabConfig::new(&name));
+        let tmp = std::env::temp_dir().join(format!("ob-inline-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        InlineRig { name: format!("{name}-i"), lab, tmp, shim }
+    }
+}
+
+impl AppRig for InlineRig {
+    fn lab(&self) -> &Lab {
+        &self.lab
+    }
+    fn tmp(&self) -> &Path {
+        &self.tmp
+    }
+    fn shim_cmd(&self, limit: Duration, args: &[&str]) -> Command {
+        let mut c = ns_command(self.lab.engine_ns(), limit, 3, &[OUTBOARD, "run", "--inline"]);
+        let engine: Vec<String> = super::engine::engine_args(&self.lab, "af_xdp");
+        c.args(["--name", &self.name, "--shim"])
+            .arg(&self.shim)
+            .args(&engine)
+            .arg("--")
+            .args(args)
+            .env("OUTBOARD_RUN_DIR", run_dir())
+            .env("OUTBOARD_LOG", std::env::var("OUTBOARD_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdin(Stdio::null());
+        c
+    }
+    fn through_engine(&self) -> (u64, u64, u64) {
+        let st = super::engine::stat_in(&run_dir(), &self.name).unwrap_or_else(|| panic!("no in-process engine {} answers stat", self.name));
+        let h = &st["host"];
+        let n = |k: &str| h[k].as_u64().unwrap_or(0);
+        (n("attached"), n("rx_delivered"), n("tx_delivered"))
     }
 }
 

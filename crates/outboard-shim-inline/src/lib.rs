@@ -1,0 +1,202 @@
+//! `liboutboard_shim_inline.so`: the socket shim with the engine inside the
+//! program (`outboard run --inline --link KIND:ARGS --addr A/P -- PROGRAM`),
+//! Onload's model: no daemon and no cross-process hop between the program
+//! and its stack.
+//!
+//! It is `liboutboard_shim` (every interposed call, the same code) plus a
+//! board source: at the program's first engine socket, instead of attaching
+//! to a daemon, it starts the engine as a thread of this process
+//! (`outboard_embedded::EmbeddedEngine`, the daemon's engine code) on the
+//! link and address `outboard run` passed, and attaches the shim's board to
+//! it through an in-process socket pair. The engine thread is marked as the
+//! shim's own (its system calls bypass the interposers) and starts with
+//! every signal blocked (the program's signals reach the program's threads).
+//!
+//! What `outboard run --inline` passes (read once, when the library loads:
+//! programs may clear their environment): `OUTBOARD_INLINE_LINK`
+//! (`KIND:ARGS`), `OUTBOARD_INLINE_ADDR` (`A.B.C.D/P`), optional
+//! `OUTBOARD_INLINE_GATEWAY` and `OUTBOARD_INLINE_MTU`; the engine's name
+//! (for `outboard stat --name`) is `OUTBOARD_ENGINE`.
+//!
+//! Choices, and why:
+//! - **Started lazily**, at the first engine socket, not when the library
+//!   loads: daemons fork and exit before they open sockets, and the engine
+//!   must live in the process that uses it.
+//! - **Forked children** do not share it (its thread is not in the child):
+//!   a child's attach is refused with a message, so its own sockets stay
+//!   with the kernel and the engine sockets it inherited fail. Programs
+//!   whose workers serve the parent's listeners (nginx with
+//!   `master_process on`) use an engine daemon (`outboard run` without
+//!   `--inline`).
+//! - **At exit** (`atexit`), the board detaches (the engine closes every
+//!   stream gracefully: FIN after what is queued) and the process lingers
+//!   until the engine has delivered everything — no board, no connection
+//!   with data or a FIN unacknowledged (`Shard::quiescent`) — at most
+//!   [`EXIT_LINGER`]: what the program wrote before it exited reaches the
+//!   peer, as it does when the kernel's stack keeps sending after a
+//!   process is gone. A process killed by a signal loses its connections
+//!   (its peers get nothing more; they time out or are reset on their next
+//!   segment), as the engine inside it dies with it.
+//! - **`exec`** ends the engine with the image: engine sockets are not
+//!   carried into the next image (which starts an engine of its own at its
+//!   first socket).
+
+use outboard_api::{AttachOptions, Board, Error};
+use outboard_embedded::EmbeddedEngine;
+use outboard_engine::engine::EngineSettings;
+use outboard_engine::link::LinkSpec;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The longest a process waits at exit for its engine to deliver what the
+/// program wrote (usually milliseconds: one round trip for the last FIN).
+pub const EXIT_LINGER: Duration = Duration::from_secs(10);
+
+/// The engine's settings from the variables `outboard run --inline` sets
+/// (`get` reads one): its link, address, gateway and MTU; the control socket
+/// on, so `outboard stat --name` sees it while the program runs.
+pub fn settings_from_vars(get: impl Fn(&str) -> Option<String>) -> Result<EngineSettings, String> {
+    let link = get("OUTBOARD_INLINE_LINK").ok_or("OUTBOARD_INLINE_LINK is not set (use outboard run --inline)")?;
+    let link: LinkSpec = link.parse().map_err(|e| format!("OUTBOARD_INLINE_LINK: {e}"))?;
+    let addr = get("OUTBOARD_INLINE_ADDR").ok_or("OUTBOARD_INLINE_ADDR is not set (use outboard run --inline)")?;
+    let (addr, prefix_len) =
+        outboard_engine::engine::parse_ipv4_cidr(&addr).map_err(|e| format!("OUTBOARD_INLINE_ADDR {addr:?}: {e}"))?;
+    let name = get("OUTBOARD_ENGINE").unwrap_or_else(|| format!("inline-{}", std::process::id()));
+    let mut s = EngineSettings::new(&name, link, addr, prefix_len);
+    if let Some(g) = get("OUTBOARD_INLINE_GATEWAY") {
+        s.gateway = Some(g.parse().map_err(|_| format!("OUTBOARD_INLINE_GATEWAY: {g:?} is not an IPv4 address"))?);
+    }
+    if let Some(m) = get("OUTBOARD_INLINE_MTU") {
+        s.mtu = Some(m.parse::<usize>().ok().filter(|m| (576..=9000).contains(m)).ok_or_else(|| format!("OUTBOARD_INLINE_MTU: {m:?}: use 576 to 9000"))?);
+    }
+    s.control = true;
+    Ok(s)
+}
+
+fn from_env() -> &'static Result<EngineSettings, String> {
+    static SETTINGS: OnceLock<Result<EngineSettings, String>> = OnceLock::new();
+    SETTINGS.get_or_init(|| settings_from_vars(|k| std::env::var(k).ok().filter(|v| !v.is_empty())))
+}
+
+/// The engine of this process, and the process that started it.
+static ENGINE: Mutex<Option<(u32, EmbeddedEngine)>> = Mutex::new(None);
+/// Set once the process is exiting: no engine starts again.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// The shim's board source: a board on this process's engine, started at the first call.
+fn board(opts: &AttachOptions) -> Result<Board, Error> {
+    if EXITING.load(Ordering::SeqCst) {
+        return Err(Error::Attach("the process is exiting: its in-process engine has stopped".into()));
+    }
+    let mut g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    match g.as_ref() {
+        Some((owner, engine)) if *owner == pid => return engine.attach(opts),
+        Some((owner, _)) => {
+            return Err(Error::Attach(format!(
+                "the engine runs inside process {owner}, which this one was forked from, and a forked process \
+                 cannot share it; multi-process programs use an engine daemon (outboard engine, then outboard run without --inline)"
+            )))
+        }
+        None => {}
+    }
+    let settings = from_env().as_ref().map_err(|e| Error::Attach(e.clone()))?;
+    set_engine_log_level();
+    let engine = EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)?;
+    let b = engine.attach(opts)?;
+    *g = Some((pid, engine));
+    // SAFETY: registers a plain extern "C" function, once per process that starts an engine.
+    unsafe { libc::atexit(at_exit) };
+    Ok(b)
+}
+
+/// The engine logs as the shim does: at `OUTBOARD_LOG` (default warn), on stderr.
+fn set_engine_log_level() {
+    use outboard_engine::log::{set_level, Level};
+    let level = std::env::var("OUTBOARD_LOG").ok().and_then(|l| l.parse::<Level>().ok()).unwrap_or(Level::Warn);
+    set_level(level);
+}
+
+extern "C" fn at_exit() {
+    EXITING.store(true, Ordering::SeqCst);
+    let pid = std::process::id();
+    // Only the process that started the engine (a forked child that exits runs this too).
+    let owns = ENGINE.lock().map(|g| g.as_ref().is_some_and(|(owner, _)| *owner == pid)).unwrap_or(false);
+    if !owns {
+        return;
+    }
+    outboard_shim::state::detach_for_exit();
+    let g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, engine)) = g.as_ref() {
+        if !engine.linger(EXIT_LINGER) {
+            outboard_shim::log::warn(&format!(
+                "exit: the in-process engine still had data to deliver after {} s; stopped it (those connections' peers get no more)",
+                EXIT_LINGER.as_secs()
+            ));
+        }
+    }
+}
+
+extern "C" fn on_load() {
+    outboard_shim::state::init();
+    outboard_shim::state::set_board_source(board);
+    if let Err(e) = from_env() {
+        outboard_shim::log::error(&format!("the in-process engine cannot start: {e}"));
+    }
+}
+
+// Runs when the dynamic loader loads the library (before the program's main).
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn settings_come_from_what_outboard_run_sets() {
+        let s = settings_from_vars(vars(&[
+            ("OUTBOARD_INLINE_LINK", "fabric:lab"),
+            ("OUTBOARD_INLINE_ADDR", "10.9.0.2/24"),
+            ("OUTBOARD_INLINE_GATEWAY", "10.9.0.1"),
+            ("OUTBOARD_INLINE_MTU", "1400"),
+            ("OUTBOARD_ENGINE", "web"),
+        ]))
+        .unwrap();
+        assert_eq!(s.name, "web");
+        assert_eq!(s.link, "fabric:lab".parse().unwrap());
+        assert_eq!((s.addr, s.prefix_len), (Ipv4Addr::new(10, 9, 0, 2), 24));
+        assert_eq!(s.gateway, Some(Ipv4Addr::new(10, 9, 0, 1)));
+        assert_eq!(s.mtu, Some(1400));
+        assert!(s.control && s.shards == 1 && s.services.is_empty());
+    }
+
+    #[test]
+    fn bad_or_missing_settings_say_which() {
+        let base = [("OUTBOARD_INLINE_LINK", "fabric:lab"), ("OUTBOARD_INLINE_ADDR", "10.9.0.2/24")];
+        for (k, v, want) in [
+            ("OUTBOARD_INLINE_LINK", "wifi:wlan0", "OUTBOARD_INLINE_LINK"),
+            ("OUTBOARD_INLINE_ADDR", "10.9.0.2", "OUTBOARD_INLINE_ADDR"),
+            ("OUTBOARD_INLINE_ADDR", "10.9.0.2/33", "1..32"),
+            ("OUTBOARD_INLINE_ADDR", "224.0.0.1/8", "not a host address"),
+            ("OUTBOARD_INLINE_GATEWAY", "gw", "OUTBOARD_INLINE_GATEWAY"),
+            ("OUTBOARD_INLINE_MTU", "100", "576 to 9000"),
+        ] {
+            let mut v2: Vec<(&str, &str)> = base.iter().filter(|(b, _)| *b != k).copied().collect();
+            v2.push((k, v));
+            let e = settings_from_vars(vars(&v2)).unwrap_err();
+            assert!(e.contains(want), "{k}={v}: {e}");
+        }
+        let e = settings_from_vars(vars(&base[1..])).unwrap_err();
+        assert!(e.contains("OUTBOARD_INLINE_LINK is not set"), "{e}");
+    }
+}
