@@ -179,6 +179,9 @@ pub trait AppRig {
     /// read by applications, stream bytes they sent that peers acknowledged);
     /// an in-process engine answers while its program runs.
     fn through_engine(&self) -> (u64, u64, u64);
+    /// Whether the engine is still there after a program exits (a daemon),
+    /// so its counters can be read then; an in-process engine ends with its program.
+    fn engine_outlives_programs(&self) -> bool;
 
     fn eip(&self) -> String {
         self.lab().engine_addr().to_string()
@@ -264,6 +267,9 @@ impl AppRig for Rig {
     fn through_engine(&self) -> (u64, u64, u64) {
         Rig::through_engine(self)
     }
+    fn engine_outlives_programs(&self) -> bool {
+        true
+    }
 }
 
 /// A lab with no engine daemon: each program on the engine side runs its
@@ -320,6 +326,9 @@ impl AppRig for InlineRig {
         let h = &st["host"];
         let n = |k: &str| h[k].as_u64().unwrap_or(0);
         (n("attached"), n("rx_delivered"), n("tx_delivered"))
+    }
+    fn engine_outlives_programs(&self) -> bool {
+        false
     }
 }
 
