@@ -98,6 +98,13 @@ impl EmbeddedEngine {
         let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
         Board::attach_socket(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
     }
+    /// From now on the engine stops by itself once quiescent (see `linger`,
+    /// which also does this): call it before detaching the last boards, so
+    /// the engine cannot process the detach and go to sleep unaware.
+    pub fn drain_when_quiescent(&self) {
+        self.running.draining.store(true, Ordering::Relaxed);
+    }
+
     /// Lets the engine finish what applications left it, then stop: it runs
     /// until no board is attached and no connection has data or a FIN still
     /// to send or to be acknowledged (`Shard::quiescent`), at most `limit`.
@@ -105,7 +112,7 @@ impl EmbeddedEngine {
     /// streams are then closed gracefully. True when the engine finished
     /// within `limit` (false: it is stopped anyway).
     pub fn linger(&self, limit: Duration) -> bool {
-        self.running.draining.store(true, Ordering::Relaxed);
+        self.drain_when_quiescent();
         let finished = match self.running.ended.lock() {
             Ok(rx) => !matches!(rx.recv_timeout(limit), Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
             Err(_) => false,

@@ -121,10 +121,15 @@ fn set_engine_log_level() {
 extern "C" fn at_exit() {
     EXITING.store(true, Ordering::SeqCst);
     let pid = std::process::id();
-    // Only the process that started the engine (a forked child that exits runs this too).
-    let owns = ENGINE.lock().map(|g| g.as_ref().is_some_and(|(owner, _)| *owner == pid)).unwrap_or(false);
-    if !owns {
-        return;
+    // Only the process that started the engine (a forked child that exits
+    // runs this too). The engine lock is not held while the shim's is taken
+    // (attaching takes the shim's, then the engine's).
+    {
+        let g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some((owner, engine)) if *owner == pid => engine.drain_when_quiescent(),
+            _ => return,
+        }
     }
     outboard_shim::state::detach_for_exit();
     let g = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
