@@ -23,7 +23,7 @@
 //! interpreter.
 //!
 //! `outboard run --inline --link KIND:ARGS --addr A.B.C.D/P [--gateway G]
-//! [--mtu N] [--name NAME] -- CMD ARGS…` runs the engine inside the program
+//! [--mtu N] [--allow-kernel-address] [--name NAME] -- CMD ARGS…` runs the engine inside the program
 //! instead (Onload's model, no daemon): the shim is then
 //! `liboutboard_shim_inline.so` (found the same way), which starts the
 //! engine as a thread of the program at its first engine socket, on that
@@ -55,6 +55,14 @@ use std::process::{Command, ExitCode};
 pub const SHIM_FILE: &str = "liboutboard_shim.so";
 /// The shim with the engine inside the program (`--inline`).
 pub const INLINE_SHIM_FILE: &str = "liboutboard_shim_inline.so";
+/// What `--inline` tells that library (removed from a daemon run's environment).
+const INLINE_VARS: [&str; 5] = [
+    "OUTBOARD_INLINE_LINK",
+    "OUTBOARD_INLINE_ADDR",
+    "OUTBOARD_INLINE_GATEWAY",
+    "OUTBOARD_INLINE_MTU",
+    "OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS",
+];
 /// Exit code: no engine of that name (same as `outboard stat`).
 pub const NO_ENGINE: u8 = 3;
 /// Exit code: `--require-engine`, and the program is one whose sockets the
@@ -91,6 +99,10 @@ pub struct RunArgs {
     /// With --inline: the IP MTU, 576 to 9000 (default: the interface's; fabric and TAP 1500).
     #[arg(long, requires = "inline", value_parser = crate::args::engine_mtu())]
     pub mtu: Option<usize>,
+    /// With --inline: start even when the af_xdp/af_packet interface has kernel IP addresses
+    /// (as `outboard engine --allow-kernel-address`).
+    #[arg(long, requires = "inline")]
+    pub allow_kernel_address: bool,
     /// Fail instead of running a program whose sockets would not reach the
     /// engine: exit 5 before running a static or Go program, 4 when the engine
     /// does not admit this user (checked by attaching first), and 4 from the
@@ -255,8 +267,12 @@ fn exec_program(a: &RunArgs, shim: &Path, name: &str, run_dir: &Path) -> ExitCod
             Some(m) => cmd.env("OUTBOARD_INLINE_MTU", m.to_string()),
             None => cmd.env_remove("OUTBOARD_INLINE_MTU"),
         };
+        match a.allow_kernel_address {
+            true => cmd.env("OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS", "1"),
+            false => cmd.env_remove("OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS"),
+        };
     } else {
-        for v in ["OUTBOARD_INLINE_LINK", "OUTBOARD_INLINE_ADDR", "OUTBOARD_INLINE_GATEWAY", "OUTBOARD_INLINE_MTU"] {
+        for v in INLINE_VARS {
             cmd.env_remove(v);
         }
     }

@@ -129,13 +129,14 @@ fn wait_line(path: &Path, limit: Duration, f: impl Fn(&str) -> bool) -> Option<S
 
 #[test]
 fn run_inline_refuses_impossible_flags_with_2() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["--inline", "--addr", "10.0.0.2/24"], "--link"),
         (&["--inline", "--link", "fabric:x"], "--addr"),
         (&["--inline", "--link", "wifi:wlan0", "--addr", "10.0.0.2/24"], "unknown link kind"),
         (&["--inline", "--link", "fabric:x", "--addr", "10.0.0.2"], "A.B.C.D/N"),
         (&["--inline", "--link", "fabric:x", "--addr", "10.0.0.2/24", "--mtu", "100"], "576"),
         (&["--link", "fabric:x", "--", "true"], "--inline"),
+        (&["--allow-kernel-address", "--", "true"], "--inline"),
     ];
     for (args, want) in cases {
         let o: Output = Command::new(OUTBOARD)
@@ -147,6 +148,34 @@ fn run_inline_refuses_impossible_flags_with_2() {
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "outboard run {args:?}: {t}");
         assert!(t.contains(want), "outboard run {args:?} should mention {want:?}: {t}");
+    }
+}
+
+#[test]
+fn run_inline_preloads_the_inline_shim_and_passes_the_engine_settings() {
+    let lib = support::inline_shim_lib();
+    let o = Command::new(OUTBOARD)
+        .args(["run", "--inline", "--name", "envcheck", "--link", "fabric:envcheck", "--addr", "10.0.0.9/24"])
+        .args(["--gateway", "10.0.0.1", "--mtu", "1400", "--allow-kernel-address", "--shim"])
+        .arg(&lib)
+        .args(["--", "env"])
+        .env("LD_PRELOAD", "/nonexistent-before.so")
+        .env("OUTBOARD_INLINE_MTU", "9000")
+        .output()
+        .expect("run outboard");
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let lib = std::fs::canonicalize(&lib).unwrap();
+    for want in [
+        format!("LD_PRELOAD={}:/nonexistent-before.so", lib.display()),
+        "OUTBOARD_ENGINE=envcheck".into(),
+        "OUTBOARD_INLINE_LINK=fabric:envcheck".into(),
+        "OUTBOARD_INLINE_ADDR=10.0.0.9/24".into(),
+        "OUTBOARD_INLINE_GATEWAY=10.0.0.1".into(),
+        "OUTBOARD_INLINE_MTU=1400".into(),
+        "OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS=1".into(),
+    ] {
+        assert!(t.lines().any(|l| l == want), "{want} not in the program's environment:\n{t}");
     }
 }
 

@@ -15,7 +15,8 @@
 //! What `outboard run --inline` passes (read once, when the library loads:
 //! programs may clear their environment): `OUTBOARD_INLINE_LINK`
 //! (`KIND:ARGS`), `OUTBOARD_INLINE_ADDR` (`A.B.C.D/P`), optional
-//! `OUTBOARD_INLINE_GATEWAY` and `OUTBOARD_INLINE_MTU`; the engine's name
+//! `OUTBOARD_INLINE_GATEWAY`, `OUTBOARD_INLINE_MTU` and
+//! `OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS=1`; the engine's name
 //! (for `outboard stat --name`) is `OUTBOARD_ENGINE`.
 //!
 //! Choices, and why:
@@ -70,6 +71,7 @@ pub fn settings_from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Engine
     if let Some(m) = get("OUTBOARD_INLINE_MTU") {
         s.mtu = Some(m.parse::<usize>().ok().filter(|m| (576..=9000).contains(m)).ok_or_else(|| format!("OUTBOARD_INLINE_MTU: {m:?}: use 576 to 9000"))?);
     }
+    s.allow_kernel_address = get("OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS").is_some_and(|v| v == "1");
     s.control = true;
     Ok(s)
 }
@@ -174,9 +176,11 @@ mod tests {
             ("OUTBOARD_INLINE_ADDR", "10.9.0.2/24"),
             ("OUTBOARD_INLINE_GATEWAY", "10.9.0.1"),
             ("OUTBOARD_INLINE_MTU", "1400"),
+            ("OUTBOARD_INLINE_ALLOW_KERNEL_ADDRESS", "1"),
             ("OUTBOARD_ENGINE", "web"),
         ]))
         .unwrap();
+        assert!(s.allow_kernel_address);
         assert_eq!(s.name, "web");
         assert_eq!(s.link, "fabric:lab".parse().unwrap());
         assert_eq!((s.addr, s.prefix_len), (Ipv4Addr::new(10, 9, 0, 2), 24));
@@ -201,6 +205,7 @@ mod tests {
             let e = settings_from_vars(vars(&v2)).unwrap_err();
             assert!(e.contains(want), "{k}={v}: {e}");
         }
+        assert!(!settings_from_vars(vars(&base)).unwrap().allow_kernel_address, "refused by default, as the daemon");
         let e = settings_from_vars(vars(&base[1..])).unwrap_err();
         assert!(e.contains("OUTBOARD_INLINE_LINK is not set"), "{e}");
     }
