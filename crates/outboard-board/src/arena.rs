@@ -98,6 +98,10 @@ impl FreeList {
     pub fn is_empty(&self) -> bool {
         self.free.is_empty()
     }
+    /// The buffers in stock, in stock order (live upgrade: the engine's record).
+    pub fn items(&self) -> &[BufRef] {
+        &self.free
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +141,28 @@ impl OwnerTable {
         }
         *slot = to;
         Ok(())
+    }
+    /// Every buffer `side` holds now (live upgrade: the engine's record).
+    pub fn list(&self, side: Side) -> Vec<BufRef> {
+        let mut out = Vec::new();
+        for (class, c) in self.owners.iter().enumerate() {
+            for (index, s) in c.iter().enumerate() {
+                if *s == side {
+                    out.push(BufRef { class: class as u8, index: index as u32 });
+                }
+            }
+        }
+        out
+    }
+    /// Sets who holds `b` (live upgrade: read back from the record). False if `b` is out of range.
+    pub fn set(&mut self, b: BufRef, side: Side) -> bool {
+        match self.owners.get_mut(b.class as usize).and_then(|c| c.get_mut(b.index as usize)) {
+            Some(slot) => {
+                *slot = side;
+                true
+            }
+            None => false,
+        }
     }
     /// Buffers `side` holds now.
     pub fn held_by(&self, side: Side) -> usize {

@@ -93,8 +93,8 @@ impl<T: Pod> Producer<T> {
         Self::with_start(map, offset, capacity, 0)
     }
     /// As `new`, starting from index `start` (the board's head and tail must
-    /// hold `start` already). For tests of index wrap-around.
-    #[doc(hidden)]
+    /// hold `start` already): tests of index wrap-around, and a live upgrade
+    /// going on from the old engine's `position`.
     pub fn with_start(map: Arc<Mapping>, offset: usize, capacity: u32, start: u32) -> Producer<T> {
         check_ring::<T>(&map, offset, capacity);
         Producer { map, offset, capacity, tail: start, reserved: 0, _t: PhantomData }
@@ -138,6 +138,10 @@ impl<T: Pod> Producer<T> {
         self.end_put();
         Ok(ok)
     }
+    /// Our next index to publish (live upgrade: `with_start` goes on from it).
+    pub fn position(&self) -> u32 {
+        self.tail
+    }
     /// Published records the consumer has not released yet.
     pub fn pending(&self) -> Result<u32, RingError> {
         let head = self.map.atomic_u32(self.offset + HEAD).load(Ordering::Acquire);
@@ -151,13 +155,16 @@ impl<T: Pod> Consumer<T> {
         Self::with_start(map, offset, capacity, 0)
     }
     /// As `new`, starting from index `start` (see `Producer::with_start`).
-    #[doc(hidden)]
     pub fn with_start(map: Arc<Mapping>, offset: usize, capacity: u32, start: u32) -> Consumer<T> {
         check_ring::<T>(&map, offset, capacity);
         Consumer { map, offset, capacity, head: start, held: false, _t: PhantomData }
     }
     pub fn capacity(&self) -> u32 {
         self.capacity
+    }
+    /// Our next index to take (live upgrade: `with_start` goes on from it).
+    pub fn position(&self) -> u32 {
+        self.head
     }
     /// Records published and not yet released.
     pub fn available(&self) -> Result<u32, RingError> {

@@ -674,11 +674,25 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         });
     }
     let handed: usize = shards.iter().map(|s| s.tcp.len()).sum();
+    // The attached applications: shard 0's record and its boards' descriptors.
+    let boards = std::mem::take(&mut inc.records[0].boards);
+    let board_fds: Vec<(String, std::os::fd::OwnedFd)> = inc
+        .shard_fds
+        .get_mut(0)
+        .map(|f| {
+            let (b, rest): (Vec<_>, Vec<_>) = std::mem::take(f).into_iter().partition(|(n, _)| n.starts_with("board "));
+            *f = rest;
+            b
+        })
+        .unwrap_or_default();
+    let applications = boards.sessions.len();
     let taken = outboard_engine::engine::Takeover {
         control: std::os::unix::net::UnixListener::from(control),
         board: board.map(std::os::unix::net::UnixListener::from),
         secret: inc.record().secret,
         shards,
+        boards,
+        board_fds,
     };
     let stop = outboard_engine::signals::stop_on_signals();
     let mut engine = match Engine::take_over(&set, taken) {
@@ -724,6 +738,7 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
             ("record_version", &inc.record().version),
             ("shards", &inc.records.len()),
             ("connections", &handed),
+            ("applications", &applications),
             ("pause_ms", &format!("{blackout:.2}")),
             ("upgrade_ms", &format!("{total:.2}")),
         ],

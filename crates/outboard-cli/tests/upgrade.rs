@@ -14,9 +14,13 @@
 //!   longest gap each saw is printed and under 250 ms;
 //! - a new binary that reads another record version is refused (exit 16),
 //!   the old engine serves on;
-//! - an upgrade while an application (python3's HTTP server under the shim)
-//!   has a board attached is refused (exit 16, boards named) and the
-//!   application serves on;
+//! - an echo server under the shim keeps its listener and its streams
+//!   through upgrades: a request/response loop (one upgrade) and a 512 MiB
+//!   transfer (the next) through it come back byte-exact with their gaps
+//!   under 250 ms, a new
+//!   connection is accepted afterwards, the board is the same process's,
+//!   and its death is seen by the newest engine; an application with a
+//!   datagram socket is refused (not handed over yet) and serves on;
 //! - an upgrade of an af_xdp engine is refused (exit 16, the link named):
 //!   a request/response loop runs on through the refusal without a reset;
 //! - a new engine that dies before it confirms (as a crash would) leaves
@@ -199,10 +203,15 @@ fn replies_seen(lines: &[String]) -> usize {
 /// `upgrade_client.py MODE` from the Linux side, in the background, once it
 /// says it is connected.
 fn client_bg(lab: &outboard_lab::Lab, mode: &str, amount: &str) -> ChildGuard {
+    client_bg_port(lab, mode, amount, "7")
+}
+
+/// `client_bg` to another port.
+fn client_bg_port(lab: &outboard_lab::Lab, mode: &str, amount: &str, port: &str) -> ChildGuard {
     let c = ns_spawn_lines(
         lab.linux_ns(),
         120,
-        &["python3", &script("upgrade_client.py"), mode, &lab.engine_addr().to_string(), "7", amount, "100"],
+        &["python3", &script("upgrade_client.py"), mode, &lab.engine_addr().to_string(), port, amount, "100"],
         false,
     );
     let first = c.line(Duration::from_secs(10));
@@ -326,46 +335,88 @@ fn a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one() {
     up.engine.stop();
 }
 
+/// An echo server under the shim (`shim_echo_server.py PORT [udp]`) on engine `eng`, once it listens.
+fn shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) -> ChildGuard {
+    let port = port.to_string();
+    let lib = support::shim_lib();
+    let mut args = vec![OUTBOARD, "run", "--name", eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3"];
+    let server = script("shim_echo_server.py");
+    args.extend([server.as_str(), port.as_str()]);
+    if udp {
+        args.push("udp");
+    }
+    let mut c = ns_command(lab.engine_ns(), Duration::from_secs(120), 3, &args);
+    c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null()).stderr(Stdio::inherit());
+    let g = ChildGuard::spawn_lines(&mut c, Duration::from_secs(2));
+    let first = g.line(Duration::from_secs(20));
+    assert!(first.as_deref() == Some("LISTENING"), "the shim echo server: {first:?}");
+    g
+}
+
 #[test]
-fn an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on() {
-    if skip_unless_root("an_upgrade_with_an_application_attached_is_refused_and_the_application_serves_on") {
+fn applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade() {
+    if skip_unless_root("applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade") {
         return;
     }
-    need("curl", "curl");
     let name = lab_name("upgb");
     let lab = lab(&LabConfig::new(&name));
     let eng = format!("{name}-e");
     let e = start(&lab, &eng);
-    // python3's HTTP server under the shim: its board is attached to the engine.
-    let mut server = ns_command(lab.engine_ns(), Duration::from_secs(60), 3, &[OUTBOARD, "run", "--name", &eng, "--shim"]);
-    server
-        .arg(support::shim_lib())
-        .args(["--", "python3", "-m", "http.server", "8080"])
-        .env("OUTBOARD_RUN_DIR", run_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let server = ChildGuard::new(server.spawn().expect("the shim server"), Duration::from_secs(2));
-    let url = format!("http://{}:8080/", lab.engine_addr());
-    let get = || {
-        ns_command(lab.linux_ns(), Duration::from_secs(10), 2, &["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", &url])
-            .output()
-            .expect("curl")
-    };
+    // A threaded echo server under the shim: its board, listener and
+    // streams live in the engine. A request/response loop from Linux runs
+    // through one upgrade, a transfer through a second one (apart: on two
+    // cores the loop's round trips beside a 512 MiB transfer through Python
+    // see 200-400 ms stalls with no upgrade at all).
+    let mut server = shim_echo_server(&lab, &eng, 9007, false);
+    let rr = client_bg_port(&lab, "rr", "3", "9007");
+    std::thread::sleep(Duration::from_millis(700));
+    let before = e.stat();
+    assert_eq!(before["boards"].as_array().map_or(0, |b| b.len()), 1, "one board attached: {}", before["boards"]);
+    let server_pid = before["boards"][0]["pid"].as_u64();
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    assert!(up.line.contains("applications=1"), "the application handed over: {}", up.line);
+    assert!(up.connections >= 1, "the stream handed over: {}", up.line);
+    let r = client_done(rr, "request/response through the application across an upgrade");
+    // 512 MiB: it runs at about 100 MiB/s through the Python server, so it is still going at the upgrade.
+    let stream = client_bg_port(&lab, "stream", "536870912", "9007");
+    std::thread::sleep(Duration::from_millis(700));
+    let up = upgrade_ok(&lab, &eng, up.engine, 2);
+    assert!(up.line.contains("applications=1"), "and again: {}", up.line);
+    let s = client_done(stream, "stream through the application across an upgrade");
+    println!(
+        "application under the shim: request/response {} requests, slowest {} ms; 512 MiB echo: longest gap {} ms; engine pause {:.2} ms (second upgrade)",
+        r["requests"], r["max_rtt_ms"], s["max_gap_ms"], up.pause_ms
+    );
+    assert_eq!(s["ok"], true, "{s}");
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
+    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+    // The same listener takes new connections at the new engine, and the
+    // board is the same application's.
+    let again = client_done(client_bg_port(&lab, "rr", "1", "9007"), "a new connection after the upgrades");
+    assert_eq!(again["ok"], true, "{again}");
+    let st = up.engine.stat();
+    let boards = st["boards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(boards.len(), 1, "{}", st["boards"]);
+    assert_eq!(boards[0]["pid"].as_u64(), server_pid, "the same application: {}", st["boards"]);
+    assert_eq!(st["stack"]["tcp_resets_out"].as_u64(), Some(0), "no reset: {}", st["stack"]);
+    assert!(server.child.try_wait().expect("wait").is_none(), "the application runs on");
+    drop(server);
+    // Its death is seen by the new engine (it watches the handed-over socket).
     let t0 = Instant::now();
-    let code = |o: Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
-    while code(get()) != "200" {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the shim server never answered: {}", e.log_text());
-        std::thread::sleep(Duration::from_millis(100));
+    while up.engine.stat()["boards"].as_array().map_or(0, |b| b.len()) != 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the new engine never saw the application go");
+        std::thread::sleep(Duration::from_millis(50));
     }
+    // An application with a datagram socket is not handed over yet: refused, serving on.
+    let server = shim_echo_server(&lab, &eng, 9008, true);
     let o = upgrade(&lab, &eng, &[]);
     assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
-    assert!(text(&o).contains("application board"), "{}", text(&o));
-    // Nothing changed for the application or the engine.
-    assert_eq!(code(get()), "200", "the application serves on");
-    assert_eq!(e.stat()["pid"].as_u64(), Some(u64::from(e.child.id())));
+    assert!(text(&o).contains("datagram socket"), "{}", text(&o));
+    let after = client_done(client_bg_port(&lab, "rr", "1", "9008"), "the refused application serves on");
+    assert_eq!(after["ok"], true, "{after}");
     drop(server);
-    e.stop();
+    up.engine.stop();
 }
 
 #[test]

@@ -385,6 +385,10 @@ pub struct Takeover {
     pub secret: [u8; 16],
     /// One per shard, in shard order.
     pub shards: Vec<ShardTakeover>,
+    /// The attached applications (shard 0's record) and their descriptors
+    /// (each board's memfd, socket and wake eventfd, the doorbell), by name.
+    pub boards: crate::host::takeover::BoardsRecord,
+    pub board_fds: Vec<(String, std::os::fd::OwnedFd)>,
 }
 
 /// What one shard of the running engine hands over.
@@ -444,8 +448,10 @@ impl Engine {
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
+        let mut boards_taken = None;
         let (links, board_taken, secret_taken, state_taken) = match taken {
             Some(t) => {
+                boards_taken = Some((t.boards, t.board_fds));
                 let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
                 let mut links: Vec<Box<dyn link::Link>> = Vec::with_capacity(n);
                 let mut state = Vec::with_capacity(n);
@@ -551,10 +557,16 @@ impl Engine {
             }
             shards.push(shard);
         }
+        // Connections whose bytes live in a board go to shard 0's host, once it exists.
+        let mut board_tcp = Vec::new();
         for (shard, (tcp, arp)) in shards.iter_mut().zip(state_taken) {
             shard.stack.arp_import(now, &arp);
             for r in tcp {
-                adopt_connection(shard, r, now)?;
+                if r.in_board() {
+                    board_tcp.push(r);
+                } else {
+                    adopt_connection(shard, r, now)?;
+                }
             }
         }
         log::event(
@@ -610,9 +622,15 @@ impl Engine {
                     ipv6: set.ipv6.as_ref().map(|c| crate::host::Ipv6Facts { addr: c.addr, gateway: c.gateway }),
                     shards: n as u32,
                 };
-                let (server, inboxes) =
-                    AttachServer::start_with(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone(), board_taken)
-                        .map_err(|e| EngineError::Config(e.to_string()))?;
+                let mut taken = crate::host::TakenAttach { listener: board_taken, ..Default::default() };
+                if let Some((r, fds)) = boards_taken.as_mut() {
+                    taken.boards_before = r.sessions.iter().map(|s| s.id).max().unwrap_or(0);
+                    if let Some(i) = fds.iter().position(|(n, _)| n == crate::host::takeover::DOORBELL_FD) {
+                        taken.doorbell = Some(fds.remove(i).1);
+                    }
+                }
+                let (server, inboxes) = AttachServer::start_with(&set.name, limits, mode == BoardAttach::Daemon, set.access.clone(), taken)
+                    .map_err(|e| EngineError::Config(e.to_string()))?;
                 if let (Some((c, _)), Some(fd)) = (control.as_ref(), server.listener_fd()) {
                     c.set_board_listener(fd);
                 }
@@ -624,9 +642,30 @@ impl Engine {
                     }
                     shard.add_app(Box::new(host));
                 }
+                if let Some((record, mut fds)) = boards_taken.take() {
+                    let mut take_fd = |name: &str| fds.iter().position(|(n, _)| n == name).map(|i| fds.remove(i).1);
+                    let tcp = std::mem::take(&mut board_tcp);
+                    let watch = shards[0]
+                        .with_app::<Host, _>(now, |h, cx| h.import(cx, record, &mut take_fd, tcp))
+                        .ok_or_else(|| EngineError::Config("no board host to take the applications".into()))?
+                        .map_err(|e| EngineError::Config(format!("taking over the attached applications: {e}")))?;
+                    for (sock, dead) in watch {
+                        server.watch(sock, dead);
+                    }
+                }
                 Some(server)
             }
         };
+        if let Some(r) = board_tcp.first() {
+            let t = r.conn.tuple();
+            return Err(EngineError::Config(format!(
+                "handed-over connection {} - {} lives in an application's board, and this engine takes no boards",
+                t.local, t.remote
+            )));
+        }
+        if boards_taken.as_ref().is_some_and(|(r, _)| !r.sessions.is_empty()) {
+            return Err(EngineError::Config("the running engine has applications attached, and this engine takes no boards".into()));
+        }
         Ok(Engine { shards, control, attach, cores: set.cores.clone() })
     }
 

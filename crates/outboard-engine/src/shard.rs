@@ -414,7 +414,7 @@ impl Shard {
     /// What this shard hands over (the record as JSON, and the link's
     /// descriptors), or why it cannot.
     fn upgrade_record(&mut self) -> Result<(String, Vec<std::os::fd::RawFd>), String> {
-        use crate::upgrade::{Holder, Record, TcpRecord};
+        use crate::upgrade::{Holder, LentPlaces, Record, TcpRecord};
         use outboard_tcp::State;
         let args = crate::upgrade::command_line()
             .ok_or("this engine was not started by `outboard engine`: it has no command line to hand over")?
@@ -422,13 +422,15 @@ impl Shard {
         if self.kernel.is_some() {
             return Err("network-device mode (--kernel-tap) cannot be upgraded yet".into());
         }
-        let boards = self.apps.get::<crate::host::Host>().map_or(0, |h| h.rows().len());
-        if boards > 0 {
-            return Err(format!(
-                "{boards} application board{} attached: handing board sessions over is not built yet; upgrade when none is attached",
-                if boards == 1 { " is" } else { "s are" }
-            ));
-        }
+        let shards = self.mesh.as_ref().map_or(1, |m| m.steer.shards);
+        let boards = match self.apps.get::<crate::host::Host>() {
+            Some(h) => h.export(&self.stack, shards)?,
+            None => crate::host::takeover::BoardsExport {
+                record: Default::default(),
+                fds: Vec::new(),
+                streams: Default::default(),
+            },
+        };
         let services = self.apps.get::<crate::services::Services>();
         let mut tcp = Vec::new();
         for (id, tuple, state, _) in self.stack.tcp_connections() {
@@ -441,22 +443,27 @@ impl Shard {
                     tuple.local, tuple.remote
                 ));
             };
-            if conn.in_lent_storage() {
-                // Its bytes are in a board region: the record would carry
-                // their positions only, and the new engine maps no board yet.
+            let (send, recv) = conn.lent_places();
+            let lent = (send.is_some() || recv.is_some()).then_some(LentPlaces { send, recv });
+            let handed_board = |b: u64| boards.record.sessions.iter().any(|s| s.id == b);
+            if conn.in_lent_storage() && !lent.iter().flat_map(|l| [l.send, l.recv]).flatten().all(|(b, _)| handed_board(b)) {
+                // Its bytes are in the region of a board that is gone (its
+                // application detached): no memfd to hand on.
                 return Err(format!(
-                    "connection {} - {} has its buffers in an application board's region: board hand-over is not built yet; try again once it has closed",
+                    "busy: connection {} - {} has its buffers in the region of a board that has gone; try again once it has closed",
                     tuple.local, tuple.remote
                 ));
             }
             let holder = if !held {
                 Holder::Released
+            } else if let Some(&(session, ep)) = boards.streams.get(&id) {
+                Holder::Board { session, ep }
             } else {
                 match services.and_then(|s| s.export(id)) {
                     Some(r) => Holder::Service(r),
                     None => {
                         return Err(format!(
-                            "connection {} - {} belongs to {}: only the built-in services' connections can be handed over yet",
+                            "connection {} - {} belongs to {}: only the built-in services' and applications' connections can be handed over yet",
                             tuple.local,
                             tuple.remote,
                             self.apps.owner_label(id)
@@ -464,15 +471,20 @@ impl Shard {
                     }
                 }
             };
-            tcp.push(TcpRecord { conn, holder });
+            tcp.push(TcpRecord { conn, holder, lent });
         }
         let link = self.link.hand_over()?;
         let (tcp_ports, udp_ports) = self.stack.bound_ports();
-        let fds = link.fds.clone();
+        let mut fds = link.fds.clone();
+        let mut fd_names: Vec<String> = vec!["link socket".into(), "link claim".into()];
+        for (name, fd) in &boards.fds {
+            fd_names.push(name.clone());
+            fds.push(*fd);
+        }
         let record: Record<&outboard_tcp::Connection> = Record {
             version: crate::upgrade::RECORD_VERSION,
             shard: self.index,
-            shards: self.mesh.as_ref().map_or(1, |m| m.steer.shards as u32),
+            shards: shards as u32,
             pid: std::process::id(),
             args,
             quiesced_ns: crate::clock::now().as_nanos(),
@@ -480,9 +492,10 @@ impl Shard {
             link,
             tcp_ports,
             udp_ports,
-            fds: vec!["link socket".into(), "link claim".into()],
+            fds: fd_names,
             arp: self.stack.arp_export(),
             tcp,
+            boards: boards.record,
         };
         let json = serde_json::to_string(&record).map_err(|e| format!("writing the upgrade record: {e}"))?;
         Ok((json, fds))

@@ -41,10 +41,15 @@
 //! its whole state (`outboard_tcp::Connection` is serde) and its holder: a
 //! built-in service, or nobody (closing, TIME-WAIT).
 //!
+//! Attached applications (version 4): every board's session and listener
+//! groups, each board's memfd, socket and wake eventfd and the doorbell
+//! (`crate::host::takeover`); their streams' connections are in `tcp`, held
+//! by `Holder::Board`, their rings where they were (`TcpRecord::lent`).
+//!
 //! Refused, with the reason, the old engine serving on: other link kinds,
-//! network-device mode, attached boards (board sessions, and connections
-//! whose buffers live in a board, are not in the record yet) and
-//! connections of other holders (fetches). A connection in its handshake or
+//! network-device mode, boards on an engine of several shards, datagram
+//! sockets and mailboxes of boards, and connections of other holders
+//! (fetches). A connection in its handshake or
 //! an accept queue is "busy": the new engine asks again.
 
 use crate::control::Request;
@@ -58,11 +63,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The version of [`Record`] this binary writes: 2 added `tcp` (open
-/// connections), 3 one record per shard (`records`, with `shard`).
-pub const RECORD_VERSION: u32 = 3;
+/// connections), 3 one record per shard (`records`, with `shard`), 4 the
+/// attached applications (`boards`, `Holder::Board`, `TcpRecord::lent`).
+pub const RECORD_VERSION: u32 = 4;
 /// The record versions this binary reads (1 is 2 without connections, 2 is
-/// 3 with one shard).
-pub const READS: &[u32] = &[1, 2, 3];
+/// 3 with one shard, 3 is 4 without boards).
+pub const READS: &[u32] = &[1, 2, 3, 4];
 /// How long a quiesced engine waits for the new one's `confirm`.
 pub const CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// Largest offer accepted (the record is a few hundred bytes today).
@@ -106,6 +112,10 @@ pub struct Record<C = outboard_tcp::Connection> {
     /// Every TCP connection past its handshake: its full state, and who holds it.
     #[serde(default = "Vec::new")]
     pub tcp: Vec<TcpRecord<C>>,
+    /// The attached applications' boards: sessions and listener groups
+    /// (their descriptors are among `fds`).
+    #[serde(default)]
+    pub boards: crate::host::takeover::BoardsRecord,
 }
 
 /// One TCP connection in the record.
@@ -116,6 +126,17 @@ pub struct TcpRecord<C = outboard_tcp::Connection> {
     /// CLOCK_MONOTONIC deadlines, and the bytes in its buffers.
     pub conn: C,
     pub holder: Holder,
+    /// Where its rings' lent storage is (a board's number and the region's
+    /// offset): the connection's record carries their positions, not their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lent: Option<LentPlaces>,
+}
+
+/// The places of a connection's rings in lent storage (`RingStorage::place`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LentPlaces {
+    pub send: Option<(u64, u64)>,
+    pub recv: Option<(u64, u64)>,
 }
 
 /// Who holds a handed-over connection.
@@ -126,6 +147,8 @@ pub enum Holder {
     Service(ServiceConnRecord),
     /// Nobody: released by its application, closing or in TIME-WAIT.
     Released,
+    /// An application's stream: the board (session) and its endpoint.
+    Board { session: u64, ep: u32 },
 }
 
 /// What a built-in service keeps about one of its connections.
@@ -495,6 +518,7 @@ mod tests {
             fds: vec!["control socket".into()],
             arp: vec![],
             tcp: vec![],
+            boards: Default::default(),
         };
         let want = serde_json::to_string(&record).unwrap();
         let json = format!("{{\"record\":{want},\"more_fds\":[\"board socket\"]}}");

@@ -45,7 +45,7 @@ mod transport;
 mod udp;
 
 pub use icmp::EchoReply;
-pub use listener::Families;
+pub use listener::{Families, ListenerSettings};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config};
 pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
@@ -681,6 +681,26 @@ impl Stack {
         }
         let owner = if app { tcp_table::Owner::App } else { tcp_table::Owner::Released };
         Ok(self.tcp.insert(conn, owner))
+    }
+
+    /// Live upgrade: a listener's settings (its queues are not in them).
+    pub fn tcp_listener_settings(&self, listener: ListenerId) -> Option<ListenerSettings> {
+        let l = self.tcp.listeners.get(&listener)?;
+        let port = self.tcp.listener_by_port.iter().find(|(_, ls)| ls.contains(&listener))?.0;
+        Some(l.settings(*port))
+    }
+
+    /// Live upgrade: opens a listener with the settings another engine's had.
+    pub fn tcp_listen_settings(&mut self, s: &ListenerSettings) -> Result<ListenerId, StackError> {
+        let id = self.tcp_listen_for(s.port, s.backlog, s.families)?;
+        if let Some(l) = self.tcp.listeners.get_mut(&id) {
+            l.fastopen_qlen = s.fastopen_qlen;
+            l.user_mss = s.user_mss;
+            l.tos = s.tos;
+            l.tclass = s.tclass;
+            l.rcv_clamp = s.rcv_clamp;
+        }
+        Ok(id)
     }
 
     /// Live upgrade: the resolved ARP entries (IPv4 address, MAC).

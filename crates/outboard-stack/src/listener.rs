@@ -46,6 +46,21 @@ pub(crate) struct Listener {
     pub rcv_clamp: usize,
 }
 
+/// A listener's settings, without its queues: what a live upgrade records
+/// of an application's listener and `Stack::tcp_listen_settings` opens
+/// again in the new engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenerSettings {
+    pub port: u16,
+    pub backlog: usize,
+    pub families: Families,
+    pub fastopen_qlen: usize,
+    pub user_mss: u16,
+    pub tos: u8,
+    pub tclass: u8,
+    pub rcv_clamp: usize,
+}
+
 /// The address families a listener takes (a segment of another family finds
 /// no listener: RST, as for a closed port).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +120,20 @@ impl Listener {
             tos: 0,
             tclass: 0,
             rcv_clamp: 0,
+        }
+    }
+
+    /// What `ListenerSettings` carries of this listener.
+    pub(crate) fn settings(&self, port: u16) -> ListenerSettings {
+        ListenerSettings {
+            port,
+            backlog: self.backlog,
+            families: self.families,
+            fastopen_qlen: self.fastopen_qlen,
+            user_mss: self.user_mss,
+            tos: self.tos,
+            tclass: self.tclass,
+            rcv_clamp: self.rcv_clamp,
         }
     }
 

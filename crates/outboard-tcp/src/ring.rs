@@ -25,7 +25,7 @@
 
 mod storage;
 
-pub use storage::RingStorage;
+pub use storage::{Place, RingStorage};
 use storage::Storage;
 
 #[derive(Debug)]
@@ -64,6 +64,13 @@ impl RingBuffer {
     /// Whether the ring lives in external storage (`attach`).
     pub fn is_external(&self) -> bool {
         matches!(self.store, Storage::External(_) | Storage::Unbound(_))
+    }
+    /// Where the ring's lent storage is (`RingStorage::place`), if it is in some.
+    pub fn lent_place(&self) -> Option<storage::Place> {
+        match &self.store {
+            Storage::External(s) => s.place(),
+            _ => None,
+        }
     }
     /// Whether the ring was read back from a record in lent storage and
     /// waits for it (`rebind`).

@@ -25,6 +25,16 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// What an engine that upgrades a running one takes over for attaching:
+/// the board socket (daemon mode), the doorbell attached applications ring,
+/// and how many boards the old engine numbered (new ones are numbered on).
+#[derive(Debug, Default)]
+pub struct TakenAttach {
+    pub listener: Option<UnixListener>,
+    pub doorbell: Option<OwnedFd>,
+    pub boards_before: u64,
+}
+
 /// A new application, ready for the shard.
 pub struct NewSession {
     pub map: Arc<Mapping>,
@@ -43,6 +53,9 @@ pub struct NewSession {
     pub board: u64,
     /// The board's free stream regions, shared by its sessions on every shard.
     pub regions: Arc<Mutex<FreeList>>,
+    /// The board's memfd, kept: a live upgrade hands it to the new engine,
+    /// which maps the same memory. None for boards made otherwise (tests).
+    pub memory: Option<Arc<OwnedFd>>,
 }
 
 impl NewSession {
@@ -158,7 +171,7 @@ impl AttachServer {
     /// only `attach_local`. One inbox per shard (`limits.shards`): each
     /// board is handed to every shard, which serves its endpoints there.
     pub fn start(name: &str, limits: BoardLimits, listen: bool, access: Access) -> Result<(AttachServer, Vec<AttachInbox>), AttachError> {
-        AttachServer::start_with(name, limits, listen, access, None)
+        AttachServer::start_with(name, limits, listen, access, TakenAttach::default())
     }
 
     /// As `start`, listening on `taken` (the board socket handed over by
@@ -168,11 +181,11 @@ impl AttachServer {
         limits: BoardLimits,
         listen: bool,
         access: Access,
-        taken: Option<UnixListener>,
+        taken: TakenAttach,
     ) -> Result<(AttachServer, Vec<AttachInbox>), AttachError> {
         let path = board_socket_path(name);
         let io_err = |e| AttachError::Io(path.clone(), e);
-        let listener = if let Some(l) = taken.filter(|_| listen) {
+        let listener = if let Some(l) = taken.listener.filter(|_| listen) {
             l.set_nonblocking(true).map_err(io_err)?;
             Some(l)
         } else if listen {
@@ -190,19 +203,25 @@ impl AttachServer {
         } else {
             None
         };
-        // SAFETY: plain syscall; the fd is checked and owned right after.
-        let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if efd < 0 {
-            return Err(io_err(io::Error::last_os_error()));
-        }
-        // SAFETY: efd is a fresh descriptor nobody else owns.
-        let doorbell = unsafe { OwnedFd::from_raw_fd(efd) };
+        let doorbell = match taken.doorbell {
+            // Applications attached to the engine this one upgrades ring it.
+            Some(d) => d,
+            None => {
+                // SAFETY: plain syscall; the fd is checked and owned right after.
+                let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+                if efd < 0 {
+                    return Err(io_err(io::Error::last_os_error()));
+                }
+                // SAFETY: efd is a fresh descriptor nobody else owns.
+                unsafe { OwnedFd::from_raw_fd(efd) }
+            }
+        };
         let shards = limits.shards.max(1) as usize;
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..shards).map(|_| mpsc::channel()).unzip();
         let shared = Arc::new(Shared {
             txs: Mutex::new(txs),
             pending: (0..shards).map(|_| AtomicUsize::new(0)).collect(),
-            next_board: std::sync::atomic::AtomicU64::new(0),
+            next_board: std::sync::atomic::AtomicU64::new(taken.boards_before),
             doorbell,
             watch: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -238,6 +257,19 @@ impl AttachServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+
+    /// Watches a board's socket for its application's hang-up (a session
+    /// taken over from the engine this one upgraded), as for those attached here.
+    pub fn watch(&self, sock: UnixStream, dead: Arc<AtomicBool>) {
+        if let Ok(mut w) = self.shared.watch.lock() {
+            w.push((sock, dead));
+        }
+    }
+
+    /// The doorbell applications ring while the shards sleep (handed over in an upgrade).
+    pub fn doorbell_fd(&self) -> RawFd {
+        self.shared.doorbell.as_raw_fd()
     }
 
     /// A handle that can make local attachments from another thread.
@@ -425,7 +457,7 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     let key = random_key();
     map.atomic_u64(header::INHERIT_KEY).store(key, Ordering::Release);
     send_record(&stream, &reply(0, layout.total as u64, params), &[memfd.as_raw_fd(), sh.doorbell.as_raw_fd()])?;
-    drop(memfd);
+    let memfd = Arc::new(memfd);
     stream.set_read_timeout(None)?;
     let dead = Arc::new(AtomicBool::new(false));
     let watch_copy = stream.try_clone()?;
@@ -450,6 +482,7 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
                 wake,
                 board,
                 regions: regions.clone(),
+                memory: Some(memfd.clone()),
             };
             if tx.send(session).is_err() {
                 return Ok(());

@@ -278,3 +278,126 @@ impl Group {
         self.linger_until = None;
     }
 }
+
+/// A listener group across a live upgrade: the stack listener's settings
+/// and the board endpoints that share it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct GroupRecord {
+    pub port: u16,
+    pub backlog: usize,
+    pub families: FamiliesRecord,
+    pub fastopen_qlen: usize,
+    pub user_mss: u16,
+    pub tos: u8,
+    pub tclass: u8,
+    pub rcv_clamp: usize,
+    pub reuseport: bool,
+    pub uid: u32,
+    /// (session, endpoint, armed).
+    pub members: Vec<(u64, u32, bool)>,
+    /// (inherit key, endpoint, session).
+    pub names: Vec<(u64, u32, u64)>,
+    pub cursor: usize,
+}
+
+/// `Families` as the record writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FamiliesRecord {
+    Both,
+    Ipv4,
+    Ipv6,
+    Addr(IpAddr),
+}
+
+impl From<Families> for FamiliesRecord {
+    fn from(f: Families) -> Self {
+        match f {
+            Families::Both => FamiliesRecord::Both,
+            Families::Ipv4 => FamiliesRecord::Ipv4,
+            Families::Ipv6 => FamiliesRecord::Ipv6,
+            Families::Addr(a) => FamiliesRecord::Addr(a),
+        }
+    }
+}
+
+impl From<FamiliesRecord> for Families {
+    fn from(f: FamiliesRecord) -> Self {
+        match f {
+            FamiliesRecord::Both => Families::Both,
+            FamiliesRecord::Ipv4 => Families::Ipv4,
+            FamiliesRecord::Ipv6 => Families::Ipv6,
+            FamiliesRecord::Addr(a) => Families::Addr(a),
+        }
+    }
+}
+
+impl Listeners {
+    /// The groups' records, in order (a session's listener endpoint names
+    /// its group's index), or why not now.
+    pub fn export(&self, stack: &Stack) -> Result<Vec<(ListenerId, GroupRecord)>, String> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            if g.linger_until.is_some() {
+                return Err(format!("busy: the listener on port {} waits for a forked process to join it; try again", g.port));
+            }
+            let s = stack
+                .tcp_listener_settings(g.lid)
+                .ok_or_else(|| format!("the listener group on port {} has no listener in the stack", g.port))?;
+            out.push((
+                g.lid,
+                GroupRecord {
+                    port: g.port,
+                    backlog: s.backlog,
+                    families: s.families.into(),
+                    fastopen_qlen: s.fastopen_qlen,
+                    user_mss: s.user_mss,
+                    tos: s.tos,
+                    tclass: s.tclass,
+                    rcv_clamp: s.rcv_clamp,
+                    reuseport: g.reuseport,
+                    uid: g.uid,
+                    members: g.members.iter().map(|m| (m.session, m.ep, m.armed)).collect(),
+                    names: g.names.clone(),
+                    cursor: g.cursor,
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Opens the recorded groups' listeners in `stack` again; their ids, in record order.
+    pub fn import(&mut self, stack: &mut Stack, groups: &[GroupRecord]) -> Result<Vec<ListenerId>, String> {
+        let mut lids = Vec::new();
+        for r in groups {
+            let settings = outboard_stack::ListenerSettings {
+                port: r.port,
+                backlog: r.backlog,
+                families: r.families.into(),
+                fastopen_qlen: r.fastopen_qlen,
+                user_mss: r.user_mss,
+                tos: r.tos,
+                tclass: r.tclass,
+                rcv_clamp: r.rcv_clamp,
+            };
+            let lid = stack
+                .tcp_listen_settings(&settings)
+                .map_err(|e| format!("listening on port {} again: {e:?}", r.port))?;
+            let members: Vec<Member> = r.members.iter().map(|&(session, ep, armed)| Member { session, ep, armed }).collect();
+            let cursor = if members.is_empty() { 0 } else { r.cursor % members.len() };
+            self.groups.push(Group {
+                lid,
+                port: r.port,
+                reuseport: r.reuseport,
+                uid: r.uid,
+                families: settings.families,
+                members,
+                names: r.names.clone(),
+                cursor,
+                linger_until: None,
+            });
+            lids.push(lid);
+        }
+        Ok(lids)
+    }
+}

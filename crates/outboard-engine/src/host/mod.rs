@@ -17,9 +17,10 @@ pub mod hostile;
 pub mod listeners;
 mod region;
 mod session;
+pub mod takeover;
 
-pub use attach::{board_socket_path, ring_eventfd, AttachError, AttachInbox, AttachServer, BoardLimits, Ipv6Facts, LocalAttacher, NewSession};
-pub use session::{SessionCounters, Violation};
+pub use attach::{board_socket_path, ring_eventfd, TakenAttach, AttachError, AttachInbox, AttachServer, BoardLimits, Ipv6Facts, LocalAttacher, NewSession};
+pub use session::{EndpointRecord, SessionCounters, SessionRecord, Violation};
 
 use crate::app::{AppCx, ShardApp, WakeSources};
 use crate::log::{self, Level};

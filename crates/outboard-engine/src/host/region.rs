@@ -9,6 +9,8 @@ use outboard_board::{BufRef, FreeList, Mapping};
 use std::sync::{Arc, Mutex};
 
 pub struct BoardRegion {
+    /// The board's number (its session id): with the offset, the region's place.
+    board: u64,
     map: Arc<Mapping>,
     offset: usize,
     len: usize,
@@ -25,9 +27,9 @@ impl std::fmt::Debug for BoardRegion {
 impl BoardRegion {
     /// `buf` (taken from `free`) at `[offset, offset + len)` of `map`; the
     /// caller computed both from its own layout.
-    pub fn new(map: Arc<Mapping>, buf: BufRef, offset: usize, len: usize, free: Arc<Mutex<FreeList>>) -> Self {
+    pub fn new(board: u64, map: Arc<Mapping>, buf: BufRef, offset: usize, len: usize, free: Arc<Mutex<FreeList>>) -> Self {
         assert!(offset.checked_add(len).is_some_and(|end| end <= map.len()));
-        BoardRegion { map, offset, len, buf, free }
+        BoardRegion { board, map, offset, len, buf, free }
     }
 }
 
@@ -43,6 +45,9 @@ impl outboard_tcp::RingStorage for BoardRegion {
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `bytes`; `&mut self` makes this the only slice in the engine.
         unsafe { self.map.bytes_mut(self.offset, self.len) }
+    }
+    fn place(&self) -> Option<(u64, u64)> {
+        Some((self.board, self.offset as u64))
     }
 }
 

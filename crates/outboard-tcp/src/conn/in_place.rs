@@ -90,10 +90,29 @@ impl Connection {
     /// record's. Then `check_restored`. An error (the connection unusable)
     /// if its rings were not lent or a storage's length is not the recorded one.
     pub fn rebind_storage(&mut self, send: Box<dyn RingStorage>, recv: Box<dyn RingStorage>) -> Result<(), String> {
-        self.send_buf.rebind(send).map_err(|e| format!("send buffer: {e}"))?;
-        self.recv_buf.rebind(recv).map_err(|e| format!("receive buffer: {e}"))?;
+        self.rebind_lent(Some(send), Some(recv))
+    }
+
+    /// [`rebind_storage`](Self::rebind_storage) for each ring on its own: a
+    /// ring that gave its lent storage back before it was recorded (the
+    /// send ring of a closing stream, every byte acknowledged) gets None,
+    /// and must not be waiting for storage.
+    pub fn rebind_lent(&mut self, send: Option<Box<dyn RingStorage>>, recv: Option<Box<dyn RingStorage>>) -> Result<(), String> {
+        for (ring, storage, what) in [(&mut self.send_buf, send, "send buffer"), (&mut self.recv_buf, recv, "receive buffer")] {
+            match storage {
+                Some(s) => ring.rebind(s).map_err(|e| format!("{what}: {e}"))?,
+                None if ring.is_unbound() => return Err(format!("{what}: recorded in lent storage, and none given")),
+                None => {}
+            }
+        }
         self.recv_epoch = self.recv_epoch.wrapping_add(1);
         Ok(())
+    }
+
+    /// Where each ring's lent storage is (send, receive), for the record
+    /// of a live upgrade (`RingStorage::place`).
+    pub fn lent_places(&self) -> (Option<crate::ring::Place>, Option<crate::ring::Place>) {
+        (self.send_buf.lent_place(), self.recv_buf.lent_place())
     }
 
     pub fn attach_storage(&mut self, send: Box<dyn RingStorage>, recv: Box<dyn RingStorage>) -> usize {

@@ -1,5 +1,9 @@
 //! Where a ring's bytes live: its own growable `Vec`, or memory it was lent.
 
+/// Where lent memory is, as its lender names it: (the lender's number for
+/// the memory, e.g. a board's; the offset in it).
+pub type Place = (u64, u64);
+
 /// Memory for a ring that the ring does not own (shared memory of a board).
 ///
 /// `bytes` and `bytes_mut` must return the same length every time: that
@@ -8,6 +12,12 @@
 pub trait RingStorage: Send + std::fmt::Debug {
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];
+    /// Where the memory is, in terms its lender understands (a board's
+    /// number and the region's offset in it): what a live upgrade records
+    /// so the new engine can lend the same memory again. None: not said.
+    fn place(&self) -> Option<Place> {
+        None
+    }
 }
 
 /// A plain heap buffer lent as storage (tests, or an application without boards).

@@ -57,8 +57,8 @@ impl Session {
         };
         let a = &self.layout.arena;
         let (txo, rxo, size) = (a.offset_of(tx), a.offset_of(rx), a.size_of(tx));
-        let txr = BoardRegion::new(self.map.clone(), tx, txo, size, self.regions.clone());
-        let rxr = BoardRegion::new(self.map.clone(), rx, rxo, size, self.regions.clone());
+        let txr = BoardRegion::new(self.id, self.map.clone(), tx, txo, size, self.regions.clone());
+        let rxr = BoardRegion::new(self.id, self.map.clone(), rx, rxo, size, self.regions.clone());
         let c = stack.tcp(conn)?;
         let moved = c.attach_storage(Box::new(txr), Box::new(rxr));
         self.counters.migrated_bytes += moved as u64;

@@ -115,6 +115,9 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
+    pub(super) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
     fn insert(&mut self, t: CallToken) -> u32 {
         while self.map.len() >= MAX_TOKENS {
             let Some(old) = self.order.pop_front() else { break };

@@ -18,8 +18,10 @@ mod endpoints;
 mod events;
 mod mailboxes;
 mod publish;
+mod record;
 
 pub use mailboxes::MailboxCounters;
+pub use record::{params_from, EndpointRecord, SessionRecord};
 
 use crate::host::SessionCx;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
@@ -161,6 +163,8 @@ pub struct Session {
     posted: bool,
     /// The application's wake eventfd (written while it has threads in poll/epoll on it).
     wake: Option<std::os::fd::OwnedFd>,
+    /// The board's memfd (handed on by a live upgrade).
+    memory: Option<Arc<std::os::fd::OwnedFd>>,
     /// The application said DETACH: its hang-up that follows is not a death.
     pub detached: bool,
     pub counters: SessionCounters,
@@ -212,6 +216,7 @@ impl Session {
             hinted: Vec::new(),
             posted: false,
             wake: n.wake,
+            memory: n.memory,
             detached: false,
             counters: SessionCounters::default(),
             mailbox_counters: MailboxCounters::default(),

@@ -1,0 +1,202 @@
+//! Attached applications across a live upgrade (`crate::upgrade`): the old
+//! engine's host writes its boards' sessions and listener groups and hands
+//! on each board's memfd, the application's socket and wake eventfd, and
+//! the doorbell applications ring; the new engine's host maps the same
+//! boards, builds the same sessions, opens the same listeners and gives
+//! each stream its connection back in the same board regions. The
+//! application notices nothing: its board, socket, rings and endpoint ids
+//! are unchanged, and its shim or library never learns that the engine
+//! process changed.
+//!
+//! Not handed over yet (the upgrade is refused with the reason, the old
+//! engine serving on): boards on an engine of more than one shard, datagram
+//! sockets and message mailboxes; passing states (events waiting for room
+//! in a full event ring, a board detaching, a listener lingering for a
+//! forked child, a stream waiting for its child to adopt it) answer "busy"
+//! and the new engine asks again.
+
+use super::listeners::GroupRecord;
+use super::session::{Session, SessionRecord};
+use super::{tag, Host, NewSession};
+use crate::app::AppCx;
+use crate::upgrade::{Holder, LentPlaces, TcpRecord};
+use outboard_board::layout::CLASS_STREAM;
+use outboard_board::{BoardLayout, BufRef, FreeList, Mapping};
+use outboard_stack::ConnId;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// The host's part of a shard's record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BoardsRecord {
+    pub sessions: Vec<SessionRecord>,
+    pub groups: Vec<GroupRecord>,
+}
+
+/// What the old host hands over: its record, its descriptors (named as the
+/// record's `fds` names them), and which connection is which board stream.
+pub struct BoardsExport {
+    pub record: BoardsRecord,
+    pub fds: Vec<(String, RawFd)>,
+    pub streams: HashMap<ConnId, (u64, u32)>,
+}
+
+/// A board's descriptor names in the record.
+pub fn fd_name(board: u64, what: &str) -> String {
+    format!("board {board} {what}")
+}
+pub const DOORBELL_FD: &str = "board doorbell";
+
+impl Host {
+    /// The host's record, or why its applications cannot be handed over now.
+    pub fn export(&self, stack: &outboard_stack::Stack, shards: usize) -> Result<BoardsExport, String> {
+        if self.sessions.is_empty() {
+            return Ok(BoardsExport { record: BoardsRecord::default(), fds: Vec::new(), streams: HashMap::new() });
+        }
+        if shards > 1 {
+            return Err(format!(
+                "{} application board(s) attached to an engine of {shards} shards: handing boards over is built for one-shard engines only; upgrade when none is attached",
+                self.sessions.len()
+            ));
+        }
+        if !self.handover.orphans.is_empty() || !self.handover.adopts.is_empty() {
+            return Err("busy: a stream waits for a forked child to adopt it; try again".into());
+        }
+        let groups = self.listeners.export(stack)?;
+        let group_of = |lid| groups.iter().position(|(l, _)| *l == lid);
+        let mut fds = Vec::new();
+        if let Some(inbox) = &self.inbox {
+            fds.push((DOORBELL_FD.to_string(), inbox.doorbell_fd()));
+        }
+        let mut sessions = Vec::new();
+        let mut streams = HashMap::new();
+        for s in &self.sessions {
+            let r = s.export(group_of)?;
+            let Some((memory, sock, wake)) = s.handover_fds() else {
+                return Err(format!("application {} has no board memory descriptor to hand over", s.id));
+            };
+            fds.push((fd_name(s.id, "memory"), memory));
+            fds.push((fd_name(s.id, "socket"), sock));
+            if let Some(w) = wake {
+                fds.push((fd_name(s.id, "wake"), w));
+            }
+            for (ep, conn) in s.stream_conns() {
+                streams.insert(conn, (s.id, ep));
+            }
+            sessions.push(r);
+        }
+        Ok(BoardsExport { record: BoardsRecord { sessions, groups: groups.into_iter().map(|(_, g)| g).collect() }, fds, streams })
+    }
+
+    /// Builds the old engine's sessions here, on the same boards, and gives
+    /// back every connection of `tcp` whose bytes live in a board: those
+    /// held by a board's stream, and those released whose rings are still
+    /// in a board's regions. Returns each board's socket (a copy) and dead
+    /// flag, for the attach thread to watch. Writes nothing to any board.
+    pub fn import(
+        &mut self,
+        cx: &mut AppCx<'_>,
+        r: BoardsRecord,
+        mut take_fd: impl FnMut(&str) -> Option<OwnedFd>,
+        tcp: Vec<TcpRecord>,
+    ) -> Result<Vec<(UnixStream, Arc<AtomicBool>)>, String> {
+        let lids = self.listeners.import(cx.stack, &r.groups)?;
+        let mut watch = Vec::new();
+        // Regions in use, per board: every place a connection's ring has.
+        let mut used: HashMap<u64, Vec<u64>> = HashMap::new();
+        for t in &tcp {
+            for (board, offset) in t.lent.iter().flat_map(|l| [l.send, l.recv]).flatten() {
+                used.entry(board).or_default().push(offset);
+            }
+        }
+        for sr in &r.sessions {
+            let what = |e: String| format!("application {} (pid {}): {e}", sr.id, sr.pid);
+            let params = super::session::params_from(&sr.params);
+            let layout = BoardLayout::new(params).map_err(|e| what(format!("board layout: {e:?}")))?;
+            let memory = take_fd(&fd_name(sr.id, "memory")).ok_or_else(|| what("no board memory descriptor".into()))?;
+            let sock = take_fd(&fd_name(sr.id, "socket")).ok_or_else(|| what("no socket descriptor".into()))?;
+            let wake = take_fd(&fd_name(sr.id, "wake"));
+            let map = Mapping::map_fd(memory.as_raw_fd(), layout.total).map_err(|e| what(format!("mapping its board: {e}")))?;
+            let a = &layout.arena;
+            let streams = a.classes[CLASS_STREAM as usize].count;
+            let in_use: Vec<u32> = used
+                .get(&sr.id)
+                .into_iter()
+                .flatten()
+                .filter_map(|&off| a.locate(off, 0).filter(|b| b.class == CLASS_STREAM && a.offset_of(*b) as u64 == off).map(|b| b.index))
+                .collect();
+            let free = FreeList::new((0..streams).filter(|i| !in_use.contains(i)).map(|index| BufRef { class: CLASS_STREAM, index }));
+            let sock = UnixStream::from(sock);
+            let dead = Arc::new(AtomicBool::new(false));
+            watch.push((sock.try_clone().map_err(|e| what(format!("its socket: {e}")))?, dead.clone()));
+            let n = NewSession {
+                map: Arc::new(map),
+                layout,
+                sock,
+                pid: sr.pid,
+                uid: sr.uid,
+                key: sr.key,
+                dead,
+                wake,
+                board: sr.id,
+                regions: Arc::new(Mutex::new(free)),
+                memory: Some(Arc::new(memory)),
+            };
+            let s = Session::import(self.shard, sr, n, |g| lids.get(g).copied()).map_err(what)?;
+            self.next_id = self.next_id.max(sr.id);
+            self.sessions.push(s);
+        }
+        for t in tcp {
+            self.adopt_board_connection(cx, t)?;
+        }
+        for s in &self.sessions {
+            if let Some(ep) = s.unbound_streams().first() {
+                return Err(format!("application {}: stream endpoint {ep} has no connection in the record", s.id));
+            }
+        }
+        Ok(watch)
+    }
+
+    /// One connection whose rings live in a board: bound to the same regions again, in the stack, and
+    /// (held) given back to its stream.
+    fn adopt_board_connection(&mut self, cx: &mut AppCx<'_>, t: TcpRecord) -> Result<(), String> {
+        let mut conn = t.conn;
+        let tuple = conn.tuple();
+        let what = |e: String| format!("handed-over connection {} - {}: {e}", tuple.local, tuple.remote);
+        let places = t.lent.unwrap_or_default();
+        let storage = |place: Option<(u64, u64)>| -> Result<Option<Box<dyn outboard_tcp::RingStorage>>, String> {
+            let Some((board, offset)) = place else { return Ok(None) };
+            let s = self.sessions.iter().find(|s| s.id == board).ok_or_else(|| format!("its rings are in board {board}, not handed over"))?;
+            let a = &s.layout().arena;
+            let b = a
+                .locate(offset, 0)
+                .filter(|b| b.class == CLASS_STREAM && a.offset_of(*b) as u64 == offset)
+                .ok_or_else(|| format!("no stream region starts at {offset:#x}"))?;
+            let (off, size) = (a.offset_of(b), a.size_of(b));
+            Ok(Some(Box::new(super::region::BoardRegion::new(board, s.map.clone(), b, off, size, s.regions()))))
+        };
+        let send = storage(places.send).map_err(what)?;
+        let recv = storage(places.recv).map_err(what)?;
+        conn.rebind_lent(send, recv).map_err(what)?;
+        conn.check_restored().map_err(what)?;
+        let held = matches!(t.holder, Holder::Board { .. });
+        let id = cx.stack.tcp_adopt(conn, held).map_err(|e| what(format!("{e:?}")))?;
+        if let Holder::Board { session, ep } = t.holder {
+            let s = self.sessions.iter_mut().find(|s| s.id == session).ok_or_else(|| what(format!("held by board {session}, not handed over")))?;
+            s.bind_stream(ep, id).map_err(what)?;
+            cx.claim(id, tag(session, ep));
+        }
+        Ok(())
+    }
+}
+
+impl TcpRecord {
+    /// Whether the new engine's host takes this connection (its bytes are in a board).
+    pub fn in_board(&self) -> bool {
+        matches!(self.holder, Holder::Board { .. }) || self.lent.as_ref().is_some_and(|l: &LentPlaces| l.send.is_some() || l.recv.is_some())
+    }
+}
