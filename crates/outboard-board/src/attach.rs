@@ -132,8 +132,12 @@ fn as_bytes<T: Pod>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
-/// Most descriptors one message carries (`send_with_fds`).
-pub const MAX_FDS: usize = 8;
+/// Most descriptors one message carries (`send_with_fds`): the kernel's
+/// `SCM_MAX_FD` (a live upgrade sends three per attached application).
+pub const MAX_FDS: usize = 253;
+/// Control buffer for `MAX_FDS` descriptors, in 8-byte words:
+/// `CMSG_SPACE(253 * 4)` is 1032 bytes.
+const CBUF_WORDS: usize = 130;
 
 /// Sends `bytes` and, if any, `fds` with them (one SCM_RIGHTS message): the
 /// attach exchange's records and a live upgrade's hand-over messages.
@@ -142,7 +146,7 @@ pub fn send_with_fds(sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Resu
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors for one message"));
     }
     let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
-    let mut cbuf = [0u64; 16];
+    let mut cbuf = [0u64; CBUF_WORDS];
     // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
@@ -152,7 +156,7 @@ pub fn send_with_fds(sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Resu
         msg.msg_control = cbuf.as_mut_ptr().cast();
         // SAFETY: CMSG_SPACE is a pure size computation.
         msg.msg_controllen = unsafe { libc::CMSG_SPACE(fd_bytes) } as _;
-        // SAFETY: msg_control points at cbuf (128 bytes), room for one cmsg of MAX_FDS fds.
+        // SAFETY: msg_control points at cbuf (CBUF_WORDS * 8 bytes), room for one cmsg of MAX_FDS fds.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
@@ -177,7 +181,7 @@ pub fn send_with_fds(sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Resu
 /// descriptors, and whether the kernel dropped descriptors for want of room.
 pub fn recv_with_fds(sock: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>, bool)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut cbuf = [0u64; 16];
+    let mut cbuf = [0u64; CBUF_WORDS];
     // SAFETY: msghdr is plain C data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;

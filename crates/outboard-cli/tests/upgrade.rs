@@ -30,6 +30,9 @@
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 
 mod support;
+#[path = "../src/bench/tools.rs"]
+#[allow(dead_code)]
+mod tools;
 
 use outboard_lab::LabConfig;
 use serde_json::Value;
@@ -416,6 +419,84 @@ fn applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade
     let after = client_done(client_bg_port(&lab, "rr", "1", "9008"), "the refused application serves on");
     assert_eq!(after["ok"], true, "{after}");
     drop(server);
+    up.engine.stop();
+}
+
+/// nginx as its package runs it (a daemon: master and two workers as
+/// `nobody`, sharing the listener across `fork`) under the shim, upgraded
+/// while wrk loads it: every request answered, none failed.
+#[test]
+fn nginx_master_and_workers_are_upgraded_under_wrk_without_a_failed_request() {
+    if skip_unless_root("nginx_master_and_workers_are_upgraded_under_wrk_without_a_failed_request") {
+        return;
+    }
+    need("nginx", "nginx-light");
+    need("wrk", "wrk");
+    need("curl", "curl");
+    let name = lab_name("upgn");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &["--services", "echo,discard", "--allow-user", "nobody"]);
+    let tmp = std::env::temp_dir().join(format!("outboard-upgrade-nginx-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("www")).expect("www");
+    std::fs::write(tmp.join("www").join("small"), vec![b'x'; 4096]).expect("small");
+    let conf = tools::nginx_conf(&tmp, 8080).expect("nginx.conf");
+    let conf_text = std::fs::read_to_string(&conf)
+        .expect("nginx.conf")
+        .replace("worker_processes 1;", "worker_processes 2;\nuser nobody nogroup;\ndaemon on;");
+    std::fs::write(&conf, conf_text).expect("nginx.conf");
+    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&tmp).status();
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let pid: i32 = std::fs::read_to_string(self.0.join("nginx.pid")).unwrap_or_default().trim().parse().unwrap_or(0);
+            if pid > 0 {
+                // SAFETY: kill(2) of the nginx master this test started.
+                unsafe { libc::kill(pid, libc::SIGQUIT) };
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(tmp.clone());
+    let lib = support::shim_lib();
+    let (p, c) = (tmp.to_str().expect("utf-8"), conf.to_str().expect("utf-8"));
+    let o = ns_command(lab.engine_ns(), Duration::from_secs(20), 2, &[OUTBOARD, "run", "--name", &eng, "--shim", lib.to_str().expect("utf-8"), "--", "nginx", "-p", p, "-c", c])
+        .env("OUTBOARD_RUN_DIR", run_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("nginx");
+    let errlog = || std::fs::read_to_string(tmp.join("error.log")).unwrap_or_default();
+    assert!(o.status.success(), "nginx did not start: {}\n{}", text(&o), errlog());
+    let url = format!("http://{}:8080/small", lab.engine_addr());
+    let get = || ns_command(lab.linux_ns(), Duration::from_secs(10), 2, &["curl", "-sS", "--fail", "-o", "/dev/null", "--max-time", "3", &url]).output().expect("curl");
+    let t0 = Instant::now();
+    while !get().status.success() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "nginx never answered: {}", errlog());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let boards = e.stat()["boards"].as_array().map_or(0, |b| b.len());
+    assert!(boards >= 3, "master and two workers attached: {boards}");
+    let wrk = ns_command(lab.linux_ns(), Duration::from_secs(30), 2, &["wrk", "-t2", "-c16", "-d4s", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wrk");
+    std::thread::sleep(Duration::from_millis(1500));
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    let o = wrk.wait_with_output().expect("wrk");
+    let (out, err) = (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string());
+    assert!(o.status.success(), "wrk: {out}{err}");
+    let w = tools::wrk(&out, &err).unwrap_or_else(|e| panic!("{e}: {}", errlog()));
+    println!("nginx (master, 2 workers) under wrk through an upgrade: {} requests, {:.0}/s; {}", w.requests, w.per_s, up.line);
+    assert!(up.line.contains(&format!("applications={boards}")), "every process handed over: {}", up.line);
+    assert!(!out.contains("Socket errors") && !out.contains("Non-2xx"), "wrk saw errors: {out}");
+    assert!(w.requests > 0, "{out}");
+    assert!(get().status.success(), "nginx serves new connections after the upgrade: {}", errlog());
+    assert_eq!(up.engine.stat()["boards"].as_array().map_or(0, |b| b.len()), boards);
+    drop(_cleanup);
     up.engine.stop();
 }
 

@@ -315,6 +315,15 @@ pub fn serve(
             more.push("board socket");
             fds.push(board);
         }
+        if fds.len() > outboard_board::attach::MAX_FDS {
+            let e = format!(
+                "{} descriptors to hand over, more than one message carries ({}): too many applications attached (three each)",
+                fds.len(),
+                outboard_board::attach::MAX_FDS
+            );
+            send_offer(stream, &error_json(&e), &[])?;
+            return Ok(false);
+        }
         let json = format!("{{\"records\":[{}],\"more_fds\":{}}}", records.join(","), serde_json::json!(more));
         send_offer(stream, &json, &fds)?;
         stream.set_read_timeout(Some(CONFIRM_WAIT))?;
