@@ -674,8 +674,9 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         });
     }
     let handed: usize = shards.iter().map(|s| s.tcp.len()).sum();
-    // The attached applications: shard 0's record and its boards' descriptors.
-    let boards = std::mem::take(&mut inc.records[0].boards);
+    // The attached applications: every shard's sessions, and the boards'
+    // descriptors (shard 0's record names them).
+    let boards: Vec<_> = inc.records.iter_mut().map(|r| std::mem::take(&mut r.boards)).collect();
     let board_fds: Vec<(String, std::os::fd::OwnedFd)> = inc
         .shard_fds
         .get_mut(0)
@@ -685,7 +686,7 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
             b
         })
         .unwrap_or_default();
-    let applications = boards.sessions.len();
+    let applications = boards.first().map_or(0, |b| b.sessions.len());
     let taken = outboard_engine::engine::Takeover {
         control: std::os::unix::net::UnixListener::from(control),
         board: board.map(std::os::unix::net::UnixListener::from),

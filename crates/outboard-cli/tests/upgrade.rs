@@ -361,10 +361,24 @@ fn applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade
     if skip_unless_root("applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade") {
         return;
     }
-    let name = lab_name("upgb");
+    shim_application_through_upgrades("upgb", &[]);
+}
+
+#[test]
+fn applications_on_a_two_shard_engine_keep_their_streams_through_an_upgrade() {
+    if skip_unless_root("applications_on_a_two_shard_engine_keep_their_streams_through_an_upgrade") {
+        return;
+    }
+    shim_application_through_upgrades("upgs", &["--shards", "2"]);
+}
+
+/// An echo server under the shim on an engine with `extra` flags, through
+/// two upgrades (see the module's comment).
+fn shim_application_through_upgrades(tag: &str, extra: &[&str]) {
+    let name = lab_name(tag);
     let lab = lab(&LabConfig::new(&name));
     let eng = format!("{name}-e");
-    let e = start(&lab, &eng);
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[&["--services", "echo,discard"], extra].concat());
     // A threaded echo server under the shim: its board, listener and
     // streams live in the engine. A request/response loop from Linux runs
     // through one upgrade, a transfer through a second one (apart: on two
@@ -387,7 +401,7 @@ fn applications_under_the_shim_keep_their_sockets_and_streams_through_an_upgrade
     assert!(up.line.contains("applications=1"), "and again: {}", up.line);
     let s = client_done(stream, "stream through the application across an upgrade");
     println!(
-        "application under the shim: request/response {} requests, slowest {} ms; 512 MiB echo: longest gap {} ms; engine pause {:.2} ms (second upgrade)",
+        "application under the shim ({extra:?}): request/response {} requests, slowest {} ms; 512 MiB echo: longest gap {} ms; engine pause {:.2} ms (second upgrade)",
         r["requests"], r["max_rtt_ms"], s["max_gap_ms"], up.pause_ms
     );
     assert_eq!(s["ok"], true, "{s}");

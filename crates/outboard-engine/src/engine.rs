@@ -385,9 +385,10 @@ pub struct Takeover {
     pub secret: [u8; 16],
     /// One per shard, in shard order.
     pub shards: Vec<ShardTakeover>,
-    /// The attached applications (shard 0's record) and their descriptors
-    /// (each board's memfd, socket and wake eventfd, the doorbell), by name.
-    pub boards: crate::host::takeover::BoardsRecord,
+    /// The attached applications (each shard's sessions and listener groups,
+    /// in shard order) and their descriptors (each board's memfd, socket and
+    /// wake eventfd, the doorbell), by name.
+    pub boards: Vec<crate::host::takeover::BoardsRecord>,
     pub board_fds: Vec<(String, std::os::fd::OwnedFd)>,
 }
 
@@ -558,12 +559,12 @@ impl Engine {
             shards.push(shard);
         }
         // Connections whose bytes live in a board go to shard 0's host, once it exists.
-        let mut board_tcp = Vec::new();
-        for (shard, (tcp, arp)) in shards.iter_mut().zip(state_taken) {
+        let mut board_tcp: Vec<Vec<crate::upgrade::TcpRecord>> = (0..n).map(|_| Vec::new()).collect();
+        for (i, (shard, (tcp, arp))) in shards.iter_mut().zip(state_taken).enumerate() {
             shard.stack.arp_import(now, &arp);
             for r in tcp {
                 if r.in_board() {
-                    board_tcp.push(r);
+                    board_tcp[i].push(r);
                 } else {
                     adopt_connection(shard, r, now)?;
                 }
@@ -624,7 +625,7 @@ impl Engine {
                 };
                 let mut taken = crate::host::TakenAttach { listener: board_taken, ..Default::default() };
                 if let Some((r, fds)) = boards_taken.as_mut() {
-                    taken.boards_before = r.sessions.iter().map(|s| s.id).max().unwrap_or(0);
+                    taken.boards_before = r.iter().flat_map(|b| &b.sessions).map(|s| s.id).max().unwrap_or(0);
                     if let Some(i) = fds.iter().position(|(n, _)| n == crate::host::takeover::DOORBELL_FD) {
                         taken.doorbell = Some(fds.remove(i).1);
                     }
@@ -642,28 +643,45 @@ impl Engine {
                     }
                     shard.add_app(Box::new(host));
                 }
-                if let Some((record, mut fds)) = boards_taken.take() {
-                    let mut take_fd = |name: &str| fds.iter().position(|(n, _)| n == name).map(|i| fds.remove(i).1);
-                    let tcp = std::mem::take(&mut board_tcp);
-                    let watch = shards[0]
-                        .with_app::<Host, _>(now, |h, cx| h.import(cx, record, &mut take_fd, tcp))
-                        .ok_or_else(|| EngineError::Config("no board host to take the applications".into()))?
-                        .map_err(|e| EngineError::Config(format!("taking over the attached applications: {e}")))?;
-                    for (sock, dead) in watch {
+                if let Some((records, mut fds)) = boards_taken.take() {
+                    let what = |e: String| EngineError::Config(format!("taking over the attached applications: {e}"));
+                    let take_fd = |name: &str| fds.iter().position(|(n, _)| n == name).map(|i| fds.remove(i).1);
+                    let all: Vec<&crate::upgrade::TcpRecord> = board_tcp.iter().flatten().collect();
+                    let empty = crate::host::takeover::BoardsRecord::default();
+                    let boards = crate::host::takeover::open_boards(records.first().unwrap_or(&empty), take_fd, &all).map_err(what)?;
+                    if records.len() != n {
+                        return Err(what(format!("{} shard records of applications for {n} shards", records.len())));
+                    }
+                    for (i, r) in records.into_iter().enumerate() {
+                        let tcp = std::mem::take(&mut board_tcp[i]);
+                        shards[i]
+                            .with_app::<Host, _>(now, |h, cx| h.import(cx, r, &boards, tcp))
+                            .ok_or_else(|| what("no board host".into()))?
+                            .map_err(what)?;
+                    }
+                    // The listeners taken over are in the steering table
+                    // before any shard reads a frame: a port published by
+                    // one shard alone would steer every frame to it,
+                    // another shard's connections included (reset there).
+                    for s in shards.iter_mut() {
+                        s.publish_ports();
+                    }
+                    for b in boards.values() {
+                        let (sock, dead) = b.watch().map_err(|e| what(format!("watching a board's socket: {e}")))?;
                         server.watch(sock, dead);
                     }
                 }
                 Some(server)
             }
         };
-        if let Some(r) = board_tcp.first() {
+        if let Some(r) = board_tcp.iter().flatten().next() {
             let t = r.conn.tuple();
             return Err(EngineError::Config(format!(
                 "handed-over connection {} - {} lives in an application's board, and this engine takes no boards",
                 t.local, t.remote
             )));
         }
-        if boards_taken.as_ref().is_some_and(|(r, _)| !r.sessions.is_empty()) {
+        if boards_taken.as_ref().is_some_and(|(r, _)| r.iter().any(|b| !b.sessions.is_empty())) {
             return Err(EngineError::Config("the running engine has applications attached, and this engine takes no boards".into()));
         }
         Ok(Engine { shards, control, attach, cores: set.cores.clone() })

@@ -113,7 +113,7 @@ impl Shard {
     }
 
     /// Publishes the ports this shard's stack has bound, if they changed.
-    fn publish_ports(&mut self) {
+    pub(crate) fn publish_ports(&mut self) {
         let Some(mesh) = &self.mesh else { return };
         let generation = self.stack.ports_generation();
         if generation == self.published.0 {
@@ -424,7 +424,7 @@ impl Shard {
         }
         let shards = self.mesh.as_ref().map_or(1, |m| m.steer.shards);
         let boards = match self.apps.get::<crate::host::Host>() {
-            Some(h) => h.export(&self.stack, shards)?,
+            Some(h) => h.export(&self.stack)?,
             None => crate::host::takeover::BoardsExport {
                 record: Default::default(),
                 fds: Vec::new(),

@@ -8,9 +8,13 @@
 //! are unchanged, and its shim or library never learns that the engine
 //! process changed.
 //!
+//! On an engine of several shards every board has a session on every
+//! shard: each shard writes its sessions and listener groups, shard 0 hands
+//! on the descriptors, and the new engine maps each board once for all its
+//! shards' sessions.
+//!
 //! Not handed over yet (the upgrade is refused with the reason, the old
-//! engine serving on): boards on an engine of more than one shard, datagram
-//! sockets and message mailboxes; passing states (events waiting for room
+//! engine serving on): datagram sockets and message mailboxes; passing states (events waiting for room
 //! in a full event ring, a board detaching, a listener lingering for a
 //! forked child, a stream waiting for its child to adopt it) answer "busy"
 //! and the new engine asks again.
@@ -53,23 +57,20 @@ pub const DOORBELL_FD: &str = "board doorbell";
 
 impl Host {
     /// The host's record, or why its applications cannot be handed over now.
-    pub fn export(&self, stack: &outboard_stack::Stack, shards: usize) -> Result<BoardsExport, String> {
+    /// Shard 0's host hands on the boards' descriptors (every board has a
+    /// session on every shard; the others' sessions name the same boards).
+    pub fn export(&self, stack: &outboard_stack::Stack) -> Result<BoardsExport, String> {
         if self.sessions.is_empty() {
             return Ok(BoardsExport { record: BoardsRecord::default(), fds: Vec::new(), streams: HashMap::new() });
-        }
-        if shards > 1 {
-            return Err(format!(
-                "{} application board(s) attached to an engine of {shards} shards: handing boards over is built for one-shard engines only; upgrade when none is attached",
-                self.sessions.len()
-            ));
         }
         if !self.handover.orphans.is_empty() || !self.handover.adopts.is_empty() {
             return Err("busy: a stream waits for a forked child to adopt it; try again".into());
         }
         let groups = self.listeners.export(stack)?;
         let group_of = |lid| groups.iter().position(|(l, _)| *l == lid);
+        let first = self.shard == 0;
         let mut fds = Vec::new();
-        if let Some(inbox) = &self.inbox {
+        if let (true, Some(inbox)) = (first, &self.inbox) {
             fds.push((DOORBELL_FD.to_string(), inbox.doorbell_fd()));
         }
         let mut sessions = Vec::new();
@@ -79,10 +80,12 @@ impl Host {
             let Some((memory, sock, wake)) = s.handover_fds() else {
                 return Err(format!("application {} has no board memory descriptor to hand over", s.id));
             };
-            fds.push((fd_name(s.id, "memory"), memory));
-            fds.push((fd_name(s.id, "socket"), sock));
-            if let Some(w) = wake {
-                fds.push((fd_name(s.id, "wake"), w));
+            if first {
+                fds.push((fd_name(s.id, "memory"), memory));
+                fds.push((fd_name(s.id, "socket"), sock));
+                if let Some(w) = wake {
+                    fds.push((fd_name(s.id, "wake"), w));
+                }
             }
             for (ep, conn) in s.stream_conns() {
                 streams.insert(conn, (s.id, ep));
@@ -92,60 +95,17 @@ impl Host {
         Ok(BoardsExport { record: BoardsRecord { sessions, groups: groups.into_iter().map(|(_, g)| g).collect() }, fds, streams })
     }
 
-    /// Builds the old engine's sessions here, on the same boards, and gives
-    /// back every connection of `tcp` whose bytes live in a board: those
-    /// held by a board's stream, and those released whose rings are still
-    /// in a board's regions. Returns each board's socket (a copy) and dead
-    /// flag, for the attach thread to watch. Writes nothing to any board.
-    pub fn import(
-        &mut self,
-        cx: &mut AppCx<'_>,
-        r: BoardsRecord,
-        mut take_fd: impl FnMut(&str) -> Option<OwnedFd>,
-        tcp: Vec<TcpRecord>,
-    ) -> Result<Vec<(UnixStream, Arc<AtomicBool>)>, String> {
+    /// Builds the old engine's sessions of this shard here, on the boards
+    /// `boards` opened again, and gives back every connection of `tcp` (this
+    /// shard's) whose bytes live in a board: those held by a board's stream,
+    /// and those released whose rings are still in a board's regions.
+    /// Writes nothing to any board.
+    pub fn import(&mut self, cx: &mut AppCx<'_>, r: BoardsRecord, boards: &HashMap<u64, OpenBoard>, tcp: Vec<TcpRecord>) -> Result<(), String> {
         let lids = self.listeners.import(cx.stack, &r.groups)?;
-        let mut watch = Vec::new();
-        // Regions in use, per board: every place a connection's ring has.
-        let mut used: HashMap<u64, Vec<u64>> = HashMap::new();
-        for t in &tcp {
-            for (board, offset) in t.lent.iter().flat_map(|l| [l.send, l.recv]).flatten() {
-                used.entry(board).or_default().push(offset);
-            }
-        }
         for sr in &r.sessions {
             let what = |e: String| format!("application {} (pid {}): {e}", sr.id, sr.pid);
-            let params = super::session::params_from(&sr.params);
-            let layout = BoardLayout::new(params).map_err(|e| what(format!("board layout: {e:?}")))?;
-            let memory = take_fd(&fd_name(sr.id, "memory")).ok_or_else(|| what("no board memory descriptor".into()))?;
-            let sock = take_fd(&fd_name(sr.id, "socket")).ok_or_else(|| what("no socket descriptor".into()))?;
-            let wake = take_fd(&fd_name(sr.id, "wake"));
-            let map = Mapping::map_fd(memory.as_raw_fd(), layout.total).map_err(|e| what(format!("mapping its board: {e}")))?;
-            let a = &layout.arena;
-            let streams = a.classes[CLASS_STREAM as usize].count;
-            let in_use: Vec<u32> = used
-                .get(&sr.id)
-                .into_iter()
-                .flatten()
-                .filter_map(|&off| a.locate(off, 0).filter(|b| b.class == CLASS_STREAM && a.offset_of(*b) as u64 == off).map(|b| b.index))
-                .collect();
-            let free = FreeList::new((0..streams).filter(|i| !in_use.contains(i)).map(|index| BufRef { class: CLASS_STREAM, index }));
-            let sock = UnixStream::from(sock);
-            let dead = Arc::new(AtomicBool::new(false));
-            watch.push((sock.try_clone().map_err(|e| what(format!("its socket: {e}")))?, dead.clone()));
-            let n = NewSession {
-                map: Arc::new(map),
-                layout,
-                sock,
-                pid: sr.pid,
-                uid: sr.uid,
-                key: sr.key,
-                dead,
-                wake,
-                board: sr.id,
-                regions: Arc::new(Mutex::new(free)),
-                memory: Some(Arc::new(memory)),
-            };
+            let b = boards.get(&sr.id).ok_or_else(|| what("its board was not handed over".into()))?;
+            let n = b.session(sr).map_err(|e| what(format!("its descriptors: {e}")))?;
             let s = Session::import(self.shard, sr, n, |g| lids.get(g).copied()).map_err(what)?;
             self.next_id = self.next_id.max(sr.id);
             self.sessions.push(s);
@@ -158,7 +118,7 @@ impl Host {
                 return Err(format!("application {}: stream endpoint {ep} has no connection in the record", s.id));
             }
         }
-        Ok(watch)
+        Ok(())
     }
 
     /// One connection whose rings live in a board: bound to the same regions again, in the stack, and
@@ -192,6 +152,90 @@ impl Host {
         }
         Ok(())
     }
+}
+
+/// A board of the engine being upgraded, mapped again by the new one: what
+/// its sessions on every shard share.
+pub struct OpenBoard {
+    map: Arc<Mapping>,
+    layout: BoardLayout,
+    sock: UnixStream,
+    wake: Option<OwnedFd>,
+    dead: Arc<AtomicBool>,
+    regions: Arc<Mutex<FreeList>>,
+    memory: Arc<OwnedFd>,
+}
+
+impl OpenBoard {
+    /// The attach thread watches this for the application's hang-up.
+    pub fn watch(&self) -> std::io::Result<(UnixStream, Arc<AtomicBool>)> {
+        Ok((self.sock.try_clone()?, self.dead.clone()))
+    }
+
+    fn session(&self, sr: &SessionRecord) -> std::io::Result<NewSession> {
+        Ok(NewSession {
+            map: self.map.clone(),
+            layout: self.layout.clone(),
+            sock: self.sock.try_clone()?,
+            pid: sr.pid,
+            uid: sr.uid,
+            key: sr.key,
+            dead: self.dead.clone(),
+            wake: self.wake.as_ref().map(|w| w.try_clone()).transpose()?,
+            board: sr.id,
+            regions: self.regions.clone(),
+            memory: Some(self.memory.clone()),
+        })
+    }
+}
+
+/// Maps again every board shard 0's record names (every board has a
+/// session on every shard), from the descriptors `take_fd` gives by name;
+/// each board's free stream regions are those no connection of `tcp` (every
+/// shard's) has its rings in.
+pub fn open_boards(
+    r0: &BoardsRecord,
+    mut take_fd: impl FnMut(&str) -> Option<OwnedFd>,
+    tcp: &[&TcpRecord],
+) -> Result<HashMap<u64, OpenBoard>, String> {
+    let mut used: HashMap<u64, Vec<u64>> = HashMap::new();
+    for t in tcp {
+        for (board, offset) in t.lent.iter().flat_map(|l| [l.send, l.recv]).flatten() {
+            used.entry(board).or_default().push(offset);
+        }
+    }
+    let mut out = HashMap::new();
+    for sr in &r0.sessions {
+        let what = |e: String| format!("application {} (pid {}): {e}", sr.id, sr.pid);
+        let params = super::session::params_from(&sr.params);
+        let layout = BoardLayout::new(params).map_err(|e| what(format!("board layout: {e:?}")))?;
+        let memory = take_fd(&fd_name(sr.id, "memory")).ok_or_else(|| what("no board memory descriptor".into()))?;
+        let sock = take_fd(&fd_name(sr.id, "socket")).ok_or_else(|| what("no socket descriptor".into()))?;
+        let wake = take_fd(&fd_name(sr.id, "wake"));
+        let map = Mapping::map_fd(memory.as_raw_fd(), layout.total).map_err(|e| what(format!("mapping its board: {e}")))?;
+        let a = &layout.arena;
+        let streams = a.classes[CLASS_STREAM as usize].count;
+        let in_use: Vec<u32> = used
+            .get(&sr.id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&off| a.locate(off, 0).filter(|b| b.class == CLASS_STREAM && a.offset_of(*b) as u64 == off).map(|b| b.index))
+            .collect();
+        let free = FreeList::new((0..streams).filter(|i| !in_use.contains(i)).map(|index| BufRef { class: CLASS_STREAM, index }));
+        out.insert(
+            sr.id,
+            OpenBoard {
+                map: Arc::new(map),
+                layout,
+                sock: UnixStream::from(sock),
+                wake,
+                dead: Arc::new(AtomicBool::new(false)),
+                regions: Arc::new(Mutex::new(free)),
+                memory: Arc::new(memory),
+            },
+        );
+    }
+    Ok(out)
 }
 
 impl TcpRecord {
