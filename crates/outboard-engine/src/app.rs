@@ -150,7 +150,11 @@ pub trait ShardApp: Any + Send {
         false
     }
     fn wake_sources<'a>(&'a self, _out: &mut WakeSources<'a>) {}
-    fn after_sleep(&mut self) {}
+    /// After a sleep (or a sleep skipped): true when it took a wake-up
+    /// that may have been another shard's (a doorbell every shard shares).
+    fn after_sleep(&mut self) -> bool {
+        false
+    }
     /// The engine stops: let go of everything (tell applications at once).
     fn shutdown(&mut self, _cx: &mut AppCx<'_>) {}
     fn as_any(&self) -> &dyn Any;
@@ -243,10 +247,13 @@ impl Apps {
         w
     }
 
-    pub fn after_sleep(&mut self) {
+    /// True when an app took a wake-up that may have been another shard's.
+    pub fn after_sleep(&mut self) -> bool {
+        let mut others = false;
         for a in &mut self.list {
-            a.after_sleep();
+            others |= a.after_sleep();
         }
+        others
     }
 
     pub fn shutdown(&mut self, stack: &mut Stack, now: Instant) {

@@ -513,7 +513,7 @@ impl Shard {
         }
         // Applications ring the doorbell only while the boards say we sleep.
         if self.apps.prepare_sleep(self.link.wakes_on_futex()) {
-            self.apps.after_sleep();
+            self.after_sleep();
             return Ok(());
         }
         // Other shards ring ours only while we say we sleep; look once more after saying it.
@@ -524,7 +524,7 @@ impl Shard {
         });
         if self.mesh.as_mut().is_some_and(|m| m.pending()) {
             self.wake_from_mesh();
-            self.apps.after_sleep();
+            self.after_sleep();
             return Ok(());
         }
         let mut wake = self.apps.wake_sources();
@@ -537,9 +537,20 @@ impl Shard {
         self.link.wait(timeout, &wake.fds, &wake.futexes)?;
         drop(wake);
         self.wake_from_mesh();
-        self.apps.after_sleep();
+        self.after_sleep();
         self.counters.sleeps += 1;
         Ok(())
+    }
+
+    /// The apps' end of a sleep; a wake-up they took that may have been
+    /// another shard's (the attach doorbell is one for all) is passed on to
+    /// every shard that sleeps, which looks at its rings and sleeps again.
+    fn after_sleep(&mut self) {
+        if self.apps.after_sleep() {
+            if let Some(m) = &self.mesh {
+                m.wake_others();
+            }
+        }
     }
 
     fn wake_from_mesh(&mut self) {

@@ -328,6 +328,15 @@ impl ShardPort {
     }
 
     /// This shard's doorbell.
+    /// Rings every other shard's doorbell (each only if it sleeps).
+    pub fn wake_others(&self) {
+        for (i, b) in self.bells.iter().enumerate() {
+            if i != self.index {
+                b.ring();
+            }
+        }
+    }
+
     pub fn bell(&self) -> &Doorbell {
         &self.bells[self.index]
     }

@@ -10,7 +10,8 @@ Usage:
   upgrade_client.py rr HOST PORT SECONDS TIMEOUT_S
       One connection, a request/response loop for SECONDS: 64-byte requests,
       each echoed in full before the next; checks every answer and reports
-      the count and the slowest round trip ("max_rtt_ms").
+      the count, the slowest round trip ("max_rtt_ms") and how many took
+      over 50 ms ("over_50ms").
 
 Both print one JSON line once ready ("ready": true, on stdout, flushed) and
 one at the end; exit 0 when everything came back exact, 1 when not, 2 on a
@@ -80,7 +81,7 @@ def rr(host, port, seconds, limit):
     s.settimeout(10)
     print(json.dumps({"ready": True}), flush=True)
     t0 = time.monotonic()
-    n, max_rtt, bad = 0, 0.0, 0
+    n, max_rtt, bad, over_50ms = 0, 0.0, 0, 0
     try:
         while time.monotonic() - t0 < seconds:
             req = n.to_bytes(8, "big") * 8
@@ -92,7 +93,9 @@ def rr(host, port, seconds, limit):
                 if not b:
                     raise ConnectionError("closed mid-answer")
                 got += b
-            max_rtt = max(max_rtt, time.monotonic() - a)
+            rtt = time.monotonic() - a
+            max_rtt = max(max_rtt, rtt)
+            over_50ms += rtt > 0.05
             bad += got != req
             n += 1
         s.shutdown(socket.SHUT_WR)
@@ -101,7 +104,7 @@ def rr(host, port, seconds, limit):
         print(json.dumps({"ok": False, "error": repr(e), "requests": n, "max_rtt_ms": max_rtt * 1e3}))
         return 2
     ok = bad == 0 and tail == b"" and n > 0
-    print(json.dumps({"ok": ok, "requests": n, "wrong": bad, "max_rtt_ms": round(max_rtt * 1e3, 2)}))
+    print(json.dumps({"ok": ok, "requests": n, "wrong": bad, "max_rtt_ms": round(max_rtt * 1e3, 2), "over_50ms": over_50ms}))
     return 0 if ok else 1
 
 

@@ -133,11 +133,12 @@ impl AttachInbox {
     pub fn doorbell_fd(&self) -> RawFd {
         self.shared.doorbell.as_raw_fd()
     }
-    /// Empties the doorbell after a wake-up.
-    pub fn drain_doorbell(&self) {
+    /// Empties the doorbell after a wake-up: true if it had been rung.
+    pub fn drain_doorbell(&self) -> bool {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
-        let _ = unsafe { libc::read(self.shared.doorbell.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        let n = unsafe { libc::read(self.shared.doorbell.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        n == 8 && v > 0
     }
 }
 

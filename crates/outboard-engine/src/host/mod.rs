@@ -434,13 +434,15 @@ impl ShardApp for Host {
         out.futexes.extend(self.sessions.iter().zip(&self.doorbells).map(|(s, v)| (s.engine_doorbell(), *v)));
     }
 
-    fn after_sleep(&mut self) {
+    /// The attach doorbell is one eventfd for every shard (applications
+    /// hold one descriptor): a ring drained here may have been for another
+    /// shard's board rings, which then must look (true: the shard wakes the
+    /// others that sleep).
+    fn after_sleep(&mut self) -> bool {
         for s in &self.sessions {
             s.set_engine_sleeping(0);
         }
-        if let Some(i) = &self.inbox {
-            i.drain_doorbell();
-        }
+        self.inbox.as_ref().is_some_and(|i| i.drain_doorbell())
     }
 
     /// The engine stops: every application learns it at once.
