@@ -14,10 +14,11 @@
 //! shards' sessions.
 //!
 //! Not handed over yet (the upgrade is refused with the reason, the old
-//! engine serving on): datagram sockets and message mailboxes; passing states (events waiting for room
-//! in a full event ring, a board detaching, a listener lingering for a
-//! forked child, a stream waiting for its child to adopt it) answer "busy"
-//! and the new engine asks again.
+//! engine serving on): datagram sockets, message mailboxes and handlers an
+//! application loaded (the message service is not handed over). Passing
+//! states (events waiting for room in a full event ring, a board detaching,
+//! a listener lingering for a forked child, a stream waiting for its child
+//! to adopt it) answer "busy" and the new engine asks again.
 
 use super::listeners::GroupRecord;
 use super::session::{Session, SessionRecord};
@@ -65,6 +66,15 @@ impl Host {
         }
         if !self.handover.orphans.is_empty() || !self.handover.adopts.is_empty() {
             return Err("busy: a stream waits for a forked child to adopt it; try again".into());
+        }
+        if let Some(svc) = &self.messages {
+            let svc = svc.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = self.sessions.iter().find(|s| svc.has_handlers_of(s.id)) {
+                return Err(format!(
+                    "application {} (pid {}) has loaded a handler: the message service and its handlers are not handed over",
+                    s.id, s.pid
+                ));
+            }
         }
         let groups = self.listeners.export(stack)?;
         let group_of = |lid| groups.iter().position(|(l, _)| *l == lid);

@@ -203,6 +203,11 @@ impl Handlers {
         Ok(())
     }
 
+    /// Whether board session `owner` loaded a handler that is still loaded.
+    pub fn owned_by(&self, owner: u64) -> bool {
+        self.loaded.iter().any(|l| l.owner == Some(owner))
+    }
+
     /// Unloads every handler board session `owner` loaded (it detached or died).
     pub fn unload_owned_by(&mut self, ep: &mut Endpoint, local: SocketAddr, now: Instant, owner: u64) {
         let names: Vec<String> = self.loaded.iter().filter(|l| l.owner == Some(owner)).map(|l| l.handler.name().to_string()).collect();

@@ -153,6 +153,11 @@ impl MessageService {
     }
 
     /// Unloads the handlers board session `owner` loaded.
+    /// Whether board session `owner` has handlers loaded.
+    pub fn has_handlers_of(&self, owner: u64) -> bool {
+        self.handlers.owned_by(owner)
+    }
+
     pub fn unload_handlers_of(&mut self, now: Instant, owner: u64) {
         self.handlers.unload_owned_by(&mut self.ep, self.local, now, owner)
     }
