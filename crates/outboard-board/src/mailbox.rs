@@ -66,6 +66,20 @@ impl MailboxProducer {
     pub fn new(map: Arc<Mapping>, offset: usize, capacity: u32, arena: Arc<ArenaLayout>) -> Self {
         MailboxProducer { ring: Producer::new(map, offset, capacity), arena, open: None }
     }
+    /// As `new`, continuing from ring index `position` (another producer's
+    /// `position()`: a live upgrade takes over the mailbox as it is; the
+    /// board is not written).
+    pub fn with_start(map: Arc<Mapping>, offset: usize, capacity: u32, arena: Arc<ArenaLayout>, position: u32) -> Self {
+        MailboxProducer { ring: Producer::with_start(map, offset, capacity, position), arena, open: None }
+    }
+    /// The ring index of the next message this producer publishes.
+    pub fn position(&self) -> u32 {
+        self.ring.position()
+    }
+    /// The buffer `begin_put` took and `end_put` has not published yet.
+    pub fn open(&self) -> Option<PutBuffer> {
+        self.open
+    }
     /// A buffer from `stock` to write a message into; None if the mailbox
     /// or the stock is empty (nothing is taken then).
     ///

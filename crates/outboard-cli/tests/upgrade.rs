@@ -19,8 +19,9 @@
 //!   transfer (the next) through it come back byte-exact with their gaps
 //!   under 250 ms, a new
 //!   connection is accepted afterwards, the board is the same process's,
-//!   and its death is seen by the newest engine; an application with a
-//!   datagram socket is refused (not handed over yet) and serves on;
+//!   and its death is seen by the newest engine; an application that also
+//!   echoes on a UDP socket is upgraded too: a datagram from Linux is
+//!   echoed before and after, and its TCP side serves on;
 //! - an upgrade of an af_xdp engine is refused (exit 16, the link named):
 //!   a request/response loop runs on through the refusal without a reset;
 //! - a new engine that dies before it confirms (as a crash would) leaves
@@ -430,15 +431,47 @@ fn shim_application_through_upgrades(tag: &str, extra: &[&str]) {
         assert!(t0.elapsed() < Duration::from_secs(5), "the new engine never saw the application go");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // An application with a datagram socket is not handed over yet: refused, serving on.
-    let server = shim_echo_server(&lab, &eng, 9008, true);
-    let o = upgrade(&lab, &eng, &[]);
-    assert_eq!(o.status.code(), Some(16), "refused: {}", text(&o));
-    assert!(text(&o).contains("datagram socket"), "{}", text(&o));
-    let after = client_done(client_bg_port(&lab, "rr", "1", "9008"), "the refused application serves on");
+    // An application with a datagram socket (an echo too) is handed over
+    // with it: the new engine binds the same port, and the socket's
+    // mailbox goes on where it was.
+    let mut server = shim_echo_server(&lab, &eng, 9008, true);
+    let addr = lab.engine_addr().to_string();
+    udp_echoed(&lab, &addr, 9008, "before");
+    let up = upgrade_ok(&lab, &eng, up.engine, 3);
+    assert!(up.line.contains("applications=1"), "the application with a datagram socket handed over: {}", up.line);
+    udp_echoed(&lab, &addr, 9008, "after");
+    let after = client_done(client_bg_port(&lab, "rr", "1", "9008"), "its TCP side after the upgrade");
     assert_eq!(after["ok"], true, "{after}");
+    udp_echoed(&lab, &addr, 9008, "again");
+    assert!(server.child.try_wait().expect("wait").is_none(), "the application runs on");
     drop(server);
     up.engine.stop();
+}
+
+/// A UDP datagram from the Linux namespace to `addr:port` comes back
+/// byte-exact (sent again every 200 ms, up to 5 s: a datagram may be lost).
+fn udp_echoed(lab: &outboard_lab::Lab, addr: &str, port: u16, what: &str) {
+    const PY: &str = r#"import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.2)
+msg = ("datagram " + sys.argv[3]).encode()
+for _ in range(25):
+    s.sendto(msg, (sys.argv[1], int(sys.argv[2])))
+    try:
+        data, _ = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    print(data.decode(errors="replace"))
+    sys.exit(0 if data == msg else 2)
+sys.exit(1)
+"#;
+    let port = port.to_string();
+    let o = ns_command(lab.linux_ns(), Duration::from_secs(10), 2, &["python3", "-c", PY, addr, &port, what])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the UDP client");
+    assert!(o.status.success(), "a datagram {what} the upgrade was not echoed: {}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("datagram {what}"), "{}", text(&o));
 }
 
 /// nginx as its package runs it (a daemon: master and two workers as

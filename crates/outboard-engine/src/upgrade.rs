@@ -44,13 +44,16 @@
 //! Attached applications (version 4): every board's session and listener
 //! groups, each board's memfd, socket and wake eventfd and the doorbell
 //! (`crate::host::takeover`); their streams' connections are in `tcp`, held
-//! by `Holder::Board`, their rings where they were (`TcpRecord::lent`).
+//! by `Holder::Board`, their rings where they were (`TcpRecord::lent`);
+//! their datagram sockets as port, families and mailbox position (the new
+//! engine binds the same ports again).
 //!
-//! Refused, with the reason, the old engine serving on: other link kinds,
-//! network-device mode, boards on an engine of several shards, datagram
-//! sockets and mailboxes of boards, and connections of other holders
-//! (fetches). A connection in its handshake or
-//! an accept queue is "busy": the new engine asks again.
+//! Refused, with the reason, the old engine serving on: links other than
+//! af_packet and tap, network-device mode, message mailboxes of boards and
+//! handlers they loaded, and connections of other holders (fetches). A
+//! connection in its handshake or an accept queue, or a datagram socket
+//! with datagrams the stack still queues for it, is "busy": the new engine
+//! asks again.
 
 use crate::control::Request;
 use crate::link::HandOver;

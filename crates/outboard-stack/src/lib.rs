@@ -49,7 +49,7 @@ pub use listener::{Families, ListenerSettings};
 pub use ipv6::{Addr6, AddrOrigin, AddrState, Ipv6Config};
 pub use output::UDP_MAX_PAYLOAD;
 pub use stats::StackStats;
-pub use udp::{UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
+pub use udp::{UdpSettings, UDP_RECV_QUEUE_BYTES, UDP_RECV_QUEUE_DATAGRAMS};
 
 use outboard_tcp::{ConnStats, Connection, FourTuple, State};
 use outboard_time::{Duration, Instant};
@@ -778,6 +778,27 @@ impl Stack {
     pub fn udp_close(&mut self, id: UdpId) {
         self.ports_generation += 1;
         self.udp.close(id)
+    }
+
+    /// Live upgrade: a UDP socket's settings (its receive queue is not in
+    /// them: see `udp_has_unread`).
+    pub fn udp_socket_settings(&self, id: UdpId) -> Option<UdpSettings> {
+        self.udp.settings(id)
+    }
+
+    /// Live upgrade: whether a UDP socket still holds datagrams (or an ICMP
+    /// error) its owner has not received. These are not handed over: the
+    /// engine answers "busy" until the socket's queue is drained.
+    /// None if there is no such socket.
+    pub fn udp_has_unread(&self, id: UdpId) -> Option<bool> {
+        self.udp.has_unread(id)
+    }
+
+    /// Live upgrade: binds a UDP socket with the settings another engine's
+    /// had (a bound socket's port is never 0, so this is never an
+    /// ephemeral pick).
+    pub fn udp_bind_settings(&mut self, s: &UdpSettings) -> Result<UdpId, StackError> {
+        self.udp_bind_for(s.port, s.families)
     }
 
     // --- observability ---

@@ -19,6 +19,20 @@ pub const UDP_RECV_QUEUE_DATAGRAMS: usize = 1024;
 /// Bytes charged per queued datagram besides its payload.
 const DATAGRAM_OVERHEAD: usize = 32;
 
+/// What a UDP socket is, across a live upgrade: the port it holds and the
+/// families (or the one address) it takes datagrams for. The stack keeps
+/// no other per-socket state: no connected remote (an application's
+/// `connect` on a datagram socket is its library's or shim's business) and
+/// no options. Its receive queue and a pending ICMP error are not in it:
+/// the engine hands a socket over only when both are empty
+/// (`Stack::udp_has_unread`), answering "busy" otherwise — it drains them
+/// into the application's mailbox every turn, so that passes by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpSettings {
+    pub port: u16,
+    pub families: Families,
+}
+
 #[derive(Debug)]
 struct Socket {
     port: u16,
@@ -84,6 +98,16 @@ impl UdpTable {
 
     pub(crate) fn local_port(&self, id: UdpId) -> Option<u16> {
         self.sockets.get(&id).map(|s| s.port)
+    }
+
+    pub(crate) fn settings(&self, id: UdpId) -> Option<UdpSettings> {
+        self.sockets.get(&id).map(|s| UdpSettings { port: s.port, families: s.families })
+    }
+
+    /// Whether the socket holds queued datagrams or an error not yet
+    /// received. None if there is no such socket.
+    pub(crate) fn has_unread(&self, id: UdpId) -> Option<bool> {
+        self.sockets.get(&id).map(|s| !s.queue.is_empty() || s.pending_error.is_some())
     }
 
     /// Whether the socket on `port` for `local` can queue `len` more bytes.
@@ -182,6 +206,26 @@ mod tests {
 
     fn ours(port: u16) -> SocketAddr {
         SocketAddr::new(Ipv4Addr::new(10, 0, 0, 1).into(), port)
+    }
+
+    #[test]
+    fn settings_and_unread() {
+        let mut t = UdpTable::default();
+        let mut stats = StackStats::default();
+        let v6 = t.bind(5353, Families::Ipv6).unwrap();
+        assert_eq!(t.settings(v6), Some(UdpSettings { port: 5353, families: Families::Ipv6 }));
+        assert_eq!(t.has_unread(v6), Some(false));
+        let peer6: SocketAddr = "[fd77::1]:9999".parse().unwrap();
+        assert!(t.deliver("[fd77::2]:5353".parse().unwrap(), peer6, b"six".to_vec(), &mut stats));
+        assert_eq!(t.has_unread(v6), Some(true));
+        let mut buf = [0u8; 8];
+        assert_eq!(t.recv(v6, &mut buf), Ok((3, peer6)));
+        assert_eq!(t.has_unread(v6), Some(false));
+        assert!(t.set_error("[fd77::2]:5353".parse().unwrap(), StackError::Refused));
+        assert_eq!(t.has_unread(v6), Some(true), "a pending error is unread too");
+        t.close(v6);
+        assert_eq!(t.settings(v6), None);
+        assert_eq!(t.has_unread(v6), None);
     }
 
     #[test]

@@ -186,3 +186,35 @@ fn a_board_stream_moved_to_a_new_stack_keeps_its_bytes_in_the_shared_region_and_
     assert!(got_back == back, "bytes A received differ after the move");
     drop(first_map);
 }
+
+/// A UDP socket moved to a fresh stack through its settings: same port and
+/// families (an ephemeral port too), datagrams to it arrive there; one with
+/// datagrams unread says so (the engine answers "busy" then).
+#[test]
+fn a_udp_socket_moved_to_a_new_stack_by_its_settings_receives_there() {
+    use outboard_stack::{Families, UdpSettings};
+    let mut old = Stack::new(cfg(MAC_A, IP_A, 1), t(0));
+    let u = old.udp_bind_for(5353, Families::Ipv4).unwrap();
+    let eph = old.udp_bind(0).unwrap();
+    let s = old.udp_socket_settings(u).expect("settings");
+    assert_eq!(s, UdpSettings { port: 5353, families: Families::Ipv4 });
+    let se = old.udp_socket_settings(eph).expect("settings");
+    assert_ne!(se.port, 0);
+    assert_eq!(old.udp_has_unread(u), Some(false));
+    old.receive_frame(t(1), &udp_frame(IP_PEER, IP_A, 4000, 5353, b"early", MAC_A));
+    assert_eq!(old.udp_has_unread(u), Some(true), "a queued datagram is unread");
+    let mut buf = [0u8; 64];
+    assert_eq!(old.udp_recv_from(u, &mut buf).map(|(n, _)| n), Ok(5));
+    assert_eq!(old.udp_has_unread(u), Some(false));
+
+    let mut fresh = Stack::new(cfg(MAC_A, IP_A, 1), t(2));
+    let v = fresh.udp_bind_settings(&s).expect("bound again");
+    let ve = fresh.udp_bind_settings(&se).expect("bound again");
+    assert_eq!(fresh.udp_socket_settings(v), Some(s));
+    assert_eq!(fresh.udp_socket_settings(ve), Some(se));
+    assert_eq!(fresh.udp_bind_settings(&s), Err(StackError::AddrInUse), "the port is held");
+    fresh.receive_frame(t(3), &udp_frame(IP_PEER, IP_A, 4000, 5353, b"query", MAC_A));
+    assert_eq!(fresh.udp_recv_from(v, &mut buf), Ok((5, SocketAddrV4::new(IP_PEER, 4000).into())));
+    assert_eq!(&buf[..5], b"query");
+    assert_eq!(old.udp_has_unread(outboard_stack::UdpId(u32::MAX)), None);
+}

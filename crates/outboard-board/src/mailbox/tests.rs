@@ -48,6 +48,35 @@ fn board_bytes(map: &Mapping, offset: usize, len: usize) -> Vec<u8> {
     v
 }
 
+/// A producer built from another's `position()` continues its mailbox: the
+/// consumer reads the old producer's messages, then the new one's, and the
+/// ring wraps as it would have.
+#[test]
+fn a_producer_continues_from_another_ones_position() {
+    let mut w = world();
+    for i in 0..3u32 {
+        assert_eq!(w.pa.put(Descriptor { offset: 0, len: i, tag: 0, aux: 0 }), Ok(true));
+    }
+    assert_eq!(w.ca.begin_get(), Ok(Some(Descriptor { offset: 0, len: 0, tag: 0, aux: 0 })));
+    w.ca.end_get();
+    let open = w.pa.begin_put(&mut w.stock).unwrap().unwrap();
+    assert_eq!(w.pa.open(), Some(open));
+    w.pa.end_put(1, 0, 0).unwrap();
+    assert_eq!(w.pa.open(), None);
+    assert_eq!(w.pa.position(), 4);
+    let mut next = MailboxProducer::with_start(w.map.clone(), A, CAP, w.arena.clone(), w.pa.position());
+    assert_eq!(next.position(), 4);
+    assert_eq!(next.free(), Ok(1), "three messages still unread");
+    assert_eq!(next.put(Descriptor { offset: 0, len: 9, tag: 0, aux: 0 }), Ok(true));
+    assert_eq!(next.put(Descriptor { offset: 0, len: 10, tag: 0, aux: 0 }), Ok(false), "full");
+    let mut lens = Vec::new();
+    while let Some(d) = w.ca.begin_get().unwrap() {
+        lens.push(d.len);
+        w.ca.end_get();
+    }
+    assert_eq!(lens, [1, 2, SIZE.min(1), 9]);
+}
+
 #[test]
 fn put_get_and_give_the_buffer_back() {
     let mut w = world();

@@ -5,12 +5,13 @@ Usage: shim_echo_server.py PORT [udp]
 
 Listens on 0.0.0.0:PORT, prints `LISTENING` once it does, and echoes every
 byte of every connection (a thread each) until the peer half-closes. With
-`udp`, also holds a UDP socket bound to PORT (an endpoint a live upgrade
-does not hand over yet). Runs until killed.
+`udp`, also holds a UDP socket bound to 0.0.0.0:PORT and echoes every
+datagram back to its sender (a thread). Runs until killed.
 """
 import socket
 import socketserver
 import sys
+import threading
 
 
 class Echo(socketserver.BaseRequestHandler):
@@ -21,6 +22,12 @@ class Echo(socketserver.BaseRequestHandler):
                 break
             self.request.sendall(data)
         self.request.shutdown(socket.SHUT_WR)
+
+
+def udp_echo(sock):
+    while True:
+        data, peer = sock.recvfrom(65536)
+        sock.sendto(data, peer)
 
 
 class Server(socketserver.ThreadingTCPServer):
@@ -34,6 +41,7 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "udp":
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         udp.bind(("0.0.0.0", port))
+        threading.Thread(target=udp_echo, args=(udp,), daemon=True).start()
     with Server(("0.0.0.0", port), Echo) as s:
         print("LISTENING", flush=True)
         s.serve_forever()

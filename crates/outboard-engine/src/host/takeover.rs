@@ -13,12 +13,16 @@
 //! on the descriptors, and the new engine maps each board once for all its
 //! shards' sessions.
 //!
+//! Datagram sockets are handed over as their stack sockets' settings (the
+//! new engine binds the same ports again) and their mailboxes' positions.
+//!
 //! Not handed over yet (the upgrade is refused with the reason, the old
-//! engine serving on): datagram sockets, message mailboxes and handlers an
-//! application loaded (the message service is not handed over). Passing
-//! states (events waiting for room in a full event ring, a board detaching,
-//! a listener lingering for a forked child, a stream waiting for its child
-//! to adopt it) answer "busy" and the new engine asks again.
+//! engine serving on): message mailboxes and handlers an application
+//! loaded (the message service is not handed over). Passing states (events
+//! waiting for room in a full event ring, a board detaching, a listener
+//! lingering for a forked child, a stream waiting for its child to adopt
+//! it, datagrams the stack still queues for a datagram socket) answer
+//! "busy" and the new engine asks again.
 
 use super::listeners::GroupRecord;
 use super::session::{Session, SessionRecord};
@@ -86,7 +90,7 @@ impl Host {
         let mut sessions = Vec::new();
         let mut streams = HashMap::new();
         for s in &self.sessions {
-            let r = s.export(group_of)?;
+            let r = s.export(stack, group_of)?;
             let Some((memory, sock, wake)) = s.handover_fds() else {
                 return Err(format!("application {} has no board memory descriptor to hand over", s.id));
             };
@@ -116,7 +120,7 @@ impl Host {
             let what = |e: String| format!("application {} (pid {}): {e}", sr.id, sr.pid);
             let b = boards.get(&sr.id).ok_or_else(|| what("its board was not handed over".into()))?;
             let n = b.session(sr).map_err(|e| what(format!("its descriptors: {e}")))?;
-            let s = Session::import(self.shard, sr, n, |g| lids.get(g).copied()).map_err(what)?;
+            let s = Session::import(self.shard, sr, n, cx.stack, |g| lids.get(g).copied()).map_err(what)?;
             self.next_id = self.next_id.max(sr.id);
             self.sessions.push(s);
         }

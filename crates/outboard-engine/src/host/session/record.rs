@@ -8,13 +8,21 @@
 //! endpoint's kind and the engine's own view of a stream), the datagram
 //! buffers in stock and the buffers the application holds. Connections are
 //! in the shard's record (`upgrade::Holder::Board`), their rings' places in
-//! this board with them.
+//! this board with them. A datagram socket is its stack socket's settings
+//! (`outboard_stack::UdpSettings`: port and families) and its mailbox's
+//! producer position; the new engine binds the same port again. Datagrams
+//! the stack still queues for it are not carried: the export answers
+//! "busy" until the socket is drained into its mailbox (every turn does
+//! that while the mailbox has room), and the upgrade asks again.
 
 use super::{EpKind, Session, StreamEp};
 use crate::host::attach::NewSession;
+use crate::host::listeners::FamiliesRecord;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
 use outboard_board::layout::{BoardParams, CLASS_DGRAM_RX, CLASS_DGRAM_TX};
-use outboard_board::{BoardLayout, BufRef, Consumer, Producer};
+use outboard_board::{BoardLayout, BufRef, Consumer, MailboxProducer, Producer};
+use outboard_stack::{Stack, UdpSettings};
+use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// One board's session on one shard, as the old engine leaves it.
@@ -62,6 +70,10 @@ pub enum EndpointRecord {
     },
     /// A listener: a member of the shard record's listener group `group`.
     Listener { ep: u32, group: usize, shadow: bool },
+    /// A datagram socket: the stack socket bound to `port` for `families`,
+    /// its mailbox continuing from ring index `mailbox_tail` (the messages
+    /// published and not yet taken stay in the board).
+    Datagram { ep: u32, port: u16, families: FamiliesRecord, mailbox_tail: u32 },
 }
 
 pub fn params_words(p: &BoardParams) -> [u32; 10] {
@@ -98,7 +110,8 @@ impl Session {
     /// The session's record, or why it cannot be handed over now (`busy: …`
     /// for what passes by itself: the upgrade asks again).
     /// `group_of(lid)` is the index of a listener's group in the record.
-    pub fn export(&self, group_of: impl Fn(outboard_stack::ListenerId) -> Option<usize>) -> Result<SessionRecord, String> {
+    /// A datagram socket with datagrams still queued in `stack` is "busy".
+    pub fn export(&self, stack: &Stack, group_of: impl Fn(outboard_stack::ListenerId) -> Option<usize>) -> Result<SessionRecord, String> {
         let who = format!("application {} (pid {})", self.id, self.pid);
         if self.detached || self.dead.load(std::sync::atomic::Ordering::Acquire) {
             return Err(format!("busy: {who} is detaching; try again"));
@@ -130,8 +143,22 @@ impl Session {
                     let group = group_of(*lid).ok_or_else(|| format!("{who}: listener endpoint {ep} has no listener group"))?;
                     endpoints.push(EndpointRecord::Listener { ep, group, shadow: *shadow });
                 }
-                Some(EpKind::Datagram { .. }) => {
-                    return Err(format!("{who} has a datagram socket: handing datagram sockets over is not built yet"))
+                Some(EpKind::Datagram { udp, mailbox }) => {
+                    let settings = stack
+                        .udp_socket_settings(*udp)
+                        .ok_or_else(|| format!("{who}: datagram endpoint {ep} has no socket in the stack"))?;
+                    if stack.udp_has_unread(*udp) == Some(true) {
+                        return Err(format!("busy: {who}'s datagram socket on port {} has datagrams waiting for its mailbox; try again", settings.port));
+                    }
+                    if mailbox.open().is_some() {
+                        return Err(format!("busy: {who}'s datagram endpoint {ep} has a message half written; try again"));
+                    }
+                    endpoints.push(EndpointRecord::Datagram {
+                        ep,
+                        port: settings.port,
+                        families: settings.families.into(),
+                        mailbox_tail: mailbox.position(),
+                    });
                 }
                 Some(EpKind::Mailbox(_)) => {
                     return Err(format!("{who} has a message mailbox: the message service is not handed over"))
@@ -157,13 +184,16 @@ impl Session {
 
     /// The session `r` describes, on the board `n` maps (the same memory,
     /// socket and wake eventfd the old engine had), with its listeners
-    /// given by `listener(group)` (the new stack's listener of that group).
-    /// Streams are bound afterwards (`bind_stream`). Writes nothing to the
-    /// board: until the upgrade is confirmed the old engine may resume.
+    /// given by `listener(group)` (the new stack's listener of that group)
+    /// and its datagram sockets bound again in `stack`. Streams are bound
+    /// afterwards (`bind_stream`). Writes nothing to the board: until the
+    /// upgrade is confirmed the old engine may resume. On an error the
+    /// datagram sockets it bound stay in `stack` (the new engine gives up).
     pub fn import(
         shard: u32,
         r: &SessionRecord,
         n: NewSession,
+        stack: &mut Stack,
         listener: impl Fn(usize) -> Option<outboard_stack::ListenerId>,
     ) -> Result<Session, String> {
         let mut s = Session::new(r.id, shard, n);
@@ -179,7 +209,7 @@ impl Session {
         s.generations = r.generations.clone();
         for e in &r.endpoints {
             let ep = match e {
-                EndpointRecord::Stream { ep, .. } | EndpointRecord::Listener { ep, .. } => *ep,
+                EndpointRecord::Stream { ep, .. } | EndpointRecord::Listener { ep, .. } | EndpointRecord::Datagram { ep, .. } => *ep,
             };
             if ep >= p.endpoints || s.eps[ep as usize].is_some() {
                 return Err(format!("endpoint {ep} out of range or recorded twice"));
@@ -214,6 +244,26 @@ impl Session {
                 EndpointRecord::Listener { group, shadow, .. } => {
                     let lid = listener(*group).ok_or_else(|| format!("endpoint {ep}: no listener group {group}"))?;
                     EpKind::Listener { lid, shadow: *shadow }
+                }
+                EndpointRecord::Datagram { port, families, mailbox_tail, .. } => {
+                    let settings = UdpSettings { port: *port, families: (*families).into() };
+                    if *port == 0 {
+                        return Err(format!("endpoint {ep}: a datagram socket on port 0"));
+                    }
+                    let udp = stack
+                        .udp_bind_settings(&settings)
+                        .map_err(|e| format!("endpoint {ep}: binding UDP port {port} again: {e:?}"))?;
+                    // Continues the mailbox where the old engine left it
+                    // (no `ring::reset`: the board is not written).
+                    let mailbox = MailboxProducer::with_start(
+                        s.map.clone(),
+                        s.layout.endpoint_mailbox(ep),
+                        p.mailbox_capacity,
+                        Arc::new(s.layout.arena.clone()),
+                        *mailbox_tail,
+                    );
+                    s.polled.push(ep);
+                    EpKind::Datagram { udp, mailbox }
                 }
             });
         }
