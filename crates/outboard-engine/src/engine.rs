@@ -421,9 +421,9 @@ impl Engine {
         let n = set.shards;
         let upgrading = taken.is_some();
         if let Some(t) = &taken {
-            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. }) || !set.control {
+            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. } | LinkSpec::Tap { .. }) || !set.control {
                 return Err(EngineError::Config(format!(
-                    "only an af_packet engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
+                    "only an af_packet or tap engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
                     t.shards.len(),
                     n,
                     set.link
@@ -453,12 +453,17 @@ impl Engine {
         let (links, board_taken, secret_taken, state_taken) = match taken {
             Some(t) => {
                 boards_taken = Some((t.boards, t.board_fds));
-                let LinkSpec::AfPacket { iface } = &set.link else { unreachable!("checked above") };
                 let mut links: Vec<Box<dyn link::Link>> = Vec::with_capacity(n);
                 let mut state = Vec::with_capacity(n);
                 for s in t.shards {
-                    // The same sockets: an engine of several shards keeps its fanout group.
-                    links.push(Box::new(link::af_packet::AfPacketLink::adopt(iface, &opts, s.link).map_err(EngineError::Link)?));
+                    // The same sockets: an engine of several shards keeps its
+                    // fanout group (af_packet) or its queues (a multi-queue TAP).
+                    let l: Box<dyn link::Link> = match &set.link {
+                        LinkSpec::AfPacket { iface } => Box::new(link::af_packet::AfPacketLink::adopt(iface, &opts, s.link).map_err(EngineError::Link)?),
+                        LinkSpec::Tap { name } => Box::new(link::tap::TapLink::adopt(name, &opts, s.link).map_err(EngineError::Link)?),
+                        _ => unreachable!("checked above"),
+                    };
+                    links.push(l);
                     state.push((s.tcp, s.arp));
                 }
                 (links, t.board, Some(t.secret), state)

@@ -295,7 +295,7 @@ pub trait Link: Send {
     /// stopped: its descriptors (borrowed: this link still owns them) and
     /// ring positions. Links that cannot be handed over say why.
     fn hand_over(&mut self) -> Result<HandOver, String> {
-        Err(format!("the {} link cannot be handed over yet (only af_packet links can)", self.info().kind))
+        Err(format!("the {} link cannot be handed over yet (only af_packet and tap links can)", self.info().kind))
     }
     /// Offloads this link has on; none unless the link says so.
     fn offloads(&self) -> Offloads {

@@ -204,6 +204,37 @@ impl TapLink {
         })
     }
 
+    /// Takes over the queue descriptor and claim of the engine being
+    /// upgraded (live upgrade): the same queue of the same device, its
+    /// settings (vnet header, offloads, MTU, up) as the old engine left
+    /// them; frames the kernel queued meanwhile wait in the device for us.
+    /// The MAC is the one the old engine used (a function of the name).
+    pub fn adopt(name: &str, opts: &LinkOptions, taken: super::Adopted) -> Result<TapLink, LinkError> {
+        let ifindex = sys::ifindex(name)?;
+        let claim = super::claim::adopt(ifindex, taken.claim);
+        let mtu = match opts.mtu {
+            Some(m) => m,
+            None => sys::if_mtu(name)?.min(MAX_FRAME - 14),
+        };
+        let kernel_mac = sys::if_mac(name)?;
+        let mut mac = mac_for(name);
+        if mac == kernel_mac {
+            mac[5] ^= 1;
+        }
+        Ok(TapLink {
+            fd: taken.socket,
+            name: name.to_string(),
+            mac,
+            mtu,
+            rx_buf: vec![0; RX_BUF],
+            tx_buf: vec![0; if opts.offloads { vnet::HDR_LEN + TSO_FRAME } else { mtu + 14 }],
+            tx_stuck: 0,
+            vnet: opts.offloads,
+            counters: LinkCounters::default(),
+            _claim: claim,
+        })
+    }
+
     /// The device's descriptor (readable when the kernel sent a frame).
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
         self.fd.as_raw_fd()
@@ -334,6 +365,23 @@ pub fn mac_for(name: &str) -> [u8; 6] {
 }
 
 impl Link for TapLink {
+    fn hand_over(&mut self) -> Result<super::HandOver, String> {
+        // A frame the device refused (EAGAIN) goes out now or the offer waits.
+        if self.tx_stuck > 0 && !self.retry_stuck().map_err(|e| e.to_string())? {
+            return Err(format!("busy: TAP {} does not take a frame now; try again", self.name));
+        }
+        let ifindex = sys::ifindex(&self.name).map_err(|e| e.to_string())?;
+        let claim = super::claim::raw_fd(ifindex).ok_or("the device's claim is not held")?;
+        Ok(super::HandOver {
+            kind: "tap".into(),
+            iface: self.name.clone(),
+            fds: vec![self.fd.as_raw_fd(), claim],
+            rx_idx: 0,
+            tx_idx: 0,
+            tx_unsent: 0,
+        })
+    }
+
     fn info(&self) -> LinkInfo {
         LinkInfo {
             kind: "tap".into(),
