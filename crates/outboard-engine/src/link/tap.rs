@@ -180,11 +180,18 @@ impl TapLink {
                 sys::set_if_mtu(name, m)?;
             }
         }
+        sys::set_if_up(name)?;
+        TapLink::with_queue(name, opts, fd, claim)
+    }
+
+    /// The link on an open, configured queue `fd` of TAP `name`: the MTU the
+    /// options or the device give, and our MAC (a function of the name, so
+    /// an engine that upgrades this one has the same).
+    fn with_queue(name: &str, opts: &LinkOptions, fd: OwnedFd, claim: super::claim::Claim) -> Result<TapLink, LinkError> {
         let mtu = match opts.mtu {
             Some(m) => m,
             None => sys::if_mtu(name)?.min(MAX_FRAME - 14),
         };
-        sys::set_if_up(name)?;
         let kernel_mac = sys::if_mac(name)?;
         let mut mac = mac_for(name);
         if mac == kernel_mac {
@@ -210,29 +217,8 @@ impl TapLink {
     /// them; frames the kernel queued meanwhile wait in the device for us.
     /// The MAC is the one the old engine used (a function of the name).
     pub fn adopt(name: &str, opts: &LinkOptions, taken: super::Adopted) -> Result<TapLink, LinkError> {
-        let ifindex = sys::ifindex(name)?;
-        let claim = super::claim::adopt(ifindex, taken.claim);
-        let mtu = match opts.mtu {
-            Some(m) => m,
-            None => sys::if_mtu(name)?.min(MAX_FRAME - 14),
-        };
-        let kernel_mac = sys::if_mac(name)?;
-        let mut mac = mac_for(name);
-        if mac == kernel_mac {
-            mac[5] ^= 1;
-        }
-        Ok(TapLink {
-            fd: taken.socket,
-            name: name.to_string(),
-            mac,
-            mtu,
-            rx_buf: vec![0; RX_BUF],
-            tx_buf: vec![0; if opts.offloads { vnet::HDR_LEN + TSO_FRAME } else { mtu + 14 }],
-            tx_stuck: 0,
-            vnet: opts.offloads,
-            counters: LinkCounters::default(),
-            _claim: claim,
-        })
+        let claim = super::claim::adopt(sys::ifindex(name)?, taken.claim);
+        TapLink::with_queue(name, opts, taken.socket, claim)
     }
 
     /// The device's descriptor (readable when the kernel sent a frame).
