@@ -228,6 +228,15 @@ fn client_bg_port(lab: &outboard_lab::Lab, mode: &str, amount: &str, port: &str)
     c
 }
 
+/// A transfer (`s`) and a request/response loop (`r`) that ran through an
+/// upgrade: both exact, their longest gaps under the 250 ms goal.
+fn assert_exact_within_goal(s: &Value, r: &Value) {
+    assert_eq!(s["ok"], true, "{s}");
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
+    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+}
+
 /// The client's last JSON line, once it ended with exit 0.
 fn client_done(mut c: ChildGuard, what: &str) -> Value {
     let (st, lines) = c.finish_lines(Duration::from_secs(100));
@@ -289,10 +298,7 @@ fn a_tap_engine_is_upgraded_under_load_byte_exact() {
         "tap engine upgraded under load: {} connections handed over, pause {:.2} ms; 512 MiB echo: longest gap {} ms; request/response: {} requests, slowest {} ms",
         up.connections, up.pause_ms, s["max_gap_ms"], r["requests"], r["max_rtt_ms"]
     );
-    assert_eq!(s["ok"], true, "{s}");
-    assert_eq!(r["ok"], true, "{r}");
-    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
-    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+    assert_exact_within_goal(&s, &r);
     assert_eq!(up.engine.stat()["stack"]["tcp_resets_out"].as_u64(), Some(0));
     up.engine.stop();
     drop(ns);
@@ -323,10 +329,7 @@ fn under_load(tag: &str, extra: &[&str]) {
         "upgrade under load ({extra:?}): {} connections handed over, engine pause {:.2} ms; {bytes}-byte echo: longest gap {} ms; request/response: {} requests, slowest {} ms",
         up.connections, up.pause_ms, s["max_gap_ms"], r["requests"], r["max_rtt_ms"]
     );
-    assert_eq!(s["ok"], true, "{s}");
-    assert_eq!(r["ok"], true, "{r}");
-    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
-    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+    assert_exact_within_goal(&s, &r);
     let st = up.engine.stat();
     assert!(st["stack"]["tcp_resets_out"].as_u64().unwrap_or(0) == 0, "no reset: {}", st["stack"]);
     up.engine.stop();
@@ -456,10 +459,7 @@ fn shim_application_through_upgrades(tag: &str, extra: &[&str]) {
         "application under the shim ({extra:?}): request/response {} requests, slowest {} ms, {} over 50 ms; 512 MiB echo: longest gap {} ms; engine pause {:.2} ms (second upgrade)",
         r["requests"], r["max_rtt_ms"], r["over_50ms"], s["max_gap_ms"], up.pause_ms
     );
-    assert_eq!(s["ok"], true, "{s}");
-    assert_eq!(r["ok"], true, "{r}");
-    assert!(s["max_gap_ms"].as_f64().unwrap_or(1e9) < 250.0, "transfer gap over the 250 ms goal: {s}");
-    assert!(r["max_rtt_ms"].as_f64().unwrap_or(1e9) < 250.0, "request/response gap over the 250 ms goal: {r}");
+    assert_exact_within_goal(&s, &r);
     // Each shard's board rings are woken when the application rings the
     // doorbell every shard shares (a shard that drained it for another used
     // to leave that one asleep until its 100 ms bound: a stall every few
