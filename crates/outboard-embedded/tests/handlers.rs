@@ -24,14 +24,21 @@ use std::time::Duration;
 const PORT: u16 = 7373;
 const FILTER: u32 = 60;
 
-/// The SDK's example handlers, built by `sdk/build.sh` into the target dir.
+/// The SDK's example handlers, built by `sdk/build.sh` into the target dir,
+/// once per test process: the tests run in parallel threads, and two builds
+/// copying into the same directory at once race (`cp`: "File exists").
 fn handlers() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = exe.parent().and_then(Path::parent).expect("target dir").join("handlers-embedded");
-    let o = Command::new(root.join("sdk/build.sh")).arg(&out).output().expect("run sdk/build.sh");
-    assert!(o.status.success(), "sdk/build.sh failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    out
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let exe = std::env::current_exe().expect("the test binary");
+            let out = exe.parent().and_then(Path::parent).expect("target dir").join("handlers-embedded");
+            let o = Command::new(root.join("sdk/build.sh")).arg(&out).output().expect("run sdk/build.sh");
+            assert!(o.status.success(), "sdk/build.sh failed:\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            out
+        })
+        .clone()
 }
 
 fn host(last: u8) -> SocketAddr {
