@@ -660,6 +660,25 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
         let (Some(socket), Some(claim)) = (inc.take_fd(Some(i), "link socket"), inc.take_fd(Some(i), "link claim")) else {
             return abort(&inc, format!("the running engine did not send shard {i}'s link socket and claim"));
         };
+        // Network-device mode: the kernel's TAP.
+        let kernel = match (inc.take_fd(Some(i), "kernel tap socket"), inc.take_fd(Some(i), "kernel tap claim")) {
+            (Some(socket), Some(claim)) => Some(outboard_engine::link::Adopted {
+                socket,
+                claim,
+                rx_idx: 0,
+                tx_idx: 0,
+                tx_unsent: 0,
+                xdp: None,
+                more: Vec::new(),
+            }),
+            _ => None,
+        };
+        // The link's other descriptors (af_xdp: UMEM, XSK map, program, BPF link).
+        let more = inc.shard_fds.get_mut(i).map_or_else(Vec::new, |f| {
+            let (link, rest): (Vec<_>, Vec<_>) = std::mem::take(f).into_iter().partition(|(n, _)| n.starts_with("link "));
+            *f = rest;
+            link
+        });
         let r = &mut inc.records[i];
         shards.push(outboard_engine::engine::ShardTakeover {
             link: outboard_engine::link::Adopted {
@@ -668,7 +687,10 @@ fn upgrade(a: &EngineArgs, name: &str) -> ExitCode {
                 rx_idx: r.link.rx_idx,
                 tx_idx: r.link.tx_idx,
                 tx_unsent: r.link.tx_unsent,
+                xdp: r.link.xdp.take(),
+                more,
             },
+            kernel,
             tcp: std::mem::take(&mut r.tcp),
             arp: std::mem::take(&mut r.arp),
         });

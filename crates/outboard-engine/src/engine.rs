@@ -396,6 +396,8 @@ pub struct Takeover {
 #[derive(Debug)]
 pub struct ShardTakeover {
     pub link: link::Adopted,
+    /// Network-device mode: the kernel's TAP (its queue and claim).
+    pub kernel: Option<link::Adopted>,
     /// Its TCP connections, with who holds each.
     pub tcp: Vec<crate::upgrade::TcpRecord>,
     /// Its resolved ARP entries.
@@ -421,9 +423,9 @@ impl Engine {
         let n = set.shards;
         let upgrading = taken.is_some();
         if let Some(t) = &taken {
-            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. } | LinkSpec::Tap { .. }) || !set.control {
+            if t.shards.len() != n || !matches!(set.link, LinkSpec::AfPacket { .. } | LinkSpec::AfXdp { .. } | LinkSpec::Tap { .. }) || !set.control {
                 return Err(EngineError::Config(format!(
-                    "only an af_packet or tap engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
+                    "only an af_packet, af_xdp or tap engine with a control socket can be taken over, with one record per shard ({} records for {} shards on {})",
                     t.shards.len(),
                     n,
                     set.link
@@ -450,21 +452,26 @@ impl Engine {
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
         let mut boards_taken = None;
+        let mut kernel_taken: Vec<Option<link::Adopted>> = Vec::new();
         let (links, board_taken, secret_taken, state_taken) = match taken {
             Some(t) => {
                 boards_taken = Some((t.boards, t.board_fds));
                 let mut links: Vec<Box<dyn link::Link>> = Vec::with_capacity(n);
                 let mut state = Vec::with_capacity(n);
-                for s in t.shards {
+                for (i, s) in t.shards.into_iter().enumerate() {
                     // The same sockets: an engine of several shards keeps its
                     // fanout group (af_packet) or its queues (a multi-queue TAP).
                     let l: Box<dyn link::Link> = match &set.link {
                         LinkSpec::AfPacket { iface } => Box::new(link::af_packet::AfPacketLink::adopt(iface, &opts, s.link).map_err(EngineError::Link)?),
                         LinkSpec::Tap { name } => Box::new(link::tap::TapLink::adopt(name, &opts, s.link).map_err(EngineError::Link)?),
+                        LinkSpec::AfXdp { iface, queue } => {
+                            Box::new(link::af_xdp::AfXdpLink::adopt(iface, queue + i as u32, &opts, s.link).map_err(EngineError::Link)?)
+                        }
                         _ => unreachable!("checked above"),
                     };
                     links.push(l);
                     state.push((s.tcp, s.arp));
+                    kernel_taken.push(s.kernel);
                 }
                 (links, t.board, Some(t.secret), state)
             }
@@ -552,7 +559,11 @@ impl Engine {
                 shard.join_mesh(port);
             }
             if let Some((name, policy)) = &set.kernel_tap {
-                let k = crate::kernel::KernelPort::open(name, info.mac, mtu, policy.clone()).map_err(EngineError::Link)?;
+                let k = match kernel_taken.get_mut(i).and_then(Option::take) {
+                    Some(t) => crate::kernel::KernelPort::adopt(name, mtu, policy.clone(), t),
+                    None => crate::kernel::KernelPort::open(name, info.mac, mtu, policy.clone()),
+                }
+                .map_err(EngineError::Link)?;
                 if let LinkSpec::AfXdp { iface, .. } | LinkSpec::AfPacket { iface } = &set.link {
                     for why in crate::kernel::isolate_link_iface(iface) {
                         log::event(Level::Warn, "kernel_tap_isolation", &[("iface", iface), ("problem", &why)]);

@@ -36,6 +36,11 @@
 //!   by it. The two do not overlap.
 //! - One shard only (the TAP has one queue here): `--kernel-tap` with
 //!   `--shards` above 1 is refused.
+//! - **Live upgrade** hands the TAP's queue and claim to the new engine
+//!   after the link's ([`KernelPort::hand_over`], [`KernelPort::adopt`]):
+//!   the kernel's interface never goes away, so its addresses, routes and
+//!   sockets stay; frames from the kernel still waiting for the link make
+//!   the offer "busy".
 
 use crate::link::tap::TapLink;
 use crate::link::{Link, LinkError, LinkOptions, TxStatus};
@@ -137,6 +142,11 @@ pub struct KernelCounters {
     pub from_kernel_dropped: u64,
 }
 
+/// The kernel's TAP: the engine's MTU, no offloads.
+fn tap_options(mtu: usize) -> LinkOptions {
+    LinkOptions { mtu: Some(mtu), addr: std::net::Ipv4Addr::UNSPECIFIED, fabric_faults: None, offloads: false, ipv6: false }
+}
+
 /// The kernel's interface and the frames on their way to and from it.
 pub struct KernelPort {
     tap: TapLink,
@@ -150,10 +160,26 @@ impl KernelPort {
     /// Creates (or attaches to) TAP `name` for the kernel, with the engine's
     /// MAC and MTU, up.
     pub fn open(name: &str, mac: [u8; 6], mtu: usize, policy: KernelPolicy) -> Result<KernelPort, LinkError> {
-        let opts = LinkOptions { mtu: Some(mtu), addr: std::net::Ipv4Addr::UNSPECIFIED, fabric_faults: None, offloads: false, ipv6: false };
-        let tap = TapLink::open(name, &opts)?;
+        let tap = TapLink::open(name, &tap_options(mtu))?;
         crate::link::sys::set_if_mac(name, mac)?;
         Ok(KernelPort { tap, name: name.to_string(), policy, to_wire: VecDeque::new(), counters: KernelCounters::default() })
+    }
+
+    /// Takes over the kernel's TAP from the engine being upgraded: the same
+    /// queue of the same device (its MAC, MTU and addresses as they are);
+    /// frames the kernel sends meanwhile wait in the device.
+    pub fn adopt(name: &str, mtu: usize, policy: KernelPolicy, taken: crate::link::Adopted) -> Result<KernelPort, LinkError> {
+        let tap = TapLink::adopt(name, &tap_options(mtu), taken)?;
+        Ok(KernelPort { tap, name: name.to_string(), policy, to_wire: VecDeque::new(), counters: KernelCounters::default() })
+    }
+
+    /// Live upgrade: the TAP's queue and claim (`TapLink::hand_over`), once
+    /// no frame from the kernel waits for the link.
+    pub fn hand_over(&mut self) -> Result<crate::link::HandOver, String> {
+        if !self.to_wire.is_empty() {
+            return Err(format!("busy: {} frames from the kernel wait for the link; try again", self.to_wire.len()));
+        }
+        self.tap.hand_over()
     }
 
     /// Who gets `frame`: the stack, the kernel, or both (the policy first).

@@ -419,9 +419,8 @@ impl Shard {
         let args = crate::upgrade::command_line()
             .ok_or("this engine was not started by `outboard engine`: it has no command line to hand over")?
             .to_vec();
-        if self.kernel.is_some() {
-            return Err("network-device mode (--kernel-tap) cannot be upgraded yet".into());
-        }
+        // Network-device mode: the kernel's TAP goes too (its descriptors after the link's).
+        let kernel = self.kernel.as_mut().map(|k| k.hand_over()).transpose()?;
         let shards = self.mesh.as_ref().map_or(1, |m| m.steer.shards);
         let boards = match self.apps.get::<crate::host::Host>() {
             Some(h) => h.export(&self.stack)?,
@@ -475,8 +474,12 @@ impl Shard {
         }
         let link = self.link.hand_over()?;
         let (tcp_ports, udp_ports) = self.stack.bound_ports();
-        let mut fds = link.fds.clone();
-        let mut fd_names: Vec<String> = vec!["link socket".into(), "link claim".into()];
+        let mut fds: Vec<std::os::fd::RawFd> = link.fds.iter().map(|(_, fd)| *fd).collect();
+        let mut fd_names: Vec<String> = link.fds.iter().map(|(name, _)| name.to_string()).collect();
+        for (name, fd) in kernel.iter().flat_map(|k| &k.fds) {
+            fd_names.push(format!("kernel tap {}", name.trim_start_matches("link ")));
+            fds.push(*fd);
+        }
         for (name, fd) in &boards.fds {
             fd_names.push(name.clone());
             fds.push(*fd);

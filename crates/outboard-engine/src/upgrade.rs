@@ -13,7 +13,9 @@
 //!    [`Record`] — or say why not, and all go on serving.
 //! 3. Old → new: one message with an 8-byte length and the descriptors
 //!    (`SCM_RIGHTS`: each shard's, in the order its `Record::fds` names them
-//!    — its AF_PACKET socket, the interface's claim socket — then the control
+//!    — its link socket (AF_PACKET, TAP queue or XSK), the interface's claim
+//!    socket, af_xdp's UMEM memfd, XSK map, program and BPF link, the
+//!    kernel's TAP queue and claim in network-device mode — then the control
 //!    socket's and the board socket's listening sockets), then the offer as
 //!    JSON (`{"records": [shard 0's, …], "more_fds": […]}` or `{"error": "…"}`).
 //! 4. The new engine builds everything from the records and the descriptors
@@ -32,7 +34,10 @@
 //! # What is handed over, and what is not (yet)
 //!
 //! Handed over: the links (af_packet: each shard's socket, mapped rings and
-//! ring positions), the interface's claim (never released in between: no
+//! ring positions; tap: each queue's descriptor; af_xdp: each shard's XSK,
+//! its UMEM's memfd and the chunks no ring holds, `link::af_xdp::XdpState`,
+//! and the interface's XDP program, XSK map and BPF link), the kernel's TAP
+//! in network-device mode, the interface's claim (never released in between: no
 //! other engine can slip in), the control and board listening sockets (a
 //! client or an application connecting during the pause waits in the
 //! backlog and is served by the new engine), the syncookie/ISN secret (a SYN
@@ -48,8 +53,8 @@
 //! their datagram sockets as port, families and mailbox position (the new
 //! engine binds the same ports again).
 //!
-//! Refused, with the reason, the old engine serving on: links other than
-//! af_packet and tap, network-device mode, message mailboxes of boards and
+//! Refused, with the reason, the old engine serving on: fabric links,
+//! message mailboxes of boards and
 //! handlers they loaded, and connections of other holders (fetches). A
 //! connection in its handshake or an accept queue, or a datagram socket
 //! with datagrams the stack still queues for it, is "busy": the new engine
@@ -524,7 +529,7 @@ mod tests {
             args: vec!["outboard".into(), "engine".into()],
             quiesced_ns: 123,
             secret: [9; 16],
-            link: HandOver { kind: "af_packet".into(), iface: "eng0".into(), fds: vec![], rx_idx: 3, tx_idx: 4, tx_unsent: 0 },
+            link: HandOver { kind: "af_packet".into(), iface: "eng0".into(), fds: vec![], rx_idx: 3, tx_idx: 4, tx_unsent: 0, xdp: None },
             tcp_ports: vec![7],
             udp_ports: vec![],
             fds: vec!["control socket".into()],

@@ -1,7 +1,8 @@
 //! `outboard bench upgrade`: the blackout a Linux peer sees when the engine
 //! is upgraded in place under load (root).
 //!
-//! A lab (veth between namespaces), the engine on af_packet with the echo
+//! A lab (veth between namespaces), the engine on af_packet (or `--link
+//! af_xdp`) with the echo
 //! service, and from the Linux side two connections at once: a `--bytes`
 //! echo transfer (seeded bytes, checked as they come back) and a 64-byte
 //! request/response loop. Two phases on the same engine and path: a
@@ -35,6 +36,9 @@ pub struct UpgradeArgs {
     /// Upgrades in the upgrade phase, spread over it (1 to 10).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub upgrades: u32,
+    /// The engine's link kind on the lab's veth.
+    #[arg(long, default_value = "af_packet", value_parser = ["af_packet", "af_xdp"])]
+    pub link: String,
     /// Lab name (default: `bu` and this process's id).
     #[arg(long)]
     pub lab_name: Option<String>,
@@ -75,7 +79,7 @@ pub fn main(a: &UpgradeArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if sys::euid() != 0 {
-        eprintln!("outboard bench upgrade: needs root (network namespaces, af_packet)");
+        eprintln!("outboard bench upgrade: needs root (network namespaces, the engine's link)");
         return ExitCode::from(10);
     }
     let name = a.lab_name.clone().unwrap_or_else(|| super::lab_name("bu"));
@@ -102,7 +106,7 @@ pub fn main(a: &UpgradeArgs) -> ExitCode {
 
 fn run(lab: &Lab, a: &UpgradeArgs, tmp: &Path) -> Result<Report, String> {
     let engine_name = format!("{}-e", lab.name());
-    let link = format!("af_packet:{}", lab.engine_iface());
+    let link = format!("{}:{}", a.link, lab.engine_iface());
     let cidr = format!("{}/{}", lab.engine_addr(), lab.engine_prefix());
     let mut engine = EngineProc::start(lab.engine_ns(), &link, &cidr, "echo", engine_name.clone(), tmp, tmp.join("engine.log"), &[])?;
     let server = SocketAddr::new(lab.engine_addr().into(), 7);

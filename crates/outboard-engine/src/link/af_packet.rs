@@ -569,10 +569,11 @@ impl Link for AfPacketLink {
         Ok(super::HandOver {
             kind: "af_packet".into(),
             iface: self.name.clone(),
-            fds: vec![self.fd.as_raw_fd(), claim],
+            fds: vec![("link socket", self.fd.as_raw_fd()), ("link claim", claim)],
             rx_idx: self.rx_idx,
             tx_idx: self.tx_idx,
             tx_unsent: self.tx_unsent,
+            xdp: None,
         })
     }
 

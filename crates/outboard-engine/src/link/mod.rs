@@ -295,7 +295,7 @@ pub trait Link: Send {
     /// stopped: its descriptors (borrowed: this link still owns them) and
     /// ring positions. Links that cannot be handed over say why.
     fn hand_over(&mut self) -> Result<HandOver, String> {
-        Err(format!("the {} link cannot be handed over yet (only af_packet and tap links can)", self.info().kind))
+        Err(format!("the {} link cannot be handed over yet (only af_packet, af_xdp and tap links can)", self.info().kind))
     }
     /// Offloads this link has on; none unless the link says so.
     fn offloads(&self) -> Offloads {
@@ -400,13 +400,18 @@ pub struct HandOver {
     /// The link's kind (`af_packet`) and interface.
     pub kind: String,
     pub iface: String,
-    /// The descriptors, in order: the socket, the interface's claim.
+    /// The descriptors, named, in order: the socket (`link socket`), the
+    /// interface's claim (`link claim`), then the link's own (af_xdp: its
+    /// UMEM, XSK map, program and BPF link).
     #[serde(skip)]
-    pub fds: Vec<std::os::fd::RawFd>,
+    pub fds: Vec<(&'static str, std::os::fd::RawFd)>,
     /// Next RX slot to read, next TX slot to fill, slots queued and not yet taken by the kernel.
     pub rx_idx: usize,
     pub tx_idx: usize,
     pub tx_unsent: usize,
+    /// af_xdp: the UMEM's shape and the chunks no ring holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdp: Option<af_xdp::XdpState>,
 }
 
 /// A handed-over link's descriptors, owned by the new engine, and its positions.
@@ -417,6 +422,9 @@ pub struct Adopted {
     pub rx_idx: usize,
     pub tx_idx: usize,
     pub tx_unsent: usize,
+    pub xdp: Option<af_xdp::XdpState>,
+    /// The link's other descriptors, by name (af_xdp's).
+    pub more: Vec<(String, std::os::fd::OwnedFd)>,
 }
 
 /// Opens the link a spec names.

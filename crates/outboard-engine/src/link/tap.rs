@@ -361,10 +361,11 @@ impl Link for TapLink {
         Ok(super::HandOver {
             kind: "tap".into(),
             iface: self.name.clone(),
-            fds: vec![self.fd.as_raw_fd(), claim],
+            fds: vec![("link socket", self.fd.as_raw_fd()), ("link claim", claim)],
             rx_idx: 0,
             tx_idx: 0,
             tx_unsent: 0,
+            xdp: None,
         })
     }
 

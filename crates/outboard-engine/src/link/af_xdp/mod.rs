@@ -4,7 +4,7 @@
 //! # How
 //!
 //! - **UMEM**: 4096 chunks of 2048 bytes (4096 bytes when the MTU is above
-//!   1778), registered with `XDP_UMEM_REG`. Half the chunks are RX buffers,
+//!   1778) in a memfd mapped shared, registered with `XDP_UMEM_REG`. Half the chunks are RX buffers,
 //!   posted on the fill ring at open and recycled after each `receive`
 //!   callback (copy mode hands us `chunk + 256` headroom: masked back to the
 //!   chunk); half are TX buffers on a free list, lent to `transmit` and
@@ -44,6 +44,17 @@
 //!   `XDP_STATISTICS` (`rx_fill_ring_empty_descs` is not added: the kernel
 //!   counts a fill-ring miss in `rx_dropped` too); `tx_errors` adds
 //!   `tx_invalid_descs`.
+//!
+//! - **Live upgrade** (`Link::hand_over`, [`AfXdpLink::adopt`]): the old
+//!   engine flushes TX, puts every stashed RX chunk on the fill ring and
+//!   hands over the XSK, the UMEM's memfd, the claim and the attachment's
+//!   program, map and BPF link, with [`XdpState`] (the shape, the RX stash
+//!   and the TX free list). Every other chunk is on a ring whose positions
+//!   live in the shared ring memory, so the new engine maps the same rings
+//!   and UMEM again (the kernel allows mmap of a bound XSK's rings; older
+//!   kernels that do not fail the adopt, and the old engine serves on) and
+//!   reads on where the old one stopped. The program stays attached
+//!   throughout: the BPF link lives while either process holds it.
 //!
 //! # Not done (yet)
 //!
@@ -126,6 +137,8 @@ pub struct AfXdpLink {
     comp: Ring<u64>,
     fd: OwnedFd,
     umem: Mapping,
+    /// The UMEM's memfd (handed over on a live upgrade).
+    _umem_fd: OwnedFd,
     chunk: u64,
     /// RX chunks to hand back to the fill ring.
     rx_stash: Vec<u64>,
@@ -400,6 +413,41 @@ fn release(netns: u64, ifindex: u32, queue: u32) {
     }
 }
 
+/// Makes the program, map and BPF link an upgraded engine handed over this
+/// process's attachment on (`netns`, `ifindex`), with `queue` reserved on
+/// it; a later shard's copies of the same descriptors are dropped.
+fn adopt_attachment(
+    netns: u64,
+    ifindex: u32,
+    queue: u32,
+    (addr, ipv6): (Ipv4Addr, bool),
+    st: &XdpState,
+    [map, prog, link]: [OwnedFd; 3],
+) -> Result<(), LinkError> {
+    let mut list = attachments();
+    if let Some(a) = list.iter_mut().find(|a| a.netns == netns && a.ifindex == ifindex) {
+        if a.queues.contains(&queue) {
+            return Err(LinkError::Busy(format!("queue {queue} was handed over twice")));
+        }
+        a.queues.push(queue);
+        return Ok(());
+    }
+    list.push(Attachment {
+        netns,
+        frags: st.frags,
+        ifindex,
+        addr,
+        ipv6,
+        native: st.native,
+        max_entries: st.max_entries,
+        queues: vec![queue],
+        map,
+        prog,
+        _link: link,
+    });
+    Ok(())
+}
+
 /// Releases a reserved queue unless `open` completes.
 struct Reservation {
     netns: u64,
@@ -414,6 +462,149 @@ impl Drop for Reservation {
             release(self.netns, self.ifindex, self.queue);
         }
     }
+}
+
+/// The four rings of one XSK, mapped.
+struct Rings {
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+}
+
+impl Rings {
+    /// Maps the rings of `fd` (sized [`RING`]); each ring starts at the
+    /// positions the shared memory holds (zero on a new socket, where the
+    /// old engine stopped on a handed-over one).
+    fn map(fd: &OwnedFd) -> Result<Rings, LinkError> {
+            let mut off = libc::xdp_mmap_offsets {
+                rx: zero_off(),
+                tx: zero_off(),
+                fr: zero_off(),
+                cr: zero_off(),
+            };
+            let len = getsockopt(fd, libc::XDP_MMAP_OFFSETS, &mut off)
+                .map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
+            if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+                return Err(LinkError::XdpUnsupported(
+                    "kernel too old: XDP ring offsets without flags (before 5.4)".into(),
+                ));
+            }
+            let raw = fd.as_raw_fd();
+            let map_ring = |o: &libc::xdp_ring_offset, desc: usize, pgoff: u64, call: &'static str| {
+                let len = o.desc as usize + RING as usize * desc;
+                Mapping::ring(raw, len, pgoff).map_err(|e| LinkError::io(call, e))
+            };
+            let dsz = std::mem::size_of::<libc::xdp_desc>();
+            let ring_err = |call: &'static str| move |e: io::Error| LinkError::io(call, e);
+            let rx = Ring::new(
+                map_ring(
+                    &off.rx,
+                    dsz,
+                    libc::XDP_PGOFF_RX_RING as u64,
+                    "mmap(RX ring)",
+                )?,
+                &off.rx,
+                RING,
+                false,
+            )
+            .map_err(ring_err("RX ring layout"))?;
+            let tx = Ring::new(
+                map_ring(
+                    &off.tx,
+                    dsz,
+                    libc::XDP_PGOFF_TX_RING as u32 as u64,
+                    "mmap(TX ring)",
+                )?,
+                &off.tx,
+                RING,
+                true,
+            )
+            .map_err(ring_err("TX ring layout"))?;
+            let fill = Ring::new(
+                map_ring(
+                    &off.fr,
+                    8,
+                    libc::XDP_UMEM_PGOFF_FILL_RING,
+                    "mmap(fill ring)",
+                )?,
+                &off.fr,
+                RING,
+                true,
+            )
+            .map_err(ring_err("fill ring layout"))?;
+            let comp = Ring::new(
+                map_ring(
+                    &off.cr,
+                    8,
+                    libc::XDP_UMEM_PGOFF_COMPLETION_RING,
+                    "mmap(completion ring)",
+                )?,
+                &off.cr,
+                RING,
+                false,
+            )
+            .map_err(ring_err("completion ring layout"))?;
+        Ok(Rings { rx, tx, fill, comp })
+    }
+}
+
+/// A memfd of `len` bytes for the UMEM: shared memory an upgrading engine
+/// can map again from the descriptor (anonymous memory it could not).
+fn umem_memfd(len: usize) -> Result<OwnedFd, LinkError> {
+    // SAFETY: a NUL-terminated name; the fd is owned right below.
+    let raw = unsafe { libc::memfd_create(c"outboard-umem".as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(LinkError::last("memfd_create(UMEM)"));
+    }
+    // SAFETY: `raw` is a fresh fd nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: plain syscall on our own fd.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } < 0 {
+        return Err(LinkError::last("ftruncate(UMEM)"));
+    }
+    Ok(fd)
+}
+
+/// What an af_xdp link hands to the engine that upgrades this one besides
+/// its descriptors: its shape, and where the UMEM chunks that no ring holds
+/// are. Every other chunk is on a ring (fill and TX: the kernel's; RX and
+/// completion: the new engine consumes them from where the old one stopped).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct XdpState {
+    pub queue: u32,
+    pub chunk: u64,
+    /// Bound with `XDP_USE_SG` (frames over several chunks).
+    pub multi: bool,
+    /// The program runs in native (driver) mode, not generic.
+    pub native: bool,
+    pub need_wakeup: bool,
+    /// The XSK map's size and whether the program was loaded with frags.
+    pub max_entries: u32,
+    pub frags: bool,
+    /// RX chunks not yet back on the fill ring.
+    pub rx_stash: Vec<u64>,
+    /// TX chunks free for `transmit`.
+    pub tx_free: Vec<u64>,
+}
+
+/// Everything but the chunk lists an af_xdp link is built from.
+struct Parts<'a> {
+    iface: &'a str,
+    ifindex: u32,
+    mac: [u8; 6],
+    mtu: usize,
+    queue: u32,
+    netns: u64,
+    fd: OwnedFd,
+    umem_fd: OwnedFd,
+    umem: Mapping,
+    rings: Rings,
+    chunk: u64,
+    multi: bool,
+    native: bool,
+    need_wakeup: bool,
+    claim: super::claim::Claim,
 }
 
 impl AfXdpLink {
@@ -454,7 +645,8 @@ impl AfXdpLink {
         // SAFETY: `fd` is a fresh socket nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
 
-        let umem = Mapping::anonymous(FRAMES as usize * chunk)
+        let umem_fd = umem_memfd(FRAMES as usize * chunk)?;
+        let umem = Mapping::shared(umem_fd.as_raw_fd(), FRAMES as usize * chunk)
             .map_err(|e| LinkError::io("mmap(UMEM)", e))?;
         let reg = libc::xdp_umem_reg {
             addr: umem.as_ptr() as u64,
@@ -477,74 +669,7 @@ impl AfXdpLink {
         ] {
             setsockopt(&fd, opt, &RING).map_err(|e| LinkError::io(call, e))?;
         }
-        let mut off = libc::xdp_mmap_offsets {
-            rx: zero_off(),
-            tx: zero_off(),
-            fr: zero_off(),
-            cr: zero_off(),
-        };
-        let len = getsockopt(&fd, libc::XDP_MMAP_OFFSETS, &mut off)
-            .map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
-        if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-            return Err(LinkError::XdpUnsupported(
-                "kernel too old: XDP ring offsets without flags (before 5.4)".into(),
-            ));
-        }
-        let raw = fd.as_raw_fd();
-        let map_ring = |o: &libc::xdp_ring_offset, desc: usize, pgoff: u64, call: &'static str| {
-            let len = o.desc as usize + RING as usize * desc;
-            Mapping::ring(raw, len, pgoff).map_err(|e| LinkError::io(call, e))
-        };
-        let dsz = std::mem::size_of::<libc::xdp_desc>();
-        let ring_err = |call: &'static str| move |e: io::Error| LinkError::io(call, e);
-        let rx = Ring::new(
-            map_ring(
-                &off.rx,
-                dsz,
-                libc::XDP_PGOFF_RX_RING as u64,
-                "mmap(RX ring)",
-            )?,
-            &off.rx,
-            RING,
-            false,
-        )
-        .map_err(ring_err("RX ring layout"))?;
-        let tx = Ring::new(
-            map_ring(
-                &off.tx,
-                dsz,
-                libc::XDP_PGOFF_TX_RING as u32 as u64,
-                "mmap(TX ring)",
-            )?,
-            &off.tx,
-            RING,
-            true,
-        )
-        .map_err(ring_err("TX ring layout"))?;
-        let fill = Ring::new(
-            map_ring(
-                &off.fr,
-                8,
-                libc::XDP_UMEM_PGOFF_FILL_RING,
-                "mmap(fill ring)",
-            )?,
-            &off.fr,
-            RING,
-            true,
-        )
-        .map_err(ring_err("fill ring layout"))?;
-        let comp = Ring::new(
-            map_ring(
-                &off.cr,
-                8,
-                libc::XDP_UMEM_PGOFF_COMPLETION_RING,
-                "mmap(completion ring)",
-            )?,
-            &off.cr,
-            RING,
-            false,
-        )
-        .map_err(ring_err("completion ring layout"))?;
+        let rings = Rings::map(&fd)?;
 
         let netns = netns_id();
         let native = reserve(netns, ifindex, queue, iface, (opts.addr, opts.ipv6), multi)?;
@@ -573,41 +698,108 @@ impl AfXdpLink {
             }
         }
 
-        let mut link = AfXdpLink {
+        let mut link = AfXdpLink::assemble(
+            Parts { iface, ifindex, mac, mtu, queue, netns, fd, umem_fd, umem, rings, chunk: chunk as u64, multi, native, need_wakeup, claim },
+            (0..RX_FRAMES).map(|i| i as u64 * chunk as u64).collect(),
+            (RX_FRAMES..RX_FRAMES + TX_FRAMES).rev().map(|i| i as u64 * chunk as u64).collect(),
+        );
+        reservation.armed = false;
+        link.refill();
+        Ok(link)
+    }
+
+    fn assemble(p: Parts<'_>, rx_stash: Vec<u64>, tx_free: Vec<u64>) -> AfXdpLink {
+        let Rings { rx, tx, fill, comp } = p.rings;
+        AfXdpLink {
             rx,
             tx,
             fill,
             comp,
-            fd,
-            umem,
-            chunk: chunk as u64,
-            rx_stash: (0..RX_FRAMES).map(|i| i as u64 * chunk as u64).collect(),
-            tx_free: (RX_FRAMES..RX_FRAMES + TX_FRAMES)
-                .rev()
-                .map(|i| i as u64 * chunk as u64)
-                .collect(),
-            need_wakeup,
-            netns,
-            ifindex,
-            queue,
-            iface: iface.to_string(),
+            fd: p.fd,
+            _umem_fd: p.umem_fd,
+            umem: p.umem,
+            chunk: p.chunk,
+            rx_stash,
+            tx_free,
+            need_wakeup: p.need_wakeup,
+            netns: p.netns,
+            ifindex: p.ifindex,
+            queue: p.queue,
+            iface: p.iface.to_string(),
             mode: format!(
-                "{} copy-mode {}queue {queue}",
-                if native { "native" } else { "generic" },
-                if multi { "multi-buffer " } else { "" }
+                "{} copy-mode {}queue {}",
+                if p.native { "native" } else { "generic" },
+                if p.multi { "multi-buffer " } else { "" },
+                p.queue
             ),
-            multi,
-            rx_buf: if multi { vec![0; MAX_FRAME] } else { Vec::new() },
-            tx_buf: if multi { vec![0; MAX_FRAME] } else { Vec::new() },
-            mac,
-            mtu,
+            multi: p.multi,
+            rx_buf: if p.multi { vec![0; MAX_FRAME] } else { Vec::new() },
+            tx_buf: if p.multi { vec![0; MAX_FRAME] } else { Vec::new() },
+            mac: p.mac,
+            mtu: p.mtu,
             counters: LinkCounters::default(),
             pollfds: Vec::with_capacity(4),
-            _claim: claim,
+            _claim: p.claim,
+        }
+    }
+
+    /// Takes over the link an engine being upgraded handed over on `queue`
+    /// of `iface`: the same XSK (bound, in the XSK map), the same UMEM
+    /// (mapped again from its memfd), the rings mapped again at the
+    /// positions the old engine left, and the program, map and BPF link it
+    /// attached (this process's attachment on the interface from now on).
+    /// Reads and writes nothing on the rings: the old engine may still
+    /// resume until the upgrade is confirmed.
+    pub fn adopt(iface: &str, queue: u32, opts: &LinkOptions, mut taken: super::Adopted) -> Result<AfXdpLink, LinkError> {
+        let bad = |why: String| LinkError::BadSpec(format!("the handed-over af_xdp link on {iface}: {why}"));
+        let st = taken.xdp.take().ok_or_else(|| bad("the record has no AF_XDP state".into()))?;
+        let mut take = |name: &str| {
+            let i = taken.more.iter().position(|(n, _)| n == name);
+            i.map(|i| taken.more.swap_remove(i).1).ok_or_else(|| bad(format!("no {name} descriptor")))
         };
-        reservation.armed = false;
-        link.refill();
-        Ok(link)
+        let (umem_fd, map, prog, bpf_link) = (take("link umem")?, take("link xsk map")?, take("link xdp program")?, take("link xdp attachment")?);
+        let (ifindex, mac, if_mtu) = interface(iface)?;
+        let mtu = opts.mtu.unwrap_or(if_mtu);
+        if st.queue != queue || st.multi != (mtu > MAX_MTU) || !matches!(st.chunk, 2048 | 4096) {
+            return Err(bad(format!(
+                "queue {} chunk {} multi-buffer {} does not fit queue {queue} at MTU {mtu}",
+                st.queue, st.chunk, st.multi
+            )));
+        }
+        let len = FRAMES as u64 * st.chunk;
+        let place = |a: &u64| a.is_multiple_of(st.chunk) && *a < len;
+        if st.rx_stash.len() + st.tx_free.len() > FRAMES as usize || !st.rx_stash.iter().chain(&st.tx_free).all(place) {
+            return Err(bad("a chunk outside the UMEM or off a chunk boundary".into()));
+        }
+        // SAFETY: `stat` is plain old data the kernel fills.
+        let mut meta: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a live fd and a writable stat.
+        if unsafe { libc::fstat(umem_fd.as_raw_fd(), &mut meta) } < 0 || (meta.st_size as u64) < len {
+            return Err(bad(format!("the UMEM memfd is smaller than {len} bytes")));
+        }
+        let umem = Mapping::shared(umem_fd.as_raw_fd(), len as usize).map_err(|e| LinkError::io("mmap(UMEM)", e))?;
+        let rings = Rings::map(&taken.socket)?;
+        let netns = netns_id();
+        adopt_attachment(netns, ifindex, queue, (opts.addr, opts.ipv6), &st, [map, prog, bpf_link])?;
+        let claim = super::claim::adopt(ifindex, taken.claim);
+        let parts = Parts {
+            iface,
+            ifindex,
+            mac,
+            mtu,
+            queue,
+            netns,
+            fd: taken.socket,
+            umem_fd,
+            umem,
+            rings,
+            chunk: st.chunk,
+            multi: st.multi,
+            native: st.native,
+            need_wakeup: st.need_wakeup,
+            claim,
+        };
+        Ok(AfXdpLink::assemble(parts, st.rx_stash, st.tx_free))
     }
 
     /// Runs the attached XDP program once on `frame` (BPF_PROG_TEST_RUN) and
@@ -1072,13 +1264,46 @@ impl Link for AfXdpLink {
         c
     }
 
-    /// Not yet: the UMEM is private anonymous memory (a new process could
-    /// not map the same frames), and which frame is where (fill, RX, TX,
-    /// completion, free) is not in the record. Refused, the engine serving on.
+    /// Flushes what was queued, gives the fill ring every stashed RX chunk,
+    /// and hands over the XSK, the claim, the UMEM's memfd and the
+    /// interface's program, map and BPF link with [`XdpState`]. The kernel
+    /// goes on filling the RX ring meanwhile; the new engine reads on from
+    /// where this one stopped.
     fn hand_over(&mut self) -> Result<super::HandOver, String> {
-        Err(format!(
-            "the af_xdp link on {} cannot be handed over yet (its UMEM is private to this process and its frames' places are not in the record); upgrade an af_packet engine, or restart this one",
-            self.info().name
-        ))
+        self.flush().map_err(|e| e.to_string())?;
+        self.refill();
+        let claim = super::claim::raw_fd(self.ifindex).ok_or("the interface's claim is not held")?;
+        let list = attachments();
+        let a = list
+            .iter()
+            .find(|a| a.netns == self.netns && a.ifindex == self.ifindex)
+            .ok_or("the interface's XDP attachment is gone")?;
+        Ok(super::HandOver {
+            kind: "af_xdp".into(),
+            iface: self.iface.clone(),
+            // Raw fds stay valid: this link and its attachment outlive the offer.
+            fds: vec![
+                ("link socket", self.fd.as_raw_fd()),
+                ("link claim", claim),
+                ("link umem", self._umem_fd.as_raw_fd()),
+                ("link xsk map", a.map.as_raw_fd()),
+                ("link xdp program", a.prog.as_raw_fd()),
+                ("link xdp attachment", a._link.as_raw_fd()),
+            ],
+            rx_idx: 0,
+            tx_idx: 0,
+            tx_unsent: 0,
+            xdp: Some(XdpState {
+                queue: self.queue,
+                chunk: self.chunk,
+                multi: self.multi,
+                native: a.native,
+                need_wakeup: self.need_wakeup,
+                max_entries: a.max_entries,
+                frags: a.frags,
+                rx_stash: self.rx_stash.clone(),
+                tx_free: self.tx_free.clone(),
+            }),
+        })
     }
 }

@@ -19,7 +19,7 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    /// Anonymous private memory (the UMEM), zeroed, populated up front.
+    /// Anonymous private memory, zeroed, populated up front.
     pub fn anonymous(len: usize) -> io::Result<Mapping> {
         Self::map(
             len,
@@ -27,6 +27,12 @@ impl Mapping {
             -1,
             0,
         )
+    }
+
+    /// `len` bytes of the memfd `fd`, shared, populated up front (the UMEM:
+    /// an engine that upgrades this one maps the same pages from the fd).
+    pub fn shared(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        Self::map(len, libc::MAP_SHARED | libc::MAP_POPULATE, fd, 0)
     }
 
     /// A ring of the XSK `fd` at page offset `pgoff`.
