@@ -25,6 +25,14 @@ impl Connection {
             return true;
         }
         let wnd = usize::from(repr.window) << self.snd_wscale;
+        if ack == self.snd_una && self.snd_max == self.snd_una && repr.options.sack.is_empty() && self.nothing_to_recover() {
+            // The ACK on every segment a receiver that is not sending takes
+            // in: nothing in flight, so nothing for the duplicate-ACK count,
+            // SACK, RACK, TLP, PRR or the rate sample to look at (the path
+            // below would find the same); only the window may move.
+            self.take_window(repr, wnd);
+            return true;
+        }
         let prior_high = self.rec.scoreboard.high_sacked();
         let prior_una = self.snd_una;
         let prior_sacked = if self.sack_ok { self.rec.scoreboard.sacked_bytes() } else { 0 };
@@ -102,9 +110,27 @@ impl Connection {
         }
         let ece = self.ecn.ok && repr.flags.contains(outboard_wire::TcpFlags::ECE);
         self.rate_on_ack(now, seq_sub(self.snd_una, prior_una) + newly_sacked, ece);
-        // RFC 9293 §3.10.7.4: if SND.UNA =< SEG.ACK, take the window only from
-        // a newer segment (SND.WL1/WL2).
-        if ack >= self.snd_una && (self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack)) {
+        if ack >= self.snd_una {
+            self.take_window(repr, wnd);
+        }
+        true
+    }
+
+    /// No loss being repaired or looked for and no rate sample pending: the
+    /// recovery machinery has nothing to do on an ACK that acknowledges nothing.
+    fn nothing_to_recover(&self) -> bool {
+        !self.rec.in_recovery
+            && self.rec.rto_recover.is_none()
+            && self.rec.scoreboard.is_empty()
+            && self.rec.rack.idle()
+            && !self.rate.sample_pending()
+    }
+
+    /// RFC 9293 §3.10.7.4, SND.UNA =< SEG.ACK: take the window `wnd` only from
+    /// a newer segment (SND.WL1/WL2).
+    fn take_window(&mut self, repr: &TcpRepr, wnd: usize) {
+        let ack = repr.ack;
+        if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
             let opened = self.snd_wnd == 0 && wnd > 0;
             self.snd_wnd = wnd;
             self.snd_wl1 = repr.seq;
@@ -116,7 +142,6 @@ impl Connection {
                 self.probe_pending = false;
             }
         }
-        true
     }
 
     /// RFC 5961 §5.2: SEG.ACK is acceptable only within [SND.UNA - MAX.SND.WND,

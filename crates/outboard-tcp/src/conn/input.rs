@@ -382,7 +382,7 @@ impl Connection {
             // RFC 9293 §3.8.6.3: at least every second full-sized segment.
             self.ack_now = true;
         } else {
-            self.timers.set_if_idle(Timer::DelayedAck, now + self.cfg.delayed_ack);
+            self.timers.set_if_idle(Timer::DelayedAck, || now + self.cfg.delayed_ack);
         }
     }
 

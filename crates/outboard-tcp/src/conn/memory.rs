@@ -59,6 +59,10 @@ impl Connection {
     /// board, so a board's TIME-WAIT connections hold no regions.
     pub(super) fn release_idle_buffers(&mut self) {
         let closed = self.state == State::Closed;
+        if !closed && !self.fin_received && self.may_queue_more() {
+            // The common case, on every segment: open both ways, nothing to free.
+            return;
+        }
         if closed || self.snd_una == self.snd_max {
             // Nothing outstanding: RACK's transmit log is empty; free it in CLOSED
             // (and wherever no more data can go).

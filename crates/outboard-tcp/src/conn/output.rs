@@ -236,7 +236,8 @@ impl Connection {
         if retransmitting && self.sack_ok {
             limit = limit.min(self.unsacked_run(self.snd_nxt));
         }
-        let mut len = limit.min(wnd_avail).min(self.cwnd_allowance());
+        let allowance = self.cwnd_allowance();
+        let mut len = limit.min(wnd_avail).min(allowance);
         let idle = self.snd_nxt == self.snd_una;
         if len > mss {
             // A TSO segment ends on a piece boundary unless its tail may go
@@ -249,7 +250,8 @@ impl Connection {
         if len == 0 {
             if wnd_avail == 0 && idle {
                 // RFC 9293 §3.8.6.1: a zero window with data waiting arms the persist timer.
-                self.timers.set_if_idle(Timer::Persist, now + self.persist_interval());
+                let at = now + self.persist_interval();
+                self.timers.set_if_idle(Timer::Persist, || at);
             }
             return None;
         }
@@ -264,7 +266,8 @@ impl Connection {
         if !ok {
             if idle {
                 // The override timeout: send what fits if nothing changes.
-                self.timers.set_if_idle(Timer::Persist, now + self.persist_interval());
+                let at = now + self.persist_interval();
+                self.timers.set_if_idle(Timer::Persist, || at);
             }
             return None;
         }
@@ -277,7 +280,7 @@ impl Connection {
         // resent after an RTO is no new burst (Linux resends a segment with
         // the flags it first had).
         let rest = unsent - len;
-        let room = wnd_avail.min(self.cwnd_allowance()).saturating_sub(len);
+        let room = wnd_avail.min(allowance).saturating_sub(len);
         self.push_burst_end = !retransmitting && rest > 0 && room < rest.min(mss);
         Some((seq, len, fin))
     }
@@ -303,7 +306,7 @@ impl Connection {
         let (fast_open, data_len) = self.fast_open_syn(first);
         self.snd_nxt = self.iss + 1 + data_len;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+        self.timers.set_if_idle(Timer::Retransmit, || now + self.rtt.rto());
         // RFC 7323 §2.2: the window in a SYN is never scaled.
         let window = self.rcv_room().min(usize::from(u16::MAX));
         if synack {
@@ -357,7 +360,7 @@ impl Connection {
                 if new_data {
                     self.snd_max = end;
                 }
-                self.timers.set_if_idle(Timer::Retransmit, now + self.rtt.rto());
+                self.timers.set_if_idle(Timer::Retransmit, || now + self.rtt.rto());
                 self.rack_on_send(now, seq, end);
                 if new_data {
                     // RFC 8985 §7.2: new data (re)arms the probe timeout.

@@ -75,6 +75,11 @@ pub(super) struct Rack {
 }
 
 impl Rack {
+    /// No segment logged as in flight and no loss probe outstanding.
+    pub(super) fn idle(&self) -> bool {
+        self.tlp_end.is_none() && self.log.is_empty()
+    }
+
     pub(super) fn new(iss: SeqNumber) -> Rack {
         Rack {
             log: VecDeque::new(),

@@ -69,6 +69,11 @@ pub(super) struct Rate {
 }
 
 impl Rate {
+    /// Whether a rate sample waits for the next ACK.
+    pub(super) fn sample_pending(&self) -> bool {
+        self.sample.is_some()
+    }
+
     /// The estimate in bytes per second (Linux's `tcpi_delivery_rate`).
     pub(super) fn bytes_per_sec(&self) -> u64 {
         let us = self.rate_interval.as_micros() as u64;

@@ -47,10 +47,11 @@ impl TimerTable {
     pub(crate) fn set(&mut self, timer: Timer, at: Instant) {
         self.slots[timer as usize] = Some(at);
     }
-    /// Arms the timer only if it is not running already.
-    pub(crate) fn set_if_idle(&mut self, timer: Timer, at: Instant) {
+    /// Arms the timer only if it is not running already; `at` is computed
+    /// only then (an RTO, on every segment sent, is worth not recomputing).
+    pub(crate) fn set_if_idle(&mut self, timer: Timer, at: impl FnOnce() -> Instant) {
         if self.slots[timer as usize].is_none() {
-            self.slots[timer as usize] = Some(at);
+            self.slots[timer as usize] = Some(at());
         }
     }
     pub(crate) fn stop(&mut self, timer: Timer) {
@@ -158,7 +159,7 @@ mod tests {
         assert_eq!(t.next(), Some(Instant::from_millis(10)));
         t.stop(Timer::DelayedAck);
         assert_eq!(t.next(), Some(Instant::from_millis(50)));
-        t.set_if_idle(Timer::Keepalive, Instant::from_millis(5));
+        t.set_if_idle(Timer::Keepalive, || Instant::from_millis(5));
         assert_eq!(t.get(Timer::Keepalive), Some(Instant::from_millis(50)));
         assert!(t.is_due(Timer::Keepalive, Instant::from_millis(50)));
         assert!(!t.is_due(Timer::Keepalive, Instant::from_millis(49)));
