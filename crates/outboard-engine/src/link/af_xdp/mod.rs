@@ -138,7 +138,7 @@ pub struct AfXdpLink {
     fd: OwnedFd,
     umem: Mapping,
     /// The UMEM's memfd (handed over on a live upgrade).
-    _umem_fd: OwnedFd,
+    umem_fd: OwnedFd,
     chunk: u64,
     /// RX chunks to hand back to the fill ring.
     rx_stash: Vec<u64>,
@@ -477,76 +477,42 @@ impl Rings {
     /// positions the shared memory holds (zero on a new socket, where the
     /// old engine stopped on a handed-over one).
     fn map(fd: &OwnedFd) -> Result<Rings, LinkError> {
-            let mut off = libc::xdp_mmap_offsets {
-                rx: zero_off(),
-                tx: zero_off(),
-                fr: zero_off(),
-                cr: zero_off(),
-            };
-            let len = getsockopt(fd, libc::XDP_MMAP_OFFSETS, &mut off)
-                .map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
-            if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-                return Err(LinkError::XdpUnsupported(
-                    "kernel too old: XDP ring offsets without flags (before 5.4)".into(),
-                ));
-            }
-            let raw = fd.as_raw_fd();
-            let map_ring = |o: &libc::xdp_ring_offset, desc: usize, pgoff: u64, call: &'static str| {
-                let len = o.desc as usize + RING as usize * desc;
-                Mapping::ring(raw, len, pgoff).map_err(|e| LinkError::io(call, e))
-            };
-            let dsz = std::mem::size_of::<libc::xdp_desc>();
-            let ring_err = |call: &'static str| move |e: io::Error| LinkError::io(call, e);
-            let rx = Ring::new(
-                map_ring(
-                    &off.rx,
-                    dsz,
-                    libc::XDP_PGOFF_RX_RING as u64,
-                    "mmap(RX ring)",
-                )?,
-                &off.rx,
-                RING,
-                false,
-            )
-            .map_err(ring_err("RX ring layout"))?;
-            let tx = Ring::new(
-                map_ring(
-                    &off.tx,
-                    dsz,
-                    libc::XDP_PGOFF_TX_RING as u32 as u64,
-                    "mmap(TX ring)",
-                )?,
-                &off.tx,
-                RING,
-                true,
-            )
-            .map_err(ring_err("TX ring layout"))?;
-            let fill = Ring::new(
-                map_ring(
-                    &off.fr,
-                    8,
-                    libc::XDP_UMEM_PGOFF_FILL_RING,
-                    "mmap(fill ring)",
-                )?,
-                &off.fr,
-                RING,
-                true,
-            )
-            .map_err(ring_err("fill ring layout"))?;
-            let comp = Ring::new(
-                map_ring(
-                    &off.cr,
-                    8,
-                    libc::XDP_UMEM_PGOFF_COMPLETION_RING,
-                    "mmap(completion ring)",
-                )?,
+        let mut off = libc::xdp_mmap_offsets { rx: zero_off(), tx: zero_off(), fr: zero_off(), cr: zero_off() };
+        let len = getsockopt(fd, libc::XDP_MMAP_OFFSETS, &mut off)
+            .map_err(|e| LinkError::io("getsockopt(XDP_MMAP_OFFSETS)", e))?;
+        if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+            return Err(LinkError::XdpUnsupported(
+                "kernel too old: XDP ring offsets without flags (before 5.4)".into(),
+            ));
+        }
+        let raw = fd.as_raw_fd();
+        Ok(Rings {
+            rx: map_ring(raw, &off.rx, libc::XDP_PGOFF_RX_RING as u64, false, ("mmap(RX ring)", "RX ring layout"))?,
+            tx: map_ring(raw, &off.tx, libc::XDP_PGOFF_TX_RING as u32 as u64, true, ("mmap(TX ring)", "TX ring layout"))?,
+            fill: map_ring(raw, &off.fr, libc::XDP_UMEM_PGOFF_FILL_RING, true, ("mmap(fill ring)", "fill ring layout"))?,
+            comp: map_ring(
+                raw,
                 &off.cr,
-                RING,
+                libc::XDP_UMEM_PGOFF_COMPLETION_RING,
                 false,
-            )
-            .map_err(ring_err("completion ring layout"))?;
-        Ok(Rings { rx, tx, fill, comp })
+                ("mmap(completion ring)", "completion ring layout"),
+            )?,
+        })
     }
+}
+
+/// Maps one ring of [`RING`] descriptors of type `D` of the XSK `fd` at page
+/// offset `pgoff`; `calls` name the mmap and the layout check in errors.
+fn map_ring<D: Copy>(
+    fd: std::os::fd::RawFd,
+    o: &libc::xdp_ring_offset,
+    pgoff: u64,
+    producer_side: bool,
+    calls: (&'static str, &'static str),
+) -> Result<Ring<D>, LinkError> {
+    let len = o.desc as usize + RING as usize * std::mem::size_of::<D>();
+    let map = Mapping::ring(fd, len, pgoff).map_err(|e| LinkError::io(calls.0, e))?;
+    Ring::new(map, o, RING, producer_side).map_err(|e| LinkError::io(calls.1, e))
 }
 
 /// A memfd of `len` bytes for the UMEM: shared memory an upgrading engine
@@ -716,7 +682,7 @@ impl AfXdpLink {
             fill,
             comp,
             fd: p.fd,
-            _umem_fd: p.umem_fd,
+            umem_fd: p.umem_fd,
             umem: p.umem,
             chunk: p.chunk,
             rx_stash,
@@ -1285,7 +1251,7 @@ impl Link for AfXdpLink {
             fds: vec![
                 ("link socket", self.fd.as_raw_fd()),
                 ("link claim", claim),
-                ("link umem", self._umem_fd.as_raw_fd()),
+                ("link umem", self.umem_fd.as_raw_fd()),
                 ("link xsk map", a.map.as_raw_fd()),
                 ("link xdp program", a.prog.as_raw_fd()),
                 ("link xdp attachment", a._link.as_raw_fd()),
