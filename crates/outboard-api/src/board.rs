@@ -762,10 +762,20 @@ impl Board {
                         // Every 16th sleep spins anyway, to notice when spinning would help again.
                         i.spin_score >= 2 || i.sleeps.is_multiple_of(16)
                     };
+                    let waited = Instant::now();
                     cond.wait(seq, if try_spin { spin } else { Duration::ZERO }, left);
+                    let took = waited.elapsed();
                     let slept = start.elapsed() > spin;
+                    // Spinning pays when the news comes within a quarter of
+                    // the spin: later, the spin has burnt more CPU than the
+                    // sleep and wake-up it saved (a few µs), though it did save
+                    // one. A bulk reader woken once per batch (the engine
+                    // batches wake-ups for bytes not pushed) thus stops
+                    // spinning; a request/response peer answering quickly
+                    // keeps it.
+                    let paid = took <= spin / 4;
                     let mut i = self.inner.borrow_mut();
-                    i.spin_score = if slept { i.spin_score.saturating_sub(1) } else { (i.spin_score + 1).min(8) };
+                    i.spin_score = if paid { (i.spin_score + 1).min(8) } else { i.spin_score.saturating_sub(1) };
                     if slept {
                         i.waits.sleeps += 1;
                         // After a sleep the clock read is nothing: look at the socket now.

@@ -133,8 +133,8 @@ pub trait ShardApp: Any + Send {
     fn poll(&mut self, cx: &mut AppCx<'_>) -> bool;
     /// A connection this app claimed has events.
     fn on_ready(&mut self, cx: &mut AppCx<'_>, conn: ConnId, tag: u64);
-    /// End of the turn: publish what it produced.
-    fn flush(&mut self) {}
+    /// End of the turn at `now`: publish what it produced.
+    fn flush(&mut self, _now: Instant) {}
     /// Who owns a connection it claimed with `tag`, for `outboard stat`.
     fn owner_label(&self, tag: u64) -> String;
     /// Its part of the stat snapshot.
@@ -210,7 +210,7 @@ impl Apps {
             }
         }
         for app in &mut self.list {
-            app.flush();
+            app.flush(now);
         }
         work
     }

@@ -514,8 +514,8 @@ pub fn render(s: &Snapshot) -> String {
     for b in &s.boards {
         let _ = writeln!(
             o,
-            "  session {} pid {} {} endpoints {} commands {} events {} wakeups {} accepts {} udp in {} out {}",
-            b.session, b.pid, mib(b.board_bytes), b.endpoints, b.commands, b.events, b.signals, b.accepts,
+            "  session {} pid {} {} endpoints {} commands {} events {} wakeups {} batched {} accepts {} udp in {} out {}",
+            b.session, b.pid, mib(b.board_bytes), b.endpoints, b.commands, b.events, b.signals, b.batched, b.accepts,
             b.datagrams_in, b.datagrams_out
         );
         if b.bad_options != 0 {

@@ -124,6 +124,12 @@ pub struct Point {
     /// (each a futex wake-up: what the applications' CPU mostly is).
     pub sender_sleeps: Option<u64>,
     pub receiver_sleeps: Option<u64>,
+    /// Ours: the sender's writes and the receiver's reads, and the blocking
+    /// waits each made (a wait spins first, and sleeps if that was not enough).
+    pub sender_writes: Option<u64>,
+    pub receiver_reads: Option<u64>,
+    pub sender_waits: Option<u64>,
+    pub receiver_waits: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -303,6 +309,10 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
         api_copied_bytes: copied,
         sender_sleeps: source["api_sleeps"].as_u64(),
         receiver_sleeps: sink["api_sleeps"].as_u64(),
+        sender_writes: source["writes"].as_u64(),
+        receiver_reads: sink["reads"].as_u64(),
+        sender_waits: source["api_waits"].as_u64(),
+        receiver_waits: sink["api_waits"].as_u64(),
     })
 }
 

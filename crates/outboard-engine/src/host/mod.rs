@@ -11,6 +11,8 @@
 //! application dies (its socket hangs up; see `attach`).
 
 mod attach;
+#[cfg(test)]
+mod batching_tests;
 pub mod handover;
 #[doc(hidden)]
 pub mod hostile;
@@ -76,6 +78,9 @@ pub struct BoardRow {
     pub commands: u64,
     pub events: u64,
     pub signals: u64,
+    /// Events posted without a wake-up of their own (`session::BATCH_WAIT`).
+    #[serde(default)]
+    pub batched: u64,
     pub accepts: u64,
     pub datagrams_in: u64,
     pub datagrams_out: u64,
@@ -103,6 +108,7 @@ impl BoardRow {
         self.commands += o.commands;
         self.events += o.events;
         self.signals += o.signals;
+        self.batched += o.batched;
         self.accepts += o.accepts;
         self.datagrams_in += o.datagrams_in;
         self.datagrams_out += o.datagrams_out;
@@ -184,6 +190,7 @@ impl Host {
                 commands: s.counters.commands,
                 events: s.counters.events,
                 signals: s.counters.signals,
+                batched: s.counters.batched,
                 accepts: s.counters.accepts,
                 datagrams_in: s.counters.datagrams_in,
                 datagrams_out: s.counters.datagrams_out,
@@ -394,9 +401,9 @@ impl ShardApp for Host {
     }
 
     /// Publishes the turn's events and wakes sleeping applications.
-    fn flush(&mut self) {
+    fn flush(&mut self, now: outboard_time::Instant) {
         for s in &mut self.sessions {
-            if s.flush().is_err() {
+            if s.flush(now).is_err() {
                 s.dead.store(true, Ordering::Release);
             }
         }
@@ -419,6 +426,10 @@ impl ShardApp for Host {
     fn prepare_sleep(&mut self, futex: bool) -> bool {
         let how = if futex { SLEEP_FUTEX } else { SLEEP_EVENTFD };
         self.doorbells.clear();
+        for s in &mut self.sessions {
+            // Nothing batched outlasts the shard's waking hours.
+            s.wake_batched();
+        }
         for s in &self.sessions {
             self.doorbells.push(s.engine_doorbell().load(Ordering::SeqCst));
             s.set_engine_sleeping(how);

@@ -100,6 +100,8 @@ impl Connection {
             let data = &payload[..payload.len().min(room)];
             if !data.is_empty() {
                 c.place_data(now, syn.seq + 1, data);
+                // The SYN's data is a whole request: deliver it at once.
+                c.rcv_pushed = true;
             }
         }
         c

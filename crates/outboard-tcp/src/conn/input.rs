@@ -315,7 +315,14 @@ impl Connection {
             self.peer_fin = Some(fin_seq);
         }
         if !data.is_empty() && seq >= self.rcv_nxt {
+            let before = self.rcv_nxt;
             self.place_data(now, seq, data);
+            // Pushed: the PSH bit on data now in order, or a hole filled
+            // (whatever was pushed beyond it is in order now too).
+            let advanced = seq_sub(self.rcv_nxt, before);
+            if advanced > 0 && (repr.flags.psh() || advanced > data.len()) {
+                self.rcv_pushed = true;
+            }
         } else if !payload.is_empty() {
             // Nothing new (duplicate or beyond the window): tell the peer where we are.
             self.stats.dup_segments_in += u64::from(data.is_empty() && seq_sub(self.rcv_nxt, repr.seq) > 0);

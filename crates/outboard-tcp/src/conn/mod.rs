@@ -244,6 +244,12 @@ pub struct Connection {
     /// End of the last new data sent with PSH (Linux's `pushed_seq`): new
     /// data more than half the peer's largest window past it is pushed.
     pushed_seq: SeqNumber,
+    /// In-order data arrived that the peer pushed (PSH), or that a
+    /// retransmission made contiguous, since `take_push` last looked: the
+    /// receiving application should be told now rather than with the next
+    /// batch (RFC 9293 §3.9.1: a receiver delivers pushed data promptly).
+    #[serde(default)]
+    rcv_pushed: bool,
     /// An ACK must go out on the next `poll_transmit`.
     ack_now: bool,
     /// Bytes received since the last ACK we sent (delayed-ACK accounting).
@@ -351,6 +357,7 @@ impl Connection {
             last_rx: now,
             push_burst_end: false,
             pushed_seq: iss + 1,
+            rcv_pushed: false,
             ack_now: false,
             unacked_rx_bytes: 0,
             quickacks: QUICKACK_SEGMENTS,
@@ -578,6 +585,16 @@ impl Connection {
     /// `send_capacity` first and so never make a short `send`.
     pub fn request_writable(&mut self) {
         self.want_writable = true;
+    }
+
+    /// Whether the reader should be told now: in-order data arrived pushed
+    /// (PSH, SYN data, or a hole filled) since the last call, which this
+    /// clears, or the receive buffer is at least half full (the window we
+    /// advertise is closing). A host that batches its wake-ups of a reader
+    /// wakes at once then: a conforming sender pushes the segment that
+    /// empties or stalls its queue, so unpushed data means more is coming.
+    pub fn take_push(&mut self) -> bool {
+        std::mem::take(&mut self.rcv_pushed) || self.recv_buf.len() >= self.recv_buf.capacity() / 2
     }
 
     /// Bytes ready to read: the receive ring's queued bytes (what

@@ -20,6 +20,8 @@ mod mailboxes;
 mod publish;
 mod record;
 
+#[cfg(test)]
+pub(super) use events::BATCH_WAIT;
 pub use mailboxes::MailboxCounters;
 pub use record::{params_from, EndpointRecord, SessionRecord};
 
@@ -107,6 +109,8 @@ pub struct SessionCounters {
     pub commands: u64,
     pub events: u64,
     pub signals: u64,
+    /// Events posted without a wake-up of their own (bytes not pushed yet).
+    pub batched: u64,
     pub accepts: u64,
     pub accepts_deferred: u64,
     pub datagrams_in: u64,
@@ -160,7 +164,12 @@ pub struct Session {
     /// Hint bits waiting per endpoint while the event ring is full, and which endpoints have some.
     hints: Vec<u32>,
     hinted: Vec<u32>,
+    /// An event that wakes the application was posted this turn.
     posted: bool,
+    /// Batched posts (`events`): one came this turn, and since when the
+    /// oldest not yet woken for waits.
+    batched_new: bool,
+    batched_since: Option<Instant>,
     /// The application's wake eventfd (written while it has threads in poll/epoll on it).
     wake: Option<std::os::fd::OwnedFd>,
     /// The board's memfd (handed on by a live upgrade).
@@ -215,6 +224,8 @@ impl Session {
             hints: vec![0; p.endpoints as usize],
             hinted: Vec::new(),
             posted: false,
+            batched_new: false,
+            batched_since: None,
             wake: n.wake,
             memory: n.memory,
             detached: false,

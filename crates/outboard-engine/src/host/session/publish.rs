@@ -17,6 +17,7 @@ impl Session {
     pub(crate) fn update_stream(&mut self, stack: &mut Stack, ep: u32) -> Result<(), Violation> {
         let Some(EpKind::Stream(s)) = self.eps[ep as usize].as_mut() else { return Ok(()) };
         let mut bits = 0;
+        let mut batched = 0;
         let mut sync_done: Option<(u32, i64)> = None;
         let Some(c) = stack.tcp(s.conn) else {
             // The stack freed it (e.g. after a reset): report once.
@@ -69,6 +70,7 @@ impl Session {
                 sync_done = Some((slot, -i64::from(s.error)));
             }
         }
+        let pushed = c.take_push();
         let rx_total = s.rx_consumed + c.recv_available() as u64;
         let acked = s.tx_pushed - (c.send_queued() as u64).min(s.tx_pushed);
         if c.send_queued() > 0 {
@@ -90,7 +92,13 @@ impl Session {
             }
             s.rx_published = rx_total;
             self.map.atomic_u64(base + status::RX_TOTAL).store(rx_total, Ordering::Release);
-            bits |= ev::READABLE;
+            // Bytes the peer has not pushed yet wake nobody by themselves
+            // (`events` module: batched wake-ups).
+            if pushed {
+                bits |= ev::READABLE;
+            } else {
+                batched |= ev::READABLE;
+            }
         }
         if acked != s.acked_published {
             if s.error == 0 {
@@ -98,7 +106,14 @@ impl Session {
             }
             s.acked_published = acked;
             self.map.atomic_u64(base + status::TX_ACKED).store(acked, Ordering::Release);
-            bits |= ev::WRITABLE;
+            // Room freed while more than half the region still waits for
+            // its ACK wakes nobody by itself: a blocked writer waits for half
+            // (Linux wakes one at a third, `sk_stream_write_space`).
+            if c.send_capacity() < c.send_queued() {
+                batched |= ev::WRITABLE;
+            } else {
+                bits |= ev::WRITABLE;
+            }
         }
         let old_flags = s.published_flags;
         let (f, e) = (s.flags, s.error);
@@ -118,7 +133,9 @@ impl Session {
             self.write_flags(ep, f, e);
         }
         if bits != 0 {
-            self.post(ep, bits, 0);
+            self.post(ep, bits | batched, 0);
+        } else if batched != 0 {
+            self.post_batched(ep, batched);
         }
         if let Some((slot, v)) = sync_done {
             if !self.sync_result(slot, v)? {

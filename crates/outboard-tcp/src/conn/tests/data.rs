@@ -457,3 +457,29 @@ fn rfc9293_3_9_1_no_burst_end_psh_on_data_resent_after_rto() {
     assert!(resent.iter().all(|s| s.seq() < ISS + 1 + 14_600), "only resent data: {resent:#?}");
     assert!(resent.iter().all(|s| !s.flags().contains(TcpFlags::PSH)), "{resent:#?}");
 }
+
+/// `take_push` (what a host batching its readers' wake-ups asks): data the
+/// peer pushed, or a hole filled, says "deliver now"; a full-sized segment
+/// in the middle of a burst does not; the answer is taken once.
+#[test]
+fn take_push_reports_pushed_and_gap_filling_data_once() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut s = PEER_ISS + 1;
+    h.send(&seg(ACK, s, ISS + 1), &[1u8; 1000]);
+    s += 1000;
+    assert!(!h.c.take_push(), "in order, no PSH: more is coming");
+    h.send(&seg(ACK | TcpFlags::PSH, s, ISS + 1), &[2u8; 500]);
+    s += 500;
+    assert!(h.c.take_push(), "PSH on in-order data");
+    assert!(!h.c.take_push(), "taken once");
+    // Out of order, pushed: nothing is in order yet.
+    h.send(&seg(ACK | TcpFlags::PSH, s + 1000, ISS + 1), &[4u8; 300]);
+    assert!(!h.c.take_push(), "pushed data beyond a hole is not deliverable");
+    // The hole filled without PSH: the pushed data behind it is in order now.
+    h.send(&seg(ACK, s, ISS + 1), &[3u8; 1000]);
+    assert!(h.c.take_push(), "a filled hole delivers what was pushed behind it");
+    assert_eq!(h.c.recv_available(), 1000 + 500 + 1000 + 300);
+    // A duplicate with PSH moves nothing.
+    h.send(&seg(ACK | TcpFlags::PSH, PEER_ISS + 1, ISS + 1), &[1u8; 1000]);
+    assert!(!h.c.take_push(), "a duplicate delivers nothing");
+}
