@@ -286,6 +286,10 @@ impl Session {
             }
         }
         s.owners = owners;
+        // The old engine may have stopped with a wake-up batched (bytes not
+        // pushed yet): the first turn here wakes the application, which
+        // looks again (a needless wake-up costs it one look).
+        s.posted = true;
         Ok(s)
     }
 
