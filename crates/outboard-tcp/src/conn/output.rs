@@ -443,18 +443,28 @@ impl Connection {
 
     /// The window field for a non-SYN segment. The right edge moves right only
     /// by a worthwhile amount (receiver SWS avoidance, RFC 9293 §3.8.6.2.2) and
-    /// never moves left (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4): the scaled value
-    /// is rounded up, and a shrinking buffer only shrinks the window from the left.
+    /// never moves left (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4): a shrinking
+    /// buffer only shrinks the window from the left. The scaled value is
+    /// rounded up only while the receive ring has room for all of it: the
+    /// edge we advertise must never pass what the ring can hold. (Rounding up
+    /// unconditionally let each ACK add up to a scale unit of window the ring
+    /// did not have — after 185 ACKs into a ring its reader had not emptied,
+    /// 16 KiB of it: the peer sent into it, the excess was dropped, and it
+    /// took an RTO and a delayed ACK, 400 ms, to recover.) Rounded down, the
+    /// peer may see the edge move left by less than a unit; the ring still
+    /// holds everything up to the edge it saw before.
     fn window_field(&mut self) -> u16 {
         let shift = self.rcv_wscale;
         let max = usize::from(u16::MAX) << shift;
-        let cand = self.rcv_nxt + self.rcv_room().min(max);
+        let room = self.rcv_room();
+        let cand = self.rcv_nxt + room.min(max);
         let cur = self.rcv_adv.max(self.rcv_nxt);
         let threshold = (self.recv_buf.capacity() / 2).min(self.rcv_mss).max(1);
         self.rcv_adv = if cand > cur && seq_sub(cand, cur) >= threshold { cand } else { cur };
         let wnd = seq_sub(self.rcv_adv, self.rcv_nxt).min(max);
         let unit = 1usize << shift;
-        let field = wnd.div_ceil(unit).min(usize::from(u16::MAX));
+        let up = wnd.div_ceil(unit);
+        let field = if up << shift <= room { up } else { wnd >> shift }.min(usize::from(u16::MAX));
         self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + (field << shift));
         field as u16
     }

@@ -200,9 +200,39 @@ fn rcv_window_right_edge_never_shrinks_under_reads_and_arrivals() {
         h.c.ack_now = true;
         let a = h.recv().pop().unwrap();
         let right = u64::from(a.ack().wrapping_sub(PEER_ISS)) + (u64::from(a.repr.window) << h.c.rcv_wscale);
-        assert!(right >= edge, "right edge moved left at step {i}: {right} < {edge}");
-        edge = right;
+        // Left by less than a scale unit at most (RFC 7323 appendix F), and
+        // never past what the ring holds.
+        assert!(right + (1 << h.c.rcv_wscale) > edge, "right edge moved left a unit or more at step {i}: {right} < {edge}");
+        assert!((usize::from(a.repr.window) << h.c.rcv_wscale) <= h.c.rcv_room(), "window past the ring's room at step {i}");
+        edge = edge.max(right);
     }
+}
+
+/// A reader that reads nothing while a peer fills exactly the window it is
+/// offered, segment by segment, each ACKed: every byte offered is taken. (The
+/// window field rounded up on every ACK once let the offered edge creep past
+/// the ring by up to a scale unit per ACK: 16 KiB after 185 ACKs of a 1 MiB
+/// ring, and the peer's bytes beyond the ring were dropped.)
+#[test]
+fn a_peer_filling_the_offered_window_never_loses_a_byte() {
+    let cfg = Config { recv_buffer: 200_000, window_scaling: true, ..plain_cfg() };
+    let mut h = Harness::established_with(&cfg, TcpOptions { mss: Some(1460), window_scale: Some(2), ..Default::default() });
+    let mut offered = usize::MAX;
+    let mut sent = 0usize;
+    for i in 0..1000 {
+        let len = 1448.min(offered);
+        if len == 0 {
+            break;
+        }
+        h.send(&seg(ACK, PEER_ISS + 1 + sent as u32, ISS + 1), &vec![5; len]);
+        sent += len;
+        assert_eq!(h.c.recv_available(), sent, "segment {i}: every offered byte is taken");
+        h.c.ack_now = true;
+        let a = h.recv().pop().unwrap();
+        assert_eq!(a.ack(), PEER_ISS + 1 + sent as u32);
+        offered = usize::from(a.repr.window) << h.c.rcv_wscale;
+    }
+    assert!(sent > 190_000, "the ring filled: {sent}");
 }
 
 proptest! {
@@ -220,8 +250,9 @@ proptest! {
             h.c.ack_now = true;
             let a = h.recv().pop().unwrap();
             let right = u64::from(a.ack().wrapping_sub(PEER_ISS)) + (u64::from(a.repr.window) << h.c.rcv_wscale);
-            prop_assert!(right >= edge);
-            edge = right;
+            prop_assert!(right + (1 << h.c.rcv_wscale) > edge);
+            prop_assert!((usize::from(a.repr.window) << h.c.rcv_wscale) <= h.c.rcv_room());
+            edge = edge.max(right);
         }
     }
 }
