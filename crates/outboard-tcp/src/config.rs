@@ -30,7 +30,9 @@ pub struct Config {
     pub cc: CcKind,
     /// Disable Nagle (TCP_NODELAY).
     pub nodelay: bool,
-    /// Delayed-ACK cap (RFC 9293 §3.8.6.3; 200 ms default).
+    /// The longest an ACK is delayed (RFC 9293 §3.8.6.3; 200 ms default,
+    /// Linux's `TCP_DELACK_MAX`). Below it the delay is Linux's estimate
+    /// from the gap between data segments: 40 ms on a LAN (`conn::delack`).
     pub delayed_ack: Duration,
     /// TIME-WAIT length, 2·MSL (60 s). Also bounds FIN-WAIT-2 after `close()`.
     pub time_wait: Duration,

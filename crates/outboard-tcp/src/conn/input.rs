@@ -360,6 +360,7 @@ impl Connection {
             // nothing SACKed is ever reneged on.
             self.assembler.advance(written);
             advanced = written;
+            self.delack_on_data(now);
         } else if self.assembler.add(offset, written).is_err() {
             // Out-of-order state is full: drop; the sender will resend.
             self.stats.dropped_segments += 1;
@@ -388,8 +389,10 @@ impl Connection {
         } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
             // RFC 9293 §3.8.6.3: at least every second full-sized segment.
             self.ack_now = true;
-        } else {
-            self.timers.set_if_idle(Timer::DelayedAck, || now + self.cfg.delayed_ack);
+        } else if self.timers.get(Timer::DelayedAck).is_none() {
+            // Armed once; later data waits for the same ACK.
+            let wait = self.delack_timeout();
+            self.timers.set(Timer::DelayedAck, now + wait);
         }
     }
 

@@ -10,8 +10,8 @@
 //! fast retransmit, RFC 3042 limited transmit, RFC 6582 NewReno, RFC 6675 SACK
 //! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
 //! RACK-TLP loss detection and tail loss probes), `blackhole` (RFC 4821
-//! black-hole detection), `output` (what
-//! to send next), `options` (SYN negotiation, timestamps, SACK blocks),
+//! black-hole detection), `delack` (how long an ACK may wait, as Linux
+//! times it), `output` (what to send next), `options` (SYN negotiation, timestamps, SACK blocks),
 //! `timers` (the timer table and what each expiry does), `memory` (what the
 //! connection costs, and freeing ring storage it can no longer use),
 //! `in_place` (rings in lent storage, in-place send and receive, and the
@@ -19,6 +19,7 @@
 
 mod ack;
 mod blackhole;
+mod delack;
 mod ecn;
 mod fastopen;
 mod in_place;
@@ -254,8 +255,12 @@ pub struct Connection {
     ack_now: bool,
     /// Bytes received since the last ACK we sent (delayed-ACK accounting).
     unacked_rx_bytes: usize,
-    /// Segments still to be acknowledged at once (quick-ACK at connection start).
+    /// Segments still to be acknowledged at once (quick-ACK at connection
+    /// start and after an idle longer than the RTO, `delack`).
     quickacks: u32,
+    /// The delayed-ACK timeout's estimate (`delack`).
+    #[serde(default)]
+    delack: delack::DelAck,
     /// Challenge-ACK rate limit (RFC 5961 §7): window start and count in it.
     challenge_window: (Instant, u32),
     /// When we last answered an out-of-window pure ACK.
@@ -273,6 +278,13 @@ pub struct Connection {
     /// `prefill_payload` already wrote into the receive ring.
     #[serde(skip)]
     rx_prefilled: Option<Prefilled>,
+    /// The probe timeout was armed at this instant for a flight of more than
+    /// one segment, and nothing but sending has happened since: later new
+    /// data sent at the same instant would arm it to the same deadline, so it
+    /// is armed once per burst (as Linux's `tcp_schedule_loss_probe`, called
+    /// once after `tcp_write_xmit`'s loop). Cleared by every input.
+    #[serde(skip)]
+    tlp_burst: Option<Instant>,
     /// Bumped whenever the receive ring's storage is replaced or freed, so
     /// a `Prefilled` from before never vouches for bytes that are gone.
     recv_epoch: u32,
@@ -361,6 +373,7 @@ impl Connection {
             ack_now: false,
             unacked_rx_bytes: 0,
             quickacks: QUICKACK_SEGMENTS,
+            delack: delack::DelAck::default(),
             challenge_window: (now, 0),
             last_oow_ack: None,
             pending_rst: None,
@@ -370,6 +383,7 @@ impl Connection {
             app_closed: false,
             want_writable: false,
             rx_prefilled: None,
+            tlp_burst: None,
             recv_epoch: 0,
             ecn: ecn::Ecn::default(),
             sockopt: sockopt::SockOpts::default(),
@@ -450,6 +464,7 @@ impl Connection {
     pub fn handle_segment(&mut self, now: Instant, repr: &TcpRepr, payload: &[u8]) {
         self.stats.segments_in += 1;
         self.stats.bytes_in += payload.len() as u64;
+        self.tlp_burst = None;
         self.on_segment(now, repr, payload);
         // A CE note is for this segment only, whatever became of it.
         self.ecn_drop_note();
@@ -461,6 +476,7 @@ impl Connection {
     /// RFC 1191), handled as Linux's `tcp_v4_err` does: see `on_icmp`.
     /// Prefer `handle_icmp_quoting` when the quoted sequence number is known.
     pub fn handle_icmp(&mut self, now: Instant, err: IcmpError) {
+        self.tlp_burst = None;
         self.on_icmp(now, err);
         self.release_idle_buffers();
     }
@@ -488,6 +504,7 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.tlp_burst = None;
         if !self.check_user_timeout(now) {
             self.on_timeout(now);
         }

@@ -362,9 +362,17 @@ impl Connection {
                 }
                 self.timers.set_if_idle(Timer::Retransmit, || now + self.rtt.rto());
                 self.rack_on_send(now, seq, end);
-                if new_data {
+                if new_data && self.tlp_burst != Some(now) {
                     // RFC 8985 §7.2: new data (re)arms the probe timeout.
                     self.tlp_schedule(now);
+                    if seq_sub(self.snd_max, self.snd_una) > self.data_mss() {
+                        self.tlp_burst = Some(now);
+                    }
+                } else if new_data && cfg!(debug_assertions) {
+                    // What `tlp_burst` relies on, checked by every test.
+                    let armed = self.timers.get(Timer::LossProbe);
+                    self.tlp_schedule(now);
+                    debug_assert_eq!(armed, self.timers.get(Timer::LossProbe), "probe timeout armed once per burst");
                 }
             }
             SegKind::Probe => {
@@ -443,8 +451,9 @@ impl Connection {
 
     /// The window field for a non-SYN segment. The right edge moves right only
     /// by a worthwhile amount (receiver SWS avoidance, RFC 9293 §3.8.6.2.2) and
-    /// never moves left (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4): a shrinking
-    /// buffer only shrinks the window from the left. The scaled value is
+    /// never moves left by a scale unit or more (RFC 9293 §3.8.6.2.2, RFC 7323
+    /// §2.4): a shrinking buffer only shrinks the window from the left. `wnd`
+    /// is capped at `u16::MAX << shift`, so the field fits. The scaled value is
     /// rounded up only while the receive ring has room for all of it: the
     /// edge we advertise must never pass what the ring can hold. (Rounding up
     /// unconditionally let each ACK add up to a scale unit of window the ring
@@ -464,7 +473,7 @@ impl Connection {
         let wnd = seq_sub(self.rcv_adv, self.rcv_nxt).min(max);
         let unit = 1usize << shift;
         let up = wnd.div_ceil(unit);
-        let field = if up << shift <= room { up } else { wnd >> shift }.min(usize::from(u16::MAX));
+        let field = if up << shift <= room { up } else { wnd >> shift };
         self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + (field << shift));
         field as u16
     }

@@ -36,9 +36,7 @@ impl Session {
     /// doc): it is published with the turn's others, and the application
     /// is woken for it by the first of the triggers there.
     pub(super) fn post_batched(&mut self, endpoint: u32, kind: u32) {
-        let posted = self.posted;
-        self.post(endpoint, kind, 0);
-        self.posted = posted;
+        self.enqueue(Event { endpoint, kind, value: 0 });
         self.counters.batched += 1;
         self.batched_new = true;
     }
@@ -50,9 +48,15 @@ impl Session {
     /// are merged per endpoint. A slow application thus costs bounded
     /// memory and is never disconnected for being slow.
     pub(super) fn post(&mut self, endpoint: u32, kind: u32, value: u64) {
-        let e = Event { endpoint, kind, value };
-        self.counters.events += 1;
         self.posted = true;
+        self.enqueue(Event { endpoint, kind, value });
+    }
+
+    /// Puts an event on the ring (or in the overflow) without asking for a
+    /// wake-up: `post` asks for one, `post_batched` leaves it to the batch.
+    fn enqueue(&mut self, e: Event) {
+        let (endpoint, kind) = (e.endpoint, e.kind);
+        self.counters.events += 1;
         let carries_value = kind & (ev::ACCEPT | ev::SYNC | ev::BUF_RETURN | ev::COMPLETION | ev::REMOTE_WRITE | ev::TRIPWIRE) != 0;
         if self.overflow.is_empty() && self.hinted.is_empty() {
             if let Ok(true) = self.events.begin_put(e) {

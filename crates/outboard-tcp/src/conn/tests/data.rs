@@ -27,15 +27,83 @@ fn delayed_ack_quick_acks_first_segments() {
 }
 
 #[test]
-fn delayed_ack_timer_fires_after_the_cap() {
+fn delayed_ack_timer_fires_after_40ms_as_linux_on_a_lan() {
     let mut h = Harness::established(&plain_cfg());
     let seq = exhaust_quickacks(&mut h);
     h.send(&seg(ACK, seq, ISS + 1), b"x");
     h.recv_nothing();
-    h.advance(Duration::from_millis(199));
+    h.advance(Duration::from_millis(39));
     h.recv_nothing();
     h.advance(Duration::from_millis(1));
     assert_eq!(h.recv_one().ack(), seq + 1);
+}
+
+#[test]
+fn delayed_ack_never_waits_past_the_configured_cap() {
+    let cfg = Config { delayed_ack: Duration::from_millis(25), ..plain_cfg() };
+    let mut h = Harness::established(&cfg);
+    let seq = exhaust_quickacks(&mut h);
+    h.send(&seg(ACK, seq, ISS + 1), b"x");
+    h.advance(Duration::from_millis(24));
+    h.recv_nothing();
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.recv_one().ack(), seq + 1);
+}
+
+/// Established after a handshake that took `rtt`: the SYN-ACK's sample.
+fn established_after(cfg: &Config, rtt: Duration) -> Harness {
+    let mut h = Harness::connect(cfg);
+    assert_eq!(h.recv_one().flags(), SYN);
+    h.advance(rtt);
+    h.send(&seg(SYN | ACK, PEER_ISS, ISS + 1), b"");
+    assert_eq!(h.recv_one().flags(), ACK);
+    assert_eq!(h.c.rtt.srtt(), Some(rtt));
+    h.events();
+    h
+}
+
+/// Linux's `tcp_event_data_recv`: segments 39 ms apart raise the estimate
+/// from 40 ms toward twice the gap (ato/2 + gap each time: 59, 68.5, …,
+/// → 78 ms); `tcp_send_delayed_ack` holds it to the smoothed RTT, never
+/// under 40 ms. Checked by when the ACK for a lone segment goes out.
+#[test]
+fn delayed_ack_follows_the_gap_between_segments_held_to_the_rtt() {
+    for (rtt_ms, want_ms) in [(100, 78), (50, 50), (10, 40)] {
+        let mut h = established_after(&plain_cfg(), Duration::from_millis(rtt_ms));
+        let mut seq = exhaust_quickacks(&mut h);
+        for _ in 0..12 {
+            h.advance(Duration::from_millis(39));
+            h.send(&seg(ACK, seq, ISS + 1), b"x");
+            seq += 1;
+            h.recv();
+        }
+        // A pause longer than the estimate (it stays) and shorter than
+        // the RTO (no return to quick-ACKs); every ACK is out before it.
+        h.advance(Duration::from_millis(150));
+        h.recv();
+        h.send(&seg(ACK, seq, ISS + 1), b"x");
+        h.advance(Duration::from_millis(want_ms - 1));
+        h.recv_nothing();
+        h.advance(Duration::from_millis(1));
+        assert_eq!(h.recv_one().ack(), seq + 1, "RTT {rtt_ms} ms: the ACK after {want_ms} ms");
+    }
+}
+
+/// Linux (`tcp_event_data_recv`): data after a silence longer than the RTO
+/// means the sender restarts its window, and is quick-ACKed again.
+#[test]
+fn delayed_ack_quick_acks_again_after_an_idle_longer_than_the_rto() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    let rto = h.c.rtt.rto();
+    h.advance(rto / 2);
+    h.send(&seg(ACK, seq, ISS + 1), b"x");
+    h.recv_nothing();
+    h.advance(Duration::from_millis(40));
+    assert_eq!(h.recv_one().ack(), seq + 1);
+    h.advance(rto + Duration::from_millis(1));
+    h.send(&seg(ACK, seq + 1, ISS + 1), b"y");
+    assert_eq!(h.recv_one().ack(), seq + 2, "quick-ACKed after the idle");
 }
 
 #[test]

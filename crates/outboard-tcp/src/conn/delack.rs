@@ -1,0 +1,79 @@
+//! How long an ACK may be delayed, as Linux computes it (RFC 9293 §3.8.6.3
+//! and RFC 1122 §4.2.3.2 set only the ceiling: under 0.5 s; ours is
+//! `Config::delayed_ack`, 200 ms, Linux's `TCP_DELACK_MAX`).
+//!
+//! Linux does not wait the ceiling. It keeps an estimate of the gap between
+//! in-order data segments, `ato` (`tcp_event_data_recv`):
+//! - it starts at `ATO_MIN` (40 ms, `TCP_ATO_MIN`) with the first data;
+//! - data within 20 ms of the last pulls it toward 40 ms (`ato/2 + 20 ms`);
+//! - data after a gap shorter than `ato` moves it to `ato/2 + gap`, at most
+//!   the RTO;
+//! - data after a gap longer than the RTO puts the connection back in
+//!   quick-ACK mode: the sender is restarting from an idle (or collapsed)
+//!   window, and delayed ACKs would slow its new slow start.
+//!
+//! The timer (`tcp_send_delayed_ack`) is `ato`, and an `ato` above 40 ms is
+//! further held to the smoothed RTT (but not under 40 ms) and the ceiling.
+//! On a LAN a lone segment is so acknowledged after 40 ms, not 200: the
+//! difference matters wherever the peer waits for that ACK (a lone
+//! retransmission, the last segment of a write under Nagle's rule).
+//!
+//! Not built: Linux's interactive ("pingpong") mode, which doubles `ato`
+//! when a delayed ACK times out during a request/response exchange; our
+//! ACKs ride on the response there anyway.
+
+use super::{Connection, QUICKACK_SEGMENTS};
+use outboard_time::{Duration, Instant};
+
+/// Linux's `TCP_ATO_MIN` and `TCP_DELACK_MIN` (HZ/25).
+pub(super) const ATO_MIN: Duration = Duration::from_millis(40);
+
+/// The receiver's estimate of the gap between data segments.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct DelAck {
+    /// Linux's `icsk_ack.ato`, in nanoseconds (plain integer arithmetic, on
+    /// every segment); zero before the first data segment.
+    ato_ns: u64,
+    /// When in-order data last arrived (Linux's `icsk_ack.lrcvtime`).
+    last_data: Instant,
+}
+
+impl Connection {
+    /// In-order data arrived (Linux's `tcp_event_data_recv`).
+    pub(super) fn delack_on_data(&mut self, now: Instant) {
+        let min = ATO_MIN.as_nanos() as u64;
+        let d = &mut self.delack;
+        if d.ato_ns == 0 {
+            d.ato_ns = min;
+        } else {
+            let gap = now.saturating_duration_since(d.last_data).as_nanos() as u64;
+            if gap <= min / 2 {
+                // The common case, and the cheap one: no RTO to compute.
+                d.ato_ns = d.ato_ns / 2 + min / 2;
+            } else {
+                let rto = self.rtt.rto().as_nanos() as u64;
+                if gap < d.ato_ns {
+                    d.ato_ns = (d.ato_ns / 2 + gap).min(rto);
+                } else if gap > rto {
+                    self.quickacks = self.quickacks.max(QUICKACK_SEGMENTS);
+                }
+            }
+        }
+        d.last_data = now;
+    }
+
+    /// How long the ACK for data that just arrived may wait
+    /// (Linux's `tcp_send_delayed_ack`).
+    pub(super) fn delack_timeout(&self) -> Duration {
+        let mut ato = match self.delack.ato_ns {
+            0 => ATO_MIN,
+            ns => Duration::from_nanos(ns),
+        };
+        if ato > ATO_MIN {
+            if let Some(srtt) = self.rtt.srtt() {
+                ato = ato.min(srtt.max(ATO_MIN));
+            }
+        }
+        ato.min(self.cfg.delayed_ack)
+    }
+}
