@@ -73,6 +73,10 @@ pub(crate) struct ArpCache<A = Ipv4Addr> {
     /// Resolved entries expired this long ago are purged, not refreshed.
     grace: Duration,
     next_purge: Instant,
+    /// The last address `lookup` found resolved, its MAC and expiry: a flow
+    /// sends every frame to the same next hop, and this answers them without
+    /// the table. Cleared by everything that changes the table.
+    hot: Option<(A, [u8; 6], Instant)>,
 }
 
 impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
@@ -87,6 +91,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
             pending_bytes: 0,
             grace: REQUEST_INTERVAL * MAX_REQUESTS,
             next_purge: now + ttl,
+            hot: None,
         }
     }
 
@@ -94,6 +99,11 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
     /// short grace period while a refresh request goes out, so an active flow
     /// does not stall every `ttl`.
     pub(crate) fn lookup(&mut self, now: Instant, ip: A) -> Option<[u8; 6]> {
+        if let Some((hot, mac, expires)) = self.hot {
+            if hot == ip && now < expires {
+                return Some(mac);
+            }
+        }
         match self.entries.get_mut(&ip)? {
             Entry::Resolved {
                 mac,
@@ -101,6 +111,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
                 refreshing,
             } => {
                 if now < *expires {
+                    self.hot = Some((ip, *mac, *expires));
                     return Some(*mac);
                 }
                 if now < *expires + self.grace {
@@ -124,6 +135,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
         frame: Vec<u8>,
         stats: &mut StackStats,
     ) -> QueueOutcome {
+        self.hot = None;
         let existing = self.entries.get(&ip);
         match existing {
             Some(Entry::Failed { until }) if now < *until => return QueueOutcome::Unreachable,
@@ -167,6 +179,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
         create: bool,
         stats: &mut StackStats,
     ) -> VecDeque<Vec<u8>> {
+        self.hot = None;
         let mut flushed = VecDeque::new();
         match self.entries.get_mut(&ip) {
             Some(Entry::Incomplete { pending, .. }) => {
@@ -216,6 +229,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
 
     /// Retries requests, gives up on silent addresses, purges dead entries.
     pub(crate) fn handle_timeout(&mut self, now: Instant) -> Expired {
+        self.hot = None;
         let mut out = Expired::default();
         if self.incomplete > 0 {
             for (ip, e) in self.entries.iter_mut() {
@@ -264,6 +278,7 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
     /// resolved entry closest to expiry, then the oldest incomplete one
     /// (its frames are dropped).
     fn make_room(&mut self, now: Instant, stats: &mut StackStats) {
+        self.hot = None;
         if self.entries.len() < self.cap {
             return;
         }

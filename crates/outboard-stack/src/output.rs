@@ -443,13 +443,11 @@ impl Stack {
         // frame waiting for ARP is sent later without its meta).
         let tso_room = buf.len().saturating_sub(ETH_LEN + IP_LEN + TCP_MAX_HEADER);
         let tso_max = if self.tx_offload { self.cfg.offloads.tso_max.min(tso_room) } else { 0 };
-        while let Some(id) = self.tcp.next_ready() {
-            // Invariant: next_ready only returns ids present in the table.
-            let entry = self
-                .tcp
-                .conns
-                .get_mut(&id)
-                .expect("ready connection exists");
+        while let Some(id) = self.tcp.ready_front() {
+            let Some(entry) = self.tcp.ready_entry(id) else {
+                self.tcp.drop_ready_front();
+                continue;
+            };
             let tuple = entry.conn.tuple();
             let (local, remote) = (tuple.local.ip(), tuple.remote.ip());
             let (hop, mac, hop_limit) = match remote {

@@ -251,15 +251,21 @@ impl TcpTable {
         }
     }
 
-    /// The next connection to poll for output, if any.
-    pub(crate) fn next_ready(&mut self) -> Option<ConnId> {
-        while let Some(&id) = self.ready.front() {
-            if self.conns.get(&id).is_some_and(|e| e.ready) {
-                return Some(id);
-            }
-            self.ready.pop_front();
-        }
-        None
+    /// The connection whose turn it is to send, if any: the caller takes
+    /// its entry with [`TcpTable::ready_entry`], one lookup in all, and drops
+    /// the id with [`TcpTable::drop_ready_front`] when that finds none.
+    pub(crate) fn ready_front(&self) -> Option<ConnId> {
+        self.ready.front().copied()
+    }
+
+    /// The entry of `id` if it is (still) ready to send.
+    pub(crate) fn ready_entry(&mut self, id: ConnId) -> Option<&mut Entry> {
+        self.conns.get_mut(&id).filter(|e| e.ready)
+    }
+
+    /// Drops the front id: its connection is gone or no longer ready.
+    pub(crate) fn drop_ready_front(&mut self) {
+        self.ready.pop_front();
     }
 
     /// After a connection produced a segment: give the others a turn.

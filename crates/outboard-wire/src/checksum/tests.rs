@@ -273,6 +273,21 @@ fn rfc1624_section_4_example_avoids_minus_zero() {
 }
 
 proptest! {
+    /// The pseudo-header added word by word sums as its 12 bytes do, after
+    /// an even or an odd number of bytes already added.
+    #[test]
+    fn ipv4_pseudo_header_sums_as_its_bytes(src in any::<u32>(), dst in any::<u32>(), proto in any::<u8>(), len in any::<u16>(), before in prop::collection::vec(any::<u8>(), 0..4)) {
+        let (src, dst) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
+        let mut bytes = before.clone();
+        bytes.extend_from_slice(&src.octets());
+        bytes.extend_from_slice(&dst.octets());
+        bytes.extend_from_slice(&[0, proto]);
+        bytes.extend_from_slice(&len.to_be_bytes());
+        let mut acc = Accumulator::new();
+        acc.add(&before).add_ipv4_pseudo_header(src, dst, proto, len);
+        prop_assert!(same_ones_complement(acc.finish(), !reference_sum(&bytes)));
+    }
+
     #[test]
     fn fast_sum_matches_rfc1071_reference(data in prop::collection::vec(any::<u8>(), 0..3000), start in 0usize..64) {
         // Slicing at `start` exercises every alignment of the chunked loop.
