@@ -206,6 +206,12 @@ impl<A: Copy + Eq + Hash + Ord + std::fmt::Display> ArpCache<A> {
         flushed
     }
 
+    /// Whether `poll_request` has an address (checked before every frame).
+    #[inline]
+    pub(crate) fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
     /// Next address to send an ARP request for.
     pub(crate) fn poll_request(&mut self) -> Option<A> {
         self.requests.pop_front()

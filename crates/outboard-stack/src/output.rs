@@ -45,11 +45,10 @@ impl Stack {
     /// The next frame; `meta` is set when it is a TSO segment (only when
     /// `self.tx_offload` allows one).
     pub(crate) fn next_frame_meta(&mut self, now: Instant, buf: &mut [u8], meta: &mut TxMeta) -> Option<usize> {
-        if let Some(n) = self.next_arp_request(buf) {
-            return Some(n);
-        }
-        if let Some(n) = self.next_ndisc_request(buf) {
-            return Some(n);
+        if self.resolution_pending() {
+            if let Some(n) = self.next_arp_request(buf).or_else(|| self.next_ndisc_request(buf)) {
+                return Some(n);
+            }
         }
         while let Some(frame) = self.txq.pop_front() {
             self.txq_bytes -= frame.len();
@@ -65,7 +64,17 @@ impl Stack {
             return Some(n);
         }
         // Segments for an unresolved next hop just started a resolution.
+        if !self.resolution_pending() {
+            return None;
+        }
         self.next_arp_request(buf).or_else(|| self.next_ndisc_request(buf))
+    }
+
+    /// An ARP request or a neighbour or router solicitation waits to go out:
+    /// two loads, where asking each producer costs a call per frame.
+    #[inline]
+    fn resolution_pending(&self) -> bool {
+        self.arp.has_requests() || self.ip6.as_ref().is_some_and(|s| s.has_output())
     }
 
     fn next_arp_request(&mut self, buf: &mut [u8]) -> Option<usize> {
@@ -629,7 +638,10 @@ fn emit_tcp_frame(
     }
     let mut acc = Accumulator::new();
     acc.add_partial(copy_and_checksum(&mut seg[hl..hl + a.len()], a));
-    acc.add_partial(copy_and_checksum(&mut seg[hl + a.len()..hl + plen], b));
+    if !b.is_empty() {
+        // The ring wrapped inside this segment (rarely: most segments are one piece).
+        acc.add_partial(copy_and_checksum(&mut seg[hl + a.len()..hl + plen], b));
+    }
     tx.repr
         .emit(
             seg,

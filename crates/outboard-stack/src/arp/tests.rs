@@ -154,3 +154,27 @@ fn cache_never_exceeds_its_cap_and_evicts_oldest() {
     assert!(st.drops_arp_unresolved > 0);
     assert!(c.memory() <= 4 * ENTRY_OVERHEAD + 4 * 2 * frame(0).len());
 }
+
+/// The last hit answers repeated lookups without the table, but never
+/// outlives what it copied: a new MAC, an eviction or an expiry is seen by
+/// the very next lookup.
+#[test]
+fn the_last_hit_follows_every_change_to_its_entry() {
+    let mut c = cache();
+    let mut st = StackStats::default();
+    c.learn(t(0), ip(2), MAC_A, true, &mut st);
+    assert_eq!(c.lookup(t(1), ip(2)), Some(MAC_A));
+    assert_eq!(c.lookup(t(2), ip(2)), Some(MAC_A));
+    // RFC 826 merge: the peer's MAC changed.
+    c.learn(t(3), ip(2), MAC_B, false, &mut st);
+    assert_eq!(c.lookup(t(4), ip(2)), Some(MAC_B));
+    // Evicted by four newer entries (the cap).
+    for n in 3..=6u8 {
+        c.learn(t(10 + u64::from(n)), ip(n), MAC_A, true, &mut st);
+    }
+    assert_eq!(c.lookup(t(20), ip(2)), None, "evicted, not answered from the last hit");
+    // Past its lifetime the slow path runs: the refresh request goes out.
+    assert_eq!(c.lookup(t(30), ip(6)), Some(MAC_A));
+    assert_eq!(c.lookup(t(60_016), ip(6)), Some(MAC_A));
+    assert_eq!(c.poll_request(), Some(ip(6)));
+}
