@@ -24,6 +24,24 @@ fn same_ones_complement(a: u16, b: u16) -> bool {
     a == b || (a == 0 || a == 0xffff) && (b == 0 || b == 0xffff)
 }
 
+/// Every length a header or field can have (0 to 64 bytes, the plain-loop
+/// path) at every start modulo 8, over bytes that set high bits, against
+/// the reference.
+#[test]
+fn small_sums_of_every_length_and_alignment_match_rfc1071_reference() {
+    let data: Vec<u8> = (0..80u32).map(|i| (i.wrapping_mul(151) ^ 0xA5) as u8).collect();
+    for start in 0..8 {
+        for len in 0..=64 {
+            let d = &data[start..start + len];
+            assert_eq!(sum(d).sum(), reference_sum(d), "start {start} len {len}");
+        }
+    }
+    let ones = [0xFFu8; 64];
+    for len in 0..=64 {
+        assert!(same_ones_complement(sum(&ones[..len]).sum(), reference_sum(&ones[..len])), "all-ones len {len}");
+    }
+}
+
 #[test]
 fn rfc1071_section_3_example_sum() {
     // RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2.
