@@ -396,13 +396,13 @@ impl Ipv6State {
         }
     }
 
-    /// The next message to send.
     /// Whether a solicitation is waiting to go out (checked before every frame).
     #[inline]
     pub(crate) fn has_output(&self) -> bool {
         self.neighbors.has_requests() || !self.out.is_empty()
     }
 
+    /// The next message to send.
     pub(crate) fn poll_out(&mut self) -> Option<NdOut> {
         self.out.pop_front()
     }

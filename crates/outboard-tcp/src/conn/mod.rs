@@ -11,9 +11,10 @@
 //! recovery), `prr` (RFC 6937 sending rate in SACK recovery), `rack` (RFC 8985
 //! RACK-TLP loss detection and tail loss probes), `blackhole` (RFC 4821
 //! black-hole detection), `delack` (how long an ACK may wait, as Linux
-//! times it), `output` (what to send next), `options` (SYN negotiation, timestamps, SACK blocks),
-//! `timers` (the timer table and what each expiry does), `memory` (what the
-//! connection costs, and freeing ring storage it can no longer use),
+//! times it), `output` (what to send next), `options` (SYN negotiation,
+//! timestamps, SACK blocks), `timers` (the timer table and what each
+//! expiry does), `memory` (what the connection costs, and freeing ring
+//! storage it can no longer use),
 //! `in_place` (rings in lent storage, in-place send and receive, and the
 //! fused receive checksum).
 
