@@ -93,12 +93,14 @@ impl Accumulator {
     }
 
     /// Adds the next `data` bytes of the region.
+    #[inline]
     pub fn add(&mut self, data: &[u8]) -> &mut Self {
         let s = PartialSum { sum: sum_be(data), odd: data.len() % 2 == 1 };
         self.add_partial(s)
     }
 
     /// Adds a piece summed elsewhere (e.g. by [`copy_and_checksum`]).
+    #[inline]
     pub fn add_partial(&mut self, piece: PartialSum) -> &mut Self {
         // A piece starting at an odd offset has its bytes in swapped lanes (RFC 1071 §2(B)).
         let s = if self.odd { piece.sum.swap_bytes() } else { piece.sum };
@@ -119,6 +121,7 @@ impl Accumulator {
 
     /// Adds the IPv4 pseudo-header for TCP and UDP (RFC 9293 §3.1, RFC 768):
     /// source, destination, zero, protocol, and the TCP/UDP length.
+    #[inline]
     pub fn add_ipv4_pseudo_header(&mut self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, len: u16) -> &mut Self {
         // The six big-endian words of the 12 bytes, added as numbers (this
         // runs for every segment; summing a built array cost three times as much).
@@ -135,10 +138,12 @@ impl Accumulator {
 
     /// The checksum field value: the complement of the sum (RFC 1071 §1).
     /// A region that already holds a correct checksum finishes to 0.
+    #[inline]
     pub fn finish(&self) -> u16 {
         !fold(self.sum)
     }
 
+    #[inline]
     fn add_folded(&mut self, s: u16) {
         self.sum += u64::from(s);
         if self.sum >= 1 << 48 {
@@ -150,12 +155,14 @@ impl Accumulator {
 /// The Internet checksum of `data` (RFC 1071): the value to store in a
 /// checksum field that was zero while summing. Summing a region that contains
 /// a correct checksum gives 0.
+#[inline]
 pub fn checksum(data: &[u8]) -> u16 {
     !sum_be(data)
 }
 
 /// The folded, uncomplemented sum of `data` as big-endian 16-bit words (a
 /// trailing odd byte is padded with zero).
+#[inline]
 pub fn sum(data: &[u8]) -> PartialSum {
     PartialSum { sum: sum_be(data), odd: data.len() % 2 == 1 }
 }
@@ -235,6 +242,7 @@ const fn native_to_be(s: u16) -> u16 {
     }
 }
 
+#[inline]
 fn sum_be(data: &[u8]) -> u16 {
     if data.len() <= BLOCK {
         return native_to_be(fold(sum_native(data)));

@@ -15,6 +15,7 @@ pub trait PseudoAddr: Copy {
 }
 
 impl PseudoAddr for Ipv4Addr {
+    #[inline]
     fn add_pseudo_header(acc: &mut Accumulator, src: Self, dst: Self, protocol: u8, len: usize) {
         // IPv4 carries at most 65535 bytes; callers check the length first.
         acc.add_ipv4_pseudo_header(src, dst, protocol, len as u16);
@@ -22,6 +23,7 @@ impl PseudoAddr for Ipv4Addr {
 }
 
 impl PseudoAddr for Ipv6Addr {
+    #[inline]
     fn add_pseudo_header(acc: &mut Accumulator, src: Self, dst: Self, protocol: u8, len: usize) {
         crate::ipv6::add_pseudo_header(acc, src, dst, protocol, len as u32);
     }
@@ -30,6 +32,7 @@ impl PseudoAddr for Ipv6Addr {
 impl PseudoAddr for IpAddr {
     /// Both of one family; a mixed pair (a caller's bug) is summed as IPv6
     /// with the IPv4 side mapped (RFC 4291 §2.5.5.2), so it never panics.
+    #[inline]
     fn add_pseudo_header(acc: &mut Accumulator, src: Self, dst: Self, protocol: u8, len: usize) {
         match (src, dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => Ipv4Addr::add_pseudo_header(acc, s, d, protocol, len),
