@@ -45,12 +45,11 @@ impl Route {
     /// host: not zero, not a broadcast, not multicast or reserved, not
     /// loopback, not ourselves (a looped-back or spoofed packet).
     pub(crate) fn valid_source(&self, src: Ipv4Addr) -> bool {
-        !(src.is_unspecified()
-            || self.is_broadcast(src)
-            || src.is_multicast()
-            || src.is_loopback()
-            || u32::from(src) >= 0xf000_0000
-            || src == self.addr)
+        // As numbers, on every packet: 224/4 multicast and 240/4 reserved
+        // (the limited broadcast among them) are one comparison.
+        let s = u32::from(src);
+        let directed = self.mask < 0xffff_fffe && s == u32::from(self.addr) | !self.mask;
+        !(s == 0 || s >= 0xe000_0000 || s >> 24 == 127 || src == self.addr || directed)
     }
 
     /// Where to send a packet for `dst`: itself when on-link, else the

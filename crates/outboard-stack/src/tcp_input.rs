@@ -77,7 +77,6 @@ impl TcpTable {
                         return None;
                     }
                 }
-                let e = self.conns.get_mut(&id).expect("looked up above");
                 let copied = e.conn.rx_copied_bytes();
                 match prefilled {
                     Some(p) => e.conn.handle_segment_prefilled(now, repr, payload, p),
@@ -88,15 +87,21 @@ impl TcpTable {
                 // its Fast Open cookie below does not change this.)
                 let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
                     && !matches!(e.conn.state(), State::SynReceived | State::Closed);
-                if state == State::SynSent {
-                    // RFC 7413: the SYN-ACK's cookie and what became of our SYN's data.
-                    self.fast_open_learn(now, id, stats);
-                }
-                if embryonic_done {
-                    self.promote(id);
-                    stats.tcp_connections_accepted += 1;
-                }
-                if self.ready_and_settle(id).is_some() {
+                let freed = if state == State::SynSent || embryonic_done {
+                    if state == State::SynSent {
+                        // RFC 7413: the SYN-ACK's cookie and what became of our SYN's data.
+                        self.fast_open_learn(now, id, stats);
+                    }
+                    if embryonic_done {
+                        self.promote(id);
+                        stats.tcp_connections_accepted += 1;
+                    }
+                    self.ready_and_settle(id).is_some()
+                } else {
+                    // The common case: settled on the entry in hand, no second lookup.
+                    self.sched.settle(id, e, true) && self.free(id).is_some()
+                };
+                if freed {
                     stats.tcp_connections_freed += 1;
                 }
                 return None;

@@ -58,13 +58,8 @@ pub(crate) struct TcpTable {
     pub listeners: FlowMap<ListenerId, Listener>,
     /// The listeners of each port (more than one only when their families do not overlap).
     pub listener_by_port: FlowMap<u16, Vec<ListenerId>>,
-    /// Connections that may have something to send, served round-robin.
-    ready: VecDeque<ConnId>,
-    /// Each connection's next deadline, in a hierarchical timer wheel
-    /// (token = connection id): O(1) re-arm on every segment.
-    timers: TimerWheel,
-    /// Application-owned connections with events to collect (`Stack::tcp_poll_ready`).
-    app_events: VecDeque<ConnId>,
+    /// Which connections to serve next, and when.
+    pub(crate) sched: Schedule,
     next_conn: u32,
     next_listener: u32,
     port_cursor: u16,
@@ -83,6 +78,50 @@ pub(crate) struct TcpTable {
     pub tfo_cache: CookieCache,
 }
 
+/// The table's agenda: connections that may send, deadlines, and
+/// connections with news for the application. Apart from the connections
+/// themselves, so that a caller holding one entry of `conns` can settle it
+/// without looking it up again.
+#[derive(Debug)]
+pub(crate) struct Schedule {
+    /// Connections that may have something to send, served round-robin.
+    ready: VecDeque<ConnId>,
+    /// Each connection's next deadline, in a hierarchical timer wheel
+    /// (token = connection id): O(1) re-arm on every segment.
+    timers: TimerWheel,
+    /// Application-owned connections with events to collect (`Stack::tcp_poll_ready`).
+    app_events: VecDeque<ConnId>,
+}
+
+impl Schedule {
+    /// [`TcpTable::settle`] (and with `ready`, [`TcpTable::mark_ready`]
+    /// first) for the entry of `id`, which the caller holds. True when the
+    /// connection is finished and nobody holds it: the caller frees it.
+    pub(crate) fn settle(&mut self, id: ConnId, e: &mut Entry, ready: bool) -> bool {
+        if ready && !e.ready {
+            e.ready = true;
+            self.ready.push_back(id);
+        }
+        let deadline = e.conn.poll_timeout();
+        if deadline != e.deadline {
+            match deadline {
+                Some(new) => {
+                    self.timers.insert(u64::from(id.0), new);
+                }
+                None => {
+                    self.timers.cancel(u64::from(id.0));
+                }
+            }
+            e.deadline = deadline;
+        }
+        if e.owner == Owner::App && !e.app_notified && e.conn.has_events() {
+            e.app_notified = true;
+            self.app_events.push_back(id);
+        }
+        e.conn.is_finished() && matches!(e.owner, Owner::Embryonic(_) | Owner::Released)
+    }
+}
+
 impl TcpTable {
     pub(crate) fn new(
         cfg: Config,
@@ -96,9 +135,11 @@ impl TcpTable {
             by_tuple: FlowMap::default(),
             listeners: FlowMap::default(),
             listener_by_port: FlowMap::default(),
-            ready: VecDeque::new(),
-            timers: TimerWheel::starting_at(Duration::from_millis(1), now),
-            app_events: VecDeque::new(),
+            sched: Schedule {
+                ready: VecDeque::new(),
+                timers: TimerWheel::starting_at(Duration::from_millis(1), now),
+                app_events: VecDeque::new(),
+            },
             next_conn: 0,
             next_listener: 0,
             port_cursor: ephemeral_start,
@@ -233,7 +274,7 @@ impl TcpTable {
         if let Some(e) = self.conns.get_mut(&id) {
             if !e.ready {
                 e.ready = true;
-                self.ready.push_back(id);
+                self.sched.ready.push_back(id);
             }
         }
     }
@@ -255,7 +296,7 @@ impl TcpTable {
     /// its entry with [`TcpTable::ready_entry`], one lookup in all, and drops
     /// the id with [`TcpTable::drop_ready_front`] when that finds none.
     pub(crate) fn ready_front(&self) -> Option<ConnId> {
-        self.ready.front().copied()
+        self.sched.ready.front().copied()
     }
 
     /// The entry of `id` if it is (still) ready to send.
@@ -265,21 +306,21 @@ impl TcpTable {
 
     /// Drops the front id: its connection is gone or no longer ready.
     pub(crate) fn drop_ready_front(&mut self) {
-        self.ready.pop_front();
+        self.sched.ready.pop_front();
     }
 
     /// After a connection produced a segment: give the others a turn.
     pub(crate) fn rotate_ready(&mut self) {
-        if let Some(id) = self.ready.pop_front() {
-            self.ready.push_back(id);
+        if let Some(id) = self.sched.ready.pop_front() {
+            self.sched.ready.push_back(id);
         }
     }
 
     /// The connection at the front had nothing more to send.
     /// Returns the owner if that freed it.
     pub(crate) fn done_ready(&mut self, id: ConnId) -> Option<Owner> {
-        if self.ready.front() == Some(&id) {
-            self.ready.pop_front();
+        if self.sched.ready.front() == Some(&id) {
+            self.sched.ready.pop_front();
         }
         if let Some(e) = self.conns.get_mut(&id) {
             e.ready = false;
@@ -302,34 +343,20 @@ impl TcpTable {
 
     fn settle_marking(&mut self, id: ConnId, ready: bool) -> Option<Owner> {
         let e = self.conns.get_mut(&id)?;
-        if ready && !e.ready {
-            e.ready = true;
-            self.ready.push_back(id);
-        }
-        let deadline = e.conn.poll_timeout();
-        if deadline != e.deadline {
-            match deadline {
-                Some(new) => {
-                    self.timers.insert(u64::from(id.0), new);
-                }
-                None => {
-                    self.timers.cancel(u64::from(id.0));
-                }
-            }
-            e.deadline = deadline;
-        }
-        if e.owner == Owner::App && !e.app_notified && e.conn.has_events() {
-            e.app_notified = true;
-            self.app_events.push_back(id);
-        }
-        let free = e.conn.is_finished() && matches!(e.owner, Owner::Embryonic(_) | Owner::Released);
+        let free = self.sched.settle(id, e, ready);
         free.then(|| self.remove(id)).flatten()
+    }
+
+    /// Frees a finished connection nobody holds (after [`Schedule::settle`]
+    /// said so). Returns its owner.
+    pub(crate) fn free(&mut self, id: ConnId) -> Option<Owner> {
+        self.remove(id)
     }
 
     fn remove(&mut self, id: ConnId) -> Option<Owner> {
         let e = self.conns.remove(&id)?;
         if e.deadline.is_some() {
-            self.timers.cancel(u64::from(id.0));
+            self.sched.timers.cancel(u64::from(id.0));
         }
         let tuple = e.conn.tuple();
         if self.by_tuple.get(&tuple) == Some(&id) {
@@ -353,7 +380,7 @@ impl TcpTable {
 
     /// Next application-owned connection that has events, oldest first.
     pub(crate) fn poll_app_event(&mut self) -> Option<ConnId> {
-        while let Some(id) = self.app_events.pop_front() {
+        while let Some(id) = self.sched.app_events.pop_front() {
             if let Some(e) = self.conns.get_mut(&id) {
                 e.app_notified = false;
                 return Some(id);
@@ -371,7 +398,7 @@ impl TcpTable {
     /// Their timers are disarmed: `settle` re-arms each one's next deadline.
     pub(crate) fn expired(&mut self, now: Instant) -> Vec<ConnId> {
         let mut fired = Vec::new();
-        self.timers.advance(now, &mut |token| fired.push(ConnId(token as u32)));
+        self.sched.timers.advance(now, &mut |token| fired.push(ConnId(token as u32)));
         for id in &fired {
             if let Some(e) = self.conns.get_mut(id) {
                 e.deadline = None;
@@ -383,10 +410,10 @@ impl TcpTable {
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         // No later than the earliest deadline (the wheel may answer a coarse
         // slot's start; handling the timeout then cascades it finer).
-        let mut t = self.timers.next_deadline();
+        let mut t = self.sched.timers.next_deadline();
         // Connections the application touched since their last settle may
         // have a deadline the index does not know yet.
-        for id in &self.ready {
+        for id in &self.sched.ready {
             if let Some(d) = self.conns.get(id).and_then(|e| e.conn.poll_timeout()) {
                 t = Some(t.map_or(d, |t| t.min(d)));
             }

@@ -239,12 +239,19 @@ impl RingBuffer {
     /// zero-filled so that bytes marked queued without being written read as
     /// zeros; growing copies the old storage in ring order, so every byte
     /// keeps its offset from `head`. External storage is always whole.
+    #[inline]
     fn reserve(&mut self, end: usize) {
+        // Inline for the common case, on every segment: the storage is there.
+        if matches!(&self.store, Storage::Owned(buf) if end > buf.len()) {
+            self.grow(end);
+        }
+    }
+
+    /// `reserve` when owned storage is short of `end`.
+    #[cold]
+    fn grow(&mut self, end: usize) {
         let Storage::Owned(buf) = &mut self.store else { return };
         let have = buf.len();
-        if end <= have {
-            return;
-        }
         let want = end.max(MIN_STORAGE).next_power_of_two().max(have * 2).min(self.cap);
         let mut grown = vec![0; want];
         if have > 0 {

@@ -244,7 +244,10 @@ impl Connection {
         let (a, b) = self.recv_buf.unqueued_mut(offset, payload.len());
         let mut acc = Accumulator::new();
         acc.add_partial(copy_and_checksum(a, &payload[..a.len()]));
-        acc.add_partial(copy_and_checksum(b, &payload[a.len()..]));
+        if !b.is_empty() {
+            // Only a payload that wraps the ring's end has a second piece.
+            acc.add_partial(copy_and_checksum(b, &payload[a.len()..]));
+        }
         Some(Prefilled {
             seq: repr.seq,
             len: payload.len(),

@@ -57,12 +57,19 @@ impl Connection {
     /// External storage (`attach_storage`, a board region) is given back the
     /// same way, under the same rules: dropping it returns the region to its
     /// board, so a board's TIME-WAIT connections hold no regions.
+    #[inline]
     pub(super) fn release_idle_buffers(&mut self) {
-        let closed = self.state == State::Closed;
-        if !closed && !self.fin_received && self.may_queue_more() {
-            // The common case, on every segment: open both ways, nothing to free.
+        // The common case, on every segment: open both ways, nothing to free.
+        if self.state != State::Closed && !self.fin_received && self.may_queue_more() {
             return;
         }
+        self.release_idle_buffers_closing();
+    }
+
+    /// `release_idle_buffers` once a direction is closed.
+    #[cold]
+    fn release_idle_buffers_closing(&mut self) {
+        let closed = self.state == State::Closed;
         if closed || self.snd_una == self.snd_max {
             // Nothing outstanding: RACK's transmit log is empty; free it in CLOSED
             // (and wherever no more data can go).

@@ -36,36 +36,79 @@ impl Timer {
     ];
 }
 
-/// Deadlines, one slot per `Timer`.
+/// Deadlines, one slot per `Timer`, and the earliest of them.
+///
+/// The earliest is kept as the slots change (`poll_timeout` asks for it
+/// after every segment; a minimum over seven optional slots was 50
+/// instructions there): arming can only lower it, and only stopping the
+/// timer that holds it makes a new minimum to find. It is not part of the
+/// record: a table restored from an older engine's record recomputes it.
 #[derive(Debug, Clone, Copy, Default)]
 #[derive(serde::Serialize, serde::Deserialize)]
+#[serde(from = "TimerSlots", into = "TimerSlots")]
 pub(crate) struct TimerTable {
     slots: [Option<Instant>; 7],
+    /// The earliest armed deadline, or None.
+    earliest: Option<Instant>,
+}
+
+/// What a [`TimerTable`] is in a connection's record: its slots.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TimerSlots {
+    slots: [Option<Instant>; 7],
+}
+
+impl From<TimerSlots> for TimerTable {
+    fn from(t: TimerSlots) -> TimerTable {
+        let mut table = TimerTable { slots: t.slots, earliest: None };
+        table.recompute();
+        table
+    }
+}
+
+impl From<TimerTable> for TimerSlots {
+    fn from(t: TimerTable) -> TimerSlots {
+        TimerSlots { slots: t.slots }
+    }
 }
 
 impl TimerTable {
     pub(crate) fn set(&mut self, timer: Timer, at: Instant) {
-        self.slots[timer as usize] = Some(at);
+        let old = self.slots[timer as usize].replace(at);
+        if old.is_some() && old == self.earliest && old < Some(at) {
+            // The earliest moved later: another slot may be earlier now.
+            self.recompute();
+        } else if self.earliest.is_none_or(|e| at < e) {
+            self.earliest = Some(at);
+        }
     }
     /// Arms the timer only if it is not running already; `at` is computed
     /// only then (an RTO, on every segment sent, is worth not recomputing).
     pub(crate) fn set_if_idle(&mut self, timer: Timer, at: impl FnOnce() -> Instant) {
         if self.slots[timer as usize].is_none() {
-            self.slots[timer as usize] = Some(at());
+            self.set(timer, at());
         }
     }
     pub(crate) fn stop(&mut self, timer: Timer) {
-        self.slots[timer as usize] = None;
+        let old = self.slots[timer as usize].take();
+        if old.is_some() && old == self.earliest {
+            self.recompute();
+        }
     }
     pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
         self.slots[timer as usize]
     }
     pub(crate) fn stop_all(&mut self) {
         self.slots = [None; 7];
+        self.earliest = None;
     }
     /// The earliest deadline of all armed timers.
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.slots.iter().flatten().copied().min()
+        debug_assert_eq!(self.earliest, self.slots.iter().flatten().copied().min());
+        self.earliest
+    }
+    fn recompute(&mut self) {
+        self.earliest = self.slots.iter().flatten().copied().min();
     }
     /// The timer is armed with a deadline at or before `now`.
     pub(crate) fn is_due(&self, timer: Timer, now: Instant) -> bool {
@@ -164,5 +207,47 @@ mod tests {
         assert!(t.is_due(Timer::Keepalive, Instant::from_millis(50)));
         assert!(!t.is_due(Timer::Keepalive, Instant::from_millis(49)));
         assert!(!t.is_due(Timer::DelayedAck, Instant::from_millis(50)));
+    }
+
+    /// One step of a timer table's life: arm (always or if idle), stop, stop all.
+    fn step() -> impl proptest::strategy::Strategy<Value = (u8, usize, u64)> {
+        use proptest::prelude::*;
+        (0u8..4, 0usize..7, 0u64..20)
+    }
+
+    proptest::proptest! {
+        /// The kept earliest deadline is the minimum over the slots after
+        /// any sequence of changes, ties and re-arms later or earlier included.
+        #[test]
+        fn the_earliest_deadline_follows_every_change(steps in proptest::collection::vec(step(), 0..60)) {
+            let mut t = TimerTable::default();
+            for (op, slot, ms) in steps {
+                let timer = Timer::ALL[slot];
+                let at = Instant::from_millis(ms);
+                match op {
+                    0 => t.set(timer, at),
+                    1 => t.set_if_idle(timer, || at),
+                    2 => t.stop(timer),
+                    _ if ms == 0 => t.stop_all(),
+                    _ => t.set(timer, at),
+                }
+                let min = Timer::ALL.iter().filter_map(|&k| t.get(k)).min();
+                proptest::prop_assert_eq!(t.next(), min);
+            }
+        }
+    }
+
+    /// A connection's record holds the slots only (as before the earliest
+    /// was kept); a table read back finds its earliest deadline again.
+    #[test]
+    fn a_restored_table_knows_its_earliest_deadline() {
+        let mut t = TimerTable::default();
+        t.set(Timer::Retransmit, Instant::from_millis(300));
+        t.set(Timer::DelayedAck, Instant::from_millis(40));
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(json.starts_with("{\"slots\":[") && !json.contains("earliest"), "{json}");
+        let back: TimerTable = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.next(), Some(Instant::from_millis(40)));
+        assert_eq!(back.get(Timer::Retransmit), Some(Instant::from_millis(300)));
     }
 }
