@@ -144,13 +144,9 @@ impl Stack {
     }
 
     fn ipv4_input(&mut self, now: Instant, bytes: &[u8]) {
-        let pkt = match Ipv4Packet::new_checked(bytes) {
-            Ok(p) => p,
-            Err(_) => {
-                self.stats.drops_malformed += 1;
-                return;
-            }
-        };
+        // `parse` checks the lengths first (a short or inconsistent header is
+        // malformed, as `new_checked` would say), then the checksum.
+        let pkt = Ipv4Packet::new_unchecked(bytes);
         let repr = match Ipv4Repr::parse(&pkt, RxChecksum::Verify) {
             Ok(r) => r,
             Err(Error::Checksum) => {
@@ -167,16 +163,15 @@ impl Stack {
             // RFC 1122 §3.2.1.8: options we don't act on are ignored.
             self.stats.ip_options_seen += 1;
         }
-        if !self.route.accepts(repr.dst_addr) {
+        let Some(broadcast) = self.route.accepts(repr.dst_addr) else {
             self.stats.drops_not_for_us += 1;
             return;
-        }
+        };
         if !self.route.valid_source(repr.src_addr) {
             self.stats.drops_bad_source += 1;
             return;
         }
         let header = &bytes[..pkt.header_len()];
-        let broadcast = self.route.is_broadcast(repr.dst_addr);
         if !repr.is_fragment() {
             self.ip_deliver(
                 now,

@@ -36,9 +36,11 @@ impl Route {
         ip.is_broadcast() || self.directed_broadcast() == Some(ip)
     }
 
-    /// Addresses whose packets we accept: ours and the broadcasts.
-    pub(crate) fn accepts(&self, dst: Ipv4Addr) -> bool {
-        dst == self.addr || self.is_broadcast(dst)
+    /// Addresses whose packets we accept: ours and the broadcasts. None for
+    /// another's; else whether `dst` is a broadcast.
+    pub(crate) fn accepts(&self, dst: Ipv4Addr) -> Option<bool> {
+        let broadcast = self.is_broadcast(dst);
+        (dst == self.addr || broadcast).then_some(broadcast)
     }
 
     /// RFC 1122 §3.2.1.3 / RFC 1812 §5.3.7: a source address must name one
@@ -110,9 +112,10 @@ mod tests {
     #[test]
     fn broadcasts_are_accepted_and_recognised() {
         let r = r();
-        assert!(r.accepts(Ipv4Addr::new(10, 0, 0, 255)));
-        assert!(r.accepts(Ipv4Addr::BROADCAST));
-        assert!(!r.accepts(Ipv4Addr::new(10, 0, 0, 2)));
+        assert_eq!(r.accepts(Ipv4Addr::new(10, 0, 0, 255)), Some(true));
+        assert_eq!(r.accepts(Ipv4Addr::BROADCAST), Some(true));
+        assert_eq!(r.accepts(Ipv4Addr::new(10, 0, 0, 2)), None);
+        assert_eq!(r.accepts(Ipv4Addr::new(10, 0, 0, 1)), Some(false), "ours");
         let p2p = Route::new(Ipv4Addr::new(10, 0, 0, 1), 31, None);
         assert!(
             !p2p.is_broadcast(Ipv4Addr::new(10, 0, 0, 1)),

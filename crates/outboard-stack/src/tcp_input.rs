@@ -19,11 +19,11 @@ impl TcpTable {
     /// written, when the segment must be verified first.
     pub(crate) fn prefill(
         &mut self,
-        tuple: FourTuple,
+        tuple: &FourTuple,
         repr: &TcpRepr,
         payload: &[u8],
     ) -> (Option<ConnId>, Option<Prefilled>) {
-        let Some(&id) = self.by_tuple.get(&tuple) else { return (None, None) };
+        let Some(&id) = self.by_tuple.get(tuple) else { return (None, None) };
         let prefilled = self.conns.get_mut(&id).and_then(|e| e.conn.prefill_payload(repr, payload));
         (Some(id), prefilled)
     }
@@ -37,12 +37,12 @@ impl TcpTable {
     pub(crate) fn segment_input(
         &mut self,
         now: Instant,
-        tuple: FourTuple,
+        tuple: &FourTuple,
         (repr, payload): (&TcpRepr, &[u8]),
         (found, prefilled): (Option<ConnId>, Option<Prefilled>),
         stats: &mut StackStats,
     ) -> Option<TcpRepr> {
-        if let Some(id) = found.or_else(|| self.by_tuple.get(&tuple).copied()) {
+        if let Some(id) = found.or_else(|| self.by_tuple.get(tuple).copied()) {
             // Invariant: by_tuple and conns change together.
             let e = self
                 .conns
@@ -107,9 +107,9 @@ impl TcpTable {
                 return None;
             }
         }
-        if let Some(lid) = self.listener_for(&tuple) {
-            let reply = self.listener_input(now, lid, tuple, repr, payload, stats);
-            if let Some(id) = self.by_tuple.get(&tuple).copied() {
+        if let Some(lid) = self.listener_for(tuple) {
+            let reply = self.listener_input(now, lid, *tuple, repr, payload, stats);
+            if let Some(id) = self.by_tuple.get(tuple).copied() {
                 if self
                     .conns
                     .get(&id)

@@ -96,7 +96,7 @@ impl Stack {
         let mut prefilled = None;
         let mut found = None;
         if !trusted {
-            let (conn, filled) = self.tcp.prefill(tuple, &repr, data);
+            let (conn, filled) = self.tcp.prefill(&tuple, &repr, data);
             found = conn;
             let ok = match filled {
                 Some(p) => {
@@ -132,7 +132,7 @@ impl Stack {
         }
         if let Some(reply) =
             self.tcp
-                .segment_input(now, tuple, (&repr, data), (found, prefilled), &mut self.stats)
+                .segment_input(now, &tuple, (&repr, data), (found, prefilled), &mut self.stats)
         {
             self.send_tcp_control(now, dst, src, &reply);
         }

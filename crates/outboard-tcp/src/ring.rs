@@ -191,6 +191,7 @@ impl RingBuffer {
     }
     /// Marks `n` bytes after the queued ones (written with `write_unqueued`) as queued.
     /// Clamped to the free space.
+    #[inline]
     pub fn enqueue_unqueued(&mut self, n: usize) {
         debug_assert!(n <= self.free(), "enqueue {n} with {} free", self.free());
         let n = n.min(self.free());

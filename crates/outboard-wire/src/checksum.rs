@@ -341,8 +341,41 @@ const SMALL: usize = 64;
 /// four loads, not eight); then a last 4-, 2- and 1-byte piece, each at an
 /// even offset, so a 16-bit piece adds as a word and a lone byte as the
 /// low byte of a zero-padded one.
+///
+/// The two commonest header sizes are summed without a loop: 20 bytes (an
+/// IPv4 header without options, a TCP header without them) and 32 (a TCP
+/// header with timestamps). The loop below, vectorised by the compiler,
+/// spent its setup on them (about 50 instructions for a 32-byte header).
 #[inline]
-fn small_sum(mut data: &[u8]) -> u64 {
+fn small_sum(data: &[u8]) -> u64 {
+    if let Ok(h) = <&[u8; 20]>::try_from(data) {
+        return fixed_sum(h);
+    }
+    if let Ok(h) = <&[u8; 32]>::try_from(data) {
+        return fixed_sum(h);
+    }
+    any_small_sum(data)
+}
+
+/// [`small_sum`] of exactly `N` bytes (a multiple of 4), unrolled.
+#[inline(always)]
+fn fixed_sum<const N: usize>(h: &[u8; N]) -> u64 {
+    let mut s = 0u64;
+    let mut i = 0;
+    while i + 8 <= N {
+        let v = u64::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3], h[i + 4], h[i + 5], h[i + 6], h[i + 7]]);
+        s += (v & 0xffff_ffff) + (v >> 32);
+        i += 8;
+    }
+    if i + 4 <= N {
+        s += u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    }
+    s
+}
+
+/// [`small_sum`] of any length up to [`SMALL`].
+#[inline]
+fn any_small_sum(mut data: &[u8]) -> u64 {
     let mut s = 0u64;
     while let Some((w, rest)) = data.split_first_chunk::<8>() {
         let v = u64::from_ne_bytes(*w);

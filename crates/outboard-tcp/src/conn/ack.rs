@@ -118,7 +118,8 @@ impl Connection {
 
     /// No loss being repaired or looked for and no rate sample pending: the
     /// recovery machinery has nothing to do on an ACK that acknowledges nothing.
-    fn nothing_to_recover(&self) -> bool {
+    #[inline]
+    pub(super) fn nothing_to_recover(&self) -> bool {
         !self.rec.in_recovery
             && self.rec.rto_recover.is_none()
             && self.rec.scoreboard.is_empty()
@@ -128,7 +129,8 @@ impl Connection {
 
     /// RFC 9293 §3.10.7.4, SND.UNA =< SEG.ACK: take the window `wnd` only from
     /// a newer segment (SND.WL1/WL2).
-    fn take_window(&mut self, repr: &TcpRepr, wnd: usize) {
+    #[inline]
+    pub(super) fn take_window(&mut self, repr: &TcpRepr, wnd: usize) {
         let ack = repr.ack;
         if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
             let opened = self.snd_wnd == 0 && wnd > 0;

@@ -107,6 +107,7 @@ impl Connection {
     }
 
     /// Receiver side of an accepted segment: CE starts the echo, CWR stops it (§6.1.3).
+    #[inline]
     pub(super) fn ecn_on_segment(&mut self, repr: &TcpRepr) {
         let ce = std::mem::take(&mut self.ecn.ce_next);
         if !self.ecn.ok {
@@ -129,6 +130,7 @@ impl Connection {
     }
 
     /// Sender side of an acceptable ACK: ECE reduces the window once per window of data (§6.1.2).
+    #[inline]
     pub(super) fn ecn_on_ack(&mut self, now: Instant, repr: &TcpRepr) {
         if !self.ecn.ok || repr.flags.syn() {
             return;

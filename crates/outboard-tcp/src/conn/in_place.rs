@@ -270,6 +270,9 @@ impl Connection {
         placed: Prefilled,
     ) {
         self.stats.rx_copied_bytes += placed.len as u64;
+        if self.predicted(now, repr, payload.len(), &placed) {
+            return self.take_predicted(now, repr, payload);
+        }
         self.rx_prefilled = Some(placed);
         self.handle_segment(now, repr, payload);
         self.rx_prefilled = None;
@@ -278,8 +281,13 @@ impl Connection {
     /// Whether the payload `[seq, seq + len)` is already in the ring where
     /// `place_data` would write it now.
     pub(super) fn is_prefilled(&self, seq: SeqNumber, len: usize) -> bool {
-        self.rx_prefilled
-            .is_some_and(|p| p.seq == seq && p.len == len && p.rcv_nxt == self.rcv_nxt && p.epoch == self.recv_epoch)
+        self.rx_prefilled.is_some_and(|p| self.prefilled_here(&p, seq, len))
+    }
+
+    /// Whether `p` holds exactly the payload `[seq, seq + len)` where
+    /// `place_data` would write it now.
+    pub(super) fn prefilled_here(&self, p: &Prefilled, seq: SeqNumber, len: usize) -> bool {
+        p.seq == seq && p.len == len && p.rcv_nxt == self.rcv_nxt && p.epoch == self.recv_epoch
     }
 
     /// Debug check of the fused path: the ring holds `data` at `offset`.

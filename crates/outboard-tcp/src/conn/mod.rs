@@ -28,6 +28,7 @@ mod input;
 mod memory;
 mod options;
 mod output;
+mod predict;
 mod prr;
 mod rack;
 mod rate;
@@ -456,8 +457,10 @@ impl Connection {
 
     /// Queues an event unless the same one is already waiting: the queue stays
     /// bounded (at most one of each kind) however rarely the application polls.
+    #[inline]
     fn push_event(&mut self, e: Event) {
-        if !self.events.contains(&e) {
+        // The last one queued first: a stream of segments pushes Readable again and again.
+        if self.events.back() != Some(&e) && !self.events.contains(&e) {
             self.events.push_back(e);
         }
     }

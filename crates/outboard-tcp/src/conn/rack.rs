@@ -76,6 +76,7 @@ pub(super) struct Rack {
 
 impl Rack {
     /// No segment logged as in flight and no loss probe outstanding.
+    #[inline]
     pub(super) fn idle(&self) -> bool {
         self.tlp_end.is_none() && self.log.is_empty()
     }

@@ -70,6 +70,7 @@ pub(super) struct Rate {
 
 impl Rate {
     /// Whether a rate sample waits for the next ACK.
+    #[inline]
     pub(super) fn sample_pending(&self) -> bool {
         self.sample.is_some()
     }

@@ -211,7 +211,6 @@ mod tests {
 
     /// One step of a timer table's life: arm (always or if idle), stop, stop all.
     fn step() -> impl proptest::strategy::Strategy<Value = (u8, usize, u64)> {
-        use proptest::prelude::*;
         (0u8..4, 0usize..7, 0u64..20)
     }
 

@@ -152,6 +152,10 @@ pub struct ConnStats {
     pub rack_losses: u64,
     /// Times repeated timeouts lowered the segment size (RFC 4821 black hole).
     pub blackhole_events: u64,
+    /// Segments taken by header prediction, the receive fast path (`predict`;
+    /// Linux's `TCPHPHits`).
+    #[serde(default)]
+    pub predicted_segments: u64,
 }
 
 /// Errors from the application-side calls.

@@ -10,6 +10,7 @@ mod fused;
 mod in_place;
 mod memory;
 mod options;
+mod predict;
 mod prr;
 mod rack;
 mod rate;
