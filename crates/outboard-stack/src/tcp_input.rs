@@ -3,35 +3,87 @@
 
 use crate::stats::StackStats;
 use crate::ConnId;
-use crate::tcp_table::{Owner, TcpTable};
+use crate::tcp_table::{Entry, Owner, TcpTable};
 use outboard_tcp::{FourTuple, IcmpError, Prefilled, State};
 use outboard_time::Instant;
-use outboard_wire::{SeqNumber, TcpRepr};
+use outboard_wire::{PartialSum, SeqNumber, TcpRepr};
 
 pub(crate) use outboard_tcp::reset::reset_for;
 
 impl TcpTable {
-    /// The fused receive path's first half (DESIGN.md §7): the connection
-    /// owning `tuple` copies the payload into its receive ring while
-    /// summing it, if it can take it there as it is (`Connection::prefill_payload`).
-    /// Also returns the connection found, for `segment_input` (one lookup of
-    /// the 4-tuple per segment, not two). No `Prefilled`, with nothing
-    /// written, when the segment must be verified first.
-    pub(crate) fn prefill(
+    /// A segment whose checksum the link did not vouch for, through the
+    /// fused receive path (DESIGN.md §7): the connection owning `tuple`
+    /// copies the payload into its receive ring while summing it, if it can
+    /// take it there as it is (`Connection::prefill_payload`); `verify` then
+    /// checks the segment with that sum (or, with None, sums it alone), and
+    /// only a segment that passes goes further. One lookup of the 4-tuple
+    /// and one of the connection: the entry found serves the whole segment
+    /// when it is an ordinary one for an ordinary connection, else
+    /// `segment_input` takes over. `ce`: the IP header carried CE.
+    pub(crate) fn fused_input(
         &mut self,
+        now: Instant,
         tuple: &FourTuple,
-        repr: &TcpRepr,
-        payload: &[u8],
-    ) -> (Option<ConnId>, Option<Prefilled>) {
-        let Some(&id) = self.by_tuple.get(tuple) else { return (None, None) };
-        let prefilled = self.conns.get_mut(&id).and_then(|e| e.conn.prefill_payload(repr, payload));
-        (Some(id), prefilled)
+        (repr, payload): (&TcpRepr, &[u8]),
+        ce: bool,
+        verify: impl FnOnce(Option<PartialSum>) -> bool,
+        stats: &mut StackStats,
+    ) -> Option<TcpRepr> {
+        let id = self.by_tuple.get(tuple).copied();
+        let mut entry = id.and_then(|id| self.conns.get_mut(&id));
+        let prefilled = entry.as_mut().and_then(|e| e.conn.prefill_payload(repr, payload));
+        if !verify(prefilled.map(|p| p.sum())) {
+            if prefilled.is_some() {
+                // Copied, and wasted: the bytes sit in free ring space unused.
+                stats.tcp_rx_payload_copied += payload.len() as u64;
+            }
+            stats.drops_checksum += 1;
+            return None;
+        }
+        if !payload.is_empty() {
+            if prefilled.is_some() {
+                stats.tcp_rx_fused_segments += 1;
+            } else {
+                stats.tcp_rx_unfused_segments += 1;
+            }
+        }
+        stats.tcp_segments_in += 1;
+        if ce {
+            // `ce_input`, on the entry in hand.
+            stats.tcp_ce_marks_in += 1;
+            if let Some(e) = entry.as_mut() {
+                e.conn.note_ce();
+            }
+        }
+        if let (Some(id), Some(e)) = (id, entry) {
+            let state = e.conn.state();
+            let plain = matches!(e.owner, Owner::App | Owner::Queued(_) | Owner::Released)
+                && !matches!(state, State::SynSent | State::TimeWait);
+            if plain {
+                // What `segment_input` does for such a one, without looking it up again.
+                take_segment(e, now, (repr, payload), prefilled, stats);
+                if self.sched.settle(id, e, true) && self.free(id).is_some() {
+                    stats.tcp_connections_freed += 1;
+                }
+                return None;
+            }
+        }
+        self.segment_input(now, tuple, (repr, payload), (id, prefilled), stats)
+    }
+
+    /// RFC 3168 §6.1.3: a segment for `tuple` arrived with CE; its
+    /// connection echoes it (if it negotiated ECN).
+    pub(crate) fn ce_input(&mut self, tuple: &FourTuple, stats: &mut StackStats) {
+        stats.tcp_ce_marks_in += 1;
+        if let Some(e) = self.by_tuple.get(tuple).and_then(|id| self.conns.get_mut(id)) {
+            e.conn.note_ce();
+        }
     }
 
     /// One received segment for `tuple` (from our side), its checksum
-    /// verified; `prefilled` when `prefill` already placed its payload, and
-    /// `found`, the connection `prefill` found for the tuple (looked up here
-    /// when None: nothing changes the table between the two).
+    /// verified; `prefilled` when `fused_input` already placed its payload,
+    /// and `found`, the connection `fused_input` found for the tuple (looked
+    /// up here when None: nothing changes the table between the two).
     /// Returns a control segment to send in reply when no connection owns
     /// the segment.
     pub(crate) fn segment_input(
@@ -77,12 +129,7 @@ impl TcpTable {
                         return None;
                     }
                 }
-                let copied = e.conn.rx_copied_bytes();
-                match prefilled {
-                    Some(p) => e.conn.handle_segment_prefilled(now, repr, payload, p),
-                    None => e.conn.handle_segment(now, repr, payload),
-                }
-                stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
+                take_segment(e, now, (repr, payload), prefilled, stats);
                 // (A connection in SYN-SENT is ours, never embryonic: learning
                 // its Fast Open cookie below does not change this.)
                 let embryonic_done = matches!(e.owner, Owner::Embryonic(_))
@@ -152,4 +199,21 @@ impl TcpTable {
         self.settle(id);
         true
     }
+}
+
+/// The connection of `e` takes a segment (`prefilled`: its payload is in
+/// the ring already); the stack counts what it copied.
+fn take_segment(
+    e: &mut Entry,
+    now: Instant,
+    (repr, payload): (&TcpRepr, &[u8]),
+    prefilled: Option<Prefilled>,
+    stats: &mut StackStats,
+) {
+    let copied = e.conn.rx_copied_bytes();
+    match prefilled {
+        Some(p) => e.conn.handle_segment_prefilled(now, repr, payload, p),
+        None => e.conn.handle_segment(now, repr, payload),
+    }
+    stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
 }

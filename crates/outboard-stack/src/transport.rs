@@ -8,7 +8,7 @@ use outboard_time::Instant;
 use outboard_wire::checksum::copy_and_checksum;
 use outboard_wire::tcp::TcpPacket;
 use outboard_wire::udp::{UdpPacket, UdpRepr};
-use outboard_wire::{RxChecksum, TcpRepr};
+use outboard_wire::{PartialSum, RxChecksum, TcpRepr};
 use std::net::SocketAddr;
 
 impl Stack {
@@ -93,47 +93,24 @@ impl Stack {
         };
         let tuple = FourTuple::new(SocketAddr::new(dst, repr.dst_port), SocketAddr::new(src, repr.src_port));
         let data = pkt.payload();
-        let mut prefilled = None;
-        let mut found = None;
-        if !trusted {
-            let (conn, filled) = self.tcp.prefill(&tuple, &repr, data);
-            found = conn;
-            let ok = match filled {
-                Some(p) => {
-                    // The payload's one copy, summed as it moved.
-                    prefilled = Some(p);
-                    pkt.verify_checksum_with(src, dst, p.sum())
-                }
+        let reply = if trusted {
+            self.stats.tcp_segments_in += 1;
+            if ip.ce() {
+                self.tcp.ce_input(&tuple, &mut self.stats);
+            }
+            self.tcp
+                .segment_input(now, &tuple, (&repr, data), (None, None), &mut self.stats)
+        } else {
+            // The payload summed as it is copied (when it can be), the
+            // segment verified with that sum: `TcpTable::fused_input`.
+            let verify = |sum: Option<PartialSum>| match sum {
+                Some(sum) => pkt.verify_checksum_with(src, dst, sum),
                 None => pkt.verify_checksum(src, dst),
             };
-            if !ok {
-                if prefilled.is_some() {
-                    // Copied, and wasted: the bytes sit in free ring space unused.
-                    self.stats.tcp_rx_payload_copied += data.len() as u64;
-                }
-                self.stats.drops_checksum += 1;
-                return;
-            }
-            if !data.is_empty() {
-                if prefilled.is_some() {
-                    self.stats.tcp_rx_fused_segments += 1;
-                } else {
-                    self.stats.tcp_rx_unfused_segments += 1;
-                }
-            }
-        }
-        self.stats.tcp_segments_in += 1;
-        if ip.ce() {
-            // RFC 3168 §6.1.3: the connection echoes it (if it negotiated ECN).
-            self.stats.tcp_ce_marks_in += 1;
-            if let Some(e) = self.tcp.by_tuple.get(&tuple).and_then(|id| self.tcp.conns.get_mut(id)) {
-                e.conn.note_ce();
-            }
-        }
-        if let Some(reply) =
             self.tcp
-                .segment_input(now, &tuple, (&repr, data), (found, prefilled), &mut self.stats)
-        {
+                .fused_input(now, &tuple, (&repr, data), ip.ce(), verify, &mut self.stats)
+        };
+        if let Some(reply) = reply {
             self.send_tcp_control(now, dst, src, &reply);
         }
     }

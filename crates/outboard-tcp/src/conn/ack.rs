@@ -118,7 +118,7 @@ impl Connection {
 
     /// No loss being repaired or looked for and no rate sample pending: the
     /// recovery machinery has nothing to do on an ACK that acknowledges nothing.
-    #[inline]
+    #[inline(always)]
     pub(super) fn nothing_to_recover(&self) -> bool {
         !self.rec.in_recovery
             && self.rec.rto_recover.is_none()

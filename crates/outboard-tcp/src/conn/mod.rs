@@ -16,7 +16,8 @@
 //! expiry does), `memory` (what the connection costs, and freeing ring
 //! storage it can no longer use),
 //! `in_place` (rings in lent storage, in-place send and receive, and the
-//! fused receive checksum).
+//! fused receive checksum), `predict` (header prediction: the fast path for
+//! a bulk receiver's in-order segments, exact to the full one).
 
 mod ack;
 mod blackhole;

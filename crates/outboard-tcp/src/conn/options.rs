@@ -195,7 +195,7 @@ impl Connection {
     /// answers: nothing is remembered from a segment before it is known to be
     /// acceptable (`update_ts_recent` does that, as Linux's `tcp_paws_check`
     /// only answers and `tcp_replace_ts_recent` stores).
-    #[inline]
+    #[inline(always)]
     pub(super) fn paws_rejects(&self, now: Instant, repr: &TcpRepr) -> bool {
         if !self.ts_ok || repr.flags.rst() {
             return false;
@@ -206,7 +206,7 @@ impl Connection {
 
     /// `tsval` is not older than TS.Recent, or TS.Recent is stale (§5.5:
     /// after 24 days idle it is no longer trusted).
-    #[inline]
+    #[inline(always)]
     fn ts_newer_or_stale(&self, now: Instant, tsval: u32) -> bool {
         (tsval.wrapping_sub(self.ts_recent) as i32) >= 0
             || now.saturating_duration_since(self.ts_recent_at).as_millis() as u64 > PAWS_IDLE_MS
