@@ -22,7 +22,7 @@
 //! when a delayed ACK times out during a request/response exchange; our
 //! ACKs ride on the response there anyway.
 
-use super::{Connection, QUICKACK_SEGMENTS};
+use super::{Connection, Timer, QUICKACK_SEGMENTS};
 use outboard_time::{Duration, Instant};
 
 /// Linux's `TCP_ATO_MIN` and `TCP_DELACK_MIN` (HZ/25).
@@ -60,6 +60,24 @@ impl Connection {
             }
         }
         d.last_data = now;
+    }
+
+    /// In-order data that filled no gap was placed: ACK at once (while
+    /// quick-ACKs last, or with two full segments unacknowledged), else arm
+    /// the delayed ACK if it is not armed already.
+    #[inline]
+    pub(super) fn ack_or_delay(&mut self, now: Instant) {
+        if self.quickacks > 0 {
+            self.quickacks -= 1;
+            self.ack_now = true;
+        } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
+            // RFC 9293 §3.8.6.3: at least every second full-sized segment.
+            self.ack_now = true;
+        } else if self.timers.get(Timer::DelayedAck).is_none() {
+            // Armed once; later data waits for the same ACK.
+            let wait = self.delack_timeout();
+            self.timers.set(Timer::DelayedAck, now + wait);
+        }
     }
 
     /// How long the ACK for data that just arrived may wait

@@ -383,16 +383,8 @@ impl Connection {
         } else if had_holes {
             // RFC 5681 §4.2: so is data that fills a gap.
             self.ack_now = true;
-        } else if self.quickacks > 0 {
-            self.quickacks -= 1;
-            self.ack_now = true;
-        } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
-            // RFC 9293 §3.8.6.3: at least every second full-sized segment.
-            self.ack_now = true;
-        } else if self.timers.get(Timer::DelayedAck).is_none() {
-            // Armed once; later data waits for the same ACK.
-            let wait = self.delack_timeout();
-            self.timers.set(Timer::DelayedAck, now + wait);
+        } else {
+            self.ack_or_delay(now);
         }
     }
 

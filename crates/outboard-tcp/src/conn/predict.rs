@@ -18,7 +18,7 @@
 //! off on the test's thread); everything else about the segment (which
 //! state, flags, sequence numbers, options) goes the full way.
 
-use super::{Connection, Event, Prefilled, State, Timer};
+use super::{Connection, Event, Prefilled, State};
 use outboard_time::Instant;
 use outboard_wire::{TcpFlags, TcpRepr};
 
@@ -84,15 +84,7 @@ impl Connection {
         self.rcv_nxt += len;
         self.unacked_rx_bytes += len;
         self.push_event(Event::Readable);
-        if self.quickacks > 0 {
-            self.quickacks -= 1;
-            self.ack_now = true;
-        } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
-            self.ack_now = true;
-        } else if self.timers.get(Timer::DelayedAck).is_none() {
-            let wait = self.delack_timeout();
-            self.timers.set(Timer::DelayedAck, now + wait);
-        }
+        self.ack_or_delay(now);
         if repr.flags.psh() {
             self.rcv_pushed = true;
         }
