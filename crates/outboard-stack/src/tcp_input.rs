@@ -49,11 +49,7 @@ impl TcpTable {
         }
         stats.tcp_segments_in += 1;
         if ce {
-            // `ce_input`, on the entry in hand.
-            stats.tcp_ce_marks_in += 1;
-            if let Some(e) = entry.as_mut() {
-                e.conn.note_ce();
-            }
+            ce_mark(entry.as_deref_mut(), stats);
         }
         if let (Some(id), Some(e)) = (id, entry) {
             let state = e.conn.state();
@@ -62,7 +58,7 @@ impl TcpTable {
             if plain {
                 // What `segment_input` does for such a one, without looking it up again.
                 take_segment(e, now, (repr, payload), prefilled, stats);
-                if self.sched.settle(id, e, true) && self.free(id).is_some() {
+                if self.sched.settle(id, e, true) && self.remove(id).is_some() {
                     stats.tcp_connections_freed += 1;
                 }
                 return None;
@@ -74,10 +70,7 @@ impl TcpTable {
     /// RFC 3168 §6.1.3: a segment for `tuple` arrived with CE; its
     /// connection echoes it (if it negotiated ECN).
     pub(crate) fn ce_input(&mut self, tuple: &FourTuple, stats: &mut StackStats) {
-        stats.tcp_ce_marks_in += 1;
-        if let Some(e) = self.by_tuple.get(tuple).and_then(|id| self.conns.get_mut(id)) {
-            e.conn.note_ce();
-        }
+        ce_mark(self.by_tuple.get(tuple).and_then(|id| self.conns.get_mut(id)), stats);
     }
 
     /// One received segment for `tuple` (from our side), its checksum
@@ -146,7 +139,7 @@ impl TcpTable {
                     self.ready_and_settle(id).is_some()
                 } else {
                     // The common case: settled on the entry in hand, no second lookup.
-                    self.sched.settle(id, e, true) && self.free(id).is_some()
+                    self.sched.settle(id, e, true) && self.remove(id).is_some()
                 };
                 if freed {
                     stats.tcp_connections_freed += 1;
@@ -216,4 +209,12 @@ fn take_segment(
         None => e.conn.handle_segment(now, repr, payload),
     }
     stats.tcp_rx_payload_copied += e.conn.rx_copied_bytes() - copied;
+}
+
+/// A segment arrived with CE: counted, and noted by its connection `e`, if any.
+fn ce_mark(e: Option<&mut Entry>, stats: &mut StackStats) {
+    stats.tcp_ce_marks_in += 1;
+    if let Some(e) = e {
+        e.conn.note_ce();
+    }
 }

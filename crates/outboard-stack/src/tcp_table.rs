@@ -347,13 +347,9 @@ impl TcpTable {
         free.then(|| self.remove(id)).flatten()
     }
 
-    /// Frees a finished connection nobody holds (after [`Schedule::settle`]
-    /// said so). Returns its owner.
-    pub(crate) fn free(&mut self, id: ConnId) -> Option<Owner> {
-        self.remove(id)
-    }
-
-    fn remove(&mut self, id: ConnId) -> Option<Owner> {
+    /// Frees a connection (one finished that nobody holds, when
+    /// [`Schedule::settle`] says so). Returns its owner.
+    pub(crate) fn remove(&mut self, id: ConnId) -> Option<Owner> {
         let e = self.conns.remove(&id)?;
         if e.deadline.is_some() {
             self.sched.timers.cancel(u64::from(id.0));

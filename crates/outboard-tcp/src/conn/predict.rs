@@ -41,18 +41,18 @@ impl Connection {
         if PREDICTION_OFF.with(|c| c.get()) {
             return false;
         }
+        // `placed` is from `prefill_payload` at this RCV.NXT and ring: it
+        // already found the payload non-empty, inside the window, and the
+        // application not closed.
         self.state == State::Established
             && repr.flags.0 & !TcpFlags::PSH.0 == TcpFlags::ACK.0
             && repr.seq == self.rcv_nxt
-            && len > 0
             && self.prefilled_here(placed, repr.seq, len)
-            && repr.seq + len <= self.rcv_adv.max(self.rcv_nxt)
             && repr.ack == self.snd_una
             && self.snd_max == self.snd_una
             && repr.options.sack.is_empty()
             && self.assembler.is_empty()
             && self.peer_fin.is_none()
-            && !self.app_closed
             && self.nothing_to_recover()
             && !self.paws_rejects(now, repr)
     }
