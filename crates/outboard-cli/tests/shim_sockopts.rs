@@ -228,7 +228,15 @@ fn tcp_info_delivery_rate_and_recovery_fields_as_linux_fills_them() {
         assert!(g("snd_wnd") > 0 && g("rcv_wnd") > 0, "{who}: windows: {r}");
         assert!(g("bytes_acked") >= n, "{who}: {r}");
         assert!(g("min_rtt") > 0 && g("min_rtt") <= g("rtt").max(1000), "{who}: {r}");
-        assert_eq!(g("reordering"), 3, "{who}: {r}");
+        // Ours sees no reordering on this clean path. Linux may: over its
+        // loopback, under load, its own GSO bursts can show it a reordered
+        // ACK sequence (tcpi_reord_seen), and it raises tcpi_reordering
+        // then, as it should; the default 3 holds only where it saw none.
+        if who == "shim" || g("reord_seen") == 0 {
+            assert_eq!(g("reordering"), 3, "{who}: {r}");
+        } else {
+            assert!(g("reordering") >= 3, "{who}: {r}");
+        }
         assert_eq!((g("total_rto"), g("total_rto_recoveries")), (0, 0), "{who}: a clean path: {r}");
     }
     drop(sink);
