@@ -79,6 +79,8 @@ fn bench_latency_json_both_modes() {
         );
     }
     assert!(v["ratio_p50_by_mode"]["polling"].as_f64().is_some(), "{v}");
+    // Without --breakdown nothing is traced, so there is no hop table to show.
+    assert!(v["breakdown"].is_null(), "no breakdown unless asked: {v}");
 }
 
 /// `--breakdown`: every process of our cases traces the marked round trips

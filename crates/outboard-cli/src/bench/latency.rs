@@ -299,8 +299,10 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
             let before = engines.stats();
             let mut sp = spec(a, Api::Outboard, m, 5300 + i as u16, names);
             mark(&mut sp);
-            let (server_log, client_log) = sp.log_names();
-            traced.push((m.name().into(), vec![client_log, engines.b_name.clone()], vec![server_log, engines.a_name.clone()]));
+            if a.breakdown {
+                let (server_log, client_log) = sp.log_names();
+                traced.push((m.name().into(), vec![client_log, engines.b_name.clone()], vec![server_log, engines.a_name.clone()]));
+            }
             let r = peer::run_pair(&run, &sp);
             let (s, c) = match r {
                 Ok(x) => x,
@@ -323,8 +325,10 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         sp.server_extra.extend(["--inline".into(), format!("{f},10.0.0.1/24")]);
         sp.client_extra.extend(["--inline".into(), format!("{f},10.0.0.2/24")]);
         mark(&mut sp);
-        let (server_log, client_log) = sp.log_names();
-        traced.push(("inline".into(), vec![client_log], vec![server_log]));
+        if a.breakdown {
+            let (server_log, client_log) = sp.log_names();
+            traced.push(("inline".into(), vec![client_log], vec![server_log]));
+        }
         let (s, c) = peer::run_pair(&run, &sp).map_err(|e| format!("ours, inline: {e}"))?;
         let mut r = row(Api::Outboard, WaitMode::Polling, &s, &c);
         r.mode = "inline".into();
