@@ -125,7 +125,17 @@ impl Stream {
 
     /// The stream's `TCP_INFO` as the engine last published it (each word
     /// read on its own: the fields may come from neighbouring updates).
+    ///
+    /// The engine publishes a stream's TCP_INFO only once its application
+    /// asked (most never do, and it costs the engine on every update): the
+    /// first call asks (`op::INFO`) and waits for the engine's answer; the
+    /// calls after it read the status record as it changes, with no
+    /// command. Should the engine be gone, the words are as they were.
     pub fn tcp_info(&self) -> TcpInfo {
+        if self.info_bytes() == 0 {
+            let ep = Endpoint(self.id);
+            let _ = self.board.request_value(|sync| BoardCommand::Info { sync, ep }, None);
+        }
         let i = self.board.inner.borrow();
         let base = i.layout.endpoint_status(self.id);
         let w32 = |off: usize| i.map.atomic_u32(base + off).load(Ordering::Acquire);
@@ -172,6 +182,14 @@ impl Stream {
             in_flight: w32(status::IN_FLIGHT),
             min_rtt_us: w32(status::MIN_RTT_US),
         }
+    }
+
+    /// The record's TCP_INFO byte word: 0 until the engine publishes it
+    /// (no TCP state is numbered 0).
+    fn info_bytes(&self) -> u64 {
+        let i = self.board.inner.borrow();
+        let base = i.layout.endpoint_status(self.id);
+        i.map.atomic_u64(base + status::INFO_BYTES).load(Ordering::Acquire)
     }
 }
 

@@ -254,6 +254,8 @@ pub enum BoardCommand {
     /// engine picks); limits 0 (and faults `u32::MAX` meaning never) as in `op::HANDLER_LOAD`.
     HandlerLoad { sync: SyncSlot, name: MsgName, mailbox: u32, memory: u64, kv: u64, deadline_ms: u32, max_faults: u32 },
     HandlerUnload { sync: SyncSlot, name: MsgName },
+    /// `op::INFO`: keep this stream's TCP_INFO words current from now on.
+    Info { sync: SyncSlot, ep: Endpoint },
 }
 
 /// A mailbox name in a command: up to `msg::NAME_LEN` bytes of UTF-8,
@@ -482,6 +484,7 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
             max_faults: c.endpoint,
         },
         op::HANDLER_UNLOAD => BoardCommand::HandlerUnload { sync: sync()?, name: MsgName::from_words([c.c, c.d, c.e])? },
+        op::INFO => BoardCommand::Info { sync: sync()?, ep: ep("info")? },
         other => return Err(CommandViolation::UnknownOp(other)),
     })
 }
@@ -655,6 +658,7 @@ impl BoardCommand {
                 (c.op, c.sync) = (op::HANDLER_UNLOAD, sync.0);
                 [c.c, c.d, c.e] = name.to_words();
             }
+            BoardCommand::Info { sync, ep } => (c.op, c.sync, c.endpoint) = (op::INFO, sync.0, ep.0),
         }
         c
     }

@@ -58,7 +58,9 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 /// `COMPLETION`, `REMOTE_WRITE`, `TRIPWIRE`; a version-6 engine would
 /// answer them as unknown commands).
 /// 8: handlers through the board (`op::HANDLER_STAGE`, `HANDLER_LOAD`, `HANDLER_UNLOAD`).
-pub const VERSION: u32 = 8;
+/// 9: a stream's TCP_INFO words are published on request (`op::INFO`);
+/// a version-8 application would read zeros for them.
+pub const VERSION: u32 = 9;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
 /// Bytes before a received datagram's payload in its buffer: its source address.

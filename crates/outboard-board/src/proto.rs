@@ -173,6 +173,11 @@ pub mod op {
     /// Unload this board's handler c, d, e (what waits in its mailbox runs
     /// through it first) → sync: 0 or -errno (ENOENT; EPERM: not this board's).
     pub const HANDLER_UNLOAD: u32 = 31;
+    /// Stream: publish its `TCP_INFO` words in the status record from now
+    /// on (the engine computes and writes them only for streams whose
+    /// application asked: most never do) → sync: 0 once they are written.
+    /// Until then the record's `INFO_BYTES` word is 0 (no state is 0).
+    pub const INFO: u32 = 32;
 }
 
 /// Handlers loaded through a board (`op::HANDLER_*`).

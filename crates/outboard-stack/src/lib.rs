@@ -371,10 +371,18 @@ impl Stack {
             }
         }
         for id in self.tcp.expired(now) {
-            if let Some(e) = self.tcp.conns.get_mut(&id) {
-                e.conn.handle_timeout(now);
+            // The wheel files deadlines lazily: one that moved later since
+            // fires early, finds nothing due, and is only filed again.
+            let due = match self.tcp.conns.get_mut(&id) {
+                Some(e) if e.conn.poll_timeout().is_some_and(|d| d <= now) => {
+                    e.conn.handle_timeout(now);
+                    true
+                }
+                _ => false,
+            };
+            if due {
+                self.tcp.mark_ready(id);
             }
-            self.tcp.mark_ready(id);
             if self.tcp.settle(id).is_some() {
                 self.stats.tcp_connections_freed += 1;
             }

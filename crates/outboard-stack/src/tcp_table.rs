@@ -45,7 +45,9 @@ pub(crate) struct Entry {
     pub owner: Owner,
     /// In the ready queue (may have output).
     ready: bool,
-    /// The deadline currently in the timer index.
+    /// The deadline this connection has in the timer index: never later
+    /// than its own next deadline, and earlier when that moved later or
+    /// went away since (see [`Schedule::settle`]).
     deadline: Option<Instant>,
     /// In the application's event queue.
     app_notified: bool,
@@ -87,7 +89,7 @@ pub(crate) struct Schedule {
     /// Connections that may have something to send, served round-robin.
     ready: VecDeque<ConnId>,
     /// Each connection's next deadline, in a hierarchical timer wheel
-    /// (token = connection id): O(1) re-arm on every segment.
+    /// (token = connection id), filed lazily: see [`Schedule::settle`].
     timers: TimerWheel,
     /// Application-owned connections with events to collect (`Stack::tcp_poll_ready`).
     app_events: VecDeque<ConnId>,
@@ -102,17 +104,19 @@ impl Schedule {
             e.ready = true;
             self.ready.push_back(id);
         }
-        let deadline = e.conn.poll_timeout();
-        if deadline != e.deadline {
-            match deadline {
-                Some(new) => {
-                    self.timers.insert(u64::from(id.0), new);
-                }
-                None => {
-                    self.timers.cancel(u64::from(id.0));
-                }
+        // Filed lazily, as Linux leaves a connection's timers: a deadline
+        // that moved later or went away keeps its earlier place in the
+        // wheel, fires there once, and `Stack::poll` (finding nothing due)
+        // files the real one. Only a deadline earlier than the filed one
+        // moves the entry. A request/response exchange moves its deadline
+        // on every segment (the RTO with the request out, the delayed ACK
+        // with the response in): two wheel moves per round trip before,
+        // about one per delayed-ACK time now.
+        if let Some(new) = e.conn.poll_timeout() {
+            if e.deadline.is_none_or(|filed| new < filed) {
+                self.timers.insert(u64::from(id.0), new);
+                e.deadline = Some(new);
             }
-            e.deadline = deadline;
         }
         if e.owner == Owner::App && !e.app_notified && e.conn.has_events() {
             e.app_notified = true;
@@ -390,8 +394,9 @@ impl TcpTable {
         self.remove(id);
     }
 
-    /// Connections whose deadline is at or before `now`.
-    /// Their timers are disarmed: `settle` re-arms each one's next deadline.
+    /// Connections whose filed deadline is at or before `now` (some of
+    /// them with nothing due: see [`Schedule::settle`]). Their timers are
+    /// disarmed: `settle` re-arms each one's next deadline.
     pub(crate) fn expired(&mut self, now: Instant) -> Vec<ConnId> {
         let mut fired = Vec::new();
         self.sched.timers.advance(now, &mut |token| fired.push(ConnId(token as u32)));

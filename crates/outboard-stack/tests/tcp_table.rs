@@ -219,3 +219,51 @@ fn rfc6191_new_syn_reopens_a_released_connection_in_time_wait() {
     }));
     assert!(p.b.tcp(cb).is_none(), "the TIME-WAIT connection gave way");
 }
+
+/// The table files each connection's deadline lazily, as Linux leaves its
+/// connection timers: a deadline that moved later keeps its earlier place,
+/// fires there once, runs nothing, and is filed again at its real time.
+#[test]
+fn a_deadline_that_moved_later_fires_nothing_early_and_is_filed_again() {
+    let mut p = Pair::new();
+    let l = p.b.tcp_listen(80, 2).unwrap();
+    let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
+    let mut cb = None;
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        cb = cb.or_else(|| p.b.tcp_accept(l));
+        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
+    }));
+    // A's first send arms its loss-probe timer; B's ACK then takes it away.
+    p.a.tcp(ca).unwrap().send(b"first").unwrap();
+    assert!(p.run_until(Duration::from_millis(5), |p| p.a.tcp(ca).unwrap().send_queued() == 0));
+    let filed = p.a.poll_timeout().expect("the first send's deadline, still filed");
+    assert_eq!(p.a.tcp(ca).unwrap().poll_timeout(), None, "nothing of A's is due any more");
+    // A sends again, and B's ACKs stop coming: the real deadline is later.
+    p.now += Duration::from_micros(700);
+    p.a.tcp(ca).unwrap().send(b"second").unwrap();
+    let sent = drain(&mut p.a, p.now);
+    assert_eq!(sent.len(), 1);
+    let real = p.a.tcp(ca).unwrap().poll_timeout().expect("the second send's deadline");
+    assert!(filed < real, "filed {filed:?}, real {real:?}");
+    assert_eq!(p.a.poll_timeout(), Some(filed));
+    // From the filed time to the real one: the stack wakes (the filed
+    // deadline, and whatever else it keeps), runs nothing and sends nothing.
+    let before = p.a.tcp(ca).unwrap().stats();
+    let mut now = filed;
+    for _ in 0..8 {
+        if now >= real {
+            break;
+        }
+        p.a.handle_timeout(now);
+        assert!(drain(&mut p.a, now).is_empty(), "nothing runs before it is due ({now:?})");
+        let next = p.a.poll_timeout().expect("the second send's deadline, filed again");
+        assert!(next > now && next <= real, "next wake {next:?} after {now:?}, real {real:?}");
+        now = next;
+    }
+    assert_eq!(now, real, "filed again at its real time");
+    let after = p.a.tcp(ca).unwrap().stats();
+    assert_eq!((before.segments_out, before.retransmits), (after.segments_out, after.retransmits));
+    // At the real time the timer that is due sends.
+    p.a.handle_timeout(real);
+    assert!(!drain(&mut p.a, real).is_empty(), "the timer that was due fired");
+}

@@ -215,13 +215,14 @@ fn any_message_command() -> impl Strategy<Value = BoardCommand> {
             BoardCommand::MsgRegister { sync, ep, offset, len, tripwire, notify }
         }),
         (ep.clone(), any::<u64>()).prop_map(|(ep, cookie)| BoardCommand::MsgUnregister { ep, cookie }),
-        (ep, span, any_addr(), any::<u64>(), any::<u32>(), any::<u32>())
+        (ep.clone(), span, any_addr(), any::<u64>(), any::<u32>(), any::<u32>())
             .prop_map(|(ep, (offset, len), to, cookie, at, tag)| BoardCommand::MsgWrite { ep, offset, len, to, cookie, at, tag }),
         span.prop_map(|(offset, len)| BoardCommand::HandlerStage { offset, len }),
         (sync.clone(), any_name(), any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
             |(sync, name, mailbox, memory, kv, deadline_ms, max_faults)| BoardCommand::HandlerLoad { sync, name, mailbox, memory, kv, deadline_ms, max_faults }
         ),
-        (sync, any_name()).prop_map(|(sync, name)| BoardCommand::HandlerUnload { sync, name }),
+        (sync.clone(), any_name()).prop_map(|(sync, name)| BoardCommand::HandlerUnload { sync, name }),
+        (sync, ep).prop_map(|(sync, ep)| BoardCommand::Info { sync, ep }),
     ]
 }
 

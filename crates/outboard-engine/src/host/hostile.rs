@@ -131,7 +131,11 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                     3 => BoardCommand::Consumed { ep, read: b.u64() % 40_000 },
                     4 => BoardCommand::UdpBind { sync, port, family: ListenFamily::Both },
                     5 => BoardCommand::UdpSend { ep, offset: u64::from(b.u32()) % layout.total as u64, len: u64::from(b.u8()), to },
-                    6 => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
+                    6 if b.u8().is_multiple_of(2) => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
+                    6 => {
+                        syncs.arm(sync.0);
+                        BoardCommand::Info { sync, ep }
+                    }
                     7 => BoardCommand::Shutdown { ep },
                     8 => BoardCommand::Close { ep },
                     // (Abort when the input ends here, as before message commands.)

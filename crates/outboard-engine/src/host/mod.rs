@@ -12,7 +12,7 @@
 
 mod attach;
 #[cfg(test)]
-mod batching_tests;
+mod session_tests;
 pub mod handover;
 #[doc(hidden)]
 pub mod hostile;

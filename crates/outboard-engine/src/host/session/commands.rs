@@ -129,6 +129,17 @@ impl Session {
                 self.connect(stack, now, sync, (to, mss, fast_open, tos, rcv_clamp), owned)?
             }
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
+            BoardCommand::Info { sync, ep } => {
+                let i = self.open_slot(ep, "info")?;
+                let Some(EpKind::Stream(s)) = self.eps[i].as_mut() else {
+                    return Err(Violation::BadEndpoint("info"));
+                };
+                s.info_wanted = true;
+                s.published_info = None;
+                // Written now, and on every update from here on.
+                self.update_stream(stack, ep.0)?;
+                self.sync_result(sync.0, 0)?;
+            }
             BoardCommand::Consumed { ep, read } => {
                 let i = self.open_slot(ep, "consumed")?;
                 let Some(EpKind::Stream(s)) = self.eps[i].as_mut() else {

@@ -93,6 +93,7 @@ impl Session {
             published_flags: 0,
             published_error: 0,
             connect_sync: sync,
+            info_wanted: false,
             published_info: None,
         }));
         Some(ep)

@@ -30,7 +30,7 @@ impl Session {
                 sync_done = Some((slot, -i64::from(e.max(1))));
             }
             let info = s.published_info.map_or(ConnInfo::default(), |(_, i)| i);
-            if s.published_info.map(|(st, _)| st) != Some(tcp_info::TCP_CLOSE) {
+            if s.info_wanted && s.published_info.map(|(st, _)| st) != Some(tcp_info::TCP_CLOSE) {
                 s.published_info = Some((tcp_info::TCP_CLOSE, info));
                 Self::write_info(&self.map, self.layout.endpoint_status(ep), tcp_info::TCP_CLOSE, &info);
             }
@@ -77,12 +77,14 @@ impl Session {
             c.request_writable();
         }
         let state = state_number(c.state());
-        let info = (linux_state(c.state()), c.info());
         let base = self.layout.endpoint_status(ep);
         self.map.atomic_u32(base + status::STATE).store(state, Ordering::Relaxed);
-        if s.published_info != Some(info) {
-            s.published_info = Some(info);
-            Self::write_info(&self.map, base, info.0, &info.1);
+        if s.info_wanted {
+            let info = (linux_state(c.state()), c.info());
+            if s.published_info != Some(info) {
+                s.published_info = Some(info);
+                Self::write_info(&self.map, base, info.0, &info.1);
+            }
         }
         if rx_total != s.rx_published {
             if outboard_trace::enabled() && rx_total > s.rx_published {

@@ -67,6 +67,11 @@ pub enum EndpointRecord {
         published_flags: u32,
         published_error: u32,
         connect_sync: Option<u32>,
+        /// Whether its TCP_INFO is published. A record from an engine
+        /// before `op::INFO` (which published it for every stream) has
+        /// none: such a stream keeps it published.
+        #[serde(default = "published_before")]
+        info_wanted: bool,
     },
     /// A listener: a member of the shard record's listener group `group`.
     Listener { ep: u32, group: usize, shadow: bool },
@@ -74,6 +79,12 @@ pub enum EndpointRecord {
     /// its mailbox continuing from ring index `mailbox_tail` (the messages
     /// published and not yet taken stay in the board).
     Datagram { ep: u32, port: u16, families: FamiliesRecord, mailbox_tail: u32 },
+}
+
+/// `info_wanted` of a stream recorded by an engine that published every
+/// stream's TCP_INFO.
+fn published_before() -> bool {
+    true
 }
 
 pub fn params_words(p: &BoardParams) -> [u32; 10] {
@@ -138,6 +149,7 @@ impl Session {
                     published_flags: s.published_flags,
                     published_error: s.published_error,
                     connect_sync: s.connect_sync,
+                    info_wanted: s.info_wanted,
                 }),
                 Some(EpKind::Listener { lid, shadow }) => {
                     let group = group_of(*lid).ok_or_else(|| format!("{who}: listener endpoint {ep} has no listener group"))?;
@@ -225,6 +237,7 @@ impl Session {
                     published_flags,
                     published_error,
                     connect_sync,
+                    info_wanted,
                     ..
                 } => EpKind::Stream(StreamEp {
                     // Set by `bind_stream`.
@@ -238,6 +251,7 @@ impl Session {
                     published_flags: *published_flags,
                     published_error: *published_error,
                     connect_sync: *connect_sync,
+                    info_wanted: *info_wanted,
                     // Written again at the first update.
                     published_info: None,
                 }),
@@ -341,5 +355,22 @@ impl Session {
         use std::os::fd::AsRawFd;
         let memory = self.memory.as_ref()?.as_raw_fd();
         Some((memory, self.sock.as_raw_fd(), self.wake.as_ref().map(|w| w.as_raw_fd())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EndpointRecord;
+
+    /// An engine before `op::INFO` published every stream's TCP_INFO and
+    /// recorded no `info_wanted`: its streams keep theirs published.
+    #[test]
+    fn a_stream_recorded_before_info_requests_keeps_its_info_published() {
+        let old = r#"{"kind":"stream","ep":3,"tx_pushed":10,"rx_consumed":0,"rx_published":0,
+            "acked_published":10,"flags":1,"error":0,"published_flags":1,"published_error":0,"connect_sync":null}"#;
+        let r: EndpointRecord = serde_json::from_str(old).expect("an older engine's record");
+        assert!(matches!(r, EndpointRecord::Stream { info_wanted: true, .. }), "{r:?}");
+        let new = serde_json::to_string(&r).expect("record");
+        assert!(new.contains(r#""info_wanted":true"#), "{new}");
     }
 }

@@ -1,15 +1,17 @@
-//! Batched wake-ups (`session::events`), end to end in one thread: a board
-//! session on a real stack, connected to a second real stack that plays the
-//! peer, with the PSH bit taken off the peer's segments where the test says
-//! so. What an application would see is the board's condition word (it
-//! moves exactly when sleepers are woken) and the stream's `RX_TOTAL`.
+//! A board session end to end in one thread: the session on a real stack,
+//! connected to a second real stack that plays the peer, with the PSH bit
+//! taken off the peer's segments where a test says so. What an application
+//! would see is the board itself: its condition word (it moves exactly when
+//! sleepers are woken), the stream's status record, the sync slots.
+//! - Batched wake-ups (`session::events`).
+//! - TCP_INFO published from the application's request on (`op::INFO`).
 
 use super::attach::NewSession;
 use super::session::BATCH_WAIT;
 use super::Host;
 use crate::app::Apps;
-use outboard_board::command::{BoardCommand, SyncSlot};
-use outboard_board::layout::{header, status, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
+use outboard_board::command::{BoardCommand, Endpoint, SyncSlot};
+use outboard_board::layout::{header, status, tcp_info, BoardParams, ENGINE_RUNNING, MAGIC, VERSION};
 use outboard_board::{BoardLayout, Command, Condition, Mapping, Producer, SyncTable};
 use outboard_stack::{ConnId, Stack, StackConfig};
 use outboard_time::{Duration, Instant};
@@ -47,6 +49,8 @@ struct Rig {
     map: Arc<Mapping>,
     layout: BoardLayout,
     _app_sock: UnixStream,
+    cmds: Producer<Command>,
+    syncs: SyncTable,
     /// The board's stream endpoint and the peer's end of the connection.
     ep: u32,
     conn: Option<ConnId>,
@@ -85,7 +89,7 @@ impl Rig {
         let to = SocketAddr::from((Ipv4Addr::new(10, 9, 0, 2), 5000));
         cmds.put(BoardCommand::Connect { sync: SyncSlot(0), to, mss: 0, fast_open: false, tos: 0, rcv_clamp: 0 }.encode()).expect("command");
         let cond = Condition::new(map.clone(), header::EVENT_CONDITION);
-        let mut rig = Rig { engine, peer, apps, now, cond, map, layout, _app_sock: app_sock, ep: 0, conn: None };
+        let mut rig = Rig { engine, peer, apps, now, cond, map, layout, _app_sock: app_sock, cmds, syncs, ep: 0, conn: None };
         for _ in 0..20 {
             rig.turn(true);
             if let Some(conn) = rig.peer.tcp_accept(listener) {
@@ -93,7 +97,7 @@ impl Rig {
                 break;
             }
         }
-        let ep = syncs.take(0).expect("the connect completed");
+        let ep = rig.syncs.take(0).expect("the connect completed");
         assert!(ep >= 0, "connect failed: {ep}");
         rig.ep = ep as u32;
         rig.turn(true);
@@ -133,7 +137,15 @@ impl Rig {
     }
 
     fn rx_total(&self) -> u64 {
-        self.map.atomic_u64(self.layout.endpoint_status(self.ep) + status::RX_TOTAL).load(Ordering::Acquire)
+        self.status_u64(status::RX_TOTAL)
+    }
+
+    fn status_u64(&self, field: usize) -> u64 {
+        self.map.atomic_u64(self.layout.endpoint_status(self.ep) + field).load(Ordering::Acquire)
+    }
+
+    fn status_u32(&self, field: usize) -> u32 {
+        self.map.atomic_u32(self.layout.endpoint_status(self.ep) + field).load(Ordering::Acquire)
     }
 }
 
@@ -172,4 +184,30 @@ fn bytes_not_pushed_are_published_at_once_and_wake_the_application_later() {
     r.peer_sends(half - 3600 + 1, false);
     assert_eq!(r.rx_total(), half as u64 + 1);
     assert_ne!(r.cond.current(), before, "half the region unread wakes at once");
+}
+
+/// A stream's TCP_INFO words are computed and published only once its
+/// application asked (`op::INFO`): before, they stay zero however the
+/// connection moves (the rest of the record is published as ever); the
+/// request writes them at once and completes its sync; every update after
+/// it keeps them current.
+#[test]
+fn tcp_info_is_published_from_the_applications_request_on() {
+    let mut r = Rig::connected();
+    r.peer_sends(3000, true);
+    assert_eq!(r.rx_total(), 3000);
+    assert_eq!(r.status_u64(status::INFO_BYTES), 0, "no TCP_INFO nobody asked for");
+    assert_eq!((r.status_u32(status::SEGS_IN), r.status_u32(status::SND_MSS)), (0, 0));
+
+    r.syncs.arm(1);
+    r.cmds.put(BoardCommand::Info { sync: SyncSlot(1), ep: Endpoint(r.ep) }.encode()).expect("command");
+    r.turn(true);
+    assert_eq!(r.syncs.take(1), Some(0), "the request is answered");
+    let bytes = tcp_info::unpack(r.status_u64(status::INFO_BYTES));
+    assert_eq!(bytes[tcp_info::STATE], tcp_info::TCP_ESTABLISHED);
+    let segs = r.status_u32(status::SEGS_IN);
+    assert!(segs >= 3 && r.status_u32(status::SND_MSS) > 0, "current at once: {segs} segments in");
+
+    r.peer_sends(1000, true);
+    assert!(r.status_u32(status::SEGS_IN) > segs, "kept current after the request");
 }
