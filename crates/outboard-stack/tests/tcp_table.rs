@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use outboard_stack::steer::{shard_for, FlowTuple};
-use outboard_stack::{Stack, StackError};
+use outboard_stack::{ConnId, Stack, StackError};
 use outboard_tcp::State;
 use outboard_time::Duration;
 use std::net::SocketAddrV4;
@@ -119,17 +119,22 @@ fn accept_queue_is_bounded_by_the_backlog() {
     }));
 }
 
-#[test]
-fn released_connections_are_freed_once_finished() {
-    let mut p = Pair::new();
+/// A connects to B's port 80; B accepts, A is ESTABLISHED: (A's id, B's id).
+fn connected(p: &mut Pair) -> (ConnId, ConnId) {
     let l = p.b.tcp_listen(80, 2).unwrap();
     let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
     let mut cb = None;
     assert!(p.run_until(Duration::from_secs(2), |p| {
         cb = cb.or_else(|| p.b.tcp_accept(l));
-        cb.is_some()
+        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
     }));
-    let cb = cb.unwrap();
+    (ca, cb.unwrap())
+}
+
+#[test]
+fn released_connections_are_freed_once_finished() {
+    let mut p = Pair::new();
+    let (ca, cb) = connected(&mut p);
     // B aborts and releases: freed at once (CLOSED, nothing held).
     p.b.tcp(cb).unwrap().abort();
     p.b.tcp_release(cb);
@@ -226,13 +231,7 @@ fn rfc6191_new_syn_reopens_a_released_connection_in_time_wait() {
 #[test]
 fn a_deadline_that_moved_later_fires_nothing_early_and_is_filed_again() {
     let mut p = Pair::new();
-    let l = p.b.tcp_listen(80, 2).unwrap();
-    let ca = p.a.tcp_connect(p.now, SocketAddrV4::new(IP_B, 80)).unwrap();
-    let mut cb = None;
-    assert!(p.run_until(Duration::from_secs(2), |p| {
-        cb = cb.or_else(|| p.b.tcp_accept(l));
-        cb.is_some() && p.a.tcp(ca).unwrap().state() == State::Established
-    }));
+    let (ca, _) = connected(&mut p);
     // A's first send arms its loss-probe timer; B's ACK then takes it away.
     p.a.tcp(ca).unwrap().send(b"first").unwrap();
     assert!(p.run_until(Duration::from_millis(5), |p| p.a.tcp(ca).unwrap().send_queued() == 0));

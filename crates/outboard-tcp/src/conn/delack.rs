@@ -18,15 +18,38 @@
 //! difference matters wherever the peer waits for that ACK (a lone
 //! retransmission, the last segment of a write under Nagle's rule).
 //!
-//! Not built: Linux's interactive ("pingpong") mode, which doubles `ato`
-//! when a delayed ACK times out during a request/response exchange; our
-//! ACKs ride on the response there anyway.
+//! A delayed ACK that times out doubles `ato` (at most the RTO): the data
+//! comes further apart than the estimate said.
+//!
+//! Interactive ("pingpong") mode, as Linux keeps it (`icsk_ack.pingpong`):
+//! - a data segment sent within `ato` of the last data received is a
+//!   reply (`tcp_event_data_sent`); one reply (`tcp_pingpong_thresh`, 1)
+//!   makes the connection interactive;
+//! - an interactive connection takes no quick-ACKs: the ACK of a request
+//!   waits for the response to carry it, so a request/response exchange
+//!   costs two segments a round trip, not three, from its second round trip
+//!   on (and after an idle longer than the RTO, which restores quick-ACKs);
+//! - the peer's FIN in ESTABLISHED makes it interactive too (`tcp_fin`):
+//!   its ACK waits for our own FIN, which an application closing at once
+//!   sends with it, so the close takes three segments, not four;
+//! - a delayed ACK that times out while interactive (the reply did not
+//!   come within `ato`) leaves the mode and puts `ato` back to its minimum;
+//! - so does what puts Linux back in quick-ACK mode
+//!   (`tcp_enter_quickack_mode`): data that was old or outside the window,
+//!   and a CE mark.
+//!
+//! Not built: `TCP_QUICKACK` (the socket shim accepts it and changes
+//! nothing).
 
 use super::{Connection, Timer, QUICKACK_SEGMENTS};
 use outboard_time::{Duration, Instant};
 
 /// Linux's `TCP_ATO_MIN` and `TCP_DELACK_MIN` (HZ/25).
 pub(super) const ATO_MIN: Duration = Duration::from_millis(40);
+
+/// Replies that make a connection interactive (Linux's
+/// `tcp_pingpong_thresh`, whose default is 1).
+const PINGPONG_THRESH: u8 = 1;
 
 /// The receiver's estimate of the gap between data segments.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
@@ -36,6 +59,10 @@ pub(super) struct DelAck {
     ato_ns: u64,
     /// When in-order data last arrived (Linux's `icsk_ack.lrcvtime`).
     last_data: Instant,
+    /// Replies sent within `ato` of the data they answer (Linux's
+    /// `icsk_ack.pingpong`, saturating); interactive from `PINGPONG_THRESH`.
+    #[serde(default)]
+    pingpong: u8,
 }
 
 impl Connection {
@@ -63,11 +90,12 @@ impl Connection {
     }
 
     /// In-order data that filled no gap was placed: ACK at once (while
-    /// quick-ACKs last, or with two full segments unacknowledged), else arm
-    /// the delayed ACK if it is not armed already.
+    /// quick-ACKs last and the connection is not interactive, or with two
+    /// full segments unacknowledged), else arm the delayed ACK if it is not
+    /// armed already.
     #[inline]
     pub(super) fn ack_or_delay(&mut self, now: Instant) {
-        if self.quickacks > 0 {
+        if self.quickacks > 0 && !self.in_pingpong() {
             self.quickacks -= 1;
             self.ack_now = true;
         } else if self.unacked_rx_bytes >= 2 * self.rcv_mss {
@@ -75,6 +103,55 @@ impl Connection {
             self.ack_now = true;
         } else if self.timers.get(Timer::DelayedAck).is_none() {
             // Armed once; later data waits for the same ACK.
+            let wait = self.delack_timeout();
+            self.timers.set(Timer::DelayedAck, now + wait);
+        }
+    }
+
+    /// Interactive: replies follow requests within `ato`.
+    #[inline]
+    pub(super) fn in_pingpong(&self) -> bool {
+        self.delack.pingpong >= PINGPONG_THRESH
+    }
+
+    /// A segment with data goes out (Linux's `tcp_event_data_sent`): within
+    /// `ato` of the last data received, it is a reply.
+    #[inline]
+    pub(super) fn delack_on_data_sent(&mut self, now: Instant) {
+        let d = &mut self.delack;
+        if d.ato_ns > 0 && (now.saturating_duration_since(d.last_data).as_nanos() as u64) < d.ato_ns {
+            d.pingpong = d.pingpong.saturating_add(1);
+        }
+    }
+
+    /// The delayed ACK timed out (Linux's `tcp_delack_timer_handler`): the
+    /// ACK goes now; `ato` doubles, or, if the reply it waited for did not
+    /// come, the connection is interactive no longer.
+    pub(super) fn delack_timed_out(&mut self) {
+        if self.in_pingpong() {
+            self.delack_leave_pingpong();
+        } else {
+            let rto = self.rtt.rto().as_nanos() as u64;
+            self.delack.ato_ns = (self.delack.ato_ns << 1).min(rto);
+        }
+        self.ack_now = true;
+    }
+
+    /// What Linux's `tcp_enter_quickack_mode` does to interactive mode:
+    /// leaves it, `ato` back at its minimum.
+    pub(super) fn delack_leave_pingpong(&mut self) {
+        if self.delack.pingpong > 0 {
+            self.delack.pingpong = 0;
+            self.delack.ato_ns = ATO_MIN.as_nanos() as u64;
+        }
+    }
+
+    /// The peer's FIN came in ESTABLISHED (Linux's `tcp_fin`): interactive
+    /// from now on, and its ACK is delayed (our own FIN, if the application
+    /// closes within `ato`, carries it) unless one is due at once anyway.
+    pub(super) fn delack_on_fin(&mut self, now: Instant) {
+        self.delack.pingpong = self.delack.pingpong.max(PINGPONG_THRESH);
+        if !self.ack_now && self.timers.get(Timer::DelayedAck).is_none() {
             let wait = self.delack_timeout();
             self.timers.set(Timer::DelayedAck, now + wait);
         }

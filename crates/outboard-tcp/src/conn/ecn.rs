@@ -121,6 +121,7 @@ impl Connection {
             self.ecn.echo = true;
             // Tell the sender at once (Linux's tcp_ecn_check_ce enters quick-ACK).
             self.ack_now = true;
+            self.delack_leave_pingpong();
         }
     }
 

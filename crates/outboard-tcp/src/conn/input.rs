@@ -327,6 +327,7 @@ impl Connection {
             // Nothing new (duplicate or beyond the window): tell the peer where we are.
             self.stats.dup_segments_in += u64::from(data.is_empty() && seq_sub(self.rcv_nxt, repr.seq) > 0);
             self.ack_now = true;
+            self.delack_leave_pingpong();
         }
         if self.peer_fin == Some(self.rcv_nxt) && !self.fin_received {
             self.on_peer_fin(now);
@@ -392,13 +393,21 @@ impl Connection {
     fn on_peer_fin(&mut self, now: Instant) {
         self.rcv_nxt += 1;
         self.fin_received = true;
-        self.ack_now = true;
         self.push_event(Event::PeerClosed);
         match self.state {
-            State::SynReceived | State::Established => self.state = State::CloseWait,
-            State::FinWait1 => self.state = State::Closing,
-            State::FinWait2 => self.enter_time_wait(now),
-            _ => {}
+            State::SynReceived | State::Established => {
+                self.state = State::CloseWait;
+                self.delack_on_fin(now);
+            }
+            State::FinWait1 => {
+                self.ack_now = true;
+                self.state = State::Closing;
+            }
+            State::FinWait2 => {
+                self.ack_now = true;
+                self.enter_time_wait(now);
+            }
+            _ => self.ack_now = true,
         }
     }
 

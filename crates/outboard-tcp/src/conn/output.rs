@@ -382,6 +382,9 @@ impl Connection {
             }
             SegKind::Ack => {}
         }
+        if len > 0 {
+            self.delack_on_data_sent(now);
+        }
         let window = self.window_field();
         let options: TcpOptions = self.segment_options(now);
         self.on_ack_sent();

@@ -125,7 +125,7 @@ impl Connection {
             self.timers.stop(t);
             match t {
                 Timer::Retransmit => self.on_rto(now),
-                Timer::DelayedAck => self.ack_now = true,
+                Timer::DelayedAck => self.delack_timed_out(),
                 Timer::Persist => self.on_persist(now),
                 Timer::Keepalive => self.on_keepalive(now),
                 Timer::RackReorder => self.on_rack_timer(now),

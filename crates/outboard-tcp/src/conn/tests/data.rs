@@ -64,11 +64,13 @@ fn established_after(cfg: &Config, rtt: Duration) -> Harness {
 
 /// Linux's `tcp_event_data_recv`: segments 39 ms apart raise the estimate
 /// from 40 ms toward twice the gap (ato/2 + gap each time: 59, 68.5, …,
-/// → 78 ms); `tcp_send_delayed_ack` holds it to the smoothed RTT, never
-/// under 40 ms. Checked by when the ACK for a lone segment goes out.
+/// → 78 ms), and each delayed ACK that times out on the way doubles it
+/// (`tcp_delack_timer_handler`, at most the RTO); `tcp_send_delayed_ack`
+/// holds it to the smoothed RTT, never under 40 ms. Checked by when the ACK
+/// for a lone segment goes out: at the RTT, or at 40 ms.
 #[test]
 fn delayed_ack_follows_the_gap_between_segments_held_to_the_rtt() {
-    for (rtt_ms, want_ms) in [(100, 78), (50, 50), (10, 40)] {
+    for (rtt_ms, want_ms) in [(100, 100), (50, 50), (10, 40)] {
         let mut h = established_after(&plain_cfg(), Duration::from_millis(rtt_ms));
         let mut seq = exhaust_quickacks(&mut h);
         for _ in 0..12 {
@@ -581,4 +583,68 @@ fn take_push_reports_pushed_and_gap_filling_data_once() {
     // A duplicate with PSH moves nothing.
     h.send(&seg(ACK | TcpFlags::PSH, PEER_ISS + 1, ISS + 1), &[1u8; 1000]);
     assert!(!h.c.take_push(), "a duplicate delivers nothing");
+}
+
+/// Linux's interactive mode (`delack`): the first request is quick-ACKed; a
+/// reply within `ato` makes the connection interactive, and from then on a
+/// request waits for its reply to carry the ACK: two segments a round trip,
+/// as Linux's loopback shows, not three.
+#[test]
+fn request_response_takes_two_segments_a_round_trip_once_interactive() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut seq = PEER_ISS + 1;
+    let mut sink = [0u8; 64];
+    for round in 0..4u32 {
+        h.send(&seg(ACK | TcpFlags::PSH, seq, ISS + 1 + 5 * round), b"req");
+        seq += 3;
+        if round == 0 {
+            assert_eq!(h.recv_one().ack(), seq, "the first request is quick-ACKed");
+        } else {
+            h.recv_nothing();
+        }
+        assert_eq!(h.c.recv(&mut sink), Ok(3));
+        h.advance(Duration::from_millis(1));
+        assert_eq!(h.c.send(b"reply"), Ok(5));
+        let r = h.recv_one();
+        assert_eq!((r.payload.as_slice(), r.ack()), (&b"reply"[..], seq), "round {round}");
+        assert!(h.c.in_pingpong());
+        h.advance(Duration::from_millis(5));
+        h.recv_nothing();
+    }
+}
+
+/// A reply later than `ato` is no reply: the connection stays out of
+/// interactive mode. Once interactive, a delayed ACK that times out (the
+/// reply did not come) leaves the mode, and quick-ACKs are back.
+#[test]
+fn a_late_reply_or_a_delayed_ack_that_times_out_is_not_interactive() {
+    let mut h = Harness::established(&plain_cfg());
+    let mut seq = PEER_ISS + 1;
+    let mut sink = [0u8; 64];
+    h.send(&seg(ACK, seq, ISS + 1), b"req");
+    seq += 3;
+    h.recv_one();
+    h.c.recv(&mut sink).unwrap();
+    h.advance(Duration::from_millis(50));
+    h.c.send(b"late").unwrap();
+    h.recv_one();
+    assert!(!h.c.in_pingpong(), "50 ms after the request: ato is 40");
+    // Interactive after a prompt reply.
+    h.send(&seg(ACK, seq, ISS + 5), b"req");
+    seq += 3;
+    h.recv_one();
+    h.c.recv(&mut sink).unwrap();
+    h.c.send(b"soon").unwrap();
+    h.recv_one();
+    assert!(h.c.in_pingpong());
+    // A request with no reply: acknowledged after ato, and no longer interactive.
+    h.send(&seg(ACK, seq, ISS + 9), b"req");
+    seq += 3;
+    h.advance(Duration::from_millis(39));
+    h.recv_nothing();
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.recv_one().ack(), seq);
+    assert!(!h.c.in_pingpong());
+    h.send(&seg(ACK, seq, ISS + 9), b"req");
+    assert_eq!(h.recv_one().ack(), seq + 3, "quick-ACKed again");
 }

@@ -27,9 +27,10 @@ fn in_state(cfg: &Config, state: State) -> Harness {
             h.recv_one();
             h.send(&seg(ACK, PEER_ISS + 1, ISS + 2), b"");
         }
-        // Peer FIN received: RCV.NXT 5002.
+        // Peer FIN received (its ACK delayed, as Linux's): RCV.NXT 5002.
         State::CloseWait => {
             h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 1), b"");
+            h.advance(Duration::from_millis(40));
             h.recv_one();
         }
         // FINs crossed, ours not yet acknowledged: RCV.NXT 5002.
@@ -39,10 +40,9 @@ fn in_state(cfg: &Config, state: State) -> Harness {
             h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 1), b"");
             h.recv_one();
         }
-        // Peer FIN received, our FIN sent: RCV.NXT 5002.
+        // Peer FIN received, our FIN sent (with the FIN's ACK): RCV.NXT 5002.
         State::LastAck => {
             h.send(&seg(FIN | ACK, PEER_ISS + 1, ISS + 1), b"");
-            h.recv_one();
             h.c.close();
             h.recv_one();
         }
