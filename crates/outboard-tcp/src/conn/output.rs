@@ -481,9 +481,17 @@ impl Connection {
         field as u16
     }
 
-    /// After the application read: is a window update worth sending now?
-    /// (When the right edge can move by two segments or half the buffer.)
+    /// After the application read: is an ACK worth sending now? (Linux's
+    /// `tcp_cleanup_rbuf`.) A delayed ACK that waits for more than a
+    /// segment's worth (the FIN counts one) goes, in any state: an
+    /// interactive connection delays the ACK of a FIN that came with the
+    /// last data, and the reader's next read sends it rather than the timer.
+    /// And a window update, when the right edge can move by two segments or
+    /// half the buffer.
     pub(super) fn on_app_read(&mut self) {
+        if self.timers.get(Timer::DelayedAck).is_some() && seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss {
+            self.ack_now = true;
+        }
         if !matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {
             return;
         }

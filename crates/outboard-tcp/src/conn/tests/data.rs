@@ -648,3 +648,33 @@ fn a_late_reply_or_a_delayed_ack_that_times_out_is_not_interactive() {
     h.send(&seg(ACK, seq, ISS + 9), b"req");
     assert_eq!(h.recv_one().ack(), seq + 3, "quick-ACKed again");
 }
+
+/// Linux's `tcp_cleanup_rbuf`: a delayed ACK that waits for more than a
+/// segment's worth goes when the application reads. The FIN counts one: a
+/// full segment that came with the FIN (whose ACK an interactive connection
+/// delays) is acknowledged at the reader's next read, not 40 ms later; the
+/// same segment without a FIN waits for the timer.
+#[test]
+fn a_read_sends_a_delayed_ack_that_waits_for_more_than_a_segment() {
+    for fin in [false, true] {
+        let mut h = Harness::established(&plain_cfg());
+        let seq = exhaust_quickacks(&mut h);
+        // Segments of 1000 bytes: the largest seen is the receiver's MSS estimate.
+        h.send(&seg(ACK, seq, ISS + 1), &[1; 1000]);
+        h.advance(Duration::from_millis(40));
+        h.recv_one();
+        let flags = if fin { ACK | FIN } else { ACK };
+        h.send(&seg(flags, seq + 1000, ISS + 1), &[2; 1000]);
+        h.recv_nothing();
+        // One byte: too little to open the window worth an update by itself.
+        let mut one = [0u8; 1];
+        assert_eq!(h.c.recv(&mut one), Ok(1));
+        if fin {
+            assert_eq!(h.recv_one().ack(), seq + 2001, "acknowledged at the read");
+        } else {
+            h.recv_nothing();
+            h.advance(Duration::from_millis(40));
+            assert_eq!(h.recv_one().ack(), seq + 2000, "acknowledged by the timer");
+        }
+    }
+}
