@@ -106,7 +106,7 @@ impl Schedule {
         }
         // Filed lazily, as Linux leaves a connection's timers: a deadline
         // that moved later or went away keeps its earlier place in the
-        // wheel, fires there once, and `Stack::poll` (finding nothing due)
+        // wheel, fires there once, and `Stack::handle_timeout` (finding nothing due)
         // files the real one. Only a deadline earlier than the filed one
         // moves the entry. A request/response exchange moves its deadline
         // on every segment (the RTO with the request out, the delayed ACK
