@@ -27,6 +27,9 @@ fn tcp_info_after_a_transfer_shows_the_negotiated_connection() {
     let mut l = board_a.listen(7100, 4).expect("listen");
     let b2 = b.clone();
     let total: u64 = 4 << 20;
+    // The client keeps its connection open until the server took its own
+    // TCP_INFO, so the server's reads ESTABLISHED, not the close that follows.
+    let (server_read, client_may_close) = std::sync::mpsc::channel::<()>();
     let client = std::thread::spawn(move || {
         let board_b = b2.attach(&AttachOptions::default()).expect("attach b");
         let mut c = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7100)).expect("connect");
@@ -44,6 +47,7 @@ fn tcp_info_after_a_transfer_shows_the_negotiated_connection() {
         loop {
             let i = c.tcp_info();
             if i.bytes_acked == total || t0.elapsed() > Duration::from_secs(5) {
+                let _ = client_may_close.recv_timeout(Duration::from_secs(10));
                 return i;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -57,6 +61,7 @@ fn tcp_info_after_a_transfer_shows_the_negotiated_connection() {
     }
     s.send_all(b"done").expect("reply");
     let r = s.tcp_info();
+    server_read.send(()).expect("client waits");
     let info = client.join().expect("client");
     assert_eq!(info.state, 1, "ESTABLISHED: {info:?}");
     assert_eq!(info.bytes_acked, total, "{info:?}");
