@@ -55,6 +55,9 @@ pub struct TcpInfo {
     /// Delivery rate, bytes per second, and whether its sample was app-limited.
     pub delivery_rate: u64,
     pub delivery_rate_app_limited: bool,
+    /// Linux's interactive delayed-ACK mode: the stream's ACKs wait for its
+    /// replies to carry them (getsockopt TCP_QUICKACK reads its negation).
+    pub interactive: bool,
     /// Segments delivered, and delivered with ECE.
     pub delivered: u32,
     pub delivered_ce: u32,
@@ -130,9 +133,11 @@ impl Stream {
     /// asked (most never do, and it costs the engine on every update): the
     /// first call asks (`op::INFO`) and waits for the engine's answer; the
     /// calls after it read the status record as it changes, with no
-    /// command. Should the engine be gone, the words are as they were.
+    /// command (but the first after a `set_quickack`, which asks again so
+    /// it reads the mode just set). Should the engine be gone, the words
+    /// are as they were.
     pub fn tcp_info(&self) -> TcpInfo {
-        if self.info_bytes() == 0 {
+        if self.info_stale.replace(false) || self.info_bytes() == 0 {
             let ep = Endpoint(self.id);
             let _ = self.board.request_value(|sync| BoardCommand::Info { sync, ep }, None);
         }
@@ -149,7 +154,7 @@ impl Stream {
             options: b[tcp_info::OPTIONS],
             snd_wscale: b[tcp_info::SND_WSCALE],
             rcv_wscale: b[tcp_info::RCV_WSCALE],
-            cc: b[tcp_info::CC] & !tcp_info::CC_APP_LIMITED,
+            cc: b[tcp_info::CC] & !(tcp_info::CC_APP_LIMITED | tcp_info::CC_INTERACTIVE),
             rto_us: w32(status::RTO_US),
             snd_mss: w32(status::SND_MSS),
             rcv_mss: w32(status::RCV_MSS),
@@ -166,6 +171,7 @@ impl Stream {
             bytes_retrans: w64(status::RETRANS_BYTES),
             delivery_rate: w64(status::DELIVERY_RATE),
             delivery_rate_app_limited: b[tcp_info::CC] & tcp_info::CC_APP_LIMITED != 0,
+            interactive: b[tcp_info::CC] & tcp_info::CC_INTERACTIVE != 0,
             delivered: w32(status::DELIVERED),
             delivered_ce: w32(status::DELIVERED_CE),
             bytes_sent: w64(status::BYTES_SENT),

@@ -26,12 +26,15 @@ pub struct Stream {
     pub(crate) id: EndpointId,
     rx: (usize, usize),
     tx: (usize, usize),
+    /// A `set_quickack` went to the engine after TCP_INFO was published:
+    /// the next `tcp_info` asks again, so it reads the mode just set.
+    pub(crate) info_stale: std::cell::Cell<bool>,
 }
 
 impl Stream {
     pub(crate) fn new(board: Board, id: EndpointId) -> Stream {
         let (rx, tx) = board.inner.borrow().regions(id).unwrap_or(((0, 0), (0, 0)));
-        Stream { board, id, rx, tx }
+        Stream { board, id, rx, tx, info_stale: std::cell::Cell::new(false) }
     }
     pub fn id(&self) -> EndpointId {
         self.id
@@ -380,6 +383,16 @@ impl Stream {
     /// (a partial one waits until this is turned off, or 200 ms).
     pub fn set_cork(&mut self, on: bool) -> Result<()> {
         self.set_option(StreamOption::Cork(on))
+    }
+    /// TCP_QUICKACK, as Linux takes it: 0 makes the stream interactive (its
+    /// ACKs wait for replies to carry them); any other value leaves that
+    /// mode, and sends an ACK that waits if nothing is left unread; an even
+    /// one then makes it interactive again. Not sticky: a prompt reply makes
+    /// the stream interactive again. `tcp_info().interactive` reads the mode.
+    pub fn set_quickack(&mut self, val: u32) -> Result<()> {
+        self.set_option(StreamOption::QuickAck(val))?;
+        self.info_stale.set(true);
+        Ok(())
     }
     /// TCP_USER_TIMEOUT: data unacknowledged for `ms` milliseconds fails the
     /// stream with `TimedOut` (0: off).

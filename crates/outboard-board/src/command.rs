@@ -64,6 +64,8 @@ pub enum StreamOption {
     /// TCP_MAXSEG on a listener (0: none; 88..=32767): the MSS its
     /// SYN-ACKs advertise at most and its connections' send-MSS ceiling.
     MaxSeg(u16),
+    /// TCP_QUICKACK on a stream, the value as set (`opt::QUICKACK`).
+    QuickAck(u32),
     /// An unknown option or a value out of range: counted (`bad_options`)
     /// and ignored, not a violation (the application checks its own values).
     Invalid,
@@ -523,6 +525,7 @@ fn stream_option(c: &Command) -> StreamOption {
             Ok(m) if m == 0 || (opt::MIN_MSS..=opt::MAX_MSS).contains(&m) => StreamOption::MaxSeg(m),
             _ => StreamOption::Invalid,
         },
+        opt::QUICKACK => u32::try_from(c.b).map_or(StreamOption::Invalid, StreamOption::QuickAck),
         _ => StreamOption::Invalid,
     }
 }
@@ -606,6 +609,7 @@ impl BoardCommand {
                     StreamOption::RcvClamp(v) => (c.a, c.b) = (opt::RCV_CLAMP, u64::from(v)),
                     StreamOption::TrafficClass(t) => (c.a, c.b) = (opt::TCLASS, u64::from(t)),
                     StreamOption::MaxSeg(m) => (c.a, c.b) = (opt::MAXSEG, u64::from(m)),
+                    StreamOption::QuickAck(v) => (c.a, c.b) = (opt::QUICKACK, u64::from(v)),
                     // An option number nobody defines.
                     StreamOption::Invalid => c.a = u64::MAX,
                 }

@@ -385,12 +385,15 @@ pub mod tcp_info {
     pub const OPTIONS: usize = 4;
     pub const SND_WSCALE: usize = 5;
     pub const RCV_WSCALE: usize = 6;
-    /// The stream's congestion control (`proto::opt::CC_*`, low 7 bits) and
-    /// `CC_APP_LIMITED`.
+    /// The stream's congestion control (`proto::opt::CC_*`, low 6 bits),
+    /// `CC_APP_LIMITED` and `CC_INTERACTIVE`.
     pub const CC: usize = 7;
     /// In the CC byte: the delivery-rate sample was app-limited
     /// (`tcpi_delivery_rate_app_limited`).
     pub const CC_APP_LIMITED: u8 = 0x80;
+    /// In the CC byte: the connection is in Linux's interactive
+    /// delayed-ACK mode (getsockopt TCP_QUICKACK reads 0).
+    pub const CC_INTERACTIVE: u8 = 0x40;
 
     pub const TCP_ESTABLISHED: u8 = 1;
     pub const TCP_SYN_SENT: u8 = 2;

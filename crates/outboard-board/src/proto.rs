@@ -304,6 +304,11 @@ pub mod opt {
     /// TCP_MAXSEG on a listener: b = the MSS (0: none; else `MIN_MSS..=MAX_MSS`)
     /// for the connections it accepts from then on.
     pub const MAXSEG: u64 = 8;
+    /// TCP_QUICKACK on a stream: b = the value as set (at most `u32::MAX`):
+    /// 0 makes the connection interactive (its ACKs wait for replies); any
+    /// other value leaves that mode and sends a delayed ACK that is due by
+    /// Linux's rule; an even one then makes it interactive again.
+    pub const QUICKACK: u64 = 11;
     /// Bounds of a CONNECT's MSS (Linux's TCP_MAXSEG: 88 ..= 32767).
     pub const MIN_MSS: u16 = 88;
     pub const MAX_MSS: u16 = 32767;

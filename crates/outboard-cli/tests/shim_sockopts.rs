@@ -10,7 +10,8 @@
 //! TCP_CORK and MSG_MORE (held, sent on uncork, the 200 ms ceiling),
 //! reads after SHUT_RD, SIOCINQ/SIOCOUTQ, IP_TOS as an int and a byte,
 //! SO_SNDBUF/SO_RCVBUF read back, TCP_USER_TIMEOUT, TCP_CONGESTION,
-//! TCP_CC_INFO, TCP_INQ with TCP_CM_INQ, TCP_FASTOPEN and
+//! TCP_CC_INFO, TCP_QUICKACK (read back before and after the handshake, the
+//! interactive mode a prompt reply enters, set both ways), TCP_INQ with TCP_CM_INQ, TCP_FASTOPEN and
 //! TCP_FASTOPEN_CONNECT read back and refused where Linux refuses them,
 //! splice both ways, and SIOCOUTQNSD with TCP_NOTSENT_LOWAT (POLLOUT held
 //! while the unsent bytes are at or above it). The user
@@ -83,6 +84,7 @@ fn shim_socket_options_match_linux() {
         "congestion set_cubic=0 get=cubic",
         "congestion set_nosuch=ENOENT",
         "cc_info get=0 len=0 set=ENOPROTOOPT",
+        "quickack fresh=1 set0=0 before_connect=0 connected=1 after_reply=0 set1=0 get=1 set0=0 get=0",
         "inq default=0 set=0 get=1 set_2=EINVAL",
         "inq recvmsg=2 cmsg=1 level_tcp=1 type_inq=1 inq=4 flags=0",
         "inq recvmsg=0 cmsg=1 level_tcp=1 type_inq=1 inq=1 flags=0",

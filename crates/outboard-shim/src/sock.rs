@@ -78,6 +78,10 @@ pub struct Opts {
     /// TCP_NOTSENT_LOWAT (0: unset, Linux's default `tcp_notsent_lowat`
     /// UINT_MAX): writable only while fewer bytes wait unsent.
     pub notsent_lowat: u32,
+    /// TCP_QUICKACK as read back before the socket is a connection (a
+    /// connection's is the engine's: Linux leaves the interactive mode at
+    /// the handshake, and accepted connections do not inherit it).
+    pub quickack: bool,
 }
 
 impl Opts {
@@ -131,6 +135,7 @@ impl Default for Opts {
             fastopen_qlen: 0,
             fastopen_connect: false,
             notsent_lowat: 0,
+            quickack: true,
         }
     }
 }

@@ -341,10 +341,19 @@ pub fn set(sock: &mut Sock, level: c_int, name: c_int, val: *const c_void, len: 
             o.tclass = if sock.stream { v & !0x3 } else { v };
             tos_changed = true;
         }
-        // Hints a program may set that change nothing it can observe here:
-        // accepted as Linux does (no error), on purpose.
-        (libc::SOL_SOCKET, libc::SO_PRIORITY) | (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
+        // A hint a program may set that changes nothing it can observe
+        // here: accepted as Linux does (no error), on purpose.
+        (libc::SOL_SOCKET, libc::SO_PRIORITY) => {
             read_int(val, len)?;
+        }
+        // Linux's `__tcp_sock_set_quickack`, on the engine's connection.
+        (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => {
+            let v = read_int(val, len)?;
+            match &mut sock.kind {
+                Kind::Stream(s) => s.set_quickack(v as u32).map_err(|e| crate::sock::errno_of(&e, true))?,
+                // No connection, so no ACK pending: 0 enters the mode, anything else leaves it.
+                _ => o.quickack = v != 0,
+            }
         }
         _ => {
             count(Count::UnsupportedOptions);
@@ -587,6 +596,10 @@ pub unsafe fn get(sock: &mut Sock, level: c_int, name: c_int, val: *mut c_void, 
             unsafe { put(&tv, val, len) }
         }
         (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int(i32::from(o.nodelay)),
+        (libc::IPPROTO_TCP, libc::TCP_QUICKACK) => int(i32::from(match &sock.kind {
+            Kind::Stream(s) => !s.tcp_info().interactive,
+            _ => o.quickack,
+        })),
         (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int(o.keepidle_s as i32),
         (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => int(o.keepintvl_s as i32),
         (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => int(o.keepcnt as i32),

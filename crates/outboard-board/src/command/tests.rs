@@ -106,6 +106,10 @@ fn a_connect_mss_out_of_linux_range_is_none() {
     let cong = |b| Command { op: op::SET_OPTION, a: opt::CONGESTION, b, ..Default::default() };
     assert_eq!(option_of(&cong(opt::CC_CUBIC)), StreamOption::Congestion(1));
     assert_eq!(option_of(&cong(7)), StreamOption::Invalid);
+    // TCP_QUICKACK: any int as set (a negative one as its 32 bits), nothing wider.
+    let quick = |b| Command { op: op::SET_OPTION, a: opt::QUICKACK, b, ..Default::default() };
+    assert_eq!(option_of(&quick(u64::from(u32::MAX))), StreamOption::QuickAck(u32::MAX));
+    assert_eq!(option_of(&quick(1 << 32)), StreamOption::Invalid);
 }
 
 fn any_option() -> impl Strategy<Value = StreamOption> {
@@ -123,6 +127,7 @@ fn any_option() -> impl Strategy<Value = StreamOption> {
         any::<u8>().prop_map(StreamOption::TrafficClass),
         (0..=opt::MAX_RCV_CLAMP).prop_map(StreamOption::RcvClamp),
         prop_oneof![Just(0u16), opt::MIN_MSS..=opt::MAX_MSS].prop_map(StreamOption::MaxSeg),
+        any::<u32>().prop_map(StreamOption::QuickAck),
         Just(StreamOption::Invalid),
     ]
 }

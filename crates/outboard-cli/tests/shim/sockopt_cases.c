@@ -311,6 +311,46 @@ static void congestion(void) {
     close(s);
 }
 
+static int read_n(int s, char *b, int n) {
+    int got = 0;
+    while (got < n) {
+        ssize_t r = read(s, b + got, n - got);
+        if (r <= 0) return -1;
+        got += (int)r;
+    }
+    return got;
+}
+
+/* TCP_QUICKACK: 1 on a new socket; 0 holds until the handshake (Linux
+ * leaves interactive mode there); a reply within 40 ms of the data it
+ * answers makes the connection interactive (reads 0; tried three times, in
+ * case a reply was late); 1 leaves the mode, 0 enters it. */
+static void quickack(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int fresh = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+    int r = seti(s, IPPROTO_TCP, TCP_QUICKACK, 0);
+    int before = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+    conn_to(base, s);
+    int connected = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+    write(s, "E", 1);
+    char buf[4];
+    int replied = -1;
+    for (int i = 0; i < 3 && replied != 0; i++) {
+        write(s, "ping", 4);
+        if (read_n(s, buf, 4) != 4) break;
+        write(s, "pong", 4);
+        replied = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+        if (read_n(s, buf, 4) != 4) break;
+    }
+    int r1 = seti(s, IPPROTO_TCP, TCP_QUICKACK, 1);
+    int after1 = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+    int r0 = seti(s, IPPROTO_TCP, TCP_QUICKACK, 0);
+    int after0 = geti(s, IPPROTO_TCP, TCP_QUICKACK);
+    printf("quickack fresh=%d set0=%s before_connect=%d connected=%d after_reply=%d set1=%s get=%d set0=%s get=%d\n",
+           fresh, en(r), before, connected, replied, en(r1), after1, en(r0), after0);
+    close(s);
+}
+
 static void inq(void) {
     int s = conn_cmd('F');
     int i0 = geti(s, IPPROTO_TCP, TCP_INQ);
@@ -495,6 +535,7 @@ int main(int argc, char **argv) {
     shut_rd();
     tos_bufs_timeout();
     congestion();
+    quickack();
     inq();
     listener_ioctl();
     fastopen();

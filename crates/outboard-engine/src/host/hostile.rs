@@ -131,7 +131,10 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                     3 => BoardCommand::Consumed { ep, read: b.u64() % 40_000 },
                     4 => BoardCommand::UdpBind { sync, port, family: ListenFamily::Both },
                     5 => BoardCommand::UdpSend { ep, offset: u64::from(b.u32()) % layout.total as u64, len: u64::from(b.u8()), to },
-                    6 if b.u8().is_multiple_of(2) => BoardCommand::SetOption { ep, option: StreamOption::NoDelay(true) },
+                    6 if b.u8().is_multiple_of(2) => {
+                        let option = if b.u8().is_multiple_of(2) { StreamOption::NoDelay(true) } else { StreamOption::QuickAck(b.u32() % 4) };
+                        BoardCommand::SetOption { ep, option }
+                    }
                     6 => {
                         syncs.arm(sync.0);
                         BoardCommand::Info { sync, ep }

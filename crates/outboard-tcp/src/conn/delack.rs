@@ -38,10 +38,19 @@
 //!   (`tcp_enter_quickack_mode`): data that was old or outside the window,
 //!   and a CE mark.
 //!
-//! Not built: `TCP_QUICKACK` (the socket shim accepts it and changes
-//! nothing).
+//! `TCP_QUICKACK` (`set_quickack`) is Linux's `__tcp_sock_set_quickack`:
+//! 0 makes the connection interactive; any other value leaves the mode,
+//! and sends a delayed ACK that is pending if nothing is left unread (or
+//! more than a segment's worth waits for it); an even non-zero value then
+//! makes it interactive again if an ACK was pending. The option is not
+//! sticky, as on Linux: the next reply within `ato` makes the connection
+//! interactive again. Reading it (`quickack`) tells whether the connection
+//! is not interactive. Set before the connection is established it lasts
+//! only until then (Linux leaves the mode at the handshake; accepted
+//! connections do not inherit it), so a connection starts out of the mode.
 
-use super::{Connection, Timer, QUICKACK_SEGMENTS};
+use super::recovery::seq_sub;
+use super::{Connection, State, Timer, QUICKACK_SEGMENTS};
 use outboard_time::{Duration, Instant};
 
 /// Linux's `TCP_ATO_MIN` and `TCP_DELACK_MIN` (HZ/25).
@@ -155,6 +164,30 @@ impl Connection {
             let wait = self.delack_timeout();
             self.timers.set(Timer::DelayedAck, now + wait);
         }
+    }
+
+    /// TCP_QUICKACK set to `val` (Linux's `__tcp_sock_set_quickack`).
+    pub fn set_quickack(&mut self, val: u32) {
+        if val == 0 {
+            self.delack.pingpong = self.delack.pingpong.max(PINGPONG_THRESH);
+            return;
+        }
+        // Leaving the mode keeps `ato` (Linux's `inet_csk_exit_pingpong_mode`).
+        self.delack.pingpong = 0;
+        if matches!(self.state, State::Established | State::CloseWait) && self.timers.get(Timer::DelayedAck).is_some() {
+            // `tcp_cleanup_rbuf` with ICSK_ACK_PUSHED outside the mode.
+            if self.recv_buf.is_empty() || seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss {
+                self.ack_now = true;
+            }
+            if val & 1 == 0 {
+                self.delack.pingpong = PINGPONG_THRESH;
+            }
+        }
+    }
+
+    /// TCP_QUICKACK as Linux reads it back: not interactive.
+    pub fn quickack(&self) -> bool {
+        !self.in_pingpong()
     }
 
     /// How long the ACK for data that just arrived may wait

@@ -129,6 +129,9 @@ pub struct ConnInfo {
     /// whether that sample was app-limited (`tcpi_delivery_rate_app_limited`).
     pub delivery_rate: u64,
     pub delivery_rate_app_limited: bool,
+    /// Linux's interactive delayed-ACK mode (`icsk_ack.pingpong`): ACKs wait
+    /// for replies to carry them. TCP_QUICKACK reads its negation.
+    pub interactive: bool,
     /// Segments delivered, and those acknowledged with ECE (`tcpi_delivered`, `tcpi_delivered_ce`).
     pub delivered: u64,
     pub delivered_ce: u64,
@@ -770,6 +773,7 @@ impl Connection {
             syn_data: self.tfo.syn_data_acked,
             delivery_rate: self.rate.bytes_per_sec(),
             delivery_rate_app_limited: self.rate.rate_app_limited,
+            interactive: self.in_pingpong(),
             delivered: self.rate.delivered_segs,
             delivered_ce: self.rate.delivered_ce,
             bytes_sent: self.stats.bytes_out,

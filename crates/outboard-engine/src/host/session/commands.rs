@@ -204,6 +204,7 @@ impl Session {
                             }),
                             StreamOption::Tos(t) => conn.set_tos(t),
                             StreamOption::RcvClamp(v) => conn.set_rcv_clamp(v as usize),
+                            StreamOption::QuickAck(v) => conn.set_quickack(v),
                             // A listener's option; on a stream Linux takes it and
                             // it does nothing (TCP_MAXSEG once the SYN went out).
                             StreamOption::FastOpen(_)

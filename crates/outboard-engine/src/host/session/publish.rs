@@ -166,7 +166,8 @@ impl Session {
         b[tcp_info::OPTIONS] = opts;
         b[tcp_info::SND_WSCALE] = i.snd_wscale;
         b[tcp_info::RCV_WSCALE] = i.rcv_wscale;
-        b[tcp_info::CC] = u8::from(i.cubic) | bit(i.delivery_rate_app_limited, tcp_info::CC_APP_LIMITED);
+        b[tcp_info::CC] = u8::from(i.cubic) | bit(i.delivery_rate_app_limited, tcp_info::CC_APP_LIMITED)
+            | bit(i.interactive, tcp_info::CC_INTERACTIVE);
         for (off, v) in [
             (status::RTO_US, i.rto_us),
             (status::SND_MSS, i.snd_mss),

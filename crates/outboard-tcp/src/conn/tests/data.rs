@@ -678,3 +678,74 @@ fn a_read_sends_a_delayed_ack_that_waits_for_more_than_a_segment() {
         }
     }
 }
+
+/// TCP_QUICKACK as Linux's `__tcp_sock_set_quickack`. Setting 1 on an
+/// interactive connection whose request waits for its ACK, with nothing left
+/// unread, sends the ACK at once and leaves the mode; the next prompt reply
+/// makes it interactive again (the option is not sticky). Set while data is
+/// still unread, it leaves the mode and the ACK keeps waiting. 2 sends the
+/// pending ACK and stays interactive; 0 makes a fresh connection interactive,
+/// so its first request is not quick-ACKed.
+#[test]
+fn tcp_quickack_sends_a_pending_ack_and_leaves_interactive_mode_until_the_next_reply() {
+    let interactive = |h: &mut Harness, seq: &mut u32, tx: &mut u32| {
+        let mut sink = [0u8; 64];
+        h.send(&seg(ACK | TcpFlags::PSH, *seq, *tx), b"req");
+        *seq += 3;
+        h.recv_one();
+        h.c.recv(&mut sink).unwrap();
+        h.c.send(b"reply").unwrap();
+        *tx += 5;
+        h.recv_one();
+        assert!(h.c.in_pingpong() && !h.c.quickack());
+    };
+    let mut sink = [0u8; 64];
+    for val in [1u32, 2] {
+        let mut h = Harness::established(&plain_cfg());
+        let (mut seq, mut tx) = (PEER_ISS + 1, ISS + 1);
+        interactive(&mut h, &mut seq, &mut tx);
+        h.send(&seg(ACK | TcpFlags::PSH, seq, tx), b"req");
+        seq += 3;
+        h.recv_nothing();
+        assert_eq!(h.c.recv(&mut sink), Ok(3));
+        h.recv_nothing();
+        h.c.set_quickack(val);
+        assert_eq!(h.recv_one().ack(), seq, "TCP_QUICKACK={val} sends the pending ACK");
+        assert_eq!(h.c.quickack(), val == 1, "TCP_QUICKACK={val}");
+        h.advance(Duration::from_millis(50));
+        h.recv_nothing();
+        if val == 1 {
+            // Out of the mode: the next request is quick-ACKed, and the reply
+            // to it makes the connection interactive again.
+            h.send(&seg(ACK | TcpFlags::PSH, seq, tx), b"req");
+            seq += 3;
+            assert_eq!(h.recv_one().ack(), seq);
+            h.c.recv(&mut sink).unwrap();
+            h.c.send(b"reply").unwrap();
+            h.recv_one();
+            assert!(!h.c.quickack(), "not sticky");
+        }
+    }
+    // Unread data: the mode is left, the ACK still waits for the timer.
+    let mut h = Harness::established(&plain_cfg());
+    let (mut seq, mut tx) = (PEER_ISS + 1, ISS + 1);
+    interactive(&mut h, &mut seq, &mut tx);
+    h.send(&seg(ACK | TcpFlags::PSH, seq, tx), b"req");
+    h.c.set_quickack(1);
+    assert!(h.c.quickack());
+    h.recv_nothing();
+    h.advance(Duration::from_millis(40));
+    assert_eq!(h.recv_one().ack(), seq + 3);
+    // 0 on a fresh connection: interactive before any exchange.
+    let mut h = Harness::established(&plain_cfg());
+    assert!(h.c.quickack());
+    h.c.set_quickack(0);
+    assert!(!h.c.quickack());
+    h.send(&seg(ACK | TcpFlags::PSH, PEER_ISS + 1, ISS + 1), b"req");
+    h.recv_nothing();
+    h.advance(Duration::from_millis(40));
+    assert_eq!(h.recv_one().ack(), PEER_ISS + 4);
+    // 2 with no ACK pending leaves the mode and stays out (as Linux).
+    h.c.set_quickack(2);
+    assert!(h.c.quickack());
+}
