@@ -38,6 +38,14 @@
 //!   (`tcp_enter_quickack_mode`): data that was old or outside the window,
 //!   and a CE mark.
 //!
+//! A read that empties the receive buffer sends a pending delayed ACK of
+//! a short segment (Linux's `ICSK_ACK_PUSHED`, from `tcp_measure_rcv_mss`,
+//! acted on in `tcp_cleanup_rbuf`): outside interactive mode after one
+//! segment shorter than the receiver's MSS estimate, in it after two with no
+//! ACK between (`ICSK_ACK_PUSHED2`). A sender under Nagle's rule that waits
+//! for that ACK before its next small segment (a request written in two
+//! pieces) so waits one read, not the 40 ms timer.
+//!
 //! `TCP_QUICKACK` (`set_quickack`) is Linux's `__tcp_sock_set_quickack`:
 //! 0 makes the connection interactive; any other value leaves the mode,
 //! and sends a delayed ACK that is pending if nothing is left unread (or
@@ -72,13 +80,21 @@ pub(super) struct DelAck {
     /// `icsk_ack.pingpong`, saturating); interactive from `PINGPONG_THRESH`.
     #[serde(default)]
     pingpong: u8,
+    /// Segments shorter than the MSS estimate since the last ACK went
+    /// (Linux's `ICSK_ACK_PUSHED`, `_PUSHED2`), at most 2.
+    #[serde(default)]
+    pushed: u8,
 }
 
 impl Connection {
-    /// In-order data arrived (Linux's `tcp_event_data_recv`).
-    pub(super) fn delack_on_data(&mut self, now: Instant) {
+    /// In-order data of `len` bytes arrived (Linux's `tcp_event_data_recv`),
+    /// after the MSS estimate took it in.
+    pub(super) fn delack_on_data(&mut self, now: Instant, len: usize) {
         let min = ATO_MIN.as_nanos() as u64;
         let d = &mut self.delack;
+        if len < self.rcv_mss {
+            d.pushed = (d.pushed + 1).min(2);
+        }
         if d.ato_ns == 0 {
             d.ato_ns = min;
         } else {
@@ -166,6 +182,24 @@ impl Connection {
         }
     }
 
+    /// An ACK went: no short segment waits for one.
+    #[inline]
+    pub(super) fn delack_on_ack_sent(&mut self) {
+        self.delack.pushed = 0;
+    }
+
+    /// A read emptied the receive buffer: whether the pending delayed ACK
+    /// of short segments goes now (Linux's `ICSK_ACK_PUSHED` outside
+    /// interactive mode, `ICSK_ACK_PUSHED2` in it).
+    #[inline]
+    pub(super) fn delack_pushed_due(&self) -> bool {
+        match self.delack.pushed {
+            0 => false,
+            1 => !self.in_pingpong(),
+            _ => true,
+        }
+    }
+
     /// TCP_QUICKACK set to `val` (Linux's `__tcp_sock_set_quickack`).
     pub fn set_quickack(&mut self, val: u32) {
         if val == 0 {
@@ -176,6 +210,7 @@ impl Connection {
         self.delack.pingpong = 0;
         if matches!(self.state, State::Established | State::CloseWait) && self.timers.get(Timer::DelayedAck).is_some() {
             // `tcp_cleanup_rbuf` with ICSK_ACK_PUSHED outside the mode.
+            self.delack.pushed = self.delack.pushed.max(1);
             if self.recv_buf.is_empty() || seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss {
                 self.ack_now = true;
             }

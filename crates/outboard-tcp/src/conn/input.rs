@@ -361,7 +361,7 @@ impl Connection {
             // nothing SACKed is ever reneged on.
             self.assembler.advance(written);
             advanced = written;
-            self.delack_on_data(now);
+            self.delack_on_data(now, written);
         } else if self.assembler.add(offset, written).is_err() {
             // Out-of-order state is full: drop; the sender will resend.
             self.stats.dropped_segments += 1;

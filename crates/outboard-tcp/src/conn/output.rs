@@ -450,6 +450,7 @@ impl Connection {
         self.unacked_rx_bytes = 0;
         self.timers.stop(Timer::DelayedAck);
         self.last_ack_sent = self.rcv_nxt;
+        self.delack_on_ack_sent();
     }
 
     /// The window field for a non-SYN segment. The right edge moves right only
@@ -486,10 +487,14 @@ impl Connection {
     /// segment's worth (the FIN counts one) goes, in any state: an
     /// interactive connection delays the ACK of a FIN that came with the
     /// last data, and the reader's next read sends it rather than the timer.
-    /// And a window update, when the right edge can move by two segments or
-    /// half the buffer.
+    /// So does one of short segments when the read empties the buffer
+    /// (`delack_pushed_due`). And a window update, when the right edge can
+    /// move by two segments or half the buffer.
     pub(super) fn on_app_read(&mut self) {
-        if self.timers.get(Timer::DelayedAck).is_some() && seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss {
+        if self.timers.get(Timer::DelayedAck).is_some()
+            && (seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss
+                || (self.recv_buf.is_empty() && self.delack_pushed_due()))
+        {
             self.ack_now = true;
         }
         if !matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {

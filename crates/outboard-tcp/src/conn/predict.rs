@@ -79,7 +79,7 @@ impl Connection {
         // process_text and place_data: in order, untrimmed, prefilled, no holes.
         debug_assert!(self.prefilled_bytes_match(0, payload));
         self.rcv_mss = self.rcv_mss.max(len).min(usize::from(self.cfg.mss).max(536));
-        self.delack_on_data(now);
+        self.delack_on_data(now, len);
         self.recv_buf.enqueue_unqueued(len);
         self.rcv_nxt += len;
         self.unacked_rx_bytes += len;

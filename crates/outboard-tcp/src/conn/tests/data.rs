@@ -749,3 +749,33 @@ fn tcp_quickack_sends_a_pending_ack_and_leaves_interactive_mode_until_the_next_r
     h.c.set_quickack(2);
     assert!(h.c.quickack());
 }
+
+/// Linux's `ICSK_ACK_PUSHED` (`tcp_measure_rcv_mss`, `tcp_cleanup_rbuf`):
+/// the delayed ACK of a short segment goes at the read that empties the
+/// receive buffer, not at a read that leaves some, and not 40 ms later.
+/// Interactive, one short segment is not enough (the reply carries the
+/// ACK); two with no ACK between are (`ICSK_ACK_PUSHED2`).
+#[test]
+fn a_read_that_empties_the_buffer_sends_the_delayed_ack_of_short_segments() {
+    let mut h = Harness::established(&plain_cfg());
+    let seq = exhaust_quickacks(&mut h);
+    let mut sink = [0u8; 64];
+    h.send(&seg(ACK | TcpFlags::PSH, seq, ISS + 1), b"half");
+    h.recv_nothing();
+    assert_eq!(h.c.recv(&mut sink[..2]), Ok(2));
+    h.recv_nothing();
+    assert_eq!(h.c.recv(&mut sink), Ok(2));
+    assert_eq!(h.recv_one().ack(), seq + 4, "acknowledged at the read that emptied the buffer");
+    // A prompt reply: interactive.
+    h.c.send(b"x").unwrap();
+    h.recv_one();
+    assert!(h.c.in_pingpong());
+    h.send(&seg(ACK | TcpFlags::PSH, seq + 4, ISS + 2), b"a");
+    h.recv_nothing();
+    assert_eq!(h.c.recv(&mut sink), Ok(1));
+    h.recv_nothing();
+    h.send(&seg(ACK | TcpFlags::PSH, seq + 5, ISS + 2), b"b");
+    h.recv_nothing();
+    assert_eq!(h.c.recv(&mut sink), Ok(1));
+    assert_eq!(h.recv_one().ack(), seq + 6, "two short segments: acknowledged at the read");
+}
