@@ -188,16 +188,20 @@ impl Connection {
         self.delack.pushed = 0;
     }
 
-    /// A read emptied the receive buffer: whether the pending delayed ACK
-    /// of short segments goes now (Linux's `ICSK_ACK_PUSHED` outside
-    /// interactive mode, `ICSK_ACK_PUSHED2` in it).
+    /// After a read (Linux's `tcp_cleanup_rbuf`): whether the pending
+    /// delayed ACK goes now. It does if it waits for more than a segment's
+    /// worth (the FIN counts one), or if the read emptied the buffer and
+    /// short segments wait for it (`ICSK_ACK_PUSHED` outside interactive
+    /// mode, `ICSK_ACK_PUSHED2` in it).
     #[inline]
-    pub(super) fn delack_pushed_due(&self) -> bool {
-        match self.delack.pushed {
+    pub(super) fn delack_due_at_read(&self) -> bool {
+        let pushed_due = match self.delack.pushed {
             0 => false,
             1 => !self.in_pingpong(),
             _ => true,
-        }
+        };
+        self.timers.get(Timer::DelayedAck).is_some()
+            && (seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss || (self.recv_buf.is_empty() && pushed_due))
     }
 
     /// TCP_QUICKACK set to `val` (Linux's `__tcp_sock_set_quickack`).
@@ -211,7 +215,7 @@ impl Connection {
         if matches!(self.state, State::Established | State::CloseWait) && self.timers.get(Timer::DelayedAck).is_some() {
             // `tcp_cleanup_rbuf` with ICSK_ACK_PUSHED outside the mode.
             self.delack.pushed = self.delack.pushed.max(1);
-            if self.recv_buf.is_empty() || seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss {
+            if self.delack_due_at_read() {
                 self.ack_now = true;
             }
             if val & 1 == 0 {

@@ -488,13 +488,10 @@ impl Connection {
     /// interactive connection delays the ACK of a FIN that came with the
     /// last data, and the reader's next read sends it rather than the timer.
     /// So does one of short segments when the read empties the buffer
-    /// (`delack_pushed_due`). And a window update, when the right edge can
+    /// (`delack_due_at_read`). And a window update, when the right edge can
     /// move by two segments or half the buffer.
     pub(super) fn on_app_read(&mut self) {
-        if self.timers.get(Timer::DelayedAck).is_some()
-            && (seq_sub(self.rcv_nxt, self.last_ack_sent) > self.rcv_mss
-                || (self.recv_buf.is_empty() && self.delack_pushed_due()))
-        {
+        if self.delack_due_at_read() {
             self.ack_now = true;
         }
         if !matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) {
