@@ -1029,10 +1029,47 @@ impl Inner {
         self.put_command(shard, c.encode())
     }
 
+    /// As [`Inner::command`], for a command whose effect nothing waits on:
+    /// with an inline engine it is queued and takes effect at the engine's
+    /// next turn (the application's next command or wait) instead of in a
+    /// turn of its own. With an engine thread this is `command`.
+    pub fn command_at_next_turn(&mut self, c: BoardCommand) -> Result<()> {
+        if self.driver.is_none() {
+            return self.command(c);
+        }
+        let shard = self.route(&c);
+        self.queue_command(shard, c.encode()).map(|_| ())
+    }
+
     /// Queues a command record in shard `shard`'s ring and rings that
     /// shard's doorbell if it sleeps. Waits (spinning, then yielding) while
     /// the ring is full.
     pub fn put_command(&mut self, shard: u32, c: Command) -> Result<()> {
+        let s = self.queue_command(shard, c)?;
+        if let Some(d) = self.driver.clone() {
+            // Inline: the command takes effect now, in this thread.
+            d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
+            return Ok(());
+        }
+        // The shard sets its ENGINE_SLEEPING and then re-checks its ring
+        // (SeqCst); we published and then check the flag: one of us sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let shard = s as u32;
+        match self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_SLEEPING)).load(Ordering::SeqCst) {
+            0 => {}
+            SLEEP_FUTEX => {
+                let w = self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_DOORBELL));
+                w.fetch_add(1, Ordering::SeqCst);
+                outboard_board::futex::wake(w, 1);
+            }
+            _ => self.ring_doorbell(),
+        }
+        Ok(())
+    }
+
+    /// Puts a command record in shard `shard`'s ring (waiting while it is
+    /// full: an inline engine runs its turns meanwhile) and says which ring.
+    fn queue_command(&mut self, shard: u32, c: Command) -> Result<usize> {
         self.check_alive()?;
         let s = (shard as usize).min(self.cmds.len() - 1);
         // When the ring first turned out full (the clock only then).
@@ -1057,25 +1094,7 @@ impl Inner {
                 }
             }
         }
-        if let Some(d) = self.driver.clone() {
-            // Inline: the command takes effect now, in this thread.
-            d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
-            return Ok(());
-        }
-        // The shard sets its ENGINE_SLEEPING and then re-checks its ring
-        // (SeqCst); we published and then check the flag: one of us sees the other.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        let shard = s as u32;
-        match self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_SLEEPING)).load(Ordering::SeqCst) {
-            0 => {}
-            SLEEP_FUTEX => {
-                let w = self.map.atomic_u32(self.layout.shard_control(shard, shard_control::ENGINE_DOORBELL));
-                w.fetch_add(1, Ordering::SeqCst);
-                outboard_board::futex::wake(w, 1);
-            }
-            _ => self.ring_doorbell(),
-        }
-        Ok(())
+        Ok(s)
     }
 
     fn ring_doorbell(&self) {

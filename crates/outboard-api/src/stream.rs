@@ -163,11 +163,26 @@ impl Stream {
         }
     }
 
+    /// Tells the engine the application read `n` more bytes. With an inline
+    /// engine, a read that empties the buffer, which was less than half full,
+    /// leaves that news for the engine's next turn: the application's next
+    /// call (its reply's push, or the wait for more) runs one at once, and
+    /// the window it opens is not one the peer waits for (the engine
+    /// offered at least half the buffer). A turn of its own cost a
+    /// request/response round trip a third of its engine turns. Other
+    /// reads take effect now, as with an engine thread, so a peer held by a
+    /// small window hears of the room at once (Linux sends its window
+    /// update from the read when the offered window fell to half).
     fn consumed(&self, i: &mut Inner, n: usize) -> Result<()> {
+        let unread = i.rx_total(self.id).saturating_sub(i.eps[self.id as usize].rx_consumed);
         let ep = &mut i.eps[self.id as usize];
         ep.rx_consumed += n as u64;
-        let total = ep.rx_consumed;
-        i.command(BoardCommand::Consumed { ep: Endpoint(self.id), read: total })
+        let c = BoardCommand::Consumed { ep: Endpoint(self.id), read: ep.rx_consumed };
+        if unread == n as u64 && unread < self.rx.1 as u64 / 2 {
+            i.command_at_next_turn(c)
+        } else {
+            i.command(c)
+        }
     }
 
     /// Copies as much of `data` as fits now (at least 1 byte unless non-blocking).

@@ -258,6 +258,74 @@ fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
     server.join().expect("server");
 }
 
+/// With an inline engine a read that empties a buffer less than half full
+/// leaves its news (the bytes read) for the engine's next turn; other reads
+/// take effect at once. A bulk receiver whose reads take all there is, and
+/// then also only a little, goes through both, many times over: every byte
+/// arrives in order and the window keeps reopening (reads whose news were
+/// lost would stall the sender for good: the watchdog ends the test).
+#[test]
+fn inline_receiver_reading_all_or_a_little_keeps_a_bulk_sender_going() {
+    const TOTAL: u64 = 8 << 20;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        if !d2.load(std::sync::atomic::Ordering::SeqCst) {
+            eprintln!("inline bulk transfer stalled for 60 s");
+            std::process::exit(1);
+        }
+    });
+    let fabric = format!("fabric:apib-{}", std::process::id());
+    let f2 = fabric.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sender = std::thread::spawn(move || {
+        let e = inline(&f2, "apib-a", 1);
+        let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+        let mut l = board.listen(7201, 4).expect("listen");
+        tx.send(()).unwrap();
+        let mut s = l.accept().expect("accept");
+        let mut sent = 0u64;
+        let mut chunk = vec![0u8; 60_000];
+        while sent < TOTAL {
+            let n = chunk.len().min((TOTAL - sent) as usize);
+            for (k, b) in chunk[..n].iter_mut().enumerate() {
+                *b = pattern(sent + k as u64);
+            }
+            s.send_all(&chunk[..n]).expect("send");
+            sent += n as u64;
+        }
+        s.shutdown().expect("shutdown");
+        let mut b = [0u8; 1];
+        assert_eq!(s.recv(&mut b).expect("eof"), 0);
+    });
+    rx.recv().unwrap();
+    let e = inline(&fabric, "apib-b", 2);
+    let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+    let mut s = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7201)).expect("connect");
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut got, mut reads) = (0u64, 0u64);
+    loop {
+        // The first half: every read takes all there is (up to 1 MiB, the
+        // region's size). Then every other read takes 1,000 bytes.
+        let want = if got < TOTAL / 2 || reads % 2 == 0 { buf.len() } else { 1000 };
+        let n = s.recv(&mut buf[..want]).expect("recv");
+        reads += 1;
+        if n == 0 {
+            break;
+        }
+        for (k, b) in buf[..n].iter().enumerate() {
+            assert_eq!(*b, pattern(got + k as u64), "byte {}", got + k as u64);
+        }
+        got += n as u64;
+    }
+    assert_eq!(got, TOTAL);
+    s.shutdown().expect("shutdown");
+    drop(s);
+    sender.join().expect("sender");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 #[test]
 fn a_slow_application_with_a_tiny_event_ring_is_not_dropped_and_loses_nothing() {
     let fabric = format!("fabric:apis-{}", std::process::id());
