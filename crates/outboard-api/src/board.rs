@@ -697,19 +697,21 @@ impl Board {
     /// Waits until `ready` holds, per `mode`, at most `timeout`. With an
     /// inline engine, waiting means running the engine's turns here.
     pub(crate) fn wait(&self, mode: Mode, timeout: Option<Duration>, mut ready: impl FnMut(&mut Inner) -> bool) -> Result<()> {
+        let driver = self.inner.borrow().driver.clone();
+        if let Some(d) = driver {
+            return self.wait_inline(&d, mode, timeout, ready);
+        }
         // The clock is read where it is needed: at once for a timeout, else
-        // only once the wait turns idle or goes to spin or sleep. A wait
-        // whose news is already there (or, inline, arrives with a busy turn)
-        // reads none: a request/response round trip used to read it six
-        // times on each side here and in `put_command`, about 20 ns each.
-        // The engine's liveness is checked as in every hot loop: every 64th
-        // `check_alive` looks at the clock, every 100 ms at the socket, and
-        // always right after a sleep.
+        // only once the wait goes to spin or sleep. A wait whose news is
+        // already there reads none: a request/response round trip used to
+        // read it six times on each side here and in `put_command`, about
+        // 20 ns each. The engine's liveness is checked as in every hot
+        // loop: every 64th `check_alive` looks at the clock, every 100 ms at
+        // the socket, and always right after a sleep.
         let mut started = timeout.map(|_| Instant::now());
         let mut since_start = move || started.get_or_insert_with(Instant::now).elapsed();
-        let mut idle_since: Option<Instant> = None;
         loop {
-            let (seq, spin, cond, driver) = {
+            let (seq, spin, cond) = {
                 let mut i = self.inner.borrow_mut();
                 let seq = i.cond.current();
                 i.pump()?;
@@ -717,36 +719,8 @@ impl Board {
                     return Ok(());
                 }
                 i.check_alive()?;
-                (seq, i.spin, i.cond.clone(), i.driver.clone())
+                (seq, i.spin, i.cond.clone())
             };
-            if let Some(d) = driver {
-                let work = d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
-                let mut i = self.inner.borrow_mut();
-                i.pump()?;
-                if ready(&mut i) {
-                    return Ok(());
-                }
-                drop(i);
-                if mode == Mode::NonBlocking {
-                    return Err(Error::WouldBlock);
-                }
-                let elapsed = if timeout.is_some() || (!work && mode == Mode::Blocking) { since_start() } else { Duration::ZERO };
-                if timeout.is_some_and(|t| elapsed >= t) {
-                    return Err(Error::WouldBlock);
-                }
-                if work {
-                    idle_since = None;
-                } else if mode == Mode::Blocking {
-                    // Idle for a while: sleep as the engine's own loop would.
-                    let since = *idle_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= spin.max(Duration::from_micros(50)) {
-                        let left = timeout.map_or(MAX_SLEEP, |t| t.saturating_sub(elapsed).min(MAX_SLEEP));
-                        d.borrow_mut().idle(left).map_err(|_| Error::EngineGone)?;
-                        self.inner.borrow_mut().alive_calls = 63;
-                    }
-                }
-                continue;
-            }
             if mode == Mode::NonBlocking {
                 return Err(Error::WouldBlock);
             }
@@ -790,6 +764,62 @@ impl Board {
                         // After a sleep the clock read is nothing: look at the socket now.
                         i.alive_calls = 63;
                     }
+                }
+            }
+        }
+    }
+
+    /// `wait` with an inline engine: the engine's turns run here until
+    /// `ready` holds. Each time round is one turn and one look at the
+    /// events it posted (not a second look before the next turn: nothing
+    /// runs between the two).
+    fn wait_inline(
+        &self,
+        d: &Rc<RefCell<dyn crate::InlineDriver>>,
+        mode: Mode,
+        timeout: Option<Duration>,
+        mut ready: impl FnMut(&mut Inner) -> bool,
+    ) -> Result<()> {
+        // The clock only for a timeout, or once the engine has been idle
+        // (to sleep as the engine's own loop would): a wait whose news
+        // arrives with a busy turn reads none.
+        let mut started = timeout.map(|_| Instant::now());
+        let mut since_start = move || started.get_or_insert_with(Instant::now).elapsed();
+        let mut idle_since: Option<Instant> = None;
+        let spin = {
+            let mut i = self.inner.borrow_mut();
+            i.pump()?;
+            if ready(&mut i) {
+                return Ok(());
+            }
+            i.spin
+        };
+        loop {
+            self.inner.borrow_mut().check_alive()?;
+            let work = d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
+            {
+                let mut i = self.inner.borrow_mut();
+                i.pump()?;
+                if ready(&mut i) {
+                    return Ok(());
+                }
+            }
+            if mode == Mode::NonBlocking {
+                return Err(Error::WouldBlock);
+            }
+            let elapsed = if timeout.is_some() || (!work && mode == Mode::Blocking) { since_start() } else { Duration::ZERO };
+            if timeout.is_some_and(|t| elapsed >= t) {
+                return Err(Error::WouldBlock);
+            }
+            if work {
+                idle_since = None;
+            } else if mode == Mode::Blocking {
+                // Idle for a while: sleep as the engine's own loop would.
+                let since = *idle_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= spin.max(Duration::from_micros(50)) {
+                    let left = timeout.map_or(MAX_SLEEP, |t| t.saturating_sub(elapsed).min(MAX_SLEEP));
+                    d.borrow_mut().idle(left).map_err(|_| Error::EngineGone)?;
+                    self.inner.borrow_mut().alive_calls = 63;
                 }
             }
         }

@@ -172,8 +172,22 @@ impl<T: Pod> Consumer<T> {
         let tail = self.map.atomic_u32(self.offset + TAIL).load(Ordering::Acquire);
         fill(tail, self.head, self.capacity)
     }
-    /// A copy of the next record, left in the ring until `end_get`.
+    /// Nothing published that we have not taken (one Acquire load).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.map.atomic_u32(self.offset + TAIL).load(Ordering::Acquire) == self.head
+    }
+    /// A copy of the next record, left in the ring until `end_get`. An
+    /// empty ring is answered inline (one load and a compare): the engine's
+    /// idle turn and the application's wait loop ask every time round.
+    #[inline]
     pub fn begin_get(&mut self) -> Result<Option<T>, RingError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        self.begin_get_published()
+    }
+    fn begin_get_published(&mut self) -> Result<Option<T>, RingError> {
         if self.available()? == 0 {
             return Ok(None);
         }
@@ -198,6 +212,7 @@ impl<T: Pod> Consumer<T> {
         self.held = false;
     }
     /// `begin_get` + `end_get`.
+    #[inline]
     pub fn get(&mut self) -> Result<Option<T>, RingError> {
         let r = self.begin_get()?;
         if r.is_some() {

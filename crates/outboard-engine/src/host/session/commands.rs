@@ -22,7 +22,17 @@ use std::sync::Arc;
 impl Session {
     /// Runs up to `COMMANDS_PER_TURN` commands. `owned` learns which
     /// connections this session now owns or gave up.
+    #[inline]
     pub fn run_commands(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
+        // An empty ring (most turns) is one load: the work below sets up a
+        // large frame first.
+        if self.cmds.is_empty() {
+            return Ok(false);
+        }
+        self.run_queued_commands(sc)
+    }
+
+    fn run_queued_commands(&mut self, sc: &mut SessionCx<'_>) -> Result<bool, Violation> {
         let (stack, now, claims, listeners, hand) = (&mut *sc.stack, sc.now, &mut *sc.claims, &mut *sc.listeners, &mut *sc.handover);
         let owned = &mut |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         let mut work = false;
