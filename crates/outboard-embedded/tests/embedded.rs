@@ -5,7 +5,7 @@
 mod common;
 
 use common::engine;
-use outboard_api::{AttachOptions, Error, Interest, Mode};
+use outboard_api::{AttachOptions, Board, Error, Interest, Mode, Stream};
 use outboard_embedded::InlineEngine;
 use std::time::Duration;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -216,17 +216,32 @@ fn inline(fabric: &str, name: &str, last: u8) -> InlineEngine {
     InlineEngine::start(common::settings(fabric, name, last)).expect("inline engine starts")
 }
 
-#[test]
-fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
-    let fabric = format!("fabric:apii-{}", std::process::id());
+/// Two inline engines on a fabric of their own (`tag`): a thread runs one
+/// (10.0.0.1), accepts one connection on `port` and hands it to `serve`;
+/// this thread's engine (10.0.0.2) connects to it. Returns that thread,
+/// and this side's engine and board (kept for the stream's life) and stream.
+fn inline_pair(tag: &str, port: u16, serve: impl FnOnce(Stream) + Send + 'static) -> (std::thread::JoinHandle<()>, InlineEngine, Board, Stream) {
+    let fabric = format!("fabric:{tag}-{}", std::process::id());
     let f2 = fabric.clone();
+    let server_name = format!("{tag}-a");
     let (tx, rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
-        let e = inline(&f2, "apii-a", 1);
+        let e = inline(&f2, &server_name, 1);
         let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
-        let mut l = board.listen(7200, 4).expect("listen");
+        let mut l = board.listen(port, 4).expect("listen");
         tx.send(()).unwrap();
-        let mut s = l.accept().expect("accept");
+        serve(l.accept().expect("accept"));
+    });
+    rx.recv().unwrap();
+    let e = inline(&fabric, &format!("{tag}-b"), 2);
+    let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+    let s = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), port)).expect("connect");
+    (server, e, board, s)
+}
+
+#[test]
+fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
+    let (server, _e, _board, mut s) = inline_pair("apii", 7200, |mut s| {
         let mut buf = [0u8; 64];
         // Echo 64-byte requests until EOF.
         loop {
@@ -237,10 +252,6 @@ fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
             s.send_all(&buf[..n]).expect("send");
         }
     });
-    rx.recv().unwrap();
-    let e = inline(&fabric, "apii-b", 2);
-    let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
-    let mut s = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7200)).expect("connect");
     s.set_nodelay(true).expect("nodelay");
     let mut buf = [0u8; 64];
     for k in 0..2000u32 {
@@ -276,15 +287,7 @@ fn inline_receiver_reading_all_or_a_little_keeps_a_bulk_sender_going() {
             std::process::exit(1);
         }
     });
-    let fabric = format!("fabric:apib-{}", std::process::id());
-    let f2 = fabric.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sender = std::thread::spawn(move || {
-        let e = inline(&f2, "apib-a", 1);
-        let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
-        let mut l = board.listen(7201, 4).expect("listen");
-        tx.send(()).unwrap();
-        let mut s = l.accept().expect("accept");
+    let (sender, _e, _board, mut s) = inline_pair("apib", 7201, |mut s| {
         let mut sent = 0u64;
         let mut chunk = vec![0u8; 60_000];
         while sent < TOTAL {
@@ -299,10 +302,6 @@ fn inline_receiver_reading_all_or_a_little_keeps_a_bulk_sender_going() {
         let mut b = [0u8; 1];
         assert_eq!(s.recv(&mut b).expect("eof"), 0);
     });
-    rx.recv().unwrap();
-    let e = inline(&fabric, "apib-b", 2);
-    let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
-    let mut s = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7201)).expect("connect");
     let mut buf = vec![0u8; 1 << 20];
     let (mut got, mut reads) = (0u64, 0u64);
     loop {
