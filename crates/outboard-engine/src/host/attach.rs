@@ -122,6 +122,7 @@ pub struct AttachInbox {
 
 impl AttachInbox {
     /// The next new application, if any (one atomic load when none).
+    #[inline]
     pub fn try_next(&mut self) -> Option<NewSession> {
         if self.shared.pending[self.shard].load(Ordering::Acquire) == 0 {
             return None;

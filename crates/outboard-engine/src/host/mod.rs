@@ -334,8 +334,14 @@ impl ShardApp for Host {
                 let _ = run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.run_commands(sc));
                 Err(None)
             } else {
+                // Most sessions have no datagram socket and no mailbox: no
+                // second session context for them.
+                let poll = s.polls_endpoints(svc.is_some());
                 run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.run_commands(sc))
-                    .and_then(|w| Ok(w | run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.poll_endpoints(sc))?))
+                    .and_then(|w| match poll {
+                        true => Ok(w | run_session(s, cx, (ls, hand, svc.as_deref_mut()), |s, sc| s.poll_endpoints(sc))?),
+                        false => Ok(w),
+                    })
                     .map_err(Some)
             };
             match outcome {

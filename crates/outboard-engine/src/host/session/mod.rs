@@ -253,6 +253,12 @@ impl Session {
         self.eps.iter().filter(|e| e.is_some() && !matches!(e, Some(EpKind::Listener { shadow: true, .. }))).count()
     }
 
+    /// Whether `poll_endpoints` has anything to look at: datagram sockets
+    /// or mailboxes (those only with a message service).
+    pub fn polls_endpoints(&self, messages: bool) -> bool {
+        !self.polled.is_empty() || messages
+    }
+
     /// Whether commands wait (checked before the shard sleeps). Garbage counts as work: the next turn finds it.
     pub fn has_commands(&self) -> bool {
         self.cmds.available().map_or(true, |n| n > 0)
