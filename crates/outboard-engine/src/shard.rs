@@ -186,8 +186,10 @@ impl Shard {
                 let index = m.index;
                 let mut arp = Vec::new();
                 work |= m.receive(RX_BURST, &mut |f, meta| {
-                    // Shard 0 gives every ARP frame to the others to learn from.
-                    if index == 0 && is_arp(f) {
+                    // Shard 0 gives every neighbour frame (ARP, IPv6
+                    // neighbour discovery) to the others to learn from, as
+                    // it does with those from its own link.
+                    if index == 0 && is_neighbour_frame(f) {
                         arp.push(f.to_vec());
                     }
                     stack.receive_frame_offloaded(now, f, meta);
@@ -655,11 +657,18 @@ impl Shard {
     }
 }
 
-fn is_arp(frame: &[u8]) -> bool {
-    frame.len() >= 14 && frame[12..14] == [0x08, 0x06]
+/// ARP, or IPv6 neighbour discovery: what steering gives shard 0 to answer
+/// and every shard to learn from (`Owner::Arp`). Not only ARP: a neighbour
+/// advertisement that came in on another shard's queue, answering that
+/// shard's solicitation, reached shard 0 over the mesh and went no further,
+/// so the soliciting shard never learnt the address and its segments to
+/// that neighbour waited (a connection hashed there never completed).
+fn is_neighbour_frame(frame: &[u8]) -> bool {
+    matches!(outboard_stack::steer::frame_owner(frame, 2, |_, _| 0), outboard_stack::steer::FrameOwner::Arp)
 }
 
-/// Shard 0 copies an ARP frame to every other shard (they learn, never answer).
+/// Shard 0 copies a neighbour frame (ARP, IPv6 neighbour discovery) to
+/// every other shard (they learn, never answer).
 fn copy_arp(m: &mut ShardPort, frame: &[u8]) {
     let others: Vec<usize> = m.others().collect();
     for s in others {
@@ -688,5 +697,42 @@ fn steer_received(m: &mut ShardPort, stack: &mut Stack, now: Instant, f: &[u8], 
                 m.counters.out += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_neighbour_frame;
+
+    /// An Ethernet frame carrying an IPv6 packet with `next` and `l4`.
+    fn ipv6_frame(next: u8, l4: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 14];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f.extend_from_slice(&[0x60, 0, 0, 0]);
+        f.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+        f.extend_from_slice(&[next, 255]);
+        f.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f.extend_from_slice(l4);
+        f
+    }
+
+    /// What shard 0 copies to the others from the mesh: ARP and every
+    /// neighbour-discovery message (router and neighbour solicitations and
+    /// advertisements, redirects), nothing else.
+    #[test]
+    fn neighbour_frames_are_arp_and_ipv6_neighbour_discovery() {
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert!(is_neighbour_frame(&arp));
+        for nd in 133u8..=137 {
+            assert!(is_neighbour_frame(&ipv6_frame(58, &[nd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])), "ICMPv6 type {nd}");
+        }
+        assert!(!is_neighbour_frame(&ipv6_frame(58, &[128, 0, 0, 0, 0, 1, 0, 1])), "echo request");
+        let tcp = [0x1f, 0x90, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0];
+        assert!(!is_neighbour_frame(&ipv6_frame(6, &tcp)), "TCP");
+        let mut ipv4 = vec![0u8; 34];
+        ipv4[12..14].copy_from_slice(&[0x08, 0x00]);
+        assert!(!is_neighbour_frame(&ipv4), "IPv4");
     }
 }
