@@ -174,11 +174,12 @@ impl Stream {
     /// small window hears of the room at once (Linux sends its window
     /// update from the read when the offered window fell to half).
     fn consumed(&self, i: &mut Inner, n: usize) -> Result<()> {
-        let unread = i.rx_total(self.id).saturating_sub(i.eps[self.id as usize].rx_consumed);
+        // Only an inline engine defers: the status word is read for nothing otherwise.
+        let unread = i.driver.is_some().then(|| i.rx_total(self.id).saturating_sub(i.eps[self.id as usize].rx_consumed));
         let ep = &mut i.eps[self.id as usize];
         ep.rx_consumed += n as u64;
         let c = BoardCommand::Consumed { ep: Endpoint(self.id), read: ep.rx_consumed };
-        if unread == n as u64 && unread < self.rx.1 as u64 / 2 {
+        if unread.is_some_and(|u| u == n as u64 && u < self.rx.1 as u64 / 2) {
             i.command_at_next_turn(c)
         } else {
             i.command(c)

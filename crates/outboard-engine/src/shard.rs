@@ -184,18 +184,18 @@ impl Shard {
             }
             if let Some(m) = mesh.as_mut() {
                 let index = m.index;
-                let mut arp = Vec::new();
+                let mut neighbour = Vec::new();
                 work |= m.receive(RX_BURST, &mut |f, meta| {
                     // Shard 0 gives every neighbour frame (ARP, IPv6
                     // neighbour discovery) to the others to learn from, as
                     // it does with those from its own link.
                     if index == 0 && is_neighbour_frame(f) {
-                        arp.push(f.to_vec());
+                        neighbour.push(f.to_vec());
                     }
                     stack.receive_frame_offloaded(now, f, meta);
                 }) > 0;
-                for f in arp {
-                    copy_arp(m, &f);
+                for f in neighbour {
+                    copy_neighbour_frame(m, &f);
                 }
             }
         }
@@ -669,7 +669,7 @@ fn is_neighbour_frame(frame: &[u8]) -> bool {
 
 /// Shard 0 copies a neighbour frame (ARP, IPv6 neighbour discovery) to
 /// every other shard (they learn, never answer).
-fn copy_arp(m: &mut ShardPort, frame: &[u8]) {
+fn copy_neighbour_frame(m: &mut ShardPort, frame: &[u8]) {
     let others: Vec<usize> = m.others().collect();
     for s in others {
         if m.forward(s, frame, outboard_stack::RxMeta::default()) {
@@ -690,7 +690,7 @@ fn steer_received(m: &mut ShardPort, stack: &mut Stack, now: Instant, f: &[u8], 
         }
         Owner::Arp if m.index == 0 => {
             stack.receive_frame_offloaded(now, f, meta);
-            copy_arp(m, f);
+            copy_neighbour_frame(m, f);
         }
         Owner::Arp => {
             if m.forward(0, f, meta) {
