@@ -78,6 +78,18 @@ impl Case {
             Case::Inline => WaitMode::Polling,
         }
     }
+    /// The p50 ratio to the kernel's row that the project aims for
+    /// (issue 16): an engine in the application's thread at a quarter of
+    /// the kernel's polling round trip; applications of a daemon, waiting
+    /// on it, at half the kernel's blocking one (each direction still pays
+    /// a wake-up, as the kernel's does); daemon polling, like inline, at a
+    /// quarter.
+    fn goal_p50(self) -> f64 {
+        match self {
+            Case::Daemon(WaitMode::Blocking) => 0.5,
+            Case::Daemon(_) | Case::Inline => 0.25,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -380,8 +392,8 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
         ratio_p50,
         ratio_p99: ratio(o.p99_us, k.p99_us),
         ratio_p50_by_mode: by_mode,
-        goal_ratio_p50: 0.25,
-        goal_met: ratio_p50 <= 0.25,
+        goal_ratio_p50: head.goal_p50(),
+        goal_met: ratio_p50 <= head.goal_p50(),
         rows,
         breakdown,
     };
