@@ -631,6 +631,33 @@ impl Stack {
         self.tcp.conns.get_mut(&id).map(|e| &mut e.conn)
     }
 
+    /// The connection, for reading its state and taking its events
+    /// (`poll_event`, `take_push`, `request_writable`): unlike
+    /// [`Stack::tcp`], it is not served at the next `poll_transmit`, so the
+    /// caller must change nothing that could make it send. Publishing a
+    /// stream's status to its application, once per segment that changes
+    /// it, cost a poll that found nothing to send.
+    pub fn tcp_status(&mut self, id: ConnId) -> Option<&mut Connection> {
+        self.tcp.conns.get_mut(&id).map(|e| &mut e.conn)
+    }
+
+    /// The application read `n` bytes in place (`Connection::recv_consume`;
+    /// returns how many it dropped). Unlike [`Stack::tcp`], the connection
+    /// is served at the next `poll_transmit` only if the read left it
+    /// something to send (a window update, or what it had already):
+    /// most reads of a request or a reply leave nothing.
+    pub fn tcp_consume(&mut self, now: Instant, id: ConnId, n: usize) -> usize {
+        let Some(e) = self.tcp.conns.get_mut(&id) else {
+            return 0;
+        };
+        let n = e.conn.recv_consume(n);
+        let ready = e.may_send(now);
+        if self.tcp.sched.settle(id, e, ready) && self.tcp.remove(id).is_some() {
+            self.stats.tcp_connections_freed += 1;
+        }
+        n
+    }
+
     /// The application is done with the handle: the stack frees the connection
     /// when it finishes (after TIME-WAIT). Call `close`/`abort` on it first.
     pub fn tcp_release(&mut self, id: ConnId) {

@@ -500,7 +500,14 @@ impl Stack {
                 Some(mac) => match emit_tcp_frame(buf, &hdr, mac, &tx, meta) {
                     Some(n) => {
                         self.stats.tcp_tx_payload_copied += tx.payload_len() as u64;
-                        self.tcp.rotate_ready();
+                        // Its last segment for now: no second poll to find that out.
+                        if entry.conn.nothing_to_send(now) {
+                            if self.tcp.done_ready(id).is_some() {
+                                self.stats.tcp_connections_freed += 1;
+                            }
+                        } else {
+                            self.tcp.rotate_ready();
+                        }
                         return Some(n);
                     }
                     None => self.stats.drops_tx_buffer_too_small += 1,

@@ -53,6 +53,16 @@ pub(crate) struct Entry {
     app_notified: bool,
 }
 
+impl Entry {
+    /// Whether the connection belongs in the ready queue after a change
+    /// (a segment in, a read): it is there already, or it may have
+    /// something to send (`Connection::nothing_to_send` says otherwise
+    /// without a poll).
+    pub(crate) fn may_send(&mut self, now: Instant) -> bool {
+        self.ready || !self.conn.nothing_to_send(now)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct TcpTable {
     pub conns: FlowMap<ConnId, Entry>,

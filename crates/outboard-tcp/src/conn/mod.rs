@@ -534,6 +534,36 @@ impl Connection {
         self.transmit(now)
     }
 
+    /// Stands for a `poll_transmit` that would return None, when a few
+    /// loads show that it would: an ESTABLISHED connection with every byte
+    /// sent (SND.NXT at the end of the queue, so not going back after an
+    /// RTO either), no ACK, RST or probe owed, no retransmission queued,
+    /// not in recovery. Then it does what that call would do (note the user
+    /// timeout's start) and returns true; otherwise it changes nothing and
+    /// returns false, and the caller polls as before. Linux asks the same
+    /// of a socket after input (`tcp_data_snd_check`, `tcp_ack_snd_check`).
+    /// The stack uses it so that a request/response exchange polls nothing
+    /// after a reply that needs no ACK of its own, nor again after the
+    /// request's one segment.
+    pub fn nothing_to_send(&mut self, now: Instant) -> bool {
+        // The tests that fail most often first: a bulk sender has bytes
+        // left, a bulk receiver owes every other ACK.
+        let quiet = self.snd_buf_seq + self.send_buf.len() == self.snd_nxt
+            && !self.ack_now
+            && self.state == State::Established
+            && self.pending_rst.is_none()
+            && !self.probe_pending
+            && !self.keepalive_pending
+            && !self.rec.rack.probe_due
+            && self.rec.rack_rexmit.is_none()
+            && !self.rec.rexmit_una
+            && !self.rec.in_recovery;
+        if quiet {
+            self.note_unacked(now);
+        }
+        quiet
+    }
+
     /// Whether `poll_event` has something (the stack uses this to tell the
     /// application which connections to look at).
     pub fn has_events(&self) -> bool {

@@ -162,9 +162,7 @@ impl Session {
                 if n > 0 {
                     s.rx_consumed = read;
                     self.counters.rx_delivered += n as u64;
-                    if let Some(conn) = stack.tcp(s.conn) {
-                        conn.recv_consume(n);
-                    }
+                    stack.tcp_consume(now, s.conn, n);
                 }
             }
             BoardCommand::Shutdown { ep } => {

@@ -19,7 +19,7 @@ impl Session {
         let mut bits = 0;
         let mut batched = 0;
         let mut sync_done: Option<(u32, i64)> = None;
-        let Some(c) = stack.tcp(s.conn) else {
+        let Some(c) = stack.tcp_status(s.conn) else {
             // The stack freed it (e.g. after a reset): report once.
             if s.error == 0 && s.flags & flags::PEER_CLOSED == 0 {
                 s.error = libc::ECONNRESET as u32;

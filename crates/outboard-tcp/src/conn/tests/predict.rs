@@ -4,6 +4,9 @@
 //! changes, timestamps old and new, reads, our own data and its ACKs, timer
 //! expiry, the peer's FIN) and must agree after every step: in their
 //! records, ring bytes, segments sent and events.
+//!
+//! The same exchanges check `Connection::nothing_to_send` (which lets the
+//! stack skip a poll): wherever it says so, `poll_transmit` finds nothing.
 
 use super::*;
 use crate::conn::predict::set_prediction_off;
@@ -134,9 +137,17 @@ fn established() -> Harness {
     h
 }
 
-/// Runs `steps` on a connection with prediction and one without; returns
-/// the segments the first took by prediction.
-fn run_side_by_side(steps: &[Step]) -> Result<u64, TestCaseError> {
+/// What a side-by-side run counted.
+struct Counts {
+    /// Segments the connection with prediction took by it.
+    predicted: u64,
+    /// Steps after which `nothing_to_send` said so (both connections).
+    nothing_to_send: u64,
+}
+
+/// Runs `steps` on a connection with prediction and one without.
+fn run_side_by_side(steps: &[Step]) -> Result<Counts, TestCaseError> {
+    let mut quiet = 0;
     let (mut fast, mut full) = (established(), established());
     let mut peer = Peer { next: PEER_ISS + 1, ts: 101, window: 65535, our_high: ISS + 1, acked: ISS + 1, ack_skew: 0, sack: None };
     for (i, s) in steps.iter().enumerate() {
@@ -190,6 +201,12 @@ fn run_side_by_side(steps: &[Step]) -> Result<u64, TestCaseError> {
             feed(&mut fast, &repr, &payload, true);
             feed(&mut full, &repr, &payload, false);
         }
+        for h in [&mut fast, &mut full] {
+            if h.c.nothing_to_send(h.now) {
+                quiet += 1;
+                prop_assert!(h.c.poll_transmit(h.now).is_none(), "nothing_to_send, yet a segment after step {} ({:?})", i, s);
+            }
+        }
         let (a, b) = (observed(&mut fast), observed(&mut full));
         prop_assert_eq!(&a.0, &b.0, "records differ after step {} ({:?})", i, s);
         prop_assert!(a.1 == b.1, "ring bytes differ after step {} ({:?})", i, s);
@@ -205,7 +222,7 @@ fn run_side_by_side(steps: &[Step]) -> Result<u64, TestCaseError> {
         }
     }
     prop_assert_eq!(full.c.stats().predicted_segments, 0);
-    Ok(fast.c.stats().predicted_segments)
+    Ok(Counts { predicted: fast.c.stats().predicted_segments, nothing_to_send: quiet })
 }
 
 proptest! {
@@ -227,7 +244,26 @@ fn a_bulk_receiver_takes_its_in_order_segments_by_prediction() {
         steps.push(Step::Clock(1));
         steps.push(Step::Read(usize::MAX));
     }
-    let predicted = run_side_by_side(&steps).expect("the two paths agree");
+    let predicted = run_side_by_side(&steps).expect("the two paths agree").predicted;
     // The first data segment finds an empty ring, later ones the fast path.
     assert!(predicted >= 39, "only {predicted} of 40 segments predicted");
+}
+
+/// A request/response exchange: after the request is acknowledged and the
+/// reply read, each connection has nothing to send, and says so without a
+/// poll (without this, the check in `run_side_by_side` could pass with a
+/// `nothing_to_send` that is never true).
+#[test]
+fn a_request_response_exchange_has_nothing_to_send_between_round_trips() {
+    let mut steps = Vec::new();
+    for _ in 0..20 {
+        steps.push(Step::Write(100));
+        steps.push(Step::Clock(1));
+        steps.push(Step::AckAll);
+        steps.push(Step::Data { offset: 0, len: 100, psh: true });
+        steps.push(Step::Read(usize::MAX));
+    }
+    let counts = run_side_by_side(&steps).expect("the two paths agree");
+    // Both connections, after at least the ACK, the reply and the read of each round trip.
+    assert!(counts.nothing_to_send >= 2 * 3 * 19, "nothing_to_send only {} times", counts.nothing_to_send);
 }
