@@ -110,7 +110,11 @@ impl Connection {
         }
         let ece = self.ecn.ok && repr.flags.contains(outboard_wire::TcpFlags::ECE);
         self.rate_on_ack(now, seq_sub(self.snd_una, prior_una) + newly_sacked, ece);
-        if ack >= self.snd_una {
+        if ack > prior_una {
+            // The ACK moved SND.UNA: its window is the one the peer offers
+            // now, whatever SND.WL1 says (below).
+            self.take_window_acked(repr, wnd);
+        } else if ack >= self.snd_una {
             self.take_window(repr, wnd);
         }
         true
@@ -131,18 +135,36 @@ impl Connection {
     /// a newer segment (SND.WL1/WL2).
     #[inline]
     pub(super) fn take_window(&mut self, repr: &TcpRepr, wnd: usize) {
-        let ack = repr.ack;
-        if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= ack) {
-            let opened = self.snd_wnd == 0 && wnd > 0;
-            self.snd_wnd = wnd;
-            self.snd_wl1 = repr.seq;
-            self.snd_wl2 = ack;
-            self.max_snd_wnd = self.max_snd_wnd.max(wnd);
-            if opened {
-                self.timers.stop(Timer::Persist);
-                self.persist_backoff = 0;
-                self.probe_pending = false;
-            }
+        if self.snd_wl1 < repr.seq || (self.snd_wl1 == repr.seq && self.snd_wl2 <= repr.ack) {
+            self.set_window(repr, wnd);
+        }
+    }
+
+    /// The window of a segment whose ACK moved SND.UNA: taken even when
+    /// SEG.SEQ < SND.WL1 (Linux's `tcp_may_update_window`). The usable
+    /// window is SND.UNA + SND.WND - SND.NXT, so a window left behind while
+    /// SND.UNA moves on slides the right edge past the one the peer
+    /// offered. A peer's retransmission (an older SEG.SEQ) that fills a
+    /// hole carries its newest ACK and window: were that window ignored, a
+    /// peer whose receive buffer is filling (its window shrinking as the
+    /// ACK advances) would get segments beyond its window, which it drops
+    /// without a SACK (Linux counts them as BeyondWindow), repaired only
+    /// by our RTO: a stall of 200 ms or more on a busy bidirectional stream.
+    #[inline]
+    fn take_window_acked(&mut self, repr: &TcpRepr, wnd: usize) {
+        self.set_window(repr, wnd);
+    }
+
+    fn set_window(&mut self, repr: &TcpRepr, wnd: usize) {
+        let opened = self.snd_wnd == 0 && wnd > 0;
+        self.snd_wnd = wnd;
+        self.snd_wl1 = repr.seq;
+        self.snd_wl2 = repr.ack;
+        self.max_snd_wnd = self.max_snd_wnd.max(wnd);
+        if opened {
+            self.timers.stop(Timer::Persist);
+            self.persist_backoff = 0;
+            self.probe_pending = false;
         }
     }
 

@@ -237,6 +237,42 @@ fn rfc9293_snd_wl1_older_segment_does_not_update_window() {
     assert_eq!(h.c.recv_available(), 4);
 }
 
+/// A peer's retransmission that fills a hole has an older SEG.SEQ than the
+/// out-of-order segment before it, but its ACK is the newest: when that ACK
+/// moves SND.UNA its window is taken (Linux's `tcp_may_update_window`).
+/// Before, the window of the out-of-order segment stayed while SND.UNA
+/// moved on, so SND.UNA + SND.WND lay past the edge the peer offered and
+/// segments went out beyond it: Linux drops those (BeyondWindow) without a
+/// SACK, and only our RTO sent them again (the 200 ms and longer stalls of
+/// the upgrade tests' echo through a busy shim application, seen in a
+/// capture on the Linux side).
+#[test]
+fn an_older_segment_whose_ack_moves_snd_una_gives_the_window() {
+    let mut h = Harness::established(&plain_cfg());
+    h.c.send(&[7; 40_000]).unwrap();
+    let first: usize = h.recv().iter().map(|o| o.len()).sum();
+    assert!(first > 4000, "a first flight: {first}");
+    // Out of order, above a 1000-byte hole: nothing acknowledged, a wide window.
+    let mut ooo = seg(ACK, PEER_ISS + 1001, ISS + 1);
+    ooo.window = 60_000;
+    h.send(&ooo, &[1; 100]);
+    h.recv();
+    assert_eq!(h.c.snd_wnd, 60_000);
+    // The peer's retransmission fills the hole, acknowledges all that was
+    // sent, and offers 3000 bytes past it.
+    let acked = ISS + 1 + first as u32;
+    let mut fill = seg(ACK, PEER_ISS + 1, acked);
+    fill.window = 3000;
+    h.send(&fill, &[1; 1000]);
+    assert_eq!(h.c.snd_wnd, 3000, "an ACK that moves SND.UNA: its window is taken");
+    let out = h.recv();
+    let edge = acked + 3000;
+    for o in &out {
+        assert!(o.seq() + o.len() as u32 <= edge, "sent past the peer's window ({edge}): {} + {}", o.seq(), o.len());
+    }
+    assert!(out.iter().any(|o| o.len() > 0), "what the window allows goes out");
+}
+
 #[test]
 fn receiver_sws_small_read_does_not_open_the_window() {
     let cfg = Config { recv_buffer: 4096, ..plain_cfg() };
