@@ -628,7 +628,7 @@ impl Stack {
     pub fn tcp(&mut self, id: ConnId) -> Option<&mut Connection> {
         // The caller may queue data or close: serve it at the next poll_transmit.
         self.tcp.mark_ready(id);
-        self.tcp.conns.get_mut(&id).map(|e| &mut e.conn)
+        self.tcp_status(id)
     }
 
     /// The connection, for reading its state and taking its events
@@ -651,8 +651,7 @@ impl Stack {
             return 0;
         };
         let n = e.conn.recv_consume(n);
-        let ready = e.may_send(now);
-        if self.tcp.sched.settle(id, e, ready) && self.tcp.remove(id).is_some() {
+        if self.tcp.sched.settle_changed(id, e, now) && self.tcp.remove(id).is_some() {
             self.stats.tcp_connections_freed += 1;
         }
         n

@@ -58,8 +58,7 @@ impl TcpTable {
             if plain {
                 // What `segment_input` does for such a one, without looking it up again.
                 take_segment(e, now, (repr, payload), prefilled, stats);
-                let ready = e.may_send(now);
-                if self.sched.settle(id, e, ready) && self.remove(id).is_some() {
+                if self.sched.settle_changed(id, e, now) && self.remove(id).is_some() {
                     stats.tcp_connections_freed += 1;
                 }
                 return None;
@@ -140,8 +139,7 @@ impl TcpTable {
                     self.ready_and_settle(id).is_some()
                 } else {
                     // The common case: settled on the entry in hand, no second lookup.
-                    let ready = e.may_send(now);
-                    self.sched.settle(id, e, ready) && self.remove(id).is_some()
+                    self.sched.settle_changed(id, e, now) && self.remove(id).is_some()
                 };
                 if freed {
                     stats.tcp_connections_freed += 1;

@@ -53,16 +53,6 @@ pub(crate) struct Entry {
     app_notified: bool,
 }
 
-impl Entry {
-    /// Whether the connection belongs in the ready queue after a change
-    /// (a segment in, a read): it is there already, or it may have
-    /// something to send (`Connection::nothing_to_send` says otherwise
-    /// without a poll).
-    pub(crate) fn may_send(&mut self, now: Instant) -> bool {
-        self.ready || !self.conn.nothing_to_send(now)
-    }
-}
-
 #[derive(Debug)]
 pub(crate) struct TcpTable {
     pub conns: FlowMap<ConnId, Entry>,
@@ -106,6 +96,15 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
+    /// [`Schedule::settle`] after a change to the connection (a segment in,
+    /// a read): it joins the ready queue only if it may have something to
+    /// send (`Connection::nothing_to_send` tells, without a poll, when it
+    /// has not), or stays there if it is already in it.
+    pub(crate) fn settle_changed(&mut self, id: ConnId, e: &mut Entry, now: Instant) -> bool {
+        let ready = e.ready || !e.conn.nothing_to_send(now);
+        self.settle(id, e, ready)
+    }
+
     /// [`TcpTable::settle`] (and with `ready`, [`TcpTable::mark_ready`]
     /// first) for the entry of `id`, which the caller holds. True when the
     /// connection is finished and nobody holds it: the caller frees it.

@@ -112,8 +112,14 @@ impl Connection {
         self.rate_on_ack(now, seq_sub(self.snd_una, prior_una) + newly_sacked, ece);
         if ack > prior_una {
             // The ACK moved SND.UNA: its window is the one the peer offers
-            // now, whatever SND.WL1 says (below).
-            self.take_window_acked(repr, wnd);
+            // now, even from a segment older than SND.WL1 (Linux's
+            // `tcp_may_update_window`). A peer's retransmission that fills
+            // a hole is such a segment, with its newest ACK and window. The
+            // usable window is SND.UNA + SND.WND - SND.NXT: a window left
+            // behind while SND.UNA moves on slides the right edge past the
+            // peer's, and what we send there it drops without a SACK
+            // (Linux's BeyondWindow), repaired only by our RTO.
+            self.set_window(repr, wnd);
         } else if ack >= self.snd_una {
             self.take_window(repr, wnd);
         }
@@ -140,21 +146,9 @@ impl Connection {
         }
     }
 
-    /// The window of a segment whose ACK moved SND.UNA: taken even when
-    /// SEG.SEQ < SND.WL1 (Linux's `tcp_may_update_window`). The usable
-    /// window is SND.UNA + SND.WND - SND.NXT, so a window left behind while
-    /// SND.UNA moves on slides the right edge past the one the peer
-    /// offered. A peer's retransmission (an older SEG.SEQ) that fills a
-    /// hole carries its newest ACK and window: were that window ignored, a
-    /// peer whose receive buffer is filling (its window shrinking as the
-    /// ACK advances) would get segments beyond its window, which it drops
-    /// without a SACK (Linux counts them as BeyondWindow), repaired only
-    /// by our RTO: a stall of 200 ms or more on a busy bidirectional stream.
+    /// Takes the segment's window: SND.WND, SND.WL1/WL2, and a window
+    /// that opened stops the persist timer.
     #[inline]
-    fn take_window_acked(&mut self, repr: &TcpRepr, wnd: usize) {
-        self.set_window(repr, wnd);
-    }
-
     fn set_window(&mut self, repr: &TcpRepr, wnd: usize) {
         let opened = self.snd_wnd == 0 && wnd > 0;
         self.snd_wnd = wnd;
