@@ -191,6 +191,9 @@ pub(crate) struct Inner {
     pub _engine: Option<Arc<dyn std::any::Any>>,
     /// An inline engine: this thread runs its turns whenever it waits.
     pub driver: Option<Rc<RefCell<dyn crate::InlineDriver>>>,
+    /// An engine shared with a thread of its own: a command asks for a turn
+    /// (see [`crate::SharedDriver`]).
+    pub shared: Option<Arc<dyn crate::SharedDriver>>,
     /// The daemon engine's name and the options this board was attached
     /// with (for [`Board::reattach`]); None for embedded and inline engines.
     origin: Option<(String, AttachOptions)>,
@@ -355,6 +358,7 @@ impl Board {
             changed: Vec::new(),
             _engine: engine,
             driver: None,
+            shared: None,
             placement: None,
             origin: None,
             sock,
@@ -1080,6 +1084,12 @@ impl Inner {
             // Inline: the command takes effect now, in this thread.
             d.borrow_mut().turn().map_err(|_| Error::EngineGone)?;
             return Ok(());
+        }
+        if let Some(d) = self.shared.as_ref() {
+            // Shared: the command takes effect at this thread's next wait,
+            // or in a turn another thread runs first (`SharedDriver::want_turn`);
+            // an engine thread asleep is rung below, as a daemon is.
+            d.want_turn();
         }
         // The shard sets its ENGINE_SLEEPING and then re-checks its ring
         // (SeqCst); we published and then check the flag: one of us sees the other.

@@ -34,7 +34,7 @@ mod stream;
 
 pub use board::{AttachOptions, Board, ConnectOptions, CopyCounters, Edges, Mode, News, PendingConnect, WaitCounters};
 pub use datagram::Datagram;
-pub use driver::InlineDriver;
+pub use driver::{InlineDriver, SharedDriver};
 pub use error::{Error, Result};
 pub use events::{EventQueue, Interest, Readiness, Ready};
 pub use handler::HandlerOptions;

@@ -262,3 +262,70 @@ print("parent sent", flush=True)
     let got = wait_line(&log, LIMIT, |l| l.starts_with(|c: char| c.is_ascii_digit()));
     assert!(got.is_some_and(|l| l.starts_with("100000 ")), "the parent's bytes: {}", std::fs::read_to_string(&log).unwrap_or_default());
 }
+
+/// A server with a thread per connection, each in blocking `recv`.
+const THREADED_ECHO: &str = r#"
+import socket, threading
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("0.0.0.0", 9000)); l.listen(16); print("listening", flush=True)
+def serve(c):
+    while True:
+        b = c.recv(1 << 16)
+        if not b: break
+        c.sendall(b)
+    c.close()
+while True:
+    c, _ = l.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// Threads each making round trips of random sizes on a connection of their own; checks every echo.
+const THREADED_CLIENT: &str = r#"
+import socket, sys, threading, random
+host, threads, trips = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+bad = []
+def client(k):
+    r = random.Random(k); s = socket.create_connection((host, 9000), timeout=20)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for _ in range(trips):
+        m = r.randbytes(r.randint(1, 20000)); s.sendall(m); got = b""
+        while len(got) < len(m):
+            b = s.recv(1 << 16)
+            if not b: break
+            got += b
+        if got != m:
+            bad.append(k); break
+    s.close()
+ts = [threading.Thread(target=client, args=(k,)) for k in range(threads)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("bad" if bad else "ok", threads * trips, flush=True)
+"#;
+
+/// The program's threads run the engine's turns while they wait (the
+/// engine shared between its thread and theirs), with a thread per
+/// connection waiting and sending at once: every echo is exact, the engine
+/// counts turns by the application's threads, and with
+/// `OUTBOARD_INLINE_DRIVE=0` only the engine's thread runs it.
+#[test]
+fn the_programs_waiting_threads_run_the_engine_and_every_echo_is_exact() {
+    let f = Fabric::up("dr");
+    let py = python3();
+    let (echo, client) = (f.script("echo.py", THREADED_ECHO), f.script("client.py", THREADED_CLIENT));
+    for (drive, name) in [("1", "il-drive"), ("0", "il-nodrive")] {
+        let log = f.dir.join(format!("{name}.log"));
+        let logf = std::fs::File::create(&log).unwrap();
+        let mut srv = f.inline(name, "10.0.0.6", &[py, "-u", &echo]);
+        srv.env("OUTBOARD_INLINE_DRIVE", drive).stdout(logf.try_clone().unwrap()).stderr(logf);
+        let _srv = ChildGuard::new(srv.spawn().expect("start the inline echo server"), Duration::from_secs(3));
+        assert!(wait_line(&log, LIMIT, |l| l == "listening").is_some(), "{name} never listened: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        let (ok, out, err) = run(f.daemon_shim(&[py, &client, "10.0.0.6", "6", "150"]));
+        assert!(ok && out.trim() == "ok 900", "{name}: the clients' echoes: {out}\n{err}\nserver: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        let st = stat_in(&f.dir, name).expect("the in-process engine answers outboard stat");
+        let app_turns = st["shards"][0]["app_turns"].as_u64().unwrap_or(0);
+        let turns = st["shards"][0]["turns"].as_u64().unwrap_or(0);
+        if drive == "1" {
+            assert!(app_turns > 0 && app_turns <= turns, "{name}: turns {turns}, by the program's threads {app_turns}");
+        } else {
+            assert_eq!(app_turns, 0, "{name}: with OUTBOARD_INLINE_DRIVE=0 only the engine's thread runs turns (of {turns})");
+        }
+    }
+}

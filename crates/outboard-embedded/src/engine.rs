@@ -4,7 +4,8 @@
 //! engine has threads of its own (`EmbeddedEngine`) or its boards run it in
 //! the application's thread (`InlineEngine`).
 
-use outboard_api::{AttachOptions, Board, Error, InlineDriver, Result};
+use crate::shared::Shared;
+use outboard_api::{AttachOptions, Board, Error, InlineDriver, Result, SharedDriver};
 use outboard_engine::engine::{BoardAttach, Engine, EngineSettings};
 use outboard_engine::host::LocalAttacher;
 use std::cell::RefCell;
@@ -36,6 +37,8 @@ impl Drop for Running {
 pub struct EmbeddedEngine {
     attacher: LocalAttacher,
     running: Arc<Running>,
+    /// Set by `start_shared`.
+    shared: Option<Arc<Shared>>,
 }
 
 impl EmbeddedEngine {
@@ -48,7 +51,21 @@ impl EmbeddedEngine {
     /// As `start`; `thread_init` runs first in the engine thread (the
     /// socket shim marks it as its own there, so the engine's system calls
     /// bypass its interposers).
-    pub fn start_with(mut settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
+    pub fn start_with(settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
+        EmbeddedEngine::spawn(settings, thread_init, false)
+    }
+
+    /// As `start_with`, the engine shared between its thread and the
+    /// application's threads that wait or queue commands (`crate::shared`,
+    /// Onload's model): boards attached here run turns themselves
+    /// ([`outboard_api::SharedDriver`], see [`EmbeddedEngine::driver`]).
+    /// An engine of several shards runs as `start_with` does.
+    pub fn start_shared(settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
+        let shared = settings.shards <= 1;
+        EmbeddedEngine::spawn(settings, thread_init, shared)
+    }
+
+    fn spawn(mut settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static, share: bool) -> Result<EmbeddedEngine> {
         settings.boards = BoardAttach::Embedded;
         let stop = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
@@ -70,15 +87,24 @@ impl EmbeddedEngine {
                         return;
                     }
                 };
-                let attacher = engine.local_attacher();
-                if tx.send(attacher.ok_or_else(|| "engine started without boards".to_string())).is_err() {
+                let Some(attacher) = engine.local_attacher() else {
+                    let _ = tx.send(Err("engine started without boards".to_string()));
+                    return;
+                };
+                if !share {
+                    if tx.send(Ok((attacher, None))).is_ok() {
+                        let _ = engine.run(&stop2, |shard| draining2.load(Ordering::Relaxed) && shard.quiescent());
+                    }
                     return;
                 }
-                let _ = engine.run(&stop2, |shard| draining2.load(Ordering::Relaxed) && shard.quiescent());
+                let shared = Arc::new(Shared::new(engine));
+                if tx.send(Ok((attacher, Some(shared.clone())))).is_ok() {
+                    shared.run(&stop2, &draining2);
+                }
             });
         restore_signals(&old_mask);
         let thread = thread.map_err(|e| Error::Attach(format!("cannot start the engine thread: {e}")))?;
-        let attacher = match rx.recv() {
+        let (attacher, shared) = match rx.recv() {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -90,13 +116,24 @@ impl EmbeddedEngine {
             }
         };
         let running = Running { stop, draining, ended: std::sync::Mutex::new(ended_rx), thread: Some(thread) };
-        Ok(EmbeddedEngine { attacher, running: Arc::new(running) })
+        Ok(EmbeddedEngine { attacher, running: Arc::new(running), shared })
     }
+
+    /// The engine's turns for the application's threads to run, when it
+    /// was started with `start_shared`.
+    pub fn driver(&self) -> Option<Arc<dyn SharedDriver>> {
+        self.shared.clone().map(|s| s as Arc<dyn SharedDriver>)
+    }
+
     /// A board on this engine. The engine keeps running while any board
     /// attached here lives, even after this handle is dropped.
     pub fn attach(&self, opts: &AttachOptions) -> Result<Board> {
         let sock = self.attacher.attach().map_err(|e| Error::Attach(format!("socket pair: {e}")))?;
-        Board::attach_socket(sock, opts, Some(self.running.clone() as Arc<dyn std::any::Any>))
+        let keep = Some(self.running.clone() as Arc<dyn std::any::Any>);
+        match self.driver() {
+            Some(d) => Board::attach_shared(sock, opts, keep, d),
+            None => Board::attach_socket(sock, opts, keep),
+        }
     }
     /// From now on the engine stops by itself once quiescent (see `linger`,
     /// which also does this): call it before detaching the last boards, so

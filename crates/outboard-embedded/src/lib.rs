@@ -5,6 +5,8 @@
 //!
 //! - [`EmbeddedEngine`]: the engine as threads of this process; boards
 //!   attach through an in-process socket pair.
+//!   Started with `start_shared`, the application's threads also run its
+//!   turns while they wait (`shared`, Onload's model: the socket shim's).
 //! - [`InlineEngine`]: the engine run by the application's own thread
 //!   whenever a board waits or queues a command (an [`outboard_api::InlineDriver`]).
 //! - For C, `liboutboard_embedded` (`.so` and `.a`): every `ob_*` function
@@ -19,6 +21,7 @@
 
 mod capi;
 mod engine;
+pub mod shared;
 
 pub use capi::*;
 pub use engine::{EmbeddedEngine, InlineEngine};

@@ -55,6 +55,8 @@ pub struct Shard {
     counters: ShardCounters,
     started: Instant,
     cpu_at_start: Duration,
+    /// The CPU clock of the thread that runs this shard (`reset_cpu_clock`).
+    cpu_clock: libc::clockid_t,
     name: String,
     /// The other shards of a multi-shard engine (steering and forwarding).
     mesh: Option<ShardPort>,
@@ -86,6 +88,7 @@ impl Shard {
             counters: ShardCounters::default(),
             started: now,
             cpu_at_start: crate::clock::thread_cpu_time(),
+            cpu_clock: crate::clock::thread_cpu_clock(),
             name: name.to_string(),
             mesh: None,
             published: (u64::MAX, Vec::new(), Vec::new()),
@@ -130,6 +133,7 @@ impl Shard {
     /// (called once in the shard's own thread, when it starts running).
     pub fn reset_cpu_clock(&mut self) {
         self.cpu_at_start = crate::clock::thread_cpu_time();
+        self.cpu_clock = crate::clock::thread_cpu_clock();
     }
 
     pub fn link(&self) -> &dyn Link {
@@ -308,6 +312,12 @@ impl Shard {
         !self.stack.tcp_connections().iter().any(|(_, _, state, _)| {
             matches!(state, State::SynSent | State::Established | State::FinWait1 | State::CloseWait | State::Closing | State::LastAck)
         })
+    }
+
+    /// Counts a turn that an application's thread ran (an engine shared
+    /// with the program's threads, `outboard_embedded::shared`).
+    pub fn count_app_turn(&mut self) {
+        self.counters.app_turns += 1;
     }
 
     /// Loops until `stop` is set or `done` says so, answering control
@@ -584,7 +594,7 @@ impl Shard {
             self.counters.pcap_frames = p.frames;
         }
         self.counters.wall_s = now.saturating_duration_since(self.started).as_secs_f64();
-        self.counters.cpu_s = crate::clock::thread_cpu_time()
+        self.counters.cpu_s = crate::clock::cpu_time(self.cpu_clock)
             .saturating_sub(self.cpu_at_start)
             .as_secs_f64();
         self.counters.accept_paused_turns = self.apps.admission.paused_turns;

@@ -62,6 +62,10 @@ pub struct ShardCounters {
     /// Network-device mode: frames to and from the host kernel's TAP.
     #[serde(default)]
     pub kernel: Option<crate::kernel::KernelCounters>,
+    /// Turns the application's own threads ran (an in-process engine shared
+    /// with them, `outboard run --inline`); included in `turns`.
+    #[serde(default)]
+    pub app_turns: u64,
 }
 
 impl ShardCounters {
@@ -78,6 +82,7 @@ impl ShardCounters {
         self.forwarded_in += o.forwarded_in;
         self.forward_drops += o.forward_drops;
         self.arp_copies += o.arp_copies;
+        self.app_turns += o.app_turns;
         if let Some(k) = o.kernel {
             let mine = self.kernel.get_or_insert_with(Default::default);
             mine.to_kernel += k.to_kernel;
@@ -403,9 +408,10 @@ pub fn render(s: &Snapshot) -> String {
         let cpu_pct = if c.wall_s > 0.0 { 100.0 * c.cpu_s / c.wall_s } else { 0.0 };
         let _ = writeln!(
             o,
-            "shard {}: turns {} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {} frames in {} out {}{}",
+            "shard {}: turns {}{} busy {} sleeps {} cpu {:.2}s of {:.1}s ({:.1}%) accept-paused {} connections {} frames in {} out {}{}",
             r.shard,
             c.turns,
+            if c.app_turns > 0 { format!(" (by the application's threads {})", c.app_turns) } else { String::new() },
             c.busy_turns,
             c.sleeps,
             c.cpu_s,

@@ -11,6 +11,10 @@
 //! it through an in-process socket pair. The engine thread is marked as the
 //! shim's own (its system calls bypass the interposers) and starts with
 //! every signal blocked (the program's signals reach the program's threads).
+//! The engine is shared (`outboard_embedded::shared`): the program's threads
+//! run its turns while they wait (their commands go out at their next wait
+//! at the latest), and the engine thread stands aside meanwhile (`OUTBOARD_INLINE_DRIVE=0`: only the
+//! engine thread runs it).
 //!
 //! What `outboard run --inline` passes (read once, when the library loads:
 //! programs may clear their environment): `OUTBOARD_INLINE_LINK`
@@ -83,6 +87,8 @@ fn from_env() -> &'static Result<EngineSettings, String> {
 
 /// The engine of this process, and the process that started it.
 static ENGINE: Mutex<Option<(u32, EmbeddedEngine)>> = Mutex::new(None);
+/// `OUTBOARD_INLINE_DRIVE`, read when the library loads (see `threads_drive`).
+static DRIVE: AtomicBool = AtomicBool::new(true);
 /// Set once the process is exiting: no engine starts again.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
@@ -105,12 +111,26 @@ fn board(opts: &AttachOptions) -> Result<Board, Error> {
     }
     let settings = from_env().as_ref().map_err(|e| Error::Attach(e.clone()))?;
     set_engine_log_level();
-    let engine = EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)?;
+    let engine = if DRIVE.load(Ordering::Relaxed) {
+        EmbeddedEngine::start_shared(settings.clone(), outboard_shim::state::mark_thread_internal)?
+    } else {
+        EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)?
+    };
     let b = engine.attach(opts)?;
+    if let Some(d) = engine.driver() {
+        outboard_shim::wait::set_driver(d);
+    }
     *g = Some((pid, engine));
     // SAFETY: registers a plain extern "C" function, once per process that starts an engine.
     unsafe { libc::atexit(at_exit) };
     Ok(b)
+}
+
+/// Whether the program's waiting threads run the engine's turns
+/// (`OUTBOARD_INLINE_DRIVE`: on unless `0`); off, only the engine's own
+/// thread runs them.
+fn threads_drive(v: Option<&str>) -> bool {
+    v.is_none_or(|v| v.trim() != "0")
 }
 
 /// The engine logs as the shim does: at `OUTBOARD_LOG` (default warn), on stderr.
@@ -148,6 +168,7 @@ extern "C" fn at_exit() {
 extern "C" fn on_load() {
     outboard_shim::state::init();
     outboard_shim::state::set_board_source(board);
+    DRIVE.store(threads_drive(std::env::var("OUTBOARD_INLINE_DRIVE").ok().as_deref()), Ordering::Relaxed);
     if let Err(e) = from_env() {
         outboard_shim::log::error(&format!("the in-process engine cannot start: {e}"));
     }
@@ -187,6 +208,12 @@ mod tests {
         assert_eq!(s.gateway, Some(Ipv4Addr::new(10, 9, 0, 1)));
         assert_eq!(s.mtu, Some(1400));
         assert!(s.control && s.shards == 1 && s.services.is_empty());
+    }
+
+    #[test]
+    fn the_programs_threads_drive_unless_told_0() {
+        assert!(threads_drive(None) && threads_drive(Some("1")) && threads_drive(Some("")));
+        assert!(!threads_drive(Some("0")) && !threads_drive(Some(" 0 ")));
     }
 
     #[test]

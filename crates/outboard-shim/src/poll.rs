@@ -45,6 +45,8 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
     kfds.push(libc::pollfd { fd: efd, events: libc::POLLIN, revents: 0 });
     let nk = fds.len();
     loop {
+        // What this thread sent goes out before it looks and waits.
+        wait::run_wanted_turn();
         let (n_eng, news, seq) = {
             let mut st = lock();
             let (news, seq, board) = st.look();
@@ -219,6 +221,8 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
     let mut out = Vec::with_capacity(max.min(1024));
     loop {
         out.clear();
+        // What this thread sent goes out before it looks and waits.
+        wait::run_wanted_turn();
         let (news, seq) = {
             let mut st = lock();
             let (news, seq, board) = st.look();

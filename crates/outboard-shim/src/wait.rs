@@ -23,7 +23,7 @@
 //! Idle, all of them sleep in the kernel: an idle program under the shim uses no CPU.
 
 use crate::state::{self, Reentry};
-use outboard_api::{Board, News};
+use outboard_api::{Board, News, SharedDriver};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -38,6 +38,40 @@ pub fn spin() -> Duration {
         SPIN_US.store(v, Ordering::Relaxed);
     }
     Duration::from_micros(u64::from(v))
+}
+
+/// The in-process engine's turns (`outboard run --inline`): a waiting
+/// thread runs them while it spins ([`outboard_api::SharedDriver`]).
+static DRIVER: std::sync::OnceLock<std::sync::Arc<dyn SharedDriver>> = std::sync::OnceLock::new();
+/// Cleared in a forked child: the engine and its thread stayed in the parent.
+static DRIVING: AtomicBool = AtomicBool::new(false);
+
+/// Set once, by the in-process engine's library when it starts the engine.
+pub fn set_driver(d: std::sync::Arc<dyn SharedDriver>) {
+    if DRIVER.set(d).is_ok() {
+        DRIVING.store(true, Ordering::SeqCst);
+    }
+}
+
+fn driver() -> Option<&'static std::sync::Arc<dyn SharedDriver>> {
+    if DRIVING.load(Ordering::Relaxed) {
+        DRIVER.get()
+    } else {
+        None
+    }
+}
+
+/// Runs the turn this process's commands asked for (an in-process engine,
+/// `SharedDriver::want_turn`), unless another thread runs the engine now
+/// (it runs that turn): called where a thread is about to look for news
+/// and wait, so what it sent goes out before it waits for the answer.
+pub fn run_wanted_turn() {
+    if let Some(d) = driver() {
+        if d.turn_wanted() {
+            let _r = Reentry::enter();
+            let _ = d.try_turn();
+        }
+    }
 }
 
 /// The engine's attach socket hung up.
@@ -64,6 +98,7 @@ pub fn after_fork() {
 }
 pub fn after_fork_child() {
     FORK_POLLERS.with(|f| f.borrow_mut().take());
+    DRIVING.store(false, Ordering::SeqCst);
     // The parent's eventfd is not the child's business (a new board brings a new one).
     let fd = WAKE_FD.swap(-1, Ordering::SeqCst);
     if fd >= 0 {
@@ -212,7 +247,13 @@ pub fn sleep(news: &News, seen: u32, timeout: Option<Duration>) -> Slept {
     if ENGINE_GONE.load(Ordering::Relaxed) {
         return Slept::News;
     }
-    let spin = spin_now();
+    run_wanted_turn();
+    // With an in-process engine the spin runs its turns, then sleeps without spinning again.
+    let spin = match driver() {
+        Some(_) if spin_for_news(news, seen) => return Slept::News,
+        Some(_) => Duration::ZERO,
+        None => spin_now(),
+    };
     let start = std::time::Instant::now();
     let r = news.wait(seen, spin, timeout);
     let slept = start.elapsed() >= spin;
@@ -247,24 +288,55 @@ pub fn before_kernel_sleep(news: &News, seen: u32) -> Option<bool> {
     poll_enter(news, seen).then_some(true)
 }
 
-/// Spins up to the spin time for the news word to leave `seen`; true if it did.
+/// Spins up to the spin time for the news word to leave `seen`; true if it
+/// did. With an in-process engine each time round is a turn of the engine
+/// in this thread (when no other thread runs one): the news this thread
+/// waits for is then made here, with no hand-over between threads.
+///
+/// Driving, the spin is not adaptive: it stands in for the engine thread's
+/// own spin after its last work (which that thread would spin anyway, and
+/// now skips), so it lasts at least as long (`SharedDriver::spin`).
 fn spin_for_news(news: &News, seen: u32) -> bool {
-    let spin = spin_now();
+    let drive = driver();
+    let spin = match drive {
+        Some(d) => spin().max(d.spin()),
+        None => spin_now(),
+    };
     if spin.is_zero() {
         return false;
     }
-    let start = std::time::Instant::now();
-    let mut n = 0u32;
-    while news.current() == seen {
-        n = n.wrapping_add(1);
-        if n.is_multiple_of(64) && start.elapsed() >= spin {
-            spin_paid(false);
-            return false;
-        }
-        std::hint::spin_loop();
+    // Another thread drives: sleep rather than spin beside it.
+    if drive.is_some_and(|d| !d.enter()) {
+        return false;
     }
-    spin_paid(true);
-    true
+    let start = std::time::Instant::now();
+    // The engine's own system calls bypass the interposers.
+    let _r = drive.map(|_| Reentry::enter());
+    // A turn takes far longer than a look at the word: the clock every 4th.
+    let every: u32 = if drive.is_some() { 4 } else { 64 };
+    let mut n = 0u32;
+    let got = loop {
+        if news.current() != seen {
+            break true;
+        }
+        match drive {
+            Some(d) => {
+                if let Some(Err(_)) = d.try_turn() {
+                    break false;
+                }
+            }
+            None => std::hint::spin_loop(),
+        }
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(every) && start.elapsed() >= spin {
+            break false;
+        }
+    };
+    match drive {
+        Some(d) => d.leave(!got),
+        None => spin_paid(got),
+    }
+    got
 }
 
 // ---------------------------------------------------------------- blocked threads
@@ -387,6 +459,7 @@ impl Waiters {
 /// call woke it), at most `timeout`; the same signal rules as [`sleep`].
 pub fn follow(reg: &Registration, seen: u32, timeout: Option<Duration>) -> Slept {
     use outboard_board::futex::{wait, FutexWait};
+    run_wanted_turn();
     state::count(state::Count::BlockingSleeps);
     match wait(&reg.waiter.word, seen, timeout) {
         FutexWait::Woken | FutexWait::Changed => Slept::News,

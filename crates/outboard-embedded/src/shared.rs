@@ -1,0 +1,213 @@
+//! The engine shared by a thread of its own and the application's threads
+//! (Onload's model, for the socket shim's in-process engine): a thread that
+//! waits for news runs the engine's turns itself instead of spinning while
+//! another thread runs them, and the commands a thread queued take effect
+//! at its next wait (or within a lease). On a machine whose cores the engine shares with
+//! the program (and its load), a request then crosses no thread: the
+//! frame in, the stack, the board and the program's read are one thread's
+//! work, and the reply's command goes out in the same thread's next turn.
+//!
+//! The protocol, in a few atomics beside the engine's mutex:
+//! - **One thread runs the engine at a time** (`try_lock`: an application
+//!   thread never blocks on it). A thread that finds it held sets
+//!   `pending` first; the holder, after its turn, runs another if `pending`
+//!   is set, so a command queued meanwhile is never left for later.
+//! - **A command asks for a turn** (`want_turn` sets `pending`), which
+//!   runs at the queuing thread's next wait, or in the turn of whichever
+//!   thread runs the engine first. Not at once in the queuing thread: a
+//!   server answering a batch of requests between two waits then sends the
+//!   batch in one turn, with one kick of the link (on AF_XDP a system call,
+//!   which on veth also carries the frames to the peer); a turn per
+//!   command cost nginx a third of its request rate.
+//! - **One driver.** A thread that waits announces itself (`enter`): the
+//!   engine thread then parks (a futex, no lock held) instead of spinning
+//!   beside it. The waiter runs turns until its news comes, then `leave`s.
+//!   A second thread that waits meanwhile sleeps at once (the driver's
+//!   turns post its events and wake it, as the engine thread's would): two
+//!   threads spinning for one engine only take cores from the program.
+//! - **A lease, not a hand-over per request.** A waiter that leaves with
+//!   news will most likely wait again soon (a server between requests), so
+//!   the engine thread stays parked while turns keep coming from the
+//!   application: it looks every [`LEASE`], and takes over only once no
+//!   application thread ran a turn for a whole lease. A waiter that leaves
+//!   to sleep in the kernel hands back at once (a futex wake): from then on
+//!   the engine thread watches the link and sleeps as the daemon's does.
+//!   So frames that arrive while the program computes, and what it sent
+//!   before, wait at most a lease for a turn; timers are not affected (the
+//!   shortest is milliseconds). A driver that runs no turn for a whole
+//!   lease (descheduled, or gone) does not hold the engine thread either.
+//! - **The engine thread sleeps holding the engine** (its sleep is the
+//!   engine's own: the link, the boards' doorbells, the next deadline).
+//!   Meanwhile a command rings the doorbell as with a daemon, and a waiter
+//!   spins on its news word as it would for a daemon.
+
+use outboard_api::{Error, Result, SharedDriver};
+use outboard_board::futex;
+use outboard_engine::engine::Engine;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, TryLockError};
+use outboard_engine::clock;
+use outboard_time::Instant;
+use std::time::Duration;
+
+/// How long the engine thread stays parked after the last turn an
+/// application thread ran (see the module's notes).
+pub const LEASE: Duration = Duration::from_micros(200);
+
+/// The engine, shared (module notes).
+pub struct Shared {
+    /// None once the engine thread has ended (the engine is dropped there:
+    /// its boards see the attach socket hang up).
+    engine: Mutex<Option<Engine>>,
+    /// An application thread in a wait runs turns now (one at a time: the
+    /// others sleep rather than spin beside it).
+    driver: AtomicBool,
+    /// Moves with every turn an application thread runs.
+    driven: AtomicU32,
+    /// Moves (and is woken) when a driver leaves to sleep.
+    handback: AtomicU32,
+    /// A thread wanted a turn while another ran the engine.
+    pending: AtomicBool,
+    /// The engine failed (its link) or its thread ended: every turn from now on says so.
+    failed: AtomicBool,
+}
+
+impl Shared {
+    pub fn new(engine: Engine) -> Shared {
+        Shared {
+            engine: Mutex::new(Some(engine)),
+            driver: AtomicBool::new(false),
+            driven: AtomicU32::new(0),
+            handback: AtomicU32::new(0),
+            pending: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// The engine thread's loop (the shard's own, with the protocol above):
+    /// until `stop`, or until `draining` and the shard is quiescent.
+    pub fn run(&self, stop: &AtomicBool, draining: &AtomicBool) {
+        use outboard_engine::shard::{MAX_SLEEP, SPIN};
+        let spin = SPIN;
+        let mut idle_since: Option<Instant> = None;
+        let mut leased = false;
+        // `driven` when a driver was last seen running no turn for a whole
+        // lease (descheduled, or gone: a signal handler that jumped out of
+        // its wait): the engine thread runs meanwhile, until its turns move on.
+        let mut stalled_at: Option<u32> = None;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let driving = self.driver.load(Ordering::SeqCst) && stalled_at != Some(self.driven.load(Ordering::SeqCst));
+            if leased || driving {
+                let (hb, seen) = (self.handback.load(Ordering::SeqCst), self.driven.load(Ordering::SeqCst));
+                futex::wait(&self.handback, hb, Some(LEASE));
+                // Handed back: take over now. Else stay aside while turns still come.
+                let handed_back = self.handback.load(Ordering::SeqCst) != hb;
+                let moved = self.driven.load(Ordering::SeqCst) != seen;
+                leased = !handed_back && moved;
+                stalled_at = (!handed_back && !moved).then_some(seen);
+                // A thread that hands back has just spun its turns for the
+                // engine's spin and found nothing: no second spin here, the
+                // engine sleeps after its next idle turn.
+                idle_since = handed_back.then(|| clock::now() - spin);
+                continue;
+            }
+            let mut g = self.lock();
+            let Some(e) = g.as_mut() else { break };
+            if draining.load(Ordering::Relaxed) && e.shard().quiescent() {
+                break;
+            }
+            self.pending.store(false, Ordering::SeqCst);
+            let work = match e.turn() {
+                Ok(w) => w,
+                Err(_) => {
+                    self.failed.store(true, Ordering::SeqCst);
+                    break;
+                }
+            };
+            if work || self.pending.load(Ordering::SeqCst) {
+                idle_since = None;
+                continue;
+            }
+            let now = clock::now();
+            let since = *idle_since.get_or_insert(now);
+            if now.saturating_duration_since(since) < spin {
+                continue;
+            }
+            if e.idle(MAX_SLEEP).is_err() {
+                self.failed.store(true, Ordering::SeqCst);
+                break;
+            }
+            idle_since = None;
+        }
+        self.failed.store(true, Ordering::SeqCst);
+        if let Some(mut e) = self.lock().take() {
+            e.shutdown();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Engine>> {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl SharedDriver for Shared {
+    fn try_turn(&self) -> Option<Result<bool>> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Some(Err(Error::EngineGone));
+        }
+        // Said before trying: a holder that finished its turn after our
+        // failed try sees it and runs another (SeqCst pairs the two).
+        self.pending.store(true, Ordering::SeqCst);
+        let mut result = None;
+        loop {
+            let mut g = match self.engine.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::WouldBlock) => return result,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            };
+            self.pending.store(false, Ordering::SeqCst);
+            let Some(e) = g.as_mut() else { return Some(Err(Error::EngineGone)) };
+            let r = e.turn();
+            e.shard_mut().count_app_turn();
+            drop(g);
+            self.driven.fetch_add(1, Ordering::Relaxed);
+            match r {
+                Ok(w) => result = Some(Ok(w || matches!(result, Some(Ok(true))))),
+                Err(_) => {
+                    self.failed.store(true, Ordering::SeqCst);
+                    return Some(Err(Error::EngineGone));
+                }
+            }
+            if !self.pending.load(Ordering::SeqCst) {
+                return result;
+            }
+        }
+    }
+
+    fn want_turn(&self) {
+        self.pending.store(true, Ordering::SeqCst);
+    }
+
+    fn turn_wanted(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    fn spin(&self) -> Duration {
+        outboard_engine::shard::SPIN
+    }
+
+    fn enter(&self) -> bool {
+        self.driver.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+    }
+
+    fn leave(&self, sleep: bool) {
+        self.driver.store(false, Ordering::SeqCst);
+        if sleep {
+            self.handback.fetch_add(1, Ordering::SeqCst);
+            futex::wake(&self.handback, 1);
+        }
+    }
+}
