@@ -96,7 +96,7 @@ impl Shared {
         // its wait): the engine thread runs meanwhile, until its turns move on.
         let mut stalled_at: Option<u32> = None;
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || self.failed.load(Ordering::SeqCst) {
                 break;
             }
             let driving = self.driver.load(Ordering::SeqCst) && stalled_at != Some(self.driven.load(Ordering::SeqCst));
@@ -170,13 +170,19 @@ impl SharedDriver for Shared {
             };
             self.pending.store(false, Ordering::SeqCst);
             let Some(e) = g.as_mut() else { return Some(Err(Error::EngineGone)) };
-            let r = e.turn();
-            e.shard_mut().count_app_turn();
+            // A panic in the engine must not unwind into the program's
+            // thread (through the shim's C entry points it would abort the
+            // program): the engine is gone then, as when its own thread dies.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let r = e.turn();
+                e.shard_mut().count_app_turn();
+                r
+            }));
             drop(g);
             self.driven.fetch_add(1, Ordering::Relaxed);
             match r {
-                Ok(w) => result = Some(Ok(w || matches!(result, Some(Ok(true))))),
-                Err(_) => {
+                Ok(Ok(w)) => result = Some(Ok(w || matches!(result, Some(Ok(true))))),
+                Ok(Err(_)) | Err(_) => {
                     self.failed.store(true, Ordering::SeqCst);
                     return Some(Err(Error::EngineGone));
                 }
