@@ -43,11 +43,12 @@
 
 use outboard_api::{Error, Result, SharedDriver};
 use outboard_board::futex;
+use outboard_engine::clock;
 use outboard_engine::engine::Engine;
+use outboard_engine::shard::{MAX_SLEEP, SPIN};
+use outboard_time::Instant;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, TryLockError};
-use outboard_engine::clock;
-use outboard_time::Instant;
 use std::time::Duration;
 
 /// How long the engine thread stays parked after the last turn an
@@ -66,9 +67,10 @@ pub struct Shared {
     driven: AtomicU32,
     /// Moves (and is woken) when a driver leaves to sleep.
     handback: AtomicU32,
-    /// A thread wanted a turn while another ran the engine.
+    /// A turn is wanted: a command was queued, or a thread found the engine busy.
     pending: AtomicBool,
-    /// The engine failed (its link) or its thread ended: every turn from now on says so.
+    /// The engine failed (its link, or a panic in a turn) or its thread
+    /// ended: every turn from now on says so, and the engine thread stops.
     failed: AtomicBool,
 }
 
@@ -87,8 +89,6 @@ impl Shared {
     /// The engine thread's loop (the shard's own, with the protocol above):
     /// until `stop`, or until `draining` and the shard is quiescent.
     pub fn run(&self, stop: &AtomicBool, draining: &AtomicBool) {
-        use outboard_engine::shard::{MAX_SLEEP, SPIN};
-        let spin = SPIN;
         let mut idle_since: Option<Instant> = None;
         let mut leased = false;
         // `driven` when a driver was last seen running no turn for a whole
@@ -111,7 +111,7 @@ impl Shared {
                 // A thread that hands back has just spun its turns for the
                 // engine's spin and found nothing: no second spin here, the
                 // engine sleeps after its next idle turn.
-                idle_since = handed_back.then(|| clock::now() - spin);
+                idle_since = handed_back.then(|| clock::now() - SPIN);
                 continue;
             }
             let mut g = self.lock();
@@ -120,28 +120,22 @@ impl Shared {
                 break;
             }
             self.pending.store(false, Ordering::SeqCst);
-            let work = match e.turn() {
-                Ok(w) => w,
-                Err(_) => {
-                    self.failed.store(true, Ordering::SeqCst);
-                    break;
-                }
-            };
+            let Ok(work) = e.turn() else { break };
             if work || self.pending.load(Ordering::SeqCst) {
                 idle_since = None;
                 continue;
             }
             let now = clock::now();
             let since = *idle_since.get_or_insert(now);
-            if now.saturating_duration_since(since) < spin {
+            if now.saturating_duration_since(since) < SPIN {
                 continue;
             }
             if e.idle(MAX_SLEEP).is_err() {
-                self.failed.store(true, Ordering::SeqCst);
                 break;
             }
             idle_since = None;
         }
+        // Failed or stopped: every turn from now on says the engine is gone.
         self.failed.store(true, Ordering::SeqCst);
         if let Some(mut e) = self.lock().take() {
             e.shutdown();
@@ -161,11 +155,12 @@ impl SharedDriver for Shared {
         // Said before trying: a holder that finished its turn after our
         // failed try sees it and runs another (SeqCst pairs the two).
         self.pending.store(true, Ordering::SeqCst);
-        let mut result = None;
+        // Whether a turn ran here, and whether any found work.
+        let (mut ran, mut work) = (false, false);
         loop {
             let mut g = match self.engine.try_lock() {
                 Ok(g) => g,
-                Err(TryLockError::WouldBlock) => return result,
+                Err(TryLockError::WouldBlock) => return ran.then_some(Ok(work)),
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
             };
             self.pending.store(false, Ordering::SeqCst);
@@ -181,14 +176,14 @@ impl SharedDriver for Shared {
             drop(g);
             self.driven.fetch_add(1, Ordering::Relaxed);
             match r {
-                Ok(Ok(w)) => result = Some(Ok(w || matches!(result, Some(Ok(true))))),
+                Ok(Ok(w)) => (ran, work) = (true, work || w),
                 Ok(Err(_)) | Err(_) => {
                     self.failed.store(true, Ordering::SeqCst);
                     return Some(Err(Error::EngineGone));
                 }
             }
             if !self.pending.load(Ordering::SeqCst) {
-                return result;
+                return Some(Ok(work));
             }
         }
     }
@@ -202,7 +197,7 @@ impl SharedDriver for Shared {
     }
 
     fn spin(&self) -> Duration {
-        outboard_engine::shard::SPIN
+        SPIN
     }
 
     fn enter(&self) -> bool {
