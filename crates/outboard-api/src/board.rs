@@ -46,6 +46,11 @@ pub struct AttachOptions {
     /// applications that wait on kernel descriptors and the board at once.
     /// The engine keeps its own copy.
     pub wake_fd: Option<std::os::fd::RawFd>,
+    /// Eventfds of wake groups 1, 2, … (at most `WAKE_SLOTS - 1`; only with
+    /// `wake_fd`): the engine writes group g's only for events of endpoints
+    /// placed in it ([`Board::set_wake_group`]) or in none, while a thread
+    /// sleeps in slot g ([`News::poller_enter_slot`]).
+    pub wake_group_fds: Vec<std::os::fd::RawFd>,
     /// The engines' run directory; None: [`outboard_board::attach::run_dir`]
     /// (`OUTBOARD_RUN_DIR` read now). A library that must find the engine
     /// again after its program cleared the environment keeps it here.
@@ -54,7 +59,7 @@ pub struct AttachOptions {
 
 impl Default for AttachOptions {
     fn default() -> Self {
-        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20), wake_fd: None, run_dir: None }
+        AttachOptions { params: BoardParams::default(), mode: Mode::Blocking, spin: Duration::from_micros(20), wake_fd: None, wake_group_fds: Vec::new(), run_dir: None }
     }
 }
 
@@ -270,7 +275,8 @@ impl Board {
         let attach_err = |what: &str, e: std::io::Error| Error::Attach(format!("{what}: {e}"));
         sock.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| attach_err("socket", e))?;
         let req = AttachRequest { magic: ATTACH_MAGIC, version: VERSION, pid: std::process::id(), _pad: 0, params: opts.params };
-        let fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().collect();
+        let groups = opts.wake_group_fds.iter().take(outboard_board::layout::WAKE_SLOTS - 1);
+        let fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().chain(groups.copied().filter(|_| opts.wake_fd.is_some())).collect();
         send_record(&sock, &req, &fds).map_err(|e| attach_err("sending the request", e))?;
         // A reply as short as the part every layout version shares is read:
         // an engine of another version still says why it refused.
@@ -547,6 +553,21 @@ impl Board {
         let mut i = self.inner.borrow_mut();
         let shard = if c.endpoint < i.layout.params.endpoints { i.ep_shard(c.endpoint) } else { HOME_SHARD };
         i.put_command(shard, c)
+    }
+
+    /// Puts endpoint `ep` in wake group `group` (see
+    /// [`AttachOptions::wake_group_fds`]; 0: in none, which wakes every
+    /// sleeper). Takes effect at the engine's next turn; until then its
+    /// events wake every group, so no sleeper misses one.
+    pub fn set_wake_group(&self, ep: u32, group: u8) -> Result<()> {
+        if usize::from(group) >= outboard_board::layout::WAKE_SLOTS {
+            return Err(Error::Invalid("wake group out of range"));
+        }
+        let mut i = self.inner.borrow_mut();
+        if ep >= i.layout.params.endpoints {
+            return Err(Error::Invalid("endpoint out of range"));
+        }
+        i.command_at_next_turn(BoardCommand::WakeGroup { ep: Endpoint(ep), group })
     }
 
     /// The board's news word and futex, as a handle other threads may hold:
@@ -855,11 +876,26 @@ impl News {
     /// after this and before sleeping (SeqCst pairs with the engine's bump
     /// and read: one of the two sees the other).
     pub fn poller_enter(&self) {
-        self.map.atomic_u32(outboard_board::layout::header::APP_POLLERS).fetch_add(1, Ordering::SeqCst);
+        self.poller_enter_slot(0);
     }
     /// The thread woke; returns how many still sleep on the eventfd.
     pub fn poller_exit(&self) -> u32 {
-        self.map.atomic_u32(outboard_board::layout::header::APP_POLLERS).fetch_sub(1, Ordering::SeqCst).saturating_sub(1)
+        self.poller_exit_slot(0)
+    }
+    /// As [`News::poller_enter`], for a thread about to sleep on wake group
+    /// `slot`'s eventfd (0: the shared one): the engine writes it for events
+    /// of the group's endpoints and of endpoints in no group. A slot out of
+    /// range is the shared one.
+    pub fn poller_enter_slot(&self, slot: usize) {
+        self.pollers(slot).fetch_add(1, Ordering::SeqCst);
+    }
+    /// As [`News::poller_exit`], for `slot`.
+    pub fn poller_exit_slot(&self, slot: usize) -> u32 {
+        self.pollers(slot).fetch_sub(1, Ordering::SeqCst).saturating_sub(1)
+    }
+    fn pollers(&self, slot: usize) -> &std::sync::atomic::AtomicU32 {
+        let slot = if slot < outboard_board::layout::WAKE_SLOTS { slot } else { 0 };
+        self.map.atomic_u32(outboard_board::layout::header::APP_POLLERS + 4 * slot)
     }
     /// Moves the word and wakes every sleeper (a watcher uses it when the engine dies).
     pub fn signal(&self) {
@@ -982,6 +1018,7 @@ impl Inner {
             | BoardCommand::UdpSend { ep, .. }
             | BoardCommand::SetOption { ep, .. }
             | BoardCommand::Info { ep, .. }
+            | BoardCommand::WakeGroup { ep, .. }
             | BoardCommand::AcceptOn { ep } => self.ep_shard(ep.0),
             BoardCommand::UdpRelease { .. } | BoardCommand::Detach | BoardCommand::ChildOf { .. } => HOME_SHARD,
             // The message service runs on shard 0.

@@ -258,6 +258,8 @@ pub enum BoardCommand {
     HandlerUnload { sync: SyncSlot, name: MsgName },
     /// `op::INFO`: keep this stream's TCP_INFO words current from now on.
     Info { sync: SyncSlot, ep: Endpoint },
+    /// `op::WAKE_GROUP`: `ep`'s events wake wake group `group` (below `WAKE_SLOTS`).
+    WakeGroup { ep: Endpoint, group: u8 },
 }
 
 /// A mailbox name in a command: up to `msg::NAME_LEN` bytes of UTF-8,
@@ -487,6 +489,10 @@ pub fn decode(c: &Command, b: Bounds) -> Result<BoardCommand, CommandViolation> 
         },
         op::HANDLER_UNLOAD => BoardCommand::HandlerUnload { sync: sync()?, name: MsgName::from_words([c.c, c.d, c.e])? },
         op::INFO => BoardCommand::Info { sync: sync()?, ep: ep("info")? },
+        op::WAKE_GROUP => BoardCommand::WakeGroup {
+            ep: ep("wake group")?,
+            group: u8::try_from(c.a).ok().filter(|g| usize::from(*g) < crate::layout::WAKE_SLOTS).ok_or(CommandViolation::BadField("wake group"))?,
+        },
         other => return Err(CommandViolation::UnknownOp(other)),
     })
 }
@@ -663,6 +669,7 @@ impl BoardCommand {
                 [c.c, c.d, c.e] = name.to_words();
             }
             BoardCommand::Info { sync, ep } => (c.op, c.sync, c.endpoint) = (op::INFO, sync.0, ep.0),
+            BoardCommand::WakeGroup { ep, group } => (c.op, c.endpoint, c.a) = (op::WAKE_GROUP, ep.0, u64::from(group)),
         }
         c
     }

@@ -63,6 +63,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"OBBOARD1");
 pub const VERSION: u32 = 9;
 /// Most shards a board can serve.
 pub const MAX_SHARDS: u32 = 64;
+/// Wake slots of a board (`header::APP_POLLERS`): the shared eventfd and
+/// `WAKE_SLOTS - 1` wake groups, each an eventfd the application gives at
+/// attach after the shared one.
+pub const WAKE_SLOTS: usize = 8;
 /// Bytes before a received datagram's payload in its buffer: its source address.
 pub const DGRAM_HEADER: usize = 32;
 const _: () = assert!(std::mem::size_of::<NetAddr>() <= DGRAM_HEADER);
@@ -79,10 +83,13 @@ pub mod header {
     pub const EVENT_CONDITION: usize = 192;
     /// `BoardParams` copied here for the application's information.
     pub const PARAMS: usize = 256;
-    /// u32: how many of the application's threads sleep in poll/epoll on its
-    /// wake eventfd (the one it gave at attach). While non-zero, the engine
-    /// writes that eventfd whenever it signals `EVENT_CONDITION` (CLAN's
-    /// tripwire: a kernel-pollable wake-up beside the futex).
+    /// `[u32; WAKE_SLOTS]`: how many of the application's threads sleep in
+    /// poll/epoll on each of its wake eventfds (the ones it gave at attach).
+    /// Slot 0, the shared eventfd: while non-zero, the engine writes it
+    /// whenever it signals `EVENT_CONDITION` (CLAN's tripwire: a
+    /// kernel-pollable wake-up beside the futex). Slot g ≥ 1, a wake group
+    /// (`op::WAKE_GROUP`): its eventfd is written only for events of the
+    /// endpoints placed in group g, and of endpoints in no group.
     pub const APP_POLLERS: usize = 320;
     /// u64 written by the engine at attach: the key a process forked from
     /// the application presents (`op::INHERIT`) to join listeners it
@@ -100,8 +107,8 @@ const _: () = assert!(header::APP_COUNTERS + 8 * header::APP_COUNTERS_LEN <= HEA
 const _: () = assert!(header::APP_COUNTERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
 const _: () = assert!(header::APP_COUNTERS >= header::EVENT_CONDITION + crate::condition::CONDITION_BYTES);
 const _: () = assert!(header::APP_POLLERS >= header::PARAMS + std::mem::size_of::<BoardParams>());
-const _: () = assert!(header::APP_COUNTERS >= header::APP_POLLERS + 4);
-const _: () = assert!(header::INHERIT_KEY >= header::APP_POLLERS + 4 && header::INHERIT_KEY + 8 <= header::APP_COUNTERS);
+const _: () = assert!(header::APP_COUNTERS >= header::APP_POLLERS + 4 * WAKE_SLOTS);
+const _: () = assert!(header::INHERIT_KEY >= header::APP_POLLERS + 4 * WAKE_SLOTS && header::INHERIT_KEY + 8 <= header::APP_COUNTERS);
 const _: () = assert!(header::APP_COUNTERS.is_multiple_of(64));
 
 /// Slots of the header's application counters (what a socket shim did and

@@ -178,6 +178,11 @@ pub mod op {
     /// application asked: most never do) → sync: 0 once they are written.
     /// Until then the record's `INFO_BYTES` word is 0 (no state is 0).
     pub const INFO: u32 = 32;
+    /// Endpoint (a stream or listener): its events wake the application's
+    /// threads asleep in wake group `a` (1 to `WAKE_SLOTS - 1`; 0: in no
+    /// group, every sleeper) instead of every thread asleep in poll/epoll
+    /// (`header::APP_POLLERS`). No sync. A closed endpoint leaves its group.
+    pub const WAKE_GROUP: u32 = 33;
 }
 
 /// Handlers loaded through a board (`op::HANDLER_*`).

@@ -109,6 +109,7 @@ pub unsafe fn options_from_c(opts: *const ob_attach_options_t) -> Result<AttachO
         mode: mode(o.mode)?,
         spin: Duration::from_micros(u64::from(o.spin_us)),
         wake_fd: None,
+        wake_group_fds: Vec::new(),
         run_dir: None,
     })
 }

@@ -11,7 +11,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-
 fn eventfd() -> RawFd {
     // SAFETY: plain eventfd creation.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -45,17 +44,7 @@ fn the_engine_writes_the_wake_eventfd_only_while_a_poller_is_announced() {
 
     // Not announced: a connection arriving posts events but leaves the eventfd alone.
     let mut c = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7100)).expect("connect");
-    let t0 = Instant::now();
-    let mut s = loop {
-        match l.accept() {
-            Ok(s) => break s,
-            Err(outboard_api::Error::WouldBlock) => {
-                assert!(t0.elapsed() < Duration::from_secs(5), "no connection");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
-    };
+    let mut s = accept(&mut l);
     assert!(!readable(efd, 50), "eventfd written with no poller announced");
 
     // Announced: bytes from the peer wake the eventfd.
@@ -107,5 +96,92 @@ fn a_wake_descriptor_that_is_not_an_eventfd_is_ignored() {
     unsafe {
         libc::close(p[0]);
         libc::close(p[1]);
+    }
+}
+
+fn accept(l: &mut outboard_api::Listener) -> outboard_api::Stream {
+    let t0 = Instant::now();
+    loop {
+        match l.accept() {
+            Ok(s) => return s,
+            Err(outboard_api::Error::WouldBlock) => {
+                assert!(t0.elapsed() < Duration::from_secs(5), "no connection");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+fn recv_exact(s: &mut outboard_api::Stream, want: &[u8]) {
+    let mut buf = vec![0u8; want.len()];
+    let mut got = 0;
+    let t0 = Instant::now();
+    while got < want.len() {
+        match s.recv(&mut buf[got..]) {
+            Ok(n) => got += n,
+            Err(outboard_api::Error::WouldBlock) if t0.elapsed() < Duration::from_secs(2) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("recv: {e}"),
+        }
+    }
+    assert_eq!(buf, want);
+}
+
+/// Wake groups (`op::WAKE_GROUP`): a thread asleep in group 1 is woken for
+/// its endpoints' events and for endpoints in no group, never for group 2's
+/// — the kernel's epoll wakes only the instance a ready descriptor is in,
+/// and a program with an epoll set per thread (memcached's workers) must
+/// not wake every thread for every packet.
+#[test]
+fn a_wake_groups_eventfd_is_written_for_its_own_endpoints_and_those_in_no_group_only() {
+    let fabric = format!("fabric:wakeg-{}", std::process::id());
+    let a = engine(&fabric, "wakeg-a", 1);
+    let b = engine(&fabric, "wakeg-b", 2);
+    let (efd, g1, g2) = (eventfd(), eventfd(), eventfd());
+    let opts = AttachOptions { mode: Mode::NonBlocking, wake_fd: Some(efd), wake_group_fds: vec![g1, g2], ..Default::default() };
+    let board_a = a.attach(&opts).expect("attach a");
+    let mut l = board_a.listen(7102, 4).expect("listen");
+    let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+    let to = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7102);
+    let mut c1 = board_b.connect(to).expect("connect 1");
+    let mut s1 = accept(&mut l);
+    let mut c2 = board_b.connect(to).expect("connect 2");
+    let mut s2 = accept(&mut l);
+    board_a.set_wake_group(s1.id(), 1).expect("group 1");
+    board_a.set_wake_group(s2.id(), 2).expect("group 2");
+    assert!(board_a.set_wake_group(s2.id(), 8).is_err(), "a group out of range is refused");
+    // A command answered after them: the engine took them in order.
+    let _ = s1.tcp_info();
+    let _ = s2.tcp_info();
+    for fd in [efd, g1, g2] {
+        drain(fd);
+    }
+    let news = board_a.news();
+    news.poller_enter_slot(1);
+
+    // Group 2's bytes: nobody sleeps in slot 0 or 2, and group 1 is not theirs.
+    c2.send_all(b"two").expect("send 2");
+    recv_exact(&mut s2, b"two");
+    assert!(!readable(g1, 100), "group 1 woken for group 2's endpoint");
+    assert!(!readable(efd, 0) && !readable(g2, 0), "eventfds written with no sleeper in their slot");
+
+    // Its own endpoint's bytes wake group 1 (and only it).
+    c1.send_all(b"one").expect("send 1");
+    assert!(readable(g1, 2000), "group 1 not woken for its endpoint");
+    recv_exact(&mut s1, b"one");
+    assert!(!readable(efd, 0) && !readable(g2, 0));
+    drain(g1);
+
+    // An endpoint in no group (the listener: a new connection) wakes every group with a sleeper.
+    let _c3 = board_b.connect(to).expect("connect 3");
+    assert!(readable(g1, 2000), "group 1 not woken for an endpoint in no group");
+    assert_eq!(news.poller_exit_slot(1), 0);
+    drain(g1);
+    c1.send_all(b"left").expect("send");
+    recv_exact(&mut s1, b"left");
+    assert!(!readable(g1, 100), "group 1 written after its sleeper left");
+    for fd in [efd, g1, g2] {
+        // SAFETY: closing our eventfds (the engine keeps its own copies).
+        unsafe { libc::close(fd) };
     }
 }

@@ -63,11 +63,20 @@ pub struct Interest {
     reported: u64,
     /// The endpoint last handed to the shim's endpoint index for it.
     indexed: Option<u32>,
+    /// Its endpoint is in the set's wake group.
+    grouped: bool,
 }
 
 #[derive(Default)]
 pub struct EpollSet {
     pub interests: BTreeMap<RawFd, Interest>,
+    /// The set's wake group (1 to `WAKE_SLOTS - 1`, given round robin; 0:
+    /// none), and how many interests are not in it. While every interest
+    /// is, a thread sleeps in the group's slot and is woken only for its
+    /// own endpoints (and endpoints in no group); else in the shared slot,
+    /// for every event of the board.
+    pub group: u8,
+    ungrouped: usize,
     /// Thread eventfds already added to the kernel's instance.
     pub wake_fds: Vec<RawFd>,
     inbox: Rc<Inbox>,
@@ -81,6 +90,11 @@ pub struct EpollSet {
 }
 
 impl EpollSet {
+    /// A new set in wake group `group`.
+    pub fn in_group(group: u8) -> EpollSet {
+        EpollSet { group, ..EpollSet::default() }
+    }
+
     /// EPOLL_CTL_ADD of an engine socket.
     pub fn add(&mut self, fd: RawFd, sock: Rc<RefCell<Sock>>, events: u32, data: u64) -> Result<(), i32> {
         if self.interests.contains_key(&fd) {
@@ -93,7 +107,8 @@ impl EpollSet {
         }
         self.next_id += 1;
         let id = self.next_id;
-        self.interests.insert(fd, Interest { sock, events, data, last_key: None, disarmed: false, id, queued: false, reported: 0, indexed: None });
+        self.interests.insert(fd, Interest { sock, events, data, last_key: None, disarmed: false, id, queued: false, reported: 0, indexed: None, grouped: false });
+        self.ungrouped += 1;
         self.enqueue(fd);
         Ok(())
     }
@@ -112,6 +127,9 @@ impl EpollSet {
     /// EPOLL_CTL_DEL (and a closed descriptor): the interest, if there was one.
     pub fn remove(&mut self, fd: RawFd) -> Option<Interest> {
         let i = self.interests.remove(&fd)?;
+        if !i.grouped {
+            self.ungrouped -= 1;
+        }
         if let Ok(mut s) = i.sock.try_borrow_mut() {
             let me = Rc::as_ptr(&self.inbox);
             s.watchers.retain(|(w, f)| !(*f == fd && w.as_ptr() == me));
@@ -190,12 +208,45 @@ impl EpollSet {
             if let Some(e) = ep.filter(|_| ep != i.indexed) {
                 i.indexed = ep;
                 seen_eps.push((e, i.sock.clone()));
+                if !i.grouped && join_group(i, e, self.group, board) {
+                    i.grouped = true;
+                    self.ungrouped -= 1;
+                }
             }
             if requeue {
                 self.queue.push_back((fd, id));
             } else {
                 i.queued = false;
             }
+        }
+    }
+}
+
+impl EpollSet {
+    /// The wake slot a thread sleeps in for this set (see `group`).
+    pub fn wake_slot(&self) -> usize {
+        if self.ungrouped == 0 {
+            usize::from(self.group)
+        } else {
+            0
+        }
+    }
+}
+
+/// Puts `i`'s endpoint `ep` in wake group `group` unless the socket's is in
+/// another already (a socket in two sets: it stays there, and this set
+/// sleeps in the shared slot). Whether it is in `group` now.
+fn join_group(i: &mut Interest, ep: u32, group: u8, board: Option<&Board>) -> bool {
+    let Some(board) = board.filter(|_| group != 0 && crate::wait::slot_fd(usize::from(group)) >= 0) else { return false };
+    let mut s = i.sock.borrow_mut();
+    match s.wake_group {
+        Some((e, g)) if e == ep => g == group,
+        _ => {
+            let joined = board.set_wake_group(ep, group).is_ok();
+            if joined {
+                s.wake_group = Some((ep, group));
+            }
+            joined
         }
     }
 }

@@ -701,8 +701,13 @@ pub fn new_epoll(fd: RawFd) {
     if fd < 0 || fd as usize >= MAX_FDS {
         return;
     }
+    // Wake groups round robin: sets beyond their number share one (a
+    // sleeper is then woken for the other set's endpoints too).
+    static NEXT_GROUP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT_GROUP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let group = 1 + (n % (outboard_board::layout::WAKE_SLOTS - 1)) as u8;
     let mut st = lock();
-    st.epolls.insert(fd, Rc::new(RefCell::new(EpollSet::default())));
+    st.epolls.insert(fd, Rc::new(RefCell::new(EpollSet::in_group(group))));
     set_mark(fd, state::MARK_EPOLL);
 }
 

@@ -73,7 +73,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
         let rest = left(deadline);
         let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
         let use_efd = match (&news, now_only) {
-            (Some(n), false) => match wait::before_kernel_sleep(n, seq) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq, 0) {
                 None => continue, // news arrived: look again
                 Some(announced) => announced,
             },
@@ -87,7 +87,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
         let e = errno();
         if use_efd {
             if let Some(n) = &news {
-                wait::poll_exit(n);
+                wait::poll_exit(n, 0);
             }
         }
         if r < 0 {
@@ -223,7 +223,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         out.clear();
         // What this thread sent goes out before it looks and waits.
         wait::run_wanted_turn();
-        let (news, seq) = {
+        let (news, seq, slot) = {
             let mut st = lock();
             let (news, seq, board) = st.look();
             let Some(set) = st.epolls.get(&epfd).cloned() else {
@@ -232,22 +232,29 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
             };
             let mut set = set.borrow_mut();
             st.collect_epoll(board.as_ref(), &mut set, &mut out, max);
-            if out.is_empty() && efd >= 0 && !set.wake_fds.contains(&efd) {
-                // Edge-triggered: each engine write wakes each epoll set once.
-                // The eventfd is drained only when the last poller leaves, so
-                // with several threads in epoll (memcached's workers, libuv's
-                // pool) a level-triggered registration stayed ready and every
-                // wait returned at once: the threads spun (memcached -t 4
-                // ran at a fifth of its -t 1 rate).
-                let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: WAKE_TOKEN };
-                // SAFETY: adds our eventfd to the program's epoll instance.
-                if unsafe { crate::real::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, efd, &mut ev) } == 0 {
-                    set.wake_fds.push(efd);
+            // A thread sleeps in its set's wake group while every interest
+            // is in it; the shared eventfd is in every set all the same (an
+            // engine without the group's, a dead engine, a re-attach ring it).
+            let slot = set.wake_slot();
+            let slot = if wait::slot_fd(slot) >= 0 { slot } else { 0 };
+            for fd in [efd, wait::slot_fd(slot)] {
+                if out.is_empty() && fd >= 0 && !set.wake_fds.contains(&fd) {
+                    // Edge-triggered: each engine write wakes each epoll set once.
+                    // The eventfd is drained only when the last poller leaves, so
+                    // with several threads in epoll (memcached's workers, libuv's
+                    // pool) a level-triggered registration stayed ready and every
+                    // wait returned at once: the threads spun (memcached -t 4
+                    // ran at a fifth of its -t 1 rate).
+                    let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: WAKE_TOKEN };
+                    // SAFETY: adds our eventfd to the program's epoll instance.
+                    if unsafe { crate::real::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } == 0 {
+                        set.wake_fds.push(fd);
+                    }
                 }
             }
             drop(set);
             st.push_counters();
-            (news, seq)
+            (news, seq, slot)
         };
         let n_eng = out.len();
         for (i, ev) in out.iter().enumerate() {
@@ -260,7 +267,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         let rest = left(deadline);
         let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
         let announced = match (&news, now_only) {
-            (Some(n), false) => match wait::before_kernel_sleep(n, seq) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq, slot) {
                 None => continue, // news arrived: look again
                 Some(announced) => announced,
             },
@@ -274,7 +281,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         let e = errno();
         if announced {
             if let Some(n) = &news {
-                wait::poll_exit(n);
+                wait::poll_exit(n, slot);
             }
         }
         if r < 0 {

@@ -188,6 +188,9 @@ pub struct Sock {
     /// The epoll sets watching this socket, and under which descriptor
     /// (`bump` makes it a candidate there).
     pub watchers: Vec<(Weak<Inbox>, RawFd)>,
+    /// The wake group its endpoint was put in (`Board::set_wake_group`),
+    /// with that endpoint: by the first epoll set that saw it evented.
+    pub wake_group: Option<(u32, u8)>,
 }
 
 /// Maps an API error to the errno a Linux socket gives.
@@ -224,6 +227,7 @@ impl Sock {
             unhonoured: Vec::new(),
             transitions: 0,
             watchers: Vec::new(),
+            wake_group: None,
         }
     }
 

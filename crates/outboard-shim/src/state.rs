@@ -210,6 +210,9 @@ pub struct Settings {
     /// `OUTBOARD_EXEC_SOCKETS`: the engine sockets the image before an exec
     /// left this one (`exec.rs`).
     pub exec_sockets: Option<String>,
+    /// `OUTBOARD_WAKE_GROUPS=0`: no wake groups (every thread asleep in
+    /// poll/epoll is woken for every event, as before they existed).
+    pub wake_groups: bool,
 }
 
 impl Settings {
@@ -221,6 +224,7 @@ impl Settings {
             region_kib: env_u32("OUTBOARD_STREAM_KIB", 1024).clamp(256, 16384),
             require_engine: std::env::var("OUTBOARD_REQUIRE_ENGINE").is_ok_and(|v| v == "1"),
             exec_sockets: std::env::var(crate::exec::ENV).ok(),
+            wake_groups: std::env::var("OUTBOARD_WAKE_GROUPS").map_or(true, |v| v.trim() != "0"),
         }
     }
 }
@@ -315,6 +319,7 @@ impl Shim {
             params,
             mode: outboard_api::Mode::NonBlocking,
             wake_fd,
+            wake_group_fds: if cfg.wake_groups { crate::wait::group_fds() } else { Vec::new() },
             run_dir: Some(cfg.run_dir.clone()),
             ..AttachOptions::default()
         };

@@ -24,6 +24,7 @@
 
 use crate::state::{self, Reentry};
 use outboard_api::{Board, News, SharedDriver};
+use outboard_board::layout::WAKE_SLOTS;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -78,6 +79,8 @@ pub fn run_wanted_turn() {
 pub static ENGINE_GONE: AtomicBool = AtomicBool::new(false);
 /// The process's wake eventfd (given to the engine at attach), or -1.
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// Its wake groups' eventfds (group g at g − 1), or -1 each.
+static GROUP_FDS: [AtomicI32; WAKE_SLOTS - 1] = [const { AtomicI32::new(-1) }; WAKE_SLOTS - 1];
 /// Serialises announcing/leaving with emptying the eventfd.
 static POLLERS: Mutex<()> = Mutex::new(());
 
@@ -99,30 +102,66 @@ pub fn after_fork() {
 pub fn after_fork_child() {
     FORK_POLLERS.with(|f| f.borrow_mut().take());
     DRIVING.store(false, Ordering::SeqCst);
-    // The parent's eventfd is not the child's business (a new board brings a new one).
-    let fd = WAKE_FD.swap(-1, Ordering::SeqCst);
-    if fd >= 0 {
-        state::set_mark(fd, state::MARK_KERNEL);
-        // SAFETY: closes our inherited copy.
-        unsafe { crate::real::close(fd) };
+    // The parent's eventfds are not the child's business (a new board brings new ones).
+    for slot in std::iter::once(&WAKE_FD).chain(&GROUP_FDS) {
+        let fd = slot.swap(-1, Ordering::SeqCst);
+        if fd >= 0 {
+            state::set_mark(fd, state::MARK_KERNEL);
+            // SAFETY: closes our inherited copy.
+            unsafe { crate::real::close(fd) };
+        }
     }
     ENGINE_GONE.store(false, Ordering::Relaxed);
 }
 
-/// Makes the process's wake eventfd (for the attach request), marked internal.
-pub fn make_wake_fd() -> Option<RawFd> {
+fn new_eventfd() -> Option<RawFd> {
     // SAFETY: plain eventfd creation.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if fd < 0 {
         return None;
     }
     state::set_mark(fd, state::MARK_INTERNAL);
+    Some(fd)
+}
+
+/// Makes the process's wake eventfd (for the attach request), marked internal.
+pub fn make_wake_fd() -> Option<RawFd> {
+    let fd = new_eventfd()?;
     WAKE_FD.store(fd, Ordering::SeqCst);
     Some(fd)
 }
 
 pub fn wake_fd() -> RawFd {
     WAKE_FD.load(Ordering::Relaxed)
+}
+
+/// The wake groups' eventfds (for the attach request), made once for the
+/// process's life as the wake eventfd is: up to the first that could not be.
+pub fn group_fds() -> Vec<RawFd> {
+    let mut out = Vec::with_capacity(GROUP_FDS.len());
+    for slot in &GROUP_FDS {
+        let fd = match slot.load(Ordering::SeqCst) {
+            fd if fd >= 0 => fd,
+            _ => match new_eventfd() {
+                Some(fd) => {
+                    slot.store(fd, Ordering::SeqCst);
+                    fd
+                }
+                None => break,
+            },
+        };
+        out.push(fd);
+    }
+    out
+}
+
+/// The eventfd a thread sleeping in wake slot `slot` waits on (0: the
+/// shared one), or -1.
+pub fn slot_fd(slot: usize) -> RawFd {
+    match slot {
+        0 => wake_fd(),
+        g => GROUP_FDS.get(g - 1).map_or(-1, |f| f.load(Ordering::Relaxed)),
+    }
 }
 
 pub fn ring(efd: RawFd) {
@@ -179,30 +218,30 @@ pub fn start_watcher(board: &Board) {
     });
 }
 
-/// Announces this thread as sleeping on the wake eventfd; false (and not
-/// announced) if the news word already left `seen`. A dead engine is no
-/// reason not to sleep: the look before this one reported its sockets
+/// Announces this thread as sleeping on wake slot `slot`'s eventfd; false
+/// (and not announced) if the news word already left `seen`. A dead engine
+/// is no reason not to sleep: the look before this one reported its sockets
 /// failed (once), and the program's own descriptors may still wake it.
-fn poll_enter(news: &News, seen: u32) -> bool {
+fn poll_enter(news: &News, seen: u32, slot: usize) -> bool {
     let _g = pollers();
-    news.poller_enter();
+    news.poller_enter_slot(slot);
     if news.current() != seen {
-        leave(news);
+        leave(news, slot);
         return false;
     }
     state::count(state::Count::PollWaits);
     true
 }
 
-/// This thread woke from a sleep `poll_enter` announced.
-pub fn poll_exit(news: &News) {
+/// This thread woke from a sleep `poll_enter` announced in `slot`.
+pub fn poll_exit(news: &News, slot: usize) {
     let _g = pollers();
-    leave(news);
+    leave(news, slot);
 }
 
-fn leave(news: &News) {
-    if news.poller_exit() == 0 {
-        let efd = wake_fd();
+fn leave(news: &News, slot: usize) {
+    if news.poller_exit_slot(slot) == 0 {
+        let efd = slot_fd(slot);
         if efd >= 0 {
             let mut v: u64 = 0;
             // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
@@ -274,18 +313,19 @@ pub fn sleep(news: &News, seen: u32, timeout: Option<Duration>) -> Slept {
 }
 
 /// What a poll-type wait does when its look found nothing ready and it
-/// may sleep: spin for news, then announce the thread on the wake eventfd.
+/// may sleep: spin for news, then announce the thread in wake slot `slot`
+/// (0: the shared eventfd; g: wake group g's, see `EpollSet::group`).
 /// `None`: news arrived, look again. `Some(true)`: sleep in the kernel with
-/// the eventfd too, and `poll_exit` after; `Some(false)`: there is no
-/// eventfd, sleep on the program's descriptors alone.
-pub fn before_kernel_sleep(news: &News, seen: u32) -> Option<bool> {
+/// the slot's eventfd too, and `poll_exit` after; `Some(false)`: there is
+/// no eventfd, sleep on the program's descriptors alone.
+pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize) -> Option<bool> {
     if spin_for_news(news, seen) {
         return None;
     }
-    if wake_fd() < 0 {
+    if slot_fd(slot) < 0 {
         return Some(false);
     }
-    poll_enter(news, seen).then_some(true)
+    poll_enter(news, seen, slot).then_some(true)
 }
 
 /// Spins up to the spin time for the news word to leave `seen`; true if it

@@ -227,7 +227,8 @@ fn any_message_command() -> impl Strategy<Value = BoardCommand> {
             |(sync, name, mailbox, memory, kv, deadline_ms, max_faults)| BoardCommand::HandlerLoad { sync, name, mailbox, memory, kv, deadline_ms, max_faults }
         ),
         (sync.clone(), any_name()).prop_map(|(sync, name)| BoardCommand::HandlerUnload { sync, name }),
-        (sync, ep).prop_map(|(sync, ep)| BoardCommand::Info { sync, ep }),
+        (sync, ep.clone()).prop_map(|(sync, ep)| BoardCommand::Info { sync, ep }),
+        (ep, 0..crate::layout::WAKE_SLOTS as u8).prop_map(|(ep, group)| BoardCommand::WakeGroup { ep, group }),
     ]
 }
 

@@ -12,7 +12,7 @@ pub use outboard_board::attach::board_socket_path;
 pub use outboard_board::wake::ring_eventfd;
 use outboard_board::access::{current_uid, Access, PeerCreds};
 use outboard_board::attach::{recv_record, send_record, AttachReply, AttachRequest, ATTACH_MAGIC};
-use outboard_board::layout::{header, BoardParams, CLASS_STREAM, ENGINE_RUNNING, MAGIC, VERSION};
+use outboard_board::layout::{header, BoardParams, CLASS_STREAM, ENGINE_RUNNING, MAGIC, VERSION, WAKE_SLOTS};
 use crate::log::{self, Level};
 use outboard_board::{BoardLayout, BufRef, FreeList, Mapping, NetAddr};
 use std::net::SocketAddr;
@@ -49,6 +49,8 @@ pub struct NewSession {
     pub dead: Arc<AtomicBool>,
     /// The application's wake eventfd, if it gave one (checked to be an eventfd, made non-blocking).
     pub wake: Option<OwnedFd>,
+    /// Its wake groups' eventfds, if it gave them (after the wake eventfd; same checks).
+    pub wake_groups: Arc<Vec<OwnedFd>>,
     /// The board's number on this engine (its session id on every shard).
     pub board: u64,
     /// The board's free stream regions, shared by its sessions on every shard.
@@ -378,7 +380,11 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
     let (req, fds) = recv_record::<AttachRequest>(&stream)?;
-    let wake = fds.into_iter().next().and_then(checked_eventfd);
+    let mut fds = fds.into_iter();
+    let wake = fds.next().and_then(checked_eventfd);
+    // Group g's eventfd is the g-th after it: up to the first that is not one.
+    let wake_groups: Arc<Vec<OwnedFd>> =
+        Arc::new(if wake.is_some() { fds.take(WAKE_SLOTS - 1).map_while(checked_eventfd).collect() } else { Vec::new() });
     let reply = |status: i32, board_bytes: u64, params: BoardParams| AttachReply {
         magic: ATTACH_MAGIC,
         status: status as u32,
@@ -482,6 +488,7 @@ fn handshake(sh: &Shared, stream: UnixStream) -> io::Result<()> {
                 key,
                 dead: dead.clone(),
                 wake,
+                wake_groups: wake_groups.clone(),
                 board,
                 regions: regions.clone(),
                 memory: Some(memfd.clone()),

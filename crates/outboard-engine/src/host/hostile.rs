@@ -90,7 +90,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
     let dead = Arc::new(AtomicBool::new(false));
     let rings = layout.shards[0];
     let mut cmds: Producer<Command> = Producer::new(map.clone(), rings.command_ring, layout.params.command_capacity);
-    let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead: dead.clone(), wake: None, board: 1, regions: NewSession::all_regions(&layout), memory: None };
+    let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead: dead.clone(), wake: None, wake_groups: Default::default(), board: 1, regions: NewSession::all_regions(&layout), memory: None };
 
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut cfg = StackConfig::new([2, 0, 0, 0, 0, 1], Ipv4Addr::new(10, 9, 0, 1), 24);
@@ -139,6 +139,7 @@ pub fn drive_board(input: &[u8]) -> HostileOutcome {
                         syncs.arm(sync.0);
                         BoardCommand::Info { sync, ep }
                     }
+                    7 if b.u8().is_multiple_of(4) => BoardCommand::WakeGroup { ep, group: b.u8() % 8 },
                     7 => BoardCommand::Shutdown { ep },
                     8 => BoardCommand::Close { ep },
                     // (Abort when the input ends here, as before message commands.)

@@ -66,7 +66,7 @@ impl Rig {
         map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
         let (app_sock, engine_sock) = UnixStream::pair().expect("socket pair");
         let dead = Arc::new(AtomicBool::new(false));
-        let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead, wake: None, board: 1, regions: NewSession::all_regions(&layout), memory: None };
+        let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead, wake: None, wake_groups: Default::default(), board: 1, regions: NewSession::all_regions(&layout), memory: None };
         let now = Instant::from_nanos(1_000_000_000);
         let config = |mac: u8, ip: u8| {
             let mut c = StackConfig::new([2, 0, 0, 0, 0, mac], Ipv4Addr::new(10, 9, 0, ip), 24);

@@ -196,6 +196,9 @@ impl OpenBoard {
             key: sr.key,
             dead: self.dead.clone(),
             wake: self.wake.as_ref().map(|w| w.try_clone()).transpose()?,
+            // Not handed over: the application's group sleepers are woken
+            // through the shared eventfd here (`Session::ring_wake`).
+            wake_groups: Default::default(),
             board: sr.id,
             regions: self.regions.clone(),
             memory: Some(self.memory.clone()),

@@ -139,6 +139,10 @@ impl Session {
                 self.connect(stack, now, sync, (to, mss, fast_open, tos, rcv_clamp), owned)?
             }
             BoardCommand::Push { ep, written } => self.push(stack, ep, written)?,
+            BoardCommand::WakeGroup { ep, group } => {
+                let i = self.open_slot(ep, "wake group")?;
+                self.groups.set(i as u32, group);
+            }
             BoardCommand::Info { sync, ep } => {
                 let i = self.open_slot(ep, "info")?;
                 let Some(EpKind::Stream(s)) = self.eps[i].as_mut() else {
@@ -500,6 +504,7 @@ impl Session {
         if shadow {
             // The id, its record and its CLOSED event are its own shard's.
             self.eps[ep as usize] = None;
+            self.groups.set(ep, 0);
         } else {
             self.close_ep(ep);
         }

@@ -25,6 +25,7 @@ impl Session {
     pub(super) fn close_ep(&mut self, ep: u32) {
         self.polled.retain(|&p| p != ep);
         if self.eps[ep as usize].take().is_some() {
+            self.groups.set(ep, 0);
             let base = self.layout.endpoint_status(ep);
             self.map.atomic_u32(base + status::KIND).store(kind::FREE, Ordering::Release);
             self.free_eps.push(ep);

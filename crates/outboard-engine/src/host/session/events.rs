@@ -20,11 +20,13 @@
 //! it (`Stream::wait_writable`; Linux wakes one at a third).
 
 use super::{Session, Violation};
-use outboard_board::layout::header;
+use outboard_board::layout::{header, WAKE_SLOTS};
 use outboard_board::proto::ev;
 use outboard_board::Event;
 use outboard_time::{Duration, Instant};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The longest a batched post waits for its wake-up while the shard stays
 /// busy (a shard that goes idle wakes it when it sleeps, `SPIN` later at
@@ -57,6 +59,7 @@ impl Session {
     fn enqueue(&mut self, e: Event) {
         let (endpoint, kind) = (e.endpoint, e.kind);
         self.counters.events += 1;
+        self.groups.note(endpoint);
         let carries_value = kind & (ev::ACCEPT | ev::SYNC | ev::BUF_RETURN | ev::COMPLETION | ev::REMOTE_WRITE | ev::TRIPWIRE) != 0;
         if self.overflow.is_empty() && self.hinted.is_empty() {
             if let Ok(true) = self.events.begin_put(e) {
@@ -136,15 +139,68 @@ impl Session {
         }
     }
 
-    /// Writes the application's wake eventfd if any of its threads sleeps
-    /// in poll/epoll on it (after the condition's bump: SeqCst pairs with the
-    /// application announcing itself and then re-reading the word).
-    pub(super) fn ring_wake(&self) {
+    /// Writes the application's wake eventfds that threads sleep on in
+    /// poll/epoll (after the condition's bump: SeqCst pairs with the
+    /// application announcing itself in a slot and then re-reading the
+    /// word): the shared one whenever a thread sleeps on it, a wake group's
+    /// only for events of its endpoints or of endpoints in no group.
+    pub(super) fn ring_wake(&mut self) {
+        let due = std::mem::take(&mut self.groups.due);
+        let sleepers = |slot: usize| self.map.atomic_u32(header::APP_POLLERS + 4 * slot).load(Ordering::SeqCst);
+        let groups = &self.groups.fds;
         if let Some(fd) = &self.wake {
-            if self.map.atomic_u32(header::APP_POLLERS).load(Ordering::SeqCst) != 0 {
+            // Without group eventfds (none given, or a board a live upgrade
+            // carried over), a group's sleepers wait on the shared one too.
+            let shared = if groups.is_empty() { (0..WAKE_SLOTS).any(|s| sleepers(s) != 0) } else { sleepers(0) != 0 };
+            if shared {
+                crate::host::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
+            }
+        }
+        for (i, fd) in groups.iter().enumerate() {
+            let g = i + 1;
+            if due & (1 | 1 << g) != 0 && sleepers(g) != 0 {
                 crate::host::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
             }
         }
     }
 
+    /// The application is gone or goes: every sleeper, whatever it waits for.
+    pub(super) fn ring_wake_all(&mut self) {
+        self.groups.due |= 1;
+        self.ring_wake();
+    }
+}
+
+/// The application's wake groups (`op::WAKE_GROUP`): which endpoints'
+/// events write which of its group eventfds, and which groups are due.
+/// A program with a thread per epoll set (memcached's workers, a thread
+/// pool's) then wakes the thread whose set holds the endpoint, not every
+/// thread asleep in epoll: the kernel's epoll wakes only the instance a
+/// ready descriptor is in.
+#[derive(Default)]
+pub struct WakeGroups {
+    /// Group g's eventfd at index g − 1 (shared by the board's sessions on every shard).
+    fds: Arc<Vec<OwnedFd>>,
+    /// Each endpoint's group (0: none).
+    of: Vec<u8>,
+    /// Groups with events posted since the last wake-up (bit g); bit 0: an
+    /// event of an endpoint in no group (or of none), which wakes them all.
+    due: u32,
+}
+
+impl WakeGroups {
+    pub fn new(fds: Arc<Vec<OwnedFd>>, endpoints: u32) -> WakeGroups {
+        WakeGroups { fds, of: vec![0; endpoints as usize], due: 0 }
+    }
+
+    fn note(&mut self, ep: u32) {
+        self.due |= 1 << self.of.get(ep as usize).copied().unwrap_or(0);
+    }
+
+    /// Puts `ep` in group `g` (0: none; an endpoint leaves its group when it closes).
+    pub(super) fn set(&mut self, ep: u32, g: u8) {
+        if let Some(x) = self.of.get_mut(ep as usize) {
+            *x = g.min(WAKE_SLOTS as u8 - 1);
+        }
+    }
 }

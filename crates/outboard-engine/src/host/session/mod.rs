@@ -176,6 +176,8 @@ pub struct Session {
     batched_since: Option<Instant>,
     /// The application's wake eventfd (written while it has threads in poll/epoll on it).
     wake: Option<std::os::fd::OwnedFd>,
+    /// Its wake groups (`op::WAKE_GROUP`).
+    groups: events::WakeGroups,
     /// The board's memfd (handed on by a live upgrade).
     memory: Option<Arc<std::os::fd::OwnedFd>>,
     /// The application said DETACH: its hang-up that follows is not a death.
@@ -231,6 +233,7 @@ impl Session {
             batched_new: false,
             batched_since: None,
             wake: n.wake,
+            groups: events::WakeGroups::new(n.wake_groups, p.endpoints),
             memory: n.memory,
             detached: false,
             counters: SessionCounters::default(),
@@ -320,7 +323,7 @@ impl Session {
         }
         self.map.atomic_u32(header::ENGINE_STATE).store(ENGINE_GONE, Ordering::SeqCst);
         self.cond.signal();
-        self.ring_wake();
+        self.ring_wake_all();
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 }
