@@ -1211,3 +1211,35 @@ pub unsafe extern "C" fn execvp(file: *const libc::c_char, argv: *const *const l
     // SAFETY: the program's arguments, passed on.
     unsafe { exec_carrying(|| real::execvp(file, argv), |c| with_process_env(c, || real::execvp(file, argv))) }
 }
+
+// ---------------------------------------------------------------- credentials
+
+/// Declares interposers of the calls that change a process's credentials:
+/// each lets the in-process engine start first (`state::before_credentials_change`).
+macro_rules! credential_fns {
+    ($( $name:ident ( $($arg:ident : $ty:ty),* ) ;)*) => {
+        $(
+            /// Interposed: see `state::before_credentials_change`.
+            ///
+            /// # Safety
+            /// As the libc function of this name.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+                crate::state::before_credentials_change();
+                // SAFETY: passes the program's arguments on.
+                unsafe { real::$name($($arg),*) }
+            }
+        )*
+    };
+}
+
+credential_fns! {
+    setuid(uid: libc::uid_t);
+    setgid(gid: libc::gid_t);
+    setreuid(r: libc::uid_t, e: libc::uid_t);
+    setregid(r: libc::gid_t, e: libc::gid_t);
+    setresuid(r: libc::uid_t, e: libc::uid_t, s: libc::uid_t);
+    setresgid(r: libc::gid_t, e: libc::gid_t, s: libc::gid_t);
+    setgroups(n: usize, list: *const libc::gid_t);
+    initgroups(user: *const libc::c_char, group: libc::gid_t);
+}

@@ -43,6 +43,14 @@ macro_rules! real_fns {
 }
 
 real_fns! {
+    setuid(uid: libc::uid_t) -> c_int;
+    setgid(gid: libc::gid_t) -> c_int;
+    setreuid(r: libc::uid_t, e: libc::uid_t) -> c_int;
+    setregid(r: libc::gid_t, e: libc::gid_t) -> c_int;
+    setresuid(r: libc::uid_t, e: libc::uid_t, s: libc::uid_t) -> c_int;
+    setresgid(r: libc::gid_t, e: libc::gid_t, s: libc::gid_t) -> c_int;
+    setgroups(n: usize, list: *const libc::gid_t) -> c_int;
+    initgroups(user: *const c_char, group: libc::gid_t) -> c_int;
     execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
     execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
     execv(path: *const c_char, argv: *const *const c_char) -> c_int;

@@ -247,6 +247,21 @@ pub fn in_process_engine() -> bool {
     BOARD_SOURCE.get().is_some()
 }
 
+/// The program is about to change its credentials (setuid, setgid,
+/// setgroups and the like: a daemon dropping to its `user`). With the
+/// engine inside it (`--inline`), the engine starts now if it has not yet,
+/// while the process may still open its link (AF_XDP needs CAP_NET_RAW) and
+/// its control socket: started after the drop it could not, and every
+/// socket would stay with the kernel. A daemon engine is left alone: it
+/// admits the dropped user by its own rules (`--allow-user`).
+pub fn before_credentials_change() {
+    if !in_process_engine() || in_shim() {
+        return;
+    }
+    let _r = Reentry::enter();
+    let _ = lock().board();
+}
+
 /// The process is exiting (an `atexit` handler of the in-process engine):
 /// the board detaches, so the engine closes every stream gracefully (FIN
 /// after what is queued) instead of resetting it, and the watcher stays
