@@ -275,8 +275,11 @@ impl Board {
         let attach_err = |what: &str, e: std::io::Error| Error::Attach(format!("{what}: {e}"));
         sock.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| attach_err("socket", e))?;
         let req = AttachRequest { magic: ATTACH_MAGIC, version: VERSION, pid: std::process::id(), _pad: 0, params: opts.params };
-        let groups = opts.wake_group_fds.iter().take(outboard_board::layout::WAKE_SLOTS - 1);
-        let fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().chain(groups.copied().filter(|_| opts.wake_fd.is_some())).collect();
+        // The wake groups' eventfds follow the wake eventfd, and only it.
+        let mut fds: Vec<std::os::fd::RawFd> = opts.wake_fd.into_iter().collect();
+        if !fds.is_empty() {
+            fds.extend(opts.wake_group_fds.iter().take(outboard_board::layout::WAKE_SLOTS - 1));
+        }
         send_record(&sock, &req, &fds).map_err(|e| attach_err("sending the request", e))?;
         // A reply as short as the part every layout version shares is read:
         // an engine of another version still says why it refused.

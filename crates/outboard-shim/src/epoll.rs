@@ -95,6 +95,15 @@ impl EpollSet {
         EpollSet { group, ..EpollSet::default() }
     }
 
+    /// The wake slot a thread sleeps in for this set (see `group`).
+    pub fn wake_slot(&self) -> usize {
+        if self.ungrouped == 0 {
+            usize::from(self.group)
+        } else {
+            0
+        }
+    }
+
     /// EPOLL_CTL_ADD of an engine socket.
     pub fn add(&mut self, fd: RawFd, sock: Rc<RefCell<Sock>>, events: u32, data: u64) -> Result<(), i32> {
         if self.interests.contains_key(&fd) {
@@ -218,17 +227,6 @@ impl EpollSet {
             } else {
                 i.queued = false;
             }
-        }
-    }
-}
-
-impl EpollSet {
-    /// The wake slot a thread sleeps in for this set (see `group`).
-    pub fn wake_slot(&self) -> usize {
-        if self.ungrouped == 0 {
-            usize::from(self.group)
-        } else {
-            0
         }
     }
 }

@@ -326,10 +326,7 @@ impl Shim {
             ..BoardParams::default()
         };
         // One wake eventfd for the process's life: epoll sets keep it registered across re-attaches.
-        let wake_fd = match crate::wait::wake_fd() {
-            fd if fd >= 0 => Some(fd),
-            _ => crate::wait::make_wake_fd(),
-        };
+        let wake_fd = crate::wait::make_wake_fd();
         let opts = AttachOptions {
             params,
             mode: outboard_api::Mode::NonBlocking,

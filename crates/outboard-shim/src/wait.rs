@@ -114,45 +114,37 @@ pub fn after_fork_child() {
     ENGINE_GONE.store(false, Ordering::Relaxed);
 }
 
-fn new_eventfd() -> Option<RawFd> {
+/// The eventfd kept in `slot`, made (marked internal) if there is none yet:
+/// each is made once for the process's life, so epoll sets keep it
+/// registered across re-attaches.
+fn process_eventfd(slot: &AtomicI32) -> Option<RawFd> {
+    let fd = slot.load(Ordering::SeqCst);
+    if fd >= 0 {
+        return Some(fd);
+    }
     // SAFETY: plain eventfd creation.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if fd < 0 {
         return None;
     }
     state::set_mark(fd, state::MARK_INTERNAL);
+    slot.store(fd, Ordering::SeqCst);
     Some(fd)
 }
 
-/// Makes the process's wake eventfd (for the attach request), marked internal.
+/// The process's wake eventfd (for the attach request).
 pub fn make_wake_fd() -> Option<RawFd> {
-    let fd = new_eventfd()?;
-    WAKE_FD.store(fd, Ordering::SeqCst);
-    Some(fd)
+    process_eventfd(&WAKE_FD)
 }
 
 pub fn wake_fd() -> RawFd {
     WAKE_FD.load(Ordering::Relaxed)
 }
 
-/// The wake groups' eventfds (for the attach request), made once for the
-/// process's life as the wake eventfd is: up to the first that could not be.
+/// The wake groups' eventfds (for the attach request): up to the first
+/// that could not be made.
 pub fn group_fds() -> Vec<RawFd> {
-    let mut out = Vec::with_capacity(GROUP_FDS.len());
-    for slot in &GROUP_FDS {
-        let fd = match slot.load(Ordering::SeqCst) {
-            fd if fd >= 0 => fd,
-            _ => match new_eventfd() {
-                Some(fd) => {
-                    slot.store(fd, Ordering::SeqCst);
-                    fd
-                }
-                None => break,
-            },
-        };
-        out.push(fd);
-    }
-    out
+    GROUP_FDS.iter().map_while(process_eventfd).collect()
 }
 
 /// The eventfd a thread sleeping in wake slot `slot` waits on (0: the
