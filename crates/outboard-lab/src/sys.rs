@@ -28,6 +28,20 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Sends `sig` to every process of the group `pgid` (0 checks that one is left).
+pub fn kill_group(pgid: i32, sig: i32) -> io::Result<()> {
+    if pgid <= 1 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    // SAFETY: kill takes plain integers; -pgid (pgid > 1) names one process group.
+    let rc = unsafe { libc::kill(-pgid, sig) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Sends `sig` to `pid`.
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     if pid <= 0 {

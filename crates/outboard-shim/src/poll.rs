@@ -73,7 +73,7 @@ pub unsafe fn poll(fds: &mut [libc::pollfd], timeout: Option<Duration>, sigmask:
         let rest = left(deadline);
         let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
         let use_efd = match (&news, now_only) {
-            (Some(n), false) => match wait::before_kernel_sleep(n, seq, 0) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq, 0, rest) {
                 None => continue, // news arrived: look again
                 Some(announced) => announced,
             },
@@ -267,7 +267,7 @@ pub unsafe fn epoll_wait(epfd: RawFd, evs: *mut libc::epoll_event, max: i32, tim
         let rest = left(deadline);
         let now_only = n_eng > 0 || rest.is_some_and(|d| d.is_zero()) || news.is_none();
         let announced = match (&news, now_only) {
-            (Some(n), false) => match wait::before_kernel_sleep(n, seq, slot) {
+            (Some(n), false) => match wait::before_kernel_sleep(n, seq, slot, rest) {
                 None => continue, // news arrived: look again
                 Some(announced) => announced,
             },

@@ -227,6 +227,7 @@ fn poll_enter(news: &News, seen: u32, slot: usize) -> bool {
 
 /// This thread woke from a sleep `poll_enter` announced in `slot`.
 pub fn poll_exit(news: &News, slot: usize) {
+    woke();
     let _g = pollers();
     leave(news, slot);
 }
@@ -281,12 +282,13 @@ pub fn sleep(news: &News, seen: u32, timeout: Option<Duration>) -> Slept {
     run_wanted_turn();
     // With an in-process engine the spin runs its turns, then sleeps without spinning again.
     let spin = match driver() {
-        Some(_) if spin_for_news(news, seen) => return Slept::News,
+        Some(_) if spin_for_news(news, seen, timeout) => return Slept::News,
         Some(_) => Duration::ZERO,
         None => spin_now(),
     };
     let start = std::time::Instant::now();
     let r = news.wait(seen, spin, timeout);
+    woke();
     let slept = start.elapsed() >= spin;
     if slept {
         state::count(state::Count::BlockingSleeps);
@@ -310,8 +312,8 @@ pub fn sleep(news: &News, seen: u32, timeout: Option<Duration>) -> Slept {
 /// `None`: news arrived, look again. `Some(true)`: sleep in the kernel with
 /// the slot's eventfd too, and `poll_exit` after; `Some(false)`: there is
 /// no eventfd, sleep on the program's descriptors alone.
-pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize) -> Option<bool> {
-    if spin_for_news(news, seen) {
+pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize, limit: Option<Duration>) -> Option<bool> {
+    if spin_for_news(news, seen, limit) {
         return None;
     }
     if slot_fd(slot) < 0 {
@@ -325,20 +327,26 @@ pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize) -> Option<bool> 
 /// in this thread (when no other thread runs one): the news this thread
 /// waits for is then made here, with no hand-over between threads.
 ///
-/// Driving, the spin is not adaptive: it stands in for the engine thread's
-/// own spin after its last work (which that thread would spin anyway, and
-/// now skips), so it lasts at least as long (`SharedDriver::spin`).
-fn spin_for_news(news: &News, seen: u32) -> bool {
+/// Driving, the spin is [`drive_spin`]'s, never below the engine thread's
+/// own spin after its last work (`SharedDriver::spin`): the waiting
+/// thread stands in for that spin. It is cut to `limit`, the time the
+/// wait has left.
+fn spin_for_news(news: &News, seen: u32, limit: Option<Duration>) -> bool {
+    woke();
     let drive = driver();
     let spin = match drive {
-        Some(d) => spin().max(d.spin()),
+        Some(d) => drive_spin(spin().max(d.spin())),
         None => spin_now(),
     };
+    let spin = limit.map_or(spin, |l| spin.min(l));
     if spin.is_zero() {
         return false;
     }
-    // Another thread drives: sleep rather than spin beside it.
+    // Another thread drives: sleep rather than spin beside it. And that
+    // thread's spin goes back to the floor: this one, woken for its own
+    // news, needs a core the driver would keep spinning.
     if drive.is_some_and(|d| !d.enter()) {
+        DRIVE_SPIN_US.store(0, Ordering::Relaxed);
         return false;
     }
     let start = std::time::Instant::now();
@@ -365,10 +373,64 @@ fn spin_for_news(news: &News, seen: u32) -> bool {
         }
     };
     match drive {
-        Some(d) => d.leave(!got),
+        Some(d) => {
+            d.leave(!got);
+            if !got {
+                GAVE_UP.set(Some((std::time::Instant::now(), spin)));
+            }
+        }
         None => spin_paid(got),
     }
     got
+}
+
+// ---------------------------------------------------------------- the driving spin
+
+/// The driving spin, adaptive, for the process (its threads drive one
+/// engine, and see the same traffic): how long a waiting thread runs the
+/// in-process engine's turns before it sleeps in the kernel, in µs; 0 until
+/// first set.
+///
+/// A thread that sleeps after a spin of S and is woken within S would have
+/// caught its news by spinning twice as long: the spin doubles, up to
+/// [`DRIVE_SPIN_MAX`]. One woken later halves it, down to the floor (the
+/// engine's own spin). A sleep costs the engine thread's wake-up, the
+/// eventfd's and this thread's, on a machine whose cores the engine shares
+/// with the program and its load; a busy server (memcached, one worker, 16
+/// connections on 2 vCPUs: gaps of 50 µs to a few hundred between batches)
+/// then stops sleeping between requests, and an idle one spins only the
+/// floor before each sleep. A second thread that waits while one drives
+/// puts the spin back to the floor: the long spin is for a program with one
+/// thread waiting at a time (memcached with two workers and one client
+/// thread served a third fewer requests with it, its woken worker queued
+/// behind the spinning one for a core).
+static DRIVE_SPIN_US: AtomicU32 = AtomicU32::new(0);
+
+/// The longest driving spin.
+pub const DRIVE_SPIN_MAX: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// When this thread gave up a driving spin (and how long it was), until it wakes.
+    static GAVE_UP: std::cell::Cell<Option<(std::time::Instant, Duration)>> = const { std::cell::Cell::new(None) };
+}
+
+fn drive_spin(floor: Duration) -> Duration {
+    Duration::from_micros(u64::from(DRIVE_SPIN_US.load(Ordering::Relaxed))).clamp(floor, DRIVE_SPIN_MAX.max(floor))
+}
+
+/// This thread is back from the sleep after a driving spin it gave up (a
+/// no-op otherwise): the spin adapts to how long it slept.
+fn woke() {
+    if let Some((at, spin)) = GAVE_UP.take() {
+        let us = next_drive_spin(spin, at.elapsed()).as_micros() as u32;
+        DRIVE_SPIN_US.store(us, Ordering::Relaxed);
+    }
+}
+
+/// The driving spin after one of `spin` that was followed by a sleep of `slept`.
+fn next_drive_spin(spin: Duration, slept: Duration) -> Duration {
+    let next = if slept <= spin { spin * 2 } else { spin / 2 };
+    next.min(DRIVE_SPIN_MAX)
 }
 
 // ---------------------------------------------------------------- blocked threads
@@ -500,5 +562,44 @@ pub fn follow(reg: &Registration, seen: u32, timeout: Option<Duration>) -> Slept
             state::count(state::Count::Eintr);
             Slept::Interrupted
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn the_driving_spin_doubles_after_a_short_sleep_and_halves_after_a_long_one() {
+        assert_eq!(next_drive_spin(50 * US, 30 * US), 100 * US, "news 30 us after giving up: spin longer");
+        assert_eq!(next_drive_spin(50 * US, 50 * US), 100 * US);
+        assert_eq!(next_drive_spin(400 * US, 401 * US), 200 * US, "news after the spin's length: spin less");
+        assert_eq!(next_drive_spin(800 * US, 10 * US), DRIVE_SPIN_MAX, "never past the most");
+        assert_eq!(next_drive_spin(DRIVE_SPIN_MAX, Duration::ZERO), DRIVE_SPIN_MAX);
+    }
+
+    #[test]
+    fn the_driving_spin_stays_between_the_engines_spin_and_the_most_and_adapts_once_per_sleep() {
+        let floor = 50 * US;
+        DRIVE_SPIN_US.store(0, Ordering::Relaxed);
+        assert_eq!(drive_spin(floor), floor, "unset: the engine's own spin");
+        DRIVE_SPIN_US.store(10, Ordering::Relaxed);
+        assert_eq!(drive_spin(floor), floor, "halved below it: the engine's own spin");
+        DRIVE_SPIN_US.store(300, Ordering::Relaxed);
+        assert_eq!(drive_spin(floor), 300 * US);
+        DRIVE_SPIN_US.store(5_000, Ordering::Relaxed);
+        assert_eq!(drive_spin(floor), DRIVE_SPIN_MAX);
+        assert_eq!(drive_spin(2 * DRIVE_SPIN_MAX), 2 * DRIVE_SPIN_MAX, "a floor above the most wins");
+
+        // A sleep after a spin given up adapts it, once (one test: the spin is the process's).
+        DRIVE_SPIN_US.store(0, Ordering::Relaxed);
+        GAVE_UP.set(Some((std::time::Instant::now(), 200 * US)));
+        woke();
+        assert_eq!(DRIVE_SPIN_US.load(Ordering::Relaxed), 400, "woken at once after a 200 us spin");
+        woke();
+        assert_eq!(DRIVE_SPIN_US.load(Ordering::Relaxed), 400, "a second wake-up without a spin changes nothing");
+        DRIVE_SPIN_US.store(0, Ordering::Relaxed);
     }
 }

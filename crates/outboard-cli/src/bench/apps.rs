@@ -694,8 +694,22 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// The whole group goes, not only `timeout`: a server's other processes
+    /// (nginx's workers) can outlive it, and with an in-process engine they
+    /// hold the link and the engine's name the next server needs.
     fn drop(&mut self) {
+        let group = self.pid() as i32;
         terminate(&mut self.child);
+        let t0 = Instant::now();
+        while sys::kill_group(group, 0).is_ok() {
+            if t0.elapsed() > Duration::from_secs(5) {
+                let _ = sys::kill_group(group, libc::SIGKILL);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
