@@ -45,9 +45,9 @@
 //!   for cores the program and its load need (memcached with one worker
 //!   and 16 connections on 2 vCPUs: its engine thread spent 1.0-1.7 s of
 //!   CPU in 3 s, 0.4-0.6 s without that spin, and served 15-40 % more).
-//!   Boards of other processes (a forked worker's, which cannot drive)
-//!   keep a spinning engine thread while the program's own threads wait
-//!   in the kernel or not at all, as on a daemon.
+//!   An engine thread that has run alone for that long (the program's
+//!   threads wait in the kernel, or on nothing of the engine's) spins as a
+//!   daemon's shard does.
 //! - **The engine thread sleeps holding the engine** (its sleep is the
 //!   engine's own: the link, the boards' doorbells, the next deadline).
 //!   Meanwhile a command rings the doorbell as with a daemon, and a waiter
