@@ -33,13 +33,7 @@ pub fn kill_group(pgid: i32, sig: i32) -> io::Result<()> {
     if pgid <= 1 {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
-    // SAFETY: kill takes plain integers; -pgid (pgid > 1) names one process group.
-    let rc = unsafe { libc::kill(-pgid, sig) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    signal(-pgid, sig)
 }
 
 /// Sends `sig` to `pid`.
@@ -47,8 +41,13 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     if pid <= 0 {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
-    // SAFETY: kill takes plain integers; pid > 0 so it targets one process, never a group.
-    let rc = unsafe { libc::kill(pid, sig) };
+    signal(pid, sig)
+}
+
+/// kill(2) for a target the callers checked: one process (> 0) or one group (< -1).
+fn signal(target: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill takes plain integers; the callers never pass 0, -1 or 1-as-a-group.
+    let rc = unsafe { libc::kill(target, sig) };
     if rc == 0 {
         Ok(())
     } else {
