@@ -378,3 +378,44 @@ fn a_slow_application_with_a_tiny_event_ring_is_not_dropped_and_loses_nothing() 
     assert!(board_a.engine_alive(), "the engine dropped a slow application");
     t.join().expect("client");
 }
+
+/// An inline engine's timers run while its application waits in a polling
+/// loop that nothing else will end: the application polls a stream whose
+/// peer has gone silent, and only its keepalive probes going unanswered
+/// (timers of this engine's, run in this thread) time the stream out. Any
+/// cheaper idle loop (one that skips the engine's turns while no input
+/// comes) must keep this.
+#[test]
+fn an_idle_inline_polling_wait_still_runs_the_engines_timers() {
+    let fabric = format!("fabric:iq-{}", std::process::id());
+    // The peer (an engine with its own thread) falls silent 1 s from now.
+    let now = outboard_engine::clock::now();
+    let mut sb = common::settings(&fabric, "iq-b", 2);
+    sb.fabric_faults = Some((Default::default(), 1));
+    if let Some((faults, _)) = sb.fabric_faults.as_mut() {
+        faults.outages = vec![(now + Duration::from_secs(1), now + Duration::from_secs(600))];
+    }
+    let peer = outboard_embedded::EmbeddedEngine::start(sb).expect("peer engine");
+    let peer_board = peer.attach(&AttachOptions::default()).expect("attach peer");
+    let mut l = peer_board.listen(7300, 4).expect("listen");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let f2 = fabric.clone();
+    let app = std::thread::spawn(move || {
+        let e = inline(&f2, "iq-a", 1);
+        let board = e.attach(&AttachOptions { mode: Mode::Polling, ..Default::default() }).expect("attach");
+        let mut c = board.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 7300)).expect("connect");
+        let ms = Duration::from_millis;
+        c.set_keepalive(Some((ms(300), ms(300), 2))).expect("keepalive");
+        let t0 = std::time::Instant::now();
+        let mut buf = [0u8; 16];
+        let r = c.recv(&mut buf);
+        let _ = tx.send((format!("{r:?}"), t0.elapsed()));
+    });
+    let _s = l.accept().expect("accept");
+    // Silent from 1 s; idle 300 ms, then 2 probes 300 ms apart unanswered:
+    // about 1.6 s. A wait that ran no timer would never return.
+    let (r, took) = rx.recv_timeout(Duration::from_secs(20)).expect("the polling wait returned (the engine's timers ran)");
+    assert_eq!(r, "Err(TimedOut)", "after {took:?}");
+    assert!(took < Duration::from_secs(10), "timed out after {took:?}");
+    app.join().expect("app thread");
+}
