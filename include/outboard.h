@@ -111,6 +111,36 @@
 #define OB_LISTEN_FASTOPEN_SHIFT 16
 
 /**
+ * `ob_tcp_info_t.options`: timestamps.
+ */
+#define OB_TCPI_OPT_TIMESTAMPS 1
+
+/**
+ * `ob_tcp_info_t.options`: SACK.
+ */
+#define OB_TCPI_OPT_SACK 2
+
+/**
+ * `ob_tcp_info_t.options`: window scaling.
+ */
+#define OB_TCPI_OPT_WSCALE 4
+
+/**
+ * `ob_tcp_info_t.options`: ECN negotiated.
+ */
+#define OB_TCPI_OPT_ECN 8
+
+/**
+ * `ob_tcp_info_t.options`: an ECN mark seen.
+ */
+#define OB_TCPI_OPT_ECN_SEEN 16
+
+/**
+ * `ob_tcp_info_t.options`: data went in the SYN (TCP Fast Open).
+ */
+#define OB_TCPI_OPT_SYN_DATA 32
+
+/**
  * Interest and readiness bit: data to read, a connection to accept, or end of stream.
  */
 #define OB_READABLE 1
@@ -313,6 +343,84 @@ typedef struct ob_copy_counters_t {
   uint64_t send_copied;
   uint64_t recv_copied;
 } ob_copy_counters_t;
+
+/**
+ * A stream's TCP_INFO (`ob_tcp_info`): Linux's `struct tcp_info` fields
+ * under the same names (without the `tcpi_` prefix), plus `cc` (0 NewReno,
+ * 1 CUBIC), `interactive` (Linux's interactive delayed-ACK mode, which
+ * `TCP_QUICKACK` sets), `notsent`, `in_flight` and `min_rtt_us` (bytes and
+ * microseconds). Flags are 0 or 1.
+ */
+typedef struct ob_tcp_info_t {
+  /**
+   * 1 ESTABLISHED, 2 SYN_SENT, 3 SYN_RECV, 4 FIN_WAIT1, 5 FIN_WAIT2,
+   * 6 TIME_WAIT, 7 CLOSE, 8 CLOSE_WAIT, 9 LAST_ACK, 10 LISTEN, 11 CLOSING.
+   */
+  uint8_t state;
+  /**
+   * 0 open, 1 disorder, 3 recovery, 4 loss.
+   */
+  uint8_t ca_state;
+  /**
+   * Consecutive retransmission timeouts.
+   */
+  uint8_t retransmits;
+  uint8_t backoff;
+  /**
+   * `OB_TCPI_OPT_*` bits.
+   */
+  uint8_t options;
+  uint8_t snd_wscale;
+  uint8_t rcv_wscale;
+  uint8_t cc;
+  uint32_t rto_us;
+  uint32_t snd_mss;
+  uint32_t rcv_mss;
+  /**
+   * Segments sent and not acknowledged.
+   */
+  uint32_t unacked;
+  uint32_t rtt_us;
+  uint32_t rttvar_us;
+  /**
+   * Segments; 0x7fffffff while unset.
+   */
+  uint32_t snd_ssthresh;
+  /**
+   * Segments.
+   */
+  uint32_t snd_cwnd;
+  uint32_t total_retrans;
+  uint32_t delivered;
+  uint32_t delivered_ce;
+  uint32_t segs_out;
+  uint32_t segs_in;
+  uint32_t dsack_dups;
+  uint32_t reord_seen;
+  uint32_t reordering;
+  uint32_t rcv_ooopack;
+  uint32_t snd_wnd;
+  uint32_t rcv_wnd;
+  uint16_t total_rto;
+  uint16_t total_rto_recoveries;
+  /**
+   * Milliseconds spent in finished timeout episodes.
+   */
+  uint32_t total_rto_time;
+  uint32_t notsent;
+  uint32_t in_flight;
+  uint32_t min_rtt_us;
+  uint8_t delivery_rate_app_limited;
+  uint8_t interactive;
+  uint64_t bytes_acked;
+  uint64_t bytes_received;
+  uint64_t bytes_retrans;
+  uint64_t bytes_sent;
+  /**
+   * Bytes per second.
+   */
+  uint64_t delivery_rate;
+} ob_tcp_info_t;
 
 /**
  * One ready endpoint, as `ob_eq_wait` reports it.
@@ -761,6 +869,64 @@ int ob_stream_local(const struct ob_stream_t *s, struct ob_addr_t *out);
  * EINVAL for NULL.
  */
 int ob_stream_peer(const struct ob_stream_t *s, struct ob_addr_t *out);
+
+/**
+ * Fills `*out` with the stream's TCP_INFO. The first call on a stream
+ * asks the engine to keep its figures current and waits for its answer;
+ * later calls read what it last published. Returns 0, or -1 with errno
+ * (EINVAL for NULL).
+ */
+int ob_tcp_info(const struct ob_stream_t *s, struct ob_tcp_info_t *out);
+
+/**
+ * TCP_CORK: while on (`on` non-zero), new data leaves only in full
+ * segments; a partial one waits until it is turned off, or 200 ms.
+ * Returns 0, or -1 with errno.
+ */
+int ob_set_cork(struct ob_stream_t *s, int on);
+
+/**
+ * TCP_QUICKACK, as Linux takes it: 0 makes the stream interactive (its
+ * ACKs wait for replies to carry them); any other value leaves that mode
+ * and sends an ACK that waits if nothing is left unread, and an even one
+ * then makes it interactive again. Not sticky. Returns 0, or -1 with errno.
+ */
+int ob_set_quickack(struct ob_stream_t *s, unsigned int val);
+
+/**
+ * TCP_USER_TIMEOUT: data unacknowledged for `ms` milliseconds fails the
+ * stream with ETIMEDOUT (0: off). Returns 0, or -1 with errno.
+ */
+int ob_set_user_timeout(struct ob_stream_t *s, unsigned int ms);
+
+/**
+ * IP_TOS: the TOS byte of the stream's packets from now on (the engine
+ * keeps the ECN bits, as Linux does on a TCP socket). Returns 0, or -1
+ * with errno (EINVAL outside 0..=255).
+ */
+int ob_set_tos(struct ob_stream_t *s, int tos);
+
+/**
+ * TCP_CONGESTION by name, as Linux's: "cubic" or "reno". Returns 0, or
+ * -1 with errno (ENOENT for another name, as Linux says of an algorithm
+ * it does not have).
+ */
+int ob_set_congestion(struct ob_stream_t *s, const char *name);
+
+/**
+ * Keep-alives (SO_KEEPALIVE with TCP_KEEPIDLE, TCP_KEEPINTVL and
+ * TCP_KEEPCNT in one call): with `on` non-zero, after `idle_ms` without a
+ * segment from the peer the engine sends a probe every `interval_ms`, and
+ * after `probes` unanswered ones the stream fails with ETIMEDOUT; `on` 0
+ * turns them off (the other arguments are not looked at). Returns 0, or -1
+ * with errno (EINVAL for times outside 1 ms ..= 2^31 ms or probes outside
+ * 1..=127).
+ */
+int ob_set_keepalive(struct ob_stream_t *s,
+                     int on,
+                     unsigned int idle_ms,
+                     unsigned int interval_ms,
+                     unsigned int probes);
 
 /**
  * Sends `buf[0..len]` as one datagram to `ipv4:port` (host byte order).

@@ -31,6 +31,7 @@ mod addr;
 mod board;
 mod listener;
 mod stream;
+mod options;
 mod datagram;
 mod events;
 mod mailbox;
@@ -42,6 +43,7 @@ pub use datagram::*;
 pub use events::*;
 pub use listener::*;
 pub use mailbox::*;
+pub use options::*;
 pub use stream::*;
 
 use libc::{c_char, c_int};
