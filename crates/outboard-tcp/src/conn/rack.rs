@@ -291,6 +291,12 @@ impl Connection {
     /// in fast recovery and in RTO recovery alike.
     pub(super) fn rack_detect_loss(&mut self, now: Instant) -> bool {
         self.timers.stop(Timer::RackReorder);
+        // Everything acknowledged (a request answered, the common case of
+        // an interactive exchange): no segment left to judge, and both walks
+        // below would find none. About 280 instructions an ACK.
+        if self.snd_una == self.snd_max {
+            return false;
+        }
         let Some(xmit_ts) = self.rec.rack.xmit_ts else { return false };
         // Time-based detection needs a path with a measurable RTT: with a
         // zero min_rtt every segment would be "late" the instant a later
