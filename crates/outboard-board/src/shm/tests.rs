@@ -43,6 +43,37 @@ fn unaligned_records_round_trip() {
     assert_eq!(u64::from_ne_bytes(raw), u64::MAX - 5);
 }
 
+/// Records of whole words go a word at a time at 8-aligned offsets, and
+/// by the other paths elsewhere: the same bytes either way, and the same
+/// bytes as `copy_out` sees.
+#[test]
+fn word_records_round_trip_at_every_alignment() {
+    use crate::proto::{Command, Event};
+    let m = Mapping::anonymous_shared(4096).unwrap();
+    let mut c: Command = unsafe { std::mem::zeroed() };
+    let bytes = |c: &Command| -> Vec<u8> {
+        // SAFETY: Command is Pod (no padding): its bytes are all initialised.
+        unsafe { std::slice::from_raw_parts((c as *const Command).cast::<u8>(), std::mem::size_of::<Command>()) }.to_vec()
+    };
+    // SAFETY: as above; every byte pattern is a valid Command.
+    let raw = unsafe { std::slice::from_raw_parts_mut((&mut c as *mut Command).cast::<u8>(), std::mem::size_of::<Command>()) };
+    for (i, b) in raw.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+    }
+    for off in [0usize, 8, 64, 3, 4, 1000, 4096 - 64] {
+        m.write::<Command>(off, c);
+        let back = m.read::<Command>(off);
+        assert_eq!(bytes(&back), bytes(&c), "offset {off}");
+        let mut out = vec![0u8; std::mem::size_of::<Command>()];
+        m.copy_out(off, &mut out);
+        assert_eq!(out, bytes(&c), "offset {off}");
+        let e = Event { endpoint: off as u32, kind: 7, value: u64::MAX - off as u64 };
+        m.write::<Event>(off + 8, e);
+        let r = m.read::<Event>(off + 8);
+        assert_eq!((r.endpoint, r.kind, r.value), (e.endpoint, e.kind, e.value), "offset {off}");
+    }
+}
+
 #[test]
 fn copies_and_slices_see_the_same_bytes() {
     let m = Mapping::anonymous_shared(4096).unwrap();
