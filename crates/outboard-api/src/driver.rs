@@ -49,6 +49,11 @@ pub trait SharedDriver: Send + Sync {
     /// drives already, and this one should sleep at once rather than spin
     /// beside it (the driver's turns wake it as the engine's would).
     fn enter(&self) -> bool;
+    /// Whether the engine thread sleeps holding the engine, or was woken
+    /// from that sleep and has not let it go yet (it may be waiting for a
+    /// core): a driver whose turns keep finding the engine taken then
+    /// yields its core rather than spin.
+    fn engine_thread_sleeps(&self) -> bool;
     /// The calling thread stopped waiting: with news (`sleep` false: it
     /// will likely wait again soon, and the engine thread keeps standing
     /// aside a little longer) or to sleep in the kernel (`sleep` true: the

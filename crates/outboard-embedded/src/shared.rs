@@ -50,17 +50,21 @@
 //!   daemon's shard does.
 //! - **The engine thread sleeps holding the engine** (its sleep is the
 //!   engine's own: the link, the boards' doorbells, the next deadline).
-//!   Meanwhile a command rings the doorbell as with a daemon, and a waiter
-//!   spins on its news word as it would for a daemon.
+//!   Meanwhile a command rings the doorbell as with a daemon. A thread
+//!   that starts driving wakes it (the shard's `Waker`: an eventfd or a
+//!   futex word, as the link sleeps), and it stands aside: without that,
+//!   every turn the driver tried found the engine taken until a frame or
+//!   a deadline woke the sleeper (on an idle engine up to 100 ms), and the
+//!   driver spun its whole spin for nothing.
 
 use outboard_api::{Error, Result, SharedDriver};
 use outboard_board::futex;
 use outboard_engine::clock;
 use outboard_engine::engine::Engine;
-use outboard_engine::shard::{MAX_SLEEP, SPIN};
+use outboard_engine::shard::{Waker, MAX_SLEEP, SPIN};
 use outboard_time::Instant;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 /// How long the engine thread stays parked after the last turn an
@@ -88,11 +92,21 @@ pub struct Shared {
     /// The engine failed (its link, or a panic in a turn) or its thread
     /// ended: every turn from now on says so, and the engine thread stops.
     failed: AtomicBool,
+    /// The engine thread sleeps holding the engine, or was woken from that
+    /// sleep and has not yet let the engine go.
+    engine_thread_sleeps: AtomicBool,
+    /// Gets the engine thread out of a sleep it took holding the engine
+    /// (None if the shard could not make one: a driver then waits for the
+    /// sleeper's next frame or deadline, as before).
+    waker: Option<Arc<Waker>>,
 }
 
 impl Shared {
-    pub fn new(engine: Engine) -> Shared {
+    pub fn new(mut engine: Engine) -> Shared {
+        let waker = engine.shard_mut().waker().ok();
         Shared {
+            waker,
+            engine_thread_sleeps: AtomicBool::new(false),
             engine: Mutex::new(Some(engine)),
             driver: AtomicBool::new(false),
             driven: AtomicU32::new(0),
@@ -114,6 +128,7 @@ impl Shared {
         // `driven` as last looked at here, and when it was seen to have moved.
         let mut last_driven: (u32, Option<Instant>) = (self.driven.load(Ordering::Relaxed), None);
         loop {
+            self.engine_thread_sleeps.store(false, Ordering::Relaxed);
             if stop.load(Ordering::Relaxed) || self.failed.load(Ordering::SeqCst) {
                 break;
             }
@@ -153,12 +168,14 @@ impl Shared {
             if !app_drives && now.saturating_duration_since(since) < SPIN {
                 continue;
             }
+            self.engine_thread_sleeps.store(true, Ordering::Relaxed);
             if e.idle(MAX_SLEEP).is_err() {
                 break;
             }
             idle_since = None;
         }
         // Failed or stopped: every turn from now on says the engine is gone.
+        self.engine_thread_sleeps.store(false, Ordering::Relaxed);
         self.failed.store(true, Ordering::SeqCst);
         if let Some(mut e) = self.lock().take() {
             e.shutdown();
@@ -224,7 +241,20 @@ impl SharedDriver for Shared {
     }
 
     fn enter(&self) -> bool {
-        self.driver.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+        let entered = self.driver.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_ok();
+        if entered {
+            // An engine thread asleep holds the engine: every turn of ours
+            // would find it taken until a frame or a deadline woke it.
+            // Woken now, it stands aside (the driver is seen at its loop's top).
+            if let Some(w) = &self.waker {
+                w.wake();
+            }
+        }
+        entered
+    }
+
+    fn engine_thread_sleeps(&self) -> bool {
+        self.engine_thread_sleeps.load(Ordering::Relaxed)
     }
 
     fn leave(&self, sleep: bool) {

@@ -67,6 +67,54 @@ pub struct Shard {
     /// Live upgrade: the new engine confirmed; this shard stops for good
     /// and leaves everything it shared (link, sockets) alone.
     handed_over: bool,
+    /// Made by `waker`: another thread of this process gets the shard out of its sleep.
+    waker: Option<std::sync::Arc<Waker>>,
+}
+
+/// Gets a shard out of its sleep from another thread of the process, and
+/// keeps it from starting one meanwhile: the in-process engine's
+/// application threads (`outboard-embedded`) use it when one of them
+/// starts running the engine's turns while the engine thread sleeps
+/// holding the engine. That thread's turns would otherwise all find the
+/// engine taken until a frame or a deadline woke the sleeper; woken, it
+/// stands aside instead.
+///
+/// It wakes the sleeper the way it sleeps: an eventfd on links that sleep
+/// on file descriptors, a futex word on links that sleep on futexes (one
+/// system call either way, none while the shard is awake).
+pub struct Waker {
+    /// How the shard sleeps now: `AWAKE`, `ON_FD` or `ON_FUTEX`.
+    sleeping: std::sync::atomic::AtomicU8,
+    word: std::sync::atomic::AtomicU32,
+    fd: std::os::fd::OwnedFd,
+    /// Set by `wake`; the shard takes it when it would sleep, or after it slept.
+    wanted: AtomicBool,
+}
+
+const AWAKE: u8 = 0;
+const ON_FD: u8 = 1;
+const ON_FUTEX: u8 = 2;
+
+impl Waker {
+    fn new() -> std::io::Result<Waker> {
+        let fd = outboard_board::wake::new_eventfd()?;
+        Ok(Waker { sleeping: AWAKE.into(), word: 0.into(), fd, wanted: AtomicBool::new(false) })
+    }
+
+    /// The shard, if it sleeps, wakes now; if it is about to, it does not sleep.
+    pub fn wake(&self) {
+        // SeqCst, before looking at `sleeping`: the shard sets `sleeping`
+        // and then looks at `wanted`, so one of us sees the other.
+        self.wanted.store(true, Ordering::SeqCst);
+        match self.sleeping.load(Ordering::SeqCst) {
+            AWAKE => {}
+            ON_FUTEX => {
+                self.word.fetch_add(1, Ordering::SeqCst);
+                outboard_board::futex::wake(&self.word, 1);
+            }
+            _ => outboard_board::wake::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(&self.fd)),
+        }
+    }
 }
 
 impl Shard {
@@ -94,7 +142,16 @@ impl Shard {
             published: (u64::MAX, Vec::new(), Vec::new()),
             kernel: None,
             handed_over: false,
+            waker: None,
         }
+    }
+
+    /// The shard's waker (made at the first call; see [`Waker`]).
+    pub fn waker(&mut self) -> std::io::Result<std::sync::Arc<Waker>> {
+        if self.waker.is_none() {
+            self.waker = Some(std::sync::Arc::new(Waker::new()?));
+        }
+        Ok(self.waker.clone().expect("made above"))
     }
 
     /// Whether this shard handed its link and sockets to an engine that upgraded this one.
@@ -542,6 +599,19 @@ impl Shard {
             self.after_sleep();
             return Ok(());
         }
+        // The same for our waker: say how we sleep, then look for a wake meanwhile.
+        let on_futex = self.link.wakes_on_futex();
+        let waker_word = self.waker.as_ref().map(|w| {
+            let word = w.word.load(Ordering::SeqCst);
+            w.sleeping.store(if on_futex { ON_FUTEX } else { ON_FD }, Ordering::SeqCst);
+            word
+        });
+        if self.waker.as_ref().is_some_and(|w| w.wanted.load(Ordering::SeqCst)) {
+            self.wake_from_waker(false);
+            self.wake_from_mesh();
+            self.after_sleep();
+            return Ok(());
+        }
         let mut wake = self.apps.wake_sources();
         wake.fds.extend(inbox.map(|i| i.doorbell_fd()));
         wake.fds.extend(self.kernel.as_ref().map(|k| k.fd()));
@@ -549,8 +619,16 @@ impl Shard {
             wake.fds.push(m.bell().fd());
             wake.futexes.push((&m.bell().word, word));
         }
-        self.link.wait(timeout, &wake.fds, &wake.futexes)?;
+        if let (Some(w), Some(word)) = (self.waker.as_ref(), waker_word) {
+            match on_futex {
+                true => wake.futexes.push((&w.word, word)),
+                false => wake.fds.push(std::os::fd::AsRawFd::as_raw_fd(&w.fd)),
+            }
+        }
+        let slept = self.link.wait(timeout, &wake.fds, &wake.futexes);
         drop(wake);
+        self.wake_from_waker(!on_futex);
+        slept?;
         self.wake_from_mesh();
         self.after_sleep();
         self.counters.sleeps += 1;
@@ -564,6 +642,20 @@ impl Shard {
         if self.apps.after_sleep() {
             if let Some(m) = &self.mesh {
                 m.wake_others();
+            }
+        }
+    }
+
+    /// The waker's end of a sleep (or a sleep not taken); `drain`: its
+    /// eventfd was slept on and may have been rung. Emptied after every
+    /// such sleep, not only when `wanted` was set: a wake that saw us
+    /// asleep may write the eventfd after we took `wanted`.
+    fn wake_from_waker(&mut self, drain: bool) {
+        if let Some(w) = &self.waker {
+            w.sleeping.store(AWAKE, Ordering::SeqCst);
+            w.wanted.store(false, Ordering::SeqCst);
+            if drain {
+                outboard_board::wake::drain_eventfd(std::os::fd::AsRawFd::as_raw_fd(&w.fd));
             }
         }
     }

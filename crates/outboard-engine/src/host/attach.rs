@@ -17,7 +17,7 @@ use crate::log::{self, Level};
 use outboard_board::{BoardLayout, BufRef, FreeList, Mapping, NetAddr};
 use std::net::SocketAddr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -138,10 +138,7 @@ impl AttachInbox {
     }
     /// Empties the doorbell after a wake-up: true if it had been rung.
     pub fn drain_doorbell(&self) -> bool {
-        let mut v: u64 = 0;
-        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
-        let n = unsafe { libc::read(self.shared.doorbell.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
-        n == 8 && v > 0
+        outboard_board::wake::drain_eventfd(self.shared.doorbell.as_raw_fd())
     }
 }
 
@@ -210,15 +207,7 @@ impl AttachServer {
         let doorbell = match taken.doorbell {
             // Applications attached to the engine this one upgrades ring it.
             Some(d) => d,
-            None => {
-                // SAFETY: plain syscall; the fd is checked and owned right after.
-                let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-                if efd < 0 {
-                    return Err(io_err(io::Error::last_os_error()));
-                }
-                // SAFETY: efd is a fresh descriptor nobody else owns.
-                unsafe { OwnedFd::from_raw_fd(efd) }
-            }
+            None => outboard_board::wake::new_eventfd().map_err(io_err)?,
         };
         let shards = limits.shards.max(1) as usize;
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..shards).map(|_| mpsc::channel()).unzip();
