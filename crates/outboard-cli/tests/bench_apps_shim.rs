@@ -1,7 +1,7 @@
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 //! `outboard bench apps --json --seconds 1` (root): unmodified servers under
 //! the socket shim and on the kernel, on one lab's veth pair. Checks that the
-//! JSON has the six rows, each with positive outboard and kernel figures and
+//! JSON has the seven rows, each with positive outboard and kernel figures and
 //! their ratio. Without root: the bench refuses with exit 10.
 
 mod support;
@@ -73,6 +73,7 @@ fn bench_apps_reports_every_row_for_both_sides() {
         ("iperf3", "Gbit/s"),
         ("sockperf TCP ping-pong p50", "us"),
         ("sockperf TCP ping-pong p99", "us"),
+        ("sockperf TCP ping-pong p50, 1,000 messages/s", "us"),
     ];
     assert_eq!(rows.len(), want.len(), "{v}");
     for (row, (name, unit)) in rows.iter().zip(want) {
