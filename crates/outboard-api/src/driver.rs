@@ -54,6 +54,9 @@ pub trait SharedDriver: Send + Sync {
     /// core): a driver whose turns keep finding the engine taken then
     /// yields its core rather than spin.
     fn engine_thread_sleeps(&self) -> bool;
+    /// Gets the engine thread out of the sleep it takes holding the engine
+    /// (if it sleeps, or is about to), so that it lets the driver have it.
+    fn wake_engine_thread(&self);
     /// The calling thread stopped waiting: with news (`sleep` false: it
     /// will likely wait again soon, and the engine thread keeps standing
     /// aside a little longer) or to sleep in the kernel (`sleep` true: the

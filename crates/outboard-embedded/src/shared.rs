@@ -50,12 +50,16 @@
 //!   daemon's shard does.
 //! - **The engine thread sleeps holding the engine** (its sleep is the
 //!   engine's own: the link, the boards' doorbells, the next deadline).
-//!   Meanwhile a command rings the doorbell as with a daemon. A thread
-//!   that starts driving wakes it (the shard's `Waker`: an eventfd or a
-//!   futex word, as the link sleeps), and it stands aside: without that,
-//!   every turn the driver tried found the engine taken until a frame or
-//!   a deadline woke the sleeper (on an idle engine up to 100 ms), and the
-//!   driver spun its whole spin for nothing.
+//!   Meanwhile a command rings the doorbell as with a daemon. A driver
+//!   whose turns keep finding the engine taken by the sleeper yields its
+//!   core now and then (the sleeper, woken, may be waiting for that very
+//!   core), and soon wakes it (`wake_engine_thread`: the shard's `Waker`,
+//!   an eventfd or a futex word as the link sleeps), and the engine
+//!   thread stands aside. Without that, every turn the driver tried found
+//!   the engine taken until a frame or a deadline woke the sleeper (on an
+//!   idle engine up to 100 ms), and the driver spun its whole spin for
+//!   nothing. Not at once: on a busy server a frame wakes the sleeper
+//!   within microseconds anyway, for no system call of the driver's.
 
 use outboard_api::{Error, Result, SharedDriver};
 use outboard_board::futex;
@@ -241,20 +245,18 @@ impl SharedDriver for Shared {
     }
 
     fn enter(&self) -> bool {
-        let entered = self.driver.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_ok();
-        if entered {
-            // An engine thread asleep holds the engine: every turn of ours
-            // would find it taken until a frame or a deadline woke it.
-            // Woken now, it stands aside (the driver is seen at its loop's top).
-            if let Some(w) = &self.waker {
-                w.wake();
-            }
-        }
-        entered
+        self.driver.compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed).is_ok()
     }
 
     fn engine_thread_sleeps(&self) -> bool {
         self.engine_thread_sleeps.load(Ordering::Relaxed)
+    }
+
+    fn wake_engine_thread(&self) {
+        // Woken, it stands aside: the driver is seen at its loop's top.
+        if let Some(w) = &self.waker {
+            w.wake();
+        }
     }
 
     fn leave(&self, sleep: bool) {

@@ -9,13 +9,14 @@ mod common;
 use outboard_embedded::EmbeddedEngine;
 use std::time::{Duration, Instant};
 
-/// An application thread that starts driving (`SharedDriver::enter`)
-/// while the engine thread sleeps, holding the engine, gets the engine's
-/// turns at once: the sleeper is woken and stands aside. Before, every
-/// turn of the driver found the engine taken until a frame or a deadline
-/// woke the sleeper: on an idle engine up to its longest sleep (100 ms).
-/// A server's worker whose wait came after the engine thread had taken
-/// over then spun its whole spin for nothing, and slept.
+/// An application thread that drives (`SharedDriver::enter`) while the
+/// engine thread sleeps holding the engine sees that (`engine_thread_sleeps`)
+/// and, waking it (`wake_engine_thread`, as the shim's spin does after a
+/// few tries), gets the engine's turns at once: the sleeper stands aside.
+/// Without the wake, every turn of the driver found the engine taken until
+/// a frame or a deadline woke the sleeper: on an idle engine up to its
+/// longest sleep (100 ms). A server's worker whose wait came after the
+/// engine thread had taken over then spun its whole spin for nothing.
 #[test]
 fn a_driver_gets_the_turns_of_an_engine_thread_asleep() {
     let fabric = format!("fabric:sd-{}", std::process::id());
@@ -30,6 +31,9 @@ fn a_driver_gets_the_turns_of_an_engine_thread_asleep() {
         std::thread::sleep(Duration::from_millis(10));
         let t0 = Instant::now();
         assert!(d.enter(), "no other thread drives");
+        assert!(d.try_turn().is_none(), "the engine thread sleeps holding the engine");
+        assert!(d.engine_thread_sleeps(), "and says so");
+        d.wake_engine_thread();
         let turned = loop {
             match d.try_turn() {
                 Some(r) => break r.is_ok(),
@@ -38,6 +42,7 @@ fn a_driver_gets_the_turns_of_an_engine_thread_asleep() {
             }
         };
         waits.push(t0.elapsed());
+        assert!(!d.engine_thread_sleeps(), "the engine thread let the engine go");
         d.leave(false);
         assert!(turned, "the driver never got a turn");
     }

@@ -345,6 +345,11 @@ pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize, limit: Option<Du
 /// taking the cores its workers gave up).
 const YIELD_AFTER_TAKEN: u32 = 8;
 
+/// And after this many, the driver wakes the sleeper (a system call, and
+/// the engine thread's wake-up): until then a frame or a doorbell may wake
+/// it anyway, as on a busy server it does within microseconds.
+const WAKE_AFTER_TAKEN: u32 = 32;
+
 fn spin_for_news(news: &News, seen: u32, limit: Option<Duration>) -> bool {
     woke();
     let drive = driver();
@@ -381,6 +386,9 @@ fn spin_for_news(news: &News, seen: u32, limit: Option<Duration>) -> bool {
                 Some(Ok(_)) => taken = 0,
                 None if d.engine_thread_sleeps() => {
                     taken += 1;
+                    if taken == WAKE_AFTER_TAKEN {
+                        d.wake_engine_thread();
+                    }
                     if taken.is_multiple_of(YIELD_AFTER_TAKEN) {
                         std::thread::yield_now();
                     }
