@@ -52,10 +52,10 @@
 //!   program, whose answer follows within microseconds; caught by the
 //!   spin, it needs no doorbell and no wake-up of this thread.
 //! - **The engine thread's spin yields its core** every
-//!   `YIELD_EVERY_IDLE_TURNS` idle turns, without the engine: the thread it just
-//!   woke is most often queued on this very core (the scheduler puts a
-//!   wakee beside its waker), and takes the engine itself when it waits
-//!   again. Without the yield the two took turns at one core, each
+//!   `YIELD_EVERY_IDLE_TURNS` idle turns, without the engine: the thread
+//!   it just woke is most often queued on this very core (the scheduler
+//!   puts a wakee beside its waker), and takes the engine itself when it
+//!   waits again. Without the yield the two took turns at one core, each
 //!   spinning while the other waited for it (sockperf at 1,000 requests/s:
 //!   about 50 µs each way per request).
 //! - **The engine thread sleeps holding the engine** (its sleep is the
