@@ -73,11 +73,11 @@ pub struct Shard {
 
 /// Gets a shard out of its sleep from another thread of the process, and
 /// keeps it from starting one meanwhile: the in-process engine's
-/// application threads (`outboard-embedded`) use it when one of them
-/// starts running the engine's turns while the engine thread sleeps
-/// holding the engine. That thread's turns would otherwise all find the
-/// engine taken until a frame or a deadline woke the sleeper; woken, it
-/// stands aside instead.
+/// application threads (`outboard-embedded`) use it when one of them runs
+/// the engine's turns and keeps finding the engine taken by the engine
+/// thread, which sleeps holding it. Its turns would otherwise all find the
+/// engine taken until a frame or a deadline woke the sleeper; woken, the
+/// engine thread stands aside instead.
 ///
 /// It wakes the sleeper the way it sleeps: an eventfd on links that sleep
 /// on file descriptors, a futex word on links that sleep on futexes (one

@@ -334,8 +334,8 @@ pub fn before_kernel_sleep(news: &News, seen: u32, slot: usize, limit: Option<Du
 /// A driver whose turns found the engine taken this many times in a row,
 /// by an engine thread that sleeps holding it or was just woken from that
 /// sleep, yields its core. That holder is most likely not running: woken
-/// (by a doorbell, a frame, or this driver's `enter`) it waits for this very
-/// core, where the scheduler put it beside the thread it serves. Spinning
+/// (by a doorbell, a frame, or this driver's wake below) it waits for this
+/// very core, where the scheduler put it beside the thread it serves. Spinning
 /// on, the driver keeps it off until its spin ends (sockperf at 1,000
 /// requests/s: the server spun about 50 µs per request that way, the engine
 /// thread runnable beside it). A turn that runs (the engine thread's, or
