@@ -111,7 +111,7 @@ pub struct Shared {
     /// ended: every turn from now on says so, and the engine thread stops.
     failed: AtomicBool,
     /// The engine thread sleeps holding the engine, or was woken from that
-    /// sleep and has not yet let the engine go.
+    /// sleep and has not run yet (it may be waiting for a core).
     engine_thread_sleeps: AtomicBool,
     /// Gets the engine thread out of a sleep it took holding the engine
     /// (None if the shard could not make one: a driver then waits for the
@@ -151,7 +151,6 @@ impl Shared {
         // Idle turns spun after work (see `YIELD_EVERY_IDLE_TURNS`).
         let mut idle_spins = 0u32;
         loop {
-            self.engine_thread_sleeps.store(false, Ordering::Relaxed);
             if stop.load(Ordering::Relaxed) || self.failed.load(Ordering::SeqCst) {
                 break;
             }
@@ -197,14 +196,18 @@ impl Shared {
                 }
                 continue;
             }
+            // Said only around the sleep: not a store per turn to a line
+            // the drivers read. Cleared once this thread runs again (it lets
+            // the engine go at the end of this iteration).
             self.engine_thread_sleeps.store(true, Ordering::Relaxed);
-            if e.idle(MAX_SLEEP).is_err() {
+            let slept = e.idle(MAX_SLEEP);
+            self.engine_thread_sleeps.store(false, Ordering::Relaxed);
+            if slept.is_err() {
                 break;
             }
             idle_since = None;
         }
         // Failed or stopped: every turn from now on says the engine is gone.
-        self.engine_thread_sleeps.store(false, Ordering::Relaxed);
         self.failed.store(true, Ordering::SeqCst);
         if let Some(mut e) = self.lock().take() {
             e.shutdown();
