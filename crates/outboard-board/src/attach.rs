@@ -133,7 +133,7 @@ fn as_bytes<T: Pod>(v: &T) -> &[u8] {
 }
 
 /// Most descriptors one message carries (`send_with_fds`): the kernel's
-/// `SCM_MAX_FD` (a live upgrade sends three per attached application).
+/// `SCM_MAX_FD` (a live upgrade sends more in several).
 pub const MAX_FDS: usize = 253;
 /// Control buffer for `MAX_FDS` descriptors, in 8-byte words:
 /// `CMSG_SPACE(253 * 4)` is 1032 bytes.

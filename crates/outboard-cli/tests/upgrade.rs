@@ -29,6 +29,12 @@
 //!   loop, after a new engine that died before confirming left it serving
 //!   (rollback): both byte-exact, gaps under 250 ms, no reset; it is
 //!   upgraded once more and echoes;
+//! - 28 applications under the shim, more than one message carries the
+//!   descriptors of, are handed over and served by the new engine;
+//! - a server under the shim with two threads in epoll, each on a set of
+//!   its own, keeps its wake groups through an upgrade: the idle thread
+//!   still sleeps while the other serves, on the connection that ran
+//!   through and on a new one;
 //! - a new engine that dies before it confirms (as a crash would) leaves
 //!   the old engine serving (rollback) — a request/response loop runs on
 //!   through it — and a later upgrade still works.
@@ -458,6 +464,14 @@ fn a_new_engine_that_dies_before_confirming_rolls_back_to_the_old_one() {
 
 /// An echo server under the shim (`shim_echo_server.py PORT [udp]`) on engine `eng`, once it listens.
 fn shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) -> ChildGuard {
+    let g = spawn_shim_echo_server(lab, eng, port, udp);
+    let first = g.line(Duration::from_secs(20));
+    assert!(first.as_deref() == Some("LISTENING"), "the shim echo server: {first:?}");
+    g
+}
+
+/// `shim_echo_server` without waiting for it to listen.
+fn spawn_shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) -> ChildGuard {
     let port = port.to_string();
     let lib = support::shim_lib();
     let mut args = vec![OUTBOARD, "run", "--name", eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3"];
@@ -468,10 +482,38 @@ fn shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) ->
     }
     let mut c = ns_command(lab.engine_ns(), Duration::from_secs(120), 3, &args);
     c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null()).stderr(Stdio::inherit());
-    let g = ChildGuard::spawn_lines(&mut c, Duration::from_secs(2));
-    let first = g.line(Duration::from_secs(20));
-    assert!(first.as_deref() == Some("LISTENING"), "the shim echo server: {first:?}");
-    g
+    ChildGuard::spawn_lines(&mut c, Duration::from_secs(2))
+}
+
+/// More applications than one message carries the descriptors of are
+/// handed over (ten descriptors each: board memory, socket, wake eventfd
+/// and seven wake groups; `SCM_RIGHTS` carries 253, 25 applications): the
+/// descriptors past the first message's go in the messages after the
+/// offer, and every application is served by the new engine.
+#[test]
+fn more_applications_than_one_message_of_descriptors_are_handed_over() {
+    if skip_unless_root("more_applications_than_one_message_of_descriptors_are_handed_over") {
+        return;
+    }
+    const APPS: u16 = 28;
+    let name = lab_name("upmany");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[]);
+    let servers: Vec<ChildGuard> = (0..APPS).map(|i| spawn_shim_echo_server(&lab, &eng, 9100 + i, false)).collect();
+    for (i, s) in servers.iter().enumerate() {
+        let first = s.line(Duration::from_secs(60));
+        assert_eq!(first.as_deref(), Some("LISTENING"), "shim echo server {i}");
+    }
+    assert_eq!(e.stat()["boards"].as_array().map_or(0, |b| b.len()), usize::from(APPS), "every server attached");
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    assert!(up.line.contains(&format!("applications={APPS}")), "every application handed over: {}", up.line);
+    for port in [9100, 9100 + APPS / 2, 9100 + APPS - 1] {
+        let r = client_done(client_bg_port(&lab, "rr", "1", &port.to_string()), "a server after the upgrade");
+        assert_eq!(r["ok"], true, "port {port}: {r}");
+    }
+    drop(servers);
+    up.engine.stop();
 }
 
 #[test]
@@ -591,6 +633,77 @@ sys.exit(1)
 /// nginx as its package runs it (a daemon: master and two workers as
 /// `nobody`, sharing the listener across `fork`) under the shim, upgraded
 /// while wrk loads it: every request answered, none failed.
+/// `ping_pong_rounds.py` from the Linux side to `port`, connected and waiting for its first go.
+fn ping_pong_client(lab: &outboard_lab::Lab, port: &str) -> ChildGuard {
+    let c = ns_spawn_lines(lab.linux_ns(), 120, &["python3", &script("ping_pong_rounds.py"), &lab.engine_addr().to_string(), port], true);
+    let first = c.line(Duration::from_secs(10));
+    assert_eq!(first.as_deref(), Some("connected"), "the ping-pong client");
+    c
+}
+
+/// `client` runs its round trips for 1.5 s: how many, and how many epoll
+/// sleeps the application (the only board of `engine`) announced meanwhile.
+fn rounds_and_epoll_sleeps(engine: &EngineProc, client: &mut ChildGuard) -> (u64, u64) {
+    use std::io::Write;
+    let waits = || engine.stat()["boards"][0]["app"]["poll_waits"].as_u64().expect("the board's poll_waits");
+    let before = waits();
+    let mut stdin = client.stdin().expect("the client's stdin");
+    stdin.write_all(b"1.5\n").expect("go");
+    let line = client.line(Duration::from_secs(20)).expect("the client's rounds");
+    client.child.stdin = Some(stdin);
+    let rounds: u64 = line.strip_prefix("rounds ").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("rounds N: {line}"));
+    // The shim publishes its counters as it goes: give it a wait or two to.
+    std::thread::sleep(Duration::from_millis(300));
+    let spent = waits() - before;
+    assert!(rounds >= 50, "too few round trips to mean anything: {rounds}");
+    (rounds, spent)
+}
+
+/// An application's wake groups go on through an upgrade. A Python server
+/// under the shim with two threads, each in epoll on a set of its own
+/// (memcached's shape): each set is a wake group, and an event wakes only
+/// the thread whose set holds its endpoint, about one epoll sleep per round
+/// trip. The new engine is handed the groups' eventfds and which endpoints
+/// are in which: on the connection that ran through the upgrade, and on a
+/// new one the handed-over listener accepts, the idle thread still sleeps.
+/// (Before, the new engine woke every group's sleepers through the shared
+/// eventfd: two sleeps per round trip, the idle thread's for nothing.)
+#[test]
+fn an_applications_wake_groups_go_on_through_an_upgrade() {
+    if skip_unless_root("an_applications_wake_groups_go_on_through_an_upgrade") {
+        return;
+    }
+    let name = lab_name("upwg");
+    let lab = lab(&LabConfig::new(&name));
+    let eng = format!("{name}-e");
+    let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[]);
+    let lib = support::shim_lib();
+    let server_py = script("two_epoll_threads.py");
+    let args = [OUTBOARD, "run", "--name", &eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3", &server_py, "9020"];
+    let mut c = ns_command(lab.engine_ns(), Duration::from_secs(120), 3, &args);
+    c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null()).stderr(Stdio::inherit());
+    let server = ChildGuard::spawn_lines(&mut c, Duration::from_secs(2));
+    assert_eq!(server.line(Duration::from_secs(20)).as_deref(), Some("ready"), "the two-thread server");
+    let grouped = |what: &str, (rounds, spent): (u64, u64)| {
+        println!("wake groups {what}: {rounds} round trips, {spent} epoll sleeps ({:.2} per round trip)", spent as f64 / rounds as f64);
+        assert!(
+            spent <= rounds * 13 / 10 + 50,
+            "{what}: {spent} epoll sleeps for {rounds} round trips: the idle thread is woken for the other's connection"
+        );
+    };
+    let mut client = ping_pong_client(&lab, "9020");
+    grouped("before the upgrade", rounds_and_epoll_sleeps(&e, &mut client));
+    let up = upgrade_ok(&lab, &eng, e, 1);
+    assert!(up.line.contains("applications=1"), "the application handed over: {}", up.line);
+    grouped("after it, the same connection", rounds_and_epoll_sleeps(&up.engine, &mut client));
+    drop(client);
+    let mut client = ping_pong_client(&lab, "9020");
+    grouped("after it, a new connection", rounds_and_epoll_sleeps(&up.engine, &mut client));
+    drop(client);
+    drop(server);
+    up.engine.stop();
+}
+
 #[test]
 fn nginx_master_and_workers_are_upgraded_under_wrk_without_a_failed_request() {
     if skip_unless_root("nginx_master_and_workers_are_upgraded_under_wrk_without_a_failed_request") {

@@ -15,9 +15,12 @@
 //!    (`SCM_RIGHTS`: each shard's, in the order its `Record::fds` names them
 //!    — its link socket (AF_PACKET, TAP queue or XSK), the interface's claim
 //!    socket, af_xdp's UMEM memfd, XSK map, program and BPF link, the
-//!    kernel's TAP queue and claim in network-device mode — then the control
+//!    kernel's TAP queue and claim in network-device mode, each attached
+//!    application's board memory, socket and wake eventfds — then the control
 //!    socket's and the board socket's listening sockets), then the offer as
-//!    JSON (`{"records": [shard 0's, …], "more_fds": […]}` or `{"error": "…"}`).
+//!    JSON (`{"records": [shard 0's, …], "more_fds": […], "fds_after": N}` or
+//!    `{"error": "…"}`). Descriptors past the first message's `SCM_MAX_FD`
+//!    (253) follow in N more, one byte each.
 //! 4. The new engine builds everything from the records and the descriptors
 //!    (settings from the old engine's command line, the same link sockets
 //!    and rings at the same slots, the same listening sockets, the same
@@ -185,6 +188,11 @@ struct Offer {
     /// Names of the control thread's descriptors, sent after the record's.
     #[serde(default)]
     more_fds: Vec<String>,
+    /// How many of the descriptors come in the messages after the offer's
+    /// (those past the first message's `MAX_FDS`; an engine before these
+    /// sent every one with the offer, and says nothing).
+    #[serde(default)]
+    fds_after: usize,
     #[serde(default)]
     error: Option<String>,
 }
@@ -323,16 +331,8 @@ pub fn serve(
             more.push("board socket");
             fds.push(board);
         }
-        if fds.len() > outboard_board::attach::MAX_FDS {
-            let e = format!(
-                "{} descriptors to hand over, more than one message carries ({}): too many applications attached (three each)",
-                fds.len(),
-                outboard_board::attach::MAX_FDS
-            );
-            send_offer(stream, &error_json(&e), &[])?;
-            return Ok(false);
-        }
-        let json = format!("{{\"records\":[{}],\"more_fds\":{}}}", records.join(","), serde_json::json!(more));
+        let after = fds.len().saturating_sub(MAX_FDS);
+        let json = format!("{{\"records\":[{}],\"more_fds\":{},\"fds_after\":{after}}}", records.join(","), serde_json::json!(more));
         send_offer(stream, &json, &fds)?;
         stream.set_read_timeout(Some(CONFIRM_WAIT))?;
         let answer = read_line(stream)?;
@@ -477,26 +477,52 @@ fn read_line(stream: &UnixStream) -> io::Result<String> {
 }
 
 /// The length (with the descriptors, SCM_RIGHTS), then the JSON.
+/// The offer: its length and the first descriptors (as many as one
+/// message carries), the JSON (whose `fds_after` says how many more come),
+/// then the rest of the descriptors in messages of one byte each.
 fn send_offer(stream: &UnixStream, json: &str, fds: &[RawFd]) -> io::Result<()> {
     let len = (json.len() as u64).to_le_bytes();
-    send_with_fds(stream, &len, fds)?;
-    (&*stream).write_all(json.as_bytes())
+    let (first, rest) = fds.split_at(fds.len().min(MAX_FDS));
+    send_with_fds(stream, &len, first)?;
+    (&*stream).write_all(json.as_bytes())?;
+    for more in rest.chunks(MAX_FDS) {
+        send_with_fds(stream, &[0], more)?;
+    }
+    Ok(())
 }
 
+/// The offer and its descriptors: the first message's, then the
+/// `fds_after` its JSON announces.
 fn recv_offer(stream: &UnixStream) -> io::Result<(Offer, Vec<OwnedFd>)> {
     let mut len = [0u8; 8];
-    let fds = recv_with_fds(stream, &mut len)?;
+    let mut fds = recv_with_fds(stream, &mut len)?;
     let n = u64::from_le_bytes(len);
     if n > MAX_OFFER {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("an offer of {n} bytes")));
     }
     let mut json = vec![0u8; n as usize];
     (&*stream).read_exact(&mut json)?;
-    let offer = serde_json::from_slice(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("the offer: {e}")))?;
+    let offer: Offer = serde_json::from_slice(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("the offer: {e}")))?;
+    if offer.fds_after > MAX_OFFER_FDS {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("an offer of {} more descriptors", offer.fds_after)));
+    }
+    let want = fds.len() + offer.fds_after;
+    while fds.len() < want {
+        let got = recv_with_fds(stream, &mut [0])?;
+        if got.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "a descriptor message without descriptors"));
+        }
+        fds.extend(got);
+    }
     Ok((offer, fds))
 }
 
-use outboard_board::attach::send_with_fds;
+/// Most descriptors an offer may name: a bound against a damaged offer,
+/// far above what an engine holds (each shard's link, then ten per
+/// application: board memory, socket, wake eventfd, seven wake groups).
+const MAX_OFFER_FDS: usize = 1 << 16;
+
+use outboard_board::attach::{send_with_fds, MAX_FDS};
 
 fn recv_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Vec<OwnedFd>> {
     let (n, fds, truncated) = outboard_board::attach::recv_with_fds(stream, buf)?;
@@ -550,6 +576,36 @@ mod tests {
         let mut got = [0u8; 1];
         (&y).read_exact(&mut got).unwrap();
         assert_eq!(&got, b"x");
+    }
+
+    /// More descriptors than one message carries (an engine with many
+    /// applications: ten each) go in the messages that follow the offer,
+    /// in order.
+    #[test]
+    fn an_offer_of_more_descriptors_than_one_message_carries_crosses_in_order() {
+        use outboard_board::wake::{new_eventfd, ring_eventfd};
+        let (a, b) = UnixStream::pair().unwrap();
+        let n = MAX_FDS + 47;
+        let sent: Vec<OwnedFd> = (0..n).map(|_| new_eventfd().unwrap()).collect();
+        for (i, fd) in sent.iter().enumerate() {
+            for _ in 0..i % 5 {
+                ring_eventfd(fd.as_raw_fd());
+            }
+        }
+        let names: Vec<String> = (0..n).map(|i| format!("fd {i}")).collect();
+        let json = format!("{{\"records\":[],\"more_fds\":{},\"fds_after\":{}}}", serde_json::json!(names), n - MAX_FDS);
+        let raw: Vec<RawFd> = sent.iter().map(|f| f.as_raw_fd()).collect();
+        let t = std::thread::spawn(move || send_offer(&a, &json, &raw).unwrap());
+        let (offer, fds) = recv_offer(&b).unwrap();
+        t.join().unwrap();
+        assert_eq!(offer.more_fds.len(), n);
+        assert_eq!(fds.len(), n, "every descriptor came");
+        for (i, fd) in fds.into_iter().enumerate() {
+            // An eventfd reads its counter (nothing, EAGAIN, when it is 0).
+            let mut v = [0u8; 8];
+            let got = std::fs::File::from(fd).read(&mut v).map_or(0, |_| u64::from_ne_bytes(v));
+            assert_eq!(got, (i % 5) as u64, "descriptor {i} in its place");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use outboard_board::{BoardLayout, Command, Condition, Mapping, Producer, SyncTab
 use outboard_stack::{ConnId, Stack, StackConfig};
 use outboard_time::{Duration, Instant};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,6 +60,11 @@ struct Rig {
 impl Rig {
     /// A board that connected to the peer (10.9.0.2:5000); the connection is established.
     fn connected() -> Rig {
+        Rig::connected_with(None, Vec::new())
+    }
+
+    /// `connected`, the application having given the wake eventfd `wake` and the wake groups' `groups`.
+    fn connected_with(wake: Option<OwnedFd>, groups: Vec<OwnedFd>) -> Rig {
         let layout = BoardLayout::new(BoardParams::small()).expect("layout");
         let map = Arc::new(Mapping::anonymous_shared(layout.total).expect("board"));
         map.write(header::MAGIC, MAGIC);
@@ -66,7 +72,7 @@ impl Rig {
         map.atomic_u32(header::ENGINE_STATE).store(ENGINE_RUNNING, Ordering::Release);
         let (app_sock, engine_sock) = UnixStream::pair().expect("socket pair");
         let dead = Arc::new(AtomicBool::new(false));
-        let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead, wake: None, wake_groups: Default::default(), board: 1, regions: NewSession::all_regions(&layout), memory: None };
+        let session = NewSession { map: map.clone(), layout: layout.clone(), sock: engine_sock, pid: 1, uid: 0, key: 1, dead, wake, wake_groups: Arc::new(groups), board: 1, regions: NewSession::all_regions(&layout), memory: None };
         let now = Instant::from_nanos(1_000_000_000);
         let config = |mac: u8, ip: u8| {
             let mut c = StackConfig::new([2, 0, 0, 0, 0, mac], Ipv4Addr::new(10, 9, 0, ip), 24);
@@ -210,4 +216,31 @@ fn tcp_info_is_published_from_the_applications_request_on() {
 
     r.peer_sends(1000, true);
     assert!(r.status_u32(status::SEGS_IN) > segs, "kept current after the request");
+}
+
+/// The wake eventfds of threads asleep in poll/epoll (`Session::ring_wake`).
+/// One asleep in a wake group the engine has no eventfd for (the
+/// application made more groups than this engine was given) is woken
+/// through the shared eventfd, which each of its sets holds too; one in a
+/// group the engine has is woken through that group's alone. (Before, with
+/// any group eventfd given, the shared one was written only for sleepers
+/// in the shared slot: a sleeper in a group beyond them was never woken.)
+#[test]
+fn sleepers_in_a_group_without_an_eventfd_here_are_woken_through_the_shared_one() {
+    use outboard_board::wake::{drain_eventfd, new_eventfd};
+    let (shared, group1) = (new_eventfd().expect("eventfd"), new_eventfd().expect("eventfd"));
+    let mut r = Rig::connected_with(Some(shared.try_clone().expect("dup")), vec![group1.try_clone().expect("dup")]);
+    drain_eventfd(shared.as_raw_fd());
+    drain_eventfd(group1.as_raw_fd());
+    let sleepers = |slot: usize| r.map.atomic_u32(header::APP_POLLERS + 4 * slot);
+    sleepers(2).store(1, Ordering::SeqCst);
+    r.peer_sends(100, true);
+    assert!(drain_eventfd(shared.as_raw_fd()), "a sleeper in group 2, which has no eventfd here, is woken through the shared one");
+    assert!(!drain_eventfd(group1.as_raw_fd()), "group 1 has no sleeper");
+    let sleepers = |slot: usize| r.map.atomic_u32(header::APP_POLLERS + 4 * slot);
+    sleepers(2).store(0, Ordering::SeqCst);
+    sleepers(1).store(1, Ordering::SeqCst);
+    r.peer_sends(100, true);
+    assert!(drain_eventfd(group1.as_raw_fd()), "a sleeper in group 1 is woken through its eventfd");
+    assert!(!drain_eventfd(shared.as_raw_fd()), "and not through the shared one: nobody sleeps on it alone");
 }

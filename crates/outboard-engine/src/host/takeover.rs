@@ -1,8 +1,9 @@
 //! Attached applications across a live upgrade (`crate::upgrade`): the old
 //! engine's host writes its boards' sessions and listener groups and hands
-//! on each board's memfd, the application's socket and wake eventfd, and
-//! the doorbell applications ring; the new engine's host maps the same
-//! boards, builds the same sessions, opens the same listeners and gives
+//! on each board's memfd, the application's socket, its wake eventfd and
+//! its wake groups' eventfds, and the doorbell applications ring; the new
+//! engine's host maps the same boards, builds the same sessions (their
+//! endpoints in the same wake groups), opens the same listeners and gives
 //! each stream its connection back in the same board regions. The
 //! application notices nothing: its board, socket, rings and endpoint ids
 //! are unchanged, and its shim or library never learns that the engine
@@ -29,7 +30,7 @@ use super::session::{Session, SessionRecord};
 use super::{tag, Host, NewSession};
 use crate::app::AppCx;
 use crate::upgrade::{Holder, LentPlaces, TcpRecord};
-use outboard_board::layout::CLASS_STREAM;
+use outboard_board::layout::{CLASS_STREAM, WAKE_SLOTS};
 use outboard_board::{BoardLayout, BufRef, FreeList, Mapping};
 use outboard_stack::ConnId;
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,11 @@ pub fn fd_name(board: u64, what: &str) -> String {
     format!("board {board} {what}")
 }
 pub const DOORBELL_FD: &str = "board doorbell";
+
+/// The name board `board`'s wake group `g`'s eventfd is handed over under.
+fn group_fd_name(board: u64, g: usize) -> String {
+    fd_name(board, &format!("wake group {g}"))
+}
 
 impl Host {
     /// The host's record, or why its applications cannot be handed over now.
@@ -91,14 +97,17 @@ impl Host {
         let mut streams = HashMap::new();
         for s in &self.sessions {
             let r = s.export(stack, group_of)?;
-            let Some((memory, sock, wake)) = s.handover_fds() else {
+            let Some(h) = s.handover_fds() else {
                 return Err(format!("application {} has no board memory descriptor to hand over", s.id));
             };
             if first {
-                fds.push((fd_name(s.id, "memory"), memory));
-                fds.push((fd_name(s.id, "socket"), sock));
-                if let Some(w) = wake {
+                fds.push((fd_name(s.id, "memory"), h.memory));
+                fds.push((fd_name(s.id, "socket"), h.sock));
+                if let Some(w) = h.wake {
                     fds.push((fd_name(s.id, "wake"), w));
+                }
+                for (i, g) in h.wake_groups.into_iter().enumerate() {
+                    fds.push((group_fd_name(s.id, i + 1), g));
                 }
             }
             for (ep, conn) in s.stream_conns() {
@@ -175,6 +184,8 @@ pub struct OpenBoard {
     layout: BoardLayout,
     sock: UnixStream,
     wake: Option<OwnedFd>,
+    /// Its wake groups' eventfds (shared by its sessions on every shard, as at attach).
+    wake_groups: Arc<Vec<OwnedFd>>,
     dead: Arc<AtomicBool>,
     regions: Arc<Mutex<FreeList>>,
     memory: Arc<OwnedFd>,
@@ -196,9 +207,7 @@ impl OpenBoard {
             key: sr.key,
             dead: self.dead.clone(),
             wake: self.wake.as_ref().map(|w| w.try_clone()).transpose()?,
-            // Not handed over: the application's group sleepers are woken
-            // through the shared eventfd here (`Session::ring_wake`).
-            wake_groups: Default::default(),
+            wake_groups: self.wake_groups.clone(),
             board: sr.id,
             regions: self.regions.clone(),
             memory: Some(self.memory.clone()),
@@ -229,6 +238,10 @@ pub fn open_boards(
         let memory = take_fd(&fd_name(sr.id, "memory")).ok_or_else(|| what("no board memory descriptor".into()))?;
         let sock = take_fd(&fd_name(sr.id, "socket")).ok_or_else(|| what("no socket descriptor".into()))?;
         let wake = take_fd(&fd_name(sr.id, "wake"));
+        // Group g's is the g-th: up to the first not handed over (an engine
+        // before groups were handed on gave none; `Session::ring_wake` then
+        // wakes their sleepers through the shared eventfd).
+        let wake_groups = Arc::new((1..WAKE_SLOTS).map_while(|g| take_fd(&group_fd_name(sr.id, g))).collect());
         let map = Mapping::map_fd(memory.as_raw_fd(), layout.total).map_err(|e| what(format!("mapping its board: {e}")))?;
         let a = &layout.arena;
         let streams = a.classes[CLASS_STREAM as usize].count;
@@ -246,6 +259,7 @@ pub fn open_boards(
                 layout,
                 sock: UnixStream::from(sock),
                 wake,
+                wake_groups,
                 dead: Arc::new(AtomicBool::new(false)),
                 regions: Arc::new(Mutex::new(free)),
                 memory: Arc::new(memory),

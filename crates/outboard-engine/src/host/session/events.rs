@@ -149,9 +149,10 @@ impl Session {
         let sleepers = |slot: usize| self.map.atomic_u32(header::APP_POLLERS + 4 * slot).load(Ordering::SeqCst);
         let groups = &self.groups.fds;
         if let Some(fd) = &self.wake {
-            // Without group eventfds (none given, or a board a live upgrade
-            // carried over), a group's sleepers wait on the shared one too.
-            let shared = if groups.is_empty() { (0..WAKE_SLOTS).any(|s| sleepers(s) != 0) } else { sleepers(0) != 0 };
+            // A group without an eventfd here (none given, or fewer than the
+            // application made) has its sleepers woken through the shared
+            // one, which every set of theirs holds too.
+            let shared = (0..WAKE_SLOTS).any(|s| (s == 0 || s > groups.len()) && sleepers(s) != 0);
             if shared {
                 crate::host::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
             }
@@ -202,5 +203,15 @@ impl WakeGroups {
         if let Some(x) = self.of.get_mut(ep as usize) {
             *x = g.min(WAKE_SLOTS as u8 - 1);
         }
+    }
+
+    /// The endpoints in a group, and theirs (for a live upgrade's record).
+    pub(super) fn members(&self) -> Vec<(u32, u8)> {
+        self.of.iter().enumerate().filter(|(_, g)| **g != 0).map(|(ep, g)| (ep as u32, *g)).collect()
+    }
+
+    /// Its eventfds (for a live upgrade's hand-over).
+    pub(super) fn fds(&self) -> &[OwnedFd] {
+        &self.fds
     }
 }

@@ -19,7 +19,7 @@ use super::{EpKind, Session, StreamEp};
 use crate::host::attach::NewSession;
 use crate::host::listeners::FamiliesRecord;
 use outboard_board::arena::{FreeList, OwnerTable, Side};
-use outboard_board::layout::{BoardParams, CLASS_DGRAM_RX, CLASS_DGRAM_TX};
+use outboard_board::layout::{BoardParams, CLASS_DGRAM_RX, CLASS_DGRAM_TX, WAKE_SLOTS};
 use outboard_board::{BoardLayout, BufRef, Consumer, MailboxProducer, Producer};
 use outboard_stack::{Stack, UdpSettings};
 use std::sync::Arc;
@@ -48,6 +48,12 @@ pub struct SessionRecord {
     pub dgram_rx_free: Vec<u32>,
     /// Buffers the application holds (class, index).
     pub app_held: Vec<(u8, u32)>,
+    /// The endpoints in a wake group (`op::WAKE_GROUP`), and theirs. An
+    /// engine before these were recorded named none: its boards' sleepers
+    /// are all woken through the shared eventfd until their endpoints are
+    /// grouped again.
+    #[serde(default)]
+    pub wake_groups: Vec<(u32, u8)>,
 }
 
 /// An open endpoint of the session.
@@ -191,6 +197,7 @@ impl Session {
             endpoints,
             dgram_rx_free: self.dgram_rx.items().iter().map(|b| b.index).collect(),
             app_held: self.owners.list(Side::App).into_iter().map(|b| (b.class, b.index)).collect(),
+            wake_groups: self.groups.members(),
         })
     }
 
@@ -300,6 +307,12 @@ impl Session {
             }
         }
         s.owners = owners;
+        for &(ep, g) in &r.wake_groups {
+            if ep >= p.endpoints || g == 0 || usize::from(g) >= WAKE_SLOTS {
+                return Err(format!("endpoint {ep} in wake group {g}: out of range"));
+            }
+            s.groups.set(ep, g);
+        }
         // The old engine may have stopped with a wake-up batched (bytes not
         // pushed yet): the first turn here wakes the application, which
         // looks again (a needless wake-up costs it one look).
@@ -349,18 +362,47 @@ impl Session {
         self.regions.clone()
     }
 
-    /// The descriptors handed over with the record: the board's memfd, the
-    /// application's socket, its wake eventfd (if it gave one).
-    pub fn handover_fds(&self) -> Option<(std::os::fd::RawFd, std::os::fd::RawFd, Option<std::os::fd::RawFd>)> {
+    /// The descriptors handed over with the record (`None`: the board has no memfd to hand on).
+    pub fn handover_fds(&self) -> Option<HandoverFds> {
         use std::os::fd::AsRawFd;
-        let memory = self.memory.as_ref()?.as_raw_fd();
-        Some((memory, self.sock.as_raw_fd(), self.wake.as_ref().map(|w| w.as_raw_fd())))
+        Some(HandoverFds {
+            memory: self.memory.as_ref()?.as_raw_fd(),
+            sock: self.sock.as_raw_fd(),
+            wake: self.wake.as_ref().map(|w| w.as_raw_fd()),
+            wake_groups: self.groups.fds().iter().map(|f| f.as_raw_fd()).collect(),
+        })
     }
+}
+
+/// A board's descriptors, handed on by a live upgrade.
+pub struct HandoverFds {
+    /// The board's memfd.
+    pub memory: std::os::fd::RawFd,
+    /// The application's attach socket.
+    pub sock: std::os::fd::RawFd,
+    /// Its wake eventfd, if it gave one.
+    pub wake: Option<std::os::fd::RawFd>,
+    /// Its wake groups' eventfds (group g's at g − 1).
+    pub wake_groups: Vec<std::os::fd::RawFd>,
 }
 
 #[cfg(test)]
 mod tests {
-    use super::EndpointRecord;
+    use super::{EndpointRecord, SessionRecord};
+
+    /// An engine before wake groups were handed over recorded none: its
+    /// record reads as a session with no endpoint in a group; a new
+    /// record carries them.
+    #[test]
+    fn a_session_recorded_before_wake_groups_has_none_and_a_new_record_keeps_them() {
+        let old = r#"{"id":1,"pid":7,"uid":0,"key":9,"parent_key":null,"forks":0,"params":[0,0,0,0,0,0,0,0,0,0],
+            "commands_head":0,"events_tail":0,"generations":[],"endpoints":[],"dgram_rx_free":[],"app_held":[]}"#;
+        let mut r: SessionRecord = serde_json::from_str(old).expect("an older engine's record");
+        assert!(r.wake_groups.is_empty());
+        r.wake_groups = vec![(3, 1), (4, 2)];
+        let again: SessionRecord = serde_json::from_str(&serde_json::to_string(&r).expect("record")).expect("read back");
+        assert_eq!(again.wake_groups, vec![(3, 1), (4, 2)]);
+    }
 
     /// An engine before `op::INFO` published every stream's TCP_INFO and
     /// recorded no `info_wanted`: its streams keep theirs published.
