@@ -31,7 +31,6 @@ use crate::stat::Snapshot;
 use outboard_stack::{ConnId, Stack};
 use outboard_time::Instant;
 use std::any::Any;
-use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicU32;
 
@@ -39,9 +38,11 @@ use std::sync::atomic::AtomicU32;
 pub type AppId = usize;
 
 /// The shard's one table from connection to owner: (app, the app's tag).
+/// Looked up for every connection event: the flow hash, not SipHash (the
+/// keys are the stack's own connection ids).
 #[derive(Debug, Default)]
 pub struct Owners {
-    map: HashMap<ConnId, (AppId, u64)>,
+    map: outboard_stack::flowhash::FlowMap<ConnId, (AppId, u64)>,
 }
 
 impl Owners {

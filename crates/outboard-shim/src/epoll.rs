@@ -36,7 +36,7 @@ pub const WAKE_TOKEN: u64 = 0x0B0A_2D5E_1F00_D00D;
 /// by the shim handing out engine events; sockets hold it weakly), taken at
 /// the set's next wait. A set: a set nobody waits on stays bounded.
 #[derive(Default)]
-pub struct Inbox(RefCell<HashSet<RawFd>>);
+pub struct Inbox(RefCell<HashSet<RawFd, outboard_wire::flowhash::FlowState>>);
 
 impl Inbox {
     pub fn push(&self, fd: RawFd) {

@@ -16,7 +16,7 @@ use outboard_api::{AttachOptions, Board, News};
 use outboard_board::layout::app_counter;
 use outboard_board::BoardParams;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use outboard_wire::flowhash::FlowMap;
 use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::rc::{Rc, Weak};
@@ -129,11 +129,14 @@ pub struct Shim {
     pub news: Option<News>,
     pub net: Option<Net>,
     attach_failed: bool,
-    pub socks: HashMap<RawFd, Rc<RefCell<Sock>>>,
-    pub epolls: HashMap<RawFd, Rc<RefCell<EpollSet>>>,
+    /// Looked up at every call on a descriptor, and by endpoint at every
+    /// event handed out: the flow hash, not SipHash (the keys are the
+    /// program's descriptors and the engine's endpoint numbers).
+    pub socks: FlowMap<RawFd, Rc<RefCell<Sock>>>,
+    pub epolls: FlowMap<RawFd, Rc<RefCell<EpollSet>>>,
     /// Engine endpoint → the listener or stream socket on it, as epoll last
     /// saw it: which sockets an engine event concerns.
-    by_endpoint: HashMap<u32, Weak<RefCell<Sock>>>,
+    by_endpoint: FlowMap<u32, Weak<RefCell<Sock>>>,
     /// Scratch lists of `collect_epoll` (kept to avoid allocating per wait).
     changed: Vec<u32>,
     seen_eps: Vec<(u32, Rc<RefCell<Sock>>)>,
@@ -174,9 +177,9 @@ pub fn lock() -> Guard {
             news: None,
             net: None,
             attach_failed: false,
-            socks: HashMap::new(),
-            epolls: HashMap::new(),
-            by_endpoint: HashMap::new(),
+            socks: FlowMap::default(),
+            epolls: FlowMap::default(),
+            by_endpoint: FlowMap::default(),
             changed: Vec::new(),
             seen_eps: Vec::new(),
             waiters: Default::default(),

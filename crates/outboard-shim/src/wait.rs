@@ -505,7 +505,7 @@ pub struct Waiters {
     leader: Option<u64>,
     /// By the endpoint each waits for; `None`: any event may concern it
     /// (datagram sockets, whose send room is board-wide; a connect in progress).
-    by_endpoint: std::collections::HashMap<Option<u32>, Vec<(u64, std::sync::Arc<Waiter>)>>,
+    by_endpoint: outboard_wire::flowhash::FlowMap<Option<u32>, Vec<(u64, std::sync::Arc<Waiter>)>>,
     next: u64,
     /// The news word when the followers waiting for any event were last woken.
     any_woken_at: Option<u32>,

@@ -1,7 +1,9 @@
 //! The hash behind every per-packet table: the stack's (connections by
 //! 4-tuple and by id, listeners, UDP sockets, fragments in reassembly,
-//! neighbours) and the message protocols' (peers, flows, calls by client,
-//! mailboxes, lookups): a keyed folded multiply, in place of the standard
+//! neighbours), the message protocols' (peers, flows, calls by client,
+//! mailboxes, lookups), the engine's connection owners and the socket
+//! shim's per-call tables (descriptors, endpoints, epoll inboxes, blocked
+//! threads): a keyed folded multiply, in place of the standard
 //! library's SipHash-1-3. Here, in the wire crate, because both the stack and
 //! `outboard-msg` build on it (`outboard_stack::flowhash` re-exports it).
 //!
