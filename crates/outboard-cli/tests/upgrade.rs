@@ -473,13 +473,17 @@ fn shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) ->
 /// `shim_echo_server` without waiting for it to listen.
 fn spawn_shim_echo_server(lab: &outboard_lab::Lab, eng: &str, port: u16, udp: bool) -> ChildGuard {
     let port = port.to_string();
+    let args = [port.as_str(), "udp"];
+    spawn_shim_python(lab, eng, "shim_echo_server.py", &args[..if udp { 2 } else { 1 }])
+}
+
+/// `python3 tests/scripts/SCRIPT ARGS` under the shim on engine `eng`, in
+/// the background, its stdout read line by line.
+fn spawn_shim_python(lab: &outboard_lab::Lab, eng: &str, script_name: &str, script_args: &[&str]) -> ChildGuard {
     let lib = support::shim_lib();
-    let mut args = vec![OUTBOARD, "run", "--name", eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3"];
-    let server = script("shim_echo_server.py");
-    args.extend([server.as_str(), port.as_str()]);
-    if udp {
-        args.push("udp");
-    }
+    let server = script(script_name);
+    let mut args = vec![OUTBOARD, "run", "--name", eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3", server.as_str()];
+    args.extend(script_args);
     let mut c = ns_command(lab.engine_ns(), Duration::from_secs(120), 3, &args);
     c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null()).stderr(Stdio::inherit());
     ChildGuard::spawn_lines(&mut c, Duration::from_secs(2))
@@ -677,12 +681,7 @@ fn an_applications_wake_groups_go_on_through_an_upgrade() {
     let lab = lab(&LabConfig::new(&name));
     let eng = format!("{name}-e");
     let e = EngineProc::in_lab(&lab, &eng, "af_packet", &[]);
-    let lib = support::shim_lib();
-    let server_py = script("two_epoll_threads.py");
-    let args = [OUTBOARD, "run", "--name", &eng, "--shim", lib.to_str().expect("utf-8 path"), "--", "python3", &server_py, "9020"];
-    let mut c = ns_command(lab.engine_ns(), Duration::from_secs(120), 3, &args);
-    c.env("OUTBOARD_RUN_DIR", run_dir()).stdin(Stdio::null()).stderr(Stdio::inherit());
-    let server = ChildGuard::spawn_lines(&mut c, Duration::from_secs(2));
+    let server = spawn_shim_python(&lab, &eng, "two_epoll_threads.py", &["9020"]);
     assert_eq!(server.line(Duration::from_secs(20)).as_deref(), Some("ready"), "the two-thread server");
     let grouped = |what: &str, (rounds, spent): (u64, u64)| {
         println!("wake groups {what}: {rounds} round trips, {spent} epoll sleeps ({:.2} per round trip)", spent as f64 / rounds as f64);

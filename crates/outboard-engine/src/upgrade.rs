@@ -476,7 +476,6 @@ fn read_line(stream: &UnixStream) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
-/// The length (with the descriptors, SCM_RIGHTS), then the JSON.
 /// The offer: its length and the first descriptors (as many as one
 /// message carries), the JSON (whose `fds_after` says how many more come),
 /// then the rest of the descriptors in messages of one byte each.
