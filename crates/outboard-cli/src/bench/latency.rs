@@ -27,6 +27,10 @@
 //!   mode on both sides: blocking when it was run (each side's default way
 //!   of waiting), else polling. `ratio_p50_by_mode` has every mode run;
 //!   the goal is ratio_p50 ≤ 0.25.
+//! - **Floor** (`floor` in the JSON, a line under the headline): before any
+//!   case, one cache line's round trip between two pinned cores
+//!   (`bench::floor`), the least any cross-core round trip costs on this
+//!   machine; printed as ours and the goal in multiples of it.
 //!
 //! Engines and peers are stopped (SIGTERM, grace, SIGKILL, reaped) on every
 //! path out, Ctrl-C included. Exit codes: 0 done; 1 a case failed (its
@@ -168,6 +172,17 @@ pub struct LatencyReport {
     /// With --breakdown: each of our cases, hop by hop.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<Breakdown>,
+    /// The machine's floor (`bench::floor`), measured before the cases;
+    /// None where it could not be (one CPU, pinning refused).
+    pub floor: Option<Floor>,
+}
+
+/// One cache line's round trip between two pinned cores: what any round
+/// trip between applications on two cores costs at the least.
+#[derive(Debug, Serialize)]
+pub struct Floor {
+    pub cache_line_round_trip_us: f64,
+    pub cpus: [usize; 2],
 }
 
 /// `outboard bench latency`.
@@ -278,6 +293,9 @@ fn row(
 fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     let mut run = RunDir::new("latency")?;
     run.trace_hops = a.breakdown;
+    // First, while nothing else of ours runs.
+    let floor = super::floor::cache_line_round_trip()
+        .map(|(us, cpus)| Floor { cache_line_round_trip_us: us, cpus });
     // With --breakdown: (mode, client side's log names, server side's), analysed
     // once every traced process has exited and written its records.
     let mut traced: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
@@ -383,6 +401,7 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     };
     let ratio_p50 = ratio(o.p50_us, k.p50_us);
     let report = LatencyReport {
+        floor,
         command: command(a),
         machine: machine(),
         size: a.size,
@@ -487,6 +506,18 @@ pub fn print_table(r: &LatencyReport) {
         r.goal_ratio_p50,
         if r.goal_met { "met" } else { "NOT met" }
     );
+    if let Some(f) = &r.floor {
+        let goal_us = r.goal_ratio_p50 * r.kernel.p50_us;
+        println!(
+            "floor: one cache line's round trip between CPUs {} and {} takes {:.2} us on this machine; ours is {:.1}x that, the goal ({:.2} us) {:.1}x",
+            f.cpus[0],
+            f.cpus[1],
+            f.cache_line_round_trip_us,
+            ratio(r.outboard.p50_us, f.cache_line_round_trip_us),
+            goal_us,
+            ratio(goal_us, f.cache_line_round_trip_us)
+        );
+    }
     let copied: u64 = r.rows.iter().filter_map(|w| w.api_copied_bytes).sum();
     println!(
         "bytes the API copied for our applications: {copied} (the zero-copy calls copy nothing)"

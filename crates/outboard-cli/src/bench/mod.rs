@@ -5,6 +5,7 @@ pub mod breakdown;
 pub mod lab_engine;
 pub mod checksum;
 pub mod cost;
+pub mod floor;
 pub mod handlers;
 pub mod latency;
 pub mod link;

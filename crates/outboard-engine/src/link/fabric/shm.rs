@@ -160,6 +160,14 @@ impl Mapping {
         true
     }
 
+    /// Prefetches the cache lines of `off..off + len`
+    /// ([`outboard_board::shm::prefetch`]); ranges outside the mapping are ignored.
+    pub fn prefetch(&self, off: usize, len: usize) {
+        if off.checked_add(len).is_some_and(|end| end <= self.len) {
+            outboard_board::shm::prefetch(self.base.as_ptr().wrapping_add(off), len);
+        }
+    }
+
     /// Copies `data` to `off`; false (nothing written) when out of range.
     pub fn write(&self, off: usize, data: &[u8]) -> bool {
         if off.checked_add(data.len()).is_none_or(|end| end > self.len) {

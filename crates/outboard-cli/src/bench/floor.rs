@@ -1,0 +1,120 @@
+//! The machine's floor for a round trip between two cores: one cache line
+//! passed back and forth between two threads pinned to two different CPUs,
+//! nothing else. Any round trip between two applications on two cores
+//! (ours, the kernel's) moves at least this much: a request's news must
+//! reach the other core and the response's news come back. `bench latency`
+//! prints it beside its rows, so a ratio goal can be judged against what
+//! the machine allows (on a VM a cache line may take 0.2 µs each way; on
+//! bare metal well under 0.1 µs).
+//!
+//! Method: thread A writes `i` into the line and spins until thread B has
+//! answered `i` in the same line; B spins for `i` and answers. Each thread
+//! is pinned to one of the first two CPUs this process may use. A warm-up
+//! of 10,000 round trips, then up to `ROUND_TRIPS` timed as batches of
+//! `BATCH`; the reported figure is the median batch's mean (a preempted
+//! batch, frequent on a shared VM, does not move it). Bounded: batches
+//! start only within `LIMIT`, and the echo thread stops once the pinger is
+//! done (or the pinger once the echo failed to pin). None when fewer than
+//! two CPUs are allowed or a pin fails.
+
+// A benchmark is the imperative shell: it reads the wall clock to measure.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ROUND_TRIPS: u64 = 200_000;
+const WARMUP: u64 = 10_000;
+const BATCH: u64 = 1_000;
+const LIMIT: Duration = Duration::from_secs(2);
+
+/// The line both threads write, alone in its 64 bytes.
+#[repr(align(64))]
+struct Line(AtomicU64);
+
+/// The median round trip of one cache line between two pinned cores, in
+/// µs, and the two CPUs used; None where it cannot be measured. Both
+/// threads are new ones, so the caller's affinity is left as it was.
+pub fn cache_line_round_trip() -> Option<(f64, [usize; 2])> {
+    let cpus = outboard_engine::cpu::allowed();
+    let (a, b) = (*cpus.first()?, *cpus.get(1)?);
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (l2, s2) = (line.clone(), stop.clone());
+    let echo = std::thread::spawn(move || -> bool {
+        if outboard_engine::cpu::pin_current_thread(b).is_err() {
+            s2.store(true, Ordering::Relaxed);
+            return false;
+        }
+        let mut seen = 0;
+        while !s2.load(Ordering::Relaxed) {
+            let v = l2.0.load(Ordering::Acquire);
+            // Odd: a ping; the answer is the next even number.
+            if v & 1 == 1 && v != seen {
+                seen = v;
+                l2.0.store(v + 1, Ordering::Release);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        true
+    });
+    let s3 = stop.clone();
+    let pinger = std::thread::spawn(move || -> Vec<f64> {
+        let mut batches = Vec::new();
+        if outboard_engine::cpu::pin_current_thread(a).is_err() {
+            return batches;
+        }
+        let deadline = Instant::now() + LIMIT;
+        let mut v = 0u64;
+        let mut ping = |n: u64| -> bool {
+            for _ in 0..n {
+                v += 1;
+                line.0.store(v, Ordering::Release);
+                v += 1;
+                while line.0.load(Ordering::Acquire) != v {
+                    if s3.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            true
+        };
+        let mut ok = ping(WARMUP);
+        while ok && (batches.len() as u64) < ROUND_TRIPS / BATCH && Instant::now() < deadline {
+            let t = Instant::now();
+            ok = ping(BATCH);
+            if ok {
+                batches.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+            }
+        }
+        batches
+    });
+    let mut batches = pinger.join().unwrap_or_default();
+    stop.store(true, Ordering::Relaxed);
+    let echoed = echo.join().unwrap_or(false);
+    if !echoed || batches.is_empty() {
+        return None;
+    }
+    batches.sort_by(f64::total_cmp);
+    Some((batches[batches.len() / 2], [a, b]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_is_measured_on_two_cpus_and_is_a_plausible_time() {
+        let cpus = outboard_engine::cpu::allowed();
+        match cache_line_round_trip() {
+            Some((us, pair)) => {
+                assert!(us > 0.0 && us < 1000.0, "a cache line's round trip of {us} us");
+                assert_eq!(pair, [cpus[0], cpus[1]]);
+            }
+            None => assert!(cpus.len() < 2, "two CPUs ({cpus:?}) but no figure"),
+        }
+    }
+}
