@@ -79,6 +79,12 @@ fn bench_latency_json_both_modes() {
         );
     }
     assert!(v["ratio_p50_by_mode"]["polling"].as_f64().is_some(), "{v}");
+    // The machine's floor, where two CPUs can be had: a positive time under
+    // our own round trip (which crosses between cores at least as often).
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        positive(&v, "floor.cache_line_round_trip_us");
+        assert!(num(&v, "floor.cache_line_round_trip_us") < num(&v, "outboard.p50_us"), "{v}");
+    }
     // Without --breakdown nothing is traced, so there is no hop table to show.
     assert!(v["breakdown"].is_null(), "no breakdown unless asked: {v}");
 }
