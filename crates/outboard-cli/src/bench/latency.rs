@@ -173,7 +173,8 @@ pub struct LatencyReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<Breakdown>,
     /// The machine's floor (`bench::floor`), measured before the cases;
-    /// None where it could not be (one CPU, pinning refused).
+    /// None where it could not be (one CPU, pinning refused, or a machine
+    /// too busy for the two threads to run at once within 100 ms).
     pub floor: Option<Floor>,
 }
 
@@ -517,6 +518,9 @@ pub fn print_table(r: &LatencyReport) {
             goal_us,
             ratio(goal_us, f.cache_line_round_trip_us)
         );
+    }
+    if r.floor.is_none() {
+        println!("floor: not measured (fewer than two CPUs, or two pinned threads could not run at once within 100 ms)");
     }
     let copied: u64 = r.rows.iter().filter_map(|w| w.api_copied_bytes).sum();
     println!(
