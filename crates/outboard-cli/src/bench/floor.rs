@@ -60,12 +60,11 @@ pub fn cache_line_round_trip_within(limit: Duration) -> Option<(f64, [usize; 2])
             s2.store(true, Ordering::Relaxed);
             return false;
         }
-        let mut seen = 0;
         while !s2.load(Ordering::Relaxed) {
             let v = l2.0.load(Ordering::Acquire);
-            // Odd: a ping; the answer is the next even number.
-            if v & 1 == 1 && v != seen {
-                seen = v;
+            // Odd: a ping not yet answered (the answer, the next even
+            // number, stays in the line until the next ping).
+            if v & 1 == 1 {
                 l2.0.store(v + 1, Ordering::Release);
             } else {
                 std::hint::spin_loop();
