@@ -106,6 +106,40 @@ fn bench_latency_json_both_modes() {
     assert!(v["breakdown"].is_null(), "no breakdown unless asked: {v}");
 }
 
+/// `--pin beside`: each application pinned beside its own engine (the
+/// placement that keeps the daemon's blocking round trip in its fast mode
+/// on a 2-vCPU machine), reported in the JSON; on one CPU, a clear refusal.
+#[test]
+fn bench_latency_pin_beside_reports_its_placement_and_one_cpu_is_refused() {
+    let cpus = outboard_engine::cpu::allowed();
+    if cpus.len() >= 2 {
+        let (ok, out, err) = run(
+            &["bench", "latency", "--json", "--mode", "blocking", "--pin", "beside", "--round-trips", "300", "--warmup", "30", "--seconds", "2"],
+            Duration::from_secs(240),
+        );
+        let v = json_of(ok, &out, &err, "bench latency --pin beside");
+        assert_eq!(v["pin"], "beside", "{v}");
+        let p = &v["placement"];
+        let cpu = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("placement.{k} in {v}")) as usize;
+        assert_eq!((cpu("engine_a"), cpu("engine_b")), (cpus[0], cpus[1]), "{v}");
+        assert_eq!((cpu("echo"), cpu("ping")), (cpus[0], cpus[1]), "each application beside its engine: {v}");
+        for r in v["rows"].as_array().expect("rows") {
+            positive(r, "p50_us");
+            positive(r, "round_trips");
+        }
+        assert!(v["command"].as_str().is_some_and(|c| c.contains("--pin beside")), "{v}");
+    }
+    // One CPU: refused before anything starts, exit 2, saying why.
+    let _one = one_at_a_time();
+    let out = Command::new("taskset")
+        .args(["-c", &cpus[0].to_string(), OUTBOARD, "bench", "latency", "--pin", "crosswise"])
+        .output()
+        .expect("run taskset");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--pin crosswise needs two CPUs this process may run on; it has 1"), "{err}");
+}
+
 /// `--breakdown`: every process of our cases traces the marked round trips
 /// hop by hop (daemon engines in their own processes, inline engines inside
 /// the applications); each case's hops are all seen in nearly every round

@@ -27,6 +27,16 @@
 //!   mode on both sides: blocking when it was run (each side's default way
 //!   of waiting), else polling. `ratio_p50_by_mode` has every mode run;
 //!   the goal is ratio_p50 ≤ 0.25.
+//! - **Placement** (`--pin`): by default every process runs where the
+//!   scheduler puts it, on both sides. With two engines and two blocking
+//!   applications on two CPUs, that decides the daemon's blocking round
+//!   trip: an application beside its own engine is woken on the waker's CPU,
+//!   one beside the other side's engine through an interrupt to the other
+//!   (docs/PERFORMANCE.md, "The daemon's two blocking modes are two
+//!   placements"). `--pin beside` and `--pin crosswise` fix each placement
+//!   (engines with `--cores`, applications with their affinity), so a user
+//!   can see which one a machine is in; Linux's two applications are pinned
+//!   to the same CPUs as ours.
 //! - **Floor** (`floor` in the JSON, a line under the headline): before any
 //!   case, one cache line's round trip between two pinned cores
 //!   (`bench::floor`), the least any cross-core round trip costs on this
@@ -119,9 +129,58 @@ pub struct LatencyArgs {
     /// --size ≥ 16 (the trace's mark sits in bytes 8..16).
     #[arg(long)]
     pub breakdown: bool,
+    /// Where each process runs: `none` leaves them to the scheduler (both
+    /// sides); `beside` pins each application beside its own engine (engine
+    /// A and the echo on the first CPU this process may use, engine B and
+    /// the ping on the second); `crosswise` pins each beside the other
+    /// side's engine. Every application (Linux's and inline ones too) runs
+    /// on the CPU its daemon case's application would. Needs two CPUs.
+    #[arg(long, value_enum, default_value = "none")]
+    pub pin: Pin,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Pin {
+    None,
+    Beside,
+    Crosswise,
+}
+
+impl Pin {
+    fn name(self) -> &'static str {
+        match self {
+            Pin::None => "none",
+            Pin::Beside => "beside",
+            Pin::Crosswise => "crosswise",
+        }
+    }
+}
+
+/// The CPUs of `--pin`: engines A and B (their one shard each), the echo
+/// application and the ping application.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct Placement {
+    pub engine_a: usize,
+    pub engine_b: usize,
+    pub echo: usize,
+    pub ping: usize,
+}
+
+/// `--pin`'s CPUs among the ones this process may run on (`allowed`, in
+/// order): None for `none`; an error with fewer than two.
+fn placement(pin: Pin, allowed: &[usize]) -> Result<Option<Placement>, String> {
+    if pin == Pin::None {
+        return Ok(None);
+    }
+    let (&c0, &c1) = match allowed {
+        [a, b, ..] => (a, b),
+        _ => return Err(format!("--pin {} needs two CPUs this process may run on; it has {}", pin.name(), allowed.len())),
+    };
+    let (echo, ping) = if pin == Pin::Beside { (c0, c1) } else { (c1, c0) };
+    Ok(Some(Placement { engine_a: c0, engine_b: c1, echo, ping }))
 }
 
 #[derive(Debug, Serialize)]
@@ -172,6 +231,9 @@ pub struct LatencyReport {
     /// With --breakdown: each of our cases, hop by hop.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<Breakdown>,
+    /// `--pin`: "none", "beside" or "crosswise", and the CPUs it used.
+    pub pin: String,
+    pub placement: Option<Placement>,
     /// The machine's floor (`bench::floor`), measured before the cases;
     /// None where it could not be (one CPU, pinning refused, or a machine
     /// too busy for the two threads to run at once within 100 ms).
@@ -193,8 +255,15 @@ pub fn main(a: &LatencyArgs) -> ExitCode {
         eprintln!("outboard bench latency: --breakdown needs --size of at least 16 (the trace's mark is bytes 8..16), not {}", a.size);
         return ExitCode::from(2);
     }
+    let place = match placement(a.pin, &outboard_engine::cpu::allowed()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("outboard bench latency: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let _ = sys::install_stop_handler();
-    match run(a) {
+    match run(a, place) {
         Ok(r) => {
             if a.json {
                 println!(
@@ -229,9 +298,11 @@ fn spec(
     mode: WaitMode,
     port: u16,
     engines: Option<(String, String)>,
+    place: Option<Placement>,
 ) -> PairSpec {
     let secs = a.seconds.max(0.001);
-    PairSpec {
+    let cpu = |c: Option<usize>| c.map_or(Vec::new(), |c| vec!["--cpu".to_string(), c.to_string()]);
+    let mut sp = PairSpec {
         label: format!("{} B round trips", a.size),
         api,
         mode,
@@ -252,7 +323,10 @@ fn spec(
         ],
         // Warm-up and measurement are each bounded by --seconds; the rest is start-up.
         timeout: Duration::from_secs_f64(2.0 * secs + 60.0),
-    }
+    };
+    sp.server_extra.extend(cpu(place.map(|p| p.echo)));
+    sp.client_extra.extend(cpu(place.map(|p| p.ping)));
+    sp
 }
 
 fn row(
@@ -291,7 +365,7 @@ fn row(
     }
 }
 
-fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
+fn run(a: &LatencyArgs, place: Option<Placement>) -> Result<LatencyReport, String> {
     let mut run = RunDir::new("latency")?;
     run.trace_hops = a.breakdown;
     // First, while nothing else of ours runs.
@@ -315,7 +389,7 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     let mut rows = Vec::new();
     // Linux first, with no engine running.
     for &m in &kernel_modes {
-        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None))
+        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, m, 0, None, place))
             .map_err(|e| format!("Linux, {}: {e}", m.name()))?;
         rows.push(row(Api::Kernel, m, &s, &c));
     }
@@ -323,12 +397,12 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     let daemon: Vec<WaitMode> = cases.iter().filter_map(|c| if let Case::Daemon(m) = c { Some(*m) } else { None }).collect();
     let mut fabric = String::new();
     if !daemon.is_empty() {
-        let mut engines = Engines::start(&run, "lat")?;
+        let mut engines = Engines::start(&run, "lat", place.map(|p| [p.engine_a, p.engine_b]))?;
         fabric = engines.fabric.clone();
         for (i, &m) in daemon.iter().enumerate() {
             let names = Some((engines.a_name.clone(), engines.b_name.clone()));
             let before = engines.stats();
-            let mut sp = spec(a, Api::Outboard, m, 5300 + i as u16, names);
+            let mut sp = spec(a, Api::Outboard, m, 5300 + i as u16, names, place);
             mark(&mut sp);
             if a.breakdown {
                 let (server_log, client_log) = sp.log_names();
@@ -351,7 +425,7 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     if cases.contains(&Case::Inline) {
         // Each application runs its own engine in its thread: no daemons.
         let f = format!("fabric:benchi-{}", std::process::id());
-        let mut sp = spec(a, Api::Outboard, WaitMode::Polling, 5390, None);
+        let mut sp = spec(a, Api::Outboard, WaitMode::Polling, 5390, None, place);
         sp.label = format!("{} B round trips inline", a.size);
         sp.server_extra.extend(["--inline".into(), format!("{f},10.0.0.1/24")]);
         sp.client_extra.extend(["--inline".into(), format!("{f},10.0.0.2/24")]);
@@ -402,6 +476,8 @@ fn run(a: &LatencyArgs) -> Result<LatencyReport, String> {
     };
     let ratio_p50 = ratio(o.p50_us, k.p50_us);
     let report = LatencyReport {
+        pin: a.pin.name().into(),
+        placement: place,
         floor,
         command: command(a),
         machine: machine(),
@@ -443,6 +519,10 @@ fn command(a: &LatencyArgs) -> String {
     if a.breakdown {
         c.push_str(" --breakdown");
     }
+    if a.pin != Pin::None {
+        c.push_str(" --pin ");
+        c.push_str(a.pin.name());
+    }
     if a.json {
         c.push_str(" --json");
     }
@@ -462,6 +542,13 @@ pub fn print_table(r: &LatencyReport) {
         "ours: two processes on the native API (zero-copy calls) through two engines on {}; Linux: two processes, TCP on 127.0.0.1, TCP_NODELAY",
         r.fabric
     );
+    match &r.placement {
+        Some(p) => println!(
+            "placement (--pin {}): engine A and its echo application on CPU {} and {}, engine B and its ping application on CPU {} and {}; Linux's echo on {}, ping on {}",
+            r.pin, p.engine_a, p.echo, p.engine_b, p.ping, p.echo, p.ping
+        ),
+        None => println!("placement: the scheduler's (--pin none)"),
+    }
     println!();
     println!(
         "  {:<9} {:<9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
@@ -529,5 +616,28 @@ pub fn print_table(r: &LatencyReport) {
     for b in &r.breakdown {
         println!();
         breakdown::print(b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_places_each_application_beside_its_engine_or_the_other() {
+        assert_eq!(placement(Pin::None, &[0, 1]), Ok(None));
+        assert_eq!(
+            placement(Pin::Beside, &[2, 5, 7]),
+            Ok(Some(Placement { engine_a: 2, engine_b: 5, echo: 2, ping: 5 })),
+            "the echo attaches to A, the ping to B"
+        );
+        assert_eq!(placement(Pin::Crosswise, &[2, 5]), Ok(Some(Placement { engine_a: 2, engine_b: 5, echo: 5, ping: 2 })));
+    }
+
+    #[test]
+    fn pin_on_fewer_than_two_cpus_is_refused_with_the_count() {
+        let e = placement(Pin::Beside, &[3]).unwrap_err();
+        assert!(e.contains("--pin beside needs two CPUs") && e.contains("it has 1"), "{e}");
+        assert!(placement(Pin::None, &[3]).is_ok(), "no pinning asked: one CPU will do");
     }
 }

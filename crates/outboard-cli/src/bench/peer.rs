@@ -177,14 +177,23 @@ pub struct PeerArgs {
     /// process (its pid above a round-trip count). Needs --size ≥ 16.
     #[arg(long, hide = true)]
     pub mark_hops: bool,
+    /// Run on this CPU only (`bench latency --pin`): set before the peer
+    /// starts any thread, so every thread of it (an inline engine's too)
+    /// stays there.
+    #[arg(long, hide = true)]
+    pub cpu: Option<usize>,
 }
 
 /// `outboard bench-peer`: runs one role and prints its report line.
 pub fn main(a: &PeerArgs) -> ExitCode {
-    let r = match a.api {
+    let pinned = match a.cpu {
+        Some(c) => outboard_engine::cpu::pin_current_thread(c).map_err(|e| format!("--cpu {c}: {e}")),
+        None => Ok(()),
+    };
+    let r = pinned.and_then(|()| match a.api {
         Api::Kernel => run_kernel(a),
         Api::Outboard => run_outboard(a),
-    };
+    });
     match r {
         Ok(mut v) => {
             v["ok"] = Value::Bool(true);
@@ -1078,13 +1087,15 @@ pub struct Engines {
 pub const ENGINE_A_ADDR: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 impl Engines {
-    pub fn start(run: &RunDir, tag: &str) -> Result<Engines, String> {
+    /// Starts engines A and B; with `cores`, A's shard pinned to the first
+    /// and B's to the second (`--cores`).
+    pub fn start(run: &RunDir, tag: &str, cores: Option<[usize; 2]>) -> Result<Engines, String> {
         let pid = std::process::id();
         let fabric = format!("fabric:bench-{pid}");
         let a_name = format!("bench-{tag}-{pid}-a");
         let b_name = format!("bench-{tag}-{pid}-b");
-        let args = |addr: &str, name: &str| -> Vec<String> {
-            [
+        let args = |addr: &str, name: &str, core: Option<usize>| -> Vec<String> {
+            let mut v: Vec<String> = [
                 "engine",
                 "--link",
                 &fabric,
@@ -1099,14 +1110,18 @@ impl Engines {
             ]
             .iter()
             .map(|s| s.to_string())
-            .collect()
+            .collect();
+            if let Some(c) = core {
+                v.extend(["--cores".to_string(), c.to_string()]);
+            }
+            v
         };
         let grace = Duration::from_secs(5);
         let a = Proc::spawn(
             run,
             &a_name,
             &format!("engine {a_name}"),
-            &args("10.0.0.1/24", &a_name),
+            &args("10.0.0.1/24", &a_name, cores.map(|c| c[0])),
             false,
             grace,
         )?;
@@ -1114,7 +1129,7 @@ impl Engines {
             run,
             &b_name,
             &format!("engine {b_name}"),
-            &args("10.0.0.2/24", &b_name),
+            &args("10.0.0.2/24", &b_name, cores.map(|c| c[1])),
             false,
             grace,
         )?;

@@ -348,7 +348,7 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
         );
     }
     peer::stopped()?;
-    let mut engines = Engines::start(&run, "tput")?;
+    let mut engines = Engines::start(&run, "tput", None)?;
     let fabric = engines.fabric.clone();
     let first = engines.stats().map_err(|e| engines.explain(e))?;
     let mut last = None;
