@@ -30,6 +30,12 @@
 //!   requests, as one with sporadic traffic does.
 //! - Ratio = outboard / kernel: above 1 is better for rates, below 1 is
 //!   better for latencies.
+//! - Placement: by default the scheduler puts every process. On a machine
+//!   whose cores the client, the server and the engine share, that decides
+//!   the latency rows more than either stack does (docs/PERFORMANCE.md,
+//!   "sockperf's ratio is placement too"). `--pin-engine` (the daemon's
+//!   `--cores`), `--pin-server` and `--pin-client` (`taskset -c`, on both
+//!   sides alike) fix it.
 //!
 //! Every server, the engine and the lab are stopped on every path out (guards),
 //! Ctrl-C included. Exit codes: 0 done; 1 a measurement failed (its message
@@ -82,9 +88,53 @@ pub struct AppsArgs {
     /// Lab name (1 to 8 of a-z 0-9; default `ba` and this process's id in base 36).
     #[arg(long)]
     pub lab_name: Option<String>,
+    /// Run the engine daemon's shard on this CPU (`--cores`; not with --inline,
+    /// where the engine runs inside each server). Default: where the scheduler puts it.
+    #[arg(long, value_name = "CPU")]
+    pub pin_engine: Option<usize>,
+    /// Run every server (ours and the kernel's) on this CPU (`taskset`).
+    #[arg(long, value_name = "CPU")]
+    pub pin_server: Option<usize>,
+    /// Run every client (the load generators, on Linux's side) on this CPU (`taskset`).
+    #[arg(long, value_name = "CPU")]
+    pub pin_client: Option<usize>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where `--pin-*` put the processes (None: the scheduler's choice).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Pins {
+    pub engine: Option<usize>,
+    pub server: Option<usize>,
+    pub client: Option<usize>,
+}
+
+impl Pins {
+    /// The pins asked for, checked against the CPUs this process may run
+    /// on; an error names the flag and the CPUs there are.
+    fn checked(a: &AppsArgs, allowed: &[usize]) -> Result<Pins, String> {
+        if a.inline && a.pin_engine.is_some() {
+            return Err("--pin-engine is for the engine daemon; with --inline the engine runs inside each server (use --pin-server)".into());
+        }
+        for (flag, cpu) in [("--pin-engine", a.pin_engine), ("--pin-server", a.pin_server), ("--pin-client", a.pin_client)] {
+            if let Some(c) = cpu.filter(|c| !allowed.contains(c)) {
+                let list: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
+                return Err(format!("{flag} {c}: not a CPU this process may run on ({})", list.join(",")));
+            }
+        }
+        Ok(Pins { engine: a.pin_engine, server: a.pin_server, client: a.pin_client })
+    }
+
+    fn any(&self) -> bool {
+        *self != Pins::default()
+    }
+}
+
+/// `taskset -c CPU` to put before a program (nothing when unpinned).
+fn taskset(cpu: Option<usize>) -> Vec<String> {
+    cpu.map_or(Vec::new(), |c| vec!["taskset".into(), "-c".into(), c.to_string()])
 }
 
 #[derive(Debug, Serialize)]
@@ -107,6 +157,8 @@ pub struct Report {
     /// "inline" (inside each server, `outboard run --inline`).
     pub engine: String,
     pub seconds_per_case: u64,
+    /// `--pin-*`: the CPUs the engine daemon, the servers and the clients ran on (null: unpinned).
+    pub pins: Pins,
     /// The server address under the shim (the engine's).
     pub engine_addr: String,
     /// The server address on the kernel (eng0, that phase only).
@@ -130,6 +182,13 @@ struct Figures {
 // ---------------------------------------------------------------- entry
 
 pub fn main(a: &AppsArgs) -> ExitCode {
+    let pins = match Pins::checked(a, &outboard_engine::cpu::allowed()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("outboard bench apps: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if sys::euid() != 0 {
         eprintln!(
             "outboard bench apps: needs root (it builds network namespaces and a veth pair and runs the engine on AF_XDP/AF_PACKET); run it as root, e.g. with sudo"
@@ -146,9 +205,11 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         ("iperf3", "iperf3"),
         ("sockperf", "sockperf"),
         ("bash", "bash"),
+        ("taskset", "util-linux"),
     ];
     let missing: Vec<String> = tools
         .iter()
+        .filter(|(p, _)| *p != "taskset" || pins.server.is_some() || pins.client.is_some())
         .filter(|(p, _)| !on_path(p))
         .map(|(p, pkg)| format!("{p} (package {pkg})"))
         .collect();
@@ -181,7 +242,7 @@ pub fn main(a: &AppsArgs) -> ExitCode {
     let tmp = std::env::temp_dir().join(format!("outboard-bench-apps-{}", std::process::id()));
     let result = std::fs::create_dir_all(&tmp)
         .map_err(|e| format!("create {}: {e}", tmp.display()))
-        .and_then(|_| run(&lab, a, &shim, &tmp, secs));
+        .and_then(|_| run(&lab, a, pins, &shim, &tmp, secs));
     let _ = std::fs::remove_dir_all(&tmp);
     let down = lab.teardown();
     super::finish("apps", &name, result, down, a.json, print_table)
@@ -217,9 +278,11 @@ pub(crate) struct Side<'a> {
     pub(crate) inline: Option<Vec<String>>,
     pub(crate) tmp: PathBuf,
     pub(crate) secs: u64,
+    /// `--pin-server`, `--pin-client`.
+    pub(crate) pins: Pins,
 }
 
-fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Report, String> {
+fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) -> Result<Report, String> {
     let exe = std::env::current_exe().map_err(|e| format!("find the outboard executable: {e}"))?;
     let eng_ns = lab.engine_ns().to_string();
     let lnx_ns = lab.linux_ns().to_string();
@@ -235,7 +298,12 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
         None
     } else {
         let name = format!("bench-apps-{}", std::process::id());
-        Some(EngineProc::start(&eng_ns, &link, &cidr, "none", name, &run_dir, run_dir.join("engine.log"), &["--allow-user", "nobody"])?)
+        let core = pins.engine.map(|c| c.to_string());
+        let mut extra = vec!["--allow-user", "nobody"];
+        if let Some(c) = core.as_deref() {
+            extra.extend(["--cores", c]);
+        }
+        Some(EngineProc::start(&eng_ns, &link, &cidr, "none", name, &run_dir, run_dir.join("engine.log"), &extra)?)
     };
     let ours = {
         let name = engine.as_ref().map_or_else(|| format!("bench-apps-inline-{}", std::process::id()), |e| e.name.clone());
@@ -247,6 +315,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
             inline: a.inline.then(|| ["--inline", "--link", &link, "--addr", &cidr].map(String::from).to_vec()),
             tmp: tmp.join("outboard"),
             secs,
+            pins,
         };
         measure(&side)
     };
@@ -272,6 +341,7 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
             inline: None,
             tmp: tmp.join("kernel"),
             secs,
+            pins,
         };
         measure(&side).map_err(|e| format!("on the kernel: {e}"))?
     };
@@ -355,10 +425,16 @@ fn run(lab: &Lab, a: &AppsArgs, shim: &Path, tmp: &Path, secs: u64) -> Result<Re
     if a.inline {
         command.push_str(" --inline");
     }
+    for (flag, cpu) in [("--pin-engine", pins.engine), ("--pin-server", pins.server), ("--pin-client", pins.client)] {
+        if let Some(c) = cpu {
+            command.push_str(&format!(" {flag} {c}"));
+        }
+    }
     if a.json {
         command.push_str(" --json");
     }
     Ok(Report {
+        pins,
         command,
         machine: machine(),
         lab: lab.name().to_string(),
@@ -575,6 +651,8 @@ impl Side<'_> {
             "exec",
             &self.eng_ns,
         ]);
+        // Pinned before the shim's `outboard run`: the affinity outlives the exec.
+        c.args(taskset(self.pins.server));
         if let Some((exe, engine, shim, run_dir)) = &self.shim {
             c.arg(exe)
                 .args(["run", "--name", engine, "--shim"])
@@ -610,6 +688,7 @@ impl Side<'_> {
                 "exec",
                 &self.lnx_ns,
             ])
+            .args(taskset(self.pins.client))
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -747,6 +826,15 @@ pub fn print_table(r: &Report) {
         "machine: {} x {}, Linux {}; lab ob-{}-*, link {}, {} s per case; servers on {} (outboard) and {} (kernel), clients on Linux's side",
         r.machine.nproc, r.machine.cpu_model, r.machine.kernel, r.lab, r.link, r.seconds_per_case, r.engine_addr, r.kernel_addr
     );
+    if r.pins.any() {
+        let cpu = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
+        println!(
+            "placement: engine daemon {}, servers {}, clients {} (both sides' servers and clients alike)",
+            if r.engine == "inline" { "none (inline)".to_string() } else { cpu(r.pins.engine) },
+            cpu(r.pins.server),
+            cpu(r.pins.client)
+        );
+    }
     println!(
         "  {:<36} {:>11} {:>12} {:>12} {:>16}",
         "case", "unit", "outboard", "kernel", "outboard/kernel"
@@ -758,4 +846,38 @@ pub fn print_table(r: &Report) {
         );
     }
     println!("  (rates: a ratio above 1 is better; latencies (us): below 1 is better)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: AppsArgs,
+    }
+
+    fn args(extra: &[&str]) -> AppsArgs {
+        Cli::parse_from(std::iter::once("apps").chain(extra.iter().copied())).a
+    }
+
+    #[test]
+    fn pins_are_checked_against_the_allowed_cpus_and_named_in_the_error() {
+        let p = Pins::checked(&args(&["--pin-engine", "0", "--pin-server", "1", "--pin-client", "1"]), &[0, 1]).unwrap();
+        assert_eq!(p, Pins { engine: Some(0), server: Some(1), client: Some(1) });
+        assert!(p.any());
+        assert!(!Pins::checked(&args(&[]), &[0]).unwrap().any(), "no pin asked: nothing checked");
+        let e = Pins::checked(&args(&["--pin-client", "7"]), &[0, 1]).unwrap_err();
+        assert_eq!(e, "--pin-client 7: not a CPU this process may run on (0,1)");
+        let e = Pins::checked(&args(&["--inline", "--pin-engine", "0"]), &[0, 1]).unwrap_err();
+        assert!(e.contains("--pin-engine is for the engine daemon"), "{e}");
+    }
+
+    #[test]
+    fn a_pinned_program_runs_under_taskset() {
+        assert_eq!(taskset(Some(3)), ["taskset", "-c", "3"]);
+        assert!(taskset(None).is_empty());
+    }
 }

@@ -82,7 +82,7 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
-use super::apps::{on_path, stopped, Side};
+use super::apps::{on_path, stopped, Pins, Side};
 use super::lab_engine::{EngineProc, KernelAddr};
 use super::peer::{self, machine, Machine};
 use super::tools;
@@ -1042,6 +1042,7 @@ impl NginxPlan {
                 inline: None,
                 tmp: dir.join("outboard"),
                 secs: self.secs,
+                pins: Pins::default(),
             };
             nginx_wrk(&side, n, tmp, || engine.stat())
         };
@@ -1060,6 +1061,7 @@ impl NginxPlan {
             inline: None,
             tmp: dir.join("kernel"),
             secs: self.secs,
+            pins: Pins::default(),
         };
         let (kernel, ()) = nginx_wrk(&side, n, tmp, || ()).map_err(|e| format!("on the kernel: {e}"))?;
         Ok(NginxPoint {
