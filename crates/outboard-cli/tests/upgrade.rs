@@ -551,7 +551,10 @@ fn shim_application_through_upgrades(tag: &str, extra: &[&str]) {
     let mut server = shim_echo_server(&lab, &eng, 9007, false);
     let rr = client_bg_port(&lab, "rr", "3", "9007");
     std::thread::sleep(Duration::from_millis(700));
-    let before = e.stat();
+    // The loop's connection is the application's in the engine before the
+    // upgrade (a CI run once handed over none: the client had connected,
+    // the engine's record held no connection; this says what stat saw).
+    let before = stream_in_engine(&e, 9007, Duration::from_secs(10));
     assert_eq!(before["boards"].as_array().map_or(0, |b| b.len()), 1, "one board attached: {}", before["boards"]);
     let server_pid = before["boards"][0]["pid"].as_u64();
     let up = upgrade_ok(&lab, &eng, e, 1);
@@ -606,6 +609,31 @@ fn shim_application_through_upgrades(tag: &str, extra: &[&str]) {
     assert!(server.child.try_wait().expect("wait").is_none(), "the application runs on");
     drop(server);
     up.engine.stop();
+}
+
+/// The engine's stat once it shows an established connection on local
+/// port `port`, at most `limit`; a panic with its connections and stack
+/// counters if it never does.
+fn stream_in_engine(e: &EngineProc, port: u16, limit: Duration) -> Value {
+    let t0 = Instant::now();
+    let suffix = format!(":{port}");
+    loop {
+        let st = e.stat();
+        let found = st["connections"].as_array().is_some_and(|cs| {
+            cs.iter().any(|c| c["local"].as_str().is_some_and(|l| l.ends_with(&suffix)) && c["state"] == "Established")
+        });
+        if found {
+            return st;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "no established connection on port {port} in the engine after {limit:?}: connections {} boards {} stack {}",
+            st["connections"],
+            st["boards"],
+            st["stack"]
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A UDP datagram from the Linux namespace to `addr:port` comes back
