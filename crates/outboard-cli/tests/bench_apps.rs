@@ -122,7 +122,7 @@ fn bench_latency_pin_beside_reports_its_placement_and_one_cpu_is_refused() {
         let p = &v["placement"];
         let cpu = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("placement.{k} in {v}")) as usize;
         assert_eq!((cpu("engine_a"), cpu("engine_b")), (cpus[0], cpus[1]), "{v}");
-        assert_eq!((cpu("echo"), cpu("ping")), (cpus[0], cpus[1]), "each application beside its engine: {v}");
+        assert_eq!((cpu("server"), cpu("client")), (cpus[0], cpus[1]), "each application beside its engine: {v}");
         for r in v["rows"].as_array().expect("rows") {
             positive(r, "p50_us");
             positive(r, "round_trips");
@@ -238,6 +238,54 @@ fn bench_throughput_json_copies_once_each_way() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("64 KiB") && svg.contains("<polyline"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--pin crosswise`: each application beside the other side's engine (the
+/// placement of the slow 64 KiB efficiency runs), pinned and then seen
+/// there by the bench's own watch of where each process ran; an unpinned
+/// point says where the scheduler put its processes; on one CPU, a clear
+/// refusal.
+#[test]
+fn bench_throughput_pin_crosswise_is_seen_where_it_was_put_and_one_cpu_is_refused() {
+    let cpus = outboard_engine::cpu::allowed();
+    if cpus.len() >= 2 {
+        let (ok, out, err) = run(
+            &["bench", "throughput", "--json", "--sizes", "64KiB", "--bytes", "128MiB", "--seconds", "3", "--pin", "crosswise"],
+            Duration::from_secs(240),
+        );
+        let v = json_of(ok, &out, &err, "bench throughput --pin crosswise");
+        assert_eq!(v["pin"], "crosswise", "{v}");
+        let p = &v["placement"];
+        let cpu = |x: &serde_json::Value, k: &str| x[k].as_u64().unwrap_or_else(|| panic!("{k} in {x}")) as usize;
+        assert_eq!((cpu(p, "engine_a"), cpu(p, "engine_b")), (cpus[0], cpus[1]), "{v}");
+        assert_eq!((cpu(p, "server"), cpu(p, "client")), (cpus[1], cpus[0]), "the sink beside B, the source beside A: {v}");
+        let r = &v["rows"][0];
+        let (o, k) = (&r["outboard"]["placement"], &r["kernel"]["placement"]);
+        assert_eq!(o["kind"], "crosswise", "the watch saw the pinned placement: {o}");
+        assert_eq!((cpu(o, "engine_a"), cpu(o, "engine_b"), cpu(o, "server"), cpu(o, "client")), (cpus[0], cpus[1], cpus[1], cpus[0]), "{o}");
+        assert_eq!((cpu(k, "server"), cpu(k, "client"), k["kind"].as_str()), (cpus[1], cpus[0], Some("apart")), "Linux's peers where ours are: {k}");
+        for m in ["server_migrations", "client_migrations"] {
+            // Pinned, a thread has nowhere to go.
+            assert!(o[m].is_null() || o[m].as_u64() == Some(0), "{m}: {o}");
+        }
+        positive(r, "efficiency_ratio");
+        assert!(v["command"].as_str().is_some_and(|c| c.contains("--pin crosswise")), "{v}");
+        // Unpinned: no placement asked, and each point still says where it ran.
+        let (ok, out, err) = run(&["bench", "throughput", "--json", "--sizes", "64KiB", "--bytes", "32MiB", "--seconds", "3"], Duration::from_secs(240));
+        let v = json_of(ok, &out, &err, "bench throughput unpinned");
+        assert_eq!((v["pin"].as_str(), v["placement"].is_null()), (Some("none"), true), "{v}");
+        let o = &v["rows"][0]["outboard"]["placement"];
+        assert!(cpus.contains(&cpu(o, "server")) && cpus.contains(&cpu(o, "client")), "{o}");
+        assert!(o["kind"].as_str().is_some_and(|k| !k.is_empty()), "{o}");
+    }
+    let _one = one_at_a_time();
+    let out = Command::new("taskset")
+        .args(["-c", &cpus[0].to_string(), OUTBOARD, "bench", "throughput", "--pin", "beside"])
+        .output()
+        .expect("run taskset");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--pin beside needs two CPUs this process may run on; it has 1"), "{err}");
 }
 
 #[test]

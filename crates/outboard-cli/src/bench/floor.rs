@@ -116,6 +116,120 @@ pub fn cache_line_round_trip_within(limit: Duration) -> Option<(f64, [usize; 2])
     Some((batches[batches.len() / 2], [a, b]))
 }
 
+/// What one futex wake-up costs the thread it wakes, in µs of that thread's
+/// own CPU (`CLOCK_THREAD_CPUTIME_ID`), from a waker on its own CPU and
+/// from one on another CPU (the sleeper's CPU kept busy by a spinning
+/// thread meanwhile, as an engine keeps it). A blocking application beside
+/// its own engine is woken the first way, one beside the other side's
+/// engine the second (`bench::placement`); on the 2-vCPU development VM the
+/// second costs about twelve times the first (about 18 µs against 1.5),
+/// which is most of the application's CPU in `bench throughput`'s
+/// crosswise placement.
+#[derive(Debug, Clone, Copy, serde::Serialize, PartialEq)]
+pub struct WakeCost {
+    pub same_cpu_us: f64,
+    pub other_cpu_us: f64,
+    /// The sleeper's CPU, then the other one.
+    pub cpus: [usize; 2],
+}
+
+/// Wake-ups measured per case, one every `WAKE_PERIOD`.
+const WAKES: u32 = 1_000;
+const WAKE_PERIOD: Duration = Duration::from_micros(50);
+/// Each case gives up after this (a busy machine): None, not a figure.
+const WAKE_LIMIT: Duration = Duration::from_millis(400);
+
+/// [`WakeCost`] on the first two CPUs this process may use; None with fewer,
+/// when a pin fails, or when a case saw fewer than a tenth of its wake-ups
+/// within `WAKE_LIMIT`. About 0.1 s, two threads spinning meanwhile.
+pub fn wake_cost() -> Option<WakeCost> {
+    let cpus = outboard_engine::cpu::allowed();
+    let (a, b) = (*cpus.first()?, *cpus.get(1)?);
+    let same_cpu_us = woken_cpu_per_wake(a, a, None)?;
+    let other_cpu_us = woken_cpu_per_wake(a, b, Some(a))?;
+    Some(WakeCost { same_cpu_us, other_cpu_us, cpus: [a, b] })
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A sleeper pinned to `sleeper` woken every `WAKE_PERIOD` by a spinning
+/// waker pinned to `waker`, with a thread spinning on `busy` if given; the
+/// sleeper's CPU per wake-up, in µs.
+fn woken_cpu_per_wake(sleeper: usize, waker: usize, busy: Option<usize>) -> Option<f64> {
+    use std::sync::atomic::AtomicU32;
+    use outboard_board::futex;
+    struct Shared {
+        word: AtomicU32,
+        sleeping: AtomicU32,
+        stop: AtomicBool,
+    }
+    let sh = Arc::new(Shared { word: AtomicU32::new(0), sleeping: AtomicU32::new(0), stop: AtomicBool::new(false) });
+    let spinner = busy.map(|cpu| {
+        let sh = sh.clone();
+        std::thread::spawn(move || {
+            if outboard_engine::cpu::pin_current_thread(cpu).is_ok() {
+                while !sh.stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    });
+    let w = sh.clone();
+    let waker = std::thread::spawn(move || {
+        if outboard_engine::cpu::pin_current_thread(waker).is_err() {
+            return;
+        }
+        let mut next = Instant::now();
+        while !w.stop.load(Ordering::Relaxed) {
+            if Instant::now() >= next {
+                next += WAKE_PERIOD;
+                w.word.fetch_add(1, Ordering::SeqCst);
+                if w.sleeping.load(Ordering::SeqCst) != 0 {
+                    futex::wake(&w.word, 1);
+                }
+            }
+            std::hint::spin_loop();
+        }
+    });
+    let s = sh.clone();
+    let measured = std::thread::spawn(move || -> Option<f64> {
+        outboard_engine::cpu::pin_current_thread(sleeper).ok()?;
+        let until = Instant::now() + WAKE_LIMIT;
+        let sleep = || {
+            let seen = s.word.load(Ordering::SeqCst);
+            s.sleeping.fetch_add(1, Ordering::SeqCst);
+            futex::wait(&s.word, seen, Some(Duration::from_millis(10)));
+            s.sleeping.fetch_sub(1, Ordering::SeqCst);
+        };
+        // A few unmeasured, for the threads to settle on their CPUs.
+        for _ in 0..20 {
+            sleep();
+        }
+        let cpu0 = thread_cpu();
+        let mut n = 0u32;
+        while n < WAKES && Instant::now() < until {
+            sleep();
+            n += 1;
+        }
+        let used = thread_cpu().saturating_sub(cpu0);
+        (n >= WAKES / 10).then(|| used.as_secs_f64() * 1e6 / f64::from(n))
+    });
+    let r = measured.join().ok().flatten();
+    sh.stop.store(true, Ordering::Relaxed);
+    // The waker and the spinner only spin: both see `stop`.
+    let _ = waker.join();
+    if let Some(t) = spinner {
+        let _ = t.join();
+    }
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +246,22 @@ mod tests {
                 assert_eq!(pair, [cpus[0], cpus[1]]);
             }
             None => assert!(cpus.len() < 2, "two CPUs ({cpus:?}) but no figure"),
+        }
+    }
+
+    /// Both wake-up costs are measured on two CPUs and are plausible times
+    /// (how they compare is the machine's: the VM's are 1.5 and 18 µs).
+    #[test]
+    fn a_wake_up_costs_the_woken_thread_a_plausible_time_from_either_cpu() {
+        let cpus = outboard_engine::cpu::allowed();
+        match wake_cost() {
+            Some(w) => {
+                for us in [w.same_cpu_us, w.other_cpu_us] {
+                    assert!(us > 0.0 && us < 10_000.0, "{w:?}");
+                }
+                assert_eq!(w.cpus, [cpus[0], cpus[1]]);
+            }
+            None => assert!(cpus.len() < 2, "two CPUs ({cpus:?}) but no figure (a machine too busy for 100 wake-ups in 0.4 s?)"),
         }
     }
 }

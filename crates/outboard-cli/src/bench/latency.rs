@@ -50,6 +50,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use super::breakdown::{self, Breakdown};
+use super::placement::{cpu_flag, placement, Pin, Placement};
 use super::peer::{self, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, WaitMode};
 use clap::{Args, ValueEnum};
 use outboard_lab::sys;
@@ -140,47 +141,6 @@ pub struct LatencyArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Pin {
-    None,
-    Beside,
-    Crosswise,
-}
-
-impl Pin {
-    fn name(self) -> &'static str {
-        match self {
-            Pin::None => "none",
-            Pin::Beside => "beside",
-            Pin::Crosswise => "crosswise",
-        }
-    }
-}
-
-/// The CPUs of `--pin`: engines A and B (their one shard each), the echo
-/// application and the ping application.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-pub struct Placement {
-    pub engine_a: usize,
-    pub engine_b: usize,
-    pub echo: usize,
-    pub ping: usize,
-}
-
-/// `--pin`'s CPUs among the ones this process may run on (`allowed`, in
-/// order): None for `none`; an error with fewer than two.
-fn placement(pin: Pin, allowed: &[usize]) -> Result<Option<Placement>, String> {
-    if pin == Pin::None {
-        return Ok(None);
-    }
-    let (&c0, &c1) = match allowed {
-        [a, b, ..] => (a, b),
-        _ => return Err(format!("--pin {} needs two CPUs this process may run on; it has {}", pin.name(), allowed.len())),
-    };
-    let (echo, ping) = if pin == Pin::Beside { (c0, c1) } else { (c1, c0) };
-    Ok(Some(Placement { engine_a: c0, engine_b: c1, echo, ping }))
 }
 
 #[derive(Debug, Serialize)]
@@ -301,7 +261,6 @@ fn spec(
     place: Option<Placement>,
 ) -> PairSpec {
     let secs = a.seconds.max(0.001);
-    let cpu = |c: Option<usize>| c.map_or(Vec::new(), |c| vec!["--cpu".to_string(), c.to_string()]);
     let mut sp = PairSpec {
         label: format!("{} B round trips", a.size),
         api,
@@ -324,8 +283,8 @@ fn spec(
         // Warm-up and measurement are each bounded by --seconds; the rest is start-up.
         timeout: Duration::from_secs_f64(2.0 * secs + 60.0),
     };
-    sp.server_extra.extend(cpu(place.map(|p| p.echo)));
-    sp.client_extra.extend(cpu(place.map(|p| p.ping)));
+    sp.server_extra.extend(cpu_flag(place.map(|p| p.server)));
+    sp.client_extra.extend(cpu_flag(place.map(|p| p.client)));
     sp
 }
 
@@ -545,7 +504,7 @@ pub fn print_table(r: &LatencyReport) {
     match &r.placement {
         Some(p) => println!(
             "placement (--pin {}): engine A and its echo application on CPU {} and {}, engine B and its ping application on CPU {} and {}; Linux's echo on {}, ping on {}",
-            r.pin, p.engine_a, p.echo, p.engine_b, p.ping, p.echo, p.ping
+            r.pin, p.engine_a, p.server, p.engine_b, p.client, p.server, p.client
         ),
         None => println!("placement: the scheduler's (--pin none)"),
     }
@@ -616,28 +575,5 @@ pub fn print_table(r: &LatencyReport) {
     for b in &r.breakdown {
         println!();
         breakdown::print(b);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pin_places_each_application_beside_its_engine_or_the_other() {
-        assert_eq!(placement(Pin::None, &[0, 1]), Ok(None));
-        assert_eq!(
-            placement(Pin::Beside, &[2, 5, 7]),
-            Ok(Some(Placement { engine_a: 2, engine_b: 5, echo: 2, ping: 5 })),
-            "the echo attaches to A, the ping to B"
-        );
-        assert_eq!(placement(Pin::Crosswise, &[2, 5]), Ok(Some(Placement { engine_a: 2, engine_b: 5, echo: 5, ping: 2 })));
-    }
-
-    #[test]
-    fn pin_on_fewer_than_two_cpus_is_refused_with_the_count() {
-        let e = placement(Pin::Beside, &[3]).unwrap_err();
-        assert!(e.contains("--pin beside needs two CPUs") && e.contains("it has 1"), "{e}");
-        assert!(placement(Pin::None, &[3]).is_ok(), "no pinning asked: one CPU will do");
     }
 }

@@ -11,6 +11,7 @@ pub mod latency;
 pub mod link;
 pub mod messages;
 pub mod peer;
+pub mod placement;
 pub mod plot;
 pub mod scale;
 pub mod throughput;

@@ -47,6 +47,7 @@
 // A benchmark is the imperative shell: it reads the wall clock to measure.
 #![allow(clippy::disallowed_methods)]
 
+use super::placement;
 use clap::{Args, ValueEnum};
 use outboard_api::{AttachOptions, Board, Error as ApiError, Mode, Stream};
 use outboard_engine::stat::Snapshot;
@@ -580,20 +581,38 @@ pub fn cpu_times() -> (f64, f64) {
 struct CpuMark {
     user: f64,
     sys: f64,
+    migrations: Option<u64>,
+    /// How often [`CpuMark::sample`] found this thread on each CPU.
+    seen: Vec<u32>,
 }
 
 impl CpuMark {
     fn now() -> CpuMark {
         let (user, sys) = cpu_times();
-        CpuMark { user, sys }
+        CpuMark { user, sys, migrations: placement::migrations(), seen: Vec::new() }
     }
-    /// {"cpu_user_s", "cpu_sys_s", "cpu_s"} since this mark.
+    /// Notes the CPU this thread is on (a vDSO call: call it every few
+    /// dozen KiB moved, not every byte).
+    fn sample(&mut self) {
+        if let Some(c) = placement::current_cpu().filter(|&c| c < 4096) {
+            if self.seen.len() <= c {
+                self.seen.resize(c + 1, 0);
+            }
+            self.seen[c] += 1;
+        }
+    }
+    /// {"cpu_user_s", "cpu_sys_s", "cpu_s"} since this mark, the CPU this
+    /// thread was seen on most ("cpu": by `sample`, else the one it is on
+    /// now) and how often it moved since ("migrations").
     fn since(&self, v: &mut Value) {
         let (u, s) = cpu_times();
         let (du, ds) = ((u - self.user).max(0.0), (s - self.sys).max(0.0));
         v["cpu_user_s"] = json!(du);
         v["cpu_sys_s"] = json!(ds);
         v["cpu_s"] = json!(du + ds);
+        let most = self.seen.iter().enumerate().filter(|(_, n)| **n > 0).max_by_key(|(_, n)| **n).map(|(c, _)| c);
+        v["cpu"] = json!(most.or_else(placement::current_cpu));
+        v["migrations"] = json!(placement::migrations().zip(self.migrations).map(|(n, m)| n.saturating_sub(m)));
     }
 }
 
@@ -798,7 +817,9 @@ fn check(touch: Touch, off: u64, d: &[u8]) -> Result<(), String> {
 fn sink<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
     let size = a.size.max(1);
     let touch = a.touch;
-    let cpu = CpuMark::now();
+    // Note the CPU about every 64 KiB read.
+    let every = (65_536 / size as u64).max(1);
+    let mut cpu = CpuMark::now();
     let t0 = Instant::now();
     let mut off = 0u64;
     let mut reads = 0u64;
@@ -811,6 +832,9 @@ fn sink<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
         }
         off += n as u64;
         reads += 1;
+        if reads.is_multiple_of(every) {
+            cpu.sample();
+        }
     }
     let secs = t0.elapsed().as_secs_f64();
     let mut v = json!({"bytes": off, "reads": reads, "seconds": secs});
@@ -828,9 +852,9 @@ fn source<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
     let touch = a.touch;
     let writes = (a.bytes / size as u64).max(1);
     let budget = Duration::from_secs_f64(a.seconds.max(0.001));
-    // Look at the clock about every 64 KiB written.
+    // Look at the clock and note the CPU about every 64 KiB written.
     let every = (65_536 / size as u64).max(1);
-    let cpu = CpuMark::now();
+    let mut cpu = CpuMark::now();
     let t0 = Instant::now();
     let mut off = 0u64;
     let mut done = 0u64;
@@ -843,8 +867,11 @@ fn source<C: Conn>(c: &mut C, a: &PeerArgs) -> Result<Value, String> {
         .map_err(|e| format!("{e} (after {off} bytes)"))?;
         off += size as u64;
         done += 1;
-        if done.is_multiple_of(every) && t0.elapsed() >= budget {
-            break;
+        if done.is_multiple_of(every) {
+            cpu.sample();
+            if t0.elapsed() >= budget {
+                break;
+            }
         }
     }
     c.shutdown()?;
@@ -906,6 +933,9 @@ pub struct Proc {
 }
 
 impl Proc {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
     /// Starts this executable with `args`, stderr (and stdout unless
     /// `capture`) to `run/NAME.log`; with `capture`, stdout lines come
     /// through `next_json`.
@@ -1177,6 +1207,11 @@ impl Engines {
     }
 
     /// Both snapshots (A, B).
+    /// Watches where each engine's shard (its busiest thread) runs, A then B.
+    pub fn watch_cpus(&self) -> placement::CpuWatch {
+        placement::CpuWatch::start(vec![self.a.pid(), self.b.pid()])
+    }
+
     pub fn stats(&self) -> Result<(Snapshot, Snapshot), String> {
         Ok((self.stat(&self.a_name)?, self.stat(&self.b_name)?))
     }

@@ -40,6 +40,15 @@
 //!   engines copied every byte once and nothing else did (the peers' API
 //!   copy counters, also reported, must stay 0). `null` where an engine
 //!   does not report the counter.
+//! - **Placement** (`--pin`, `bench::placement`): by default the scheduler
+//!   places every process, and each point says where they ran (the
+//!   engines' shards watched every 5 ms, the applications' CPUs sampled
+//!   every 64 KiB). `--pin beside` puts each application on its own
+//!   engine's CPU, `--pin crosswise` on the other side's; Linux's sink and
+//!   source go on the same CPUs. Which one a run is in decides the
+//!   applications' CPU on a machine where a wake-up from another CPU costs
+//!   many times one from the same CPU: the bench measures both first
+//!   (`bench::floor::wake_cost`) and prints them.
 //! - **Plot**: only with `--plot FILE` (SVG, written exactly there; without
 //!   it no file is written), three stacked panels over a log-x write-size
 //!   axis: throughput, application CPU utilisation, efficiency; ours and
@@ -58,6 +67,8 @@
 use super::peer::{
     self, counter, machine, num, Api, Engines, Machine, PairSpec, Role, RunDir, Touch, WaitMode,
 };
+use super::floor::{self, WakeCost};
+use super::placement::{cpu_flag, placement, Observed, Pin, Placement};
 use super::plot::{self, size_label, Panel, Series};
 use clap::Args;
 use outboard_engine::stat::Snapshot;
@@ -87,6 +98,15 @@ pub struct ThroughputArgs {
     /// What the applications generate and check: none, stamp (a byte per 4 KiB) or all.
     #[arg(long, value_enum, default_value = "stamp")]
     pub touch: Touch,
+    /// Where each process runs: `none` leaves them to the scheduler (both
+    /// sides; each row says where they were); `beside` pins each
+    /// application beside its own engine (engine A and the sink on the first
+    /// CPU this process may use, engine B and the source on the second);
+    /// `crosswise` pins each beside the other side's engine, as on a machine
+    /// whose engines have cores of their own. Linux's sink and source run on
+    /// the CPUs ours do. Needs two CPUs.
+    #[arg(long, value_enum, default_value = "none")]
+    pub pin: Pin,
     /// Write the plot (SVG) to FILE; without this flag no file is written.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -130,6 +150,9 @@ pub struct Point {
     pub receiver_reads: Option<u64>,
     pub sender_waits: Option<u64>,
     pub receiver_waits: Option<u64>,
+    /// Where the sink (server), the source (client) and, ours, the engines
+    /// were when the point ended, and how often the applications moved.
+    pub placement: Observed,
 }
 
 #[derive(Debug, Serialize)]
@@ -172,6 +195,13 @@ pub struct ThroughputReport {
     pub goal_efficiency_ratio_64k: f64,
     pub goal_met: Option<bool>,
     pub plot: Option<String>,
+    /// `--pin`: "none", "beside" or "crosswise", and the CPUs it used.
+    pub pin: String,
+    pub placement: Option<Placement>,
+    /// What a futex wake-up costs the woken thread on this machine, from
+    /// its own CPU and from the other (`bench::floor::wake_cost`), measured
+    /// before the points; None with one CPU or on a machine too busy.
+    pub wake_cost: Option<WakeCost>,
 }
 
 /// `outboard bench throughput`.
@@ -187,8 +217,15 @@ pub fn main(a: &ThroughputArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let place = match placement(a.pin, &outboard_engine::cpu::allowed()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("outboard bench throughput: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let _ = sys::install_stop_handler();
-    let mut report = match run(a) {
+    let mut report = match run(a, place) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("outboard bench throughput: {e}");
@@ -227,6 +264,7 @@ fn spec(
     size: u64,
     port: u16,
     engines: Option<(String, String)>,
+    place: Option<Placement>,
 ) -> PairSpec {
     let secs = a.seconds.max(0.001);
     let common = vec![
@@ -242,6 +280,9 @@ fn spec(
         "--seconds".into(),
         format!("{secs}"),
     ]);
+    client.extend(cpu_flag(place.map(|p| p.client)));
+    let mut server = common;
+    server.extend(cpu_flag(place.map(|p| p.server)));
     PairSpec {
         label: size_label(size as f64),
         api,
@@ -250,7 +291,7 @@ fn spec(
         server_role: Role::Sink,
         client_role: Role::Source,
         port,
-        server_extra: common,
+        server_extra: server,
         client_extra: client,
         timeout: Duration::from_secs_f64(secs + 60.0),
     }
@@ -313,7 +354,13 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
         receiver_reads: sink["reads"].as_u64(),
         sender_waits: source["api_waits"].as_u64(),
         receiver_waits: sink["api_waits"].as_u64(),
+        placement: Observed::new([None, None], where_(sink), where_(source)),
     })
+}
+
+/// A peer's CPU at the end of its measured phase and its migrations during it.
+fn where_(peer: &Value) -> (Option<usize>, Option<u64>) {
+    (peer["cpu"].as_u64().map(|c| c as usize), peer["migrations"].as_u64())
 }
 
 /// Copies per byte each way between two pairs of snapshots (A receives, B sends).
@@ -337,18 +384,19 @@ fn engine_cpu(before: &(Snapshot, Snapshot), after: &(Snapshot, Snapshot)) -> f6
         + (after.1.shard.cpu_s - before.1.shard.cpu_s).max(0.0)
 }
 
-fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
+fn run(a: &ThroughputArgs, place: Option<Placement>) -> Result<ThroughputReport, String> {
     let run = RunDir::new("throughput")?;
+    let wake_cost = floor::wake_cost();
     let mut kernel = Vec::new();
     for &size in &a.sizes {
-        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, size, 0, None))
+        let (s, c) = peer::run_pair(&run, &spec(a, Api::Kernel, size, 0, None, place))
             .map_err(|e| format!("Linux, {} writes: {e}", size_label(size as f64)))?;
         kernel.push(
             point(&s, &c).map_err(|e| format!("Linux, {} writes: {e}", size_label(size as f64)))?,
         );
     }
     peer::stopped()?;
-    let mut engines = Engines::start(&run, "tput", None)?;
+    let mut engines = Engines::start(&run, "tput", place.map(|p| [p.engine_a, p.engine_b]))?;
     let fabric = engines.fabric.clone();
     let first = engines.stats().map_err(|e| engines.explain(e))?;
     let mut last = None;
@@ -360,12 +408,20 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
             Some(s) => s,
             None => &first,
         };
-        let r = peer::run_pair(&run, &spec(a, Api::Outboard, size, 5400 + i as u16, names))
+        let watch = engines.watch_cpus();
+        let r = peer::run_pair(&run, &spec(a, Api::Outboard, size, 5400 + i as u16, names, place))
             .and_then(|(s, c)| point(&s, &c));
+        let shard_cpus = watch.finish();
         let mut p = match r {
             Ok(p) => p,
             Err(e) => return Err(engines.explain(format!("{what}: {e}"))),
         };
+        let apps = &p.placement;
+        p.placement = Observed::new(
+            [shard_cpus.first().copied().flatten(), shard_cpus.get(1).copied().flatten()],
+            (apps.server, apps.server_migrations),
+            (apps.client, apps.client_migrations),
+        );
         let after = engines
             .stats()
             .map_err(|e| engines.explain(format!("{what}: {e}")))?;
@@ -430,6 +486,9 @@ fn run(a: &ThroughputArgs) -> Result<ThroughputReport, String> {
         goal_efficiency_ratio_64k: 3.0,
         goal_met: eff64.map(|r| r >= 3.0),
         plot: a.plot.as_ref().map(|p| p.display().to_string()),
+        pin: a.pin.name().into(),
+        placement: place,
+        wake_cost,
     })
 }
 
@@ -443,6 +502,10 @@ fn command(a: &ThroughputArgs) -> String {
         a.mode.name(),
         a.touch.name()
     );
+    if a.pin != Pin::None {
+        c.push_str(" --pin ");
+        c.push_str(a.pin.name());
+    }
     if let Some(p) = &a.plot {
         c.push_str(&format!(" --plot {}", p.display()));
     }
@@ -551,6 +614,19 @@ pub fn print_table(r: &ThroughputReport) {
         r.fabric
     );
     println!("efficiency = Gbit/s / (application CPU s / wall s): Gbit/s per core the applications spend (Gigabit Nectar)");
+    match &r.placement {
+        Some(p) => println!(
+            "placement (--pin {}): engine A and the sink on CPU {} and {}, engine B and the source on CPU {} and {}; Linux's sink on {}, source on {}",
+            r.pin, p.engine_a, p.server, p.engine_b, p.client, p.server, p.client
+        ),
+        None => println!("placement: the scheduler's (--pin none); where each point's processes were is under the table"),
+    }
+    if let Some(w) = &r.wake_cost {
+        println!(
+            "a wake-up costs the woken application {:.1} us of its CPU from its own CPU, {:.1} us from the other (CPUs {} and {}): an application beside the other side's engine pays the second",
+            w.same_cpu_us, w.other_cpu_us, w.cpus[0], w.cpus[1]
+        );
+    }
     println!();
     println!(
         "  {:>8} {:>9} {:>9} {:>6} | {:>9} {:>9} | {:>8} {:>8} {:>6} | {:>9} {:>8}",
@@ -584,6 +660,23 @@ pub fn print_table(r: &ThroughputReport) {
             w.efficiency_ratio,
             w.outboard_engine_cpu_s_per_gb.map_or("-".into(), |c| format!("{c:.3}")),
             w.outboard_efficiency_with_engine.map_or("-".into(), |c| format!("{c:.2}"))
+        );
+    }
+    println!();
+    let cpu = |c: Option<usize>| c.map_or("?".to_string(), |c| c.to_string());
+    for w in &r.rows {
+        let (o, k) = (&w.outboard.placement, &w.kernel.placement);
+        println!(
+            "  {:>8}: ours {} (engine A {}, sink {}, engine B {}, source {}); Linux {} (sink {}, source {})",
+            size_label(w.write_size as f64),
+            o.kind,
+            cpu(o.engine_a),
+            cpu(o.server),
+            cpu(o.engine_b),
+            cpu(o.client),
+            k.kind,
+            cpu(k.server),
+            cpu(k.client)
         );
     }
     println!();

@@ -31,7 +31,17 @@ use std::sync::Arc;
 /// The longest a batched post waits for its wake-up while the shard stays
 /// busy (a shard that goes idle wakes it when it sleeps, `SPIN` later at
 /// most): the worst a peer that never sets PSH adds to a reader's wait.
-pub const BATCH_WAIT: Duration = Duration::from_micros(100);
+///
+/// Long enough that a bulk reader is woken by its receive buffer's
+/// filling half, not by this timer: at 100 µs a reader of a 20 Gbit/s
+/// stream was woken every 256 KiB, twice per half of the default 1 MiB
+/// buffer. Each wake-up is the reader's CPU: about 1.5 µs from an engine on
+/// the reader's own CPU, 18 µs from one on another CPU of the 2-vCPU VM
+/// measured (docs/PERFORMANCE.md, "The 64 KiB efficiency ratio is
+/// placement"). At 500 µs the reader's wake-ups halved and its CPU per GB
+/// fell by a quarter to a third there. Pushed data (Linux pushes the end
+/// of every write) and a half-full buffer still wake at once.
+pub const BATCH_WAIT: Duration = Duration::from_micros(500);
 
 impl Session {
     /// Posts an event that needs no wake-up of its own (see the module
