@@ -129,15 +129,20 @@ fn bench_latency_pin_beside_reports_its_placement_and_one_cpu_is_refused() {
         }
         assert!(v["command"].as_str().is_some_and(|c| c.contains("--pin beside")), "{v}");
     }
-    // One CPU: refused before anything starts, exit 2, saying why.
+    pin_on_one_cpu_is_refused("latency", "crosswise", cpus[0]);
+}
+
+/// `outboard bench BENCH --pin PIN` on one CPU: refused before anything
+/// starts, exit 2, saying why.
+fn pin_on_one_cpu_is_refused(bench: &str, pin: &str, cpu: usize) {
     let _one = one_at_a_time();
     let out = Command::new("taskset")
-        .args(["-c", &cpus[0].to_string(), OUTBOARD, "bench", "latency", "--pin", "crosswise"])
+        .args(["-c", &cpu.to_string(), OUTBOARD, "bench", bench, "--pin", pin])
         .output()
         .expect("run taskset");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--pin crosswise needs two CPUs this process may run on; it has 1"), "{err}");
+    assert!(err.contains(&format!("--pin {pin} needs two CPUs this process may run on; it has 1")), "{err}");
 }
 
 /// `--breakdown`: every process of our cases traces the marked round trips
@@ -278,14 +283,7 @@ fn bench_throughput_pin_crosswise_is_seen_where_it_was_put_and_one_cpu_is_refuse
         assert!(cpus.contains(&cpu(o, "server")) && cpus.contains(&cpu(o, "client")), "{o}");
         assert!(o["kind"].as_str().is_some_and(|k| !k.is_empty()), "{o}");
     }
-    let _one = one_at_a_time();
-    let out = Command::new("taskset")
-        .args(["-c", &cpus[0].to_string(), OUTBOARD, "bench", "throughput", "--pin", "beside"])
-        .output()
-        .expect("run taskset");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--pin beside needs two CPUs this process may run on; it has 1"), "{err}");
+    pin_on_one_cpu_is_refused("throughput", "beside", cpus[0]);
 }
 
 #[test]
