@@ -118,13 +118,19 @@ impl Pins {
         if a.inline && a.pin_engine.is_some() {
             return Err("--pin-engine is for the engine daemon; with --inline the engine runs inside each server (use --pin-server)".into());
         }
-        for (flag, cpu) in [("--pin-engine", a.pin_engine), ("--pin-server", a.pin_server), ("--pin-client", a.pin_client)] {
+        let pins = Pins { engine: a.pin_engine, server: a.pin_server, client: a.pin_client };
+        for (flag, cpu) in pins.flags() {
             if let Some(c) = cpu.filter(|c| !allowed.contains(c)) {
                 let list: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
                 return Err(format!("{flag} {c}: not a CPU this process may run on ({})", list.join(",")));
             }
         }
-        Ok(Pins { engine: a.pin_engine, server: a.pin_server, client: a.pin_client })
+        Ok(pins)
+    }
+
+    /// Each pin with the flag that sets it.
+    fn flags(&self) -> [(&'static str, Option<usize>); 3] {
+        [("--pin-engine", self.engine), ("--pin-server", self.server), ("--pin-client", self.client)]
     }
 
     fn any(&self) -> bool {
@@ -195,7 +201,7 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         );
         return ExitCode::from(10);
     }
-    let tools = [
+    let mut tools = vec![
         ("redis-server", "redis-server"),
         ("redis-benchmark", "redis-tools"),
         ("memcached", "memcached"),
@@ -205,11 +211,12 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         ("iperf3", "iperf3"),
         ("sockperf", "sockperf"),
         ("bash", "bash"),
-        ("taskset", "util-linux"),
     ];
+    if pins.server.is_some() || pins.client.is_some() {
+        tools.push(("taskset", "util-linux"));
+    }
     let missing: Vec<String> = tools
         .iter()
-        .filter(|(p, _)| *p != "taskset" || pins.server.is_some() || pins.client.is_some())
         .filter(|(p, _)| !on_path(p))
         .map(|(p, pkg)| format!("{p} (package {pkg})"))
         .collect();
@@ -425,7 +432,7 @@ fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) 
     if a.inline {
         command.push_str(" --inline");
     }
-    for (flag, cpu) in [("--pin-engine", pins.engine), ("--pin-server", pins.server), ("--pin-client", pins.client)] {
+    for (flag, cpu) in pins.flags() {
         if let Some(c) = cpu {
             command.push_str(&format!(" {flag} {c}"));
         }
