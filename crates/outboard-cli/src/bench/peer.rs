@@ -1206,12 +1206,12 @@ impl Engines {
         stat_in(&self.run_path, name)
     }
 
-    /// Both snapshots (A, B).
     /// Watches where each engine's shard (its busiest thread) runs, A then B.
     pub fn watch_cpus(&self) -> placement::CpuWatch {
         placement::CpuWatch::start(vec![self.a.pid(), self.b.pid()])
     }
 
+    /// Both snapshots (A, B).
     pub fn stats(&self) -> Result<(Snapshot, Snapshot), String> {
         Ok((self.stat(&self.a_name)?, self.stat(&self.b_name)?))
     }

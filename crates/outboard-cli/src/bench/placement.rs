@@ -66,10 +66,10 @@ pub fn cpu_flag(cpu: Option<usize>) -> Vec<String> {
     cpu.map_or(Vec::new(), |c| vec!["--cpu".to_string(), c.to_string()])
 }
 
-/// Where the processes were when a point ended, pinned or not: each
-/// engine's busiest thread's last CPU and each application's CPU at the end
-/// of its measured phase, with how often the application moved during it.
-/// `None` where the kernel did not say.
+/// Where the processes ran during a point, pinned or not: the CPU each
+/// engine's busiest thread was seen on most ([`CpuWatch`]) and the one each
+/// application was (it samples its own every 64 KiB it moves), with how
+/// often the application moved. `None` where the kernel did not say.
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct Observed {
     /// "beside", "crosswise", "engines on one CPU", "applications on one

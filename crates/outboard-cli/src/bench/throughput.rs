@@ -151,7 +151,8 @@ pub struct Point {
     pub sender_waits: Option<u64>,
     pub receiver_waits: Option<u64>,
     /// Where the sink (server), the source (client) and, ours, the engines
-    /// were when the point ended, and how often the applications moved.
+    /// ran during the point (the CPU each was seen on most), and how often
+    /// the applications moved.
     pub placement: Observed,
 }
 
@@ -358,7 +359,7 @@ fn point(sink: &Value, source: &Value) -> Result<Point, String> {
     })
 }
 
-/// A peer's CPU at the end of its measured phase and its migrations during it.
+/// The CPU a peer was seen on most in its measured phase, and its migrations during it.
 fn where_(peer: &Value) -> (Option<usize>, Option<u64>) {
     (peer["cpu"].as_u64().map(|c| c as usize), peer["migrations"].as_u64())
 }
