@@ -150,14 +150,6 @@ pub fn wake_cost() -> Option<WakeCost> {
     Some(WakeCost { same_cpu_us, other_cpu_us, cpus: [a, b] })
 }
 
-/// This thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// A sleeper pinned to `sleeper` woken every `WAKE_PERIOD` by a spinning
 /// waker pinned to `waker`, with a thread spinning on `busy` if given; the
 /// sleeper's CPU per wake-up, in µs.
@@ -211,14 +203,14 @@ fn woken_cpu_per_wake(sleeper: usize, waker: usize, busy: Option<usize>) -> Opti
         for _ in 0..20 {
             sleep();
         }
-        let cpu0 = thread_cpu();
+        let cpu0 = outboard_engine::clock::thread_cpu_time().as_nanos();
         let mut n = 0u32;
         while n < WAKES && Instant::now() < until {
             sleep();
             n += 1;
         }
-        let used = thread_cpu().saturating_sub(cpu0);
-        (n >= WAKES / 10).then(|| used.as_secs_f64() * 1e6 / f64::from(n))
+        let used_ns = outboard_engine::clock::thread_cpu_time().as_nanos().saturating_sub(cpu0);
+        (n >= WAKES / 10).then(|| used_ns as f64 / 1e3 / f64::from(n))
     });
     let r = measured.join().ok().flatten();
     sh.stop.store(true, Ordering::Relaxed);

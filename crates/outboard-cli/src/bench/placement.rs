@@ -13,9 +13,6 @@
 //! one or the other for the whole run, so unpinned runs report which one
 //! they were in ([`Observed`]).
 
-// A benchmark is the imperative shell: its test reads the wall clock.
-#![allow(clippy::disallowed_methods)]
-
 use clap::ValueEnum;
 use serde::Serialize;
 
@@ -76,7 +73,7 @@ pub struct Observed {
     /// CPU" or "other" (see [`Observed::kind`]); with no engines (Linux's
     /// side) "applications on one CPU" or "apart"; "unknown" where a CPU
     /// is missing.
-    pub kind: String,
+    pub kind: &'static str,
     pub engine_a: Option<usize>,
     pub engine_b: Option<usize>,
     pub server: Option<usize>,
@@ -92,7 +89,7 @@ impl Observed {
         client: (Option<usize>, Option<u64>),
     ) -> Observed {
         let mut o = Observed {
-            kind: String::new(),
+            kind: "",
             engine_a: engines[0],
             engine_b: engines[1],
             server: server.0,
@@ -100,8 +97,13 @@ impl Observed {
             server_migrations: server.1,
             client_migrations: client.1,
         };
-        o.kind = o.kind().to_string();
+        o.kind = o.kind();
         o
+    }
+
+    /// The same applications' CPUs with the engines' (named again).
+    pub fn with_engines(self, engines: [Option<usize>; 2]) -> Observed {
+        Observed::new(engines, (self.server, self.server_migrations), (self.client, self.client_migrations))
     }
 
     /// The placement these CPUs make: each application with its own
@@ -225,6 +227,9 @@ pub fn migrations() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    // A benchmark is the imperative shell: its test reads the wall clock.
+    #![allow(clippy::disallowed_methods)]
+
     use super::*;
 
     #[test]
@@ -255,7 +260,7 @@ mod tests {
         assert_eq!(k(0, 1, 2, 3), "other");
         assert_eq!(Observed::new([None, Some(1)], (Some(0), None), (Some(1), None)).kind, "unknown");
         let linux = |s, c| Observed::new([None, None], (Some(s), None), (Some(c), None)).kind;
-        assert_eq!((linux(0, 1), linux(1, 1)), ("apart".to_string(), "applications on one CPU".to_string()));
+        assert_eq!((linux(0, 1), linux(1, 1)), ("apart", "applications on one CPU"));
     }
 
     #[test]

@@ -417,12 +417,7 @@ fn run(a: &ThroughputArgs, place: Option<Placement>) -> Result<ThroughputReport,
             Ok(p) => p,
             Err(e) => return Err(engines.explain(format!("{what}: {e}"))),
         };
-        let apps = &p.placement;
-        p.placement = Observed::new(
-            [shard_cpus.first().copied().flatten(), shard_cpus.get(1).copied().flatten()],
-            (apps.server, apps.server_migrations),
-            (apps.client, apps.client_migrations),
-        );
+        p.placement = p.placement.with_engines([shard_cpus.first().copied().flatten(), shard_cpus.get(1).copied().flatten()]);
         let after = engines
             .stats()
             .map_err(|e| engines.explain(format!("{what}: {e}")))?;
