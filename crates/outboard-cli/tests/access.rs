@@ -77,11 +77,8 @@ impl Scratch {
         for d in [&dir, &dir.join("run")] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        std::fs::copy(OUTBOARD, dir.join("outboard")).unwrap();
-        std::fs::copy(shim_lib(), dir.join("liboutboard_shim.so")).unwrap();
-        for f in ["outboard", "liboutboard_shim.so"] {
-            std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        support::copy_executable(Path::new(OUTBOARD), &dir.join("outboard"));
+        support::copy_executable(&shim_lib(), &dir.join("liboutboard_shim.so"));
         Scratch { dir }
     }
 

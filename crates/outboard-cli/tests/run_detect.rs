@@ -17,7 +17,6 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -349,8 +348,7 @@ fn run_require_engine_refuses_a_static_program_with_5() {
 fn run_of_a_script_judges_its_interpreter() {
     let fake = FakeEngine::new("script", "e");
     let script = fake.file("script");
-    std::fs::write(&script, format!("#!{}\n", static_program().display())).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_executable(&script, format!("#!{}\n", static_program().display()).as_bytes());
     let s = script.to_str().unwrap();
     let why = format!(
         "is a script for {}, which {STATIC_WHY}",
@@ -376,8 +374,7 @@ fn run_of_a_dynamic_program_says_nothing_of_the_sort() {
         );
         // A shell script for a dynamic interpreter: the same.
         let script = fake.file("dyn.sh");
-        std::fs::write(&script, "#!/bin/sh\nexit 6\n").unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        support::write_executable(&script, b"#!/bin/sh\nexit 6\n");
         let o = fake.run(flags, &[script.to_str().unwrap()], None);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(6), "flags {flags:?}: stderr: {err}");

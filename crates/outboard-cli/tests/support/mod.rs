@@ -23,7 +23,7 @@ pub mod netns;
 pub mod rig;
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
@@ -145,6 +145,35 @@ pub fn sh(argv: &[&str]) -> Output {
         .args(&argv[1..])
         .output()
         .unwrap_or_else(|e| panic!("run {argv:?}: {e}"))
+}
+
+/// Writes `contents` to `path`, mode 755, for a test to execute: written by a
+/// child `sh`, never through a file this process opens. A file open for
+/// writing cannot be executed (ETXTBSY), and while it is open here any other
+/// test thread's fork holds a copy of that descriptor until its child execs:
+/// the next exec of the file would then fail at random.
+pub fn write_executable(path: &Path, contents: &[u8]) {
+    let mut child = Command::new("sh")
+        .args(["-c", "cat > \"$0\" && chmod 755 \"$0\""])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run sh to write {}: {e}", path.display()));
+    child.stdin.take().unwrap().write_all(contents).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "write {}: sh {status}", path.display());
+}
+
+/// Copies `from` to `to`, mode 755, by a child `cp` (as `write_executable`, so
+/// that no fork of this process holds `to` open for writing).
+pub fn copy_executable(from: &Path, to: &Path) {
+    let o = Command::new("sh")
+        .args(["-c", "cp \"$0\" \"$1\" && chmod 755 \"$1\""])
+        .arg(from)
+        .arg(to)
+        .output()
+        .unwrap_or_else(|e| panic!("run sh to copy {}: {e}", from.display()));
+    assert!(o.status.success(), "copy {} to {}: {}", from.display(), to.display(), text(&o));
 }
 
 /// Runs `c` (stdin null, stdout and stderr read as it runs); after `limit` it
