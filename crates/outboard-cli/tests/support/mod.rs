@@ -159,21 +159,17 @@ pub fn write_executable(path: &Path, contents: &[u8]) {
         .stdin(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("run sh to write {}: {e}", path.display()));
-    child.stdin.take().unwrap().write_all(contents).unwrap();
+    // The pipe closes at the end of this statement: `cat` sees its end.
+    let wrote = child.stdin.take().unwrap().write_all(contents);
     let status = child.wait().unwrap();
-    assert!(status.success(), "write {}: sh {status}", path.display());
+    assert!(status.success() && wrote.is_ok(), "write {}: sh {status}, pipe {wrote:?}", path.display());
 }
 
-/// Copies `from` to `to`, mode 755, by a child `cp` (as `write_executable`, so
-/// that no fork of this process holds `to` open for writing).
+/// Copies `from` to `to`, mode 755, through [`write_executable`] (reading
+/// `from` here is harmless: only a descriptor open for writing blocks an exec).
 pub fn copy_executable(from: &Path, to: &Path) {
-    let o = Command::new("sh")
-        .args(["-c", "cp \"$0\" \"$1\" && chmod 755 \"$1\""])
-        .arg(from)
-        .arg(to)
-        .output()
-        .unwrap_or_else(|e| panic!("run sh to copy {}: {e}", from.display()));
-    assert!(o.status.success(), "copy {} to {}: {}", from.display(), to.display(), text(&o));
+    let bytes = std::fs::read(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+    write_executable(to, &bytes);
 }
 
 /// Runs `c` (stdin null, stdout and stderr read as it runs); after `limit` it
