@@ -188,16 +188,36 @@ impl Stream {
 
     /// Copies as much of `data` as fits now (at least 1 byte unless non-blocking).
     pub fn send(&mut self, data: &[u8]) -> Result<usize> {
-        if data.is_empty() {
+        self.send_vectored(&[data])
+    }
+
+    /// Copies as much of `bufs`, in order, as fits now (at least 1 byte
+    /// unless non-blocking), and tells the engine with one push: a gathered
+    /// write (`writev`, `sendmsg` with several pieces) is one command and
+    /// goes out as the kernel sends it, in as few segments as its bytes
+    /// need, not one push (and maybe one segment) per piece.
+    pub fn send_vectored(&mut self, bufs: &[&[u8]]) -> Result<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        if want == 0 {
             return Ok(0);
         }
         self.wait_writable()?;
         let mut i = self.board.inner.borrow_mut();
-        let (free, at, first) = self.tx_room(&i);
-        let n = data.len().min(free);
-        let a = n.min(first);
-        i.map.copy_in(self.tx.0 + at, &data[..a]);
-        i.map.copy_in(self.tx.0, &data[a..n]);
+        let (free, mut at, _) = self.tx_room(&i);
+        let n = want.min(free);
+        let mut left = n;
+        for b in bufs {
+            let b = &b[..b.len().min(left)];
+            // The region is a ring: a piece may wrap past its end.
+            let a = b.len().min(self.tx.1 - at);
+            i.map.copy_in(self.tx.0 + at, &b[..a]);
+            i.map.copy_in(self.tx.0, &b[a..]);
+            at = (at + b.len()) % self.tx.1;
+            left -= b.len();
+            if left == 0 {
+                break;
+            }
+        }
         i.copies.send_copied += n as u64;
         self.push(&mut i, n)?;
         Ok(n)

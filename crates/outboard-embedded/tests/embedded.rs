@@ -269,6 +269,103 @@ fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
     server.join().expect("server");
 }
 
+/// A gathered write (`send_vectored`: a header, an empty piece, a body)
+/// copies its pieces in order into the transmit region, wrapping at its end
+/// many times over, and a write that finds less room than it has takes
+/// what fits and says how much: every byte arrives, in order, once.
+#[test]
+fn gathered_writes_arrive_in_order_across_the_region_end() {
+    const TOTAL: u64 = 6 << 20;
+    let (writer, _e, _board, mut s) = inline_pair("apiv", 7202, |mut s| {
+        let (mut sent, mut round) = (0u64, 0usize);
+        while sent < TOTAL {
+            // Pieces of sizes that do not divide the region's: a header of
+            // 1..=40 bytes, nothing, a body of up to 70,000 bytes.
+            let head = 1 + round % 40;
+            let body = (round * 7919) % 70_000;
+            round += 1;
+            let len = ((head + body) as u64).min(TOTAL - sent) as usize;
+            let bytes: Vec<u8> = (0..len as u64).map(|k| pattern(sent + k)).collect();
+            let (a, b) = bytes.split_at(head.min(len));
+            let mut pieces: [&[u8]; 3] = [a, &[], b];
+            let mut left = len;
+            while left > 0 {
+                let n = s.send_vectored(&pieces).expect("send_vectored");
+                assert!(n > 0 && n <= left, "a polling gathered write takes 1..={left} bytes, took {n}");
+                left -= n;
+                // Drop what went from the front of the pieces.
+                let mut skip = n;
+                for p in pieces.iter_mut() {
+                    let k = skip.min(p.len());
+                    *p = &p[k..];
+                    skip -= k;
+                }
+            }
+            sent += len as u64;
+        }
+        assert_eq!(s.send_vectored(&[&[], &[]]).expect("nothing to send"), 0);
+        s.shutdown().expect("shutdown");
+        // This thread's engine runs only in its calls: wait here for the reader's end.
+        let mut b = [0u8; 1];
+        assert_eq!(s.recv(&mut b).expect("eof"), 0);
+    });
+    let mut buf = vec![0u8; 100_000];
+    let mut got = 0u64;
+    loop {
+        let n = s.recv(&mut buf).expect("recv");
+        if n == 0 {
+            break;
+        }
+        for (k, b) in buf[..n].iter().enumerate() {
+            assert_eq!(*b, pattern(got + k as u64), "byte {}", got + k as u64);
+        }
+        got += n as u64;
+    }
+    assert_eq!(got, TOTAL);
+    s.shutdown().expect("shutdown");
+    drop(s);
+    writer.join().expect("writer");
+}
+
+/// A gathered write is one push, so with TCP_NODELAY its pieces leave in
+/// one segment, as the kernel sends a `writev`: 300 request/response
+/// rounds of a three-piece request cost about one segment each way (a
+/// push per piece sent each piece in a segment of its own, as the inline
+/// engine runs a turn per command).
+#[test]
+fn a_gathered_write_leaves_in_one_segment() {
+    const ROUNDS: u32 = 300;
+    let (server, _e, _board, mut s) = inline_pair("apig", 7203, |mut s| {
+        let mut buf = [0u8; 30];
+        for _ in 0..ROUNDS {
+            let mut got = 0;
+            while got < buf.len() {
+                got += s.recv(&mut buf[got..]).expect("recv");
+            }
+            s.send_all(&buf[..4]).expect("reply");
+        }
+        let mut b = [0u8; 1];
+        assert_eq!(s.recv(&mut b).expect("eof"), 0);
+    });
+    s.set_nodelay(true).expect("nodelay");
+    let before = s.tcp_info().segs_out;
+    let mut reply = [0u8; 4];
+    for k in 0..ROUNDS {
+        let (head, body) = ([k as u8; 10], [!(k as u8); 20]);
+        assert_eq!(s.send_vectored(&[&head, &[], &body]).expect("send_vectored"), 30);
+        let mut got = 0;
+        while got < reply.len() {
+            got += s.recv(&mut reply[got..]).expect("recv");
+        }
+        assert_eq!(reply, [k as u8; 4]);
+    }
+    let segs = s.tcp_info().segs_out - before;
+    eprintln!("{ROUNDS} three-piece requests: {segs} segments");
+    assert!(segs <= ROUNDS + ROUNDS / 2, "{ROUNDS} three-piece requests took {segs} segments");
+    s.shutdown().expect("shutdown");
+    server.join().expect("server");
+}
+
 /// With an inline engine a read that empties a buffer less than half full
 /// leaves its news (the bytes read) for the engine's next turn; other reads
 /// take effect at once. A bulk receiver whose reads take all there is, and

@@ -205,16 +205,22 @@ pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddr>) -> SR
     let mut sent = 0usize;
     loop {
         let r = {
-            let mut rest: Vec<&[u8]> = Vec::with_capacity(bufs.len());
-            let mut skip = sent;
-            for b in bufs {
-                if skip >= b.len() {
-                    skip -= b.len();
-                    continue;
-                }
-                rest.push(&b[skip..]);
-                skip = 0;
-            }
+            // What is left to send: all of it the first time round (no copy of the list).
+            let tail: Vec<&[u8]>;
+            let rest: &[&[u8]] = if sent == 0 {
+                bufs
+            } else {
+                let mut skip = sent;
+                tail = bufs
+                    .iter()
+                    .filter_map(|b| {
+                        let k = skip.min(b.len());
+                        skip -= k;
+                        (k < b.len()).then(|| &b[k..])
+                    })
+                    .collect();
+                &tail
+            };
             let mut stream = true;
             let more = flags & libc::MSG_MORE != 0;
             let r = blocking(fd, flags & libc::MSG_DONTWAIT != 0, sndtimeo, |_, s| {
@@ -224,7 +230,7 @@ pub fn send(fd: RawFd, bufs: &[&[u8]], flags: i32, to: Option<SocketAddr>) -> SR
                 if more {
                     s.cork_for_send(true);
                 }
-                let r = s.send(&rest, to);
+                let r = s.send(rest, to);
                 if !more && s.engine_cork {
                     s.cork_for_send(false);
                 }

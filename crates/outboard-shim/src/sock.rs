@@ -529,30 +529,15 @@ impl Sock {
                     }
                     return Some(Err(libc::EPIPE));
                 }
-                let mut total = 0usize;
-                for b in bufs {
-                    if b.is_empty() {
-                        continue;
-                    }
-                    match s.send(b) {
-                        Ok(n) => {
-                            total += n;
-                            if n < b.len() {
-                                break;
-                            }
-                        }
-                        Err(Error::WouldBlock) => break,
-                        Err(e) if total == 0 => {
-                            let e = errno_of(&e, true);
-                            return Some(Err(if e == libc::EPIPE || self.err_reported { libc::EPIPE } else { e }));
-                        }
-                        Err(_) => break,
+                // All the pieces in one push, as the kernel's sendmsg queues them.
+                match s.send_vectored(bufs) {
+                    Ok(n) if n > 0 || bufs.iter().all(|b| b.is_empty()) => Some(Ok(n)),
+                    Ok(_) | Err(Error::WouldBlock) => None,
+                    Err(e) => {
+                        let e = errno_of(&e, true);
+                        Some(Err(if e == libc::EPIPE || self.err_reported { libc::EPIPE } else { e }))
                     }
                 }
-                if total > 0 || bufs.iter().all(|b| b.is_empty()) {
-                    return Some(Ok(total));
-                }
-                None
             }
             Kind::Dgram(d) => {
                 let Some(to) = to.or(self.peer) else { return Some(Err(libc::EDESTADDRREQ)) };
