@@ -72,20 +72,41 @@ unsafe fn iov_mut<'a>(iov: *const libc::iovec, n: c_int) -> Result<Vec<&'a mut [
     if n > 0 && iov.is_null() {
         return Err(libc::EFAULT);
     }
-    let mut v = Vec::with_capacity(n as usize);
-    for i in 0..n as usize {
-        // SAFETY: i < n entries (caller).
-        let e = unsafe { *iov.add(i) };
-        if e.iov_len == 0 {
-            continue;
+    // SAFETY: `n` entries (caller), 0..=UIO_MAXIOV of them.
+    let entries = unsafe { std::slice::from_raw_parts(iov, n as usize) };
+    let lens = iov_lens(entries)?;
+    Ok(entries
+        .iter()
+        .zip(lens)
+        .filter(|(_, len)| *len > 0)
+        // SAFETY: the caller's buffer, at least `len` long (`iov_lens` cuts, never extends).
+        .map(|(e, len)| unsafe { std::slice::from_raw_parts_mut(e.iov_base.cast::<u8>(), len) })
+        .collect())
+}
+
+/// The most bytes one read or write moves (Linux's `MAX_RW_COUNT`,
+/// `INT_MAX & PAGE_MASK`): a longer iovec is cut there, as the kernel cuts it.
+const MAX_RW_COUNT: usize = 0x7fff_f000;
+
+/// How much of each iovec entry a call uses, as Linux's `import_iovec`
+/// has it: an entry longer than `SSIZE_MAX` is EINVAL, the total is cut at
+/// [`MAX_RW_COUNT`] (so the lengths never add up past what a count can
+/// say), and an entry that keeps any length needs a base (EFAULT).
+fn iov_lens(entries: &[libc::iovec]) -> Result<Vec<usize>, i32> {
+    let mut room = MAX_RW_COUNT;
+    let mut lens = Vec::with_capacity(entries.len());
+    for e in entries {
+        if e.iov_len > isize::MAX as usize {
+            return Err(libc::EINVAL);
         }
-        if e.iov_base.is_null() {
+        let len = e.iov_len.min(room);
+        if len > 0 && e.iov_base.is_null() {
             return Err(libc::EFAULT);
         }
-        // SAFETY: the caller's buffer of that length.
-        v.push(unsafe { std::slice::from_raw_parts_mut(e.iov_base.cast::<u8>(), e.iov_len) });
+        room -= len;
+        lens.push(len);
     }
-    Ok(v)
+    Ok(lens)
 }
 
 unsafe fn buf_mut<'a>(p: *mut c_void, n: size_t) -> Result<&'a mut [u8], i32> {
@@ -1242,4 +1263,33 @@ credential_fns! {
     setresgid(r: libc::gid_t, e: libc::gid_t, s: libc::gid_t);
     setgroups(n: usize, list: *const libc::gid_t);
     initgroups(user: *const libc::c_char, group: libc::gid_t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iov(base: *mut u8, len: usize) -> libc::iovec {
+        libc::iovec { iov_base: base.cast(), iov_len: len }
+    }
+
+    #[test]
+    fn iovecs_are_checked_and_cut_as_linux_does() {
+        let mut a = [0u8; 8];
+        let (p, null) = (a.as_mut_ptr(), std::ptr::null_mut());
+        assert_eq!(iov_lens(&[iov(p, 3), iov(null, 0), iov(p, 8)]), Ok(vec![3, 0, 8]));
+        assert_eq!(iov_lens(&[iov(p, 3), iov(null, 2)]), Err(libc::EFAULT));
+        assert_eq!(iov_lens(&[iov(p, 1), iov(p, isize::MAX as usize + 1)]), Err(libc::EINVAL));
+        // Lengths that add up past MAX_RW_COUNT are cut there; an entry past
+        // the cut keeps nothing (a null base there is no fault).
+        assert_eq!(iov_lens(&[iov(p, MAX_RW_COUNT - 5), iov(p, 8), iov(null, 7)]), Ok(vec![MAX_RW_COUNT - 5, 5, 0]));
+        assert_eq!(iov_lens(&[iov(p, usize::MAX / 4), iov(p, usize::MAX / 4)]), Ok(vec![MAX_RW_COUNT, 0]));
+        // SAFETY: rejected before any entry is read.
+        assert_eq!(unsafe { iov_mut(std::ptr::null(), -1) }.map(|v| v.len()), Err(libc::EINVAL));
+        // SAFETY: as above.
+        assert_eq!(unsafe { iov_mut(std::ptr::null(), libc::UIO_MAXIOV + 1) }.map(|v| v.len()), Err(libc::EINVAL));
+        // SAFETY: both entries point into `a` within its length.
+        let v = unsafe { iov_mut([iov(p, 3), iov(p.wrapping_add(4), 4)].as_ptr(), 2) }.expect("two slices");
+        assert_eq!(v.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![3, 4]);
+    }
 }
