@@ -15,6 +15,13 @@ fn pattern(i: u64) -> u8 {
     (i.wrapping_mul(2654435761) >> 7) as u8
 }
 
+/// Asserts that `bytes`, the stream's bytes from offset `at` on, follow [`pattern`].
+fn check_pattern(bytes: &[u8], at: u64) {
+    for (k, b) in bytes.iter().enumerate() {
+        assert_eq!(*b, pattern(at + k as u64), "byte {}", at + k as u64);
+    }
+}
+
 #[test]
 fn stream_through_two_embedded_engines_zero_copy_both_ends() {
     let fabric = format!("fabric:api-{}", std::process::id());
@@ -316,9 +323,7 @@ fn gathered_writes_arrive_in_order_across_the_region_end() {
         if n == 0 {
             break;
         }
-        for (k, b) in buf[..n].iter().enumerate() {
-            assert_eq!(*b, pattern(got + k as u64), "byte {}", got + k as u64);
-        }
+        check_pattern(&buf[..n], got);
         got += n as u64;
     }
     assert_eq!(got, TOTAL);
@@ -410,9 +415,7 @@ fn inline_receiver_reading_all_or_a_little_keeps_a_bulk_sender_going() {
         if n == 0 {
             break;
         }
-        for (k, b) in buf[..n].iter().enumerate() {
-            assert_eq!(*b, pattern(got + k as u64), "byte {}", got + k as u64);
-        }
+        check_pattern(&buf[..n], got);
         got += n as u64;
     }
     assert_eq!(got, TOTAL);
