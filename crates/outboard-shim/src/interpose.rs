@@ -84,6 +84,20 @@ unsafe fn iov_mut<'a>(iov: *const libc::iovec, n: c_int) -> Result<Vec<&'a mut [
         .collect())
 }
 
+/// A msghdr's iovecs: more than `UIO_MAXIOV` of them is EMSGSIZE (Linux's
+/// `__copy_msghdr`, before `import_iovec`), and a count past `c_int` is not
+/// cut down to a smaller one.
+///
+/// # Safety
+/// As [`iov_mut`], for `m.msg_iov` and `m.msg_iovlen`.
+unsafe fn msg_iov<'a>(m: &libc::msghdr) -> Result<Vec<&'a mut [u8]>, i32> {
+    if m.msg_iovlen > libc::UIO_MAXIOV as usize {
+        return Err(libc::EMSGSIZE);
+    }
+    // SAFETY: the caller's (the count fits a c_int now).
+    unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) }
+}
+
 /// The most bytes one read or write moves (Linux's `MAX_RW_COUNT`,
 /// `INT_MAX & PAGE_MASK`): a longer iovec is cut there, as the kernel cuts it.
 const MAX_RW_COUNT: usize = 0x7fff_f000;
@@ -494,7 +508,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int
     // SAFETY: the program's msghdr.
     let m = unsafe { &mut *msg };
     // SAFETY: its iovecs.
-    let mut v = match unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) } {
+    let mut v = match unsafe { msg_iov(m) } {
         Ok(v) => v,
         Err(e) => return ret_len(Err(e)),
     };
@@ -679,7 +693,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_i
         }
     };
     // SAFETY: its iovecs (read only).
-    match unsafe { iov_mut(m.msg_iov, m.msg_iovlen as c_int) } {
+    match unsafe { msg_iov(m) } {
         Ok(v) => {
             let v: Vec<&[u8]> = v.into_iter().map(|s| &*s).collect();
             ret_sent(do_send(fd, &v, flags, to), flags)
@@ -1288,6 +1302,14 @@ mod tests {
         assert_eq!(unsafe { iov_mut(std::ptr::null(), -1) }.map(|v| v.len()), Err(libc::EINVAL));
         // SAFETY: as above.
         assert_eq!(unsafe { iov_mut(std::ptr::null(), libc::UIO_MAXIOV + 1) }.map(|v| v.len()), Err(libc::EINVAL));
+        // SAFETY: msghdr is plain data; all zeroes is an empty one.
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_iovlen = (1usize << 32) + 1;
+        // SAFETY: rejected before any entry is read.
+        assert_eq!(unsafe { msg_iov(&m) }.map(|v| v.len()), Err(libc::EMSGSIZE), "a count past c_int is not cut to 1");
+        m.msg_iovlen = libc::UIO_MAXIOV as usize + 1;
+        // SAFETY: as above.
+        assert_eq!(unsafe { msg_iov(&m) }.map(|v| v.len()), Err(libc::EMSGSIZE));
         // SAFETY: both entries point into `a` within its length.
         let v = unsafe { iov_mut([iov(p, 3), iov(p.wrapping_add(4), 4)].as_ptr(), 2) }.expect("two slices");
         assert_eq!(v.iter().map(|b| b.len()).collect::<Vec<_>>(), vec![3, 4]);
