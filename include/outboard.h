@@ -46,6 +46,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /** A host-byte-order IPv4 address from its four parts: OB_IPV4(10, 0, 0, 1). */
 #define OB_IPV4(a, b, c, d) \
@@ -730,6 +731,16 @@ ssize_t ob_send(struct ob_stream_t *s, const void *buf, size_t len);
  * partial send of unknown length: use `ob_send` there).
  */
 int ob_send_all(struct ob_stream_t *s, const void *buf, size_t len);
+
+/**
+ * Copies the `iovcnt` pieces at `iov`, in order, into the stream (a
+ * `writev`): as many bytes as fit now, at least 1 unless the stream is
+ * non-blocking, told to the engine with one push, so small pieces leave in
+ * one segment with TCP_NODELAY. Returns the count, or -1 with errno as
+ * `ob_send` (and EINVAL for a count outside 0..=1024 or a piece longer
+ * than SSIZE_MAX, EFAULT for a NULL `iov` or a NULL piece with a length).
+ */
+ssize_t ob_sendv(struct ob_stream_t *s, const struct iovec *iov, int iovcnt);
 
 /**
  * Copies up to `len` received bytes into `buf`. Returns the count, 0 at end

@@ -1,6 +1,6 @@
 //! TCP streams: copying and zero-copy send and receive.
 
-use crate::{addr_to_c, bytes, bytes_mut, ffi, free, handle, handle_ref, ob_addr_t, write_v4, EINVAL, OB_NO_ENDPOINT};
+use crate::{addr_to_c, bytes, bytes_mut, ffi, free, handle, handle_ref, ob_addr_t, write_v4, Errno, EINVAL, OB_NO_ENDPOINT};
 use libc::{c_int, c_void, ssize_t};
 use outboard_api::Stream;
 
@@ -34,6 +34,35 @@ pub unsafe extern "C" fn ob_send_all(s: *mut ob_stream_t, buf: *const c_void, le
         let s = handle(s)?;
         s.stream.send_all(bytes(buf, len)?)?;
         Ok(0)
+    })
+}
+
+/// Copies the `iovcnt` pieces at `iov`, in order, into the stream (a
+/// `writev`): as many bytes as fit now, at least 1 unless the stream is
+/// non-blocking, told to the engine with one push, so small pieces leave in
+/// one segment with TCP_NODELAY. Returns the count, or -1 with errno as
+/// `ob_send` (and EINVAL for a count outside 0..=1024 or a piece longer
+/// than SSIZE_MAX, EFAULT for a NULL `iov` or a NULL piece with a length).
+#[no_mangle]
+pub unsafe extern "C" fn ob_sendv(s: *mut ob_stream_t, iov: *const libc::iovec, iovcnt: c_int) -> ssize_t {
+    ffi(-1, || {
+        let s = handle(s)?;
+        if !(0..=libc::UIO_MAXIOV).contains(&iovcnt) {
+            return Err(EINVAL);
+        }
+        if iovcnt > 0 && iov.is_null() {
+            return Err(Errno(libc::EFAULT));
+        }
+        // SAFETY: `iovcnt` entries at `iov` (the caller's).
+        let entries = if iovcnt == 0 { &[][..] } else { std::slice::from_raw_parts(iov, iovcnt as usize) };
+        let mut pieces = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.iov_len > isize::MAX as usize {
+                return Err(EINVAL);
+            }
+            pieces.push(bytes(e.iov_base, e.iov_len).map_err(|_| Errno(libc::EFAULT))?);
+        }
+        Ok(s.stream.send_vectored(&pieces)? as ssize_t)
     })
 }
 
