@@ -743,6 +743,14 @@ int ob_send_all(struct ob_stream_t *s, const void *buf, size_t len);
 ssize_t ob_sendv(struct ob_stream_t *s, const struct iovec *iov, int iovcnt);
 
 /**
+ * Fills the `iovcnt` pieces at `iov`, each before the next, with received
+ * bytes (a `readv`), and tells the engine with one `CONSUMED`. Returns the
+ * count, 0 at end of stream, or -1 with errno as `ob_recv` (and the
+ * vector's errors as `ob_sendv`).
+ */
+ssize_t ob_recvv(struct ob_stream_t *s, const struct iovec *iov, int iovcnt);
+
+/**
  * Copies up to `len` received bytes into `buf`. Returns the count, 0 at end
  * of stream, or -1 with errno (EAGAIN when non-blocking and nothing is there).
  */

@@ -8,6 +8,7 @@ use crate::board::{Board, Inner, Mode};
 use crate::{EndpointId, Error, Result};
 use outboard_board::command::{Endpoint, StreamOption};
 use outboard_board::layout::status;
+use outboard_board::shm::Mapping;
 use outboard_board::BoardCommand;
 use outboard_trace::Hop;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -29,6 +30,26 @@ pub struct Stream {
     /// A `set_quickack` went to the engine after TCP_INFO was published:
     /// the next `tcp_info` asks again, so it reads the mode just set.
     pub(crate) info_stale: std::cell::Cell<bool>,
+}
+
+/// Copies `bytes` into the ring region `(offset, size)` at `at`, wrapping
+/// past its end (a piece of the region's size at most).
+fn ring_copy_in(map: &Mapping, region: (usize, usize), at: usize, bytes: &[u8]) {
+    let a = bytes.len().min(region.1 - at);
+    map.copy_in(region.0 + at, &bytes[..a]);
+    if a < bytes.len() {
+        map.copy_in(region.0, &bytes[a..]);
+    }
+}
+
+/// Fills `out` from the ring region `(offset, size)` at `at`, wrapping past its end.
+fn ring_copy_out(map: &Mapping, region: (usize, usize), at: usize, out: &mut [u8]) {
+    let a = out.len().min(region.1 - at);
+    let (first, rest) = out.split_at_mut(a);
+    map.copy_out(region.0 + at, first);
+    if !rest.is_empty() {
+        map.copy_out(region.0, rest);
+    }
 }
 
 impl Stream {
@@ -147,9 +168,7 @@ impl Stream {
     fn trace(&self, i: &Inner, hop: Hop, region: (usize, usize), at: usize, n: usize) {
         let mut first = [0u8; 16];
         let k = n.min(16);
-        let a = k.min(region.1 - at);
-        i.map.copy_out(region.0 + at, &mut first[..a]);
-        i.map.copy_out(region.0, &mut first[a..k]);
+        ring_copy_out(&i.map, region, at, &mut first[..k]);
         outboard_trace::bytes(hop, &first[..k]);
     }
 
@@ -207,16 +226,13 @@ impl Stream {
         let n = want.min(free);
         let mut left = n;
         for b in bufs {
-            let b = &b[..b.len().min(left)];
-            // The region is a ring: a piece may wrap past its end.
-            let a = b.len().min(self.tx.1 - at);
-            i.map.copy_in(self.tx.0 + at, &b[..a]);
-            i.map.copy_in(self.tx.0, &b[a..]);
-            at = (at + b.len()) % self.tx.1;
-            left -= b.len();
             if left == 0 {
                 break;
             }
+            let b = &b[..b.len().min(left)];
+            ring_copy_in(&i.map, self.tx, at, b);
+            at = (at + b.len()) % self.tx.1;
+            left -= b.len();
         }
         i.copies.send_copied += n as u64;
         self.push(&mut i, n)?;
@@ -235,17 +251,32 @@ impl Stream {
 
     /// Copies received bytes into `buf`; Ok(0) at end of stream.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize> {
-        if buf.is_empty() {
+        self.recv_vectored(&mut [buf])
+    }
+
+    /// Copies received bytes into `bufs`, filling each before the next (a
+    /// `readv`), and tells the engine with one `CONSUMED`; Ok(0) at end of
+    /// stream (or when `bufs` hold no room).
+    pub fn recv_vectored(&mut self, bufs: &mut [&mut [u8]]) -> Result<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        if want == 0 {
             return Ok(0);
         }
         self.wait_readable()?;
         let mut i = self.board.inner.borrow_mut();
         self.trace_wake(&i);
-        let (avail, at, first) = self.rx_ready(&i);
-        let n = buf.len().min(avail);
-        let a = n.min(first);
-        i.map.copy_out(self.rx.0 + at, &mut buf[..a]);
-        i.map.copy_out(self.rx.0, &mut buf[a..n]);
+        let (avail, mut at, _) = self.rx_ready(&i);
+        let n = want.min(avail);
+        let mut left = n;
+        for b in bufs.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            let k = b.len().min(left);
+            ring_copy_out(&i.map, self.rx, at, &mut b[..k]);
+            at = (at + k) % self.rx.1;
+            left -= k;
+        }
         i.copies.recv_copied += n as u64;
         if n > 0 {
             self.consumed(&mut i, n)?;
@@ -345,11 +376,9 @@ impl Stream {
         self.check_regions()?;
         let mut i = self.board.inner.borrow_mut();
         i.pump()?;
-        let (avail, at, first) = self.rx_ready(&i);
+        let (avail, at, _) = self.rx_ready(&i);
         let n = buf.len().min(avail);
-        let a = n.min(first);
-        i.map.copy_out(self.rx.0 + at, &mut buf[..a]);
-        i.map.copy_out(self.rx.0, &mut buf[a..n]);
+        ring_copy_out(&i.map, self.rx, at, &mut buf[..n]);
         Ok(n)
     }
     /// The stream's error, if it failed (as `recv`/`send` would return it).

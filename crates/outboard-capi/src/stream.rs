@@ -47,23 +47,47 @@ pub unsafe extern "C" fn ob_send_all(s: *mut ob_stream_t, buf: *const c_void, le
 pub unsafe extern "C" fn ob_sendv(s: *mut ob_stream_t, iov: *const libc::iovec, iovcnt: c_int) -> ssize_t {
     ffi(-1, || {
         let s = handle(s)?;
-        if !(0..=libc::UIO_MAXIOV).contains(&iovcnt) {
-            return Err(EINVAL);
-        }
-        if iovcnt > 0 && iov.is_null() {
-            return Err(Errno(libc::EFAULT));
-        }
-        // SAFETY: `iovcnt` entries at `iov` (the caller's).
-        let entries = if iovcnt == 0 { &[][..] } else { std::slice::from_raw_parts(iov, iovcnt as usize) };
-        let mut pieces = Vec::with_capacity(entries.len());
-        for e in entries {
-            if e.iov_len > isize::MAX as usize {
-                return Err(EINVAL);
-            }
-            pieces.push(bytes(e.iov_base, e.iov_len).map_err(|_| Errno(libc::EFAULT))?);
-        }
+        let pieces: Vec<&[u8]> = iovecs(iov, iovcnt)?.iter().map(|e| bytes(e.iov_base, e.iov_len)).collect::<Result<_, _>>()?;
         Ok(s.stream.send_vectored(&pieces)? as ssize_t)
     })
+}
+
+/// Fills the `iovcnt` pieces at `iov`, each before the next, with received
+/// bytes (a `readv`), and tells the engine with one `CONSUMED`. Returns the
+/// count, 0 at end of stream, or -1 with errno as `ob_recv` (and the
+/// vector's errors as `ob_sendv`).
+#[no_mangle]
+pub unsafe extern "C" fn ob_recvv(s: *mut ob_stream_t, iov: *const libc::iovec, iovcnt: c_int) -> ssize_t {
+    ffi(-1, || {
+        let s = handle(s)?;
+        let mut pieces: Vec<&mut [u8]> = iovecs(iov, iovcnt)?.iter().map(|e| bytes_mut(e.iov_base, e.iov_len)).collect::<Result<_, _>>()?;
+        Ok(s.stream.recv_vectored(&mut pieces)? as ssize_t)
+    })
+}
+
+/// The `iovcnt` entries at `iov`, checked as `readv`/`writev` check them:
+/// a count outside 0..=`UIO_MAXIOV` or an entry longer than `SSIZE_MAX` is
+/// EINVAL, a NULL vector or a NULL piece with a length EFAULT.
+unsafe fn iovecs<'a>(iov: *const libc::iovec, iovcnt: c_int) -> Result<&'a [libc::iovec], Errno> {
+    if !(0..=libc::UIO_MAXIOV).contains(&iovcnt) {
+        return Err(EINVAL);
+    }
+    if iovcnt == 0 {
+        return Ok(&[]);
+    }
+    if iov.is_null() {
+        return Err(Errno(libc::EFAULT));
+    }
+    let entries = std::slice::from_raw_parts(iov, iovcnt as usize);
+    for e in entries {
+        if e.iov_len > isize::MAX as usize {
+            return Err(EINVAL);
+        }
+        if e.iov_len > 0 && e.iov_base.is_null() {
+            return Err(Errno(libc::EFAULT));
+        }
+    }
+    Ok(entries)
 }
 
 /// Copies up to `len` received bytes into `buf`. Returns the count, 0 at end

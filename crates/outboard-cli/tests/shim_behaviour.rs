@@ -852,7 +852,8 @@ fn tcp_info_and_socket_options_read_back_the_engine_connection() {
 /// empty): with TCP_NODELAY each small one leaves in one segment, as
 /// Linux sends it (TCP_INFO's segs_out, read on this socket, counts them);
 /// one larger than the send buffer, on a socket with a timeout (non-blocking
-/// underneath), returns partial counts and every byte comes back in order.
+/// underneath), returns partial counts and every byte comes back in order
+/// (read back by `recv` and scattered `recvmsg_into` in turn).
 const GATHER_SCRIPT: &str = r#"
 import json, os, socket, struct, sys, threading
 peer, port = sys.argv[1], int(sys.argv[2])
@@ -883,8 +884,16 @@ pieces = [bytes([i + 1]) * (300000 + i) for i in range(8)]
 total = sum(map(len, pieces))
 back = bytearray()
 def drain():
+    k = 0
     while len(back) < total:
-        d = s.recv(65536)
+        k += 1
+        if k % 2:
+            d = s.recv(65536)
+        else:
+            # A scattered read: 7 bytes, then the rest.
+            a, b = bytearray(7), bytearray(65529)
+            n = s.recvmsg_into([a, b])[0]
+            d = bytes(a[:n]) + bytes(b[:max(0, n - 7)])
         if not d:
             break
         back.extend(d)

@@ -127,13 +127,17 @@ int main(int argc, char **argv) {
     struct iovec null_piece = { NULL, 3 };
     if (ob_sendv(c, &null_piece, 1) != -1 || errno != EFAULT) { puts("ob_sendv took a NULL piece of 3 bytes"); return 1; }
     if (ob_sendv(c, v, 0) != 0) { puts("ob_sendv of nothing"); return 1; }
+    /* Read back scattered: 1 byte, nothing, the rest. */
+    memset(got, 0, sizeof got);
     n = 0;
     while (n < 6) {
-        ssize_t r = ob_recv(s, got + n, sizeof got - n);
-        if (r <= 0) { printf("recv after sendv: %zd errno %d\n", r, errno); return 1; }
+        struct iovec into[3] = { { got + n, n == 0 ? 1 : 0 }, { NULL, 0 }, { got + n + (n == 0), 6 - n - (n == 0) } };
+        ssize_t r = ob_recvv(s, into, 3);
+        if (r <= 0) { printf("ob_recvv after ob_sendv: %zd errno %d\n", r, errno); return 1; }
         n += (size_t)r;
     }
-    if (n != 6 || memcmp(got, "abcdef", 6) != 0) { puts("wrong bytes from ob_sendv"); return 1; }
+    if (n != 6 || memcmp(got, "abcdef", 6) != 0) { puts("wrong bytes from ob_sendv/ob_recvv"); return 1; }
+    if (ob_recvv(s, NULL, 1) != -1 || errno != EFAULT) { puts("ob_recvv took a NULL vector"); return 1; }
     if (ob_close(s) != 0 || ob_close(c) != 0 || ob_listener_close(l) != 0 || ob_detach(b2) != 0 || ob_embedded_stop(e2) != 0) { puts("second teardown failed"); return 1; }
     if (ob_detach(b) != 0 || ob_embedded_stop(e) != 0) { puts("teardown failed"); return 1; }
     printf("ok functions=%zu\n", sizeof every / sizeof every[0]);

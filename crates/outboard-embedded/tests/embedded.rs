@@ -279,7 +279,8 @@ fn inline_engines_ping_pong_and_stream_in_the_application_thread() {
 /// A gathered write (`send_vectored`: a header, an empty piece, a body)
 /// copies its pieces in order into the transmit region, wrapping at its end
 /// many times over, and a write that finds less room than it has takes
-/// what fits and says how much: every byte arrives, in order, once.
+/// what fits and says how much; a scattered read (`recv_vectored`) fills
+/// its pieces in order: every byte arrives, in order, once.
 #[test]
 fn gathered_writes_arrive_in_order_across_the_region_end() {
     const TOTAL: u64 = 6 << 20;
@@ -319,7 +320,10 @@ fn gathered_writes_arrive_in_order_across_the_region_end() {
     let mut buf = vec![0u8; 100_000];
     let mut got = 0u64;
     loop {
-        let n = s.recv(&mut buf).expect("recv");
+        // A scattered read: 7 bytes, nothing, the rest (adjacent in `buf`,
+        // so what came is `buf[..n]`), filled in order across the region's end.
+        let (head, body) = buf.split_at_mut(7);
+        let n = s.recv_vectored(&mut [head, &mut [], body]).expect("recv_vectored");
         if n == 0 {
             break;
         }

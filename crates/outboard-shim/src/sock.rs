@@ -412,34 +412,19 @@ impl Sock {
                         Err(e) => Some(Err(errno_of(&e, true))),
                     };
                 }
-                let mut total = 0usize;
-                for b in bufs.iter_mut() {
-                    if b.is_empty() {
-                        continue;
-                    }
-                    match s.recv(b) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            total += n;
-                            if n < b.len() {
-                                break;
-                            }
-                        }
-                        Err(Error::WouldBlock) => break,
-                        Err(e) if total == 0 && !self.err_reported => {
-                            self.err_reported = true;
-                            return Some(Err(errno_of(&e, true)));
-                        }
-                        Err(_) => break,
-                    }
-                }
-                if total > 0 {
-                    return Some(Ok(total));
-                }
                 if bufs.iter().all(|b| b.is_empty()) {
                     return Some(Ok(0));
                 }
-                self.recv_nothing()
+                // All the pieces filled in one read, one CONSUMED for the engine.
+                match s.recv_vectored(bufs) {
+                    Ok(0) | Err(Error::WouldBlock) => self.recv_nothing(),
+                    Ok(n) => Some(Ok(n)),
+                    Err(e) if !self.err_reported => {
+                        self.err_reported = true;
+                        Some(Err(errno_of(&e, true)))
+                    }
+                    Err(_) => self.recv_nothing(),
+                }
             }
             Kind::Dgram(d) => {
                 let peer = self.peer;
