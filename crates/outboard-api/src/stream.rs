@@ -216,7 +216,8 @@ impl Stream {
     /// goes out as the kernel sends it, in as few segments as its bytes
     /// need, not one push (and maybe one segment) per piece.
     pub fn send_vectored(&mut self, bufs: &[&[u8]]) -> Result<usize> {
-        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        // Saturating: pieces may overlap (C iovecs), their lengths may add up past usize.
+        let want = bufs.iter().fold(0usize, |t, b| t.saturating_add(b.len()));
         if want == 0 {
             return Ok(0);
         }
@@ -258,7 +259,8 @@ impl Stream {
     /// `readv`), and tells the engine with one `CONSUMED`; Ok(0) at end of
     /// stream (or when `bufs` hold no room).
     pub fn recv_vectored(&mut self, bufs: &mut [&mut [u8]]) -> Result<usize> {
-        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        // Saturating: pieces may overlap (C iovecs), their lengths may add up past usize.
+        let want = bufs.iter().fold(0usize, |t, b| t.saturating_add(b.len()));
         if want == 0 {
             return Ok(0);
         }
