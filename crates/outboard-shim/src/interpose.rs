@@ -69,19 +69,24 @@ unsafe fn iov_mut<'a>(iov: *const libc::iovec, n: c_int) -> Result<Vec<&'a mut [
     if !(0..=libc::UIO_MAXIOV).contains(&n) {
         return Err(libc::EINVAL);
     }
-    if n > 0 && iov.is_null() {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if iov.is_null() {
         return Err(libc::EFAULT);
     }
-    // SAFETY: `n` entries (caller), 0..=UIO_MAXIOV of them.
+    // SAFETY: `n` entries (caller, and not NULL), 1..=UIO_MAXIOV of them.
     let entries = unsafe { std::slice::from_raw_parts(iov, n as usize) };
-    let lens = iov_lens(entries)?;
-    Ok(entries
-        .iter()
-        .zip(lens)
-        .filter(|(_, len)| *len > 0)
-        // SAFETY: the caller's buffer, at least `len` long (`iov_lens` cuts, never extends).
-        .map(|(e, len)| unsafe { std::slice::from_raw_parts_mut(e.iov_base.cast::<u8>(), len) })
-        .collect())
+    let mut room = MAX_RW_COUNT;
+    let mut v = Vec::with_capacity(entries.len());
+    for e in entries {
+        let len = iov_len(e, &mut room)?;
+        if len > 0 {
+            // SAFETY: the caller's buffer, at least `len` long (`iov_len` cuts, never extends).
+            v.push(unsafe { std::slice::from_raw_parts_mut(e.iov_base.cast::<u8>(), len) });
+        }
+    }
+    Ok(v)
 }
 
 /// A msghdr's iovecs: more than `UIO_MAXIOV` of them is EMSGSIZE (Linux's
@@ -102,25 +107,21 @@ unsafe fn msg_iov<'a>(m: &libc::msghdr) -> Result<Vec<&'a mut [u8]>, i32> {
 /// `INT_MAX & PAGE_MASK`): a longer iovec is cut there, as the kernel cuts it.
 const MAX_RW_COUNT: usize = 0x7fff_f000;
 
-/// How much of each iovec entry a call uses, as Linux's `import_iovec`
-/// has it: an entry longer than `SSIZE_MAX` is EINVAL, the total is cut at
-/// [`MAX_RW_COUNT`] (so the lengths never add up past what a count can
-/// say), and an entry that keeps any length needs a base (EFAULT).
-fn iov_lens(entries: &[libc::iovec]) -> Result<Vec<usize>, i32> {
-    let mut room = MAX_RW_COUNT;
-    let mut lens = Vec::with_capacity(entries.len());
-    for e in entries {
-        if e.iov_len > isize::MAX as usize {
-            return Err(libc::EINVAL);
-        }
-        let len = e.iov_len.min(room);
-        if len > 0 && e.iov_base.is_null() {
-            return Err(libc::EFAULT);
-        }
-        room -= len;
-        lens.push(len);
+/// How much of iovec entry `e` a call uses, `room` being what is left of
+/// the call's [`MAX_RW_COUNT`], as Linux's `import_iovec` has it: an entry
+/// longer than `SSIZE_MAX` is EINVAL, the total is cut at `MAX_RW_COUNT`
+/// (so the lengths never add up past what a count can say), and an entry
+/// that keeps any length needs a base (EFAULT).
+fn iov_len(e: &libc::iovec, room: &mut usize) -> Result<usize, i32> {
+    if e.iov_len > isize::MAX as usize {
+        return Err(libc::EINVAL);
     }
-    Ok(lens)
+    let len = e.iov_len.min(*room);
+    if len > 0 && e.iov_base.is_null() {
+        return Err(libc::EFAULT);
+    }
+    *room -= len;
+    Ok(len)
 }
 
 unsafe fn buf_mut<'a>(p: *mut c_void, n: size_t) -> Result<&'a mut [u8], i32> {
@@ -1287,6 +1288,12 @@ mod tests {
         libc::iovec { iov_base: base.cast(), iov_len: len }
     }
 
+    /// What `iov_mut` takes of each entry of a whole vector.
+    fn iov_lens(entries: &[libc::iovec]) -> Result<Vec<usize>, i32> {
+        let mut room = MAX_RW_COUNT;
+        entries.iter().map(|e| iov_len(e, &mut room)).collect()
+    }
+
     #[test]
     fn iovecs_are_checked_and_cut_as_linux_does() {
         let mut a = [0u8; 8];
@@ -1302,6 +1309,8 @@ mod tests {
         assert_eq!(unsafe { iov_mut(std::ptr::null(), -1) }.map(|v| v.len()), Err(libc::EINVAL));
         // SAFETY: as above.
         assert_eq!(unsafe { iov_mut(std::ptr::null(), libc::UIO_MAXIOV + 1) }.map(|v| v.len()), Err(libc::EINVAL));
+        // SAFETY: no entries are read (a NULL vector of none, as writev(fd, NULL, 0) passes).
+        assert_eq!(unsafe { iov_mut(std::ptr::null(), 0) }.map(|v| v.len()), Ok(0));
         // SAFETY: msghdr is plain data; all zeroes is an empty one.
         let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
         m.msg_iovlen = (1usize << 32) + 1;
