@@ -132,8 +132,10 @@ pub mod app_counter {
     pub const EINTR: usize = 7;
     /// Connects to addresses the engine does not serve (given to the kernel).
     pub const KERNEL_FALLBACK_CONNECTS: usize = 8;
-    /// Times the application forked while attached (its children may join
-    /// its listeners: the engine lets them linger when it dies).
+    /// Times the application forked holding engine listeners or streams:
+    /// each child attaches and says `CHILD_OF` (it may join the listeners
+    /// and take the streams over; the engine lets them linger when the
+    /// application dies before all its children said so).
     pub const FORKS: usize = 9;
     /// Listeners joined after fork (inherited) and SO_REUSEPORT listeners
     /// that joined another process's port.

@@ -14,6 +14,8 @@
 //! - `socketserver.ForkingTCPServer`: the parent accepts and forks a child
 //!   per connection; each child takes the connection over (with the bytes
 //!   already queued) and echoes it byte-exact.
+//! - a server that forked, stopped and started again at once binds its
+//!   port again (as `systemctl restart` does on Linux).
 
 mod support;
 #[path = "../src/bench/tools.rs"]
@@ -374,6 +376,58 @@ fn shim_forking_tcp_server_children_take_over_the_accepted_connections() {
     assert_eq!(pids.len(), 12, "a child per connection: {pids:?}");
     let stat = rig.engine.stat();
     eprintln!("ForkingTCPServer: 12 connections of 256 KiB echoed byte-exact by 12 children; boards now {}", stat["boards"]);
+    srv.assert_running();
+}
+
+/// A server that forks helpers holding its listener (PostgreSQL's
+/// postmaster and its background processes, nginx's master and workers),
+/// stopped: the helpers exit, then the parent. No SO_REUSEADDR.
+const PY_FORK_AND_STOP: &str = r#"
+import os, socket, sys
+ls = socket.socket()
+ls.bind(("0.0.0.0", int(sys.argv[1])))
+ls.listen(16)
+kids = []
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("stopped", flush=True)
+"#;
+
+/// Restarting a server that forked: on Linux the port is free the moment
+/// its last holder closes it, so `systemctl restart` (stop, then start at
+/// once) binds it again. Here a board that dies after forking leaves its
+/// listeners lingering for a child still on its way to join them; once
+/// every child it forked with the listener has attached (`CHILD_OF`), none
+/// is, and the port must be free at once: five stop/start cycles back to
+/// back, then a server that serves on it. A child's board counts only the
+/// child's own forks (it counted its parent's too, and when the parent's
+/// close reached the engine before its children's deaths, the last child
+/// out left the listener lingering). Before: one start in two to eight
+/// failed with EADDRINUSE, for two seconds after the stop.
+#[test]
+fn shim_a_server_that_forked_restarts_on_its_port_at_once() {
+    if skip_unless_root("shim_a_server_that_forked_restarts_on_its_port_at_once") {
+        return;
+    }
+    let rig = Rig::up("pyrestart");
+    for cycle in 0..5 {
+        let t0 = Instant::now();
+        let (ok, out, err) = output(rig.shim_cmd(STEP, &[python3(), "-c", PY_FORK_AND_STOP, "9103"]));
+        assert!(ok && out.trim() == "stopped", "start {cycle} after a stop: {out}\n{err}");
+        eprintln!("cycle {cycle}: bound, forked two, stopped in {:?}", t0.elapsed());
+    }
+    let mut srv = rig.bg("prefork-after-restarts", rig.shim_cmd(STEP * 2, &[python3(), "-c", PY_SERVER, "prefork", "9103"]));
+    rig.wait_tcp(&rig.eip(), 9103, &mut srv);
+    let by_pid = echo_clients(&rig, 9103, 8);
+    assert_eq!(by_pid.len(), 2, "{by_pid:?}");
+    let stat = rig.engine.stat();
+    let l = &stat["host"]["listeners"];
+    assert_eq!(l["lingered"].as_u64(), Some(0), "no listener waited for a child that had already attached: {l}");
     srv.assert_running();
 }
 

@@ -224,9 +224,6 @@ pub fn restore(value: Option<&str>) {
         Entry::Listener { key, .. } | Entry::Stream { key, .. } => *key,
     }).collect();
     keys.dedup();
-    for k in keys {
-        let _ = board.child_of(k);
-    }
     let mut joined = 0u64;
     for e in entries {
         let (fd, v6, nonblock) = match &e {
@@ -258,6 +255,12 @@ pub fn restore(value: Option<&str>) {
         }
         st.socks.insert(fd, Rc::new(RefCell::new(sock)));
         set_mark(fd, MARK_SOCK);
+    }
+    // After the joins (each answered): once the engine has counted this
+    // child, the old image's listeners need not wait for it (see
+    // `forget_after_fork`).
+    for k in keys {
+        let _ = board.child_of(k);
     }
     for _ in 0..joined {
         count(Count::SharedListeners);

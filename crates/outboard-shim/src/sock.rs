@@ -231,6 +231,12 @@ impl Sock {
         }
     }
 
+    /// Whether a child forked now takes this socket to the engine (a
+    /// listener it joins, a stream it may take over: `forget_after_fork`).
+    pub fn hands_over_at_fork(&self) -> bool {
+        matches!(self.kind, Kind::Listener(_) | Kind::Stream(_))
+    }
+
     pub fn inherited(old: &Sock) -> Sock {
         let mut s = Sock::new(old.stream, old.v6, old.nonblock);
         s.kind = match old.kind {

@@ -618,15 +618,22 @@ pub fn forget_after_fork(shim: &mut Shim) {
     shim.net = None;
     shim.attach_failed = false;
     shim.pid = std::process::id();
-    shim.pushed = [0; COUNTS];
+    // The child's board counts what the child does from here on, not what
+    // the parent did: its `FORKS` are its own (the engine lets a board's
+    // listeners linger at its end only for children it forked itself).
+    shim.pushed = std::array::from_fn(|i| COUNTERS[i].load(Ordering::Relaxed));
     if !listeners.is_empty() || streams > 0 {
         // A board of the child's own at once (with the parent's credentials),
-        // and the engine told whose child it is: the parent's released
-        // streams wait for this child.
+        // the inherited listeners joined, then the engine told whose child
+        // it is: the parent's released streams wait for this child, and
+        // once every child the parent forked has said so, its listeners
+        // need not wait for one at its end. So `CHILD_OF` comes after the
+        // joins (each answered before the next): a parent that dies right
+        // after `fork` (a daemon) leaves its listener to the child.
+        join_inherited(shim, &listeners);
         if let (Some(board), Some(key)) = (shim.board(), key) {
             let _ = board.child_of(key);
         }
-        join_inherited(shim, &listeners);
     }
 }
 
@@ -665,10 +672,16 @@ thread_local! {
 extern "C" fn before_fork() {
     let _r = Reentry::enter();
     let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    // The engine learns now (the header word, no command) that children
-    // may join this board's listeners: it lets them linger if we die first.
-    count(Count::Forks);
     if let Some(shim) = g.as_mut() {
+        // The engine learns now (the header word, no command) that a child
+        // is on its way to join this board's listeners and take its streams
+        // over: it lets them linger if we die before the child says
+        // `CHILD_OF`. Counted only when the child will (it attaches when it
+        // inherits engine listeners or streams, `forget_after_fork`): so
+        // once as many children said it, none is still coming.
+        if shim.board.is_some() && shim.socks.values().any(|s| s.try_borrow().map_or(true, |s| s.hands_over_at_fork())) {
+            count(Count::Forks);
+        }
         shim.push_counters();
         // A child may hold these streams now: closing one releases it to the
         // child. Listeners are shared with the children from now on.

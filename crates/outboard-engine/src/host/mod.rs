@@ -344,6 +344,12 @@ impl ShardApp for Host {
                     })
                     .map_err(Some)
             };
+            // A child's first `CHILD_OF` counts in its parent, another session.
+            if let Some(key) = self.sessions[i].new_parent.take() {
+                if let Some(p) = self.sessions.iter_mut().find(|p| p.key == key) {
+                    p.children += 1;
+                }
+            }
             match outcome {
                 Ok(w) => {
                     work |= w;

@@ -127,7 +127,13 @@ impl Session {
                     hand.adopts.push(Adopt { session: self.id, sync: sync.0, key, ep, until: now + handover::ADOPT_WAIT });
                 }
             }
-            BoardCommand::ChildOf { key } => self.parent_key = Some(key),
+            BoardCommand::ChildOf { key } => {
+                // Counted once per child, in the parent it named first.
+                if self.parent_key.is_none() {
+                    self.new_parent = Some(key);
+                }
+                self.parent_key = Some(key);
+            }
             BoardCommand::AcceptOn { ep } => {
                 let slot = self.open_slot(ep, "accept on")?;
                 match self.eps[slot] {

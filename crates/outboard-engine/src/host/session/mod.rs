@@ -142,6 +142,13 @@ pub struct Session {
     pub key: u64,
     /// The key of the application this one was forked from (`CHILD_OF`).
     pub parent_key: Option<u64>,
+    /// A `CHILD_OF` this turn, not yet counted in its parent's `children`
+    /// (the host counts it: the parent is another session).
+    pub new_parent: Option<u64>,
+    /// Children that said `CHILD_OF` with this board's key, alive or not.
+    /// Once they are as many as its `FORKS`, no child of its is still on
+    /// its way to join its listeners.
+    pub children: u64,
     /// The application's `FORKS` counter as last seen, and when it last changed.
     forks_seen: (u64, Option<Instant>),
     /// The shard this session runs on: its rings, and the endpoint ids it opens.
@@ -211,6 +218,8 @@ impl Session {
             uid: n.uid,
             key: n.key,
             parent_key: None,
+            new_parent: None,
+            children: 0,
             forks_seen: (0, None),
             shard,
             bounds: Bounds { endpoints: p.endpoints, syncs: p.syncs },
@@ -287,17 +296,22 @@ impl Session {
     /// The application died or broke the rules: reset its streams, close its
     /// sockets, tell it (if alive) that the engine is gone for it.
     pub fn teardown(&mut self, sc: &mut SessionCx<'_>) {
-        // An application that forked may have children about to join its
-        // listeners (`INHERIT` with our key): they linger a little.
-        let forked = self.app_counters()[app_counter::FORKS] > 0;
-        let linger_until = forked.then(|| sc.now + crate::host::listeners::LINGER);
+        // An application that forked may have a child about to join its
+        // listeners (`INHERIT` with our key; a daemon's parent exits right
+        // after `fork`): they linger a little. Not once every fork's child
+        // has attached (`CHILD_OF`): then none is on its way, and the port
+        // is free at once, as Linux frees it when a server that forked its
+        // workers stops (a restart binds it again at once).
+        let child_may_come = self.app_counters()[app_counter::FORKS] > self.children;
+        let linger_until = child_may_come.then(|| sc.now + crate::host::listeners::LINGER);
         let (stack, claims, listeners, hand) = (&mut *sc.stack, &mut *sc.claims, &mut *sc.listeners, &mut *sc.handover);
+        let adopter = child_may_come || hand.has_child(self.key);
         let mut owned = |c: ConnId, ep: Option<u32>| claims.push((c, ep));
         for ep in 0..self.eps.len() as u32 {
             match self.eps[ep as usize].as_ref() {
                 // A child it forked may take the stream over: it waits, then
                 // closes (a clean detach) or resets (a death) if nobody does.
-                Some(EpKind::Stream(_)) if forked => {
+                Some(EpKind::Stream(_)) if adopter => {
                     let abort = !self.detached;
                     self.orphan(ep, sc.now + crate::host::handover::LINGER, abort, hand, &mut owned);
                 }

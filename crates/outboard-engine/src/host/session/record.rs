@@ -36,6 +36,10 @@ pub struct SessionRecord {
     pub parent_key: Option<u64>,
     /// The application's `FORKS` counter as last seen.
     pub forks: u64,
+    /// Its children that said `CHILD_OF` (an engine before this was
+    /// recorded: none, so its listeners linger at its end as they did).
+    #[serde(default)]
+    pub children: u64,
     /// The board's parameters (`BoardParams`, in field order): its layout.
     pub params: [u32; 10],
     /// Commands taken (the command ring's head) and events published (the event ring's tail).
@@ -190,6 +194,7 @@ impl Session {
             key: self.key,
             parent_key: self.parent_key,
             forks: self.forks_seen.0,
+            children: self.children,
             params: params_words(&self.layout.params),
             commands_head: self.cmds.position(),
             events_tail: self.events.position(),
@@ -225,6 +230,7 @@ impl Session {
         s.events = Producer::with_start(s.map.clone(), rings.event_ring, p.event_capacity, r.events_tail);
         s.parent_key = r.parent_key;
         s.forks_seen = (r.forks, None);
+        s.children = r.children;
         s.generations = r.generations.clone();
         for e in &r.endpoints {
             let ep = match e {
