@@ -56,6 +56,30 @@ fn nginx_conf(rig: &Rig, port: u16, workers: u32, daemon: bool) -> std::path::Pa
     p
 }
 
+/// Stops a daemon this test started, and what it forked, when the test ends
+/// however it ends (a failed assertion too): the daemon left the test's
+/// process tree, so nothing else would (its group, by the pid in this file;
+/// a daemon leads its own session). Declared after the rig: it runs first.
+struct DaemonReaper(std::path::PathBuf);
+
+impl Drop for DaemonReaper {
+    fn drop(&mut self) {
+        let pid: i32 = std::fs::read_to_string(&self.0).unwrap_or_default().trim().parse().unwrap_or(0);
+        if pid <= 1 {
+            return;
+        }
+        // SAFETY: kill(2) of the process group of the daemon this test started.
+        unsafe { libc::kill(-pid, libc::SIGTERM) };
+        let t0 = Instant::now();
+        // SAFETY: signal 0 only asks whether the pid exists.
+        while unsafe { libc::kill(pid, 0) } == 0 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above; whatever of the group is left.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+}
+
 /// `ipv6`: a dual-stack rig, nginx listening on `8080` and `[::]:8080`
 /// (an AF_INET and an IPv6-only socket on one port, both inherited by the
 /// workers), fetched over IPv6 and checked over IPv4.
@@ -87,6 +111,7 @@ fn nginx_master_and_workers(daemon: bool, shards: u32, ipv6: bool) {
     let args = ["nginx", "-p", rig.tmp.to_str().unwrap(), "-c", conf.to_str().unwrap()];
     let errlog = || format!("\nnginx error.log:\n{}", std::fs::read_to_string(rig.tmp.join("error.log")).unwrap_or_default());
     let mut fg = None;
+    let _reaper = DaemonReaper(rig.tmp.join("nginx.pid"));
     if daemon {
         // The command returns once the daemon runs (its parent exits right after forking).
         let (ok, out, err) = output(rig.shim_cmd(STEP, &args));
@@ -429,6 +454,59 @@ fn shim_a_server_that_forked_restarts_on_its_port_at_once() {
     let l = &stat["host"]["listeners"];
     assert_eq!(l["lingered"].as_u64(), Some(0), "no listener waited for a child that had already attached: {l}");
     srv.assert_running();
+}
+
+/// A parent listens, then (once `go` exists) forks a child that watches
+/// the inherited listener with poll and epoll for 1.5 s each and prints how
+/// many waits came back with events.
+const PY_FORK_WATCHER: &str = r#"
+import os, select, socket, sys, time
+port, go = int(sys.argv[1]), sys.argv[2]
+ls = socket.socket()
+ls.bind(("0.0.0.0", port))
+ls.listen(16)
+print("listening", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.02)
+pid = os.fork()
+if pid == 0:
+    p = select.poll()
+    p.register(ls, select.POLLIN)
+    woke, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < 1.5 and woke < 1000:
+        if p.poll(100):
+            woke += 1
+    ep = select.epoll()
+    ep.register(ls.fileno(), select.EPOLLIN)
+    ewoke, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < 1.5 and ewoke < 1000:
+        if ep.poll(0.1):
+            ewoke += 1
+    print("woke", woke, ewoke, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"#;
+
+/// A child forked while the engine is down cannot join the listener it
+/// inherits. Its copy must then stay quiet, as every engine socket does while
+/// the engine is gone, not poll ready for ever: nginx's workers forked so
+/// (a reload during an engine restart) took it as a connection, failed
+/// `accept` with EOPNOTSUPP, logged an alert and looked again, a CPU each,
+/// filling the disk with their error log (47 GB in 20 minutes).
+#[test]
+fn shim_a_listener_a_child_could_not_join_stays_quiet() {
+    if skip_unless_root("shim_a_listener_a_child_could_not_join_stays_quiet") {
+        return;
+    }
+    let mut rig = Rig::up("pyunjoined");
+    let go = rig.tmp.join("go");
+    let mut srv = rig.bg("fork-watcher", rig.shim_cmd(STEP, &[python3(), "-c", PY_FORK_WATCHER, "9104", go.to_str().unwrap()]));
+    srv.wait_log("listening");
+    rig.kill_engine();
+    std::fs::write(&go, b"").unwrap();
+    let (ok, text) = srv.wait(STEP);
+    let line = text.lines().find(|l| l.starts_with("woke")).unwrap_or_default();
+    assert!(ok && line.trim() == "woke 0 0", "poll and epoll on the listener the child could not join: {text}");
 }
 
 #[test]

@@ -160,6 +160,11 @@ pub struct Sock {
     /// already: from then on it is quiet (not ready, calls would block), so a
     /// server whose engine died does not spin on a socket that fails forever.
     pub gone_reported: bool,
+    /// Kind `Inherited` that was a listener in the parent: the child could
+    /// not join it (the engine down or refusing at `fork`). It is quiet,
+    /// never ready (its calls fail with EOPNOTSUPP): an event loop must not
+    /// spin on it, as it would on POLLERR|POLLHUP.
+    pub unjoined_listener: bool,
     pub shut_rd: bool,
     pub shut_wr: bool,
     /// A non-blocking connect's success was seen by a later connect() (Linux returns 0 once, then EISCONN).
@@ -215,6 +220,7 @@ impl Sock {
             so_error: 0,
             err_reported: false,
             gone_reported: false,
+            unjoined_listener: false,
             shut_rd: false,
             shut_wr: false,
             connect_confirmed: false,
@@ -243,6 +249,7 @@ impl Sock {
             Kind::Undecided => Kind::Undecided,
             _ => Kind::Inherited,
         };
+        s.unjoined_listener = matches!(old.kind, Kind::Listener(_));
         s.peer = old.peer;
         s.bound = old.bound;
         s.opts = old.opts;
@@ -582,6 +589,7 @@ impl Sock {
             // An unconnected TCP socket polls as POLLOUT|POLLHUP on Linux.
             Kind::Undecided | Kind::Bound if self.stream => wr | POLLHUP,
             Kind::Undecided | Kind::Bound => wr,
+            Kind::Inherited if self.unjoined_listener => 0,
             Kind::Inherited | Kind::InheritedStream { .. } => POLLERR | POLLHUP,
             Kind::Failed => wr | POLLERR | POLLHUP | rd,
             Kind::Connecting(_) => 0,

@@ -643,7 +643,8 @@ pub fn forget_after_fork(shim: &mut Shim) {
 /// if it never does (a `BGSAVE` child, nginx's cache manager). At once, not
 /// at first use: a daemon's parent exits right after `fork`, and its
 /// listeners linger only briefly for its children (`LINGER` in the engine).
-/// A listener that cannot be joined stays `Inherited` (its calls fail).
+/// A listener that cannot be joined stays `Inherited` (its calls fail; it is
+/// never ready: `Sock::unjoined_listener`).
 fn join_inherited(shim: &mut Shim, listeners: &[(RawFd, u64, u32)]) {
     let Some(board) = shim.board() else { return };
     let mut joined = 0;
