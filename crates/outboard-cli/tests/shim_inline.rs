@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use support::engine::{start_engine, stat_in, ChildGuard};
+use support::netns::skip_unless_root;
 use support::{output_within, python3, text, OUTBOARD};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -149,6 +150,30 @@ fn run_inline_refuses_impossible_flags_with_2() {
         assert_eq!(o.status.code(), Some(2), "outboard run {args:?}: {t}");
         assert!(t.contains(want), "outboard run {args:?} should mention {want:?}: {t}");
     }
+}
+
+/// `setpriv` drops privileges keeping capabilities thread by thread
+/// (PR_SET_KEEPCAPS, the uid change, `capset` of its own thread, then the gid
+/// change) and execs the program. glibc makes every thread of the process do
+/// each set*id call and aborts the process when one thread's result differs:
+/// an in-process engine started at the uid change (its threads without the
+/// capabilities `setpriv` set back on its own) made the gid change fail there,
+/// and the run ended in SIGABRT, without a word (`outboard run --inline --
+/// setpriv --reuid postgres … postgres`). No engine starts in such a drop.
+#[test]
+fn run_inline_through_setpriv_runs_the_program() {
+    if skip_unless_root("run_inline_through_setpriv_runs_the_program") {
+        return;
+    }
+    let o = Command::new(OUTBOARD)
+        .args(["run", "--inline", "--name", "setpriv-i", "--link", "fabric:setpriv-i", "--addr", "10.0.0.9/24", "--shim"])
+        .arg(support::inline_shim_lib())
+        .args(["--", "setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "sh", "-c", "echo ran as $(id -un)"])
+        .env("OUTBOARD_RUN_DIR", support::run_dir())
+        .output()
+        .expect("run outboard");
+    let t = text(&o);
+    assert!(o.status.success() && t.contains("ran as nobody"), "status {:?}: {t}", o.status);
 }
 
 #[test]

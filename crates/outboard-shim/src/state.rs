@@ -257,8 +257,21 @@ pub fn in_process_engine() -> bool {
 /// its control socket: started after the drop it could not, and every
 /// socket would stay with the kernel. A daemon engine is left alone: it
 /// admits the dropped user by its own rules (`--allow-user`).
+///
+/// Not in a drop that keeps capabilities thread by thread (`setpriv`,
+/// `capsh`: PR_SET_KEEPCAPS, the uid change, then `capset` of the calling
+/// thread only, then the gid change): glibc runs each set*id call in every
+/// thread of the process and aborts it when one thread's result differs, and
+/// the engine's threads, without the capabilities the calling thread set
+/// back, would fail the gid change (SIGABRT, without a word). Such a wrapper
+/// execs the program it drops for, which starts its own engine at its first
+/// socket if it still may open the link.
 pub fn before_credentials_change() {
     if !in_process_engine() || in_shim() {
+        return;
+    }
+    // SAFETY: PR_GET_KEEPCAPS only reads this thread's flag.
+    if unsafe { libc::prctl(libc::PR_GET_KEEPCAPS) } == 1 {
         return;
     }
     let _r = Reentry::enter();
