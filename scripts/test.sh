@@ -32,7 +32,7 @@ for pair in ip:iproute2 ethtool:ethtool ping:iputils-ping sysctl:procps setsid:u
     command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
 apt_install ${need_pkgs[@]+"${need_pkgs[@]}"}
-step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk, node, Java)"
+step "system packages for the socket-shim tests (curl, nginx, redis, memcached, iperf3, sockperf, wrk, node, Java, PostgreSQL)"
 # tests/shim_apps.rs, tests/shim_runtimes.rs and `outboard bench apps` run these unmodified programs
 # under the shim (and on the kernel). They run in the tests' namespaces; the
 # services the packages would start are kept from starting (policy-rc.d) and
@@ -41,9 +41,11 @@ app_pkgs=()
 for pair in curl:curl nginx:nginx-light redis-server:redis-server redis-benchmark:redis-tools \
             redis-cli:redis-tools memcached:memcached memcaslap:libmemcached-tools iperf3:iperf3 \
             sockperf:sockperf wrk:wrk node:nodejs java:default-jdk-headless javac:default-jdk-headless \
-            useradd:passwd; do
+            useradd:passwd pgbench:postgresql psql:postgresql-client; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || app_pkgs+=("${pair#*:}")
 done
+# The PostgreSQL server is not on PATH on Debian (/usr/lib/postgresql/VERSION/bin).
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || app_pkgs+=(postgresql)
 if [ "${#app_pkgs[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         made_policy=0
@@ -62,7 +64,7 @@ if [ "${#app_pkgs[@]}" -gt 0 ]; then
     fi
 fi
 if [ "$(id -u)" -eq 0 ]; then
-    for svc in nginx redis-server memcached iperf3; do
+    for svc in nginx redis-server memcached iperf3 postgresql; do
         if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
             systemctl stop "$svc" || true
         elif command -v service >/dev/null 2>&1; then
