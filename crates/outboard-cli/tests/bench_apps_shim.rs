@@ -1,8 +1,8 @@
 #![allow(clippy::disallowed_methods)] // wall-clock timeouts in a test harness
 //! `outboard bench apps --json --seconds 1` (root): unmodified servers under
 //! the socket shim and on the kernel, on one lab's veth pair. Checks that the
-//! JSON has the seven rows, each with positive outboard and kernel figures and
-//! their ratio. Without root: the bench refuses with exit 10.
+//! JSON has the nine rows (PostgreSQL's two with the engine daemon), each
+//! with positive outboard and kernel figures and their ratio. Without root: the bench refuses with exit 10.
 
 mod support;
 
@@ -33,7 +33,7 @@ fn bench_apps_reports_every_row_for_both_sides() {
     }
     let name = lab_name("bapps");
     let t0 = Instant::now();
-    // Bounded: 2 phases x 4 cases x (1 s + start-up); `timeout` stops a stuck
+    // Bounded: 2 phases x 6 cases x (1 s + start-up); `timeout` stops a stuck
     // run with SIGTERM first, so the bench tears its lab down on the way out.
     let o = Command::new("timeout")
         .args([
@@ -74,6 +74,8 @@ fn bench_apps_reports_every_row_for_both_sides() {
         ("sockperf TCP ping-pong p50", "us"),
         ("sockperf TCP ping-pong p99", "us"),
         ("sockperf TCP ping-pong p50, 1,000 messages/s", "us"),
+        ("PostgreSQL select-only", "tps"),
+        ("PostgreSQL a connection per transaction", "tps"),
     ];
     assert_eq!(rows.len(), want.len(), "{v}");
     for (row, (name, unit)) in rows.iter().zip(want) {

@@ -32,6 +32,7 @@
 
 mod support;
 #[path = "../src/bench/tools.rs"]
+#[allow(dead_code)] // the PostgreSQL helpers are shim_multiprocess.rs's
 mod tools;
 
 use std::fs::File;

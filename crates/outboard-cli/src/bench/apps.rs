@@ -27,7 +27,12 @@
 //!   `sockperf server --tcp` and `sockperf ping-pong --tcp -t S` (latency
 //!   p50 and p99 as sockperf reports it, half the round trip, µs), then
 //!   the same with `--mps 1000` (p50): a server that sleeps between
-//!   requests, as one with sporadic traffic does.
+//!   requests, as one with sporadic traffic does; PostgreSQL (as the
+//!   `postgres` user, the engine with `--allow-user postgres`; a cluster
+//!   made for the run, no fsync) and `pgbench -S -c 8 -j 2 -T S`
+//!   (select-only transactions/s), then `pgbench -S -C -c 2 -j 2 -T S` (a
+//!   new connection per transaction: the server forks a backend for each).
+//!   Not with `--inline`: a forked backend cannot share its parent's engine.
 //! - Ratio = outboard / kernel: above 1 is better for rates, below 1 is
 //!   better for latencies.
 //! - Placement: by default the scheduler puts every process. On a machine
@@ -64,6 +69,7 @@ const MEMCACHED_PORT: u16 = 11211;
 const NGINX_PORT: u16 = 8080;
 const IPERF_PORT: u16 = 5201;
 const SOCKPERF_PORT: u16 = 11111;
+const POSTGRES_PORT: u16 = 5432;
 /// The paced sockperf run's rate (messages per second): the server sleeps
 /// between requests, as one with sporadic traffic does.
 const PACED_MPS: u32 = 1000;
@@ -183,6 +189,9 @@ struct Figures {
     sockperf_p50_us: f64,
     sockperf_p99_us: f64,
     sockperf_paced_p50_us: f64,
+    /// PostgreSQL (engine daemon only: it forks a process per connection).
+    pg_select_tps: f64,
+    pg_connect_tps: f64,
 }
 
 // ---------------------------------------------------------------- entry
@@ -211,15 +220,20 @@ pub fn main(a: &AppsArgs) -> ExitCode {
         ("iperf3", "iperf3"),
         ("sockperf", "sockperf"),
         ("bash", "bash"),
+        ("pgbench", "postgresql-client"),
+        ("setpriv", "util-linux"),
     ];
     if pins.server.is_some() || pins.client.is_some() {
         tools.push(("taskset", "util-linux"));
     }
-    let missing: Vec<String> = tools
+    let mut missing: Vec<String> = tools
         .iter()
         .filter(|(p, _)| !on_path(p))
         .map(|(p, pkg)| format!("{p} (package {pkg})"))
         .collect();
+    if !a.inline && tools::postgres_bin_dir().is_none() {
+        missing.push("/usr/lib/postgresql/*/bin/postgres (package postgresql)".into());
+    }
     if !missing.is_empty() {
         eprintln!("outboard bench apps: missing programs: {}; install them with apt-get (scripts/test.sh does)", missing.join(", "));
         return ExitCode::from(11);
@@ -306,7 +320,8 @@ fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) 
     } else {
         let name = format!("bench-apps-{}", std::process::id());
         let core = pins.engine.map(|c| c.to_string());
-        let mut extra = vec!["--allow-user", "nobody"];
+        // memcached drops to nobody; PostgreSQL runs as postgres.
+        let mut extra = vec!["--allow-user", "nobody,postgres"];
         if let Some(c) = core.as_deref() {
             extra.extend(["--cores", c]);
         }
@@ -409,6 +424,11 @@ fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) 
             theirs.sockperf_paced_p50_us,
         ),
     ];
+    let mut rows = rows;
+    if !a.inline {
+        rows.push(row("PostgreSQL select-only (pgbench -S -c 8)", "tps", ours.pg_select_tps, theirs.pg_select_tps));
+        rows.push(row("PostgreSQL a connection per transaction (-C -c 2)", "tps", ours.pg_connect_tps, theirs.pg_connect_tps));
+    }
     if !errors.is_empty() {
         let measured: Vec<String> = rows
             .iter()
@@ -639,6 +659,37 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
         srv.check_alive()?;
         Ok(())
     })?;
+
+    // PostgreSQL as its users run it: the postgres user, a backend forked
+    // per connection. Not with the engine inside the server: a forked
+    // backend cannot share its parent's engine.
+    if s.inline.is_none() {
+        case(&mut errors, "postgres", || {
+            let bin = tools::postgres_bin_dir().ok_or("no /usr/lib/postgresql/*/bin/postgres (package postgresql)")?;
+            // The postgres user reaches its data directory.
+            for d in [s.tmp.parent(), Some(s.tmp.as_path())].into_iter().flatten() {
+                let _ = Command::new("chmod").arg("755").arg(d).status();
+            }
+            let cmd = tools::postgres_cluster(&bin, &s.tmp.join("pgdata"), POSTGRES_PORT, "0.0.0.0/0")?;
+            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let mut srv = s.server("postgres", &cmd, limit * 4)?;
+            s.wait_tcp(&ip, POSTGRES_PORT, &mut srv)?;
+            let pgbench = |args: &[&str]| -> Result<(String, String), String> {
+                let mut a = vec!["pgbench", "-h", ip.as_str(), "-p", "5432", "-U", "postgres"];
+                a.extend(args);
+                a.push("postgres");
+                s.client(&a, limit)
+            };
+            pgbench(&["-i", "-s", "1", "-q"]).map_err(|e| srv.with_log(e))?;
+            let secs = s.secs.to_string();
+            let (out, err) = pgbench(&["-S", "-c", "8", "-j", "2", "-T", &secs]).map_err(|e| srv.with_log(e))?;
+            f.pg_select_tps = tools::pgbench(&out, &err).map_err(|e| srv.with_log(e))?;
+            let (out, err) = pgbench(&["-S", "-C", "-c", "2", "-j", "2", "-T", &secs]).map_err(|e| srv.with_log(e))?;
+            f.pg_connect_tps = tools::pgbench(&out, &err).map_err(|e| srv.with_log(e))?;
+            srv.check_alive()?;
+            Ok(())
+        })?;
+    }
     Ok((f, errors))
 }
 

@@ -1,8 +1,10 @@
 //! What `outboard bench apps` and the shim's application tests
 //! (`tests/shim_apps.rs`) read from the unmodified tools they drive — wrk,
-//! redis-benchmark, iperf3 and sockperf — and the nginx configuration both
-//! run. Pure functions of text, with no I/O but `nginx_conf`'s one write:
-//! the tests include this file by path, since the CLI is a binary crate.
+//! redis-benchmark, iperf3, sockperf and pgbench — and the nginx
+//! configuration and PostgreSQL cluster both run. Pure functions of text,
+//! with no I/O but `nginx_conf`'s one write and `postgres_cluster`'s
+//! `initdb`: the tests include this file by path, since the CLI is a binary
+//! crate.
 //! A report that shows any error, or measured nothing, is an `Err` naming
 //! the tool and quoting its output.
 
@@ -185,9 +187,85 @@ pub fn nginx_conf(dir: &Path, port: u16) -> Result<PathBuf, String> {
     Ok(p)
 }
 
+/// pgbench's transactions per second; fails on a failed transaction, an
+/// error, or no rate.
+pub fn pgbench(out: &str, err: &str) -> Result<f64, String> {
+    if !out.contains("number of failed transactions: 0 ") || err.contains("error") {
+        return Err(format!("pgbench saw errors:\n{out}\n{err}"));
+    }
+    out.lines()
+        .find_map(|l| l.strip_prefix("tps = "))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|t| *t > 0.0)
+        .ok_or_else(|| format!("pgbench reported no rate:\n{out}\n{err}"))
+}
+
+/// The PostgreSQL server's directory, the newest there is (Debian's
+/// `postgresql` package puts it in `/usr/lib/postgresql/VERSION/bin`, not on
+/// PATH).
+pub fn postgres_bin_dir() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("postgres").is_file() && b.join("initdb").is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// A new PostgreSQL cluster in `data` (created and given to the `postgres`
+/// user, `initdb` run as that user): listening on every address at `port`,
+/// its socket in `data`, trusting clients from `clients` (a CIDR), with no
+/// fsync (a benchmark of the network path, not of the disk). Returns the
+/// command line that serves it in the foreground as `postgres` (`setpriv`:
+/// the server refuses to run as root).
+pub fn postgres_cluster(bin: &Path, data: &Path, port: u16, clients: &str) -> Result<Vec<String>, String> {
+    let run = |what: &str, c: &mut std::process::Command| -> Result<(), String> {
+        let o = c.output().map_err(|e| format!("{what}: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what}: {}\n{}{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+        }
+    };
+    std::fs::create_dir_all(data).map_err(|e| format!("create {}: {e}", data.display()))?;
+    run("chown the data directory to postgres", std::process::Command::new("chown").arg("postgres:postgres").arg(data))?;
+    let as_postgres = ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--init-groups"];
+    run(
+        "initdb",
+        std::process::Command::new("timeout").arg("120").args(as_postgres).arg(bin.join("initdb")).arg("-D").arg(data).args([
+            "-A", "trust", "-U", "postgres", "--no-sync",
+        ]),
+    )?;
+    let conf = data.join("postgresql.conf");
+    let mut text = std::fs::read_to_string(&conf).map_err(|e| format!("read {}: {e}", conf.display()))?;
+    text.push_str(&format!(
+        "\nlisten_addresses = '*'\nport = {port}\nunix_socket_directories = '{}'\nmax_connections = 40\n\
+         shared_buffers = 16MB\nfsync = off\nsynchronous_commit = off\n",
+        data.display()
+    ));
+    std::fs::write(&conf, text).map_err(|e| format!("write {}: {e}", conf.display()))?;
+    let hba = data.join("pg_hba.conf");
+    std::fs::write(&hba, format!("local all all trust\nhost all all {clients} trust\n")).map_err(|e| format!("write {}: {e}", hba.display()))?;
+    let mut cmd: Vec<String> = as_postgres.map(String::from).to_vec();
+    cmd.extend([bin.join("postgres").display().to_string(), "-D".into(), data.display().to_string()]);
+    Ok(cmd)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pgbench_report() {
+        let pb = "transaction type: <builtin: select only>\nnumber of transactions actually processed: 102847\nnumber of failed transactions: 0 (0.000%)\nlatency average = 0.155 ms\ninitial connection time = 14.097 ms\ntps = 51923.324642 (without initial connection time)\n";
+        assert_eq!(pgbench(pb, ""), Ok(51923.324642));
+        assert!(pgbench(&pb.replace("failed transactions: 0 ", "failed transactions: 3 "), "").is_err());
+        assert!(pgbench(pb, "pgbench: error: connection to server failed").is_err());
+        assert!(pgbench("number of failed transactions: 0 (0.000%)\n", "").is_err());
+    }
 
     #[test]
     fn memcaslap_report() {
