@@ -83,7 +83,10 @@ impl EmbeddedEngine {
                 let mut engine = match Engine::start(&settings) {
                     Ok(e) => e,
                     Err(e) => {
-                        let _ = tx.send(Err(format!("{e} ({})", e.hint())));
+                        let _ = tx.send(Err(match e.hint() {
+                            "" => e.to_string(),
+                            hint => format!("{e} ({hint})"),
+                        }));
                         return;
                     }
                 };

@@ -107,8 +107,13 @@ impl ControlServer {
         std::fs::create_dir_all(&dir).map_err(|e| ControlError::Io(dir.clone(), e))?;
         let path = dir.join(format!("{name}.sock"));
         if path.exists() {
-            if UnixStream::connect(&path).is_ok() {
-                return Err(ControlError::NameTaken(path));
+            match UnixStream::connect(&path) {
+                Ok(_) => return Err(ControlError::NameTaken(path)),
+                // Another user's socket: its engine may well be alive, and
+                // this user could not remove the file anyway (binding would
+                // say "address in use", naming no one).
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(ControlError::NameTaken(path)),
+                Err(_) => {}
             }
             // Left by an engine that died: take it over.
             let _ = std::fs::remove_file(&path);

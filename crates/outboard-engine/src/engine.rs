@@ -309,6 +309,9 @@ impl EngineError {
             EngineError::Link(LinkError::XdpUnsupported(_)) => "use --link af_packet:IFACE on this interface",
             EngineError::Link(LinkError::FabricTaken(_)) => "use another fabric name, or stop engines on it",
             EngineError::Control(ControlError::NameTaken(_)) => "give this engine another --name",
+            EngineError::Control(ControlError::Io(_, e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                "the run directory is not this user's: start the engine as root, or set OUTBOARD_RUN_DIR to a directory this user may write"
+            }
             EngineError::Service(_) => "choose other ports with --services NAME:PORT",
             EngineError::Link(LinkError::Busy(_)) => {
                 "one engine per interface: stop the other engine (or program), or give this one another interface"

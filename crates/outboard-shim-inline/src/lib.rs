@@ -112,10 +112,12 @@ fn board(opts: &AttachOptions) -> Result<Board, Error> {
     let settings = from_env().as_ref().map_err(|e| Error::Attach(e.clone()))?;
     set_engine_log_level();
     let engine = if DRIVE.load(Ordering::Relaxed) {
-        EmbeddedEngine::start_shared(settings.clone(), outboard_shim::state::mark_thread_internal)?
+        EmbeddedEngine::start_shared(settings.clone(), outboard_shim::state::mark_thread_internal)
     } else {
-        EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)?
+        EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)
     };
+    // SAFETY: geteuid cannot fail.
+    let engine = engine.map_err(|e| unprivileged(e, unsafe { libc::geteuid() }))?;
     let b = engine.attach(opts)?;
     if let Some(d) = engine.driver() {
         outboard_shim::wait::set_driver(d);
@@ -124,6 +126,20 @@ fn board(opts: &AttachOptions) -> Result<Board, Error> {
     // SAFETY: registers a plain extern "C" function, once per process that starts an engine.
     unsafe { libc::atexit(at_exit) };
     Ok(b)
+}
+
+/// An engine that could not start in a process that is not root: the
+/// error says when an in-process engine starts and what it needs then, and
+/// which programs cannot have one.
+fn unprivileged(e: Error, euid: u32) -> Error {
+    match e {
+        Error::Attach(m) if euid != 0 => Error::Attach(format!(
+            "{m}; this process runs as uid {euid}: an in-process engine starts at the program's first socket, or just before \
+             it drops privileges, and needs the link's privileges then (a program that drops them and then forks, as \
+             `memcached -d -u USER`, or one started through a wrapper that stays alive, as `su`, uses an engine daemon)"
+        )),
+        e => e,
+    }
 }
 
 /// Whether the program's waiting threads run the engine's turns
@@ -208,6 +224,15 @@ mod tests {
         assert_eq!(s.gateway, Some(Ipv4Addr::new(10, 9, 0, 1)));
         assert_eq!(s.mtu, Some(1400));
         assert!(s.control && s.shards == 1 && s.services.is_empty());
+    }
+
+    #[test]
+    fn an_engine_that_cannot_start_unprivileged_says_who_may_have_one() {
+        let e = unprivileged(Error::Attach("control socket /run/outboard/x.sock: Permission denied".into()), 65534);
+        let Error::Attach(m) = e else { panic!("{e:?}") };
+        assert!(m.starts_with("control socket") && m.contains("uid 65534") && m.contains("engine daemon"), "{m}");
+        let Error::Attach(m) = unprivileged(Error::Attach("no such interface".into()), 0) else { panic!() };
+        assert_eq!(m, "no such interface", "root is told nothing more");
     }
 
     #[test]
