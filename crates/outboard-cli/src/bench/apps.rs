@@ -380,7 +380,7 @@ fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) 
         kernel: k,
         ratio: if k > 0.0 { o / k } else { 0.0 },
     };
-    let rows = vec![
+    let mut rows = vec![
         row(
             "redis GET (redis-benchmark -c 50)",
             "requests/s",
@@ -424,7 +424,6 @@ fn run(lab: &Lab, a: &AppsArgs, pins: Pins, shim: &Path, tmp: &Path, secs: u64) 
             theirs.sockperf_paced_p50_us,
         ),
     ];
-    let mut rows = rows;
     if !a.inline {
         rows.push(row("PostgreSQL select-only (pgbench -S -c 8)", "tps", ours.pg_select_tps, theirs.pg_select_tps));
         rows.push(row("PostgreSQL a connection per transaction (-C -c 2)", "tps", ours.pg_connect_tps, theirs.pg_connect_tps));
@@ -674,8 +673,9 @@ fn measure(s: &Side) -> Result<(Figures, Vec<String>), String> {
             let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
             let mut srv = s.server("postgres", &cmd, limit * 4)?;
             s.wait_tcp(&ip, POSTGRES_PORT, &mut srv)?;
+            let port = POSTGRES_PORT.to_string();
             let pgbench = |args: &[&str]| -> Result<(String, String), String> {
-                let mut a = vec!["pgbench", "-h", ip.as_str(), "-p", "5432", "-U", "postgres"];
+                let mut a = vec!["pgbench", "-h", ip.as_str(), "-p", port.as_str(), "-U", "postgres"];
                 a.extend(args);
                 a.push("postgres");
                 s.client(&a, limit)
