@@ -51,6 +51,12 @@ pub struct Producer<T: Pod> {
     tail: u32,
     /// Slots reserved by `begin_put` and not yet published.
     reserved: u32,
+    /// Slots known free at our last look at the consumer's head, less those
+    /// reserved since. `begin_put` reads the head (a line the consumer
+    /// writes at every release: a cache miss when it runs on another core)
+    /// only when this runs out. The head only moves forward, so the count
+    /// is a safe lower bound on the room.
+    room: u32,
     _t: PhantomData<T>,
 }
 
@@ -97,7 +103,7 @@ impl<T: Pod> Producer<T> {
     /// going on from the old engine's `position`.
     pub fn with_start(map: Arc<Mapping>, offset: usize, capacity: u32, start: u32) -> Producer<T> {
         check_ring::<T>(&map, offset, capacity);
-        Producer { map, offset, capacity, tail: start, reserved: 0, _t: PhantomData }
+        Producer { map, offset, capacity, tail: start, reserved: 0, room: 0, _t: PhantomData }
     }
     pub fn capacity(&self) -> u32 {
         self.capacity
@@ -114,9 +120,13 @@ impl<T: Pod> Producer<T> {
     /// Reserves the next slot and writes `record` into it (not yet visible).
     /// Ok(false) when the ring is full.
     pub fn begin_put(&mut self, record: T) -> Result<bool, RingError> {
-        if self.free()? == 0 {
-            return Ok(false);
+        if self.room == 0 {
+            self.room = self.free()?;
+            if self.room == 0 {
+                return Ok(false);
+            }
         }
+        self.room -= 1;
         let slot = self.tail.wrapping_add(self.reserved) & (self.capacity - 1);
         self.map.write(record_offset::<T>(self.offset, slot), record);
         self.reserved += 1;
