@@ -101,6 +101,11 @@ fn bench_latency_json_both_modes() {
         positive(&v, "floor.cache_line_round_trip_us");
         let cpus = v["floor"]["cpus"].as_array().map_or(0, |c| c.len());
         assert_eq!(cpus, 2, "{v}");
+        // The board rings' round trip, where measured, cannot beat the line's.
+        if let Some(ring) = v["floor"]["board_ring_round_trip_us"].as_f64() {
+            let line = v["floor"]["cache_line_round_trip_us"].as_f64().unwrap_or(f64::MAX);
+            assert!(ring > 0.0 && ring >= line * 0.5, "board ring round trip {ring} us against the line's {line}: {v}");
+        }
     }
     // Without --breakdown nothing is traced, so there is no hop table to show.
     assert!(v["breakdown"].is_null(), "no breakdown unless asked: {v}");

@@ -50,23 +50,94 @@ pub fn cache_line_round_trip() -> Option<(f64, [usize; 2])> {
 
 /// As [`cache_line_round_trip`], giving up after `limit` instead of `LIMIT`.
 pub fn cache_line_round_trip_within(limit: Duration) -> Option<(f64, [usize; 2])> {
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let l2 = line.clone();
+    let echo = move || {
+        let v = l2.0.load(Ordering::Acquire);
+        // Odd: a ping not yet answered (the answer, the next even number,
+        // stays in the line until the next ping).
+        if v & 1 == 1 {
+            l2.0.store(v + 1, Ordering::Release);
+            return true;
+        }
+        false
+    };
+    let mut v = 0u64;
+    let ping = move |send: bool| {
+        if send {
+            v += 1;
+            line.0.store(v, Ordering::Release);
+            v += 1;
+            return true;
+        }
+        line.0.load(Ordering::Acquire) == v
+    };
+    pinned_round_trip(limit, echo, ping)
+}
+
+/// The median round trip of a 64-byte command through two board rings
+/// (`outboard_board::ring`, one each way) between the same two pinned
+/// cores, in µs: what an application and an engine on two cores pay, at
+/// the least, to hand a request over and get an answer back. Beside the
+/// cache line's round trip it shows what the rings' own protocol costs
+/// (their index and record lines). None where it cannot be measured.
+pub fn board_ring_round_trip() -> Option<(f64, [usize; 2])> {
+    use outboard_board::proto::Command;
+    use outboard_board::ring::{ring_bytes, Consumer, Producer};
+    const CAPACITY: u32 = 256;
+    let bytes = ring_bytes::<Command>(CAPACITY);
+    let map = Arc::new(outboard_board::shm::Mapping::anonymous_shared(2 * bytes).ok()?);
+    let (mut asks, mut answers) = (Producer::<Command>::new(map.clone(), 0, CAPACITY), Consumer::<Command>::new(map.clone(), bytes, CAPACITY));
+    let (mut takes, mut gives) = (Consumer::<Command>::new(map.clone(), 0, CAPACITY), Producer::<Command>::new(map, bytes, CAPACITY));
+    let echo = move || {
+        // A ring error (none is possible here: no one else writes them)
+        // leaves the ping unanswered; the pinger then gives up at its limit.
+        let Ok(Some(c)) = takes.begin_get() else { return false };
+        takes.end_get();
+        if gives.begin_put(c).unwrap_or(false) {
+            gives.end_put();
+        }
+        true
+    };
+    let mut i = 0u64;
+    let ping = move |send: bool| {
+        if send {
+            i += 1;
+            let ok = asks.begin_put(Command { op: 1, a: i, ..Command::default() }).unwrap_or(false);
+            asks.end_put();
+            return ok;
+        }
+        match answers.begin_get() {
+            Ok(Some(_)) => {
+                answers.end_get();
+                true
+            }
+            _ => false,
+        }
+    };
+    pinned_round_trip(LIMIT, echo, ping)
+}
+
+/// Runs `echo` (one poll: answer a ping if one is there, true if it did) on one pinned
+/// thread and `ping` (`ping(true)` sends the next ping, false when it
+/// cannot; `ping(false)` polls once for its answer) on another, and returns
+/// the median batch's mean round trip in µs and the two CPUs.
+fn pinned_round_trip(
+    limit: Duration,
+    mut echo: impl FnMut() -> bool + Send + 'static,
+    mut ping: impl FnMut(bool) -> bool + Send + 'static,
+) -> Option<(f64, [usize; 2])> {
     let cpus = outboard_engine::cpu::allowed();
     let (a, b) = (*cpus.first()?, *cpus.get(1)?);
-    let line = Arc::new(Line(AtomicU64::new(0)));
     let stop = Arc::new(AtomicBool::new(false));
-    let (l2, s2) = (line.clone(), stop.clone());
+    let s2 = stop.clone();
     let echo = std::thread::spawn(move || -> bool {
         if outboard_engine::cpu::pin_current_thread(b).is_err() {
             s2.store(true, Ordering::Relaxed);
             return false;
         }
         while !s2.load(Ordering::Relaxed) {
-            let v = l2.0.load(Ordering::Acquire);
-            // Odd: a ping not yet answered (the answer, the next even
-            // number, stays in the line until the next ping).
-            if v & 1 == 1 {
-                l2.0.store(v + 1, Ordering::Release);
-            } else {
+            if !echo() {
                 std::hint::spin_loop();
             }
         }
@@ -79,14 +150,13 @@ pub fn cache_line_round_trip_within(limit: Duration) -> Option<(f64, [usize; 2])
             return batches;
         }
         let deadline = Instant::now() + limit;
-        let mut v = 0u64;
-        let mut ping = |n: u64| -> bool {
+        let mut round_trips = |n: u64| -> bool {
             for _ in 0..n {
-                v += 1;
-                line.0.store(v, Ordering::Release);
-                v += 1;
+                if !ping(true) {
+                    return false;
+                }
                 let mut polls = 0u32;
-                while line.0.load(Ordering::Acquire) != v {
+                while !ping(false) {
                     polls = polls.wrapping_add(1);
                     if s3.load(Ordering::Relaxed) || (polls.is_multiple_of(CLOCK_EVERY) && Instant::now() >= deadline) {
                         return false;
@@ -96,10 +166,10 @@ pub fn cache_line_round_trip_within(limit: Duration) -> Option<(f64, [usize; 2])
             }
             true
         };
-        let mut ok = ping(WARMUP);
+        let mut ok = round_trips(WARMUP);
         while ok && (batches.len() as u64) < ROUND_TRIPS / BATCH && Instant::now() < deadline {
             let t = Instant::now();
-            ok = ping(BATCH);
+            ok = round_trips(BATCH);
             if ok {
                 batches.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
             }

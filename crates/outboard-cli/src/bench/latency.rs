@@ -40,7 +40,10 @@
 //! - **Floor** (`floor` in the JSON, a line under the headline): before any
 //!   case, one cache line's round trip between two pinned cores
 //!   (`bench::floor`), the least any cross-core round trip costs on this
-//!   machine; printed as ours and the goal in multiples of it.
+//!   machine; printed as ours and the goal in multiples of it. Beside it,
+//!   a 64-byte command's round trip through two board rings between the
+//!   same cores (`board_ring_round_trip_us`): the hand-over between an
+//!   application and an engine on two cores, at the least.
 //!
 //! Engines and peers are stopped (SIGTERM, grace, SIGKILL, reaped) on every
 //! path out, Ctrl-C included. Exit codes: 0 done; 1 a case failed (its
@@ -206,6 +209,11 @@ pub struct LatencyReport {
 pub struct Floor {
     pub cache_line_round_trip_us: f64,
     pub cpus: [usize; 2],
+    /// A 64-byte command's round trip through two board rings between the
+    /// same CPUs (`bench::floor::board_ring_round_trip`): the hand-over an
+    /// application and an engine on two cores pay at the least. None when
+    /// it could not be measured.
+    pub board_ring_round_trip_us: Option<f64>,
 }
 
 /// `outboard bench latency`.
@@ -328,8 +336,11 @@ fn run(a: &LatencyArgs, place: Option<Placement>) -> Result<LatencyReport, Strin
     let mut run = RunDir::new("latency")?;
     run.trace_hops = a.breakdown;
     // First, while nothing else of ours runs.
-    let floor = super::floor::cache_line_round_trip()
-        .map(|(us, cpus)| Floor { cache_line_round_trip_us: us, cpus });
+    let floor = super::floor::cache_line_round_trip().map(|(us, cpus)| Floor {
+        cache_line_round_trip_us: us,
+        cpus,
+        board_ring_round_trip_us: super::floor::board_ring_round_trip().map(|(ring, _)| ring),
+    });
     // With --breakdown: (mode, client side's log names, server side's), analysed
     // once every traced process has exited and written its records.
     let mut traced: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
@@ -564,6 +575,13 @@ pub fn print_table(r: &LatencyReport) {
             goal_us,
             ratio(goal_us, f.cache_line_round_trip_us)
         );
+        if let Some(ring) = f.board_ring_round_trip_us {
+            println!(
+                "board rings: a 64-byte command's round trip through two board rings between the same CPUs takes {:.2} us ({:.1}x the floor), the least an application and an engine on two cores pay to hand over a request and its answer",
+                ring,
+                ratio(ring, f.cache_line_round_trip_us)
+            );
+        }
     }
     if r.floor.is_none() {
         println!("floor: not measured (fewer than two CPUs, or two pinned threads could not run at once within 100 ms)");
