@@ -15,8 +15,9 @@
 //!
 //! Short and bounded, because two pinned spinning threads take both cores
 //! of a small machine from whatever else runs there (other benchmarks, a
-//! test suite): about 6 ms on an idle 2-vCPU VM, and never more than
-//! `LIMIT`, warm-up included. The pinger looks at the clock every
+//! test suite): about 6 ms on an idle 2-vCPU VM (20 ms for the board
+//! rings' round trip, `board_ring_round_trip`, measured the same way), and
+//! never more than `LIMIT` each, warm-up included. The pinger looks at the clock every
 //! `CLOCK_EVERY` polls of an answer, not at each (a clock read costs a
 //! sixth of the round trip it measures). A busy machine, where the two
 //! threads rarely run at once, gives up at `LIMIT` with fewer than
