@@ -107,13 +107,16 @@ impl ControlServer {
         std::fs::create_dir_all(&dir).map_err(|e| ControlError::Io(dir.clone(), e))?;
         let path = dir.join(format!("{name}.sock"));
         if path.exists() {
-            match UnixStream::connect(&path) {
-                Ok(_) => return Err(ControlError::NameTaken(path)),
-                // Another user's socket: its engine may well be alive, and
-                // this user could not remove the file anyway (binding would
-                // say "address in use", naming no one).
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(ControlError::NameTaken(path)),
-                Err(_) => {}
+            // Taken when an engine answers there, or when the socket is
+            // another user's: its engine may well be alive, and this user
+            // could not remove the file anyway (binding would say "address
+            // in use", naming no one).
+            let taken = match UnixStream::connect(&path) {
+                Ok(_) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+            };
+            if taken {
+                return Err(ControlError::NameTaken(path));
             }
             // Left by an engine that died: take it over.
             let _ = std::fs::remove_file(&path);

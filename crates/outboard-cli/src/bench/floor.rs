@@ -93,28 +93,17 @@ pub fn board_ring_round_trip() -> Option<(f64, [usize; 2])> {
     let echo = move || {
         // A ring error (none is possible here: no one else writes them)
         // leaves the ping unanswered; the pinger then gives up at its limit.
-        let Ok(Some(c)) = takes.begin_get() else { return false };
-        takes.end_get();
-        if gives.begin_put(c).unwrap_or(false) {
-            gives.end_put();
-        }
+        let Ok(Some(c)) = takes.get() else { return false };
+        let _ = gives.put(c);
         true
     };
     let mut i = 0u64;
     let ping = move |send: bool| {
         if send {
             i += 1;
-            let ok = asks.begin_put(Command { op: 1, a: i, ..Command::default() }).unwrap_or(false);
-            asks.end_put();
-            return ok;
+            return asks.put(Command { op: 1, a: i, ..Command::default() }).unwrap_or(false);
         }
-        match answers.begin_get() {
-            Ok(Some(_)) => {
-                answers.end_get();
-                true
-            }
-            _ => false,
-        }
+        matches!(answers.get(), Ok(Some(_)))
     };
     pinned_round_trip(LIMIT, echo, ping)
 }
