@@ -55,14 +55,28 @@ impl Condition {
     /// Wakes every sleeper (a futex call only if someone sleeps). Returns
     /// whether the kernel was called.
     pub fn signal(&self) -> bool {
+        let sleepers = self.bump();
+        if sleepers {
+            self.wake_sleepers();
+        }
+        sleepers
+    }
+    /// `signal`'s first half: moves the word (a waiter that has not slept
+    /// yet sees it and does not sleep) and says whether a sleeper is
+    /// announced, which `wake_sleepers` must then wake. The engine shared
+    /// with the program's threads wakes them only after it lets the engine
+    /// go (`outboard-embedded`'s `shared`): a thread woken while the engine
+    /// is held often preempts the holder on its core and then finds the
+    /// engine taken.
+    pub fn bump(&self) -> bool {
         self.seq().fetch_add(1, Ordering::SeqCst);
         // SeqCst pairs with the waiter's increment + fence: either it sees
         // the new seq, or we see it announced.
-        if self.waiters_word().load(Ordering::SeqCst) == 0 {
-            return false;
-        }
+        self.waiters_word().load(Ordering::SeqCst) != 0
+    }
+    /// Wakes every thread asleep on the word (after `bump` said one is).
+    pub fn wake_sleepers(&self) {
         futex::wake(self.seq(), u32::MAX);
-        true
     }
     /// Waits until the word differs from `seen`: spins `spin` first, then
     /// sleeps, at most `timeout` in all.

@@ -58,6 +58,15 @@
 //!   waits again. Without the yield the two took turns at one core, each
 //!   spinning while the other waited for it (sockperf at 1,000 requests/s:
 //!   about 50 µs each way per request).
+//! - **Wake-ups after the engine is let go.** A turn publishes its events
+//!   (the board's news word moves) but leaves the futex wakes and eventfd
+//!   writes to whoever ran it, issued once the engine's lock is dropped
+//!   (`Engine::defer_wakes`, `OwedWakes`). The woken thread is most often
+//!   put on the waker's core and preempts it at once; woken in the middle
+//!   of the engine thread's turn it read its request, answered, and found
+//!   the engine held by the preempted thread, so the answer waited until
+//!   its own spin ended (sockperf at 1,000 requests/s on the 2-vCPU AMD VM:
+//!   the reply left after the server's 50-70 µs spin in most requests).
 //! - **The engine thread sleeps holding the engine** (its sleep is the
 //!   engine's own: the link, the boards' doorbells, the next deadline).
 //!   Meanwhile a command rings the doorbell as with a daemon. A driver
@@ -75,6 +84,7 @@ use outboard_api::{Error, Result, SharedDriver};
 use outboard_board::futex;
 use outboard_engine::clock;
 use outboard_engine::engine::Engine;
+use outboard_engine::host::OwedWakes;
 use outboard_engine::shard::{Waker, MAX_SLEEP, SPIN};
 use outboard_time::Instant;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -122,6 +132,8 @@ pub struct Shared {
 impl Shared {
     pub fn new(mut engine: Engine) -> Shared {
         let waker = engine.shard_mut().waker().ok();
+        // Whoever runs a turn wakes the program's threads after letting the engine go.
+        engine.defer_wakes();
         Shared {
             waker,
             engine_thread_sleeps: AtomicBool::new(false),
@@ -150,6 +162,7 @@ impl Shared {
         let mut app_asleep = false;
         // Idle turns spun after work (see `YIELD_EVERY_IDLE_TURNS`).
         let mut idle_spins = 0u32;
+        let mut owed = OwedWakes::default();
         loop {
             if stop.load(Ordering::Relaxed) || self.failed.load(Ordering::SeqCst) {
                 break;
@@ -177,8 +190,11 @@ impl Shared {
             }
             self.pending.store(false, Ordering::SeqCst);
             let Ok(work) = e.turn() else { break };
-            if work || self.pending.load(Ordering::SeqCst) {
+            e.take_owed_wakes(&mut owed);
+            if work || self.pending.load(Ordering::SeqCst) || !owed.is_empty() {
                 idle_since = None;
+                drop(g);
+                owed.issue();
                 continue;
             }
             let now = clock::now();
@@ -240,12 +256,15 @@ impl SharedDriver for Shared {
             // A panic in the engine must not unwind into the program's
             // thread (through the shim's C entry points it would abort the
             // program): the engine is gone then, as when its own thread dies.
+            let mut owed = OwedWakes::default();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let r = e.turn();
                 e.shard_mut().count_app_turn();
+                e.take_owed_wakes(&mut owed);
                 r
             }));
             drop(g);
+            owed.issue();
             self.driven.fetch_add(1, Ordering::Relaxed);
             match r {
                 Ok(Ok(w)) => (ran, work) = (true, work || w),

@@ -188,6 +188,11 @@ impl Apps {
         self.list.iter().find_map(|a| a.as_any().downcast_ref::<A>())
     }
 
+    /// The first app of type `A`, to change.
+    pub fn get_mut<A: ShardApp>(&mut self) -> Option<&mut A> {
+        self.list.iter_mut().find_map(|a| a.as_any_mut().downcast_mut::<A>())
+    }
+
     /// Runs `f` on the first app of type `A` with its context.
     pub fn with<A: ShardApp, R>(&mut self, stack: &mut Stack, now: Instant, f: impl FnOnce(&mut A, &mut AppCx<'_>) -> R) -> Option<R> {
         let (id, app) = self.list.iter_mut().enumerate().find_map(|(i, a)| Some((i, a.as_any_mut().downcast_mut::<A>()?)))?;

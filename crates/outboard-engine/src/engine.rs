@@ -775,6 +775,26 @@ impl Engine {
         Ok(work)
     }
 
+    /// The boards' wake-ups are owed by each turn, not issued in it, until
+    /// taken with [`Engine::take_owed_wakes`] (for an engine whose turns
+    /// run holding a lock the woken threads need; `host::OwedWakes`).
+    pub fn defer_wakes(&mut self) {
+        for s in &mut self.shards {
+            if let Some(h) = s.apps.get_mut::<crate::host::Host>() {
+                h.defer_wakes();
+            }
+        }
+    }
+
+    /// Moves the wake-ups the turns owe into `into`, to issue with the engine let go.
+    pub fn take_owed_wakes(&mut self, into: &mut crate::host::OwedWakes) {
+        for s in &mut self.shards {
+            if let Some(h) = s.apps.get_mut::<crate::host::Host>() {
+                h.take_owed_wakes(into);
+            }
+        }
+    }
+
     /// Sleeps as an idle shard does (until a frame, a deadline, a command), at most `longest`.
     /// With several shards driven from one thread, only shard 0's link is
     /// slept on, so the sleep is cut to 1 ms.

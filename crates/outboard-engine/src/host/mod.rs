@@ -17,11 +17,13 @@ pub mod handover;
 #[doc(hidden)]
 pub mod hostile;
 pub mod listeners;
+mod owed;
 mod region;
 mod session;
 pub mod takeover;
 
 pub use attach::{board_socket_path, ring_eventfd, TakenAttach, AttachError, AttachInbox, AttachServer, BoardLimits, Ipv6Facts, LocalAttacher, NewSession};
+pub use owed::OwedWakes;
 pub use session::{EndpointRecord, SessionCounters, SessionRecord, Violation};
 
 use crate::app::{AppCx, ShardApp, WakeSources};
@@ -143,11 +145,26 @@ pub struct Host {
     pub counters: HostCounters,
     /// The message service, on the shard that runs it (board mailboxes).
     messages: Option<crate::messages::SharedMessages>,
+    /// The turns' wake-ups are queued in `owed` for the turn's runner to
+    /// issue once it lets the engine go (`owed`'s module), not issued in the turn.
+    defer_wakes: bool,
+    owed: OwedWakes,
 }
 
 impl Host {
     pub fn new(shard: u32, inbox: Option<AttachInbox>) -> Host {
         Host { shard, inbox, ..Default::default() }
+    }
+
+    /// From now on, the wake-ups of each turn's events wait in
+    /// [`Host::take_owed_wakes`] (see `owed`'s module for why).
+    pub fn defer_wakes(&mut self) {
+        self.defer_wakes = true;
+    }
+
+    /// Moves the wake-ups the turns owe into `into`.
+    pub fn take_owed_wakes(&mut self, into: &mut OwedWakes) {
+        into.append(&mut self.owed);
     }
 
     /// Serves board mailboxes through `messages` (the shard that runs the message service).
@@ -414,8 +431,9 @@ impl ShardApp for Host {
 
     /// Publishes the turn's events and wakes sleeping applications.
     fn flush(&mut self, now: outboard_time::Instant) {
+        let mut owed = self.defer_wakes.then_some(&mut self.owed);
         for s in &mut self.sessions {
-            if s.flush(now).is_err() {
+            if s.flush(now, owed.as_deref_mut()).is_err() {
                 s.dead.store(true, Ordering::Release);
             }
         }

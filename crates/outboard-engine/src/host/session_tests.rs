@@ -244,3 +244,39 @@ fn sleepers_in_a_group_without_an_eventfd_here_are_woken_through_the_shared_one(
     assert!(drain_eventfd(group1.as_raw_fd()), "a sleeper in group 1 is woken through its eventfd");
     assert!(!drain_eventfd(shared.as_raw_fd()), "and not through the shared one: nobody sleeps on it alone");
 }
+
+/// With wake-ups deferred (`Host::defer_wakes`, the engine shared with the
+/// program's threads), a turn publishes its events at once (the news word
+/// moves, so a thread not yet asleep sees them) but writes no eventfd: the
+/// wake-ups wait in the owed list until whoever ran the turn issues them,
+/// with the engine let go. Nothing is lost: an owed list dropped unissued
+/// issues them too.
+#[test]
+fn deferred_wake_ups_are_issued_by_the_turns_runner_not_in_the_turn() {
+    use crate::host::OwedWakes;
+    use outboard_board::wake::{drain_eventfd, new_eventfd};
+    let (shared, group1) = (new_eventfd().expect("eventfd"), new_eventfd().expect("eventfd"));
+    let mut r = Rig::connected_with(Some(shared.try_clone().expect("dup")), vec![group1.try_clone().expect("dup")]);
+    r.apps.get_mut::<Host>().expect("host").defer_wakes();
+    drain_eventfd(shared.as_raw_fd());
+    drain_eventfd(group1.as_raw_fd());
+    r.map.atomic_u32(header::APP_POLLERS).store(1, Ordering::SeqCst);
+    r.map.atomic_u32(header::APP_POLLERS + 4).store(1, Ordering::SeqCst);
+    let news = r.cond.current();
+    r.peer_sends(100, true);
+    assert_ne!(r.cond.current(), news, "the events are published in the turn");
+    assert!(!drain_eventfd(shared.as_raw_fd()) && !drain_eventfd(group1.as_raw_fd()), "no eventfd written in the turn");
+    let mut owed = OwedWakes::default();
+    r.apps.get_mut::<Host>().expect("host").take_owed_wakes(&mut owed);
+    assert!(!owed.is_empty());
+    owed.issue();
+    assert!(owed.is_empty());
+    assert!(drain_eventfd(shared.as_raw_fd()), "the shared eventfd's sleeper is woken when the runner issues");
+    assert!(drain_eventfd(group1.as_raw_fd()), "and group 1's");
+
+    r.peer_sends(100, true);
+    let mut owed = OwedWakes::default();
+    r.apps.get_mut::<Host>().expect("host").take_owed_wakes(&mut owed);
+    drop(owed);
+    assert!(drain_eventfd(shared.as_raw_fd()), "an owed list dropped unissued still wakes");
+}

@@ -24,7 +24,8 @@ use outboard_board::layout::{header, WAKE_SLOTS};
 use outboard_board::proto::ev;
 use outboard_board::Event;
 use outboard_time::{Duration, Instant};
-use std::os::fd::OwnedFd;
+use crate::host::OwedWakes;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -90,7 +91,9 @@ impl Session {
     /// Publishes posted events and wakes the application if it sleeps.
     /// Err when the event ring's head is garbage, or more value-carrying
     /// events wait than a well-behaved board can cause.
-    pub fn flush(&mut self, now: Instant) -> Result<(), Violation> {
+    /// With `owed`, the wake-ups are queued there instead (`owed`'s module
+    /// says why); the events are published either way.
+    pub fn flush(&mut self, now: Instant, owed: Option<&mut OwedWakes>) -> Result<(), Violation> {
         let mut full = false;
         while let Some(e) = self.overflow.front().copied() {
             match self.events.begin_put(e) {
@@ -127,25 +130,30 @@ impl Session {
         }
         let batch_due = self.batched_since.is_some_and(|t| now.saturating_duration_since(t) >= BATCH_WAIT);
         if self.posted || batch_due {
-            self.wake_now();
+            self.wake_now(owed);
         }
         Ok(())
     }
 
-    /// Wakes the application for what was posted (batched posts included).
-    fn wake_now(&mut self) {
+    /// Wakes the application for what was posted (batched posts included),
+    /// or queues the wake-ups in `owed`.
+    fn wake_now(&mut self, mut owed: Option<&mut OwedWakes>) {
         self.posted = false;
         self.batched_since = None;
-        if self.cond.signal() {
+        if self.cond.bump() {
             self.counters.signals += 1;
+            match owed.as_deref_mut() {
+                Some(o) => o.sleepers(&self.cond),
+                None => self.cond.wake_sleepers(),
+            }
         }
-        self.ring_wake();
+        self.ring_wake(owed);
     }
 
     /// The shard is about to sleep: batched posts wake the application now.
     pub fn wake_batched(&mut self) {
         if self.batched_since.is_some() {
-            self.wake_now();
+            self.wake_now(None);
         }
     }
 
@@ -154,7 +162,8 @@ impl Session {
     /// application announcing itself in a slot and then re-reading the
     /// word): the shared one whenever a thread sleeps on it, a wake group's
     /// only for events of its endpoints or of endpoints in no group.
-    pub(super) fn ring_wake(&mut self) {
+    /// With `owed`, the writes are queued there.
+    pub(super) fn ring_wake(&mut self, mut owed: Option<&mut OwedWakes>) {
         let due = std::mem::take(&mut self.groups.due);
         let sleepers = |slot: usize| self.map.atomic_u32(header::APP_POLLERS + 4 * slot).load(Ordering::SeqCst);
         let groups = &self.groups.fds;
@@ -164,13 +173,19 @@ impl Session {
             // one, which every set of theirs holds too.
             let shared = (0..WAKE_SLOTS).any(|s| (s == 0 || s > groups.len()) && sleepers(s) != 0);
             if shared {
-                crate::host::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
+                match owed.as_deref_mut() {
+                    Some(o) => o.eventfd(fd),
+                    None => crate::host::ring_eventfd(fd.as_raw_fd()),
+                }
             }
         }
         for (i, fd) in groups.iter().enumerate() {
             let g = i + 1;
             if due & (1 | 1 << g) != 0 && sleepers(g) != 0 {
-                crate::host::ring_eventfd(std::os::fd::AsRawFd::as_raw_fd(fd));
+                match owed.as_deref_mut() {
+                    Some(o) => o.group(groups, i),
+                    None => crate::host::ring_eventfd(fd.as_raw_fd()),
+                }
             }
         }
     }
@@ -178,7 +193,7 @@ impl Session {
     /// The application is gone or goes: every sleeper, whatever it waits for.
     pub(super) fn ring_wake_all(&mut self) {
         self.groups.due |= 1;
-        self.ring_wake();
+        self.ring_wake(None);
     }
 }
 

@@ -182,7 +182,7 @@ pub struct Session {
     batched_new: bool,
     batched_since: Option<Instant>,
     /// The application's wake eventfd (written while it has threads in poll/epoll on it).
-    wake: Option<std::os::fd::OwnedFd>,
+    wake: Option<Arc<std::os::fd::OwnedFd>>,
     /// Its wake groups (`op::WAKE_GROUP`).
     groups: events::WakeGroups,
     /// The board's memfd (handed on by a live upgrade).
@@ -241,7 +241,7 @@ impl Session {
             posted: false,
             batched_new: false,
             batched_since: None,
-            wake: n.wake,
+            wake: n.wake.map(Arc::new),
             groups: events::WakeGroups::new(n.wake_groups, p.endpoints),
             memory: n.memory,
             detached: false,
