@@ -913,6 +913,88 @@ fn inline_memcached_dropping_to_nobody_serves_linux_byte_exact() {
     memcached_dropping_to_nobody_serves_linux_byte_exact(&InlineRig::up("imc"));
 }
 
+/// memcached as a daemon with the engine inside it (`outboard run --inline --
+/// memcached -d -u nobody`): it drops to nobody, then forks, and its parent
+/// exits. The link and control socket are opened as root just before the
+/// drop, and the engine starts in the daemon child at its first socket
+/// (before, the engine started before the drop stayed in the parent that
+/// exited, and the daemon's sockets stayed with the kernel). Linux's client
+/// sets and gets 200 values byte-exact; `outboard stat` answers from the
+/// daemon, which runs as nobody.
+#[test]
+fn inline_memcached_daemonized_as_nobody_serves_linux_byte_exact() {
+    if skip_unless_root("inline_memcached_daemonized_as_nobody_serves_linux_byte_exact") {
+        return;
+    }
+    need_all(&[("memcached", "memcached"), ("python3", "python3")]);
+    let rig = InlineRig::up("imd");
+    let _reap = support::netns::Reaper::new(rig.lab.engine_ns());
+    let daemon = &["memcached", "-d", "-u", "nobody", "-l", "0.0.0.0", "-p", "11211", "-t", "2", "-m", "64", "-U", "0"];
+    let (ok, out, err) = output(rig.shim_cmd(STEP, daemon));
+    assert!(ok, "memcached -d: its parent should exit 0 once the daemon forked: {out}\n{err}");
+    let pid = support::netns::wait_for_pids(rig.lab.engine_ns(), STEP)[0];
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap_or("").to_string();
+    assert!(uid.split_whitespace().nth(2) == Some("65534"), "the daemon {pid} should run as nobody: {uid}");
+    let eip = rig.eip();
+    let t0 = Instant::now();
+    let (ok, out, err) = loop {
+        let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", MEMCACHE_CHECK, &eip, "11211"]));
+        if ok || t0.elapsed() > Duration::from_secs(20) {
+            break (ok, out, err);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(ok && out.starts_with("ok 200 "), "memcached -d under the shim: {out}\n{err}");
+    let st = support::engine::stat_in(&support::run_dir(), &rig.name).expect("the daemon's engine answers stat");
+    assert_eq!(st["pid"].as_u64(), Some(u64::from(pid)), "the engine runs in the daemon: {st}");
+    let (attached, rx, tx) = rig.through_engine();
+    assert!(attached >= 1 && rx > 0 && tx > 0, "the engine did not carry it: {attached} attached, {rx}/{tx} bytes");
+    eprintln!("inline memcached -d -u nobody (pid {pid}): {}", out.trim());
+}
+
+/// A program that drops to nobody and then forks, both processes making
+/// sockets (`outboard run --inline`): the engine opened before the drop
+/// runs in one of them only. The child asks first and serves Linux on it;
+/// the parent, asking after, is told the engine was started by another
+/// process, and its socket stays with the kernel.
+#[test]
+fn inline_engine_opened_before_a_drop_runs_in_one_process_of_those_forked() {
+    if skip_unless_root("inline_engine_opened_before_a_drop_runs_in_one_process_of_those_forked") {
+        return;
+    }
+    need_all(&[("python3", "python3")]);
+    let rig = InlineRig::up("iprep");
+    let _reap = support::netns::Reaper::new(rig.lab.engine_ns());
+    let program = r#"
+import os, pwd, socket
+nobody = pwd.getpwnam("nobody")
+os.setgroups([]); os.setgid(nobody.pw_gid); os.setuid(nobody.pw_uid)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("0.0.0.0", 7000)); l.listen(1)
+    print("child listening", flush=True); os.write(w, b"x")
+    c, _ = l.accept(); c.sendall(c.recv(100).upper()); c.close()
+    os._exit(0)
+os.read(r, 1)
+s = socket.socket(); s.bind(("0.0.0.0", 0))
+print("parent bound", flush=True)
+_, status = os.waitpid(pid, 0)
+print("child exited", status, flush=True)
+"#;
+    let mut srv = rig.bg("inline-prep-fork", rig.shim_cmd(STEP, &[python3(), "-u", "-c", program]));
+    srv.wait_log("parent bound");
+    let client = "import socket,sys; s=socket.create_connection((sys.argv[1], 7000), timeout=20); s.sendall(b'hello'); print(s.recv(100).decode())";
+    let (ok, out, err) = output(rig.linux_cmd(STEP, &[python3(), "-c", client, &rig.eip()]));
+    assert!(ok && out.trim() == "HELLO", "the child on the engine: {out}\n{err}\n{}", srv.text());
+    let (ok, text) = srv.wait(STEP);
+    assert!(ok && text.contains("child exited 0"), "{text}");
+    assert!(text.contains("was started by another process"), "the parent was not told why: {text}");
+    assert_eq!(text.matches("not on the engine").count(), 1, "the child is on the engine, the parent not: {text}");
+}
+
 fn memcached_dropping_to_nobody_serves_linux_byte_exact(rig: &impl AppRig) {
     let mut srv = rig.bg(
         "shim-memcached",

@@ -6,7 +6,7 @@
 
 use crate::shared::Shared;
 use outboard_api::{AttachOptions, Board, Error, InlineDriver, Result, SharedDriver};
-use outboard_engine::engine::{BoardAttach, Engine, EngineSettings};
+use outboard_engine::engine::{BoardAttach, Engine, EngineError, EngineSettings, Prepared};
 use outboard_engine::host::LocalAttacher;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -52,7 +52,7 @@ impl EmbeddedEngine {
     /// socket shim marks it as its own there, so the engine's system calls
     /// bypass its interposers).
     pub fn start_with(settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
-        EmbeddedEngine::spawn(settings, thread_init, false)
+        EmbeddedEngine::spawn(settings, thread_init, false, None)
     }
 
     /// As `start_with`, the engine shared between its thread and the
@@ -62,10 +62,36 @@ impl EmbeddedEngine {
     /// An engine of several shards runs as `start_with` does.
     pub fn start_shared(settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static) -> Result<EmbeddedEngine> {
         let shared = settings.shards <= 1;
-        EmbeddedEngine::spawn(settings, thread_init, shared)
+        EmbeddedEngine::spawn(settings, thread_init, shared, None)
     }
 
-    fn spawn(mut settings: EngineSettings, thread_init: impl FnOnce() + Send + 'static, share: bool) -> Result<EmbeddedEngine> {
+    /// Opens what the engine needs privileges for, starting nothing
+    /// ([`outboard_engine::engine::Prepared`]): call it before the process
+    /// drops them, and start the engine later with `start_prepared`, in this
+    /// process or in a child forked meanwhile.
+    pub fn prepare(settings: &EngineSettings) -> Result<Prepared> {
+        let mut settings = settings.clone();
+        settings.boards = BoardAttach::Embedded;
+        Engine::prepare(&settings).map_err(start_error)
+    }
+
+    /// As `start_with` (`shared`: as `start_shared`), on what `prepare` opened with the same settings.
+    pub fn start_prepared(
+        settings: EngineSettings,
+        prepared: Prepared,
+        thread_init: impl FnOnce() + Send + 'static,
+        shared: bool,
+    ) -> Result<EmbeddedEngine> {
+        let share = shared && settings.shards <= 1;
+        EmbeddedEngine::spawn(settings, thread_init, share, Some(prepared))
+    }
+
+    fn spawn(
+        mut settings: EngineSettings,
+        thread_init: impl FnOnce() + Send + 'static,
+        share: bool,
+        prepared: Option<Prepared>,
+    ) -> Result<EmbeddedEngine> {
         settings.boards = BoardAttach::Embedded;
         let stop = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
@@ -80,13 +106,14 @@ impl EmbeddedEngine {
             .spawn(move || {
                 let _ended = ended_tx;
                 thread_init();
-                let mut engine = match Engine::start(&settings) {
+                let started = match prepared {
+                    Some(p) => Engine::start_prepared(&settings, p),
+                    None => Engine::start(&settings),
+                };
+                let mut engine = match started {
                     Ok(e) => e,
                     Err(e) => {
-                        let _ = tx.send(Err(match e.hint() {
-                            "" => e.to_string(),
-                            hint => format!("{e} ({hint})"),
-                        }));
+                        let _ = tx.send(Err(error_text(&e)));
                         return;
                     }
                 };
@@ -167,6 +194,18 @@ impl EmbeddedEngine {
     }
 }
 
+/// An engine's start error with its hint, as the daemon prints it.
+fn error_text(e: &EngineError) -> String {
+    match e.hint() {
+        "" => e.to_string(),
+        hint => format!("{e} ({hint})"),
+    }
+}
+
+fn start_error(e: EngineError) -> Error {
+    Error::Attach(error_text(&e))
+}
+
 /// Blocks every signal in the calling thread; returns the mask it had.
 fn block_signals() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data, filled by sigfillset/pthread_sigmask.
@@ -211,7 +250,7 @@ impl InlineDriver for Inline {
 impl InlineEngine {
     pub fn start(mut settings: EngineSettings) -> Result<InlineEngine> {
         settings.boards = BoardAttach::Embedded;
-        let engine = Engine::start(&settings).map_err(|e| Error::Attach(format!("{e} ({})", e.hint())))?;
+        let engine = Engine::start(&settings).map_err(start_error)?;
         let attacher = engine.local_attacher().ok_or_else(|| Error::Attach("engine started without boards".into()))?;
         Ok(InlineEngine { engine: Rc::new(RefCell::new(Inline(engine))), attacher })
     }

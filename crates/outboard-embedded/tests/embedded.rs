@@ -523,3 +523,45 @@ fn an_idle_inline_polling_wait_still_runs_the_engines_timers() {
     assert!(took < Duration::from_secs(10), "timed out after {took:?}");
     app.join().expect("app thread");
 }
+
+/// An engine whose link was opened ahead of its start (`prepare`, what the
+/// socket shim's in-process engine does before a program drops its
+/// privileges) carries a connection once started; the start refuses
+/// settings other than those it was prepared with.
+#[test]
+fn an_engine_prepared_ahead_starts_on_what_it_opened() {
+    use outboard_embedded::EmbeddedEngine;
+    let fabric = format!("fabric:prep-{}", std::process::id());
+    let s = common::settings(&fabric, "prep-a", 1);
+    let prepared = EmbeddedEngine::prepare(&s).expect("prepare");
+    let mut other = s.clone();
+    other.name = "prep-other".into();
+    let e = EmbeddedEngine::start_prepared(other, prepared, || {}, true).err().expect("other settings are refused");
+    assert!(e.to_string().contains("prepared with other settings"), "{e}");
+
+    let prepared = EmbeddedEngine::prepare(&s).expect("prepare again: the refused start closed what it was given");
+    let a = EmbeddedEngine::start_prepared(s, prepared, || {}, true).expect("start on what was prepared");
+    let b = engine(&fabric, "prep-b", 2);
+    let board_a = a.attach(&AttachOptions::default()).expect("attach a");
+    let mut l = board_a.listen(7100, 4).expect("listen");
+    let client = std::thread::spawn(move || {
+        let board_b = b.attach(&AttachOptions::default()).expect("attach b");
+        let mut c = board_b.connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 7100)).expect("connect");
+        c.send(b"prepared").expect("send");
+        let mut got = [0u8; 8];
+        let mut n = 0;
+        while n < got.len() {
+            n += c.recv(&mut got[n..]).expect("recv");
+        }
+        assert_eq!(&got, b"PREPARED");
+    });
+    let mut s = l.accept().expect("accept");
+    let mut got = [0u8; 8];
+    let mut n = 0;
+    while n < got.len() {
+        n += s.recv(&mut got[n..]).expect("recv");
+    }
+    assert_eq!(&got, b"prepared");
+    s.send(b"PREPARED").expect("send");
+    client.join().expect("client");
+}

@@ -103,6 +103,13 @@ impl ControlServer {
 
     /// The control socket of an engine of `shards` shards: one inbox each.
     pub fn bind_shards(name: &str, shards: usize) -> Result<(ControlServer, Vec<ControlInbox>), ControlError> {
+        ControlServer::with_listener(name, ControlServer::bind_listener(name)?, shards)
+    }
+
+    /// Binds the control socket's name and nothing more (no thread, no
+    /// inbox): what an engine prepared before its process drops privileges
+    /// holds until it starts (`Engine::prepare`).
+    pub fn bind_listener(name: &str) -> Result<UnixListener, ControlError> {
         let dir = run_dir();
         std::fs::create_dir_all(&dir).map_err(|e| ControlError::Io(dir.clone(), e))?;
         let path = dir.join(format!("{name}.sock"));
@@ -121,8 +128,7 @@ impl ControlServer {
             // Left by an engine that died: take it over.
             let _ = std::fs::remove_file(&path);
         }
-        let listener = UnixListener::bind(&path).map_err(|e| ControlError::Io(path.clone(), e))?;
-        ControlServer::with_listener(name, listener, shards)
+        UnixListener::bind(&path).map_err(|e| ControlError::Io(path, e))
     }
 
     /// The control socket handed over by the engine this one upgrades (the

@@ -378,6 +378,17 @@ fn check_kernel_address(set: &EngineSettings) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// The link options `set` gives.
+fn link_options(set: &EngineSettings) -> LinkOptions {
+    LinkOptions {
+        mtu: set.mtu,
+        addr: set.addr,
+        fabric_faults: set.fabric_faults.clone(),
+        offloads: set.offloads,
+        ipv6: set.ipv6.is_some(),
+    }
+}
+
 /// What an engine that upgrades a running one takes over from it (the
 /// `upgrade` module's exchange): the link's socket, claim and ring
 /// positions, the control and board listening sockets, the secret.
@@ -407,9 +418,52 @@ pub struct ShardTakeover {
     pub arp: Vec<(Ipv4Addr, [u8; 6])>,
 }
 
+/// What an engine needs privileges for, opened ahead of its start
+/// (`Engine::prepare`): its links (AF_XDP needs CAP_NET_RAW, a TAP
+/// CAP_NET_ADMIN) and its control socket's name (in the run directory).
+/// Nothing runs: no thread, no frame read. It is plain memory and
+/// descriptors, so it survives `fork` and is started by whichever process
+/// holds it then (`Engine::start_prepared`): a daemon that drops to its
+/// `user` and then forks (`memcached -d -u nobody`) serves on the links
+/// its parent opened as root. Only one process may start it (the links'
+/// rings and the UMEM are shared, not copied, across `fork`): the caller
+/// sees to that.
+pub struct Prepared {
+    /// The settings' name and link, to check `start_prepared` is given the same.
+    name: String,
+    link: LinkSpec,
+    links: Vec<Box<dyn link::Link>>,
+    control: Option<std::os::unix::net::UnixListener>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Prepared({} on {}, {} link(s))", self.name, self.link, self.links.len())
+    }
+}
+
 impl Engine {
     pub fn start(set: &EngineSettings) -> Result<Engine, EngineError> {
-        Engine::start_inner(set, None)
+        Engine::start_inner(set, None, None)
+    }
+
+    /// Opens what `set` needs privileges for, and starts nothing (see
+    /// [`Prepared`]): the control socket first (a name clash must not
+    /// disturb the link), then the links, checked as `start` checks them.
+    pub fn prepare(set: &EngineSettings) -> Result<Prepared, EngineError> {
+        set.validate().map_err(EngineError::Config)?;
+        let control = if set.control { Some(ControlServer::bind_listener(&set.name).map_err(EngineError::Control)?) } else { None };
+        let links = link::open_shards(&set.link, &link_options(set), set.shards).map_err(EngineError::Link)?;
+        check_kernel_address(set)?;
+        Ok(Prepared { name: set.name.clone(), link: set.link.clone(), links, control })
+    }
+
+    /// Starts an engine on what [`Engine::prepare`] opened with the same settings.
+    pub fn start_prepared(set: &EngineSettings, p: Prepared) -> Result<Engine, EngineError> {
+        if p.name != set.name || p.link != set.link || p.links.len() != set.shards || p.control.is_some() != set.control {
+            return Err(EngineError::Config(format!("{p:?} was prepared with other settings than engine {} on {}", set.name, set.link)));
+        }
+        Engine::start_inner(set, None, Some(p))
     }
 
     /// Starts with what a running engine handed over (live upgrade): the
@@ -417,10 +471,10 @@ impl Engine {
     /// running engine's. Nothing here reads a frame: the old engine may
     /// still resume until the caller confirms.
     pub fn take_over(set: &EngineSettings, t: Takeover) -> Result<Engine, EngineError> {
-        Engine::start_inner(set, Some(t))
+        Engine::start_inner(set, Some(t), None)
     }
 
-    fn start_inner(set: &EngineSettings, mut taken: Option<Takeover>) -> Result<Engine, EngineError> {
+    fn start_inner(set: &EngineSettings, mut taken: Option<Takeover>, prepared: Option<Prepared>) -> Result<Engine, EngineError> {
         // Impossible settings are refused before anything is bound or opened.
         set.validate().map_err(EngineError::Config)?;
         let n = set.shards;
@@ -435,22 +489,21 @@ impl Engine {
                 )));
             }
         }
+        let (mut prepared_links, prepared_control) = match prepared {
+            Some(p) => (Some(p.links), p.control),
+            None => (None, None),
+        };
         // The control socket first: a name clash must not disturb the link.
-        let control = match taken.as_mut() {
-            Some(t) => {
+        let control = match (taken.as_mut(), prepared_control) {
+            (Some(t), _) => {
                 let l = t.control.try_clone().map_err(|e| EngineError::Control(ControlError::Io(crate::control::socket_path(&set.name), e)))?;
                 Some(ControlServer::with_listener(&set.name, l, n).map_err(EngineError::Control)?)
             }
-            None if set.control => Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?),
-            None => None,
+            (None, Some(l)) => Some(ControlServer::with_listener(&set.name, l, n).map_err(EngineError::Control)?),
+            (None, None) if set.control => Some(ControlServer::bind_shards(&set.name, n).map_err(EngineError::Control)?),
+            (None, None) => None,
         };
-        let opts = LinkOptions {
-            mtu: set.mtu,
-            addr: set.addr,
-            fabric_faults: set.fabric_faults.clone(),
-            offloads: set.offloads,
-            ipv6: set.ipv6.is_some(),
-        };
+        let opts = link_options(set);
         // Opening the link first gives "needs root" (10), "no such interface" (11) and "held by
         // another engine" (14) their own codes; the engine refuses a kernel address before its
         // first turn, so the link it opened never moved a frame.
@@ -478,7 +531,10 @@ impl Engine {
                 }
                 (links, t.board, Some(t.secret), state)
             }
-            None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
+            None => match prepared_links.take() {
+                Some(links) => (links, None, None, Vec::new()),
+                None => (link::open_shards(&set.link, &opts, n).map_err(EngineError::Link)?, None, None, Vec::new()),
+            },
         };
         check_kernel_address(set)?;
         let mtu = links[0].mtu();
@@ -779,20 +835,17 @@ impl Engine {
     /// taken with [`Engine::take_owed_wakes`] (for an engine whose turns
     /// run holding a lock the woken threads need; `host::OwedWakes`).
     pub fn defer_wakes(&mut self) {
-        for s in &mut self.shards {
-            if let Some(h) = s.apps.get_mut::<crate::host::Host>() {
-                h.defer_wakes();
-            }
-        }
+        self.hosts_mut().for_each(|h| h.defer_wakes());
     }
 
     /// Moves the wake-ups the turns owe into `into`, to issue with the engine let go.
     pub fn take_owed_wakes(&mut self, into: &mut crate::host::OwedWakes) {
-        for s in &mut self.shards {
-            if let Some(h) = s.apps.get_mut::<crate::host::Host>() {
-                h.take_owed_wakes(into);
-            }
-        }
+        self.hosts_mut().for_each(|h| h.take_owed_wakes(into));
+    }
+
+    /// Each shard's board host (none where the engine takes no boards).
+    fn hosts_mut(&mut self) -> impl Iterator<Item = &mut crate::host::Host> {
+        self.shards.iter_mut().filter_map(|s| s.apps.get_mut::<crate::host::Host>())
     }
 
     /// Sleeps as an idle shard does (until a frame, a deadline, a command), at most `longest`.

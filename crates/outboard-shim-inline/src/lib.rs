@@ -33,6 +33,10 @@
 //!   whose workers serve the parent's listeners (nginx with
 //!   `master_process on`) use an engine daemon (`outboard run` without
 //!   `--inline`).
+//! - **Before a privilege drop**, the engine's link and control socket are
+//!   opened and nothing is started (`before_drop`): the engine starts at
+//!   the first socket on what was opened, in this process or in one child
+//!   forked after the drop (a daemon whose parent exits).
 //! - **At exit** (`atexit`), the board detaches (the engine closes every
 //!   stream gracefully: FIN after what is queued) and the process lingers
 //!   until the engine has delivered everything — no board, no connection
@@ -87,6 +91,58 @@ fn from_env() -> &'static Result<EngineSettings, String> {
 
 /// The engine of this process, and the process that started it.
 static ENGINE: Mutex<Option<(u32, EmbeddedEngine)>> = Mutex::new(None);
+/// What was opened before the program dropped its privileges, not yet started (see [`before_drop`]).
+static PREPARED: Mutex<Option<Ready>> = Mutex::new(None);
+
+/// An engine prepared before a privilege drop, and the one ticket that
+/// lets a process start it: a byte in a pipe made then. The pipe is shared
+/// by every process forked afterwards; the one whose `read` gets the byte
+/// starts the engine, and the others are told it is taken (the links' rings
+/// and memory are shared across `fork`, so two engines on them would take
+/// each other's frames).
+struct Ready {
+    /// The process that prepared it.
+    by: u32,
+    engine: Option<outboard_engine::engine::Prepared>,
+    ticket: std::os::fd::OwnedFd,
+}
+
+impl Ready {
+    fn new(by: u32, engine: outboard_engine::engine::Prepared) -> std::io::Result<Ready> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors on success.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both are fresh descriptors that nothing else owns.
+        let (ticket, put) = unsafe {
+            use std::os::fd::FromRawFd;
+            (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+        };
+        // SAFETY: writes one byte from a local.
+        if unsafe { libc::write(std::os::fd::AsRawFd::as_raw_fd(&put), [1u8].as_ptr().cast(), 1) } != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Ready { by, engine: Some(engine), ticket })
+    }
+
+    /// The prepared engine, if this process is the first to ask for it in
+    /// any process that shares the ticket. Another's stays here, unused and
+    /// never dropped: dropping the links would tear down what they share
+    /// with the process that runs them.
+    fn claim(&mut self) -> Option<outboard_engine::engine::Prepared> {
+        self.engine.as_ref()?;
+        let mut b = [0u8; 1];
+        // SAFETY: reads at most one byte into a local; the pipe does not block.
+        let got = unsafe { libc::read(std::os::fd::AsRawFd::as_raw_fd(&self.ticket), b.as_mut_ptr().cast(), 1) };
+        if got == 1 {
+            self.engine.take()
+        } else {
+            None
+        }
+    }
+}
+
 /// `OUTBOARD_INLINE_DRIVE`, read when the library loads (see `threads_drive`).
 static DRIVE: AtomicBool = AtomicBool::new(true);
 /// Set once the process is exiting: no engine starts again.
@@ -111,10 +167,22 @@ fn board(opts: &AttachOptions) -> Result<Board, Error> {
     }
     let settings = from_env().as_ref().map_err(|e| Error::Attach(e.clone()))?;
     set_engine_log_level();
-    let engine = if DRIVE.load(Ordering::Relaxed) {
-        EmbeddedEngine::start_shared(settings.clone(), outboard_shim::state::mark_thread_internal)
-    } else {
-        EmbeddedEngine::start_with(settings.clone(), outboard_shim::state::mark_thread_internal)
+    let drive = DRIVE.load(Ordering::Relaxed);
+    let mark = outboard_shim::state::mark_thread_internal;
+    let engine = match PREPARED.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        Some(ready) => match ready.claim() {
+            Some(p) => EmbeddedEngine::start_prepared(settings.clone(), p, mark, drive),
+            None => {
+                return Err(Error::Attach(format!(
+                    "the in-process engine that process {} opened before it dropped privileges was started by another process \
+                     forked after that, and only one process can run it; multi-process programs use an engine daemon \
+                     (outboard engine, then outboard run without --inline)",
+                    ready.by
+                )))
+            }
+        },
+        None if drive => EmbeddedEngine::start_shared(settings.clone(), mark),
+        None => EmbeddedEngine::start_with(settings.clone(), mark),
     };
     // SAFETY: geteuid cannot fail.
     let engine = engine.map_err(|e| unprivileged(e, unsafe { libc::geteuid() }))?;
@@ -128,6 +196,40 @@ fn board(opts: &AttachOptions) -> Result<Board, Error> {
     Ok(b)
 }
 
+/// The program is about to drop its privileges (`setuid` and the like; the
+/// shim's `before_credentials_change`): opens the engine's link and control
+/// socket now, while it may, and starts nothing. The engine starts at the
+/// first socket, in this process or in a child forked after the drop (a
+/// daemon that forks and exits, as `memcached -d -u nobody`): whichever
+/// asks first. False (start the engine now, as before) for a link that
+/// needs no privileges (a fabric: its ports belong to the process that
+/// opened them) and when nothing can be prepared here.
+fn before_drop() -> bool {
+    if EXITING.load(Ordering::SeqCst) || ENGINE.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+        // Started (a child of the process that started it is refused at its first socket).
+        return true;
+    }
+    let mut ready = PREPARED.lock().unwrap_or_else(|e| e.into_inner());
+    if ready.is_some() {
+        // setgroups, setgid, then setuid: prepared at the first.
+        return true;
+    }
+    let Ok(settings) = from_env() else { return false };
+    if matches!(settings.link, LinkSpec::Fabric { .. }) {
+        return false;
+    }
+    set_engine_log_level();
+    let pid = std::process::id();
+    match EmbeddedEngine::prepare(settings).and_then(|p| Ready::new(pid, p).map_err(|e| Error::Attach(format!("pipe: {e}")))) {
+        Ok(r) => {
+            *ready = Some(r);
+            true
+        }
+        // Started now, it fails the same way, and says so as at a first socket.
+        Err(_) => false,
+    }
+}
+
 /// An engine that could not start in a process that is not root: the
 /// error says when an in-process engine starts and what it needs then, and
 /// which programs cannot have one.
@@ -135,8 +237,8 @@ fn unprivileged(e: Error, euid: u32) -> Error {
     match e {
         Error::Attach(m) if euid != 0 => Error::Attach(format!(
             "{m}; this process runs as uid {euid}: an in-process engine starts at the program's first socket, or just before \
-             it drops privileges, and needs the link's privileges then (a program that drops them and then forks, as \
-             `memcached -d -u USER`, or one started through a wrapper that stays alive, as `su`, uses an engine daemon)"
+             it drops privileges, and needs the link's privileges then (a program started through a wrapper that \
+             stays alive, as `su`, uses an engine daemon)"
         )),
         e => e,
     }
@@ -184,6 +286,7 @@ extern "C" fn at_exit() {
 extern "C" fn on_load() {
     outboard_shim::state::init();
     outboard_shim::state::set_board_source(board);
+    outboard_shim::state::set_before_drop(before_drop);
     DRIVE.store(threads_drive(std::env::var("OUTBOARD_INLINE_DRIVE").ok().as_deref()), Ordering::Relaxed);
     if let Err(e) = from_env() {
         outboard_shim::log::error(&format!("the in-process engine cannot start: {e}"));

@@ -250,13 +250,29 @@ pub fn in_process_engine() -> bool {
     BOARD_SOURCE.get().is_some()
 }
 
+/// What the in-process engine does when the program is about to drop its
+/// privileges (see [`before_credentials_change`]): true when it opened what
+/// it needs them for; false to have the engine started now instead.
+pub type BeforeDrop = fn() -> bool;
+
+static BEFORE_DROP: std::sync::OnceLock<BeforeDrop> = std::sync::OnceLock::new();
+
+/// Makes `f` what runs before a credentials change (once; false if one was set already).
+pub fn set_before_drop(f: BeforeDrop) -> bool {
+    BEFORE_DROP.set(f).is_ok()
+}
+
 /// The program is about to change its credentials (setuid, setgid,
 /// setgroups and the like: a daemon dropping to its `user`). With the
-/// engine inside it (`--inline`), the engine starts now if it has not yet,
-/// while the process may still open its link (AF_XDP needs CAP_NET_RAW) and
-/// its control socket: started after the drop it could not, and every
-/// socket would stay with the kernel. A daemon engine is left alone: it
-/// admits the dropped user by its own rules (`--allow-user`).
+/// engine inside it (`--inline`) and not started yet, what the engine needs
+/// privileges for (its link: AF_XDP needs CAP_NET_RAW; its control socket)
+/// is opened now, while the process may ([`BeforeDrop`]); opened after the
+/// drop it could not be, and every socket would stay with the kernel. The
+/// engine itself starts at the first socket, in this process or in the
+/// child a daemon forks after the drop (`memcached -d -u nobody`: its parent
+/// exits). An engine that cannot be prepared (a fabric) starts now. A
+/// daemon engine is left alone: it admits the dropped user by its own rules
+/// (`--allow-user`).
 ///
 /// Not in a drop that keeps capabilities thread by thread (`setpriv`,
 /// `capsh`: PR_SET_KEEPCAPS, the uid change, then `capset` of the calling
@@ -275,6 +291,9 @@ pub fn before_credentials_change() {
         return;
     }
     let _r = Reentry::enter();
+    if BEFORE_DROP.get().is_some_and(|f| f()) {
+        return;
+    }
     let _ = lock().board();
 }
 

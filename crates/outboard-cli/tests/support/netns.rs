@@ -163,6 +163,53 @@ impl Drop for NsGuard {
     }
 }
 
+/// The processes whose network namespace is `ns` (`ip netns pids`).
+pub fn pids_in(ns: &str) -> Vec<u32> {
+    let o = Command::new("ip").args(["netns", "pids", ns]).output().expect("ip netns pids");
+    String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Waits (at most `limit`) until some process runs in `ns`; their pids.
+pub fn wait_for_pids(ns: &str, limit: Duration) -> Vec<u32> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let pids = pids_in(ns);
+        if !pids.is_empty() {
+            return pids;
+        }
+        assert!(t0.elapsed() < limit, "no process in namespace {ns} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops, on drop, every process left in a namespace: daemons a test
+/// started detach from it (they fork and their parent exits), and deleting
+/// the namespace would not stop them. SIGTERM, then SIGKILL after 5 s.
+pub struct Reaper(String);
+
+impl Reaper {
+    pub fn new(ns: &str) -> Reaper {
+        Reaper(ns.to_string())
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let signal = |sig: i32| {
+            for p in pids_in(&self.0) {
+                // SAFETY: kill(2) with a pid and a signal number.
+                unsafe { libc::kill(p as i32, sig) };
+            }
+        };
+        signal(libc::SIGTERM);
+        let t0 = std::time::Instant::now();
+        while !pids_in(&self.0).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal(libc::SIGKILL);
+    }
+}
+
 /// Runs a command inside a namespace and returns its output.
 pub fn in_ns(ns: &str, args: &[&str]) -> Output {
     Command::new("ip")

@@ -173,19 +173,13 @@ impl Session {
             // one, which every set of theirs holds too.
             let shared = (0..WAKE_SLOTS).any(|s| (s == 0 || s > groups.len()) && sleepers(s) != 0);
             if shared {
-                match owed.as_deref_mut() {
-                    Some(o) => o.eventfd(fd),
-                    None => crate::host::ring_eventfd(fd.as_raw_fd()),
-                }
+                wake_or_owe(owed.as_deref_mut(), fd, |o| o.eventfd(fd));
             }
         }
         for (i, fd) in groups.iter().enumerate() {
             let g = i + 1;
             if due & (1 | 1 << g) != 0 && sleepers(g) != 0 {
-                match owed.as_deref_mut() {
-                    Some(o) => o.group(groups, i),
-                    None => crate::host::ring_eventfd(fd.as_raw_fd()),
-                }
+                wake_or_owe(owed.as_deref_mut(), fd, |o| o.group(groups, i));
             }
         }
     }
@@ -194,6 +188,15 @@ impl Session {
     pub(super) fn ring_wake_all(&mut self) {
         self.groups.due |= 1;
         self.ring_wake(None);
+    }
+}
+
+/// Writes the eventfd `fd` now, or, when the turn's wake-ups are owed to
+/// whoever runs it (`owed`), leaves it there (`owe`).
+fn wake_or_owe(owed: Option<&mut OwedWakes>, fd: &OwnedFd, owe: impl FnOnce(&mut OwedWakes)) {
+    match owed {
+        Some(o) => owe(o),
+        None => crate::host::ring_eventfd(fd.as_raw_fd()),
     }
 }
 
