@@ -967,7 +967,7 @@ fn inline_engine_opened_before_a_drop_runs_in_one_process_of_those_forked() {
     let rig = InlineRig::up("iprep");
     let _reap = support::netns::Reaper::new(rig.lab.engine_ns());
     let program = r#"
-import os, pwd, socket
+import os, pwd, socket, sys
 nobody = pwd.getpwnam("nobody")
 os.setgroups([]); os.setgid(nobody.pw_gid); os.setuid(nobody.pw_uid)
 r, w = os.pipe()
@@ -977,7 +977,7 @@ if pid == 0:
     l.bind(("0.0.0.0", 7000)); l.listen(1)
     print("child listening", flush=True); os.write(w, b"x")
     c, _ = l.accept(); c.sendall(c.recv(100).upper()); c.close()
-    os._exit(0)
+    sys.exit(0)  # exit(3), not _exit: the engine delivers the answer before the process ends
 os.read(r, 1)
 s = socket.socket(); s.bind(("0.0.0.0", 0))
 print("parent bound", flush=True)
